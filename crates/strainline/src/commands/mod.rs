@@ -1,0 +1,4 @@
+//! One module per subcommand, wiring the pipeline stages together.
+
+pub mod monitor;
+pub mod runs;

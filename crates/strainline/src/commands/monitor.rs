@@ -1,0 +1,296 @@
+//! `strainline monitor`: run a command (or attach to a pid), sample its process tree
+//! until it ends, store the run and print the summary. The command's stdio is passed
+//! through; strainline's own output goes to stderr, so `monitor` can sit in a pipeline.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::cli::MonitorArgs;
+use crate::exit;
+use crate::host::{git_state, Host};
+use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::monitor::cgroup::Cgroup;
+use crate::monitor::{Sampler, SamplerConfig};
+use crate::report::monitor as report;
+use crate::store::{Metric, NewRun, Store};
+use crate::target::{process, signals};
+use crate::Failure;
+
+/// Samples are written to the store at least this often.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// The slow fields (VmHWM, FDs, I/O, context switches) are read at most this often.
+const DETAIL_PERIOD: Duration = Duration::from_millis(100);
+
+pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
+    if args.pid.is_none() && args.command.is_empty() {
+        return Err(Failure::new(
+            exit::USAGE,
+            "monitor needs a command after `--` or --pid PID (e.g. `strainline monitor -- sleep 1`)",
+        )
+        .into());
+    }
+    if let Some(pid) = args.pid {
+        if !process::exists(pid) {
+            return Err(Failure::new(exit::USAGE, format!("--pid {pid}: no such process")).into());
+        }
+    }
+    // Open everything that can fail on bad input before starting anything.
+    let store = Store::open(store_path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let mut csv = match &args.csv {
+        Some(p) => {
+            let f = File::create(p).map_err(|e| {
+                Failure::new(exit::USAGE, format!("--csv {}: {e}", p.display()))
+            })?;
+            let mut w = BufWriter::new(f);
+            writeln!(w, "{}", report::CSV_HEADER)?;
+            Some(w)
+        }
+        None => None,
+    };
+    if let Some(p) = &args.json {
+        File::create(p).map_err(|e| Failure::new(exit::USAGE, format!("--json {}: {e}", p.display())))?;
+    }
+
+    let host = Host::current();
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let git = git_state(&cwd);
+    let command: Vec<String> = match args.pid {
+        Some(pid) => vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
+        None => args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+    };
+
+    signals::install();
+    let start = Instant::now();
+    let (root, cgroup, adopter) = match args.pid {
+        Some(pid) => (pid, None, None),
+        None => {
+            let cg = Cgroup::create(&format!("strainline-{}", std::process::id()));
+            process::become_subreaper();
+            let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
+            let pid = process::spawn(&args.command, fds).map_err(|e| Failure::new(e.exit_code(), e.to_string()))?;
+            (pid, cg, Some(std::process::id()))
+        }
+    };
+    let pidfd = process::pidfd(root);
+    let run_id = store.begin_run(&NewRun {
+        kind: "monitor",
+        label: args.label.as_deref(),
+        suite: None,
+        command: &command.join(" "),
+        cwd: &cwd,
+        git: git.as_ref(),
+        host: &host,
+    })?;
+    let case_id = store.begin_case(run_id, &command.join(" "), "monitor", None)?;
+
+    let cpu_at_start = process::own_cpu_seconds();
+    let detail_every = (DETAIL_PERIOD.as_secs_f64() / args.interval.as_secs_f64()).ceil().max(1.0) as u64;
+    let mut sampler = Sampler::new(
+        SamplerConfig {
+            root,
+            adopter,
+            detail_every,
+            top_n: args.top,
+        },
+        cgroup,
+        start,
+    );
+    let mut pending: Vec<Sample> = Vec::new();
+    let mut all: Vec<Sample> = Vec::new();
+    let mut last_flush = Instant::now();
+    let mut root_exit: Option<ExitInfo> = None;
+    let mut interrupted = false;
+    let mut kill_at: Option<Instant> = None;
+    let mut next_tick = Instant::now();
+    let attached = args.pid.is_some();
+    let stop_at = args.duration.map(|d| start + d);
+
+    loop {
+        for (pid, r) in process::reap_exited() {
+            sampler.on_reaped(pid, r);
+            if pid == root {
+                root_exit = Some(ExitInfo {
+                    code: r.exit,
+                    signal: r.signal,
+                });
+            }
+        }
+        let s = sampler.sample();
+        if let Some(w) = csv.as_mut() {
+            writeln!(w, "{}", report::csv_row(&s))?;
+        }
+        if args.json.is_some() {
+            all.push(s.clone());
+        }
+        pending.push(s);
+        if last_flush.elapsed() >= FLUSH_EVERY {
+            store.append_samples(case_id, &pending)?;
+            pending.clear();
+            last_flush = Instant::now();
+        }
+        if root_exit.is_some() || (attached && !process::exists(root)) {
+            break;
+        }
+        if let Some(sig) = signals::take() {
+            interrupted = true;
+            if attached {
+                break;
+            }
+            if sig.count > 1 {
+                kill_at = Some(Instant::now());
+            } else {
+                if sig.from_kill {
+                    process::signal(root, sig.signal);
+                }
+                kill_at = Some(Instant::now() + process::GRACE);
+            }
+        }
+        if let Some(at) = stop_at {
+            if Instant::now() >= at {
+                if attached {
+                    break;
+                }
+                if kill_at.is_none() {
+                    process::signal(root, libc::SIGTERM);
+                    kill_at = Some(Instant::now() + process::GRACE);
+                }
+            }
+        }
+        if kill_at.is_some_and(|k| Instant::now() >= k) {
+            kill_tree(&sampler, root);
+        }
+        next_tick += args.interval;
+        if next_tick < Instant::now() {
+            // Fell behind (a slow tick): skip missed ticks rather than bursting.
+            next_tick = Instant::now();
+        }
+        process::sleep_until(next_tick, pidfd.as_ref());
+    }
+
+    // The command has ended; stop whatever it left behind and reap it all.
+    let leftovers = if attached { 0 } else { stop_leftovers(&mut sampler, root) };
+    let overhead = process::own_cpu_seconds() - cpu_at_start;
+    let exit_info = root_exit.unwrap_or(ExitInfo {
+        code: None,
+        signal: None,
+    });
+    let status = if interrupted { "interrupted" } else { "completed" };
+    let summary = sampler.finish(
+        command,
+        args.label.clone(),
+        exit_info.clone(),
+        status,
+        args.interval.as_secs_f64(),
+        overhead,
+        leftovers,
+    );
+    store.append_samples(case_id, &pending)?;
+    store.finish_case(case_id, status, &metrics(&summary), &summary.processes, &summary)?;
+    let code = if interrupted {
+        exit::INTERRUPTED
+    } else if attached {
+        exit::PASSED
+    } else {
+        exit_info.shell_status()
+    };
+    store.finish_run(run_id, status, Some(code), &[])?;
+
+    if let Some(mut w) = csv {
+        w.flush()?;
+    }
+    if let Some(p) = &args.json {
+        std::fs::write(p, report::to_json(&summary, &all, &host, Some(run_id)))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if !args.quiet {
+        let mut err = std::io::stderr().lock();
+        report::write_summary(&mut err, &summary, Some(run_id))?;
+        if interrupted {
+            writeln!(err, "Interrupted: the partial run is saved as run #{run_id}.")?;
+        }
+    }
+    Ok(code)
+}
+
+/// SIGKILL to every live member of the tree (and the cgroup, which also catches any
+/// process forked since the last sample).
+fn kill_tree(sampler: &Sampler, root: u32) {
+    if let Some(cg) = sampler.cgroup() {
+        cg.kill_all();
+    }
+    process::signal(root, libc::SIGKILL);
+    for pid in sampler.live_pids() {
+        process::signal(pid, libc::SIGKILL);
+    }
+}
+
+/// After the command exits: SIGTERM what is left of its tree, give it the grace period,
+/// then SIGKILL; reap everything. Returns how many processes were left.
+fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
+    let leftover: Vec<u32> = sampler.live_pids().into_iter().filter(|&p| p != root).collect();
+    if !leftover.is_empty() {
+        for &pid in &leftover {
+            process::signal(pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && !sampler.live_pids().is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+            for (pid, r) in process::reap_exited() {
+                sampler.on_reaped(pid, r);
+            }
+            sampler.sample();
+        }
+        kill_tree(sampler, root);
+    }
+    // Reap until no child of ours is left (subreaper: orphans come to us).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        for (pid, r) in process::reap_exited() {
+            sampler.on_reaped(pid, r);
+        }
+        // SAFETY: waitid with WNOWAIT|WNOHANG only asks whether a child exists.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        if rc != 0 || Instant::now() >= deadline {
+            break; // ECHILD: nothing left
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    leftover.len() as u64
+}
+
+/// The figures of a monitor run, as named metrics for the store and for comparisons.
+pub fn metrics(s: &MonitorSummary) -> Vec<Metric> {
+    let m = |name: &str, value: f64, unit: &str, direction: &str, source: Option<&str>| Metric {
+        name: name.into(),
+        value,
+        unit: unit.into(),
+        direction: direction.into(),
+        source: source.map(Into::into),
+    };
+    let mut v = vec![
+        m("peak_rss", s.peak_rss.bytes as f64, "bytes", "lower", Some(s.peak_rss.source.describe())),
+        m("peak_tree_rss_sampled", s.peak_tree_rss_sampled.bytes as f64, "bytes", "lower", None),
+        m("cpu_avg", s.cpu.avg_cores, "cores", "lower", Some(&s.cpu.source)),
+        m("cpu_max", s.cpu.max_cores, "cores", "lower", None),
+        m("cpu_seconds", s.cpu.total_seconds, "s", "lower", Some(&s.cpu.source)),
+        m("duration", s.duration_seconds, "s", "lower", None),
+        m("max_threads", s.max_threads as f64, "count", "lower", None),
+        m("max_fds", s.max_fds as f64, "count", "lower", None),
+        m("max_processes", s.max_processes as f64, "count", "none", None),
+        m("read_bytes", s.read_bytes as f64, "bytes", "lower", None),
+        m("write_bytes", s.write_bytes as f64, "bytes", "lower", None),
+        m("ctx_switches", s.ctx_switches as f64, "count", "lower", None),
+        m("monitor_overhead", s.overhead.percent_of_core, "% of core", "lower", None),
+    ];
+    if let Some(c) = &s.cgroup_memory_peak {
+        v.push(m("cgroup_memory_peak", c.bytes as f64, "bytes", "lower", Some(c.source.describe())));
+    }
+    v
+}

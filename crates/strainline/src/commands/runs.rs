@@ -1,0 +1,115 @@
+//! `strainline runs` and `strainline show`: reading the results store back.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::cli::{RunsArgs, ShowArgs};
+use crate::exit;
+use crate::measure::MonitorSummary;
+use crate::report::monitor::write_summary;
+use crate::store::Store;
+use crate::Failure;
+
+fn open(path: &Path) -> anyhow::Result<Store> {
+    if !path.exists() {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "no results store at {} (run something first, e.g. `strainline monitor -- sleep 1`, or pass --store PATH)",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    Store::open(path).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
+}
+
+/// A closed pipe (`strainline runs | head`) ends the output quietly.
+fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(exit::PASSED),
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(exit::PASSED),
+    }
+}
+
+pub fn list(store: &Path, args: RunsArgs) -> anyhow::Result<i32> {
+    let store = open(store)?;
+    let runs = store.list_runs(args.limit, args.label.as_deref())?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&runs)?));
+    }
+    quiet_pipe((|| {
+        writeln!(
+            out,
+            "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<12}  {:<10}  COMMAND",
+            "RUN", "STARTED (UTC)", "KIND", "STATUS", "EXIT", "LABEL", "COMMIT"
+        )?;
+        for r in &runs {
+            let commit = r
+                .git_commit
+                .as_deref()
+                .map(|c| format!("{}{}", &c[..c.len().min(8)], if r.git_dirty == Some(true) { "+" } else { "" }))
+                .unwrap_or_default();
+            let cmd: String = r.command.chars().take(50).collect();
+            writeln!(
+                out,
+                "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<12}  {:<10}  {}",
+                r.id,
+                r.started_at,
+                r.kind,
+                r.status,
+                r.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+                r.label.as_deref().unwrap_or(""),
+                commit,
+                cmd
+            )?;
+        }
+        if runs.is_empty() {
+            writeln!(out, "(no runs yet)")?;
+        }
+        Ok(())
+    })())
+}
+
+pub fn show(store: &Path, args: ShowArgs) -> anyhow::Result<i32> {
+    let store = open(store)?;
+    let run = store
+        .find_run(&args.run)
+        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let cases = store.cases(run.id)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let doc = serde_json::json!({ "run": run, "cases": cases });
+        return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&doc)?));
+    }
+    quiet_pipe((|| {
+        writeln!(out, "Run #{}  {}  {}", run.id, run.kind, run.status)?;
+        writeln!(out, "  command:    {}", run.command)?;
+        if let Some(l) = &run.label {
+            writeln!(out, "  label:      {l}")?;
+        }
+        writeln!(out, "  started:    {}", run.started_at)?;
+        writeln!(out, "  ended:      {}", run.ended_at.as_deref().unwrap_or("-"))?;
+        writeln!(out, "  exit code:  {}", run.exit_code.map(|c| c.to_string()).unwrap_or("-".into()))?;
+        writeln!(out, "  host:       {} [{}]", run.host, run.fingerprint)?;
+        if let Some(c) = &run.git_commit {
+            writeln!(out, "  git:        {c}{}", if run.git_dirty == Some(true) { " (dirty)" } else { "" })?;
+        }
+        writeln!(out, "  strainline: {}", run.strainline_version)?;
+        for c in &cases {
+            writeln!(out)?;
+            match c.summary.clone().and_then(|v| serde_json::from_value::<MonitorSummary>(v).ok()) {
+                Some(s) if c.test_kind == "monitor" => write_summary(&mut out, &s, Some(run.id))?,
+                _ => {
+                    writeln!(out, "Case {} ({}): {}", c.name, c.test_kind, c.status)?;
+                    for m in &c.metrics {
+                        writeln!(out, "  {:<24} {:>16.4} {}", m.name, m.value, m.unit)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })())
+}

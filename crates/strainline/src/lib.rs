@@ -1,0 +1,51 @@
+//! strainline: performance non-regression testing. The modules follow the pipeline —
+//! `target` (the system under test) → `monitor` (its process tree) → `measure` (what was
+//! measured) → `store` (results) → `report` (what people read) — and `commands` wires
+//! them together for each subcommand.
+
+pub mod cli;
+pub mod clock;
+pub mod commands;
+pub mod host;
+pub mod measure;
+pub mod monitor;
+pub mod report;
+pub mod store;
+pub mod target;
+pub mod units;
+
+/// Exit codes: a documented contract (README, "Exit codes").
+pub mod exit {
+    pub const PASSED: i32 = 0;
+    pub const FAILED: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const INVALID: i32 = 3;
+    pub const CRASHED: i32 = 4;
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// An error that ends strainline with a particular exit code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: i32, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Runs a parsed command line and returns the exit code.
+pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
+        cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
+        cli::Command::Show(args) => commands::runs::show(&cli.store, args),
+    }
+}

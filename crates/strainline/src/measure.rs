@@ -1,0 +1,207 @@
+//! The measurements that flow down the pipeline, shared by the monitor that makes them,
+//! the store that keeps them and the reports that print them. Every field says its unit.
+
+use serde::{Deserialize, Serialize};
+
+/// One tick of the process-tree monitor. Cumulative counters (I/O, context switches)
+/// include the processes of the tree that have already exited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the monitor started.
+    pub t: f64,
+    /// Sum of the resident set sizes of the live processes of the tree, bytes.
+    pub rss_bytes: u64,
+    /// CPU used by the tree since the previous tick, in cores (1.0 = one core busy).
+    pub cpu_cores: f64,
+    /// Threads of all live processes.
+    pub threads: u64,
+    /// Open file descriptors of all live processes.
+    pub fds: u64,
+    /// Bytes read from storage by the tree so far.
+    pub read_bytes: u64,
+    /// Bytes written to storage by the tree so far.
+    pub write_bytes: u64,
+    /// Voluntary and involuntary context switches of the tree so far.
+    pub ctx_switches: u64,
+    /// Live processes in the tree.
+    pub processes: u32,
+    /// The largest processes by RSS at this tick.
+    pub top: Vec<TopProcess>,
+}
+
+/// A process as shown in a sample's top list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopProcess {
+    pub pid: u32,
+    pub name: String,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+}
+
+/// Everything known about one process of the tree over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub pid: u32,
+    pub ppid: u32,
+    pub name: String,
+    pub cmdline: String,
+    /// Seconds since the monitor started when it was first and last seen.
+    pub first_seen: f64,
+    pub last_seen: f64,
+    /// Highest RSS seen in a sample, bytes.
+    pub peak_rss_sampled: u64,
+    /// The kernel's high-water mark (VmHWM, or ru_maxrss when strainline reaped it), bytes.
+    pub peak_rss_exact: u64,
+    /// CPU time used, seconds (user + system).
+    pub cpu_seconds: f64,
+    /// How it ended, when strainline reaped it itself (`exit 0`, `signal 9`).
+    pub exit: Option<String>,
+}
+
+/// Where a peak memory figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakSource {
+    /// `VmHWM` in /proc/PID/status of a live process.
+    VmHwm,
+    /// `ru_maxrss` returned by wait4 when strainline reaped the process.
+    RuMaxrss,
+    /// The largest sum of RSS over the tree seen in a sample.
+    SampledTreeSum,
+    /// cgroup v2 `memory.peak` (tree-wide; counts page cache and kernel memory too).
+    CgroupV2MemoryPeak,
+    /// cgroup v1 `memory.max_usage_in_bytes` (tree-wide; counts page cache too).
+    CgroupV1MaxUsage,
+}
+
+impl PeakSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PeakSource::VmHwm => "VmHWM",
+            PeakSource::RuMaxrss => "ru_maxrss (wait4)",
+            PeakSource::SampledTreeSum => "sampled tree sum",
+            PeakSource::CgroupV2MemoryPeak => "cgroup v2 memory.peak",
+            PeakSource::CgroupV1MaxUsage => "cgroup v1 memory.max_usage_in_bytes",
+        }
+    }
+}
+
+/// A peak memory figure with its provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    pub bytes: u64,
+    pub source: PeakSource,
+    /// The process it belongs to, for per-process figures.
+    pub pid: Option<u32>,
+    pub process: Option<String>,
+    /// Seconds since start, for sampled figures.
+    pub at: Option<f64>,
+}
+
+/// How the command (or the attached process) ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// Exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// The status a shell would report: the code, or 128 + the signal number.
+    pub fn shell_status(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            (None, None) => 0,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("signal {s} ({})", signal_name(s)),
+            (None, None) => "still running (attached)".to_string(),
+        }
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// CPU use of the tree over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    /// CPU seconds (user + system) used by the whole tree.
+    pub total_seconds: f64,
+    /// Average over the run, in cores (1.0 = one core busy all the time).
+    pub avg_cores: f64,
+    /// Highest average over any window of `max_window_seconds`, in cores.
+    pub max_cores: f64,
+    pub max_window_seconds: f64,
+    /// Where the CPU times came from.
+    pub source: String,
+}
+
+/// What the monitor itself cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// CPU seconds used by strainline while monitoring.
+    pub cpu_seconds: f64,
+    /// The same as a percentage of one core over the run.
+    pub percent_of_core: f64,
+    /// Average CPU time per tick, microseconds.
+    pub per_tick_us: f64,
+}
+
+/// The result of one `strainline monitor` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorSummary {
+    pub label: Option<String>,
+    /// The command run, or `pid N` when attached.
+    pub command: Vec<String>,
+    pub root_pid: u32,
+    /// `completed` or `interrupted`.
+    pub status: String,
+    /// Wall-clock time of the run, seconds.
+    pub duration_seconds: f64,
+    pub interval_seconds: f64,
+    pub samples: u64,
+    pub exit: ExitInfo,
+    /// The best exact peak: the highest of the per-process kernel high-water marks and
+    /// the sampled tree sum, with the source that gave it.
+    pub peak_rss: Peak,
+    /// The highest sum of RSS across the tree in any sample.
+    pub peak_tree_rss_sampled: Peak,
+    /// The kernel's tree-wide memory peak from a cgroup, when one could be made.
+    pub cgroup_memory_peak: Option<Peak>,
+    pub cpu: CpuSummary,
+    /// Distinct processes seen in the tree.
+    pub processes_seen: u64,
+    pub max_processes: u64,
+    pub max_threads: u64,
+    pub max_fds: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub ctx_switches: u64,
+    /// Processes still alive when the command ended, which strainline stopped.
+    pub leftover_processes_stopped: u64,
+    pub overhead: Overhead,
+    /// Processes of the tree, largest exact peak first.
+    pub processes: Vec<ProcessRecord>,
+}

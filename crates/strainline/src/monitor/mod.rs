@@ -1,0 +1,9 @@
+//! Watching a process tree: which processes belong to it ([`tree`]), how to read them
+//! ([`procfs`], [`cgroup`]) and how one tick becomes a sample ([`sampler`]).
+
+pub mod cgroup;
+pub mod procfs;
+pub mod sampler;
+pub mod tree;
+
+pub use sampler::{Reaped, Sampler, SamplerConfig};

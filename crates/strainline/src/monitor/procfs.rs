@@ -1,0 +1,321 @@
+//! Reading `/proc` cheaply. The monitor reads the same few files of the same processes
+//! many times a second, so each process keeps its files open and re-reads them with
+//! `pread` at offset 0 (the kernel regenerates the text on every read), which costs one
+//! system call per file instead of three.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::sync::OnceLock;
+
+/// Kernel constants needed to turn `/proc` figures into bytes and seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelUnits {
+    /// Bytes per page (RSS in `/proc/PID/stat` is in pages).
+    pub page_size: u64,
+    /// Clock ticks per second (CPU times in `/proc/PID/stat` are in ticks).
+    pub clock_ticks: u64,
+}
+
+pub fn kernel_units() -> KernelUnits {
+    static UNITS: OnceLock<KernelUnits> = OnceLock::new();
+    *UNITS.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        KernelUnits {
+            page_size: if page > 0 { page as u64 } else { 4096 },
+            clock_ticks: if ticks > 0 { ticks as u64 } else { 100 },
+        }
+    })
+}
+
+/// The fields of `/proc/PID/stat` the monitor uses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stat {
+    pub pid: u32,
+    /// Executable name as the kernel keeps it (at most 15 bytes).
+    pub comm: String,
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// CPU time of the process itself, in clock ticks (user + system).
+    pub cpu_ticks: u64,
+    /// CPU time of children it has waited for, in clock ticks (user + system).
+    pub children_cpu_ticks: u64,
+    pub num_threads: u64,
+    /// Start time after boot, in clock ticks: with the pid, it names a process uniquely.
+    pub start_ticks: u64,
+    pub rss_pages: u64,
+}
+
+/// Parses the text of `/proc/PID/stat`. The command name is in parentheses and may
+/// itself contain spaces and parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let f: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    // f[0] is field 3 (state); field N is f[N - 3].
+    let num = |n: usize| -> Option<u64> { f.get(n - 3)?.parse().ok() };
+    Some(Stat {
+        pid,
+        comm,
+        state: f.first()?.chars().next()?,
+        ppid: num(4)? as u32,
+        pgrp: num(5)? as u32,
+        session: num(6)? as u32,
+        cpu_ticks: num(14)? + num(15)?,
+        children_cpu_ticks: num(16)? + num(17)?,
+        num_threads: num(20)?,
+        start_ticks: num(22)?,
+        rss_pages: num(24)?,
+    })
+}
+
+/// The fields of `/proc/PID/status` the monitor uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Peak resident set size (VmHWM), bytes.
+    pub hwm_bytes: u64,
+    /// Voluntary plus involuntary context switches.
+    pub ctx_switches: u64,
+}
+
+pub fn parse_status(text: &str) -> Status {
+    let mut s = Status::default();
+    for line in text.lines() {
+        let kib = |l: &str| -> u64 {
+            l.split_ascii_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        if line.starts_with("VmHWM:") {
+            s.hwm_bytes = kib(line) * 1024;
+        } else if line.starts_with("voluntary_ctxt_switches:")
+            || line.starts_with("nonvoluntary_ctxt_switches:")
+        {
+            s.ctx_switches += kib(line);
+        }
+    }
+    s
+}
+
+/// Storage I/O of a process from `/proc/PID/io`, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Io {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+pub fn parse_io(text: &str) -> Io {
+    let mut io = Io::default();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("read_bytes: ") {
+            io.read_bytes = v.trim().parse().unwrap_or(0);
+        } else if let Some(v) = line.strip_prefix("write_bytes: ") {
+            io.write_bytes = v.trim().parse().unwrap_or(0);
+        }
+    }
+    io
+}
+
+/// Open handles on one process's `/proc` files.
+pub struct ProcFiles {
+    stat: File,
+    status: Option<File>,
+    io: Option<File>,
+    fd_dir: Option<File>,
+    buf: Vec<u8>,
+}
+
+impl ProcFiles {
+    /// Opens the files of `pid`; fails if the process is gone.
+    pub fn open(pid: u32) -> io::Result<ProcFiles> {
+        let base = format!("/proc/{pid}");
+        Ok(ProcFiles {
+            stat: File::open(format!("{base}/stat"))?,
+            status: File::open(format!("{base}/status")).ok(),
+            io: File::open(format!("{base}/io")).ok(),
+            fd_dir: File::open(format!("{base}/fd")).ok(),
+            buf: Vec::with_capacity(2048),
+        })
+    }
+
+    fn pread(file: &File, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.clear();
+        buf.resize(buf.capacity().max(2048), 0);
+        let mut len = 0;
+        loop {
+            let n = file.read_at(&mut buf[len..], len as u64)?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+            if len == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        buf.truncate(len);
+        if len == 0 {
+            // A process that has exited answers with an empty file or ESRCH.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+
+    /// Reads `/proc/PID/stat`; an error means the process has exited.
+    pub fn stat(&mut self) -> io::Result<Stat> {
+        Self::pread(&self.stat, &mut self.buf)?;
+        parse_stat(&String::from_utf8_lossy(&self.buf))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "malformed /proc stat"))
+    }
+
+    pub fn status(&mut self) -> Option<Status> {
+        let f = self.status.as_ref()?;
+        Self::pread(f, &mut self.buf).ok()?;
+        Some(parse_status(&String::from_utf8_lossy(&self.buf)))
+    }
+
+    pub fn io(&mut self) -> Option<Io> {
+        let f = self.io.as_ref()?;
+        Self::pread(f, &mut self.buf).ok()?;
+        Some(parse_io(&String::from_utf8_lossy(&self.buf)))
+    }
+
+    /// Counts open file descriptors by listing `/proc/PID/fd` through the kept handle.
+    pub fn fd_count(&mut self) -> Option<u64> {
+        let fd = self.fd_dir.as_ref()?.as_raw_fd();
+        // SAFETY: fd is an open directory we own; getdents64 writes at most buf.len() bytes.
+        unsafe {
+            if libc::lseek(fd, 0, libc::SEEK_SET) < 0 {
+                return None;
+            }
+        }
+        let mut buf = [0u8; 8192];
+        let mut count = 0u64;
+        loop {
+            // SAFETY: as above.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    fd,
+                    buf.as_mut_ptr(),
+                    buf.len() as libc::c_uint,
+                )
+            };
+            if n < 0 {
+                return None;
+            }
+            if n == 0 {
+                break;
+            }
+            let mut off = 0usize;
+            while off < n as usize {
+                // struct linux_dirent64 { u64 ino; i64 off; u16 reclen; u8 type; char name[]; }
+                let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+                if buf[off + 19] != b'.' {
+                    count += 1;
+                }
+                off += reclen.max(1);
+            }
+        }
+        Some(count)
+    }
+}
+
+/// The command line of a process, arguments joined by spaces; empty for kernel threads
+/// or processes that are gone.
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Every pid in `/proc` (processes, not threads).
+pub fn list_pids() -> io::Result<Vec<u32>> {
+    let mut pids = Vec::with_capacity(256);
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        if let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
+            pids.push(pid);
+        }
+    }
+    Ok(pids)
+}
+
+/// Reads and parses `/proc/PID/stat` once, without keeping the file open.
+pub fn read_stat(pid: u32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_command_names() {
+        // A command name with spaces and a closing parenthesis, as `prctl` allows.
+        let text = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 120 0 0 0 \
+                    7 3 11 2 20 0 3 0 98765 10000000 2560 18446744073709551615";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(s.pid, 4242);
+        assert_eq!(s.comm, "my (odd) name");
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.ppid, 1);
+        assert_eq!(s.cpu_ticks, 10);
+        assert_eq!(s.children_cpu_ticks, 13);
+        assert_eq!(s.num_threads, 3);
+        assert_eq!(s.start_ticks, 98765);
+        assert_eq!(s.rss_pages, 2560);
+    }
+
+    #[test]
+    fn parses_status_and_io() {
+        let status = "Name:\tx\nVmHWM:\t  13792 kB\nVmRSS:\t 1000 kB\n\
+                      voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t2\n";
+        let s = parse_status(status);
+        assert_eq!(s.hwm_bytes, 13792 * 1024);
+        assert_eq!(s.ctx_switches, 7);
+        let io = parse_io("rchar: 1\nwchar: 2\nread_bytes: 4096\nwrite_bytes: 8192\n");
+        assert_eq!(
+            io,
+            Io {
+                read_bytes: 4096,
+                write_bytes: 8192
+            }
+        );
+    }
+
+    #[test]
+    fn reads_this_process_against_the_kernel() {
+        let me = std::process::id();
+        let mut files = ProcFiles::open(me).unwrap();
+        let stat = files.stat().unwrap();
+        assert_eq!(stat.pid, me);
+        assert!(stat.rss_pages > 0);
+        // A child with only stdin, stdout and stderr open has exactly three descriptors.
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let fds = ProcFiles::open(child.id()).unwrap().fd_count();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(fds, Some(3));
+        assert!(files.status().unwrap().hwm_bytes >= stat.rss_pages * kernel_units().page_size);
+    }
+}

@@ -1,0 +1,470 @@
+//! One tick of the monitor: find the tree's processes, read each one, and add them up
+//! into a [`Sample`]. Cheap fields (CPU, RSS, threads) are read every tick; the costlier
+//! ones (VmHWM, open FDs, I/O, context switches) every `detail_every` ticks, so that a
+//! 10 ms interval stays affordable. Exact figures that sampling could miss come from the
+//! kernel instead: VmHWM, `ru_maxrss` of reaped processes, and the cgroup's counters.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use super::cgroup::{Cgroup, PeakFile};
+use super::procfs::{self, kernel_units, Io, ProcFiles, Stat};
+use super::tree::{new_descendants, Outsiders};
+use crate::measure::{
+    CpuSummary, ExitInfo, MonitorSummary, Overhead, Peak, PeakSource, ProcessRecord, Sample,
+    TopProcess,
+};
+
+/// How a process that strainline reaped itself ended, from wait4.
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    pub exit: Option<i32>,
+    pub signal: Option<i32>,
+    /// ru_maxrss, bytes.
+    pub maxrss_bytes: u64,
+    /// ru_utime + ru_stime, seconds (includes the children it reaped).
+    pub cpu_seconds: f64,
+}
+
+struct Tracked {
+    files: ProcFiles,
+    last: Stat,
+    io: Io,
+    fds: u64,
+    ctx_switches: u64,
+    hwm_bytes: u64,
+    record: ProcessRecord,
+}
+
+/// What the sampler is told at start.
+pub struct SamplerConfig {
+    /// The process whose tree is watched.
+    pub root: u32,
+    /// Set when strainline is the child subreaper of the tree: orphans re-parented to it
+    /// are members.
+    pub adopter: Option<u32>,
+    /// Read the detail fields every this many ticks (1 = every tick).
+    pub detail_every: u64,
+    /// How many processes each sample lists in its top list.
+    pub top_n: usize,
+}
+
+pub struct Sampler {
+    cfg: SamplerConfig,
+    cgroup: Option<Cgroup>,
+    start: Instant,
+    live: HashMap<u32, Tracked>,
+    outsiders: Outsiders,
+    finished: Vec<ProcessRecord>,
+    reaped: HashMap<u32, Reaped>,
+    /// CPU ticks of processes that vanished with no member left to account for them.
+    vanished_cpu_ticks: u64,
+    /// CPU seconds of processes strainline reaped (from wait4).
+    reaped_cpu_seconds: f64,
+    /// Cumulative I/O and context switches of processes that are gone.
+    gone_io: Io,
+    gone_ctx: u64,
+    prev_cpu: Option<(f64, f64)>,
+    ticks: u64,
+    samples: Vec<(f64, f64)>,
+    peak_tree: (u64, f64),
+    max_processes: u64,
+    max_threads: u64,
+    max_fds: u64,
+    last: Option<Sample>,
+}
+
+impl Sampler {
+    pub fn new(cfg: SamplerConfig, cgroup: Option<Cgroup>, start: Instant) -> Sampler {
+        Sampler {
+            cfg,
+            cgroup,
+            start,
+            live: HashMap::new(),
+            outsiders: Outsiders::default(),
+            finished: Vec::new(),
+            reaped: HashMap::new(),
+            vanished_cpu_ticks: 0,
+            reaped_cpu_seconds: 0.0,
+            gone_io: Io::default(),
+            gone_ctx: 0,
+            prev_cpu: None,
+            ticks: 0,
+            samples: Vec::new(),
+            peak_tree: (0, 0.0),
+            max_processes: 0,
+            max_threads: 0,
+            max_fds: 0,
+            last: None,
+        }
+    }
+
+    pub fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// Pids of the live members of the tree.
+    pub fn live_pids(&self) -> Vec<u32> {
+        self.live.keys().copied().collect()
+    }
+
+    /// Records what wait4 said about a process strainline reaped.
+    pub fn on_reaped(&mut self, pid: u32, r: Reaped) {
+        self.reaped.insert(pid, r);
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn track(&mut self, pid: u32, t: f64) {
+        let Ok(mut files) = ProcFiles::open(pid) else {
+            return;
+        };
+        let Ok(stat) = files.stat() else { return };
+        let record = ProcessRecord {
+            pid,
+            ppid: stat.ppid,
+            name: stat.comm.clone(),
+            cmdline: procfs::cmdline(pid),
+            first_seen: t,
+            last_seen: t,
+            peak_rss_sampled: 0,
+            peak_rss_exact: 0,
+            cpu_seconds: 0.0,
+            exit: None,
+        };
+        self.live.insert(
+            pid,
+            Tracked {
+                files,
+                last: stat,
+                io: Io::default(),
+                fds: 0,
+                ctx_switches: 0,
+                hwm_bytes: 0,
+                record,
+            },
+        );
+    }
+
+    fn discover(&mut self, t: f64) {
+        if self.live.is_empty() && self.finished.is_empty() {
+            self.track(self.cfg.root, t);
+        }
+        if let Some(pids) = self.cgroup.as_ref().filter(|c| c.lists_processes()).and_then(|c| c.pids()) {
+            for pid in pids {
+                if !self.live.contains_key(&pid) && !self.finished.iter().any(|r| r.pid == pid) {
+                    self.track(pid, t);
+                }
+            }
+            return;
+        }
+        let Ok(all) = procfs::list_pids() else { return };
+        let mut candidates = Vec::new();
+        let mut starts = HashMap::new();
+        for &pid in &all {
+            if self.live.contains_key(&pid) || self.outsiders.contains_pid(pid) {
+                continue;
+            }
+            if let Some(st) = procfs::read_stat(pid) {
+                candidates.push((pid, st.ppid));
+                starts.insert(pid, st.start_ticks);
+            }
+        }
+        let mut members: HashSet<u32> = self.live.keys().copied().collect();
+        members.extend(self.cfg.adopter);
+        let joined: HashSet<u32> = new_descendants(&members, &candidates).into_iter().collect();
+        for (pid, _) in candidates {
+            if joined.contains(&pid) {
+                self.track(pid, t);
+            } else {
+                self.outsiders.insert(pid, starts[&pid]);
+            }
+        }
+        let live: HashSet<u32> = all.into_iter().collect();
+        self.outsiders.retain_live(&live);
+    }
+
+    /// Takes one sample of the tree.
+    pub fn sample(&mut self) -> Sample {
+        let t = self.elapsed();
+        self.discover(t);
+        let units = kernel_units();
+        let detail = self.ticks % self.cfg.detail_every.max(1) == 0;
+        self.ticks += 1;
+
+        let mut gone = Vec::new();
+        for (&pid, p) in self.live.iter_mut() {
+            match p.files.stat() {
+                Ok(st) if st.start_ticks == p.last.start_ticks => p.last = st,
+                _ => {
+                    gone.push(pid);
+                    continue;
+                }
+            }
+            let rss = p.last.rss_pages * units.page_size;
+            p.record.last_seen = t;
+            p.record.ppid = p.last.ppid;
+            p.record.peak_rss_sampled = p.record.peak_rss_sampled.max(rss);
+            if detail {
+                if let Some(s) = p.files.status() {
+                    p.hwm_bytes = p.hwm_bytes.max(s.hwm_bytes);
+                    p.ctx_switches = s.ctx_switches;
+                }
+                if let Some(io) = p.files.io() {
+                    p.io = io;
+                }
+                if let Some(n) = p.files.fd_count() {
+                    p.fds = n;
+                }
+            }
+        }
+        for pid in gone {
+            self.retire(pid);
+        }
+
+        let mut s = Sample {
+            t,
+            rss_bytes: 0,
+            cpu_cores: 0.0,
+            threads: 0,
+            fds: 0,
+            read_bytes: self.gone_io.read_bytes,
+            write_bytes: self.gone_io.write_bytes,
+            ctx_switches: self.gone_ctx,
+            processes: self.live.len() as u32,
+            top: Vec::new(),
+        };
+        let mut live_cpu_ticks = 0u64;
+        for p in self.live.values() {
+            s.rss_bytes += p.last.rss_pages * units.page_size;
+            s.threads += p.last.num_threads;
+            s.fds += p.fds;
+            s.read_bytes += p.io.read_bytes;
+            s.write_bytes += p.io.write_bytes;
+            s.ctx_switches += p.ctx_switches;
+            live_cpu_ticks += p.last.cpu_ticks + p.last.children_cpu_ticks;
+        }
+        let cum_cpu = match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
+            Some(us) => us as f64 / 1e6,
+            None => {
+                (live_cpu_ticks + self.vanished_cpu_ticks) as f64 / units.clock_ticks as f64
+                    + self.reaped_cpu_seconds
+            }
+        };
+        if let Some((pt, pc)) = self.prev_cpu {
+            if t > pt {
+                s.cpu_cores = ((cum_cpu - pc) / (t - pt)).max(0.0);
+            }
+        }
+        self.prev_cpu = Some((t, cum_cpu.max(self.prev_cpu.map_or(0.0, |p| p.1))));
+
+        let mut top: Vec<&Tracked> = self.live.values().collect();
+        top.sort_by_key(|p| std::cmp::Reverse(p.last.rss_pages));
+        s.top = top
+            .into_iter()
+            .take(self.cfg.top_n)
+            .map(|p| TopProcess {
+                pid: p.record.pid,
+                name: p.record.name.clone(),
+                rss_bytes: p.last.rss_pages * units.page_size,
+            })
+            .collect();
+
+        if s.rss_bytes > self.peak_tree.0 {
+            self.peak_tree = (s.rss_bytes, t);
+        }
+        self.max_processes = self.max_processes.max(s.processes as u64);
+        self.max_threads = self.max_threads.max(s.threads);
+        self.max_fds = self.max_fds.max(s.fds);
+        self.samples.push((t, cum_cpu));
+        self.last = Some(s.clone());
+        s
+    }
+
+    /// Moves a process that has exited from the live table to the finished list,
+    /// keeping its CPU accounted for exactly once.
+    fn retire(&mut self, pid: u32) {
+        let Some(mut p) = self.live.remove(&pid) else {
+            return;
+        };
+        let units = kernel_units();
+        let ticks = p.last.cpu_ticks + p.last.children_cpu_ticks;
+        p.record.cpu_seconds = p.last.cpu_ticks as f64 / units.clock_ticks as f64;
+        p.record.peak_rss_exact = p.hwm_bytes.max(p.record.peak_rss_sampled);
+        if let Some(r) = self.reaped.get(&pid) {
+            // wait4 gave the final figures, including everything it reaped itself.
+            self.reaped_cpu_seconds += r.cpu_seconds;
+            p.record.cpu_seconds = p.record.cpu_seconds.max(r.cpu_seconds);
+            p.record.peak_rss_exact = p.record.peak_rss_exact.max(r.maxrss_bytes);
+            p.record.exit = Some(
+                ExitInfo {
+                    code: r.exit,
+                    signal: r.signal,
+                }
+                .describe(),
+            );
+        } else if !self.live.contains_key(&p.last.ppid) {
+            // Reaped outside the tree: its last reading is all we will ever know.
+            self.vanished_cpu_ticks += ticks;
+        }
+        // Otherwise its parent, still a member, now counts it in its children's time.
+        self.gone_io.read_bytes += p.io.read_bytes;
+        self.gone_io.write_bytes += p.io.write_bytes;
+        self.gone_ctx += p.ctx_switches;
+        self.finished.push(p.record);
+    }
+
+    /// Ends the run: retires whatever is left and adds everything up.
+    pub fn finish(
+        mut self,
+        command: Vec<String>,
+        label: Option<String>,
+        exit: ExitInfo,
+        status: &str,
+        interval_seconds: f64,
+        overhead_cpu_seconds: f64,
+        leftover_processes_stopped: u64,
+    ) -> MonitorSummary {
+        let duration = self.elapsed();
+        let cgroup_peak = self.cgroup.as_ref().and_then(|c| c.memory_peak());
+        let final_cum = self.samples.last().map_or(0.0, |s| s.1);
+        for pid in self.live_pids() {
+            self.retire(pid);
+        }
+        // Exact total CPU: the cgroup's counter, or the reaped processes' rusage (which
+        // includes everything they reaped), or the last sampled cumulative figure.
+        let (total_cpu, cpu_source) = match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
+            Some(us) => (us as f64 / 1e6, "cgroup cpu.stat usage_usec"),
+            None if self.reaped.contains_key(&self.cfg.root) => (
+                (self.reaped_cpu_seconds + self.vanished_cpu_ticks as f64 / kernel_units().clock_ticks as f64)
+                    .max(final_cum),
+                "rusage of reaped processes (wait4)",
+            ),
+            None => (final_cum, "/proc/PID/stat utime+stime"),
+        };
+        let window = interval_seconds.max(1.0);
+        let max_cores = max_windowed_rate(&self.samples, window).unwrap_or(if duration > 0.0 {
+            total_cpu / duration
+        } else {
+            0.0
+        });
+
+        let mut processes = std::mem::take(&mut self.finished);
+        processes.sort_by_key(|p| std::cmp::Reverse(p.peak_rss_exact));
+        let biggest = processes.first();
+        let single = biggest.map(|p| Peak {
+            bytes: p.peak_rss_exact,
+            source: match (p.exit.is_some(), self.reaped.get(&p.pid)) {
+                (true, Some(r)) if r.maxrss_bytes >= p.peak_rss_exact => PeakSource::RuMaxrss,
+                _ => PeakSource::VmHwm,
+            },
+            pid: Some(p.pid),
+            process: Some(p.name.clone()),
+            at: None,
+        });
+        let tree = Peak {
+            bytes: self.peak_tree.0,
+            source: PeakSource::SampledTreeSum,
+            pid: None,
+            process: None,
+            at: Some(self.peak_tree.1),
+        };
+        let peak_rss = match single {
+            Some(s) if s.bytes >= tree.bytes => s,
+            _ => tree.clone(),
+        };
+        let last = self.last.clone();
+        MonitorSummary {
+            label,
+            command,
+            root_pid: self.cfg.root,
+            status: status.to_string(),
+            duration_seconds: duration,
+            interval_seconds,
+            samples: self.samples.len() as u64,
+            exit,
+            peak_rss,
+            peak_tree_rss_sampled: tree,
+            cgroup_memory_peak: cgroup_peak.map(|(bytes, f)| Peak {
+                bytes,
+                source: match f {
+                    PeakFile::V2MemoryPeak => PeakSource::CgroupV2MemoryPeak,
+                    PeakFile::V1MaxUsage => PeakSource::CgroupV1MaxUsage,
+                },
+                pid: None,
+                process: None,
+                at: None,
+            }),
+            cpu: CpuSummary {
+                total_seconds: total_cpu,
+                avg_cores: if duration > 0.0 { total_cpu / duration } else { 0.0 },
+                max_cores,
+                max_window_seconds: window,
+                source: cpu_source.to_string(),
+            },
+            processes_seen: processes.len() as u64,
+            max_processes: self.max_processes,
+            max_threads: self.max_threads,
+            max_fds: self.max_fds,
+            read_bytes: last.as_ref().map_or(0, |s| s.read_bytes).max(self.gone_io.read_bytes),
+            write_bytes: last.as_ref().map_or(0, |s| s.write_bytes).max(self.gone_io.write_bytes),
+            ctx_switches: last.as_ref().map_or(0, |s| s.ctx_switches).max(self.gone_ctx),
+            leftover_processes_stopped,
+            overhead: Overhead {
+                cpu_seconds: overhead_cpu_seconds,
+                percent_of_core: if duration > 0.0 {
+                    100.0 * overhead_cpu_seconds / duration
+                } else {
+                    0.0
+                },
+                per_tick_us: if self.ticks > 0 {
+                    overhead_cpu_seconds * 1e6 / self.ticks as f64
+                } else {
+                    0.0
+                },
+            },
+            processes,
+        }
+    }
+}
+
+/// The highest average rate of a cumulative series `(t, total)` over any window of at
+/// least `window` seconds; `None` when the series is shorter than one window.
+pub fn max_windowed_rate(series: &[(f64, f64)], window: f64) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    let mut j = 0;
+    for i in 0..series.len() {
+        while j < series.len() && series[j].0 - series[i].0 < window {
+            j += 1;
+        }
+        if j == series.len() {
+            break;
+        }
+        let (t0, c0) = series[i];
+        let (t1, c1) = series[j];
+        let rate = (c1 - c0) / (t1 - t0);
+        best = Some(best.map_or(rate, |b: f64| b.max(rate)));
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_rate_finds_the_busiest_second() {
+        // Idle for 2 s, then one core busy for 1 s, sampled every 0.1 s.
+        let series: Vec<(f64, f64)> = (0..=40)
+            .map(|i| {
+                let t = i as f64 * 0.1;
+                (t, (t - 2.0).clamp(0.0, 1.0))
+            })
+            .collect();
+        let r = max_windowed_rate(&series, 1.0).unwrap();
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        assert_eq!(max_windowed_rate(&series[..5], 1.0), None);
+    }
+}

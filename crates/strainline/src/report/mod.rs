@@ -1,0 +1,3 @@
+//! What people read: terminal summaries and machine-readable files.
+
+pub mod monitor;

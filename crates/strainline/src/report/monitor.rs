@@ -1,0 +1,202 @@
+//! The monitor's summary block — the stress-suite seed's "Resource Usage Metrics", and
+//! more — plus its JSON document and CSV time series.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::host::Host;
+use crate::measure::{MonitorSummary, Sample};
+use crate::units::{format_duration, Bytes};
+
+/// The JSON document's schema identifier; bump it on any incompatible change.
+pub const JSON_SCHEMA: &str = "strainline.monitor.v1";
+
+/// Prints the summary block.
+pub fn write_summary(out: &mut dyn Write, s: &MonitorSummary, run_id: Option<i64>) -> io::Result<()> {
+    let rule = "=".repeat(60);
+    let what = s.command.join(" ");
+    let mut title = format!("Resource usage: {what}");
+    if let Some(id) = run_id {
+        title.push_str(&format!("  (run #{id}"));
+        if let Some(l) = &s.label {
+            title.push_str(&format!(", label {l}"));
+        }
+        title.push(')');
+    }
+    writeln!(out, "{rule}\n{title}\n{rule}")?;
+    let secs = |x: f64| format_duration(std::time::Duration::from_secs_f64(x.max(0.0)));
+    writeln!(out, "{:<20}{}, {}", "Status:", s.status, s.exit.describe())?;
+    writeln!(
+        out,
+        "{:<20}{}  ({} samples every {})",
+        "Duration:",
+        secs(s.duration_seconds),
+        s.samples,
+        secs(s.interval_seconds)
+    )?;
+    let p = &s.peak_rss;
+    let whose = match (p.pid, &p.process) {
+        (Some(pid), Some(name)) => format!(" of pid {pid} ({name})"),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "{:<20}{}  ({} KiB) exact, from {}{}",
+        "Peak RSS:",
+        Bytes(p.bytes),
+        p.bytes / 1024,
+        p.source.describe(),
+        whose
+    )?;
+    let t = &s.peak_tree_rss_sampled;
+    writeln!(
+        out,
+        "{:<20}{}  sampled sum over the tree, at {}",
+        "Peak tree RSS:",
+        Bytes(t.bytes),
+        secs(t.at.unwrap_or(0.0))
+    )?;
+    if let Some(c) = &s.cgroup_memory_peak {
+        writeln!(
+            out,
+            "{:<20}{}  exact, from {} (counts page cache too)",
+            "Peak tree memory:",
+            Bytes(c.bytes),
+            c.source.describe()
+        )?;
+    }
+    let cpu = &s.cpu;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core ({:.3} cores)",
+        "Average CPU:",
+        cpu.avg_cores * 100.0,
+        cpu.avg_cores
+    )?;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core (busiest {} window)",
+        "Max CPU:",
+        cpu.max_cores * 100.0,
+        secs(cpu.max_window_seconds)
+    )?;
+    writeln!(out, "{:<20}{:.3} s  (from {})", "CPU time:", cpu.total_seconds, cpu.source)?;
+    writeln!(
+        out,
+        "{:<20}{} seen, {} at once at most",
+        "Processes:", s.processes_seen, s.max_processes
+    )?;
+    writeln!(out, "{:<20}{}", "Threads (max):", s.max_threads)?;
+    writeln!(out, "{:<20}{}", "Open FDs (max):", s.max_fds)?;
+    writeln!(
+        out,
+        "{:<20}read {}, written {}",
+        "Storage I/O:",
+        Bytes(s.read_bytes),
+        Bytes(s.write_bytes)
+    )?;
+    writeln!(out, "{:<20}{}", "Context switches:", s.ctx_switches)?;
+    if s.leftover_processes_stopped > 0 {
+        writeln!(
+            out,
+            "{:<20}{} process(es) the command left running were stopped",
+            "Leftovers:", s.leftover_processes_stopped
+        )?;
+    }
+    let o = &s.overhead;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core ({:.3} s CPU, {:.0} µs per tick)",
+        "Monitor overhead:", o.percent_of_core, o.cpu_seconds, o.per_tick_us
+    )?;
+    if !s.processes.is_empty() {
+        writeln!(out, "Largest processes:")?;
+        writeln!(out, "  {:>8}  {:>11}  {:>8}  COMMAND", "PID", "PEAK RSS", "CPU s")?;
+        for p in s.processes.iter().take(5) {
+            let cmd = if p.cmdline.is_empty() { &p.name } else { &p.cmdline };
+            let cmd: String = cmd.chars().take(60).collect();
+            writeln!(
+                out,
+                "  {:>8}  {:>11}  {:>8.2}  {}",
+                p.pid,
+                Bytes(p.peak_rss_exact).to_string(),
+                p.cpu_seconds,
+                cmd
+            )?;
+        }
+        if s.processes.len() > 5 {
+            writeln!(out, "  … and {} more", s.processes.len() - 5)?;
+        }
+    }
+    writeln!(out, "{rule}")
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema: &'static str,
+    run_id: Option<i64>,
+    strainline_version: &'static str,
+    host: &'a Host,
+    summary: &'a MonitorSummary,
+    samples: &'a [Sample],
+}
+
+/// The JSON document of a run: summary and every sample.
+pub fn to_json(summary: &MonitorSummary, samples: &[Sample], host: &Host, run_id: Option<i64>) -> String {
+    serde_json::to_string_pretty(&Document {
+        schema: JSON_SCHEMA,
+        run_id,
+        strainline_version: env!("CARGO_PKG_VERSION"),
+        host,
+        summary,
+        samples,
+    })
+    .expect("the summary serializes")
+}
+
+pub const CSV_HEADER: &str =
+    "t_seconds,rss_bytes,cpu_cores,threads,fds,read_bytes,write_bytes,ctx_switches,processes,top";
+
+/// One CSV row for a sample; `top` lists `pid:name:rss_bytes` separated by spaces.
+pub fn csv_row(s: &Sample) -> String {
+    let top: Vec<String> = s
+        .top
+        .iter()
+        .map(|p| format!("{}:{}:{}", p.pid, p.name, p.rss_bytes))
+        .collect();
+    format!(
+        "{:.4},{},{:.4},{},{},{},{},{},{},{}",
+        s.t,
+        s.rss_bytes,
+        s.cpu_cores,
+        s.threads,
+        s.fds,
+        s.read_bytes,
+        s.write_bytes,
+        s.ctx_switches,
+        s.processes,
+        csv_field(&top.join(" "))
+    )
+}
+
+/// Quotes a CSV field when it needs it (RFC 4180).
+pub fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_awkward_names() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,117 @@
+//! The results store's schema, as an ordered list of migrations. A store records the
+//! migrations it has applied; opening it applies the missing ones in one transaction.
+//! Never edit a released migration: add a new one.
+
+/// `(version, what it does, SQL)`, in order.
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "runs, cases, metrics, samples, processes, series, histograms, events",
+    r#"
+CREATE TABLE hosts (
+    id            INTEGER PRIMARY KEY,
+    fingerprint   TEXT NOT NULL,
+    hostname      TEXT NOT NULL,
+    cpu_model     TEXT NOT NULL,
+    cores         INTEGER NOT NULL,
+    memory_bytes  INTEGER NOT NULL,
+    kernel        TEXT NOT NULL,
+    os            TEXT NOT NULL,
+    UNIQUE (fingerprint, hostname, kernel, os)
+);
+CREATE TABLE runs (
+    id                  INTEGER PRIMARY KEY,
+    kind                TEXT NOT NULL,        -- monitor | suite
+    label               TEXT,
+    suite               TEXT,
+    command             TEXT NOT NULL,
+    cwd                 TEXT NOT NULL,
+    git_commit          TEXT,
+    git_dirty           INTEGER,
+    host_id             INTEGER NOT NULL REFERENCES hosts(id),
+    strainline_version  TEXT NOT NULL,
+    pid                 INTEGER NOT NULL,     -- strainline's pid, to spot abandoned runs
+    started_at          TEXT NOT NULL,
+    ended_at            TEXT,
+    status              TEXT NOT NULL,        -- running | completed | passed | failed | invalid | crashed | interrupted
+    exit_code           INTEGER,
+    reasons             TEXT                  -- JSON array of strings
+);
+CREATE INDEX runs_label ON runs(label);
+CREATE TABLE cases (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name        TEXT NOT NULL,
+    test_kind   TEXT NOT NULL,
+    params      TEXT,                         -- JSON object of matrix parameters
+    repetition  INTEGER NOT NULL DEFAULT 0,
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    status      TEXT NOT NULL,
+    reasons     TEXT,
+    summary     TEXT                          -- JSON document of the kind's summary
+);
+CREATE INDEX cases_run ON cases(run_id);
+CREATE TABLE metrics (
+    case_id    INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      REAL NOT NULL,
+    unit       TEXT NOT NULL,
+    direction  TEXT NOT NULL,                 -- lower | higher | none (which way is better)
+    source     TEXT,
+    PRIMARY KEY (case_id, name)
+);
+CREATE TABLE samples (
+    case_id       INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    t             REAL NOT NULL,
+    rss_bytes     INTEGER NOT NULL,
+    cpu_cores     REAL NOT NULL,
+    threads       INTEGER NOT NULL,
+    fds           INTEGER NOT NULL,
+    read_bytes    INTEGER NOT NULL,
+    write_bytes   INTEGER NOT NULL,
+    ctx_switches  INTEGER NOT NULL,
+    processes     INTEGER NOT NULL,
+    top           TEXT NOT NULL               -- JSON array of {pid, name, rss_bytes}
+);
+CREATE INDEX samples_case ON samples(case_id, t);
+CREATE TABLE processes (
+    case_id           INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    pid               INTEGER NOT NULL,
+    ppid              INTEGER NOT NULL,
+    name              TEXT NOT NULL,
+    cmdline           TEXT NOT NULL,
+    first_seen        REAL NOT NULL,
+    last_seen         REAL NOT NULL,
+    peak_rss_sampled  INTEGER NOT NULL,
+    peak_rss_exact    INTEGER NOT NULL,
+    cpu_seconds       REAL NOT NULL,
+    exit              TEXT
+);
+CREATE TABLE series (
+    case_id  INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    t        REAL NOT NULL,
+    value    REAL NOT NULL
+);
+CREATE INDEX series_case ON series(case_id, name, t);
+CREATE TABLE histograms (
+    case_id         INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    interval_start  REAL NOT NULL,
+    interval_end    REAL NOT NULL,
+    encoding        TEXT NOT NULL,            -- e.g. hdr-v2-deflate
+    data            BLOB NOT NULL
+);
+CREATE TABLE events (
+    case_id  INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    t        REAL NOT NULL,
+    kind     TEXT NOT NULL,
+    message  TEXT NOT NULL
+);
+"#,
+)];
+
+/// The newest schema version this build knows.
+pub fn latest() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}

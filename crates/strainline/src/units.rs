@@ -1,0 +1,133 @@
+//! Units that appear on the command line and in reports: durations such as `10ms` or
+//! `0.5s`, and byte sizes printed as KiB/MiB/GiB. One parser and one formatter, so every
+//! flag and every report reads the same way.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A duration could not be parsed; the message says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{input}' is not a duration: {why} (examples: 10ms, 0.5s, 2m, 1h30m)")]
+pub struct DurationError {
+    input: String,
+    why: &'static str,
+}
+
+/// Parses `10ms`, `0.5s`, `250us`, `2m`, `1h30m`, `1d`. A bare number is refused,
+/// because `--interval 100` is ambiguous between seconds and milliseconds.
+pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+    let err = |why| DurationError {
+        input: input.to_string(),
+        why,
+    };
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(err("it is empty"));
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| err("a unit is missing after the number"))?;
+        if num_len == 0 {
+            return Err(err("expected a number"));
+        }
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| err("the number is malformed"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds_per_unit = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            _ => return Err(err("unknown unit (use ns, us, ms, s, m, h or d)")),
+        };
+        total += value * seconds_per_unit;
+        rest = &rest[unit_len..];
+    }
+    if !total.is_finite() || total > 1e12 {
+        return Err(err("it is too large"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Formats a duration compactly for humans: `850µs`, `12.3ms`, `4.20s`, `3m05s`, `2h10m`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1e-3 {
+        format!("{:.0}µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.1}ms", s * 1e3)
+    } else if s < 60.0 {
+        format!("{s:.2}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+    }
+}
+
+/// A number of bytes, displayed with a binary prefix (`13.5 MiB`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+        let mut v = self.0 as f64;
+        let mut unit = 0;
+        while v >= 1024.0 && unit + 1 < UNITS.len() {
+            v /= 1024.0;
+            unit += 1;
+        }
+        if unit == 0 {
+            write!(f, "{} B", self.0)
+        } else {
+            write!(f, "{v:.1} {}", UNITS[unit])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_forms() {
+        assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
+        assert_eq!(parse_duration("0.5s").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+    }
+
+    #[test]
+    fn refuses_ambiguous_or_malformed_input() {
+        for bad in ["100", "", "ms", "10 parsecs", "1.2.3s", "10x"] {
+            let e = parse_duration(bad).unwrap_err().to_string();
+            assert!(e.contains("examples: 10ms"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn formats_bytes_with_binary_prefixes() {
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Bytes(13792 * 1024).to_string(), "13.5 MiB");
+        assert_eq!(Bytes(3 << 30).to_string(), "3.0 GiB");
+    }
+
+    #[test]
+    fn formats_durations_compactly() {
+        assert_eq!(format_duration(Duration::from_micros(850)), "850µs");
+        assert_eq!(format_duration(Duration::from_millis(4200)), "4.20s");
+        assert_eq!(format_duration(Duration::from_secs(185)), "3m05s");
+    }
+}

@@ -1,0 +1,129 @@
+//! Programs with known behaviour, for proving that strainline's figures are true: a
+//! memory profile with a short spike and a child, a busy loop, an idle sleeper, a parent
+//! of many children, and a daemon that escapes with `setsid`. Each prints the kernel's
+//! own figures at the end (`key=value` lines) so tests can compare against them.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const MIB: usize = 1 << 20;
+
+/// Allocates `mib` MiB and writes every page, so all of it is resident.
+pub fn touch(mib: usize) -> Vec<u8> {
+    let mut v = vec![0u8; mib * MIB];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    std::hint::black_box(&mut v);
+    v
+}
+
+/// This process's `VmHWM` (peak RSS) from the kernel, bytes.
+pub fn own_hwm_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_ascii_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
+fn self_exe() -> std::path::PathBuf {
+    std::env::current_exe().expect("own path")
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Idle at `base` MiB; at 300 ms spike to `spike` MiB for `spike_ms`; at 600 ms start a
+/// child that holds `child` MiB for `child_ms`; idle until `total_ms`.
+pub fn memhog(base: usize, spike: usize, spike_ms: u64, child: usize, child_ms: u64, total_ms: u64) {
+    let start = Instant::now();
+    let _base = touch(base);
+    std::thread::sleep(ms(300).saturating_sub(start.elapsed()));
+    {
+        let extra = touch(spike.saturating_sub(base));
+        std::thread::sleep(ms(spike_ms));
+        drop(extra);
+    }
+    std::thread::sleep(ms(600).saturating_sub(start.elapsed()));
+    let mut kid = Command::new(self_exe())
+        .args(["hold", "--mib", &child.to_string(), "--ms", &child_ms.to_string()])
+        .spawn()
+        .expect("spawn child");
+    kid.wait().expect("wait child");
+    std::thread::sleep(ms(total_ms).saturating_sub(start.elapsed()));
+    println!("vmhwm_bytes={}", own_hwm_bytes());
+}
+
+/// Holds `mib` MiB for `ms` milliseconds.
+pub fn hold(mib: usize, hold_ms: u64) {
+    let _v = touch(mib);
+    std::thread::sleep(ms(hold_ms));
+    println!("vmhwm_bytes={}", own_hwm_bytes());
+}
+
+/// Keeps one core busy for `seconds`.
+pub fn spin(seconds: f64) {
+    let end = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut x = 0u64;
+    while Instant::now() < end {
+        for i in 0..10_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+    }
+    println!("spin_result={}", x % 10);
+}
+
+/// Sleeps for `seconds`.
+pub fn idle(seconds: f64) {
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+}
+
+/// Starts `children` sleeping children and waits for them.
+pub fn forktree(children: usize, seconds: f64) {
+    let kids: Vec<_> = (0..children)
+        .map(|_| {
+            Command::new(self_exe())
+                .args(["idle", "--seconds", &seconds.to_string()])
+                .spawn()
+                .expect("spawn child")
+        })
+        .collect();
+    for mut k in kids {
+        k.wait().expect("wait child");
+    }
+}
+
+/// Double-forks a grandchild that calls `setsid` and holds `mib` MiB for `seconds`, then
+/// returns at once: the classic daemon that escapes its parent.
+pub fn daemonize(mib: usize, seconds: f64) {
+    // SAFETY: fork in a single-threaded program; the child only calls async-signal-safe
+    // functions before exec.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::setsid();
+            if libc::fork() == 0 {
+                let exe = std::ffi::CString::new(self_exe().to_string_lossy().as_bytes()).unwrap();
+                let args = [
+                    exe.clone(),
+                    std::ffi::CString::new("hold").unwrap(),
+                    std::ffi::CString::new("--mib").unwrap(),
+                    std::ffi::CString::new(mib.to_string()).unwrap(),
+                    std::ffi::CString::new("--ms").unwrap(),
+                    std::ffi::CString::new(((seconds * 1000.0) as u64).to_string()).unwrap(),
+                ];
+                let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+                ptrs.push(std::ptr::null());
+                libc::execv(exe.as_ptr(), ptrs.as_ptr());
+                libc::_exit(127);
+            }
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
