@@ -37,7 +37,9 @@ pub enum Command {
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = crate::units::parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
-        return Err(format!("'{s}' is zero; give a positive duration such as 10ms"));
+        return Err(format!(
+            "'{s}' is zero; give a positive duration such as 10ms"
+        ));
     }
     Ok(d)
 }
@@ -76,6 +78,11 @@ pub struct MonitorArgs {
     /// How many of the largest processes each sample lists.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub top: usize,
+
+    /// Do not put the command in a cgroup of its own: find descendants by scanning /proc
+    /// and take CPU from /proc alone (the tree-wide kernel memory peak is then absent).
+    #[arg(long)]
+    pub no_cgroup: bool,
 
     /// Do not print the summary block.
     #[arg(short, long)]

@@ -39,7 +39,14 @@ fn ms(n: u64) -> Duration {
 
 /// Idle at `base` MiB; at 300 ms spike to `spike` MiB for `spike_ms`; at 600 ms start a
 /// child that holds `child` MiB for `child_ms`; idle until `total_ms`.
-pub fn memhog(base: usize, spike: usize, spike_ms: u64, child: usize, child_ms: u64, total_ms: u64) {
+pub fn memhog(
+    base: usize,
+    spike: usize,
+    spike_ms: u64,
+    child: usize,
+    child_ms: u64,
+    total_ms: u64,
+) {
     let start = Instant::now();
     let _base = touch(base);
     std::thread::sleep(ms(300).saturating_sub(start.elapsed()));
@@ -50,7 +57,13 @@ pub fn memhog(base: usize, spike: usize, spike_ms: u64, child: usize, child_ms: 
     }
     std::thread::sleep(ms(600).saturating_sub(start.elapsed()));
     let mut kid = Command::new(self_exe())
-        .args(["hold", "--mib", &child.to_string(), "--ms", &child_ms.to_string()])
+        .args([
+            "hold",
+            "--mib",
+            &child.to_string(),
+            "--ms",
+            &child_ms.to_string(),
+        ])
         .spawn()
         .expect("spawn child");
     kid.wait().expect("wait child");
@@ -98,8 +111,8 @@ pub fn forktree(children: usize, seconds: f64) {
 }
 
 /// Double-forks a grandchild that calls `setsid` and holds `mib` MiB for `seconds`, then
-/// returns at once: the classic daemon that escapes its parent.
-pub fn daemonize(mib: usize, seconds: f64) {
+/// returns after `linger_ms`: the classic daemon that escapes its parent.
+pub fn daemonize(mib: usize, seconds: f64, linger_ms: u64) {
     // SAFETY: fork in a single-threaded program; the child only calls async-signal-safe
     // functions before exec.
     unsafe {
@@ -126,4 +139,5 @@ pub fn daemonize(mib: usize, seconds: f64) {
         let mut status = 0;
         libc::waitpid(pid, &mut status, 0);
     }
+    std::thread::sleep(ms(linger_ms));
 }

@@ -6,7 +6,11 @@ mod fixtures;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "strainline-testbed", version, about = "A system under test with known behaviour, for strainline")]
+#[command(
+    name = "strainline-testbed",
+    version,
+    about = "A system under test with known behaviour, for strainline"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -59,6 +63,9 @@ enum Cmd {
         mib: usize,
         #[arg(long, default_value_t = 30.0)]
         seconds: f64,
+        /// How long the parent stays after starting the daemon, milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        linger_ms: u64,
     },
 }
 
@@ -76,6 +83,10 @@ fn main() {
         Cmd::Spin { seconds } => fixtures::spin(seconds),
         Cmd::Idle { seconds } => fixtures::idle(seconds),
         Cmd::Forktree { children, seconds } => fixtures::forktree(children, seconds),
-        Cmd::Daemonize { mib, seconds } => fixtures::daemonize(mib, seconds),
+        Cmd::Daemonize {
+            mib,
+            seconds,
+            linger_ms,
+        } => fixtures::daemonize(mib, seconds, linger_ms),
     }
 }

@@ -14,7 +14,7 @@ use crate::exit;
 use crate::host::{git_state, Host};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::cgroup::Cgroup;
-use crate::monitor::{Sampler, SamplerConfig};
+use crate::monitor::{Ending, Sampler, SamplerConfig};
 use crate::report::monitor as report;
 use crate::store::{Metric, NewRun, Store};
 use crate::target::{process, signals};
@@ -22,8 +22,10 @@ use crate::Failure;
 
 /// Samples are written to the store at least this often.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
-/// The slow fields (VmHWM, FDs, I/O, context switches) are read at most this often.
-const DETAIL_PERIOD: Duration = Duration::from_millis(100);
+/// Threads and per-process CPU are read at most this often (RSS and CPU every tick).
+const DETAIL_PERIOD: Duration = Duration::from_millis(250);
+/// VmHWM, context switches, FDs and I/O, the costliest reads, at most this often.
+const STATUS_PERIOD: Duration = Duration::from_secs(1);
 
 pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     if args.pid.is_none() && args.command.is_empty() {
@@ -42,9 +44,8 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     let store = Store::open(store_path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let mut csv = match &args.csv {
         Some(p) => {
-            let f = File::create(p).map_err(|e| {
-                Failure::new(exit::USAGE, format!("--csv {}: {e}", p.display()))
-            })?;
+            let f = File::create(p)
+                .map_err(|e| Failure::new(exit::USAGE, format!("--csv {}: {e}", p.display())))?;
             let mut w = BufWriter::new(f);
             writeln!(w, "{}", report::CSV_HEADER)?;
             Some(w)
@@ -52,7 +53,8 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
         None => None,
     };
     if let Some(p) = &args.json {
-        File::create(p).map_err(|e| Failure::new(exit::USAGE, format!("--json {}: {e}", p.display())))?;
+        File::create(p)
+            .map_err(|e| Failure::new(exit::USAGE, format!("--json {}: {e}", p.display())))?;
     }
 
     let host = Host::current();
@@ -60,7 +62,11 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     let git = git_state(&cwd);
     let command: Vec<String> = match args.pid {
         Some(pid) => vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
-        None => args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        None => args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
     };
 
     signals::install();
@@ -68,10 +74,15 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     let (root, cgroup, adopter) = match args.pid {
         Some(pid) => (pid, None, None),
         None => {
-            let cg = Cgroup::create(&format!("strainline-{}", std::process::id()));
+            let cg = if args.no_cgroup {
+                None
+            } else {
+                Cgroup::create(&format!("strainline-{}", std::process::id()))
+            };
             process::become_subreaper();
             let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
-            let pid = process::spawn(&args.command, fds).map_err(|e| Failure::new(e.exit_code(), e.to_string()))?;
+            let pid = process::spawn(&args.command, fds)
+                .map_err(|e| Failure::new(e.exit_code(), e.to_string()))?;
             (pid, cg, Some(std::process::id()))
         }
     };
@@ -88,12 +99,17 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     let case_id = store.begin_case(run_id, &command.join(" "), "monitor", None)?;
 
     let cpu_at_start = process::own_cpu_seconds();
-    let detail_every = (DETAIL_PERIOD.as_secs_f64() / args.interval.as_secs_f64()).ceil().max(1.0) as u64;
+    let every = |period: Duration| {
+        (period.as_secs_f64() / args.interval.as_secs_f64())
+            .ceil()
+            .max(1.0) as u64
+    };
     let mut sampler = Sampler::new(
         SamplerConfig {
             root,
             adopter,
-            detail_every,
+            detail_every: every(DETAIL_PERIOD),
+            status_every: every(STATUS_PERIOD),
             top_n: args.top,
         },
         cgroup,
@@ -172,24 +188,38 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
     }
 
     // The command has ended; stop whatever it left behind and reap it all.
-    let leftovers = if attached { 0 } else { stop_leftovers(&mut sampler, root) };
+    let leftovers = if attached {
+        0
+    } else {
+        stop_leftovers(&mut sampler, root)
+    };
     let overhead = process::own_cpu_seconds() - cpu_at_start;
     let exit_info = root_exit.unwrap_or(ExitInfo {
         code: None,
         signal: None,
     });
-    let status = if interrupted { "interrupted" } else { "completed" };
-    let summary = sampler.finish(
+    let status = if interrupted {
+        "interrupted"
+    } else {
+        "completed"
+    };
+    let summary = sampler.finish(Ending {
         command,
-        args.label.clone(),
-        exit_info.clone(),
-        status,
-        args.interval.as_secs_f64(),
-        overhead,
-        leftovers,
-    );
+        label: args.label.clone(),
+        exit: exit_info.clone(),
+        status: status.to_string(),
+        interval_seconds: args.interval.as_secs_f64(),
+        overhead_cpu_seconds: overhead,
+        leftover_processes_stopped: leftovers,
+    });
     store.append_samples(case_id, &pending)?;
-    store.finish_case(case_id, status, &metrics(&summary), &summary.processes, &summary)?;
+    store.finish_case(
+        case_id,
+        status,
+        &metrics(&summary),
+        &summary.processes,
+        &summary,
+    )?;
     let code = if interrupted {
         exit::INTERRUPTED
     } else if attached {
@@ -210,7 +240,10 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
         let mut err = std::io::stderr().lock();
         report::write_summary(&mut err, &summary, Some(run_id))?;
         if interrupted {
-            writeln!(err, "Interrupted: the partial run is saved as run #{run_id}.")?;
+            writeln!(
+                err,
+                "Interrupted: the partial run is saved as run #{run_id}."
+            )?;
         }
     }
     Ok(code)
@@ -231,7 +264,13 @@ fn kill_tree(sampler: &Sampler, root: u32) {
 /// After the command exits: SIGTERM what is left of its tree, give it the grace period,
 /// then SIGKILL; reap everything. Returns how many processes were left.
 fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
-    let leftover: Vec<u32> = sampler.live_pids().into_iter().filter(|&p| p != root).collect();
+    // One more look, so that a daemon started just before the end is found too.
+    sampler.sample();
+    let leftover: Vec<u32> = sampler
+        .live_pids()
+        .into_iter()
+        .filter(|&p| p != root)
+        .collect();
     if !leftover.is_empty() {
         for &pid in &leftover {
             process::signal(pid, libc::SIGTERM);
@@ -255,7 +294,12 @@ fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
         // SAFETY: waitid with WNOWAIT|WNOHANG only asks whether a child exists.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let rc = unsafe {
-            libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
         };
         if rc != 0 || Instant::now() >= deadline {
             break; // ECHILD: nothing left
@@ -275,22 +319,70 @@ pub fn metrics(s: &MonitorSummary) -> Vec<Metric> {
         source: source.map(Into::into),
     };
     let mut v = vec![
-        m("peak_rss", s.peak_rss.bytes as f64, "bytes", "lower", Some(s.peak_rss.source.describe())),
-        m("peak_tree_rss_sampled", s.peak_tree_rss_sampled.bytes as f64, "bytes", "lower", None),
-        m("cpu_avg", s.cpu.avg_cores, "cores", "lower", Some(&s.cpu.source)),
+        m(
+            "peak_rss",
+            s.peak_rss.bytes as f64,
+            "bytes",
+            "lower",
+            Some(s.peak_rss.source.describe()),
+        ),
+        m(
+            "peak_tree_rss_sampled",
+            s.peak_tree_rss_sampled.bytes as f64,
+            "bytes",
+            "lower",
+            None,
+        ),
+        m(
+            "cpu_avg",
+            s.cpu.avg_cores,
+            "cores",
+            "lower",
+            Some(&s.cpu.source),
+        ),
         m("cpu_max", s.cpu.max_cores, "cores", "lower", None),
-        m("cpu_seconds", s.cpu.total_seconds, "s", "lower", Some(&s.cpu.source)),
+        m(
+            "cpu_seconds",
+            s.cpu.total_seconds,
+            "s",
+            "lower",
+            Some(&s.cpu.source),
+        ),
         m("duration", s.duration_seconds, "s", "lower", None),
         m("max_threads", s.max_threads as f64, "count", "lower", None),
         m("max_fds", s.max_fds as f64, "count", "lower", None),
-        m("max_processes", s.max_processes as f64, "count", "none", None),
+        m(
+            "max_processes",
+            s.max_processes as f64,
+            "count",
+            "none",
+            None,
+        ),
         m("read_bytes", s.read_bytes as f64, "bytes", "lower", None),
         m("write_bytes", s.write_bytes as f64, "bytes", "lower", None),
-        m("ctx_switches", s.ctx_switches as f64, "count", "lower", None),
-        m("monitor_overhead", s.overhead.percent_of_core, "% of core", "lower", None),
+        m(
+            "ctx_switches",
+            s.ctx_switches as f64,
+            "count",
+            "lower",
+            None,
+        ),
+        m(
+            "monitor_overhead",
+            s.overhead.percent_of_core,
+            "% of core",
+            "lower",
+            None,
+        ),
     ];
     if let Some(c) = &s.cgroup_memory_peak {
-        v.push(m("cgroup_memory_peak", c.bytes as f64, "bytes", "lower", Some(c.source.describe())));
+        v.push(m(
+            "cgroup_memory_peak",
+            c.bytes as f64,
+            "bytes",
+            "lower",
+            Some(c.source.describe()),
+        ));
     }
     v
 }

@@ -50,7 +50,13 @@ pub fn list(store: &Path, args: RunsArgs) -> anyhow::Result<i32> {
             let commit = r
                 .git_commit
                 .as_deref()
-                .map(|c| format!("{}{}", &c[..c.len().min(8)], if r.git_dirty == Some(true) { "+" } else { "" }))
+                .map(|c| {
+                    format!(
+                        "{}{}",
+                        &c[..c.len().min(8)],
+                        if r.git_dirty == Some(true) { "+" } else { "" }
+                    )
+                })
                 .unwrap_or_default();
             let cmd: String = r.command.chars().take(50).collect();
             writeln!(
@@ -91,16 +97,36 @@ pub fn show(store: &Path, args: ShowArgs) -> anyhow::Result<i32> {
             writeln!(out, "  label:      {l}")?;
         }
         writeln!(out, "  started:    {}", run.started_at)?;
-        writeln!(out, "  ended:      {}", run.ended_at.as_deref().unwrap_or("-"))?;
-        writeln!(out, "  exit code:  {}", run.exit_code.map(|c| c.to_string()).unwrap_or("-".into()))?;
+        writeln!(
+            out,
+            "  ended:      {}",
+            run.ended_at.as_deref().unwrap_or("-")
+        )?;
+        writeln!(
+            out,
+            "  exit code:  {}",
+            run.exit_code.map(|c| c.to_string()).unwrap_or("-".into())
+        )?;
         writeln!(out, "  host:       {} [{}]", run.host, run.fingerprint)?;
         if let Some(c) = &run.git_commit {
-            writeln!(out, "  git:        {c}{}", if run.git_dirty == Some(true) { " (dirty)" } else { "" })?;
+            writeln!(
+                out,
+                "  git:        {c}{}",
+                if run.git_dirty == Some(true) {
+                    " (dirty)"
+                } else {
+                    ""
+                }
+            )?;
         }
         writeln!(out, "  strainline: {}", run.strainline_version)?;
         for c in &cases {
             writeln!(out)?;
-            match c.summary.clone().and_then(|v| serde_json::from_value::<MonitorSummary>(v).ok()) {
+            match c
+                .summary
+                .clone()
+                .and_then(|v| serde_json::from_value::<MonitorSummary>(v).ok())
+            {
                 Some(s) if c.test_kind == "monitor" => write_summary(&mut out, &s, Some(run.id))?,
                 _ => {
                     writeln!(out, "Case {} ({}): {}", c.name, c.test_kind, c.status)?;

@@ -38,6 +38,8 @@ pub struct Cgroup {
     procs: Option<File>,
     cpu_stat: Option<File>,
     peak: Option<(File, PeakFile)>,
+    /// Memory charged to the group now (`memory.current` / `memory.usage_in_bytes`).
+    usage: Option<File>,
 }
 
 fn mount_points() -> Vec<(String, PathBuf, String)> {
@@ -90,9 +92,7 @@ impl Cgroup {
                 let own = own_path(None)?;
                 make_child(&m.join(own.trim_start_matches('/')), name)
             });
-        let v2_has_memory = v2
-            .as_ref()
-            .is_some_and(|d| d.join("memory.peak").exists());
+        let v2_has_memory = v2.as_ref().is_some_and(|d| d.join("memory.peak").exists());
         let v1_memory = if v2_has_memory {
             None
         } else {
@@ -123,9 +123,22 @@ impl Cgroup {
                 .and_then(|d| File::open(d.join("memory.max_usage_in_bytes")).ok())
                 .map(|f| (f, PeakFile::V1MaxUsage))
         };
+        let usage = if v2_has_memory {
+            v2.as_ref()
+                .and_then(|d| File::open(d.join("memory.current")).ok())
+        } else {
+            v1_memory
+                .as_ref()
+                .and_then(|d| File::open(d.join("memory.usage_in_bytes")).ok())
+        };
         Some(Cgroup {
-            procs: v2.as_ref().and_then(|d| File::open(d.join("cgroup.procs")).ok()),
-            cpu_stat: v2.as_ref().and_then(|d| File::open(d.join("cpu.stat")).ok()),
+            usage,
+            procs: v2
+                .as_ref()
+                .and_then(|d| File::open(d.join("cgroup.procs")).ok()),
+            cpu_stat: v2
+                .as_ref()
+                .and_then(|d| File::open(d.join("cpu.stat")).ok()),
             v2,
             v1_memory,
             join_files,
@@ -164,6 +177,12 @@ impl Cgroup {
         Some((v, *kind))
     }
 
+    /// Memory charged to the group right now, bytes: when it has not moved, no process
+    /// of the tree has allocated or freed memory.
+    pub fn memory_usage(&self) -> Option<u64> {
+        read_at0(self.usage.as_ref()?)?.trim().parse().ok()
+    }
+
     /// Sends SIGKILL to every process in the group (`cgroup.kill`, v2), or returns false.
     pub fn kill_all(&self) -> bool {
         self.v2
@@ -176,14 +195,13 @@ fn read_at0(f: &File) -> Option<String> {
     let mut buf = vec![0u8; 4096];
     let mut len = 0;
     loop {
+        let want = buf.len() - len;
         let n = f.read_at(&mut buf[len..], len as u64).ok()?;
-        if n == 0 {
-            break;
-        }
         len += n;
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
+        if n < want {
+            break; // a short read of a kernel file is its end
         }
+        buf.resize(len * 2, 0);
     }
     buf.truncate(len);
     String::from_utf8(buf).ok()

@@ -6,4 +6,4 @@ pub mod procfs;
 pub mod sampler;
 pub mod tree;
 
-pub use sampler::{Reaped, Sampler, SamplerConfig};
+pub use sampler::{Ending, Reaped, Sampler, SamplerConfig};

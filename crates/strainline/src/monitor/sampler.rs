@@ -1,7 +1,9 @@
 //! One tick of the monitor: find the tree's processes, read each one, and add them up
-//! into a [`Sample`]. Cheap fields (CPU, RSS, threads) are read every tick; the costlier
-//! ones (VmHWM, open FDs, I/O, context switches) every `detail_every` ticks, so that a
-//! 10 ms interval stays affordable. Exact figures that sampling could miss come from the
+//! into a [`Sample`]. Reads are tiered by cost so that a 10 ms interval stays
+//! affordable: RSS (and the tree's CPU) every tick; threads and per-process CPU every
+//! `detail_every` ticks; VmHWM, context switches, open FDs and I/O every `status_every`.
+//! With a cgroup, even the per-tick RSS reads are skipped while the tree's memory charge
+//! stands still, so idle processes cost almost nothing between detail reads. Exact figures that sampling could miss come from the
 //! kernel instead: VmHWM, `ru_maxrss` of reaped processes, and the cgroup's counters.
 
 use std::collections::{HashMap, HashSet};
@@ -43,15 +45,34 @@ pub struct SamplerConfig {
     /// Set when strainline is the child subreaper of the tree: orphans re-parented to it
     /// are members.
     pub adopter: Option<u32>,
-    /// Read the detail fields every this many ticks (1 = every tick).
+    /// Read `stat` (threads, per-process CPU) every this many ticks.
     pub detail_every: u64,
+    /// Read `status` (VmHWM, context switches), I/O and FDs every this many ticks.
+    pub status_every: u64,
     /// How many processes each sample lists in its top list.
     pub top_n: usize,
+}
+
+/// How a monitored run ended, for [`Sampler::finish`].
+pub struct Ending {
+    pub command: Vec<String>,
+    pub label: Option<String>,
+    pub exit: ExitInfo,
+    /// `completed` or `interrupted`.
+    pub status: String,
+    pub interval_seconds: f64,
+    /// CPU seconds strainline itself used while monitoring.
+    pub overhead_cpu_seconds: f64,
+    pub leftover_processes_stopped: u64,
 }
 
 pub struct Sampler {
     cfg: SamplerConfig,
     cgroup: Option<Cgroup>,
+    /// Whether the cgroup gives the tree's CPU time.
+    cgroup_cpu: bool,
+    /// The cgroup's memory charge at the previous tick.
+    last_charge: Option<u64>,
     start: Instant,
     live: HashMap<u32, Tracked>,
     outsiders: Outsiders,
@@ -78,7 +99,9 @@ impl Sampler {
     pub fn new(cfg: SamplerConfig, cgroup: Option<Cgroup>, start: Instant) -> Sampler {
         Sampler {
             cfg,
+            cgroup_cpu: cgroup.as_ref().and_then(|c| c.cpu_usage_usec()).is_some(),
             cgroup,
+            last_charge: None,
             start,
             live: HashMap::new(),
             outsiders: Outsiders::default(),
@@ -152,7 +175,12 @@ impl Sampler {
         if self.live.is_empty() && self.finished.is_empty() {
             self.track(self.cfg.root, t);
         }
-        if let Some(pids) = self.cgroup.as_ref().filter(|c| c.lists_processes()).and_then(|c| c.pids()) {
+        if let Some(pids) = self
+            .cgroup
+            .as_ref()
+            .filter(|c| c.lists_processes())
+            .and_then(|c| c.pids())
+        {
             for pid in pids {
                 if !self.live.contains_key(&pid) && !self.finished.iter().any(|r| r.pid == pid) {
                     self.track(pid, t);
@@ -189,25 +217,45 @@ impl Sampler {
     /// Takes one sample of the tree.
     pub fn sample(&mut self) -> Sample {
         let t = self.elapsed();
+        let members_before = self.live.len() + self.finished.len();
         self.discover(t);
+        let joined = self.live.len() + self.finished.len() != members_before;
         let units = kernel_units();
         let detail = self.ticks % self.cfg.detail_every.max(1) == 0;
+        let status_tick = self.ticks % self.cfg.status_every.max(1) == 0;
         self.ticks += 1;
+        // With the cgroup's CPU counter, the per-tick read is the cheap `statm`; without
+        // it, `stat` is needed every tick for the CPU times.
+        let full_stat = detail || !self.cgroup_cpu;
+        // Between full reads, RSS is re-read only when the cgroup's memory charge moved
+        // (or a process joined): a tree that allocated and freed nothing kept its RSS.
+        let charge = self.cgroup.as_ref().and_then(|c| c.memory_usage());
+        let rss_unchanged = charge.is_some() && charge == self.last_charge && !joined;
+        self.last_charge = charge;
 
         let mut gone = Vec::new();
         for (&pid, p) in self.live.iter_mut() {
-            match p.files.stat() {
-                Ok(st) if st.start_ticks == p.last.start_ticks => p.last = st,
-                _ => {
-                    gone.push(pid);
-                    continue;
-                }
+            let read = if full_stat {
+                p.files.stat().map(|st| p.last = st)
+            } else if rss_unchanged {
+                Ok(())
+            } else {
+                p.files.rss_pages().map(|r| p.last.rss_pages = r)
+            };
+            if read.is_err() {
+                gone.push(pid);
+                continue;
+            }
+            if full_stat && p.last.comm != p.record.name {
+                // It called exec since we first saw it.
+                p.record.name = p.last.comm.clone();
+                p.record.cmdline = procfs::cmdline(pid);
             }
             let rss = p.last.rss_pages * units.page_size;
             p.record.last_seen = t;
             p.record.ppid = p.last.ppid;
             p.record.peak_rss_sampled = p.record.peak_rss_sampled.max(rss);
-            if detail {
+            if status_tick {
                 if let Some(s) = p.files.status() {
                     p.hwm_bytes = p.hwm_bytes.max(s.hwm_bytes);
                     p.ctx_switches = s.ctx_switches;
@@ -317,28 +365,68 @@ impl Sampler {
     }
 
     /// Ends the run: retires whatever is left and adds everything up.
-    pub fn finish(
-        mut self,
-        command: Vec<String>,
-        label: Option<String>,
-        exit: ExitInfo,
-        status: &str,
-        interval_seconds: f64,
-        overhead_cpu_seconds: f64,
-        leftover_processes_stopped: u64,
-    ) -> MonitorSummary {
+    pub fn finish(mut self, end: Ending) -> MonitorSummary {
+        let Ending {
+            command,
+            label,
+            exit,
+            status,
+            interval_seconds,
+            overhead_cpu_seconds,
+            leftover_processes_stopped,
+        } = end;
         let duration = self.elapsed();
         let cgroup_peak = self.cgroup.as_ref().and_then(|c| c.memory_peak());
         let final_cum = self.samples.last().map_or(0.0, |s| s.1);
         for pid in self.live_pids() {
             self.retire(pid);
         }
+        // Processes that ended before any sample saw them are known from wait4 alone.
+        let seen: HashSet<u32> = self.finished.iter().map(|p| p.pid).collect();
+        let mut unseen: Vec<(u32, Reaped)> = self
+            .reaped
+            .iter()
+            .filter(|(pid, _)| !seen.contains(pid))
+            .map(|(&pid, &r)| (pid, r))
+            .collect();
+        unseen.sort_by_key(|u| u.0);
+        for (pid, r) in unseen {
+            self.reaped_cpu_seconds += r.cpu_seconds;
+            let name = if pid == self.cfg.root {
+                command.first().cloned().unwrap_or_default()
+            } else {
+                format!("pid {pid}")
+            };
+            self.finished.push(ProcessRecord {
+                pid,
+                ppid: 0,
+                name: name.rsplit('/').next().unwrap_or(&name).to_string(),
+                cmdline: if pid == self.cfg.root {
+                    command.join(" ")
+                } else {
+                    String::new()
+                },
+                first_seen: 0.0,
+                last_seen: 0.0,
+                peak_rss_sampled: 0,
+                peak_rss_exact: r.maxrss_bytes,
+                cpu_seconds: r.cpu_seconds,
+                exit: Some(
+                    ExitInfo {
+                        code: r.exit,
+                        signal: r.signal,
+                    }
+                    .describe(),
+                ),
+            });
+        }
         // Exact total CPU: the cgroup's counter, or the reaped processes' rusage (which
         // includes everything they reaped), or the last sampled cumulative figure.
         let (total_cpu, cpu_source) = match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
             Some(us) => (us as f64 / 1e6, "cgroup cpu.stat usage_usec"),
             None if self.reaped.contains_key(&self.cfg.root) => (
-                (self.reaped_cpu_seconds + self.vanished_cpu_ticks as f64 / kernel_units().clock_ticks as f64)
+                (self.reaped_cpu_seconds
+                    + self.vanished_cpu_ticks as f64 / kernel_units().clock_ticks as f64)
                     .max(final_cum),
                 "rusage of reaped processes (wait4)",
             ),
@@ -380,7 +468,7 @@ impl Sampler {
             label,
             command,
             root_pid: self.cfg.root,
-            status: status.to_string(),
+            status,
             duration_seconds: duration,
             interval_seconds,
             samples: self.samples.len() as u64,
@@ -399,7 +487,11 @@ impl Sampler {
             }),
             cpu: CpuSummary {
                 total_seconds: total_cpu,
-                avg_cores: if duration > 0.0 { total_cpu / duration } else { 0.0 },
+                avg_cores: if duration > 0.0 {
+                    total_cpu / duration
+                } else {
+                    0.0
+                },
                 max_cores,
                 max_window_seconds: window,
                 source: cpu_source.to_string(),
@@ -408,9 +500,18 @@ impl Sampler {
             max_processes: self.max_processes,
             max_threads: self.max_threads,
             max_fds: self.max_fds,
-            read_bytes: last.as_ref().map_or(0, |s| s.read_bytes).max(self.gone_io.read_bytes),
-            write_bytes: last.as_ref().map_or(0, |s| s.write_bytes).max(self.gone_io.write_bytes),
-            ctx_switches: last.as_ref().map_or(0, |s| s.ctx_switches).max(self.gone_ctx),
+            read_bytes: last
+                .as_ref()
+                .map_or(0, |s| s.read_bytes)
+                .max(self.gone_io.read_bytes),
+            write_bytes: last
+                .as_ref()
+                .map_or(0, |s| s.write_bytes)
+                .max(self.gone_io.write_bytes),
+            ctx_switches: last
+                .as_ref()
+                .map_or(0, |s| s.ctx_switches)
+                .max(self.gone_ctx),
             leftover_processes_stopped,
             overhead: Overhead {
                 cpu_seconds: overhead_cpu_seconds,

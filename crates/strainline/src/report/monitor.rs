@@ -13,7 +13,11 @@ use crate::units::{format_duration, Bytes};
 pub const JSON_SCHEMA: &str = "strainline.monitor.v1";
 
 /// Prints the summary block.
-pub fn write_summary(out: &mut dyn Write, s: &MonitorSummary, run_id: Option<i64>) -> io::Result<()> {
+pub fn write_summary(
+    out: &mut dyn Write,
+    s: &MonitorSummary,
+    run_id: Option<i64>,
+) -> io::Result<()> {
     let rule = "=".repeat(60);
     let what = s.command.join(" ");
     let mut title = format!("Resource usage: {what}");
@@ -81,7 +85,11 @@ pub fn write_summary(out: &mut dyn Write, s: &MonitorSummary, run_id: Option<i64
         cpu.max_cores * 100.0,
         secs(cpu.max_window_seconds)
     )?;
-    writeln!(out, "{:<20}{:.3} s  (from {})", "CPU time:", cpu.total_seconds, cpu.source)?;
+    writeln!(
+        out,
+        "{:<20}{:.3} s  (from {})",
+        "CPU time:", cpu.total_seconds, cpu.source
+    )?;
     writeln!(
         out,
         "{:<20}{} seen, {} at once at most",
@@ -112,9 +120,17 @@ pub fn write_summary(out: &mut dyn Write, s: &MonitorSummary, run_id: Option<i64
     )?;
     if !s.processes.is_empty() {
         writeln!(out, "Largest processes:")?;
-        writeln!(out, "  {:>8}  {:>11}  {:>8}  COMMAND", "PID", "PEAK RSS", "CPU s")?;
+        writeln!(
+            out,
+            "  {:>8}  {:>11}  {:>8}  COMMAND",
+            "PID", "PEAK RSS", "CPU s"
+        )?;
         for p in s.processes.iter().take(5) {
-            let cmd = if p.cmdline.is_empty() { &p.name } else { &p.cmdline };
+            let cmd = if p.cmdline.is_empty() {
+                &p.name
+            } else {
+                &p.cmdline
+            };
             let cmd: String = cmd.chars().take(60).collect();
             writeln!(
                 out,
@@ -143,7 +159,12 @@ struct Document<'a> {
 }
 
 /// The JSON document of a run: summary and every sample.
-pub fn to_json(summary: &MonitorSummary, samples: &[Sample], host: &Host, run_id: Option<i64>) -> String {
+pub fn to_json(
+    summary: &MonitorSummary,
+    samples: &[Sample],
+    host: &Host,
+    run_id: Option<i64>,
+) -> String {
     serde_json::to_string_pretty(&Document {
         schema: JSON_SCHEMA,
         run_id,

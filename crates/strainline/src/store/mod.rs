@@ -27,7 +27,9 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot open the results store at {path}: {source} (choose another path with --store PATH)")]
+    #[error(
+        "cannot open the results store at {path}: {source} (choose another path with --store PATH)"
+    )]
     Open {
         path: PathBuf,
         source: rusqlite::Error,
@@ -117,7 +119,10 @@ impl Store {
                 source,
             })?;
         }
-        let existed = path.exists() && std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let existed = path.exists()
+            && std::fs::metadata(path)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false);
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -232,7 +237,9 @@ impl Store {
     pub fn schema_version(&self) -> Result<i64> {
         Ok(self
             .conn
-            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))?)
+            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })?)
     }
 
     fn host_id(&self, h: &Host) -> Result<i64> {
@@ -273,7 +280,13 @@ impl Store {
     }
 
     /// Records the end of a run.
-    pub fn finish_run(&self, run_id: i64, status: &str, exit_code: Option<i32>, reasons: &[String]) -> Result<()> {
+    pub fn finish_run(
+        &self,
+        run_id: i64,
+        status: &str,
+        exit_code: Option<i32>,
+        reasons: &[String],
+    ) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, exit_code = ?3, ended_at = ?4, reasons = ?5 WHERE id = ?1",
             params![
@@ -287,11 +300,23 @@ impl Store {
         Ok(())
     }
 
-    pub fn begin_case(&self, run_id: i64, name: &str, test_kind: &str, params_json: Option<&str>) -> Result<i64> {
+    pub fn begin_case(
+        &self,
+        run_id: i64,
+        name: &str,
+        test_kind: &str,
+        params_json: Option<&str>,
+    ) -> Result<i64> {
         self.conn.execute(
             "INSERT INTO cases (run_id, name, test_kind, params, started_at, status)
              VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-            params![run_id, name, test_kind, params_json, crate::clock::now_rfc3339()],
+            params![
+                run_id,
+                name,
+                test_kind,
+                params_json,
+                crate::clock::now_rfc3339()
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -367,7 +392,12 @@ impl Store {
         }
         tx.execute(
             "UPDATE cases SET status = ?2, ended_at = ?3, summary = ?4 WHERE id = ?1",
-            params![case_id, status, crate::clock::now_rfc3339(), serde_json::to_string(summary)?],
+            params![
+                case_id,
+                status,
+                crate::clock::now_rfc3339(),
+                serde_json::to_string(summary)?
+            ],
         )?;
         tx.commit()?;
         Ok(())

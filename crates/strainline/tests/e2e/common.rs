@@ -1,0 +1,115 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The strainline binary cargo built for these tests.
+pub fn strainline() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strainline"))
+}
+
+/// The testbed binary, built beside strainline by `cargo build --workspace` (`make test`).
+pub fn testbed() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_strainline")).with_file_name("strainline-testbed");
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first (`make test` does: cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+/// A fresh temporary directory with a store path in it.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    pub fn store(&self) -> String {
+        self.path("results.db").display().to_string()
+    }
+    /// `strainline --store <scratch store> ARGS…`
+    pub fn run(&self, args: &[&str]) -> Output {
+        strainline()
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap()
+    }
+    /// Monitors the testbed with `args`, writing JSON; returns the output and the document.
+    pub fn monitor_testbed(&self, interval: &str, args: &[&str]) -> (Output, serde_json::Value) {
+        let mut all = vec!["--"];
+        all.extend_from_slice(args);
+        self.monitor_testbed_with(interval, &all)
+    }
+
+    /// Like `monitor_testbed`, with monitor flags first: `[flags…, "--", testbed args…]`.
+    pub fn monitor_testbed_with(
+        &self,
+        interval: &str,
+        args: &[&str],
+    ) -> (Output, serde_json::Value) {
+        let json = self.path("out.json");
+        let tb = testbed();
+        let split = args
+            .iter()
+            .position(|a| *a == "--")
+            .expect("a -- in the arguments");
+        let mut all = vec![
+            "monitor",
+            "--interval",
+            interval,
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        all.extend_from_slice(&args[..split]);
+        all.extend(["--", tb.to_str().unwrap()]);
+        all.extend_from_slice(&args[split + 1..]);
+        let out = self.run(&all);
+        let doc = std::fs::read_to_string(&json)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(serde_json::Value::Null);
+        (out, doc)
+    }
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The values of `key=value` lines a fixture printed.
+pub fn printed(o: &Output, key: &str) -> Vec<u64> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{key}="))?.trim().parse().ok())
+        .collect()
+}
+
+pub fn alive(pid: u64) -> bool {
+    // A zombie is dead for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+pub const MIB: f64 = 1024.0 * 1024.0;

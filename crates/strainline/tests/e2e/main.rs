@@ -1,0 +1,7 @@
+//! End-to-end tests: the real `strainline` binary against real processes from
+//! `strainline-testbed`, whose behaviour is known in advance. One test binary, to keep
+//! link time down. Run through `make test`, which builds both binaries first.
+
+mod common;
+mod monitor;
+mod store;

@@ -1,0 +1,321 @@
+//! `strainline monitor` against programs with known memory and CPU behaviour.
+
+use crate::common::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn exact_peak_catches_a_50ms_spike_and_the_tree_includes_the_child() {
+    let s = Scratch::new();
+    // 20 MiB idle, 300 MiB for 50 ms, then a child holding 100 MiB for 1 s; sampled
+    // every 250 ms, so the spike usually falls between two samples.
+    let (out, doc) = s.monitor_testbed("250ms", &["memhog"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The fixture prints the kernel's own VmHWM: the child's first, then its own.
+    let hwms = printed(&out, "vmhwm_bytes");
+    assert_eq!(hwms.len(), 2, "{}", stdout(&out));
+    let kernel_peak = hwms[1] as f64;
+    assert!(
+        kernel_peak > 290.0 * MIB,
+        "fixture did not spike: {kernel_peak}"
+    );
+
+    let sum = &doc["summary"];
+    let exact = sum["peak_rss"]["bytes"].as_f64().unwrap();
+    let rel = (exact - kernel_peak).abs() / kernel_peak;
+    assert!(
+        rel < 0.02,
+        "exact peak {exact} vs kernel {kernel_peak} ({rel:.3})"
+    );
+
+    // The child's memory is counted in the tree: some sample holds both processes with
+    // at least the child's 100 MiB plus the parent's 20 MiB base.
+    let samples = doc["samples"].as_array().unwrap();
+    let child_pid = sum["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["cmdline"].as_str().unwrap().contains(" hold "))
+        .expect("the child is in the process table")["pid"]
+        .as_u64()
+        .unwrap();
+    let with_child: Vec<_> = samples
+        .iter()
+        .filter(|x| {
+            x["top"].as_array().unwrap().iter().any(|p| {
+                p["pid"].as_u64() == Some(child_pid)
+                    && p["rss_bytes"].as_f64().unwrap() > 95.0 * MIB
+            })
+        })
+        .collect();
+    assert!(
+        with_child.len() >= 2,
+        "the timeline does not show the child"
+    );
+    assert!(with_child
+        .iter()
+        .all(|x| x["processes"].as_u64() == Some(2)));
+    assert!(with_child
+        .iter()
+        .any(|x| x["rss_bytes"].as_f64().unwrap() > 115.0 * MIB));
+    // The summary names where the exact figure came from.
+    assert!(stderr(&out).contains("Peak RSS:") && stderr(&out).contains("exact, from"));
+}
+
+#[test]
+fn a_busy_loop_reads_one_core_and_a_sleeper_almost_none() {
+    cpu_truth(&[]);
+}
+
+#[test]
+fn without_a_cgroup_the_cpu_figures_hold_too() {
+    cpu_truth(&["--no-cgroup"]);
+}
+
+fn cpu_truth(flags: &[&str]) {
+    let s = Scratch::new();
+    let mut args = flags.to_vec();
+    args.extend(["--", "spin", "--seconds", "2"]);
+    let (out, doc) = s.monitor_testbed_with("100ms", &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let busy = doc["summary"]["cpu"]["avg_cores"].as_f64().unwrap();
+    assert!((0.9..=1.1).contains(&busy), "busy loop read {busy} cores");
+
+    let mut args = flags.to_vec();
+    args.extend(["--", "idle", "--seconds", "1.5"]);
+    let (out, doc) = s.monitor_testbed_with("100ms", &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let idle = doc["summary"]["cpu"]["avg_cores"].as_f64().unwrap();
+    assert!(idle < 0.02, "sleeper read {idle} cores");
+}
+
+#[test]
+fn a_setsid_daemon_is_followed_and_stopped_at_the_end() {
+    setsid_daemon(&[]);
+}
+
+#[test]
+fn without_a_cgroup_a_setsid_daemon_is_still_followed() {
+    setsid_daemon(&["--no-cgroup"]);
+}
+
+fn setsid_daemon(flags: &[&str]) {
+    let s = Scratch::new();
+    let mut args = flags.to_vec();
+    args.extend(["--", "daemonize", "--mib", "64", "--seconds", "30"]);
+    let (out, doc) = s.monitor_testbed_with("50ms", &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sum = &doc["summary"];
+    let daemon = sum["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["cmdline"].as_str().unwrap().contains(" hold "))
+        .expect("the daemon that called setsid was found")
+        .clone();
+    assert!(daemon["peak_rss_exact"].as_f64().unwrap() > 60.0 * MIB);
+    assert!(sum["leftover_processes_stopped"].as_u64().unwrap() >= 1);
+    let pid = daemon["pid"].as_u64().unwrap();
+    assert!(!alive(pid), "the daemon {pid} survived strainline");
+}
+
+#[test]
+fn exit_status_is_passed_through() {
+    let s = Scratch::new();
+    let out = s.run(&["monitor", "-q", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = s.run(&["monitor", "-q", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(out.status.code(), Some(128 + 9));
+    let out = s.run(&[
+        "monitor",
+        "-q",
+        "--",
+        "sh",
+        "-c",
+        "echo to-stdout; echo to-stderr >&2",
+    ]);
+    assert_eq!(stdout(&out), "to-stdout\n");
+    assert!(stderr(&out).contains("to-stderr"));
+}
+
+#[test]
+fn attaches_to_a_running_pid_for_a_duration() {
+    let s = Scratch::new();
+    let mut child = std::process::Command::new(testbed())
+        .args(["hold", "--mib", "40", "--ms", "10000"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let json = s.path("a.json");
+    let pid = child.id().to_string();
+    let out = s.run(&[
+        "monitor",
+        "--pid",
+        &pid,
+        "--duration",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let peak = doc["summary"]["peak_rss"]["bytes"].as_f64().unwrap();
+    assert!(peak > 40.0 * MIB, "{peak}");
+    assert_eq!(doc["summary"]["peak_rss"]["source"], "vm_hwm");
+}
+
+#[test]
+fn bad_input_gets_a_clear_message_and_exit_code() {
+    let s = Scratch::new();
+    let out = s.run(&["monitor", "--", "no-such-command-xyz"]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(
+        stderr(&out).contains("command not found: 'no-such-command-xyz'"),
+        "{}",
+        stderr(&out)
+    );
+
+    let script = s.path("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let out = s.run(&["monitor", "--", script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(126));
+    assert!(
+        stderr(&out).contains("permission denied"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = s.run(&["monitor", "--pid", "999999999"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--pid 999999999: no such process"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = s.run(&["monitor", "--interval", "100", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--interval") && e.contains("examples: 10ms"),
+        "{e}"
+    );
+
+    let out = strainline()
+        .args([
+            "--store",
+            "/proc/strainline-cannot-write/results.db",
+            "monitor",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot create the results store"),
+        "{}",
+        stderr(&out)
+    );
+
+    let text = s.path("notes.txt");
+    std::fs::write(&text, "these are my notes, not a database\n".repeat(200)).unwrap();
+    let out = strainline()
+        .args(["--store", text.to_str().unwrap(), "monitor", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is not a strainline results store"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(std::fs::read_to_string(&text)
+        .unwrap()
+        .starts_with("these are my notes"));
+
+    let other = s.path("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE invoices (id INTEGER);")
+        .unwrap();
+    let out = strainline()
+        .args(["--store", other.to_str().unwrap(), "monitor", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("without strainline's tables (it has: invoices)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Starts `strainline monitor` on a tree of sleepers, interrupts it with `sig`, and
+/// checks the exit code, the stored status and that no process survived.
+fn interrupt_with(sig: i32) {
+    let s = Scratch::new();
+    let tb = testbed();
+    let mut child = strainline()
+        .args([
+            "--store",
+            &s.store(),
+            "monitor",
+            "-q",
+            "--",
+            tb.to_str().unwrap(),
+        ])
+        .args(["forktree", "--children", "3", "--seconds", "60"])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    // Wait until the tree is up: the fixture's children show under strainline.
+    let tree = loop {
+        let kids: Vec<u64> = descendants(child.id() as u64);
+        if kids.len() >= 4 || start.elapsed() > Duration::from_secs(10) {
+            break kids;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(tree.len() >= 4, "tree did not start: {tree:?}");
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    for pid in &tree {
+        assert!(!alive(*pid), "process {pid} survived the interrupt");
+    }
+    let out = s.run(&["runs", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert_eq!(runs[0]["exit_code"], 130);
+}
+
+fn descendants(root: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        let path = format!("/proc/{p}/task/{p}/children");
+        for c in std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .split_whitespace()
+        {
+            let c: u64 = c.parse().unwrap();
+            out.push(c);
+            frontier.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn sigterm_saves_an_interrupted_run_and_leaves_nothing_running() {
+    interrupt_with(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_saves_an_interrupted_run_and_leaves_nothing_running() {
+    interrupt_with(libc::SIGINT);
+}
