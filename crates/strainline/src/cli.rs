@@ -32,6 +32,15 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one stored run: its summary and metrics.
     Show(ShowArgs),
+    /// A short tour on built-in defaults: monitors the bundled testbed's memory profile.
+    Demo,
+    /// Run the bundled system under test (the same as the `strainline-testbed` binary).
+    #[command(disable_help_flag = true)]
+    Testbed {
+        /// Arguments for strainline-testbed (try `strainline testbed --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

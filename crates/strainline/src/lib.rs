@@ -47,5 +47,12 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
         cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
         cli::Command::Show(args) => commands::runs::show(&cli.store, args),
+        cli::Command::Demo => commands::demo::run(&cli.store),
+        cli::Command::Testbed { args } => {
+            let argv0 = std::ffi::OsString::from("strainline testbed");
+            strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);
+            strainline_testbed::cli::run(std::iter::once(argv0).chain(args));
+            Ok(exit::PASSED)
+        }
     }
 }

@@ -29,8 +29,28 @@ pub fn own_hwm_bytes() -> u64 {
         * 1024
 }
 
-fn self_exe() -> std::path::PathBuf {
-    std::env::current_exe().expect("own path")
+static REINVOKE_PREFIX: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Arguments that come before a testbed subcommand when this program re-runs itself:
+/// none for `strainline-testbed`, `["testbed"]` inside `strainline`.
+pub fn set_reinvoke_prefix(prefix: Vec<String>) {
+    let _ = REINVOKE_PREFIX.set(prefix);
+}
+
+/// This program's path and the arguments to reach a testbed subcommand.
+fn self_argv(sub: &[&str]) -> Vec<String> {
+    let exe = std::env::current_exe().expect("own path");
+    let mut v = vec![exe.to_string_lossy().into_owned()];
+    v.extend(REINVOKE_PREFIX.get().cloned().unwrap_or_default());
+    v.extend(sub.iter().map(|s| s.to_string()));
+    v
+}
+
+fn self_command(sub: &[&str]) -> Command {
+    let argv = self_argv(sub);
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]);
+    c
 }
 
 fn ms(n: u64) -> Duration {
@@ -56,14 +76,7 @@ pub fn memhog(
         drop(extra);
     }
     std::thread::sleep(ms(600).saturating_sub(start.elapsed()));
-    let mut kid = Command::new(self_exe())
-        .args([
-            "hold",
-            "--mib",
-            &child.to_string(),
-            "--ms",
-            &child_ms.to_string(),
-        ])
+    let mut kid = self_command(&["hold", "--mib", &child.to_string(), "--ms", &child_ms.to_string()])
         .spawn()
         .expect("spawn child");
     kid.wait().expect("wait child");
@@ -99,8 +112,7 @@ pub fn idle(seconds: f64) {
 pub fn forktree(children: usize, seconds: f64) {
     let kids: Vec<_> = (0..children)
         .map(|_| {
-            Command::new(self_exe())
-                .args(["idle", "--seconds", &seconds.to_string()])
+            self_command(&["idle", "--seconds", &seconds.to_string()])
                 .spawn()
                 .expect("spawn child")
         })
@@ -113,25 +125,22 @@ pub fn forktree(children: usize, seconds: f64) {
 /// Double-forks a grandchild that calls `setsid` and holds `mib` MiB for `seconds`, then
 /// returns after `linger_ms`: the classic daemon that escapes its parent.
 pub fn daemonize(mib: usize, seconds: f64, linger_ms: u64) {
-    // SAFETY: fork in a single-threaded program; the child only calls async-signal-safe
-    // functions before exec.
+    use std::ffi::CString;
+    let hold_ms = ((seconds * 1000.0) as u64).to_string();
+    let argv: Vec<CString> = self_argv(&["hold", "--mib", &mib.to_string(), "--ms", &hold_ms])
+        .into_iter()
+        .map(|a| CString::new(a).expect("no NUL in arguments"))
+        .collect();
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: fork in a single-threaded program; the children only call
+    // async-signal-safe functions (setsid, fork, execv, _exit) before exec.
     unsafe {
         let pid = libc::fork();
         if pid == 0 {
             libc::setsid();
             if libc::fork() == 0 {
-                let exe = std::ffi::CString::new(self_exe().to_string_lossy().as_bytes()).unwrap();
-                let args = [
-                    exe.clone(),
-                    std::ffi::CString::new("hold").unwrap(),
-                    std::ffi::CString::new("--mib").unwrap(),
-                    std::ffi::CString::new(mib.to_string()).unwrap(),
-                    std::ffi::CString::new("--ms").unwrap(),
-                    std::ffi::CString::new(((seconds * 1000.0) as u64).to_string()).unwrap(),
-                ];
-                let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-                ptrs.push(std::ptr::null());
-                libc::execv(exe.as_ptr(), ptrs.as_ptr());
+                libc::execv(ptrs[0], ptrs.as_ptr());
                 libc::_exit(127);
             }
             libc::_exit(0);

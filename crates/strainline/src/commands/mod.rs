@@ -1,4 +1,5 @@
 //! One module per subcommand, wiring the pipeline stages together.
 
+pub mod demo;
 pub mod monitor;
 pub mod runs;
