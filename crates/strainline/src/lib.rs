@@ -51,8 +51,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);
-            strainline_testbed::cli::run(std::iter::once(argv0).chain(args));
-            Ok(exit::PASSED)
+            Ok(strainline_testbed::cli::run(std::iter::once(argv0).chain(args)))
         }
     }
 }

@@ -4,7 +4,12 @@ use std::ffi::OsString;
 
 use clap::{Parser, Subcommand};
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
 use crate::fixtures;
+use crate::serve::{self, Knobs, Profile};
 
 #[derive(Parser)]
 #[command(
@@ -19,6 +24,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Serve the IoT-like HTTP service (HTTP/1.1 and HTTP/2, optionally TLS).
+    Serve(ServeArgs),
+    /// The crash-test record store.
+    #[command(subcommand)]
+    Store(StoreCmd),
     /// Memory profile: idle at --base MiB, a short spike, then a child holding memory.
     Memhog {
         #[arg(long, default_value_t = 20)]
@@ -70,9 +80,95 @@ enum Cmd {
     },
 }
 
+/// Parses `500ms`, `2s`, `1.5s`, `1m`.
+fn duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
+    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2s)"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" => v * 60.0,
+        _ => return Err(format!("'{s}' is not a duration (e.g. 500ms, 2s)")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Address to listen on; port 0 picks a free one (printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Also write the chosen address to this file.
+    #[arg(long, value_name = "FILE")]
+    addr_file: Option<PathBuf>,
+    /// Allow a non-loopback --listen address.
+    #[arg(long)]
+    allow_non_loopback: bool,
+    /// Handler threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// State kept per registered device, bytes.
+    #[arg(long, default_value_t = 2048)]
+    state_bytes: usize,
+    /// Units of hashing work per push (one unit hashes 4 KiB; its cost is printed as cpu_unit_us).
+    #[arg(long, default_value_t = 10)]
+    cpu_cost: u64,
+    /// Bytes retained and never freed per push (a deliberate leak).
+    #[arg(long, default_value_t = 0)]
+    leak_bytes: usize,
+    /// v2 does 1.5x the CPU work per push of v1.
+    #[arg(long, default_value = "v1", value_parser = ["v1", "v2"])]
+    profile: String,
+    /// Probability (0..1) of answering register/push with HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    fail_rate: f64,
+    /// Stop answering for --stall-for once every this long.
+    #[arg(long, value_parser = duration, requires = "stall_for")]
+    stall_every: Option<Duration>,
+    /// How long each stall lasts.
+    #[arg(long, value_parser = duration, requires = "stall_every")]
+    stall_for: Option<Duration>,
+    /// Answer 503 beyond this many requests in flight.
+    #[arg(long)]
+    max_inflight: Option<usize>,
+    /// Serve HTTPS with a self-signed certificate generated at start.
+    #[arg(long)]
+    tls: bool,
+    /// Where to write the certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    cert_out: Option<PathBuf>,
+    /// Abort after this many requests.
+    #[arg(long)]
+    crash_after: Option<u64>,
+}
+
+#[derive(Subcommand)]
+enum StoreCmd {
+    /// Append records with the commit protocol (or without it: --unsafe).
+    Write {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        #[arg(long, default_value_t = 65536)]
+        value_bytes: usize,
+        /// Write the commit marker first and the record after, unprotected.
+        #[arg(long = "unsafe")]
+        unsafe_mode: bool,
+        /// Print `committed N` every this many records (0: never).
+        #[arg(long, default_value_t = 10)]
+        progress_every: u64,
+    },
+    /// Check every invariant; exit 0 if all hold, 1 with what is wrong.
+    Verify {
+        #[arg(long)]
+        dir: PathBuf,
+    },
+}
+
 /// Parses `args` (the first is the program name) and runs the chosen subcommand.
-pub fn run<I: IntoIterator<Item = OsString>>(args: I) {
-    match Cli::parse_from(args).command {
+pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let code = match Cli::parse_from(args).command {
         Cmd::Memhog {
             base,
             spike,
@@ -80,15 +176,75 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) {
             child,
             child_ms,
             total_ms,
-        } => fixtures::memhog(base, spike, spike_ms, child, child_ms, total_ms),
-        Cmd::Hold { mib, ms } => fixtures::hold(mib, ms),
-        Cmd::Spin { seconds } => fixtures::spin(seconds),
-        Cmd::Idle { seconds } => fixtures::idle(seconds),
-        Cmd::Forktree { children, seconds } => fixtures::forktree(children, seconds),
+        } => {
+            fixtures::memhog(base, spike, spike_ms, child, child_ms, total_ms);
+            0
+        },
+        Cmd::Hold { mib, ms } => {
+            fixtures::hold(mib, ms);
+            0
+        },
+        Cmd::Spin { seconds } => {
+            fixtures::spin(seconds);
+            0
+        },
+        Cmd::Idle { seconds } => {
+            fixtures::idle(seconds);
+            0
+        },
+        Cmd::Forktree { children, seconds } => {
+            fixtures::forktree(children, seconds);
+            0
+        },
         Cmd::Daemonize {
             mib,
             seconds,
             linger_ms,
-        } => fixtures::daemonize(mib, seconds, linger_ms),
-    }
+        } => {
+            fixtures::daemonize(mib, seconds, linger_ms);
+            0
+        },
+        Cmd::Serve(a) => serve::run(
+            Knobs {
+                listen: a.listen,
+                addr_file: a.addr_file,
+                workers: a.workers,
+                state_bytes: a.state_bytes,
+                cpu_cost: a.cpu_cost,
+                leak_bytes: a.leak_bytes,
+                profile: if a.profile == "v2" { Profile::V2 } else { Profile::V1 },
+                fail_rate: a.fail_rate,
+                stall: a.stall_every.zip(a.stall_for),
+                max_inflight: a.max_inflight,
+                tls: a.tls,
+                cert_out: a.cert_out,
+                crash_after: a.crash_after,
+            },
+            a.allow_non_loopback,
+        ),
+        Cmd::Store(StoreCmd::Write {
+            dir,
+            count,
+            value_bytes,
+            unsafe_mode,
+            progress_every,
+        }) => match crate::store::write(&dir, count, value_bytes, unsafe_mode, progress_every) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("store write: {}: {e}", dir.display());
+                1
+            }
+        },
+        Cmd::Store(StoreCmd::Verify { dir }) => match crate::store::verify(&dir) {
+            Ok(n) => {
+                println!("ok: {n} committed records, all intact");
+                0
+            }
+            Err(why) => {
+                println!("FAIL: {why}");
+                1
+            }
+        },
+    };
+    code
 }

@@ -5,3 +5,5 @@
 
 pub mod cli;
 pub mod fixtures;
+pub mod serve;
+pub mod store;

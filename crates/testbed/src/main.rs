@@ -2,5 +2,5 @@
 //! demo measure, and fixtures whose behaviour is known in advance.
 
 fn main() {
-    strainline_testbed::cli::run(std::env::args_os());
+    std::process::exit(strainline_testbed::cli::run(std::env::args_os()));
 }

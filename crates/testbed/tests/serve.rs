@@ -1,0 +1,259 @@
+//! The testbed's knobs do what they say, checked from outside with the kernel's own
+//! figures (/proc) and a plain HTTP client over real loopback sockets.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TESTBED: &str = env!("CARGO_BIN_EXE_strainline-testbed");
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A running `serve`, stopped on drop.
+struct Server {
+    child: Child,
+    addr: String,
+    scheme: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(TESTBED)
+            .arg("serve")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        // "listening http://127.0.0.1:PORT cpu_unit_us=…"
+        let url = line.split_whitespace().nth(1).unwrap_or_else(|| panic!("no address line: {line:?}"));
+        let (scheme, addr) = url.split_once("://").unwrap();
+        Server {
+            child,
+            addr: addr.to_string(),
+            scheme: scheme.to_string(),
+        }
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    fn client(&self) -> Http {
+        Http::connect(&self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 keep-alive client.
+struct Http {
+    r: BufReader<TcpStream>,
+}
+
+impl Http {
+    fn connect(addr: &str) -> Http {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        Http { r: BufReader::new(s) }
+    }
+    fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let s = self.r.get_mut();
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let mut status = String::new();
+        self.r.read_line(&mut status).unwrap();
+        let code: u16 = status.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            self.r.read_line(&mut h).unwrap();
+            if h == "\r\n" {
+                break;
+            }
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        let mut b = vec![0; len];
+        self.r.read_exact(&mut b).unwrap();
+        (code, String::from_utf8_lossy(&b).into_owned())
+    }
+}
+
+fn rss_bytes(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap();
+    kib * 1024.0
+}
+
+/// utime + stime of a process, seconds, from the kernel.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn register(c: &mut Http, devices: usize) {
+    for d in 0..devices {
+        let (code, _) = c.request("POST", "/register", format!("{{\"id\": \"dev{d}\"}}").as_bytes());
+        assert_eq!(code, 201);
+    }
+}
+
+fn push_n(c: &mut Http, n: usize, devices: usize) {
+    let payload = vec![b'x'; 256];
+    for i in 0..n {
+        let (code, body) = c.request("POST", &format!("/push/dev{}", i % devices), &payload);
+        assert_eq!(code, 200, "{body}");
+    }
+}
+
+#[test]
+fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
+    let leaky = Server::start(&["--leak-bytes", "10240", "--cpu-cost", "1"]);
+    let mut c = leaky.client();
+    register(&mut c, 100);
+    push_n(&mut c, 100, 100); // warm up allocator and connection
+    let before = rss_bytes(leaky.pid());
+    push_n(&mut c, 10_000, 100);
+    let grew = rss_bytes(leaky.pid()) - before;
+    assert!(
+        (80.0 * MIB..=120.0 * MIB).contains(&grew),
+        "10,000 pushes leaking 10 KiB each grew RSS by {:.1} MiB",
+        grew / MIB
+    );
+
+    let clean = Server::start(&["--cpu-cost", "1"]);
+    let mut c = clean.client();
+    register(&mut c, 100);
+    push_n(&mut c, 1000, 100);
+    let after_1k = rss_bytes(clean.pid());
+    push_n(&mut c, 9000, 100);
+    let after_10k = rss_bytes(clean.pid());
+    assert!(
+        (after_10k - after_1k).abs() < 5.0 * MIB,
+        "without a leak RSS moved {:.1} MiB",
+        (after_10k - after_1k) / MIB
+    );
+}
+
+#[test]
+fn profile_v2_costs_half_as_much_cpu_again_per_push() {
+    let per_push = |profile: &str| {
+        let s = Server::start(&["--profile", profile, "--cpu-cost", "50", "--workers", "1"]);
+        let mut c = s.client();
+        register(&mut c, 10);
+        push_n(&mut c, 50, 10);
+        let before = cpu_seconds(s.pid());
+        push_n(&mut c, 1000, 10);
+        (cpu_seconds(s.pid()) - before) / 1000.0
+    };
+    let v1 = per_push("v1");
+    let v2 = per_push("v2");
+    assert!(v2 / v1 >= 1.4, "v2 costs {v2:.6} s per push, v1 {v1:.6} s: ratio {:.2}", v2 / v1);
+}
+
+#[test]
+fn stalls_last_as_long_as_configured() {
+    let s = Server::start(&["--stall-every", "1s", "--stall-for", "300ms"]);
+    let mut c = s.client();
+    let mut worst = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(2600) {
+        let t = Instant::now();
+        let (code, _) = c.request("GET", "/health", b"");
+        assert_eq!(code, 200);
+        worst.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stalls: Vec<_> = worst.iter().filter(|d| **d >= Duration::from_millis(150)).collect();
+    assert!(stalls.len() >= 2, "{stalls:?}");
+    let longest = worst.iter().max().unwrap();
+    assert!(
+        *longest >= Duration::from_millis(250) && *longest <= Duration::from_millis(400),
+        "longest stall {longest:?}"
+    );
+}
+
+#[test]
+fn tls_and_http2_work_with_curl() {
+    let curl = |args: &[&str]| {
+        let o = Command::new("curl").args(args).output().expect("curl is installed (.ci/run installs it)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let tls = Server::start(&["--tls"]);
+    assert_eq!(tls.scheme, "https");
+    let url = format!("https://{}/health", tls.addr);
+    assert_eq!(curl(&["-sS", "-k", "--http2", "-o", "/dev/null", "-w", "%{http_version}", &url]), "2");
+    assert_eq!(curl(&["-sS", "-k", "--http1.1", &url]), "ok\n");
+    let plain = Server::start(&[]);
+    let url = format!("http://{}/health", plain.addr);
+    assert_eq!(
+        curl(&["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version}", &url]),
+        "2"
+    );
+}
+
+#[test]
+fn pushes_need_registration_and_stats_count_them() {
+    let s = Server::start(&["--cpu-cost", "1"]);
+    let mut c = s.client();
+    assert_eq!(c.request("POST", "/push/ghost", b"x").0, 404);
+    register(&mut c, 2);
+    push_n(&mut c, 5, 2);
+    let (code, body) = c.request("GET", "/stats", b"");
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["pushes"], 5);
+    assert_eq!(v["registered"], 2);
+    assert_eq!(v["not_found"], 1);
+}
+
+#[test]
+fn a_non_loopback_listen_address_is_refused() {
+    let o = Command::new(TESTBED).args(["serve", "--listen", "0.0.0.0:0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a loopback address"));
+}
+
+#[test]
+fn unsafe_writes_tear_under_sigkill_and_the_protocol_does_not() {
+    let trial = |unsafe_mode: bool, i: u64| -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["store", "write", "--dir", dir.path().to_str().unwrap(), "--count", "100000",
+                            "--value-bytes", "262144", "--progress-every", "0"];
+        if unsafe_mode {
+            args.push("--unsafe");
+        }
+        let mut w = Command::new(TESTBED).args(&args).spawn().unwrap();
+        // Spread the kills over the first 20–210 ms, deterministically.
+        std::thread::sleep(Duration::from_millis(20 + (i * 37) % 190));
+        w.kill().unwrap(); // SIGKILL
+        w.wait().unwrap();
+        let v = Command::new(TESTBED)
+            .args(["store", "verify", "--dir", dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        v.status.success()
+    };
+    let unsafe_failures = (0..20).filter(|&i| !trial(true, i)).count();
+    assert!(unsafe_failures >= 1, "no unsafe trial out of 20 tore a record");
+    let safe_passes = (0..20).filter(|&i| trial(false, i)).count();
+    assert_eq!(safe_passes, 20);
+}
