@@ -51,7 +51,9 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);
-            Ok(strainline_testbed::cli::run(std::iter::once(argv0).chain(args)))
+            Ok(strainline_testbed::cli::run(
+                std::iter::once(argv0).chain(args),
+            ))
         }
     }
 }

@@ -83,7 +83,9 @@ enum Cmd {
 /// Parses `500ms`, `2s`, `1.5s`, `1m`.
 fn duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2s)"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 500ms, 2s)"))?;
     let secs = match unit {
         "ms" => v / 1000.0,
         "s" => v,
@@ -179,23 +181,23 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         } => {
             fixtures::memhog(base, spike, spike_ms, child, child_ms, total_ms);
             0
-        },
+        }
         Cmd::Hold { mib, ms } => {
             fixtures::hold(mib, ms);
             0
-        },
+        }
         Cmd::Spin { seconds } => {
             fixtures::spin(seconds);
             0
-        },
+        }
         Cmd::Idle { seconds } => {
             fixtures::idle(seconds);
             0
-        },
+        }
         Cmd::Forktree { children, seconds } => {
             fixtures::forktree(children, seconds);
             0
-        },
+        }
         Cmd::Daemonize {
             mib,
             seconds,
@@ -203,7 +205,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         } => {
             fixtures::daemonize(mib, seconds, linger_ms);
             0
-        },
+        }
         Cmd::Serve(a) => serve::run(
             Knobs {
                 listen: a.listen,
@@ -212,7 +214,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 state_bytes: a.state_bytes,
                 cpu_cost: a.cpu_cost,
                 leak_bytes: a.leak_bytes,
-                profile: if a.profile == "v2" { Profile::V2 } else { Profile::V1 },
+                profile: if a.profile == "v2" {
+                    Profile::V2
+                } else {
+                    Profile::V1
+                },
                 fail_rate: a.fail_rate,
                 stall: a.stall_every.zip(a.stall_for),
                 max_inflight: a.max_inflight,

@@ -76,9 +76,15 @@ pub fn memhog(
         drop(extra);
     }
     std::thread::sleep(ms(600).saturating_sub(start.elapsed()));
-    let mut kid = self_command(&["hold", "--mib", &child.to_string(), "--ms", &child_ms.to_string()])
-        .spawn()
-        .expect("spawn child");
+    let mut kid = self_command(&[
+        "hold",
+        "--mib",
+        &child.to_string(),
+        "--ms",
+        &child_ms.to_string(),
+    ])
+    .spawn()
+    .expect("spawn child");
     kid.wait().expect("wait child");
     std::thread::sleep(ms(total_ms).saturating_sub(start.elapsed()));
     println!("vmhwm_bytes={}", own_hwm_bytes());

@@ -2,8 +2,8 @@
 //! after the object-store seed's crash harness. Records go to `data`, commit markers to
 //! `commits`. The safe protocol writes the record, fsyncs, then appends its marker in
 //! one write: a kill at any moment leaves every committed record intact. `--unsafe`
-//! appends the marker first and then writes the record in chunks, so a kill in between
-//! leaves a committed record torn — which `verify` finds.
+//! appends the marker first (and fsyncs it) and only then writes the record in chunks,
+//! so a kill in between leaves a committed record torn — which `verify` finds.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -28,20 +28,38 @@ fn marker_bytes(seq: u64, offset: u64, len: u64, crc: u32) -> [u8; MARKER] {
     m
 }
 
-fn value(seq: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (seq as usize).wrapping_mul(31).wrapping_add(i) as u8).collect()
+/// The value of record `seq`: a fixed pattern with the sequence number stamped at the
+/// start (so that a record cannot pass for another), built into `buf`.
+fn fill_value(buf: &mut Vec<u8>, seq: u64, len: usize) {
+    if buf.len() != len {
+        *buf = (0..len).map(|i| (i % 251) as u8).collect();
+    }
+    let n = len.min(8);
+    buf[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
 }
 
 /// Appends `count` records of `value_bytes` each; prints `committed N` every `every`.
-pub fn write(dir: &Path, count: u64, value_bytes: usize, unsafe_mode: bool, every: u64) -> std::io::Result<()> {
+pub fn write(
+    dir: &Path,
+    count: u64,
+    value_bytes: usize,
+    unsafe_mode: bool,
+    every: u64,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let open = |name: &str| OpenOptions::new().create(true).append(true).open(dir.join(name));
+    let open = |name: &str| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(name))
+    };
     let mut data = open("data")?;
     let mut commits = open("commits")?;
     let start_seq = std::fs::metadata(dir.join("commits"))?.len() / MARKER as u64;
     let out = std::io::stdout();
+    let mut v = Vec::new();
     for seq in start_seq..start_seq + count {
-        let v = value(seq, value_bytes);
+        fill_value(&mut v, seq, value_bytes);
         let crc = crc32fast::hash(&v);
         let offset = data.seek(SeekFrom::End(0))?;
         let mut header = Vec::with_capacity(HEADER);
@@ -50,7 +68,9 @@ pub fn write(dir: &Path, count: u64, value_bytes: usize, unsafe_mode: bool, ever
         header.extend_from_slice(&(value_bytes as u64).to_le_bytes());
         let marker = marker_bytes(seq, offset, value_bytes as u64, crc);
         if unsafe_mode {
+            // The classic bug: the commit is made durable before the record exists.
             commits.write_all(&marker)?;
+            commits.sync_data()?;
             data.write_all(&header)?;
             for chunk in v.chunks(CHUNK) {
                 data.write_all(chunk)?;
@@ -87,6 +107,7 @@ pub fn verify(dir: &Path) -> Result<u64, String> {
     // A trailing partial marker was never committed: it is invisible, not corrupt.
     let whole = commits.len() / MARKER;
     let mut expected_offset = None;
+    let mut expect = Vec::new();
     for i in 0..whole {
         let m = &commits[i * MARKER..(i + 1) * MARKER];
         let u32_at = |o: usize| u32::from_le_bytes(m[o..o + 4].try_into().unwrap());
@@ -96,7 +117,9 @@ pub fn verify(dir: &Path) -> Result<u64, String> {
         }
         let (seq, offset, len, crc) = (u64_at(4), u64_at(12), u64_at(20), u32_at(28));
         if seq != i as u64 {
-            return Err(format!("commit marker {i} has sequence {seq}: markers out of order"));
+            return Err(format!(
+                "commit marker {i} has sequence {seq}: markers out of order"
+            ));
         }
         if let Some(e) = expected_offset {
             if offset < e {
@@ -113,11 +136,16 @@ pub fn verify(dir: &Path) -> Result<u64, String> {
         };
         let h_seq = u64::from_le_bytes(rec[4..12].try_into().unwrap());
         if u32::from_le_bytes(rec[0..4].try_into().unwrap()) != MAGIC || h_seq != seq {
-            return Err(format!("record {seq} at offset {o}: header does not match its commit marker"));
+            return Err(format!(
+                "record {seq} at offset {o}: header does not match its commit marker"
+            ));
         }
         let v = &rec[HEADER..];
-        if crc32fast::hash(v) != crc || v != value(seq, l).as_slice() {
-            return Err(format!("record {seq} at offset {o}: value does not match its checksum (torn write)"));
+        fill_value(&mut expect, seq, l);
+        if crc32fast::hash(v) != crc || v != expect.as_slice() {
+            return Err(format!(
+                "record {seq} at offset {o}: value does not match its checksum (torn write)"
+            ));
         }
         expected_offset = Some(offset + (HEADER + l) as u64);
     }
@@ -135,7 +163,10 @@ mod tests {
         write(&dir, 10, 10_000, false, 0).unwrap();
         assert_eq!(verify(&dir), Ok(10));
         // Cut the data file inside the last record: a committed record is now torn.
-        let f = OpenOptions::new().write(true).open(dir.join("data")).unwrap();
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dir.join("data"))
+            .unwrap();
         let len = f.metadata().unwrap().len();
         f.set_len(len - 100).unwrap();
         let e = verify(&dir).unwrap_err();
@@ -143,7 +174,10 @@ mod tests {
         // A half-written marker at the end was never committed: invisible, not corrupt.
         std::fs::remove_dir_all(&dir).unwrap();
         write(&dir, 3, 5000, false, 0).unwrap();
-        let mut c = OpenOptions::new().append(true).open(dir.join("commits")).unwrap();
+        let mut c = OpenOptions::new()
+            .append(true)
+            .open(dir.join("commits"))
+            .unwrap();
         c.write_all(&[1, 2, 3]).unwrap();
         assert_eq!(verify(&dir), Ok(3));
         std::fs::remove_dir_all(&dir).unwrap();

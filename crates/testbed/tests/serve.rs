@@ -26,9 +26,14 @@ impl Server {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         // "listening http://127.0.0.1:PORT cpu_unit_us=…"
-        let url = line.split_whitespace().nth(1).unwrap_or_else(|| panic!("no address line: {line:?}"));
+        let url = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_else(|| panic!("no address line: {line:?}"));
         let (scheme, addr) = url.split_once("://").unwrap();
         Server {
             child,
@@ -60,7 +65,9 @@ impl Http {
     fn connect(addr: &str) -> Http {
         let s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
-        Http { r: BufReader::new(s) }
+        Http {
+            r: BufReader::new(s),
+        }
     }
     fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
         let head = format!(
@@ -100,17 +107,30 @@ fn rss_bytes(pid: u32) -> f64 {
     kib * 1024.0
 }
 
-/// utime + stime of a process, seconds, from the kernel.
+/// CPU time of a process, seconds, from the kernel's per-thread scheduler statistics
+/// (nanosecond resolution, unlike the 10 ms ticks of /proc/PID/stat).
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    ticks / 100.0
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let path = task.unwrap().path().join("schedstat");
+        if let Ok(s) = std::fs::read_to_string(path) {
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    ns as f64 / 1e9
 }
 
 fn register(c: &mut Http, devices: usize) {
     for d in 0..devices {
-        let (code, _) = c.request("POST", "/register", format!("{{\"id\": \"dev{d}\"}}").as_bytes());
+        let (code, _) = c.request(
+            "POST",
+            "/register",
+            format!("{{\"id\": \"dev{d}\"}}").as_bytes(),
+        );
         assert_eq!(code, 201);
     }
 }
@@ -154,18 +174,28 @@ fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
 
 #[test]
 fn profile_v2_costs_half_as_much_cpu_again_per_push() {
-    let per_push = |profile: &str| {
-        let s = Server::start(&["--profile", profile, "--cpu-cost", "50", "--workers", "1"]);
+    // Both servers run side by side and take turns, so both see the same machine noise.
+    let start = |profile: &str| {
+        let s = Server::start(&["--profile", profile, "--cpu-cost", "1000", "--workers", "1"]);
         let mut c = s.client();
         register(&mut c, 10);
-        push_n(&mut c, 50, 10);
-        let before = cpu_seconds(s.pid());
-        push_n(&mut c, 1000, 10);
-        (cpu_seconds(s.pid()) - before) / 1000.0
+        push_n(&mut c, 20, 10);
+        (s, c)
     };
-    let v1 = per_push("v1");
-    let v2 = per_push("v2");
-    assert!(v2 / v1 >= 1.4, "v2 costs {v2:.6} s per push, v1 {v1:.6} s: ratio {:.2}", v2 / v1);
+    let (v1, mut c1) = start("v1");
+    let (v2, mut c2) = start("v2");
+    let (b1, b2) = (cpu_seconds(v1.pid()), cpu_seconds(v2.pid()));
+    for _ in 0..100 {
+        push_n(&mut c1, 3, 10);
+        push_n(&mut c2, 3, 10);
+    }
+    let (cpu1, cpu2) = (cpu_seconds(v1.pid()) - b1, cpu_seconds(v2.pid()) - b2);
+    let ratio = cpu2 / cpu1;
+    eprintln!("v2/v1 CPU per push: {ratio:.2}");
+    assert!(
+        ratio >= 1.4,
+        "v2 used {cpu2:.3} s and v1 {cpu1:.3} s for 300 pushes each: ratio {ratio:.2}"
+    );
 }
 
 #[test]
@@ -181,7 +211,10 @@ fn stalls_last_as_long_as_configured() {
         worst.push(t.elapsed());
         std::thread::sleep(Duration::from_millis(10));
     }
-    let stalls: Vec<_> = worst.iter().filter(|d| **d >= Duration::from_millis(150)).collect();
+    let stalls: Vec<_> = worst
+        .iter()
+        .filter(|d| **d >= Duration::from_millis(150))
+        .collect();
     assert!(stalls.len() >= 2, "{stalls:?}");
     let longest = worst.iter().max().unwrap();
     assert!(
@@ -193,19 +226,42 @@ fn stalls_last_as_long_as_configured() {
 #[test]
 fn tls_and_http2_work_with_curl() {
     let curl = |args: &[&str]| {
-        let o = Command::new("curl").args(args).output().expect("curl is installed (.ci/run installs it)");
+        let o = Command::new("curl")
+            .args(args)
+            .output()
+            .expect("curl is installed (.ci/run installs it)");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let tls = Server::start(&["--tls"]);
     assert_eq!(tls.scheme, "https");
     let url = format!("https://{}/health", tls.addr);
-    assert_eq!(curl(&["-sS", "-k", "--http2", "-o", "/dev/null", "-w", "%{http_version}", &url]), "2");
+    assert_eq!(
+        curl(&[
+            "-sS",
+            "-k",
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version}",
+            &url
+        ]),
+        "2"
+    );
     assert_eq!(curl(&["-sS", "-k", "--http1.1", &url]), "ok\n");
     let plain = Server::start(&[]);
     let url = format!("http://{}/health", plain.addr);
     assert_eq!(
-        curl(&["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version}", &url]),
+        curl(&[
+            "-sS",
+            "--http2-prior-knowledge",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version}",
+            &url
+        ]),
         "2"
     );
 }
@@ -227,7 +283,10 @@ fn pushes_need_registration_and_stats_count_them() {
 
 #[test]
 fn a_non_loopback_listen_address_is_refused() {
-    let o = Command::new(TESTBED).args(["serve", "--listen", "0.0.0.0:0"]).output().unwrap();
+    let o = Command::new(TESTBED)
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a loopback address"));
 }
@@ -236,8 +295,18 @@ fn a_non_loopback_listen_address_is_refused() {
 fn unsafe_writes_tear_under_sigkill_and_the_protocol_does_not() {
     let trial = |unsafe_mode: bool, i: u64| -> bool {
         let dir = tempfile::tempdir().unwrap();
-        let mut args = vec!["store", "write", "--dir", dir.path().to_str().unwrap(), "--count", "100000",
-                            "--value-bytes", "262144", "--progress-every", "0"];
+        let mut args = vec![
+            "store",
+            "write",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--count",
+            "100000",
+            "--value-bytes",
+            "262144",
+            "--progress-every",
+            "0",
+        ];
         if unsafe_mode {
             args.push("--unsafe");
         }
@@ -253,7 +322,10 @@ fn unsafe_writes_tear_under_sigkill_and_the_protocol_does_not() {
         v.status.success()
     };
     let unsafe_failures = (0..20).filter(|&i| !trial(true, i)).count();
-    assert!(unsafe_failures >= 1, "no unsafe trial out of 20 tore a record");
+    assert!(
+        unsafe_failures >= 1,
+        "no unsafe trial out of 20 tore a record"
+    );
     let safe_passes = (0..20).filter(|&i| trial(false, i)).count();
     assert_eq!(safe_passes, 20);
 }

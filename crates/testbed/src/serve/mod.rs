@@ -116,14 +116,20 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
     let c = &s.counters;
     let n = c.requests.fetch_add(1, Relaxed) + 1;
     if s.knobs.crash_after.is_some_and(|limit| n > limit) {
-        s.log("ERROR", &format!("crash-after: request {n} over the limit, aborting"));
+        s.log(
+            "ERROR",
+            &format!("crash-after: request {n} over the limit, aborting"),
+        );
         std::process::abort();
     }
     let inflight = c.inflight.fetch_add(1, Relaxed) + 1;
     let _guard = InflightGuard(&c.inflight);
     if s.knobs.max_inflight.is_some_and(|m| inflight as usize > m) {
         c.rejected.fetch_add(1, Relaxed);
-        return reply(StatusCode::SERVICE_UNAVAILABLE, "too many requests in flight\n");
+        return reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many requests in flight\n",
+        );
     }
     s.stall().await;
     let method = req.method().clone();
@@ -147,16 +153,27 @@ async fn register(s: &Server, body: &Bytes) -> Response<Full<Bytes>> {
         .and_then(|v| v.get("id")?.as_str().map(str::to_string))
     {
         Some(id) if !id.is_empty() => id,
-        _ => return reply(StatusCode::BAD_REQUEST, "expected a JSON body {\"id\": \"…\"}\n"),
+        _ => {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                "expected a JSON body {\"id\": \"…\"}\n",
+            )
+        }
     };
     s.counters.registers.fetch_add(1, Relaxed);
     if s.chance() < s.knobs.fail_rate {
         s.counters.failed.fetch_add(1, Relaxed);
-        s.log("ERROR", &format!("register failed for device {id} (injected failure)"));
+        s.log(
+            "ERROR",
+            &format!("register failed for device {id} (injected failure)"),
+        );
         return reply(StatusCode::INTERNAL_SERVER_ERROR, "injected failure\n");
     }
     if !s.registering.lock().unwrap().insert(id.clone()) {
-        s.log("WARN", &format!("mid-air profile collision: device {id} is registering twice at once"));
+        s.log(
+            "WARN",
+            &format!("mid-air profile collision: device {id} is registering twice at once"),
+        );
     }
     // Building the device's profile takes a moment, as it would with a database.
     let state = vec![1u8; s.knobs.state_bytes];
@@ -176,7 +193,10 @@ async fn register(s: &Server, body: &Bytes) -> Response<Full<Bytes>> {
         .is_some();
     s.registering.lock().unwrap().remove(&id);
     if existed {
-        s.log("WARN", &format!("device {id} registered again; its state was reset"));
+        s.log(
+            "WARN",
+            &format!("device {id} registered again; its state was reset"),
+        );
         reply(StatusCode::OK, "registered again\n")
     } else {
         reply(StatusCode::CREATED, "registered\n")
@@ -190,14 +210,19 @@ fn push(s: &Server, id: &str, body: Bytes) -> Response<Full<Bytes>> {
     }
     if s.chance() < s.knobs.fail_rate {
         s.counters.failed.fetch_add(1, Relaxed);
-        s.log("ERROR", &format!("push failed for device {id} (injected failure)"));
+        s.log(
+            "ERROR",
+            &format!("push failed for device {id} (injected failure)"),
+        );
         return reply(StatusCode::INTERNAL_SERVER_ERROR, "injected failure\n");
     }
     let digest = work::hash_units(s.knobs.units_per_push(), body.first().copied().unwrap_or(0));
     if s.knobs.leak_bytes > 0 {
         let leak = vec![digest | 1; s.knobs.leak_bytes].into_boxed_slice();
         s.leaked.lock().unwrap().push(leak);
-        s.counters.leaked_bytes.fetch_add(s.knobs.leak_bytes as u64, Relaxed);
+        s.counters
+            .leaked_bytes
+            .fetch_add(s.knobs.leak_bytes as u64, Relaxed);
     }
     if let Some(d) = s.devices.lock().unwrap().get_mut(id) {
         d.last_payload = body;
@@ -276,7 +301,8 @@ async fn serve(knobs: Knobs) -> i32 {
         rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
     });
     let acceptor = tls.map(|(a, _)| a);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("signal handler");
     loop {
         tokio::select! {
             accepted = listener.accept() => {

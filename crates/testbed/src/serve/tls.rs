@@ -11,7 +11,11 @@ use tokio_rustls::TlsAcceptor;
 /// Makes the certificate, writes it to `cert_out` (or a temporary file) and returns the
 /// acceptor and the path.
 pub fn acceptor(cert_out: Option<&Path>) -> std::io::Result<(TlsAcceptor, PathBuf)> {
-    let names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    let names = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
     let ck = rcgen::generate_simple_self_signed(names).map_err(std::io::Error::other)?;
     let path = match cert_out {
         Some(p) => p.to_path_buf(),
