@@ -28,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a command (or attach to a process) and watch its whole process tree.
     Monitor(MonitorArgs),
+    /// Drive HTTP load at a URL: open model (-q RATE) or closed model (-c N).
+    Load(LoadArgs),
     /// List the runs in the results store, newest first.
     Runs(RunsArgs),
     /// Show one stored run: its summary and metrics.
@@ -100,6 +102,99 @@ pub struct MonitorArgs {
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000"))?;
+    let p = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
+    match (p(a), p(b)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(format!("'{s}': both ends of a ramp must be positive rates, e.g. 100..2000")),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0 && *r <= 10_000_000.0)
+        .ok_or_else(|| format!("'{s}' is not a rate: give requests per second between 0 and 10,000,000, e.g. 1000"))
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    strainline load http://127.0.0.1:8080/health -c 50 -z 10s          # closed model\n  \
+    strainline load http://127.0.0.1:8080/health -q 2000 -z 30s        # open model, constant rate\n  \
+    strainline load http://127.0.0.1:8080/ --ramp 100..5000 -z 60s     # open model, ramp\n  \
+    strainline load https://127.0.0.1:8443/ -q 500 --http2 --insecure  # HTTP/2 over TLS")]
+pub struct LoadArgs {
+    /// The URL to load (http:// or https://).
+    pub url: String,
+    /// Closed model: this many connections, each sending when its last response arrives.
+    /// With -q or --ramp: the most connections the open model's pool may open.
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<usize>,
+    /// Open model: requests per second, sent at intended times whatever the target does.
+    #[arg(short = 'q', long = "rate", value_name = "RATE", value_parser = parse_rate, conflicts_with = "ramp")]
+    pub rate: Option<f64>,
+    /// Open model: rate rising linearly from FROM to TO over the duration (e.g. 100..2000).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_ramp, requires = "duration")]
+    pub ramp: Option<(f64, f64)>,
+    /// Open model: Poisson arrivals instead of evenly spaced ones.
+    #[arg(long)]
+    pub poisson: bool,
+    /// Seed for Poisson arrivals and random bodies.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How long to send (e.g. 10s, 2m). Without -z or -n: 10s.
+    #[arg(short = 'z', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// How many requests to send.
+    #[arg(short = 'n', long = "requests", value_name = "COUNT")]
+    pub count: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(short = 'd', long = "body", value_name = "TEXT", conflicts_with_all = ["body_file", "body_bytes"])]
+    pub body: Option<String>,
+    /// Request body from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "body_bytes")]
+    pub body_file: Option<PathBuf>,
+    /// A random body of N bytes (a pool of distinct payloads).
+    #[arg(long, value_name = "N")]
+    pub body_bytes: Option<usize>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Closed model: pause between a response and the next request.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub think: Option<Duration>,
+    /// Speak HTTP/2 (prior knowledge on http://, ALPN on https://).
+    #[arg(long)]
+    pub http2: bool,
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust this certificate or CA (PEM) for https://.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Write the summary and the per-second series as JSON (schema strainline.load.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// A label for the run in the store.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// No live progress line (it is only shown on a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
 //! One module per subcommand, wiring the pipeline stages together.
 
 pub mod demo;
+pub mod load;
 pub mod monitor;
 pub mod runs;

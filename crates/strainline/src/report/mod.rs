@@ -1,3 +1,4 @@
 //! What people read: terminal summaries and machine-readable files.
 
+pub mod load;
 pub mod monitor;

@@ -353,6 +353,29 @@ impl Store {
         Ok(())
     }
 
+    /// Appends points of a named time series to a case.
+    pub fn append_series(&self, case_id: i64, name: &str, points: &[(f64, f64)]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut st = tx.prepare_cached("INSERT INTO series (case_id, name, t, value) VALUES (?1, ?2, ?3, ?4)")?;
+            for (t, v) in points {
+                st.execute(params![case_id, name, t, v])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores a serialized histogram covering `[start, end]` seconds of a case.
+    pub fn put_histogram(&self, case_id: i64, name: &str, span: (f64, f64), encoding: &str, data: &[u8]) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO histograms (case_id, name, interval_start, interval_end, encoding, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![case_id, name, span.0, span.1, encoding, data],
+        )?;
+        Ok(())
+    }
+
     /// Finishes a case with its metrics, process table and summary, in one transaction.
     pub fn finish_case<S: Serialize>(
         &self,

@@ -1,0 +1,389 @@
+//! The one load driver: a *schedule* (open: intended send times; closed: each connection
+//! sends when its last response arrives) × a *stop condition* (duration, count, signal)
+//! × a *client* (HTTP). Each worker thread runs its own single-threaded runtime with its
+//! share of the connections and of the schedule; the calling thread aggregates their
+//! recorders once a second into the per-second series.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::http::{self, Conn, Target, Template};
+use super::recorder::{ErrorKind, Recorder, Tally};
+use super::schedule::{Arrivals, Rate, Share};
+
+/// How load is offered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Model {
+    /// N connections, each sending its next request when the last completes.
+    Closed { connections: usize, think: Duration },
+    /// Requests at intended times, whatever the target does.
+    Open { rate: Rate, arrivals: Arrivals },
+}
+
+/// A checked, complete description of a load run.
+#[derive(Clone)]
+pub struct Plan {
+    pub target: Target,
+    pub template: Template,
+    pub model: Model,
+    pub threads: usize,
+    pub duration: Option<Duration>,
+    pub count: Option<u64>,
+    /// Per request.
+    pub timeout: Duration,
+    /// Connections at most, all threads together (open model pool cap).
+    pub max_connections: usize,
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Second {
+    /// End of the interval, seconds since start.
+    pub t: f64,
+    pub sent: u64,
+    pub completed: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// Corrected latency (from the intended send time), microseconds.
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+/// What a run produced.
+pub struct Outcome {
+    pub total: Tally,
+    pub seconds: Vec<Second>,
+    /// Wall time from start until the last response (or timeout), seconds.
+    pub elapsed: f64,
+    /// Requests the schedule offered (open model), and over how long.
+    pub scheduled: Option<(u64, f64)>,
+    /// CPU seconds each worker thread used.
+    pub thread_cpu: Vec<f64>,
+    /// Connections asked for (closed model) and how many could be opened at the start.
+    pub connections_asked: usize,
+    pub connections_ready: usize,
+    pub threads: usize,
+    pub interrupted: bool,
+}
+
+struct Ctx {
+    target: Target,
+    template: Template,
+    rec: Arc<Mutex<Recorder>>,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    start: Instant,
+    deadline: Option<Instant>,
+    tickets: Option<Arc<AtomicI64>>,
+    ready: Arc<AtomicI64>,
+}
+
+impl Ctx {
+    fn stopped(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Opens a connection outside any measurement (before the clock starts).
+async fn warm_connect(ctx: &Ctx) -> Option<Conn> {
+    match http::connect(&ctx.target).await {
+        Ok(c) => {
+            ctx.rec.lock().unwrap().connection_opened();
+            ctx.ready.fetch_add(1, Ordering::Relaxed);
+            Some(c)
+        }
+        Err(_) => None,
+    }
+}
+
+/// One request on `conn` (reconnecting if needed), recorded against `intended`.
+async fn exchange(ctx: &Ctx, conn: &mut Option<Conn>, intended: Instant, seq: u64) -> bool {
+    let sent_at = Instant::now();
+    ctx.rec.lock().unwrap().sent();
+    let result = tokio::time::timeout(ctx.timeout, async {
+        if conn.as_ref().is_none_or(|c| c.is_closed()) {
+            *conn = Some(http::connect(&ctx.target).await?);
+            ctx.rec.lock().unwrap().connection_opened();
+        }
+        let req = ctx.template.build(&ctx.target, seq);
+        http::send(conn.as_mut().expect("connected above"), req).await
+    })
+    .await;
+    let done = Instant::now();
+    let mut rec = ctx.rec.lock().unwrap();
+    match result {
+        Ok(Ok((status, bytes))) => {
+            rec.response(status, bytes, done - intended, done - sent_at);
+            true
+        }
+        Ok(Err(kind)) => {
+            rec.error(kind);
+            *conn = None;
+            false
+        }
+        Err(_) => {
+            rec.error(ErrorKind::Timeout);
+            *conn = None;
+            false
+        }
+    }
+}
+
+async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64, go: Rc<Notify>) {
+    let mut conn = warm_connect(&ctx).await;
+    go.notified().await;
+    let mut seq = worker << 40;
+    while !ctx.stopped() {
+        if let Some(t) = &ctx.tickets {
+            if t.fetch_sub(1, Ordering::Relaxed) <= 0 {
+                break;
+            }
+        }
+        let ok = exchange(&ctx, &mut conn, Instant::now(), seq).await;
+        seq += 1;
+        if !ok && conn.is_none() {
+            // Do not spin on a refusing target.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if !think.is_zero() {
+            tokio::time::sleep(think).await;
+        }
+    }
+}
+
+struct Pool {
+    queue: RefCell<VecDeque<(Instant, u64)>>,
+    notify: Notify,
+    idle: Cell<usize>,
+    done: Cell<bool>,
+}
+
+async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
+    let mut conn = if warm { warm_connect(&ctx).await } else { None };
+    loop {
+        let job = loop {
+            if let Some(j) = pool.queue.borrow_mut().pop_front() {
+                break Some(j);
+            }
+            if pool.done.get() {
+                break None;
+            }
+            pool.idle.set(pool.idle.get() + 1);
+            pool.notify.notified().await;
+            pool.idle.set(pool.idle.get() - 1);
+        };
+        let Some((at, seq)) = job else { return };
+        exchange(&ctx, &mut conn, at, seq).await;
+    }
+}
+
+async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) {
+    let pool = Rc::new(Pool {
+        queue: RefCell::new(VecDeque::new()),
+        notify: Notify::new(),
+        idle: Cell::new(0),
+        done: Cell::new(false),
+    });
+    // Enough connections for ~2 ms of latency at this rate; the pool grows on demand.
+    let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
+    let mut tasks: Vec<_> = (0..initial)
+        .map(|_| tokio::task::spawn_local(open_loop(ctx.clone(), pool.clone(), true)))
+        .collect();
+    let timer = super::timer::PreciseTimer::new().ok();
+    let mut seq = 0u64;
+    for t in share.by_ref() {
+        let at = ctx.start + Duration::from_secs_f64(t);
+        match &timer {
+            Some(tm) => tm.sleep_until(at).await,
+            None => tokio::time::sleep_until(at.into()).await,
+        }
+        if ctx.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        ctx.rec.lock().unwrap().lag(Instant::now().saturating_duration_since(at));
+        pool.queue.borrow_mut().push_back((at, seq));
+        seq += 1;
+        if pool.idle.get() == 0 {
+            if tasks.len() < cap {
+                tasks.push(tokio::task::spawn_local(open_loop(ctx.clone(), pool.clone(), false)));
+            } else {
+                ctx.rec.lock().unwrap().cap_hit();
+            }
+        }
+        pool.notify.notify_one();
+    }
+    pool.done.set(true);
+    pool.notify.notify_waiters();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// CPU time of the calling thread, seconds.
+fn thread_cpu_seconds() -> f64 {
+    // SAFETY: zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Runs the plan. `progress` is called with each second as it closes; `cancel` stops
+/// sending (in-flight requests still finish or time out).
+pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Second, &Tally)) -> Outcome {
+    let threads = match plan.model {
+        Model::Closed { connections, .. } => plan.threads.clamp(1, connections.max(1)),
+        Model::Open { .. } => plan.threads.max(1),
+    };
+    let per_thread = move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
+    let recs: Vec<Arc<Mutex<Recorder>>> = (0..threads).map(|_| Arc::new(Mutex::new(Recorder::default()))).collect();
+    let tickets = match (plan.model, plan.count) {
+        (Model::Closed { .. }, Some(n)) => Some(Arc::new(AtomicI64::new(n as i64))),
+        _ => None,
+    };
+    let ready = Arc::new(AtomicI64::new(0));
+    // Connections are opened first; the clock starts for everyone at once.
+    let warmup = Duration::from_millis(200);
+    let start = Instant::now() + warmup;
+    let deadline = plan.duration.map(|d| start + d);
+    let handles: Vec<_> = (0..threads)
+        .map(|w| {
+            let plan = plan.clone();
+            let rec = recs[w].clone();
+            let cancel = cancel.clone();
+            let tickets = tickets.clone();
+            let ready = ready.clone();
+            std::thread::Builder::new()
+                .name(format!("load-{w}"))
+                .spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("a tokio runtime");
+                    let local = tokio::task::LocalSet::new();
+                    let ctx = Rc::new(Ctx {
+                        target: plan.target.clone(),
+                        template: plan.template.clone(),
+                        rec,
+                        timeout: plan.timeout,
+                        cancel,
+                        start,
+                        deadline,
+                        tickets,
+                        ready,
+                    });
+                    local.block_on(&rt, async move {
+                        match plan.model {
+                            Model::Closed { connections, think } => {
+                                let go = Rc::new(Notify::new());
+                                let n = per_thread(connections, w);
+                                let tasks: Vec<_> = (0..n)
+                                    .map(|i| {
+                                        let worker = (w * 1_000_000 + i) as u64;
+                                        tokio::task::spawn_local(closed_loop(ctx.clone(), think, worker, go.clone()))
+                                    })
+                                    .collect();
+                                tokio::time::sleep_until(start.into()).await;
+                                go.notify_waiters();
+                                for t in tasks {
+                                    let _ = t.await;
+                                }
+                            }
+                            Model::Open { rate, arrivals } => {
+                                let share = Share::new(rate, arrivals, w, threads, plan.count, plan.duration);
+                                let cap = per_thread(plan.max_connections.max(threads), w).max(1);
+                                let per_worker = rate.at(0.0).max(rate.at(f64::MAX)) / threads as f64;
+                                open(ctx, share, cap, per_worker).await;
+                            }
+                        }
+                    });
+                    thread_cpu_seconds()
+                })
+                .expect("a worker thread")
+        })
+        .collect();
+
+    std::thread::sleep(start.saturating_duration_since(Instant::now()));
+    let connections_ready = ready.load(Ordering::Relaxed) as usize;
+    let mut seconds = Vec::new();
+    let mut next = start + Duration::from_secs(1);
+    let snapshot = |seconds: &mut Vec<Second>, t: f64| -> Tally {
+        let mut iv = Tally::default();
+        for r in &recs {
+            let part = r.lock().unwrap().take_interval();
+            iv.merge(&part);
+        }
+        let q = |p: f64| if iv.corrected.is_empty() { 0 } else { iv.corrected.value_at_quantile(p) };
+        seconds.push(Second {
+            t,
+            sent: iv.sent,
+            completed: iv.completed,
+            ok: iv.ok,
+            errors: iv.errors(),
+            p50_us: q(0.5),
+            p99_us: q(0.99),
+            max_us: iv.corrected.max(),
+        });
+        iv
+    };
+    loop {
+        let all_done = handles.iter().all(|h| h.is_finished());
+        if all_done {
+            break;
+        }
+        if crate::target::signals::interrupted() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        if Instant::now() >= next {
+            let iv = snapshot(&mut seconds, (next - start).as_secs_f64());
+            if let Some(s) = seconds.last() {
+                progress(s, &iv);
+            }
+            next += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let thread_cpu: Vec<f64> = handles.into_iter().map(|h| h.join().unwrap_or(0.0)).collect();
+    let elapsed = start.elapsed().as_secs_f64();
+    let last = snapshot(&mut seconds, elapsed);
+    if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
+        seconds.pop();
+    }
+    let mut total = Tally::default();
+    for r in &recs {
+        total.merge(&r.lock().unwrap().total);
+    }
+    let scheduled = match plan.model {
+        Model::Open { rate, .. } => {
+            let span = match (plan.duration, plan.count) {
+                (Some(d), Some(n)) => d.as_secs_f64().min(rate.time_of(n as f64)),
+                (Some(d), None) => d.as_secs_f64(),
+                (None, Some(n)) => rate.time_of(n as f64),
+                (None, None) => 0.0,
+            };
+            Some((rate.count_by(span).round() as u64, span))
+        }
+        Model::Closed { .. } => None,
+    };
+    Outcome {
+        total,
+        seconds,
+        elapsed,
+        scheduled,
+        thread_cpu,
+        connections_asked: match plan.model {
+            Model::Closed { connections, .. } => connections,
+            Model::Open { .. } => 0,
+        },
+        connections_ready,
+        threads,
+        interrupted: cancel.load(Ordering::Relaxed),
+    }
+}

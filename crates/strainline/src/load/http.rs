@@ -1,0 +1,278 @@
+//! The HTTP client side of the load engine: a target resolved once, connections over
+//! TCP or TLS (rustls) speaking HTTP/1.1 keep-alive or HTTP/2 (hyper), and failures
+//! sorted into kinds a reader can act on (refused, reset, timeout, TLS, local
+//! resources). Requests are built from a template; random payloads come from a pool
+//! generated once, so the generator spends its CPU on sending, not on random numbers.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use hyper::{Method, Request, Uri};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+
+use super::recorder::ErrorKind;
+
+/// Where requests go, resolved and checked before the run.
+#[derive(Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub host_header: HeaderValue,
+    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    pub http2: bool,
+}
+
+/// What every request looks like.
+#[derive(Clone)]
+pub struct Template {
+    pub method: Method,
+    pub path: Uri,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Body,
+}
+
+#[derive(Clone)]
+pub enum Body {
+    Empty,
+    Fixed(Bytes),
+    /// Random bytes: a pool of distinct payloads of one size, used in turn.
+    Random(Arc<Vec<Bytes>>),
+}
+
+impl Body {
+    /// A pool of `count` random payloads of `len` bytes each.
+    pub fn random(len: usize, count: usize, seed: u64) -> Body {
+        let mut x = seed | 1;
+        let pool = (0..count.max(1))
+            .map(|_| {
+                let v: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect();
+                Bytes::from(v)
+            })
+            .collect();
+        Body::Random(Arc::new(pool))
+    }
+
+    fn pick(&self, seq: u64) -> Bytes {
+        match self {
+            Body::Empty => Bytes::new(),
+            Body::Fixed(b) => b.clone(),
+            Body::Random(pool) => pool[(seq % pool.len() as u64) as usize].clone(),
+        }
+    }
+}
+
+impl Template {
+    pub fn build(&self, target: &Target, seq: u64) -> Request<Full<Bytes>> {
+        let body = self.body.pick(seq);
+        let mut req = Request::new(Full::new(body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = if target.http2 {
+            // HTTP/2 wants the full URI (it carries :scheme and :authority).
+            let scheme = if target.tls.is_some() { "https" } else { "http" };
+            format!("{scheme}://{}{}", target.host_header.to_str().unwrap_or("localhost"), self.path)
+                .parse()
+                .unwrap_or_else(|_| self.path.clone())
+        } else {
+            self.path.clone()
+        };
+        let h = req.headers_mut();
+        if !target.http2 {
+            h.insert(HOST, target.host_header.clone());
+        }
+        if !body.is_empty() || matches!(self.method, Method::POST | Method::PUT | Method::PATCH) {
+            h.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
+        for (k, v) in &self.headers {
+            h.insert(k.clone(), v.clone());
+        }
+        req
+    }
+}
+
+/// One open connection.
+pub enum Conn {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Conn {
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Conn::H1(s) => s.is_closed(),
+            Conn::H2(s) => s.is_closed(),
+        }
+    }
+}
+
+fn io_kind(e: &std::io::Error) -> ErrorKind {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => ErrorKind::Refused,
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => ErrorKind::Reset,
+        K::TimedOut => ErrorKind::Timeout,
+        K::AddrNotAvailable | K::OutOfMemory => ErrorKind::LocalResources,
+        _ => match e.raw_os_error() {
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => ErrorKind::LocalResources,
+            _ => ErrorKind::Connect,
+        },
+    }
+}
+
+/// Opens a connection (TCP, then TLS if asked, then the HTTP handshake).
+pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    let tcp = TcpStream::connect(t.addr).await.map_err(|e| io_kind(&e))?;
+    let _ = tcp.set_nodelay(true);
+    match &t.tls {
+        Some((connector, name)) => {
+            let tls = connector.connect(name.clone(), tcp).await.map_err(|e| match io_kind(&e) {
+                ErrorKind::Connect => ErrorKind::Tls,
+                k => k,
+            })?;
+            handshake(TokioIo::new(tls), t.http2).await
+        }
+        None => handshake(TokioIo::new(tcp), t.http2).await,
+    }
+}
+
+async fn handshake<I>(io: TokioIo<I>, h2: bool) -> Result<Conn, ErrorKind>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    if h2 {
+        let (send, conn) = http2::handshake(TokioExecutor::new(), io)
+            .await
+            .map_err(|e| hyper_kind(&e))?;
+        tokio::spawn(conn);
+        Ok(Conn::H2(send))
+    } else {
+        let (send, conn) = http1::handshake(io).await.map_err(|e| hyper_kind(&e))?;
+        tokio::spawn(conn);
+        Ok(Conn::H1(send))
+    }
+}
+
+fn hyper_kind(e: &hyper::Error) -> ErrorKind {
+    if e.is_timeout() {
+        return ErrorKind::Timeout;
+    }
+    if e.is_parse() || e.is_parse_status() || e.is_user() {
+        return ErrorKind::Protocol;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return io_kind(io);
+        }
+        src = s.source();
+    }
+    ErrorKind::Reset
+}
+
+/// Sends one request and reads the whole response. Returns its status and body size.
+pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(u16, u64), ErrorKind> {
+    let resp = match conn {
+        Conn::H1(s) => {
+            s.ready().await.map_err(|e| hyper_kind(&e))?;
+            s.send_request(req).await
+        }
+        Conn::H2(s) => {
+            s.ready().await.map_err(|e| hyper_kind(&e))?;
+            s.send_request(req).await
+        }
+    }
+    .map_err(|e| hyper_kind(&e))?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| hyper_kind(&e))?;
+        if let Some(d) = frame.data_ref() {
+            bytes += d.len() as u64;
+        }
+    }
+    Ok((status, bytes))
+}
+
+/// A rustls client configuration: trusting `ca_pem` (the certificate a test server
+/// printed), or anything at all with `insecure`.
+pub fn tls_config(ca_pem: Option<&[u8]>, insecure: bool, http2: bool) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let mut cfg = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        let pem = ca_pem.ok_or("an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure")?;
+        for cert in rustls_pemfile_certs(pem)? {
+            roots.add(cert).map_err(|e| format!("--cacert: {e}"))?;
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    cfg.alpn_protocols = if http2 { vec![b"h2".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    Ok(cfg)
+}
+
+/// The certificates in a PEM file.
+fn rustls_pemfile_certs(pem: &[u8]) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))?;
+    if certs.is_empty() {
+        return Err("--cacert: no certificate in the file".into());
+    }
+    Ok(certs)
+}
+
+/// `--insecure`: accepts any certificate (signatures are still checked for form).
+#[derive(Debug)]
+struct AcceptAnything(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnything {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

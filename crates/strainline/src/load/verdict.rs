@@ -1,0 +1,94 @@
+//! Was the run limited by the target or by strainline itself? A run whose generator was
+//! the limit is INVALID — its figures describe strainline, not the target — and the
+//! verdict says why, with the evidence. Never just a warning.
+
+use super::driver::Outcome;
+
+/// Schedule lag (p99) beyond which the generator is sending late.
+pub const LAG_BOUND_US: u64 = 2_000;
+/// A worker thread busier than this share of the run was at its capacity.
+pub const CPU_BOUND: f64 = 0.90;
+/// Achieved below this share of offered is a shortfall.
+pub const ACHIEVED_BOUND: f64 = 0.95;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Verdict {
+    /// `valid`, `invalid` (generator-bound) or `failed` (nothing succeeded).
+    pub status: &'static str,
+    /// Why, with figures.
+    pub reasons: Vec<String>,
+    /// Requests per second the schedule offered (open model).
+    pub offered_rate: Option<f64>,
+    /// Responses per second received.
+    pub achieved_rate: f64,
+}
+
+pub fn judge(o: &Outcome) -> Verdict {
+    let t = &o.total;
+    let achieved_rate = if o.elapsed > 0.0 { t.completed as f64 / o.elapsed } else { 0.0 };
+    let offered_rate = o.scheduled.filter(|s| s.1 > 0.0).map(|(n, span)| n as f64 / span);
+    let mut evidence = Vec::new();
+    let lag_p99 = if t.lag.is_empty() { 0 } else { t.lag.value_at_quantile(0.99) };
+    if lag_p99 > LAG_BOUND_US {
+        evidence.push(format!(
+            "the generator sent late: schedule lag p99 {:.1} ms (bound {:.1} ms)",
+            lag_p99 as f64 / 1e3,
+            LAG_BOUND_US as f64 / 1e3
+        ));
+    }
+    if t.cap_hits > 0 {
+        evidence.push(format!(
+            "the connection pool was at its cap for {} scheduled sends (raise --max-connections)",
+            t.cap_hits
+        ));
+    }
+    if o.connections_asked > 0 && o.connections_ready < o.connections_asked {
+        evidence.push(format!(
+            "only {} of {} connections could be opened before the start",
+            o.connections_ready, o.connections_asked
+        ));
+    }
+    if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
+        evidence.push(format!("{n} connections failed for lack of local resources (ports, file descriptors)"));
+    }
+    for (i, cpu) in o.thread_cpu.iter().enumerate() {
+        if o.elapsed > 0.0 && cpu / o.elapsed >= CPU_BOUND {
+            evidence.push(format!(
+                "worker thread {i} was busy {:.0}% of the run (bound {:.0}%): add --threads",
+                100.0 * cpu / o.elapsed,
+                100.0 * CPU_BOUND
+            ));
+        }
+    }
+    if t.ok == 0 {
+        let mut why: Vec<String> = t.by_error.iter().map(|(k, v)| format!("{} {v}", k.name())).collect();
+        why.extend(t.by_status.iter().map(|(s, v)| format!("HTTP {s} {v}")));
+        return Verdict {
+            status: "failed",
+            reasons: vec![format!(
+                "no request succeeded ({})",
+                if why.is_empty() { "nothing was sent".into() } else { why.join(", ") }
+            )],
+            offered_rate,
+            achieved_rate,
+        };
+    }
+    let short = offered_rate.is_some_and(|off| achieved_rate < ACHIEVED_BOUND * off);
+    // Closed model: no offered rate; the generator at capacity is enough to say it set
+    // the pace.
+    let invalid = !evidence.is_empty() && (short || offered_rate.is_none());
+    let mut reasons = Vec::new();
+    if let (true, Some(off)) = (short, offered_rate) {
+        reasons.push(format!(
+            "achieved {achieved_rate:.1} req/s of {off:.1} offered ({:.1}%)",
+            100.0 * achieved_rate / off
+        ));
+    }
+    reasons.extend(evidence);
+    Verdict {
+        status: if invalid { "invalid" } else { "valid" },
+        reasons,
+        offered_rate,
+        achieved_rate,
+    }
+}
