@@ -1,0 +1,5 @@
+//! The system under test's lifecycle: starting it, forwarding signals, reaping it and
+//! making sure nothing it started outlives strainline.
+
+pub mod process;
+pub mod signals;

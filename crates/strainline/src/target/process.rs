@@ -1,0 +1,157 @@
+//! Starting the command under test and ending it and everything it started. strainline
+//! makes itself the child subreaper, so descendants that double-fork or call `setsid`
+//! are re-parented to it rather than to init: they stay visible, get reaped with their
+//! `ru_maxrss`, and can be stopped. The direct child dies with strainline
+//! (`PR_SET_PDEATHSIG`), even on SIGKILL.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::monitor::Reaped;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("command not found: '{0}' (check the name, or give a path)")]
+    NotFound(String),
+    #[error("cannot execute '{0}': permission denied (is it executable? try `chmod +x`)")]
+    NotExecutable(String),
+    #[error("cannot start '{program}': {source}")]
+    Other { program: String, source: io::Error },
+}
+
+impl SpawnError {
+    /// The status a shell would give: 127 not found, 126 not executable.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SpawnError::NotFound(_) => 127,
+            _ => 126,
+        }
+    }
+}
+
+/// Makes this process the subreaper of everything it starts from now on.
+pub fn become_subreaper() {
+    // SAFETY: prctl with these arguments has no memory effects.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Starts `argv` directly (no shell), with stdio inherited. `cgroup_fds` are
+/// `cgroup.procs` files the child writes itself into before exec.
+pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnError> {
+    let program = argv[0].to_string_lossy().into_owned();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    // SAFETY: the closure only makes async-signal-safe calls (prctl, write).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            for &fd in &cgroup_fds {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
+            Ok(())
+        });
+    }
+    match cmd.spawn() {
+        Ok(child) => Ok(child.id()),
+        Err(e) => Err(match e.kind() {
+            io::ErrorKind::NotFound => SpawnError::NotFound(program),
+            io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(program),
+            _ => SpawnError::Other { program, source: e },
+        }),
+    }
+}
+
+/// A pidfd for `pid`: readable once the process has exited. `None` on old kernels.
+pub fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor that we now own.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sleeps until `deadline`, waking early if the process behind `pidfd` exits or a signal
+/// arrives. Returns true if the process has exited.
+pub fn sleep_until(deadline: Instant, pidfd: Option<&OwnedFd>) -> bool {
+    use std::os::fd::AsRawFd;
+    let now = Instant::now();
+    if deadline <= now {
+        return false;
+    }
+    let wait = deadline - now;
+    match pidfd {
+        Some(fd) => {
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            // SAFETY: one valid pollfd.
+            let n = unsafe { libc::poll(&mut p, 1, ms) };
+            n > 0 && p.revents != 0
+        }
+        None => {
+            std::thread::sleep(wait);
+            false
+        }
+    }
+}
+
+/// Reaps every child that has exited, without blocking.
+pub fn reap_exited() -> Vec<(u32, Reaped)> {
+    let mut out = Vec::new();
+    loop {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is valid; wait4 fills it.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, &mut ru) };
+        if pid <= 0 {
+            break;
+        }
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        out.push((
+            pid as u32,
+            Reaped {
+                exit: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+                signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+                maxrss_bytes: ru.ru_maxrss as u64 * 1024,
+                cpu_seconds: tv(ru.ru_utime) + tv(ru.ru_stime),
+            },
+        ));
+    }
+    out
+}
+
+/// Sends `sig` to `pid`; a process that is already gone is not an error.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill has no memory effects.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+/// Whether a process with this pid exists.
+pub fn exists(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    pid > 0
+        && (unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// CPU time (user + system) this process has used so far, seconds.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The default time a process gets between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(5);
