@@ -29,7 +29,7 @@ pub enum Command {
     /// Run a command (or attach to a process) and watch its whole process tree.
     Monitor(MonitorArgs),
     /// Drive HTTP load at a URL: open model (-q RATE) or closed model (-c N).
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
     /// List the runs in the results store, newest first.
     Runs(RunsArgs),
     /// Show one stored run: its summary and metrics.
@@ -105,13 +105,20 @@ pub struct MonitorArgs {
 }
 
 fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000"))?;
-    let p = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
+    let (a, b) = s.split_once("..").ok_or_else(|| {
+        format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000")
+    })?;
+    let p = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+    };
     match (p(a), p(b)) {
         (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(format!("'{s}': both ends of a ramp must be positive rates, e.g. 100..2000")),
+        _ => Err(format!(
+            "'{s}': both ends of a ramp must be positive rates, e.g. 100..2000"
+        )),
     }
 }
 
@@ -119,7 +126,11 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|r| r.is_finite() && *r > 0.0 && *r <= 10_000_000.0)
-        .ok_or_else(|| format!("'{s}' is not a rate: give requests per second between 0 and 10,000,000, e.g. 1000"))
+        .ok_or_else(|| {
+            format!(
+                "'{s}' is not a rate: give requests per second between 0 and 10,000,000, e.g. 1000"
+            )
+        })
 }
 
 #[derive(Debug, Args)]

@@ -46,7 +46,7 @@ impl Failure {
 pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
-        cli::Command::Load(args) => commands::load::run(&cli.store, args),
+        cli::Command::Load(args) => commands::load::run(&cli.store, *args),
         cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
         cli::Command::Show(args) => commands::runs::show(&cli.store, args),
         cli::Command::Demo => commands::demo::run(&cli.store),

@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod fixtures;
+pub mod harness;
 pub mod serve;
 pub mod store;

@@ -1,100 +1,16 @@
 //! The testbed's knobs do what they say, checked from outside with the kernel's own
 //! figures (/proc) and a plain HTTP client over real loopback sockets.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
 use std::time::{Duration, Instant};
+use strainline_testbed::harness::{Http, RunningServer};
 
 const TESTBED: &str = env!("CARGO_BIN_EXE_strainline-testbed");
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// A running `serve`, stopped on drop.
-struct Server {
-    child: Child,
-    addr: String,
-    scheme: String,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(TESTBED)
-            .arg("serve")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "listening http://127.0.0.1:PORT cpu_unit_us=…"
-        let url = line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_else(|| panic!("no address line: {line:?}"));
-        let (scheme, addr) = url.split_once("://").unwrap();
-        Server {
-            child,
-            addr: addr.to_string(),
-            scheme: scheme.to_string(),
-        }
-    }
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-    fn client(&self) -> Http {
-        Http::connect(&self.addr)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal HTTP/1.1 keep-alive client.
-struct Http {
-    r: BufReader<TcpStream>,
-}
-
-impl Http {
-    fn connect(addr: &str) -> Http {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_nodelay(true).unwrap();
-        Http {
-            r: BufReader::new(s),
-        }
-    }
-    fn request(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        let s = self.r.get_mut();
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(body).unwrap();
-        let mut status = String::new();
-        self.r.read_line(&mut status).unwrap();
-        let code: u16 = status.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let mut len = 0usize;
-        loop {
-            let mut h = String::new();
-            self.r.read_line(&mut h).unwrap();
-            if h == "\r\n" {
-                break;
-            }
-            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap();
-            }
-        }
-        let mut b = vec![0; len];
-        self.r.read_exact(&mut b).unwrap();
-        (code, String::from_utf8_lossy(&b).into_owned())
-    }
+fn server(args: &[&str]) -> RunningServer {
+    RunningServer::start(std::path::Path::new(TESTBED), args)
 }
 
 fn rss_bytes(pid: u32) -> f64 {
@@ -125,14 +41,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 fn register(c: &mut Http, devices: usize) {
-    for d in 0..devices {
-        let (code, _) = c.request(
-            "POST",
-            "/register",
-            format!("{{\"id\": \"dev{d}\"}}").as_bytes(),
-        );
-        assert_eq!(code, 201);
-    }
+    c.register(devices);
 }
 
 fn push_n(c: &mut Http, n: usize, devices: usize) {
@@ -145,7 +54,7 @@ fn push_n(c: &mut Http, n: usize, devices: usize) {
 
 #[test]
 fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
-    let leaky = Server::start(&["--leak-bytes", "10240", "--cpu-cost", "1"]);
+    let leaky = server(&["--leak-bytes", "10240", "--cpu-cost", "1"]);
     let mut c = leaky.client();
     register(&mut c, 100);
     push_n(&mut c, 100, 100); // warm up allocator and connection
@@ -158,7 +67,7 @@ fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
         grew / MIB
     );
 
-    let clean = Server::start(&["--cpu-cost", "1"]);
+    let clean = server(&["--cpu-cost", "1"]);
     let mut c = clean.client();
     register(&mut c, 100);
     push_n(&mut c, 1000, 100);
@@ -176,7 +85,7 @@ fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
 fn profile_v2_costs_half_as_much_cpu_again_per_push() {
     // Both servers run side by side and take turns, so both see the same machine noise.
     let start = |profile: &str| {
-        let s = Server::start(&["--profile", profile, "--cpu-cost", "1000", "--workers", "1"]);
+        let s = server(&["--profile", profile, "--cpu-cost", "1000", "--workers", "1"]);
         let mut c = s.client();
         register(&mut c, 10);
         push_n(&mut c, 20, 10);
@@ -200,7 +109,7 @@ fn profile_v2_costs_half_as_much_cpu_again_per_push() {
 
 #[test]
 fn stalls_last_as_long_as_configured() {
-    let s = Server::start(&["--stall-every", "1s", "--stall-for", "300ms"]);
+    let s = server(&["--stall-every", "1s", "--stall-for", "300ms"]);
     let mut c = s.client();
     let mut worst = Vec::new();
     let start = Instant::now();
@@ -233,7 +142,7 @@ fn tls_and_http2_work_with_curl() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    let tls = Server::start(&["--tls"]);
+    let tls = server(&["--tls"]);
     assert_eq!(tls.scheme, "https");
     let url = format!("https://{}/health", tls.addr);
     assert_eq!(
@@ -250,7 +159,7 @@ fn tls_and_http2_work_with_curl() {
         "2"
     );
     assert_eq!(curl(&["-sS", "-k", "--http1.1", &url]), "ok\n");
-    let plain = Server::start(&[]);
+    let plain = server(&[]);
     let url = format!("http://{}/health", plain.addr);
     assert_eq!(
         curl(&[
@@ -268,7 +177,7 @@ fn tls_and_http2_work_with_curl() {
 
 #[test]
 fn pushes_need_registration_and_stats_count_them() {
-    let s = Server::start(&["--cpu-cost", "1"]);
+    let s = server(&["--cpu-cost", "1"]);
     let mut c = s.client();
     assert_eq!(c.request("POST", "/push/ghost", b"x").0, 404);
     register(&mut c, 2);

@@ -49,10 +49,12 @@ fn raise_nofile() -> u64 {
 
 /// Turns the arguments into a plan, or says exactly what is wrong.
 pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
-    let uri: Uri = args
-        .url
-        .parse()
-        .map_err(|e| usage(format!("URL '{}': {e} (expected e.g. http://127.0.0.1:8080/path)", args.url)))?;
+    let uri: Uri = args.url.parse().map_err(|e| {
+        usage(format!(
+            "URL '{}': {e} (expected e.g. http://127.0.0.1:8080/path)",
+            args.url
+        ))
+    })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if scheme != "http" && scheme != "https" {
         return Err(usage(format!(
@@ -60,9 +62,12 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
             args.url
         )));
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| usage(format!("URL '{}' has no host (e.g. http://127.0.0.1:8080/path)", args.url)))?;
+    let host = uri.host().ok_or_else(|| {
+        usage(format!(
+            "URL '{}' has no host (e.g. http://127.0.0.1:8080/path)",
+            args.url
+        ))
+    })?;
     let tls = scheme == "https";
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
@@ -71,34 +76,50 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
         .map_err(|e| usage(format!("URL '{}': cannot resolve '{host}': {e}", args.url)))?
         .next()
         .ok_or_else(|| usage(format!("URL '{}': '{host}' has no address", args.url)))?;
-    let authority = uri.authority().map(|a| a.as_str().to_string()).unwrap_or_default();
+    let authority = uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
     let tls = if tls {
         let pem = match &args.cacert {
-            Some(p) => Some(std::fs::read(p).map_err(|e| usage(format!("--cacert {}: {e}", p.display())))?),
+            Some(p) => Some(
+                std::fs::read(p).map_err(|e| usage(format!("--cacert {}: {e}", p.display())))?,
+            ),
             None => None,
         };
         let cfg = tls_config(pem.as_deref(), args.insecure, args.http2).map_err(usage)?;
-        let name = rustls::pki_types::ServerName::try_from(bare_host.to_string())
-            .map_err(|e| usage(format!("URL '{}': '{host}' is not a valid TLS server name: {e}", args.url)))?;
+        let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
+            usage(format!(
+                "URL '{}': '{host}' is not a valid TLS server name: {e}",
+                args.url
+            ))
+        })?;
         Some((tokio_rustls::TlsConnector::from(Arc::new(cfg)), name))
     } else {
         None
     };
     let target = Target {
         addr,
-        host_header: HeaderValue::from_str(&authority).map_err(|e| usage(format!("URL host: {e}")))?,
+        host_header: HeaderValue::from_str(&authority)
+            .map_err(|e| usage(format!("URL host: {e}")))?,
         tls,
         http2: args.http2,
     };
-    let method = Method::from_bytes(args.method.to_uppercase().as_bytes())
-        .map_err(|_| usage(format!("-m '{}' is not an HTTP method (e.g. GET, POST)", args.method)))?;
+    let method = Method::from_bytes(args.method.to_uppercase().as_bytes()).map_err(|_| {
+        usage(format!(
+            "-m '{}' is not an HTTP method (e.g. GET, POST)",
+            args.method
+        ))
+    })?;
     let mut headers = Vec::new();
     for h in &args.headers {
         let (k, v) = h
             .split_once(':')
             .ok_or_else(|| usage(format!("-H '{h}': write a header as 'Name: value'")))?;
-        let name = HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| usage(format!("-H '{h}': bad header name")))?;
-        let value = HeaderValue::from_str(v.trim()).map_err(|_| usage(format!("-H '{h}': bad header value")))?;
+        let name = HeaderName::from_bytes(k.trim().as_bytes())
+            .map_err(|_| usage(format!("-H '{h}': bad header name")))?;
+        let value = HeaderValue::from_str(v.trim())
+            .map_err(|_| usage(format!("-H '{h}': bad header value")))?;
         headers.push((name, value));
     }
     let body = if let Some(b) = &args.body {
@@ -134,7 +155,10 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
                     rate: Rate::Ramp { from, to, over },
                     arrivals: arrivals(args),
                 },
-                format!("open model, {from}..{to} req/s ramp over {}", crate::units::format_duration(over)),
+                format!(
+                    "open model, {from}..{to} req/s ramp over {}",
+                    crate::units::format_duration(over)
+                ),
             )
         }
         (Some(r), None) => {
@@ -166,11 +190,19 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
             if !think.is_zero() {
                 d.push_str(&format!(", think {}", crate::units::format_duration(think)));
             }
-            (Model::Closed { connections: c, think }, d)
+            (
+                Model::Closed {
+                    connections: c,
+                    think,
+                },
+                d,
+            )
         }
     };
     if args.poisson && args.rate.is_none() && args.ramp.is_none() {
-        return Err(usage("--poisson goes with an open model: add -q RATE or --ramp FROM..TO"));
+        return Err(usage(
+            "--poisson goes with an open model: add -q RATE or --ramp FROM..TO",
+        ));
     }
     let max_connections = match model {
         Model::Open { .. } => args.connections.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit),
@@ -186,12 +218,21 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
         ", {threads} thread{}, HTTP/{}{}",
         if threads == 1 { "" } else { "s" },
         if args.http2 { "2" } else { "1.1" },
-        if target.tls.is_some() { " over TLS" } else { "" }
+        if target.tls.is_some() {
+            " over TLS"
+        } else {
+            ""
+        }
     ));
     Ok((
         Plan {
             target,
-            template: Template { method, path, headers, body },
+            template: Template {
+                method,
+                path,
+                headers,
+                body,
+            },
             model,
             threads,
             duration,
@@ -266,9 +307,19 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
             _ => exit::FAILED,
         }
     };
-    let status = if outcome.interrupted { "interrupted" } else { v.status };
-    let series = |f: &dyn Fn(&load::Second) -> f64| -> Vec<(f64, f64)> { outcome.seconds.iter().map(|s| (s.t, f(s))).collect() };
-    store.append_series(case_id, "completed_per_second", &series(&|s| s.completed as f64))?;
+    let status = if outcome.interrupted {
+        "interrupted"
+    } else {
+        v.status
+    };
+    let series = |f: &dyn Fn(&load::Second) -> f64| -> Vec<(f64, f64)> {
+        outcome.seconds.iter().map(|s| (s.t, f(s))).collect()
+    };
+    store.append_series(
+        case_id,
+        "completed_per_second",
+        &series(&|s| s.completed as f64),
+    )?;
     store.append_series(case_id, "errors_per_second", &series(&|s| s.errors as f64))?;
     store.append_series(case_id, "p99_us", &series(&|s| s.p99_us as f64))?;
     let mut encoded = Vec::new();
@@ -276,7 +327,13 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
         .serialize(&outcome.total.corrected, &mut encoded)
         .is_ok()
     {
-        store.put_histogram(case_id, "latency_us", (0.0, outcome.elapsed), "hdr-v2-deflate", &encoded)?;
+        store.put_histogram(
+            case_id,
+            "latency_us",
+            (0.0, outcome.elapsed),
+            "hdr-v2-deflate",
+            &encoded,
+        )?;
     }
     store.finish_case(case_id, status, &metrics(&summary), &[], &summary)?;
     store.finish_run(run_id, status, Some(code), &summary.reasons)?;
@@ -309,11 +366,21 @@ pub fn metrics(s: &report::LoadSummary) -> Vec<Metric> {
         m("error_rate", s.error_rate, "ratio", "lower"),
         m("sent", s.sent as f64, "count", "none"),
         m("completed", s.completed as f64, "count", "none"),
-        m("generator_cpu_seconds", s.generator_thread_cpu_seconds.iter().sum(), "s", "lower"),
+        m(
+            "generator_cpu_seconds",
+            s.generator_thread_cpu_seconds.iter().sum(),
+            "s",
+            "lower",
+        ),
     ];
     if let Some(off) = s.offered_rate {
         v.push(m("offered_rate", off, "req/s", "none"));
-        v.push(m("schedule_lag_p99", ms(s.schedule_lag_us.p99), "ms", "lower"));
+        v.push(m(
+            "schedule_lag_p99",
+            ms(s.schedule_lag_us.p99),
+            "ms",
+            "lower",
+        ));
     }
     v
 }

@@ -197,8 +197,7 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         .map(|_| tokio::task::spawn_local(open_loop(ctx.clone(), pool.clone(), true)))
         .collect();
     let timer = super::timer::PreciseTimer::new().ok();
-    let mut seq = 0u64;
-    for t in share.by_ref() {
+    for (seq, t) in share.by_ref().enumerate() {
         let at = ctx.start + Duration::from_secs_f64(t);
         match &timer {
             Some(tm) => tm.sleep_until(at).await,
@@ -207,12 +206,18 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         if ctx.cancel.load(Ordering::Relaxed) {
             break;
         }
-        ctx.rec.lock().unwrap().lag(Instant::now().saturating_duration_since(at));
-        pool.queue.borrow_mut().push_back((at, seq));
-        seq += 1;
+        ctx.rec
+            .lock()
+            .unwrap()
+            .lag(Instant::now().saturating_duration_since(at));
+        pool.queue.borrow_mut().push_back((at, seq as u64));
         if pool.idle.get() == 0 {
             if tasks.len() < cap {
-                tasks.push(tokio::task::spawn_local(open_loop(ctx.clone(), pool.clone(), false)));
+                tasks.push(tokio::task::spawn_local(open_loop(
+                    ctx.clone(),
+                    pool.clone(),
+                    false,
+                )));
             } else {
                 ctx.rec.lock().unwrap().cap_hit();
             }
@@ -237,13 +242,20 @@ fn thread_cpu_seconds() -> f64 {
 
 /// Runs the plan. `progress` is called with each second as it closes; `cancel` stops
 /// sending (in-flight requests still finish or time out).
-pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Second, &Tally)) -> Outcome {
+pub fn run(
+    plan: &Plan,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Second, &Tally),
+) -> Outcome {
     let threads = match plan.model {
         Model::Closed { connections, .. } => plan.threads.clamp(1, connections.max(1)),
         Model::Open { .. } => plan.threads.max(1),
     };
-    let per_thread = move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
-    let recs: Vec<Arc<Mutex<Recorder>>> = (0..threads).map(|_| Arc::new(Mutex::new(Recorder::default()))).collect();
+    let per_thread =
+        move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
+    let recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
+        .map(|_| Arc::new(Mutex::new(Recorder::default())))
+        .collect();
     let tickets = match (plan.model, plan.count) {
         (Model::Closed { .. }, Some(n)) => Some(Arc::new(AtomicI64::new(n as i64))),
         _ => None,
@@ -287,7 +299,12 @@ pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Secon
                                 let tasks: Vec<_> = (0..n)
                                     .map(|i| {
                                         let worker = (w * 1_000_000 + i) as u64;
-                                        tokio::task::spawn_local(closed_loop(ctx.clone(), think, worker, go.clone()))
+                                        tokio::task::spawn_local(closed_loop(
+                                            ctx.clone(),
+                                            think,
+                                            worker,
+                                            go.clone(),
+                                        ))
                                     })
                                     .collect();
                                 tokio::time::sleep_until(start.into()).await;
@@ -297,9 +314,17 @@ pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Secon
                                 }
                             }
                             Model::Open { rate, arrivals } => {
-                                let share = Share::new(rate, arrivals, w, threads, plan.count, plan.duration);
+                                let share = Share::new(
+                                    rate,
+                                    arrivals,
+                                    w,
+                                    threads,
+                                    plan.count,
+                                    plan.duration,
+                                );
                                 let cap = per_thread(plan.max_connections.max(threads), w).max(1);
-                                let per_worker = rate.at(0.0).max(rate.at(f64::MAX)) / threads as f64;
+                                let per_worker =
+                                    rate.at(0.0).max(rate.at(f64::MAX)) / threads as f64;
                                 open(ctx, share, cap, per_worker).await;
                             }
                         }
@@ -320,7 +345,13 @@ pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Secon
             let part = r.lock().unwrap().take_interval();
             iv.merge(&part);
         }
-        let q = |p: f64| if iv.corrected.is_empty() { 0 } else { iv.corrected.value_at_quantile(p) };
+        let q = |p: f64| {
+            if iv.corrected.is_empty() {
+                0
+            } else {
+                iv.corrected.value_at_quantile(p)
+            }
+        };
         seconds.push(Second {
             t,
             sent: iv.sent,
@@ -350,7 +381,10 @@ pub fn run(plan: &Plan, cancel: Arc<AtomicBool>, mut progress: impl FnMut(&Secon
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let thread_cpu: Vec<f64> = handles.into_iter().map(|h| h.join().unwrap_or(0.0)).collect();
+    let thread_cpu: Vec<f64> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(0.0))
+        .collect();
     let elapsed = start.elapsed().as_secs_f64();
     let last = snapshot(&mut seconds, elapsed);
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {

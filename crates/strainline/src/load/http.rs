@@ -80,10 +80,18 @@ impl Template {
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = if target.http2 {
             // HTTP/2 wants the full URI (it carries :scheme and :authority).
-            let scheme = if target.tls.is_some() { "https" } else { "http" };
-            format!("{scheme}://{}{}", target.host_header.to_str().unwrap_or("localhost"), self.path)
-                .parse()
-                .unwrap_or_else(|_| self.path.clone())
+            let scheme = if target.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            format!(
+                "{scheme}://{}{}",
+                target.host_header.to_str().unwrap_or("localhost"),
+                self.path
+            )
+            .parse()
+            .unwrap_or_else(|_| self.path.clone())
         } else {
             self.path.clone()
         };
@@ -120,11 +128,15 @@ fn io_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::ConnectionRefused => ErrorKind::Refused,
-        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => ErrorKind::Reset,
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+            ErrorKind::Reset
+        }
         K::TimedOut => ErrorKind::Timeout,
         K::AddrNotAvailable | K::OutOfMemory => ErrorKind::LocalResources,
         _ => match e.raw_os_error() {
-            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => ErrorKind::LocalResources,
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => {
+                ErrorKind::LocalResources
+            }
             _ => ErrorKind::Connect,
         },
     }
@@ -136,10 +148,14 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
     let _ = tcp.set_nodelay(true);
     match &t.tls {
         Some((connector, name)) => {
-            let tls = connector.connect(name.clone(), tcp).await.map_err(|e| match io_kind(&e) {
-                ErrorKind::Connect => ErrorKind::Tls,
-                k => k,
-            })?;
+            let tls =
+                connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| match io_kind(&e) {
+                        ErrorKind::Connect => ErrorKind::Tls,
+                        k => k,
+                    })?;
             handshake(TokioIo::new(tls), t.http2).await
         }
         None => handshake(TokioIo::new(tcp), t.http2).await,
@@ -207,7 +223,11 @@ pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(u16, u6
 
 /// A rustls client configuration: trusting `ca_pem` (the certificate a test server
 /// printed), or anything at all with `insecure`.
-pub fn tls_config(ca_pem: Option<&[u8]>, insecure: bool, http2: bool) -> Result<rustls::ClientConfig, String> {
+pub fn tls_config(
+    ca_pem: Option<&[u8]>,
+    insecure: bool,
+    http2: bool,
+) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -219,18 +239,26 @@ pub fn tls_config(ca_pem: Option<&[u8]>, insecure: bool, http2: bool) -> Result<
             .with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
-        let pem = ca_pem.ok_or("an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure")?;
+        let pem = ca_pem.ok_or(
+            "an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure",
+        )?;
         for cert in rustls_pemfile_certs(pem)? {
             roots.add(cert).map_err(|e| format!("--cacert: {e}"))?;
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    cfg.alpn_protocols = if http2 { vec![b"h2".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    cfg.alpn_protocols = if http2 {
+        vec![b"h2".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     Ok(cfg)
 }
 
 /// The certificates in a PEM file.
-fn rustls_pemfile_certs(pem: &[u8]) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+fn rustls_pemfile_certs(
+    pem: &[u8],
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()

@@ -137,7 +137,13 @@ impl Recorder {
         self.both(|t| t.sent += 1);
     }
 
-    pub fn response(&mut self, status: u16, bytes: u64, corrected: std::time::Duration, service: std::time::Duration) {
+    pub fn response(
+        &mut self,
+        status: u16,
+        bytes: u64,
+        corrected: std::time::Duration,
+        service: std::time::Duration,
+    ) {
         let (c, s) = (us(corrected), us(service));
         self.both(|t| {
             t.completed += 1;

@@ -163,7 +163,16 @@ mod tests {
     fn constant_rate_is_evenly_spaced_across_workers() {
         let rate = Rate::Constant(1000.0);
         let mut all: Vec<f64> = (0..4)
-            .flat_map(|w| Share::new(rate, Arrivals::Uniform, w, 4, None, Some(Duration::from_secs(1))))
+            .flat_map(|w| {
+                Share::new(
+                    rate,
+                    Arrivals::Uniform,
+                    w,
+                    4,
+                    None,
+                    Some(Duration::from_secs(1)),
+                )
+            })
             .collect();
         all.sort_by(f64::total_cmp);
         assert_eq!(all.len(), 1000);
@@ -184,9 +193,20 @@ mod tests {
     #[test]
     fn a_ramp_offers_its_integral() {
         // 100 → 300 req/s over 10 s: 2,000 requests, the second half busier.
-        let rate = Rate::Ramp { from: 100.0, to: 300.0, over: Duration::from_secs(10) };
-        let times: Vec<f64> =
-            Share::new(rate, Arrivals::Uniform, 0, 1, None, Some(Duration::from_secs(10))).collect();
+        let rate = Rate::Ramp {
+            from: 100.0,
+            to: 300.0,
+            over: Duration::from_secs(10),
+        };
+        let times: Vec<f64> = Share::new(
+            rate,
+            Arrivals::Uniform,
+            0,
+            1,
+            None,
+            Some(Duration::from_secs(10)),
+        )
+        .collect();
         assert_eq!(times.len(), 2000);
         let first_half = times.iter().filter(|t| **t < 5.0).count();
         // ∫0..5 (100 + 20t) dt = 750
@@ -199,15 +219,33 @@ mod tests {
         let rate = Rate::Constant(1000.0);
         let times: Vec<f64> = (0..2)
             .flat_map(|w| {
-                Share::new(rate, Arrivals::Poisson { seed: 7 }, w, 2, None, Some(Duration::from_secs(20)))
+                Share::new(
+                    rate,
+                    Arrivals::Poisson { seed: 7 },
+                    w,
+                    2,
+                    None,
+                    Some(Duration::from_secs(20)),
+                )
             })
             .collect();
         // 20,000 expected; a Poisson count has sd √20000 ≈ 141.
-        assert!((times.len() as f64 - 20_000.0).abs() < 5.0 * 141.0, "{}", times.len());
+        assert!(
+            (times.len() as f64 - 20_000.0).abs() < 5.0 * 141.0,
+            "{}",
+            times.len()
+        );
         // Gaps of one worker's stream are exponential with mean 2 ms: their coefficient
         // of variation is 1 (an evenly spaced stream would give 0).
-        let one: Vec<f64> =
-            Share::new(rate, Arrivals::Poisson { seed: 7 }, 0, 2, None, Some(Duration::from_secs(20))).collect();
+        let one: Vec<f64> = Share::new(
+            rate,
+            Arrivals::Poisson { seed: 7 },
+            0,
+            2,
+            None,
+            Some(Duration::from_secs(20)),
+        )
+        .collect();
         let gaps: Vec<f64> = one.windows(2).map(|w| w[1] - w[0]).collect();
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
         let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;

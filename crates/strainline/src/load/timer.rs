@@ -14,7 +14,10 @@ pub struct PreciseTimer {
 }
 
 fn monotonic_now() -> libc::timespec {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts
@@ -24,7 +27,12 @@ impl PreciseTimer {
     /// Must be called inside a tokio runtime with IO enabled.
     pub fn new() -> io::Result<PreciseTimer> {
         // SAFETY: timerfd_create returns a new descriptor or -1.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -55,7 +63,10 @@ impl PreciseTimer {
             sec += 1;
         }
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
             it_value: libc::timespec {
                 tv_sec: sec as libc::time_t,
                 tv_nsec: ns as libc::c_long,
@@ -63,7 +74,10 @@ impl PreciseTimer {
         };
         let fd = self.fd.get_ref().as_raw_fd();
         // SAFETY: a valid timerfd and itimerspec.
-        if unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) } != 0 {
+        if unsafe {
+            libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        } != 0
+        {
             tokio::time::sleep_until(at.into()).await;
             return;
         }

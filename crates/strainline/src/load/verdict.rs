@@ -25,10 +25,21 @@ pub struct Verdict {
 
 pub fn judge(o: &Outcome) -> Verdict {
     let t = &o.total;
-    let achieved_rate = if o.elapsed > 0.0 { t.completed as f64 / o.elapsed } else { 0.0 };
-    let offered_rate = o.scheduled.filter(|s| s.1 > 0.0).map(|(n, span)| n as f64 / span);
+    let achieved_rate = if o.elapsed > 0.0 {
+        t.completed as f64 / o.elapsed
+    } else {
+        0.0
+    };
+    let offered_rate = o
+        .scheduled
+        .filter(|s| s.1 > 0.0)
+        .map(|(n, span)| n as f64 / span);
     let mut evidence = Vec::new();
-    let lag_p99 = if t.lag.is_empty() { 0 } else { t.lag.value_at_quantile(0.99) };
+    let lag_p99 = if t.lag.is_empty() {
+        0
+    } else {
+        t.lag.value_at_quantile(0.99)
+    };
     if lag_p99 > LAG_BOUND_US {
         evidence.push(format!(
             "the generator sent late: schedule lag p99 {:.1} ms (bound {:.1} ms)",
@@ -49,7 +60,9 @@ pub fn judge(o: &Outcome) -> Verdict {
         ));
     }
     if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
-        evidence.push(format!("{n} connections failed for lack of local resources (ports, file descriptors)"));
+        evidence.push(format!(
+            "{n} connections failed for lack of local resources (ports, file descriptors)"
+        ));
     }
     for (i, cpu) in o.thread_cpu.iter().enumerate() {
         if o.elapsed > 0.0 && cpu / o.elapsed >= CPU_BOUND {
@@ -61,13 +74,21 @@ pub fn judge(o: &Outcome) -> Verdict {
         }
     }
     if t.ok == 0 {
-        let mut why: Vec<String> = t.by_error.iter().map(|(k, v)| format!("{} {v}", k.name())).collect();
+        let mut why: Vec<String> = t
+            .by_error
+            .iter()
+            .map(|(k, v)| format!("{} {v}", k.name()))
+            .collect();
         why.extend(t.by_status.iter().map(|(s, v)| format!("HTTP {s} {v}")));
         return Verdict {
             status: "failed",
             reasons: vec![format!(
                 "no request succeeded ({})",
-                if why.is_empty() { "nothing was sent".into() } else { why.join(", ") }
+                if why.is_empty() {
+                    "nothing was sent".into()
+                } else {
+                    why.join(", ")
+                }
             )],
             offered_rate,
             achieved_rate,

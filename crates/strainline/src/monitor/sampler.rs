@@ -221,8 +221,8 @@ impl Sampler {
         self.discover(t);
         let joined = self.live.len() + self.finished.len() != members_before;
         let units = kernel_units();
-        let detail = self.ticks % self.cfg.detail_every.max(1) == 0;
-        let status_tick = self.ticks % self.cfg.status_every.max(1) == 0;
+        let detail = self.ticks.is_multiple_of(self.cfg.detail_every.max(1));
+        let status_tick = self.ticks.is_multiple_of(self.cfg.status_every.max(1));
         self.ticks += 1;
         // With the cgroup's CPU counter, the per-tick read is the cheap `statm`; without
         // it, `stat` is needed every tick for the CPU times.

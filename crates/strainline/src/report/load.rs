@@ -24,7 +24,14 @@ pub struct Percentiles {
 
 pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
-        return Percentiles { p50: 0, p90: 0, p99: 0, p999: 0, max: 0, mean: 0.0 };
+        return Percentiles {
+            p50: 0,
+            p90: 0,
+            p99: 0,
+            p999: 0,
+            max: 0,
+            mean: 0.0,
+        };
     }
     Percentiles {
         p50: h.value_at_quantile(0.5),
@@ -76,7 +83,13 @@ pub struct LoadSummary {
     pub generator_thread_cpu_seconds: Vec<f64>,
 }
 
-pub fn summarize(url: &str, model: &str, description: &str, o: &Outcome, v: &Verdict) -> LoadSummary {
+pub fn summarize(
+    url: &str,
+    model: &str,
+    description: &str,
+    o: &Outcome,
+    v: &Verdict,
+) -> LoadSummary {
     let t: &Tally = &o.total;
     let attempts = t.completed + t.by_error.values().sum::<u64>();
     LoadSummary {
@@ -94,9 +107,21 @@ pub fn summarize(url: &str, model: &str, description: &str, o: &Outcome, v: &Ver
         completed: t.completed,
         ok: t.ok,
         errors: t.errors(),
-        error_rate: if attempts > 0 { t.errors() as f64 / attempts as f64 } else { 0.0 },
-        by_status: t.by_status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        by_error: t.by_error.iter().map(|(k, v)| (k.name().to_string(), *v)).collect(),
+        error_rate: if attempts > 0 {
+            t.errors() as f64 / attempts as f64
+        } else {
+            0.0
+        },
+        by_status: t
+            .by_status
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        by_error: t
+            .by_error
+            .iter()
+            .map(|(k, v)| (k.name().to_string(), *v))
+            .collect(),
         bytes_received: t.bytes_received,
         latency_us: percentiles(&t.corrected),
         service_time_us: percentiles(&t.service),
@@ -146,10 +171,17 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             100.0 * s.achieved_rate / off,
             s.elapsed_seconds
         )?,
-        None => writeln!(out, "  {:<14}{:.1} req/s over {:.2}s", "Throughput", s.achieved_rate, s.elapsed_seconds)?,
+        None => writeln!(
+            out,
+            "  {:<14}{:.1} req/s over {:.2}s",
+            "Throughput", s.achieved_rate, s.elapsed_seconds
+        )?,
     }
     if s.model == "open" {
-        writeln!(out, "  Latency, from the intended send time (coordinated-omission corrected):")?;
+        writeln!(
+            out,
+            "  Latency, from the intended send time (coordinated-omission corrected):"
+        )?;
         pline(out, "", &s.latency_us)?;
         writeln!(out, "  Service time, from the actual send:")?;
         pline(out, "", &s.service_time_us)?;
@@ -157,10 +189,27 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         writeln!(out, "  Latency (closed model: from the actual send):")?;
         pline(out, "", &s.latency_us)?;
     }
-    let statuses: Vec<String> = s.by_status.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    writeln!(out, "  {:<14}{}", "Status", if statuses.is_empty() { "-".into() } else { statuses.join("  ") })?;
+    let statuses: Vec<String> = s
+        .by_status
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    writeln!(
+        out,
+        "  {:<14}{}",
+        "Status",
+        if statuses.is_empty() {
+            "-".into()
+        } else {
+            statuses.join("  ")
+        }
+    )?;
     if !s.by_error.is_empty() {
-        let errors: Vec<String> = s.by_error.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let errors: Vec<String> = s
+            .by_error
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
     let cpu: f64 = s.generator_thread_cpu_seconds.iter().sum();
@@ -175,7 +224,11 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         s.threads,
         if s.threads == 1 { "" } else { "s" },
         cpu,
-        if s.elapsed_seconds > 0.0 { 100.0 * busiest / s.elapsed_seconds } else { 0.0 },
+        if s.elapsed_seconds > 0.0 {
+            100.0 * busiest / s.elapsed_seconds
+        } else {
+            0.0
+        },
         s.connections_opened,
         if s.model == "open" {
             format!(", schedule lag p99 {}", us(s.schedule_lag_us.p99))
@@ -193,7 +246,10 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         writeln!(out, "    - {r}")?;
     }
     if s.interrupted {
-        writeln!(out, "  Interrupted: what was measured until then is shown and saved.")?;
+        writeln!(
+            out,
+            "  Interrupted: what was measured until then is shown and saved."
+        )?;
     }
     writeln!(out, "{rule}")
 }

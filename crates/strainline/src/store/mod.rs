@@ -357,7 +357,9 @@ impl Store {
     pub fn append_series(&self, case_id: i64, name: &str, points: &[(f64, f64)]) -> Result<()> {
         let tx = self.conn.unchecked_transaction()?;
         {
-            let mut st = tx.prepare_cached("INSERT INTO series (case_id, name, t, value) VALUES (?1, ?2, ?3, ?4)")?;
+            let mut st = tx.prepare_cached(
+                "INSERT INTO series (case_id, name, t, value) VALUES (?1, ?2, ?3, ?4)",
+            )?;
             for (t, v) in points {
                 st.execute(params![case_id, name, t, v])?;
             }
@@ -367,7 +369,14 @@ impl Store {
     }
 
     /// Stores a serialized histogram covering `[start, end]` seconds of a case.
-    pub fn put_histogram(&self, case_id: i64, name: &str, span: (f64, f64), encoding: &str, data: &[u8]) -> Result<()> {
+    pub fn put_histogram(
+        &self,
+        case_id: i64,
+        name: &str,
+        span: (f64, f64),
+        encoding: &str,
+        data: &[u8],
+    ) -> Result<()> {
         self.conn.execute(
             "INSERT INTO histograms (case_id, name, interval_start, interval_end, encoding, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -53,6 +53,18 @@ impl Scratch {
         self.monitor_testbed_with(interval, &all)
     }
 
+    /// Monitors an arbitrary command (`argv`), writing JSON.
+    pub fn monitor_plain(&self, argv: &[&str]) -> (Output, serde_json::Value) {
+        let json = self.path("plain.json");
+        let mut all = vec!["monitor", "-q", "--json", json.to_str().unwrap(), "--"];
+        all.extend_from_slice(argv);
+        let out = self.run(&all);
+        let doc = std::fs::read_to_string(&json)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(serde_json::Value::Null);
+        (out, doc)
+    }
+
     /// Like `monitor_testbed`, with monitor flags first: `[flags…, "--", testbed args…]`.
     pub fn monitor_testbed_with(
         &self,

@@ -3,5 +3,6 @@
 //! link time down. Run through `make test`, which builds both binaries first.
 
 mod common;
+mod load;
 mod monitor;
 mod store;

@@ -1,0 +1,284 @@
+//! `strainline load` against the real testbed over loopback: coordinated omission made
+//! visible, rate exactness, generator saturation, HTTP/2, TLS, bad input, bounded memory.
+
+use crate::common::*;
+use strainline_testbed::harness::RunningServer;
+
+fn server(args: &[&str]) -> RunningServer {
+    RunningServer::start(&testbed(), args)
+}
+
+/// Runs `strainline load ARGS… --json` and returns the output and the document.
+fn load(s: &Scratch, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let json = s.path("load.json");
+    let mut all = vec!["load", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = s.run(&all);
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, doc)
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn a_stalling_server_shows_in_corrected_latency_not_in_service_time() {
+    let srv = server(&["--stall-every", "2s", "--stall-for", "500ms"]);
+    let s = Scratch::new();
+    let (out, doc) = load(&s, &[&srv.url("/health"), "-q", "1000", "-z", "10s"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let sum = &doc["summary"];
+    let p99 = f(&sum["latency_us"]["p99"]);
+    let service_p50 = f(&sum["service_time_us"]["p50"]);
+    assert!(p99 >= 400_000.0, "corrected p99 {p99} µs");
+    assert!(service_p50 < 20_000.0, "service-time p50 {service_p50} µs");
+    assert_eq!(sum["model"], "open");
+}
+
+#[test]
+fn the_open_model_achieves_its_rate_within_one_percent() {
+    let srv = server(&[]);
+    let s = Scratch::new();
+    let (out, doc) = load(&s, &[&srv.url("/health"), "-q", "2000", "-z", "5s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let sum = &doc["summary"];
+    let achieved = f(&sum["achieved_rate"]);
+    assert!(
+        (achieved / 2000.0 - 1.0).abs() < 0.01,
+        "achieved {achieved} req/s"
+    );
+    assert_eq!(sum["sent"], 10_000);
+    assert_eq!(sum["ok"], 10_000);
+    // The per-second series adds up to the whole.
+    let per_second: u64 = doc["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_second, 10_000);
+}
+
+#[test]
+fn a_starved_generator_is_declared_invalid() {
+    // One thread and at most 2 connections, against a target that takes ~2 ms a push:
+    // the pool cap, on strainline's side, is what limits the run.
+    let srv = server(&["--cpu-cost", "500", "--workers", "1"]);
+    srv.client().register(1);
+    let s = Scratch::new();
+    let (out, doc) = load(
+        &s,
+        &[
+            &srv.url("/push/dev0"),
+            "-m",
+            "POST",
+            "-d",
+            "x",
+            "-q",
+            "1000",
+            "-c",
+            "2",
+            "--threads",
+            "1",
+            "-z",
+            "2s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("INVALID") && text.contains("connection pool was at its cap"),
+        "{text}"
+    );
+    assert_eq!(doc["summary"]["status"], "invalid");
+}
+
+#[test]
+fn http2_and_tls_runs_succeed_against_the_testbed() {
+    let s = Scratch::new();
+    let plain = server(&[]);
+    let (out, doc) = load(
+        &s,
+        &[&plain.url("/health"), "--http2", "-q", "200", "-z", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(doc["summary"]["ok"], 200);
+
+    let tls = server(&["--tls"]);
+    let cert = tls
+        .cert
+        .clone()
+        .expect("the testbed printed its certificate");
+    for extra in [&["--http2"][..], &[][..]] {
+        let mut args = vec![
+            tls.url("/health"),
+            "--cacert".into(),
+            cert.display().to_string(),
+        ];
+        args.extend(["-c", "4", "-n", "400"].map(String::from));
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (out, doc) = load(&s, &args);
+        // A closed model on loopback may well be generator-bound (3): what matters is
+        // that every request succeeded over TLS.
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(3)),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(doc["summary"]["ok"], 400, "{}", stdout(&out));
+    }
+    // Without --cacert or --insecure an https URL is refused before anything is sent.
+    let out = s.run(&["load", &tls.url("/health"), "-n", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--cacert FILE"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_input_and_an_unreachable_target_are_explained() {
+    let s = Scratch::new();
+    let out = s.run(&["load", "htp://127.0.0.1:1/"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("the scheme must be http:// or https://"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is not a rate"), "{}", stderr(&out));
+
+    // Nothing listens on this port: every request is refused, and the run fails.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (out, doc) = load(&s, &[&format!("http://{free}/"), "-q", "50", "-z", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("no request succeeded (refused 50)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(doc["summary"]["by_error"]["refused"], 50);
+
+    // A rate below the thread count is adjusted, and says so.
+    let srv = server(&[]);
+    let (out, _) = load(
+        &s,
+        &[&srv.url("/health"), "-q", "1", "-n", "2", "--threads", "2"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("using 1 thread(s)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn ctrl_c_prints_what_was_measured_and_exits_130() {
+    let srv = server(&[]);
+    let s = Scratch::new();
+    let child = strainline()
+        .args([
+            "--store",
+            &s.store(),
+            "load",
+            &srv.url("/health"),
+            "-q",
+            "200",
+            "-z",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Interrupted") && text.contains("completed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn memory_stays_bounded_for_longer_runs() {
+    // strainline's own peak RSS, measured by strainline monitor, for 5 s and 30 s.
+    let srv = server(&[]);
+    let peak = |secs: &str| {
+        let s = Scratch::new();
+        let (out, doc) = s.monitor_plain(&[
+            env!("CARGO_BIN_EXE_strainline"),
+            "--store",
+            &s.path("inner.db").display().to_string(),
+            "load",
+            &srv.url("/health"),
+            "-q",
+            "1000",
+            "-z",
+            secs,
+            "--threads",
+            "2",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        f(&doc["summary"]["peak_rss"]["bytes"])
+    };
+    let short = peak("5s");
+    let long = peak("30s");
+    assert!(
+        long <= short * 1.10,
+        "30 s run peaked at {long} bytes, 5 s run at {short}"
+    );
+}
+
+#[test]
+fn the_json_output_validates_against_the_committed_schema() {
+    let schema_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/load.v1.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let srv = server(&["--fail-rate", "0.1"]);
+    srv.client().register(1);
+    let s = Scratch::new();
+    let (out, doc) = load(
+        &s,
+        &[
+            &srv.url("/push/dev0"),
+            "-m",
+            "POST",
+            "--body-bytes",
+            "64",
+            "-q",
+            "300",
+            "-z",
+            "2s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let errors: Vec<String> = validator
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(doc["summary"]["by_status"]["500"].as_u64().unwrap() > 20);
+    let mut broken = doc.clone();
+    broken["summary"]["status"] = serde_json::json!("fine");
+    assert!(!validator.is_valid(&broken));
+}
