@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -74,6 +74,46 @@ impl Body {
 }
 
 impl Template {
+    /// The HTTP/1.1 requests as bytes on the wire: one per distinct body (a random
+    /// body pool gives several), made once before the run.
+    pub fn prepare_h1(&self, target: &Target) -> Vec<Bytes> {
+        let bodies: Vec<Bytes> = match &self.body {
+            Body::Empty => vec![Bytes::new()],
+            Body::Fixed(b) => vec![b.clone()],
+            Body::Random(pool) => pool.as_ref().clone(),
+        };
+        bodies
+            .into_iter()
+            .map(|body| {
+                let mut w = Vec::with_capacity(256 + body.len());
+                w.extend_from_slice(self.method.as_str().as_bytes());
+                w.push(b' ');
+                w.extend_from_slice(self.path.to_string().as_bytes());
+                w.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+                w.extend_from_slice(target.host_header.as_bytes());
+                w.extend_from_slice(b"\r\n");
+                let sends_length = !body.is_empty()
+                    || matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
+                for (k, v) in &self.headers {
+                    if sends_length && *k == CONTENT_LENGTH {
+                        continue;
+                    }
+                    w.extend_from_slice(k.as_str().as_bytes());
+                    w.extend_from_slice(b": ");
+                    w.extend_from_slice(v.as_bytes());
+                    w.extend_from_slice(b"\r\n");
+                }
+                if sends_length {
+                    w.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+                }
+                w.extend_from_slice(b"\r\n");
+                w.extend_from_slice(&body);
+                Bytes::from(w)
+            })
+            .collect()
+    }
+
+    /// The request as hyper wants it (HTTP/2).
     pub fn build(&self, target: &Target, seq: u64) -> Request<Full<Bytes>> {
         let body = self.body.pick(seq);
         let mut req = Request::new(Full::new(body.clone()));
@@ -109,17 +149,25 @@ impl Template {
     }
 }
 
-/// One open connection.
-pub enum Conn {
-    H1(http1::SendRequest<Full<Bytes>>),
+/// One open connection, and its socket's descriptor so that the driver's watchdog can
+/// cut a request that overran its timeout (`shutdown(2)`), whatever protocol runs on it.
+pub struct Conn {
+    kind: Kind,
+    pub fd: std::os::fd::RawFd,
+}
+
+enum Kind {
+    /// HTTP/1.1: strainline's own lean client.
+    H1(super::h1::H1),
+    /// HTTP/2: hyper.
     H2(http2::SendRequest<Full<Bytes>>),
 }
 
 impl Conn {
     pub fn is_closed(&self) -> bool {
-        match self {
-            Conn::H1(s) => s.is_closed(),
-            Conn::H2(s) => s.is_closed(),
+        match &self.kind {
+            Kind::H1(h) => !h.reusable,
+            Kind::H2(s) => s.is_closed(),
         }
     }
 }
@@ -142,11 +190,13 @@ fn io_kind(e: &std::io::Error) -> ErrorKind {
     }
 }
 
-/// Opens a connection (TCP, then TLS if asked, then the HTTP handshake).
+/// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).
 pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    use std::os::fd::AsRawFd;
     let tcp = TcpStream::connect(t.addr).await.map_err(|e| io_kind(&e))?;
     let _ = tcp.set_nodelay(true);
-    match &t.tls {
+    let fd = tcp.as_raw_fd();
+    let stream = match &t.tls {
         Some((connector, name)) => {
             let tls =
                 connector
@@ -156,27 +206,31 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
                         ErrorKind::Connect => ErrorKind::Tls,
                         k => k,
                     })?;
-            handshake(TokioIo::new(tls), t.http2).await
+            super::h1::Stream::Tls(Box::new(tls))
         }
-        None => handshake(TokioIo::new(tcp), t.http2).await,
-    }
+        None => super::h1::Stream::Tcp(tcp),
+    };
+    let kind = if t.http2 {
+        let send = match stream {
+            super::h1::Stream::Tcp(s) => h2_handshake(TokioIo::new(s)).await?,
+            super::h1::Stream::Tls(s) => h2_handshake(TokioIo::new(s)).await?,
+        };
+        Kind::H2(send)
+    } else {
+        Kind::H1(super::h1::H1::new(stream))
+    };
+    Ok(Conn { kind, fd })
 }
 
-async fn handshake<I>(io: TokioIo<I>, h2: bool) -> Result<Conn, ErrorKind>
+async fn h2_handshake<I>(io: TokioIo<I>) -> Result<http2::SendRequest<Full<Bytes>>, ErrorKind>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    if h2 {
-        let (send, conn) = http2::handshake(TokioExecutor::new(), io)
-            .await
-            .map_err(|e| hyper_kind(&e))?;
-        tokio::spawn(conn);
-        Ok(Conn::H2(send))
-    } else {
-        let (send, conn) = http1::handshake(io).await.map_err(|e| hyper_kind(&e))?;
-        tokio::spawn(conn);
-        Ok(Conn::H1(send))
-    }
+    let (send, conn) = http2::handshake(TokioExecutor::new(), io)
+        .await
+        .map_err(|e| hyper_kind(&e))?;
+    tokio::spawn(conn);
+    Ok(send)
 }
 
 fn hyper_kind(e: &hyper::Error) -> ErrorKind {
@@ -196,19 +250,28 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
     ErrorKind::Reset
 }
 
-/// Sends one request and reads the whole response. Returns its status and body size.
-pub async fn send(conn: &mut Conn, req: Request<Full<Bytes>>) -> Result<(u16, u64), ErrorKind> {
-    let resp = match conn {
-        Conn::H1(s) => {
-            s.ready().await.map_err(|e| hyper_kind(&e))?;
-            s.send_request(req).await
+/// Sends request number `seq` and reads the whole response. Returns its status and body
+/// size. `prepared` holds the HTTP/1.1 requests' bytes, made once (see
+/// [`Template::prepare_h1`]).
+pub async fn send(
+    conn: &mut Conn,
+    template: &Template,
+    target: &Target,
+    prepared: &[Bytes],
+    seq: u64,
+) -> Result<(u16, u64), ErrorKind> {
+    let s = match &mut conn.kind {
+        Kind::H1(h) => {
+            let req = &prepared[(seq % prepared.len() as u64) as usize];
+            return h.exchange(req, template.method == Method::HEAD).await;
         }
-        Conn::H2(s) => {
-            s.ready().await.map_err(|e| hyper_kind(&e))?;
-            s.send_request(req).await
-        }
-    }
-    .map_err(|e| hyper_kind(&e))?;
+        Kind::H2(s) => s,
+    };
+    s.ready().await.map_err(|e| hyper_kind(&e))?;
+    let resp = s
+        .send_request(template.build(target, seq))
+        .await
+        .map_err(|e| hyper_kind(&e))?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
     let mut bytes = 0u64;

@@ -4,6 +4,7 @@
 //! the test kinds of a suite.
 
 pub mod driver;
+mod h1;
 pub mod http;
 pub mod recorder;
 pub mod schedule;

@@ -1,8 +1,8 @@
 //! What each worker measures, in bounded memory: HDR histograms of latency (from the
 //! intended send time and from the actual send), of the schedule's lag, and counters by
-//! status and error kind — never one record per request. Every figure is kept twice:
-//! for the whole run, and for the current interval, which the aggregator swaps out once
-//! a second to build the per-second series.
+//! status and error kind — never one record per request. A worker records into its
+//! current interval only; the aggregator swaps the interval out once a second, builds
+//! the per-second series from it and adds it to the run's total.
 
 use std::collections::BTreeMap;
 
@@ -116,10 +116,9 @@ impl Tally {
     }
 }
 
-/// A worker's recorder: the whole run and the current interval.
+/// A worker's recorder: the current interval.
 #[derive(Debug, Default)]
 pub struct Recorder {
-    pub total: Tally,
     pub interval: Tally,
 }
 
@@ -128,13 +127,12 @@ fn us(d: std::time::Duration) -> u64 {
 }
 
 impl Recorder {
-    fn both(&mut self, f: impl Fn(&mut Tally)) {
-        f(&mut self.total);
+    fn with(&mut self, f: impl Fn(&mut Tally)) {
         f(&mut self.interval);
     }
 
     pub fn sent(&mut self) {
-        self.both(|t| t.sent += 1);
+        self.with(|t| t.sent += 1);
     }
 
     pub fn response(
@@ -145,7 +143,7 @@ impl Recorder {
         service: std::time::Duration,
     ) {
         let (c, s) = (us(corrected), us(service));
-        self.both(|t| {
+        self.with(|t| {
             t.completed += 1;
             if status < 400 {
                 t.ok += 1;
@@ -158,20 +156,20 @@ impl Recorder {
     }
 
     pub fn error(&mut self, kind: ErrorKind) {
-        self.both(|t| *t.by_error.entry(kind).or_default() += 1);
+        self.with(|t| *t.by_error.entry(kind).or_default() += 1);
     }
 
     pub fn lag(&mut self, lag: std::time::Duration) {
         let l = us(lag);
-        self.both(|t| t.lag.saturating_record(l));
+        self.with(|t| t.lag.saturating_record(l));
     }
 
     pub fn cap_hit(&mut self) {
-        self.both(|t| t.cap_hits += 1);
+        self.with(|t| t.cap_hits += 1);
     }
 
     pub fn connection_opened(&mut self) {
-        self.both(|t| t.connections_opened += 1);
+        self.with(|t| t.connections_opened += 1);
     }
 
     /// Hands over the current interval and starts a new one.
@@ -186,7 +184,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn records_into_the_run_and_the_interval_and_merges() {
+    fn records_into_the_interval_and_merges() {
         let mut r = Recorder::default();
         r.sent();
         r.response(200, 10, Duration::from_millis(5), Duration::from_millis(1));
@@ -197,7 +195,7 @@ mod tests {
         assert_eq!((i.sent, i.completed, i.ok, i.errors()), (2, 2, 1, 2));
         assert_eq!(r.interval.sent, 0);
         let mut m = Tally::default();
-        m.merge(&r.total);
+        m.merge(&i);
         m.merge(&i);
         assert_eq!(m.completed, 4);
         assert_eq!(m.by_status[&503], 2);

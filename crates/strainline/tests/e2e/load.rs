@@ -282,3 +282,41 @@ fn the_json_output_validates_against_the_committed_schema() {
     broken["summary"]["status"] = serde_json::json!("fine");
     assert!(!validator.is_valid(&broken));
 }
+
+#[test]
+fn requests_that_overrun_the_timeout_are_cut_and_counted() {
+    // Stalls of 1.5 s every 2 s, a 300 ms timeout: requests caught in a stall time out,
+    // the others succeed, and the run still ends on time.
+    let srv = server(&["--stall-every", "2s", "--stall-for", "1500ms"]);
+    let s = Scratch::new();
+    let started = std::time::Instant::now();
+    let (out, doc) = load(
+        &s,
+        &[
+            &srv.url("/health"),
+            "-c",
+            "2",
+            "--threads",
+            "1",
+            "-z",
+            "3s",
+            "--timeout",
+            "300ms",
+        ],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(6));
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        stdout(&out)
+    );
+    let sum = &doc["summary"];
+    assert!(
+        sum["by_error"]["timeout"].as_u64().unwrap_or(0) >= 2,
+        "{}",
+        stdout(&out)
+    );
+    assert!(sum["ok"].as_u64().unwrap() > 10);
+    // No successful request took longer than the timeout (plus the watchdog's 20 ms).
+    assert!(f(&sum["latency_us"]["max"]) < 330_000.0, "{}", stdout(&out));
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# How efficient is strainline's load generator? Side by side on loopback, in one run:
+#  1. closed model: nginx (one worker, a 1 KiB file, pinned to CPU 1) loaded for
+#     SECONDS_PER_RUN by `wrk -t1 -c50` and by `strainline load -c 50 --threads 1`
+#     (both pinned to CPU 0), REPS times; prints requests per generator-CPU-second, the
+#     ratio strainline/wrk, and each generator's peak RSS;
+#  2. open model at 5,000 req/s: strainline and, if installed, `oha -q 5000`: achieved
+#     rate, dropped sends, p99.
+# Installs nginx and wrk from Debian if missing. Loopback only; every run is bounded.
+#   bash bench/load-vs-wrk.sh
+#   REPS=1 SECONDS_PER_RUN=5 bash bench/load-vs-wrk.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+DUR=${SECONDS_PER_RUN:-10}
+if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
+fi
+cargo build --release -q --bin strainline
+SL=$PWD/target/release/strainline
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+chmod 755 "$WORK"; mkdir -p "$WORK/www"
+head -c 1024 /dev/urandom | base64 -w0 | head -c 1024 > "$WORK/www/1k.txt"; chmod 644 "$WORK/www/1k.txt"
+cat > "$WORK/nginx.conf" <<CONF
+worker_processes 1;
+worker_cpu_affinity 10;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$PORT; root $WORK/www; }
+}
+CONF
+nginx -c "$WORK/nginx.conf" -p "$WORK" &
+NGINX=$!
+trap 'kill $NGINX 2>/dev/null; wait $NGINX 2>/dev/null; rm -rf "$WORK"' EXIT
+sleep 0.5
+URL=http://127.0.0.1:$PORT/1k.txt
+curl -sf "$URL" -o /dev/null
+
+# Runs a generator pinned to CPU 0 under GNU time; prints "cpu_seconds max_rss_kib".
+timed() { taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true
+  awk '{printf "%.3f %d\n", $1 + $2, $3}' "$WORK/time"; }
+
+echo "Closed model, 50 connections, 1 generator thread, ${DUR}s, nginx 1 worker, 1 KiB file"
+printf '%-12s %12s %12s %14s %10s\n' tool requests cpu_s "req/cpu_s" rss_MiB
+declare -a RATIOS
+for i in $(seq "$REPS"); do
+  read -r wcpu wrss < <(timed wrk -t1 -c50 -d"${DUR}s" "$URL")
+  wreq=$(awk '/requests in/ {print $1}' "$WORK/out")
+  read -r scpu srss < <(timed "$SL" --store "$WORK/s.db" load "$URL" -c 50 --threads 1 -z "${DUR}s" --json "$WORK/s.json")
+  sreq=$(python3 -c "import json; print(json.load(open('$WORK/s.json'))['summary']['completed'])")
+  printf '%-12s %12s %12s %14.0f %10.1f\n' wrk "$wreq" "$wcpu" "$(echo "$wreq / $wcpu" | bc -l)" "$(echo "$wrss / 1024" | bc -l)"
+  printf '%-12s %12s %12s %14.0f %10.1f\n' strainline "$sreq" "$scpu" "$(echo "$sreq / $scpu" | bc -l)" "$(echo "$srss / 1024" | bc -l)"
+  RATIOS+=("$(echo "($sreq / $scpu) / ($wreq / $wcpu)" | bc -l)")
+done
+printf 'ratio strainline/wrk (requests per generator-CPU-second):'
+for r in "${RATIOS[@]}"; do printf ' %.2f' "$r"; done; echo
+
+echo
+echo "Open model, 5000 req/s for ${DUR}s"
+timed "$SL" --store "$WORK/s.db" load "$URL" -q 5000 --threads 1 -z "${DUR}s" --json "$WORK/o.json" >/dev/null
+python3 - "$WORK/o.json" "$DUR" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+sched = 5000 * float(sys.argv[2])
+print(f"strainline: achieved {s['achieved_rate']:.1f} req/s, sent {s['sent']} of {sched:.0f} scheduled "
+      f"(dropped {sched - s['sent']:.0f}), ok {s['ok']}, p99 {s['latency_us']['p99']} µs, "
+      f"schedule lag p99 {s['schedule_lag_us']['p99']} µs, verdict {s['status']}")
+PY
+if command -v oha >/dev/null; then
+  taskset -c 0 oha -q 5000 -z "${DUR}s" --no-tui --json "$URL" > "$WORK/oha.json" 2>/dev/null || true
+  python3 - "$WORK/oha.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+print(f"oha:        achieved {s['requestsPerSec']:.1f} req/s, success rate {s['successRate']:.4f}, "
+      f"p99 {d['latencyPercentiles']['p99'] * 1e6:.0f} µs")
+PY
+else
+  echo "oha: not installed (cargo install oha) — skipped"
+fi
