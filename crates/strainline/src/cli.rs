@@ -152,6 +152,10 @@ pub struct LoadArgs {
     /// Open model: rate rising linearly from FROM to TO over the duration (e.g. 100..2000).
     #[arg(long, value_name = "FROM..TO", value_parser = parse_ramp, requires = "duration")]
     pub ramp: Option<(f64, f64)>,
+    /// Run a scenario file (TOML): virtual clients with once / every / weighted steps.
+    /// The URL gives the scheme, host and port; the steps give the paths.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "ramp", "connections", "body", "body_file", "body_bytes", "think"])]
+    pub scenario: Option<PathBuf>,
     /// Open model: Poisson arrivals instead of evenly spaced ones.
     #[arg(long)]
     pub poisson: bool,

@@ -19,7 +19,7 @@ use crate::exit;
 use crate::host::{git_state, Host};
 use crate::load::http::{tls_config, Body, Target, Template};
 use crate::load::schedule::{Arrivals, Rate};
-use crate::load::{self, verdict, Model, Plan};
+use crate::load::{self, scenario, verdict, Model, Plan};
 use crate::report::load as report;
 use crate::store::{Metric, NewRun, Store};
 use crate::target::signals;
@@ -148,6 +148,17 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
     let nofile = raise_nofile() as usize;
     let cap_limit = nofile.saturating_sub(64).max(1);
     let (model, mut description) = match (args.rate, args.ramp) {
+        _ if args.scenario.is_some() => {
+            let path = args.scenario.as_ref().expect("checked");
+            let sc = scenario::load(path).map_err(usage)?;
+            let d = format!(
+                "scenario {} ({} clients, {} steps)",
+                path.display(),
+                sc.clients,
+                sc.steps.len()
+            );
+            (Model::Scenario(Arc::new(sc)), d)
+        }
         (_, Some((from, to))) => {
             let over = duration.expect("--ramp requires -z");
             (
@@ -204,9 +215,18 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
             "--poisson goes with an open model: add -q RATE or --ramp FROM..TO",
         ));
     }
-    let max_connections = match model {
+    let max_connections = match &model {
         Model::Open { .. } => args.connections.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit),
-        Model::Closed { connections, .. } => connections,
+        Model::Closed { connections, .. } => *connections,
+        Model::Scenario(sc) => {
+            if sc.clients as usize > cap_limit {
+                return Err(usage(format!(
+                    "{} clients need {} connections, more than this process may open ({nofile}); raise `ulimit -n`",
+                    sc.clients, sc.clients
+                )));
+            }
+            sc.clients as usize
+        }
     };
     if let Some(d) = duration {
         description.push_str(&format!(" for {}", crate::units::format_duration(d)));
@@ -293,11 +313,15 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
         eprint!("\r\x1b[2K");
     }
     let v = verdict::judge(&outcome);
-    let model = match plan.model {
-        Model::Open { .. } => "open",
-        Model::Closed { .. } => "closed",
+    let (model, step_names): (&str, Vec<String>) = match &plan.model {
+        Model::Open { .. } => ("open", Vec::new()),
+        Model::Closed { .. } => ("closed", Vec::new()),
+        Model::Scenario(sc) => (
+            "scenario",
+            sc.steps.iter().map(|s| s.name.clone()).collect(),
+        ),
     };
-    let summary = report::summarize(&args.url, model, &description, &outcome, &v);
+    let summary = report::summarize(&args.url, model, &description, &outcome, &v, &step_names);
     let code = if outcome.interrupted {
         exit::INTERRUPTED
     } else {

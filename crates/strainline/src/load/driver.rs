@@ -15,15 +15,19 @@ use tokio::sync::Notify;
 
 use super::http::{self, Conn, Target, Template};
 use super::recorder::{ErrorKind, Recorder, Tally};
+use super::scenario::{Scenario, When};
 use super::schedule::{Arrivals, Rate, Share};
+use super::template::Vars;
 
 /// How load is offered.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Model {
     /// N connections, each sending its next request when the last completes.
     Closed { connections: usize, think: Duration },
     /// Requests at intended times, whatever the target does.
     Open { rate: Rate, arrivals: Arrivals },
+    /// Virtual clients running the steps of a scenario, each on its own connection.
+    Scenario(Arc<Scenario>),
 }
 
 /// A checked, complete description of a load run.
@@ -59,6 +63,8 @@ pub struct Second {
 /// What a run produced.
 pub struct Outcome {
     pub total: Tally,
+    /// Per scenario step (index as in the scenario), for the whole run.
+    pub steps: Vec<Tally>,
     pub seconds: Vec<Second>,
     /// Wall time from start until the last response (or timeout), seconds.
     pub elapsed: f64,
@@ -141,16 +147,24 @@ impl Ctx {
     }
 }
 
-/// One request on `conn` (reconnecting if needed), sent at `sent_at` and recorded
-/// against `intended`.
+/// When a request was meant to go and when it went.
+#[derive(Clone, Copy)]
+struct Timing {
+    intended: Instant,
+    sent_at: Instant,
+}
+
+/// One request on `conn` (reconnecting if needed), recorded against its intended time
+/// (and under its scenario step, if any).
 async fn exchange(
     ctx: &Ctx,
     slot: &Slot,
     conn: &mut Option<Conn>,
-    intended: Instant,
-    sent_at: Instant,
-    seq: u64,
+    out: http::Outgoing<'_>,
+    step: Option<usize>,
+    at: Timing,
 ) -> bool {
+    let Timing { intended, sent_at } = at;
     slot.expired.set(false);
     slot.deadline.set(Some(sent_at + ctx.timeout));
     let result = async {
@@ -163,8 +177,7 @@ async fn exchange(
             *conn = Some(c);
             ctx.rec.lock().unwrap().connection_opened();
         }
-        let c = conn.as_mut().expect("connected above");
-        http::send(c, &ctx.template, &ctx.target, &ctx.prepared, seq).await
+        http::send(conn.as_mut().expect("connected above"), &ctx.target, out).await
     }
     .await;
     slot.deadline.set(None);
@@ -175,14 +188,14 @@ async fn exchange(
     let done = Instant::now();
     // One lock per request: the send is counted with its outcome.
     let mut rec = ctx.rec.lock().unwrap();
-    rec.sent();
+    rec.sent(step);
     match result {
         Ok((status, bytes)) => {
-            rec.response(status, bytes, done - intended, done - sent_at);
+            rec.response(step, status, bytes, done - intended, done - sent_at);
             true
         }
         Err(kind) => {
-            rec.error(kind);
+            rec.error(step, kind);
             slot.fd.set(None);
             *conn = None;
             false
@@ -206,7 +219,19 @@ async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64, go: Rc<Notify>)
             }
         }
         // Closed model: the request is sent when it is meant to be.
-        let ok = exchange(&ctx, &slot, &mut conn, now, now, seq).await;
+        let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
+        let ok = exchange(
+            &ctx,
+            &slot,
+            &mut conn,
+            out,
+            None,
+            Timing {
+                intended: now,
+                sent_at: now,
+            },
+        )
+        .await;
         seq += 1;
         if !ok && conn.is_none() {
             // Do not spin on a refusing target.
@@ -214,6 +239,178 @@ async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64, go: Rc<Notify>)
         }
         if !think.is_zero() {
             tokio::time::sleep(think).await;
+        }
+    }
+}
+
+/// Sleeps until `until` (or the end of the run); false if the run is over.
+async fn sleep_or_stop(ctx: &Ctx, until: Instant) -> bool {
+    let wake = ctx.deadline.map_or(until, |d| d.min(until));
+    tokio::time::sleep_until(wake.into()).await;
+    !(ctx.cancel.load(Ordering::Relaxed) || ctx.deadline.is_some_and(|d| Instant::now() >= d))
+}
+
+/// One virtual client of a scenario: its `once` steps in order, then its periodic steps
+/// at their intended times and its weighted mix in between, on one connection.
+async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64, go: Rc<Notify>) {
+    let slot = ctx.slot();
+    let mut conn: Option<Conn> = None;
+    go.notified().await;
+    if !sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
+        return;
+    }
+    let mut seq = 0u64;
+    let mut rng = (sc.seed ^ client.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
+    let run = |i: usize, seq: u64| {
+        let st = &sc.steps[i];
+        let vars = Vars {
+            client,
+            seq,
+            row: sc.row(client),
+            random: &sc.random,
+        };
+        let mut body = Vec::new();
+        if let Some(b) = &st.body {
+            b.render(&vars, &mut body);
+        }
+        http::Rendered {
+            method: st.method.clone(),
+            path: st.path.render_string(&vars),
+            headers: st
+                .headers
+                .iter()
+                .filter_map(|(k, t)| {
+                    Some((
+                        k.clone(),
+                        hyper::header::HeaderValue::from_str(&t.render_string(&vars)).ok()?,
+                    ))
+                })
+                .collect(),
+            body: bytes::Bytes::from(body),
+        }
+    };
+    let over = |ctx: &Ctx| {
+        ctx.cancel.load(Ordering::Relaxed)
+            || ctx.deadline.is_some_and(|d| Instant::now() >= d)
+            || ctx
+                .tickets
+                .as_ref()
+                .is_some_and(|t| t.fetch_sub(1, Ordering::Relaxed) <= 0)
+    };
+    for (i, st) in sc
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.when == When::Once)
+    {
+        if over(&ctx) {
+            return;
+        }
+        let now = Instant::now();
+        let req = run(i, seq);
+        seq += 1;
+        exchange(
+            &ctx,
+            &slot,
+            &mut conn,
+            http::Outgoing::Rendered(&req),
+            Some(i),
+            Timing {
+                intended: now,
+                sent_at: now,
+            },
+        )
+        .await;
+        if !st.think.is_zero() && !sleep_or_stop(&ctx, Instant::now() + st.think).await {
+            return;
+        }
+    }
+    let t0 = Instant::now();
+    let mut periodic: Vec<(usize, Duration, Instant)> = sc
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s.when {
+            When::Every(p) => Some((i, p, t0 + sc.phase(client, p))),
+            _ => None,
+        })
+        .collect();
+    let mix: Vec<(usize, u32)> = sc
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s.when {
+            When::Weight(w) => Some((i, w)),
+            _ => None,
+        })
+        .collect();
+    let total_weight: u64 = mix.iter().map(|m| m.1 as u64).sum();
+    let mut just_woke = false;
+    loop {
+        let now = Instant::now();
+        let due = periodic
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, p)| p.2)
+            .map(|(k, p)| (k, p.2));
+        let (step, intended) = match due {
+            Some((k, next)) if next <= now => {
+                let (i, period, _) = periodic[k];
+                periodic[k].2 = next + period;
+                if just_woke {
+                    // The client was idle and its timer woke it: the lateness is the
+                    // generator's (recorded as lag), not the target's.
+                    ctx.rec.lock().unwrap().lag(now - next);
+                    (i, now)
+                } else {
+                    // Held up by its own previous request: measured from the intended
+                    // time, so a slow target cannot hide its slowness.
+                    (i, next)
+                }
+            }
+            _ if total_weight > 0 => {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let mut pick = rng % total_weight;
+                let i = mix
+                    .iter()
+                    .find(|(_, w)| {
+                        let hit = pick < *w as u64;
+                        pick = pick.saturating_sub(*w as u64);
+                        hit
+                    })
+                    .map_or(mix[0].0, |m| m.0);
+                (i, now)
+            }
+            Some((_, next)) => {
+                if !sleep_or_stop(&ctx, next).await {
+                    return;
+                }
+                just_woke = true;
+                continue;
+            }
+            None => return,
+        };
+        just_woke = false;
+        if over(&ctx) {
+            return;
+        }
+        let req = run(step, seq);
+        seq += 1;
+        let sent_at = Instant::now();
+        exchange(
+            &ctx,
+            &slot,
+            &mut conn,
+            http::Outgoing::Rendered(&req),
+            Some(step),
+            Timing { intended, sent_at },
+        )
+        .await;
+        let think = sc.steps[step].think;
+        if !think.is_zero() && !sleep_or_stop(&ctx, Instant::now() + think).await {
+            return;
         }
     }
 }
@@ -245,7 +442,19 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             pool.idle.set(pool.idle.get() - 1);
         };
         let Some((at, seq)) = job else { return };
-        exchange(&ctx, &slot, &mut conn, at, Instant::now(), seq).await;
+        let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
+        exchange(
+            &ctx,
+            &slot,
+            &mut conn,
+            out,
+            None,
+            Timing {
+                intended: at,
+                sent_at: Instant::now(),
+            },
+        )
+        .await;
     }
 }
 
@@ -312,17 +521,20 @@ pub fn run(
     cancel: Arc<AtomicBool>,
     mut progress: impl FnMut(&Second, &Tally),
 ) -> Outcome {
-    let threads = match plan.model {
-        Model::Closed { connections, .. } => plan.threads.clamp(1, connections.max(1)),
+    let threads = match &plan.model {
+        Model::Closed { connections, .. } => plan.threads.clamp(1, (*connections).max(1)),
         Model::Open { .. } => plan.threads.max(1),
+        Model::Scenario(sc) => plan.threads.clamp(1, sc.clients.max(1) as usize),
     };
     let per_thread =
         move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
     let recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
         .map(|_| Arc::new(Mutex::new(Recorder::default())))
         .collect();
-    let tickets = match (plan.model, plan.count) {
-        (Model::Closed { .. }, Some(n)) => Some(Arc::new(AtomicI64::new(n as i64))),
+    let tickets = match (&plan.model, plan.count) {
+        (Model::Closed { .. } | Model::Scenario(_), Some(n)) => {
+            Some(Arc::new(AtomicI64::new(n as i64)))
+        }
         _ => None,
     };
     let ready = Arc::new(AtomicI64::new(0));
@@ -361,7 +573,26 @@ pub fn run(
                     });
                     local.block_on(&rt, async move {
                         let dog = tokio::task::spawn_local(watchdog(slots));
-                        match plan.model {
+                        match plan.model.clone() {
+                            Model::Scenario(sc) => {
+                                let go = Rc::new(Notify::new());
+                                let tasks: Vec<_> = (w as u64..sc.clients)
+                                    .step_by(threads)
+                                    .map(|c| {
+                                        tokio::task::spawn_local(scenario_client(
+                                            ctx.clone(),
+                                            sc.clone(),
+                                            c,
+                                            go.clone(),
+                                        ))
+                                    })
+                                    .collect();
+                                tokio::time::sleep_until(start.into()).await;
+                                go.notify_waiters();
+                                for t in tasks {
+                                    let _ = t.await;
+                                }
+                            }
                             Model::Closed { connections, think } => {
                                 let go = Rc::new(Notify::new());
                                 let n = per_thread(connections, w);
@@ -462,7 +693,21 @@ pub fn run(
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
         seconds.pop();
     }
-    let scheduled = match plan.model {
+    let mut steps: Vec<Tally> = Vec::new();
+    for r in &recs {
+        let r = r.lock().unwrap();
+        if steps.len() < r.steps.len() {
+            steps.resize_with(r.steps.len(), Tally::default);
+        }
+        for (i, t) in r.steps.iter().enumerate() {
+            steps[i].merge(t);
+        }
+    }
+    let scheduled = match &plan.model {
+        Model::Scenario(sc) => plan
+            .duration
+            .and_then(|d| sc.scheduled(d).map(|n| (n, d.as_secs_f64())))
+            .filter(|(n, _)| *n > 0),
         Model::Open { rate, .. } => {
             let span = match (plan.duration, plan.count) {
                 (Some(d), Some(n)) => d.as_secs_f64().min(rate.time_of(n as f64)),
@@ -476,13 +721,14 @@ pub fn run(
     };
     Outcome {
         total,
+        steps,
         seconds,
         elapsed,
         scheduled,
         thread_cpu,
-        connections_asked: match plan.model {
-            Model::Closed { connections, .. } => connections,
-            Model::Open { .. } => 0,
+        connections_asked: match &plan.model {
+            Model::Closed { connections, .. } => *connections,
+            _ => 0,
         },
         connections_ready,
         threads,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2;
-use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
@@ -82,32 +82,12 @@ impl Template {
             Body::Fixed(b) => vec![b.clone()],
             Body::Random(pool) => pool.as_ref().clone(),
         };
+        let path = self.path.to_string();
         bodies
             .into_iter()
             .map(|body| {
                 let mut w = Vec::with_capacity(256 + body.len());
-                w.extend_from_slice(self.method.as_str().as_bytes());
-                w.push(b' ');
-                w.extend_from_slice(self.path.to_string().as_bytes());
-                w.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-                w.extend_from_slice(target.host_header.as_bytes());
-                w.extend_from_slice(b"\r\n");
-                let sends_length = !body.is_empty()
-                    || matches!(self.method, Method::POST | Method::PUT | Method::PATCH);
-                for (k, v) in &self.headers {
-                    if sends_length && *k == CONTENT_LENGTH {
-                        continue;
-                    }
-                    w.extend_from_slice(k.as_str().as_bytes());
-                    w.extend_from_slice(b": ");
-                    w.extend_from_slice(v.as_bytes());
-                    w.extend_from_slice(b"\r\n");
-                }
-                if sends_length {
-                    w.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
-                }
-                w.extend_from_slice(b"\r\n");
-                w.extend_from_slice(&body);
+                write_h1(&self.method, &path, target, &self.headers, &body, &mut w);
                 Bytes::from(w)
             })
             .collect()
@@ -115,38 +95,95 @@ impl Template {
 
     /// The request as hyper wants it (HTTP/2).
     pub fn build(&self, target: &Target, seq: u64) -> Request<Full<Bytes>> {
-        let body = self.body.pick(seq);
-        let mut req = Request::new(Full::new(body.clone()));
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = if target.http2 {
-            // HTTP/2 wants the full URI (it carries :scheme and :authority).
-            let scheme = if target.tls.is_some() {
-                "https"
-            } else {
-                "http"
-            };
-            format!(
-                "{scheme}://{}{}",
-                target.host_header.to_str().unwrap_or("localhost"),
-                self.path
-            )
-            .parse()
-            .unwrap_or_else(|_| self.path.clone())
-        } else {
-            self.path.clone()
-        };
-        let h = req.headers_mut();
-        if !target.http2 {
-            h.insert(HOST, target.host_header.clone());
-        }
-        if !body.is_empty() || matches!(self.method, Method::POST | Method::PUT | Method::PATCH) {
-            h.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-        }
-        for (k, v) in &self.headers {
-            h.insert(k.clone(), v.clone());
-        }
-        req
+        hyper_request(
+            &self.method,
+            &self.path.to_string(),
+            target,
+            &self.headers,
+            self.body.pick(seq),
+        )
     }
+}
+
+/// A request made for one send (scenario steps, whose text changes per request).
+pub struct Rendered {
+    pub method: Method,
+    pub path: String,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+/// What to send: request `seq` of the plan's template, or a rendered request.
+pub enum Outgoing<'a> {
+    Template(&'a Template, &'a [Bytes], u64),
+    Rendered(&'a Rendered),
+}
+
+fn sends_length(method: &Method, body: &[u8]) -> bool {
+    !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+}
+
+/// Writes an HTTP/1.1 request.
+fn write_h1(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+    w: &mut Vec<u8>,
+) {
+    w.extend_from_slice(method.as_str().as_bytes());
+    w.push(b' ');
+    w.extend_from_slice(path.as_bytes());
+    w.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    w.extend_from_slice(target.host_header.as_bytes());
+    w.extend_from_slice(b"\r\n");
+    let length = sends_length(method, body);
+    for (k, v) in headers {
+        if length && *k == CONTENT_LENGTH {
+            continue;
+        }
+        w.extend_from_slice(k.as_str().as_bytes());
+        w.extend_from_slice(b": ");
+        w.extend_from_slice(v.as_bytes());
+        w.extend_from_slice(b"\r\n");
+    }
+    if length {
+        w.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    w.extend_from_slice(b"\r\n");
+    w.extend_from_slice(body);
+}
+
+/// Builds a hyper request (HTTP/2 wants the full URI: it carries :scheme and :authority).
+fn hyper_request(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Bytes,
+) -> Request<Full<Bytes>> {
+    let length = sends_length(method, &body);
+    let len = body.len();
+    let mut req = Request::new(Full::new(body));
+    *req.method_mut() = method.clone();
+    let scheme = if target.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let authority = target.host_header.to_str().unwrap_or("localhost");
+    if let Ok(uri) = format!("{scheme}://{authority}{path}").parse::<Uri>() {
+        *req.uri_mut() = uri;
+    }
+    let h = req.headers_mut();
+    if length {
+        h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    for (k, v) in headers {
+        h.insert(k.clone(), v.clone());
+    }
+    req
 }
 
 /// One open connection, and its socket's descriptor so that the driver's watchdog can
@@ -250,28 +287,36 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
     ErrorKind::Reset
 }
 
-/// Sends request number `seq` and reads the whole response. Returns its status and body
-/// size. `prepared` holds the HTTP/1.1 requests' bytes, made once (see
-/// [`Template::prepare_h1`]).
+/// Sends a request and reads the whole response. Returns its status and body size.
 pub async fn send(
     conn: &mut Conn,
-    template: &Template,
     target: &Target,
-    prepared: &[Bytes],
-    seq: u64,
+    out: Outgoing<'_>,
 ) -> Result<(u16, u64), ErrorKind> {
     let s = match &mut conn.kind {
         Kind::H1(h) => {
-            let req = &prepared[(seq % prepared.len() as u64) as usize];
-            return h.exchange(req, template.method == Method::HEAD).await;
+            return match out {
+                Outgoing::Template(t, prepared, seq) => {
+                    let req = &prepared[(seq % prepared.len() as u64) as usize];
+                    h.exchange(req, t.method == Method::HEAD).await
+                }
+                Outgoing::Rendered(r) => {
+                    let mut w = Vec::with_capacity(256 + r.body.len());
+                    write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
+                    h.exchange(&w, r.method == Method::HEAD).await
+                }
+            };
         }
         Kind::H2(s) => s,
     };
+    let req = match out {
+        Outgoing::Template(t, _, seq) => t.build(target, seq),
+        Outgoing::Rendered(r) => {
+            hyper_request(&r.method, &r.path, target, &r.headers, r.body.clone())
+        }
+    };
     s.ready().await.map_err(|e| hyper_kind(&e))?;
-    let resp = s
-        .send_request(template.build(target, seq))
-        .await
-        .map_err(|e| hyper_kind(&e))?;
+    let resp = s.send_request(req).await.map_err(|e| hyper_kind(&e))?;
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
     let mut bytes = 0u64;

@@ -7,7 +7,9 @@ pub mod driver;
 mod h1;
 pub mod http;
 pub mod recorder;
+pub mod scenario;
 pub mod schedule;
+pub mod template;
 mod timer;
 pub mod verdict;
 

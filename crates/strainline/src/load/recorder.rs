@@ -5,6 +5,7 @@
 //! the per-second series from it and adds it to the run's total.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -116,60 +117,83 @@ impl Tally {
     }
 }
 
-/// A worker's recorder: the current interval.
+/// A worker's recorder: the current interval, and each scenario step's whole run.
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub interval: Tally,
+    pub steps: Vec<Tally>,
 }
 
-fn us(d: std::time::Duration) -> u64 {
+fn us(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, MAX_US)
 }
 
-impl Recorder {
-    fn with(&mut self, f: impl Fn(&mut Tally)) {
-        f(&mut self.interval);
+impl Tally {
+    fn add_response(&mut self, status: u16, bytes: u64, corrected: u64, service: u64) {
+        self.completed += 1;
+        if status < 400 {
+            self.ok += 1;
+        }
+        *self.by_status.entry(status).or_default() += 1;
+        self.bytes_received += bytes;
+        self.corrected.saturating_record(corrected);
+        self.service.saturating_record(service);
     }
 
-    pub fn sent(&mut self) {
-        self.with(|t| t.sent += 1);
+    fn add_error(&mut self, kind: ErrorKind) {
+        *self.by_error.entry(kind).or_default() += 1;
+    }
+}
+
+impl Recorder {
+    fn step(&mut self, step: Option<usize>) -> Option<&mut Tally> {
+        let i = step?;
+        if self.steps.len() <= i {
+            self.steps.resize_with(i + 1, Tally::default);
+        }
+        Some(&mut self.steps[i])
+    }
+
+    /// A request was sent (of scenario step `step`, if any).
+    pub fn sent(&mut self, step: Option<usize>) {
+        self.interval.sent += 1;
+        if let Some(t) = self.step(step) {
+            t.sent += 1;
+        }
     }
 
     pub fn response(
         &mut self,
+        step: Option<usize>,
         status: u16,
         bytes: u64,
-        corrected: std::time::Duration,
-        service: std::time::Duration,
+        corrected: Duration,
+        service: Duration,
     ) {
         let (c, s) = (us(corrected), us(service));
-        self.with(|t| {
-            t.completed += 1;
-            if status < 400 {
-                t.ok += 1;
-            }
-            *t.by_status.entry(status).or_default() += 1;
-            t.bytes_received += bytes;
-            t.corrected.saturating_record(c);
-            t.service.saturating_record(s);
-        });
+        self.interval.add_response(status, bytes, c, s);
+        if let Some(t) = self.step(step) {
+            t.add_response(status, bytes, c, s);
+        }
     }
 
-    pub fn error(&mut self, kind: ErrorKind) {
-        self.with(|t| *t.by_error.entry(kind).or_default() += 1);
+    pub fn error(&mut self, step: Option<usize>, kind: ErrorKind) {
+        self.interval.add_error(kind);
+        if let Some(t) = self.step(step) {
+            t.add_error(kind);
+        }
     }
 
-    pub fn lag(&mut self, lag: std::time::Duration) {
-        let l = us(lag);
-        self.with(|t| t.lag.saturating_record(l));
+    pub fn lag(&mut self, lag: Duration) {
+        self.interval.lag.saturating_record(us(lag));
     }
 
     pub fn cap_hit(&mut self) {
-        self.with(|t| t.cap_hits += 1);
+        self.interval.cap_hits += 1;
     }
 
     pub fn connection_opened(&mut self) {
-        self.with(|t| t.connections_opened += 1);
+        self.interval.connections_opened += 1;
     }
 
     /// Hands over the current interval and starts a new one.
@@ -181,16 +205,32 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn records_into_the_interval_and_merges() {
         let mut r = Recorder::default();
-        r.sent();
-        r.response(200, 10, Duration::from_millis(5), Duration::from_millis(1));
-        r.sent();
-        r.response(503, 0, Duration::from_millis(7), Duration::from_millis(7));
-        r.error(ErrorKind::Reset);
+        r.sent(None);
+        r.response(
+            None,
+            200,
+            10,
+            Duration::from_millis(5),
+            Duration::from_millis(1),
+        );
+        r.sent(Some(1));
+        r.response(
+            Some(1),
+            503,
+            0,
+            Duration::from_millis(7),
+            Duration::from_millis(7),
+        );
+        r.error(Some(1), ErrorKind::Reset);
+        assert_eq!(
+            (r.steps[1].sent, r.steps[1].completed, r.steps[1].errors()),
+            (1, 1, 2)
+        );
+        assert_eq!(r.steps[0].sent, 0);
         let i = r.take_interval();
         assert_eq!((i.sent, i.completed, i.ok, i.errors()), (2, 2, 1, 2));
         assert_eq!(r.interval.sent, 0);

@@ -105,7 +105,12 @@ pub fn judge(o: &Outcome) -> Verdict {
             100.0 * achieved_rate / off
         ));
     }
-    reasons.extend(evidence);
+    if invalid {
+        reasons.extend(evidence);
+    } else {
+        // Not enough to invalidate the run, but worth knowing.
+        reasons.extend(evidence.into_iter().map(|e| format!("note: {e}")));
+    }
     Verdict {
         status: if invalid { "invalid" } else { "valid" },
         reasons,

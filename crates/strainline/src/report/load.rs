@@ -81,6 +81,18 @@ pub struct LoadSummary {
     pub cap_hits: u64,
     /// CPU seconds of each worker thread.
     pub generator_thread_cpu_seconds: Vec<f64>,
+    /// Per scenario step.
+    pub steps: Vec<StepSummary>,
+}
+
+/// One scenario step's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSummary {
+    pub name: String,
+    pub sent: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency_us: Percentiles,
 }
 
 pub fn summarize(
@@ -89,6 +101,7 @@ pub fn summarize(
     description: &str,
     o: &Outcome,
     v: &Verdict,
+    step_names: &[String],
 ) -> LoadSummary {
     let t: &Tally = &o.total;
     let attempts = t.completed + t.by_error.values().sum::<u64>();
@@ -129,6 +142,20 @@ pub fn summarize(
         connections_opened: t.connections_opened,
         cap_hits: t.cap_hits,
         generator_thread_cpu_seconds: o.thread_cpu.clone(),
+        steps: step_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let t = o.steps.get(i).cloned().unwrap_or_default();
+                StepSummary {
+                    name: name.clone(),
+                    sent: t.sent,
+                    ok: t.ok,
+                    errors: t.errors(),
+                    latency_us: percentiles(&t.corrected),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -177,7 +204,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             "Throughput", s.achieved_rate, s.elapsed_seconds
         )?,
     }
-    if s.model == "open" {
+    if s.model != "closed" {
         writeln!(
             out,
             "  Latency, from the intended send time (coordinated-omission corrected):"
@@ -188,6 +215,25 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     } else {
         writeln!(out, "  Latency (closed model: from the actual send):")?;
         pline(out, "", &s.latency_us)?;
+    }
+    if !s.steps.is_empty() {
+        writeln!(
+            out,
+            "  {:<14}{:>9} {:>9} {:>7} {:>9} {:>9}",
+            "Steps", "sent", "ok", "errors", "p50", "p99"
+        )?;
+        for st in &s.steps {
+            writeln!(
+                out,
+                "    {:<12}{:>9} {:>9} {:>7} {:>9} {:>9}",
+                st.name,
+                st.sent,
+                st.ok,
+                st.errors,
+                us(st.latency_us.p50),
+                us(st.latency_us.p99)
+            )?;
+        }
     }
     let statuses: Vec<String> = s
         .by_status
@@ -230,7 +276,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             0.0
         },
         s.connections_opened,
-        if s.model == "open" {
+        if s.model != "closed" {
             format!(", schedule lag p99 {}", us(s.schedule_lag_us.p99))
         } else {
             String::new()

@@ -320,3 +320,125 @@ fn requests_that_overrun_the_timeout_are_cut_and_counted() {
     // No successful request took longer than the timeout (plus the watchdog's 20 ms).
     assert!(f(&sum["latency_us"]["max"]) < 330_000.0, "{}", stdout(&out));
 }
+
+#[test]
+fn the_iot_scenario_registers_every_device_then_pushes_periodically() {
+    let srv = server(&["--cpu-cost", "1"]);
+    let s = Scratch::new();
+    std::fs::write(s.path("devices.csv"), "serial,model\nSN-1,A\nSN-2,B\n").unwrap();
+    std::fs::write(
+        s.path("iot.toml"),
+        r#"
+clients = 20
+ramp_up = "500ms"
+csv = "devices.csv"
+
+[[step]]
+name = "register"
+once = true
+path = "/register"
+body = '{"id": "dev-{{client}}", "serial": "{{csv.serial}}"}'
+
+[[step]]
+name = "push"
+every = "500ms"
+path = "/push/dev-{{client}}"
+body = "{{random 128}}"
+"#,
+    )
+    .unwrap();
+    let scenario = s.path("iot.toml");
+    let (out, doc) = load(
+        &s,
+        &[
+            &srv.url(""),
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "4s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["name"], "register");
+    assert_eq!(steps[0]["ok"], 20);
+    // 20 devices pushing every 500 ms for ~3.5 s after their start: 7 or 8 pushes each.
+    let pushes = steps[1]["ok"].as_u64().unwrap();
+    assert!((130..=165).contains(&pushes), "{pushes} pushes");
+    // The target agrees: every device registered before pushing, none unknown.
+    let (_, body) = srv.client().request("GET", "/stats", b"");
+    let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stats["registered"], 20);
+    assert_eq!(stats["not_found"], 0);
+    assert_eq!(stats["pushes"].as_u64(), Some(pushes));
+}
+
+#[test]
+fn a_weighted_mix_follows_its_weights() {
+    let srv = server(&[]);
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("mix.toml"),
+        "clients = 4\n[[step]]\nname = \"often\"\nweight = 3\npath = \"/health\"\n\
+         [[step]]\nname = \"rarely\"\nweight = 1\npath = \"/stats\"\n",
+    )
+    .unwrap();
+    let mix = s.path("mix.toml");
+    let (out, doc) = load(
+        &s,
+        &[
+            &srv.url(""),
+            "--scenario",
+            mix.to_str().unwrap(),
+            "-n",
+            "4000",
+        ],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        stdout(&out)
+    );
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let (often, rarely) = (f(&steps[0]["ok"]), f(&steps[1]["ok"]));
+    assert_eq!(often + rarely, 4000.0);
+    assert!((often / rarely - 3.0).abs() < 0.3, "{often} : {rarely}");
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_position() {
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("bad.toml"),
+        "clients = 2\n\n[[step]]\nonce = true\npath = \"/x/{{clinet}}\"\n",
+    )
+    .unwrap();
+    let bad = s.path("bad.toml");
+    let out = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "--scenario",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("bad.toml:5:12: unknown placeholder '{{clinet}}'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_shipped_iot_example_runs_against_the_testbed() {
+    let srv = server(&["--cpu-cost", "1"]);
+    let s = Scratch::new();
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/iot-devices.toml"
+    );
+    // Its 200 devices come online over 5 s.
+    let (out, doc) = load(&s, &[&srv.url(""), "--scenario", example, "-z", "6s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(doc["summary"]["steps"][0]["ok"], 200);
+    assert_eq!(doc["summary"]["errors"], 0);
+}

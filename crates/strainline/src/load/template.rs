@@ -1,0 +1,201 @@
+//! Templated text for scenario requests: `{{client}}` (the virtual client's number),
+//! `{{seq}}` (its request counter), `{{random N}}` (N random alphanumeric bytes) and
+//! `{{csv.COLUMN}}` (the client's row of the scenario's CSV file). Parsed once, rendered
+//! per request into a reused buffer.
+
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Lit(Vec<u8>),
+    Client,
+    Seq,
+    Random(usize),
+    Csv(usize),
+}
+
+/// A parsed template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Text {
+    pieces: Vec<Piece>,
+}
+
+/// Values a template is rendered with.
+pub struct Vars<'a> {
+    pub client: u64,
+    pub seq: u64,
+    /// The client's CSV row, if the scenario has a CSV file.
+    pub row: Option<&'a [String]>,
+    pub random: &'a RandomPool,
+}
+
+/// Random alphanumeric bytes, made once; `{{random N}}` takes a window of it.
+#[derive(Clone)]
+pub struct RandomPool(Arc<Vec<u8>>);
+
+impl std::fmt::Debug for RandomPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RandomPool({} bytes)", self.0.len())
+    }
+}
+
+impl RandomPool {
+    pub fn new(seed: u64) -> RandomPool {
+        const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut x = seed | 1;
+        let v = (0..64 * 1024)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ALNUM[(x % ALNUM.len() as u64) as usize]
+            })
+            .collect();
+        RandomPool(Arc::new(v))
+    }
+
+    fn write(&self, n: usize, salt: u64, out: &mut Vec<u8>) {
+        let pool = &self.0;
+        let mut start = (salt.wrapping_mul(7919) % pool.len() as u64) as usize;
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(pool.len() - start);
+            out.extend_from_slice(&pool[start..start + take]);
+            left -= take;
+            start = 0;
+        }
+    }
+}
+
+impl Text {
+    /// Parses `s`; `columns` are the CSV header's names. The error says what is wrong
+    /// and at which byte offset of `s`.
+    pub fn parse(s: &str, columns: &[String]) -> Result<Text, (usize, String)> {
+        let mut pieces = Vec::new();
+        let mut lit = Vec::new();
+        let mut i = 0;
+        while i < s.len() {
+            if s[i..].starts_with("{{") {
+                let close = s[i..]
+                    .find("}}")
+                    .ok_or((i, "'{{' without a closing '}}'".to_string()))?;
+                let inner = s[i + 2..i + close].trim();
+                let piece = match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
+                    ["client"] => Piece::Client,
+                    ["seq"] => Piece::Seq,
+                    ["random", n] => Piece::Random(
+                        n.parse()
+                            .map_err(|_| (i, format!("{{{{random {n}}}}}: N must be a number of bytes")))?,
+                    ),
+                    [name] if name.starts_with("csv.") => {
+                        let col = &name[4..];
+                        let idx = columns.iter().position(|c| c == col).ok_or_else(|| {
+                            (
+                                i,
+                                if columns.is_empty() {
+                                    format!("{{{{{name}}}}} needs a csv file (add csv = \"FILE\" to the scenario)")
+                                } else {
+                                    format!("{{{{{name}}}}}: the CSV has no column '{col}' (it has: {})", columns.join(", "))
+                                },
+                            )
+                        })?;
+                        Piece::Csv(idx)
+                    }
+                    _ => {
+                        return Err((
+                            i,
+                            format!(
+                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}} or {{{{csv.COLUMN}}}})"
+                            ),
+                        ))
+                    }
+                };
+                if !lit.is_empty() {
+                    pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                }
+                pieces.push(piece);
+                i += close + 2;
+            } else {
+                let ch = s[i..].chars().next().expect("in bounds");
+                let mut b = [0u8; 4];
+                lit.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+                i += ch.len_utf8();
+            }
+        }
+        if !lit.is_empty() {
+            pieces.push(Piece::Lit(lit));
+        }
+        Ok(Text { pieces })
+    }
+
+    /// Whether the text is the same for every request.
+    pub fn is_constant(&self) -> bool {
+        self.pieces.iter().all(|p| matches!(p, Piece::Lit(_)))
+    }
+
+    pub fn render(&self, v: &Vars, out: &mut Vec<u8>) {
+        for p in &self.pieces {
+            match p {
+                Piece::Lit(b) => out.extend_from_slice(b),
+                Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
+                Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
+                Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
+                Piece::Csv(i) => {
+                    if let Some(cell) = v.row.and_then(|r| r.get(*i)) {
+                        out.extend_from_slice(cell.as_bytes())
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn render_string(&self, v: &Vars) -> String {
+        let mut out = Vec::new();
+        self.render(v, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_placeholder() {
+        let cols = vec!["serial".to_string(), "model".to_string()];
+        let t = Text::parse(
+            "/push/{{client}}?n={{seq}}&s={{csv.serial}}&r={{random 8}}",
+            &cols,
+        )
+        .unwrap();
+        let pool = RandomPool::new(1);
+        let row = vec!["SN-42".to_string(), "ICR".to_string()];
+        let out = t.render_string(&Vars {
+            client: 7,
+            seq: 3,
+            row: Some(&row),
+            random: &pool,
+        });
+        assert!(out.starts_with("/push/7?n=3&s=SN-42&r="), "{out}");
+        let r = &out["/push/7?n=3&s=SN-42&r=".len()..];
+        assert_eq!(r.len(), 8);
+        assert!(r.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert!(!t.is_constant());
+        assert!(Text::parse("/health", &cols).unwrap().is_constant());
+    }
+
+    #[test]
+    fn explains_bad_placeholders_with_their_position() {
+        let e = Text::parse("/x/{{clinet}}", &[]).unwrap_err();
+        assert_eq!(e.0, 3);
+        assert!(e.1.contains("unknown placeholder '{{clinet}}'"), "{}", e.1);
+        let e = Text::parse("/x/{{csv.id}}", &[]).unwrap_err();
+        assert!(e.1.contains("needs a csv file"), "{}", e.1);
+        let e = Text::parse("/x/{{csv.id}}", &["serial".to_string()]).unwrap_err();
+        assert!(e.1.contains("no column 'id' (it has: serial)"), "{}", e.1);
+        assert!(Text::parse("/x/{{seq", &[])
+            .unwrap_err()
+            .1
+            .contains("without a closing"));
+    }
+}
