@@ -62,24 +62,26 @@ printf 'ratio strainline/wrk (requests per generator-CPU-second):'
 for r in "${RATIOS[@]}"; do printf ' %.2f' "$r"; done; echo
 
 echo
-echo "Open model, 5000 req/s for ${DUR}s"
-timed "$SL" --store "$WORK/s.db" load "$URL" -q 5000 --threads 1 -z "${DUR}s" --json "$WORK/o.json" >/dev/null
-python3 - "$WORK/o.json" "$DUR" <<'PY'
+echo "Open model, 5000 req/s for ${DUR}s, 1 generator thread"
+read -r ocpu orss < <(timed "$SL" --store "$WORK/s.db" load "$URL" -q 5000 --threads 1 -z "${DUR}s" --json "$WORK/o.json")
+python3 - "$WORK/o.json" "$DUR" "$ocpu" "$orss" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
 sched = 5000 * float(sys.argv[2])
 print(f"strainline: achieved {s['achieved_rate']:.1f} req/s, sent {s['sent']} of {sched:.0f} scheduled "
-      f"(dropped {sched - s['sent']:.0f}), ok {s['ok']}, p99 {s['latency_us']['p99']} µs, "
-      f"schedule lag p99 {s['schedule_lag_us']['p99']} µs, verdict {s['status']}")
+      f"(dropped {sched - s['sent']:.0f}), ok {s['ok']}, corrected p99 {s['latency_us']['p99']} µs, "
+      f"schedule lag p99 {s['schedule_lag_us']['p99']} µs, CPU {float(sys.argv[3]):.2f} s, "
+      f"RSS {int(sys.argv[4]) / 1024:.1f} MiB, verdict {s['status']}")
 PY
 if command -v oha >/dev/null; then
-  taskset -c 0 oha -q 5000 -z "${DUR}s" --no-tui --json "$URL" > "$WORK/oha.json" 2>/dev/null || true
-  python3 - "$WORK/oha.json" <<'PY'
+  read -r hcpu hrss < <(timed oha -q 5000 -z "${DUR}s" --no-tui --latency-correction --output-format json "$URL")
+  python3 - "$WORK/out" "$hcpu" "$hrss" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["summary"]
 print(f"oha:        achieved {s['requestsPerSec']:.1f} req/s, success rate {s['successRate']:.4f}, "
-      f"p99 {d['latencyPercentiles']['p99'] * 1e6:.0f} µs")
+      f"corrected p99 {d['latencyPercentiles']['p99'] * 1e6:.0f} µs, CPU {float(sys.argv[2]):.2f} s, "
+      f"RSS {int(sys.argv[3]) / 1024:.1f} MiB")
 PY
 else
   echo "oha: not installed (cargo install oha) — skipped"
