@@ -370,13 +370,7 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
 
 /// The figures of a load run as named metrics.
 pub fn metrics(s: &report::LoadSummary) -> Vec<Metric> {
-    let m = |name: &str, value: f64, unit: &str, direction: &str| Metric {
-        name: name.into(),
-        value,
-        unit: unit.into(),
-        direction: direction.into(),
-        source: None,
-    };
+    let m = Metric::new;
     let ms = |us: u64| us as f64 / 1000.0;
     let mut v = vec![
         m("throughput", s.achieved_rate, "req/s", "higher"),

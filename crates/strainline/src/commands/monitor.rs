@@ -311,78 +311,34 @@ fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
 
 /// The figures of a monitor run, as named metrics for the store and for comparisons.
 pub fn metrics(s: &MonitorSummary) -> Vec<Metric> {
-    let m = |name: &str, value: f64, unit: &str, direction: &str, source: Option<&str>| Metric {
-        name: name.into(),
-        value,
-        unit: unit.into(),
-        direction: direction.into(),
-        source: source.map(Into::into),
-    };
+    let m = Metric::new;
     let mut v = vec![
-        m(
-            "peak_rss",
-            s.peak_rss.bytes as f64,
-            "bytes",
-            "lower",
-            Some(s.peak_rss.source.describe()),
-        ),
+        m("peak_rss", s.peak_rss.bytes as f64, "bytes", "lower").from(s.peak_rss.source.describe()),
         m(
             "peak_tree_rss_sampled",
             s.peak_tree_rss_sampled.bytes as f64,
             "bytes",
             "lower",
-            None,
         ),
-        m(
-            "cpu_avg",
-            s.cpu.avg_cores,
-            "cores",
-            "lower",
-            Some(&s.cpu.source),
-        ),
-        m("cpu_max", s.cpu.max_cores, "cores", "lower", None),
-        m(
-            "cpu_seconds",
-            s.cpu.total_seconds,
-            "s",
-            "lower",
-            Some(&s.cpu.source),
-        ),
-        m("duration", s.duration_seconds, "s", "lower", None),
-        m("max_threads", s.max_threads as f64, "count", "lower", None),
-        m("max_fds", s.max_fds as f64, "count", "lower", None),
-        m(
-            "max_processes",
-            s.max_processes as f64,
-            "count",
-            "none",
-            None,
-        ),
-        m("read_bytes", s.read_bytes as f64, "bytes", "lower", None),
-        m("write_bytes", s.write_bytes as f64, "bytes", "lower", None),
-        m(
-            "ctx_switches",
-            s.ctx_switches as f64,
-            "count",
-            "lower",
-            None,
-        ),
+        m("cpu_avg", s.cpu.avg_cores, "cores", "lower").from(&s.cpu.source),
+        m("cpu_max", s.cpu.max_cores, "cores", "lower"),
+        m("cpu_seconds", s.cpu.total_seconds, "s", "lower").from(&s.cpu.source),
+        m("duration", s.duration_seconds, "s", "lower"),
+        m("max_threads", s.max_threads as f64, "count", "lower"),
+        m("max_fds", s.max_fds as f64, "count", "lower"),
+        m("max_processes", s.max_processes as f64, "count", "none"),
+        m("read_bytes", s.read_bytes as f64, "bytes", "lower"),
+        m("write_bytes", s.write_bytes as f64, "bytes", "lower"),
+        m("ctx_switches", s.ctx_switches as f64, "count", "lower"),
         m(
             "monitor_overhead",
             s.overhead.percent_of_core,
             "% of core",
             "lower",
-            None,
         ),
     ];
     if let Some(c) = &s.cgroup_memory_peak {
-        v.push(m(
-            "cgroup_memory_peak",
-            c.bytes as f64,
-            "bytes",
-            "lower",
-            Some(c.source.describe()),
-        ));
+        v.push(m("cgroup_memory_peak", c.bytes as f64, "bytes", "lower").from(c.source.describe()));
     }
     v
 }

@@ -505,6 +505,15 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
     }
 }
 
+/// Waits for the common start, releases the tasks waiting on `go`, and waits for them.
+async fn release_and_join(go: &Notify, start: Instant, tasks: Vec<tokio::task::JoinHandle<()>>) {
+    tokio::time::sleep_until(start.into()).await;
+    go.notify_waiters();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
 /// CPU time of the calling thread, seconds.
 fn thread_cpu_seconds() -> f64 {
     // SAFETY: zeroed rusage is valid; getrusage fills it.
@@ -587,11 +596,7 @@ pub fn run(
                                         ))
                                     })
                                     .collect();
-                                tokio::time::sleep_until(start.into()).await;
-                                go.notify_waiters();
-                                for t in tasks {
-                                    let _ = t.await;
-                                }
+                                release_and_join(&go, start, tasks).await;
                             }
                             Model::Closed { connections, think } => {
                                 let go = Rc::new(Notify::new());
@@ -607,11 +612,7 @@ pub fn run(
                                         ))
                                     })
                                     .collect();
-                                tokio::time::sleep_until(start.into()).await;
-                                go.notify_waiters();
-                                for t in tasks {
-                                    let _ = t.await;
-                                }
+                                release_and_join(&go, start, tasks).await;
                             }
                             Model::Open { rate, arrivals } => {
                                 let share = Share::new(

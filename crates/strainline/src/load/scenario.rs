@@ -214,12 +214,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
             (false, None, Some(w)) => {
                 return Err(at(w.span().start, "weight must be at least 1".into()))
             }
-            (false, None, None) => return Err(at(
-                pos,
-                format!(
+            (false, None, None) => {
+                let msg = format!(
                     "step '{name}': say when it runs: once = true, every = \"200s\" or weight = 1"
-                ),
-            )),
+                );
+                return Err(at(pos, msg));
+            }
             _ => {
                 return Err(at(
                     pos,

@@ -74,6 +74,25 @@ pub struct Metric {
     pub source: Option<String>,
 }
 
+impl Metric {
+    /// A metric; `direction` is `lower`, `higher` or `none` (which way is better).
+    pub fn new(name: &str, value: f64, unit: &str, direction: &str) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+            direction: direction.into(),
+            source: None,
+        }
+    }
+
+    /// Says where the figure came from.
+    pub fn from(mut self, source: &str) -> Metric {
+        self.source = Some(source.into());
+        self
+    }
+}
+
 /// One row of `strainline runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
