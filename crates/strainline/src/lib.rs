@@ -3,6 +3,7 @@
 //! measured) → `store` (results) → `report` (what people read) — and `commands` wires
 //! them together for each subcommand.
 
+pub mod analysis;
 pub mod cli;
 pub mod clock;
 pub mod commands;
