@@ -13,6 +13,7 @@ pub mod measure;
 pub mod monitor;
 pub mod report;
 pub mod store;
+pub mod suite;
 pub mod target;
 pub mod units;
 

@@ -5,5 +5,6 @@ pub mod cgroup;
 pub mod procfs;
 pub mod sampler;
 pub mod tree;
+pub mod watch;
 
 pub use sampler::{Ending, Reaped, Sampler, SamplerConfig};

@@ -131,6 +131,15 @@ impl Sampler {
         self.live.keys().copied().collect()
     }
 
+    /// Live members whose parent is `parent` (for strainline: the ones it must reap).
+    pub fn children_of(&self, parent: u32) -> Vec<u32> {
+        self.live
+            .iter()
+            .filter(|(_, p)| p.last.ppid == parent)
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
     /// Records what wait4 said about a process strainline reaped.
     pub fn on_reaped(&mut self, pid: u32, r: Reaped) {
         self.reaped.insert(pid, r);

@@ -103,29 +103,38 @@ pub fn sleep_until(deadline: Instant, pidfd: Option<&OwnedFd>) -> bool {
     }
 }
 
+/// Reaps one exited child, without blocking: any child for `pid` = -1, else that one.
+fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+    if got <= 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((
+        got as u32,
+        Reaped {
+            exit: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+            maxrss_bytes: ru.ru_maxrss as u64 * 1024,
+            cpu_seconds: tv(ru.ru_utime) + tv(ru.ru_stime),
+        },
+    ))
+}
+
 /// Reaps every child that has exited, without blocking.
 pub fn reap_exited() -> Vec<(u32, Reaped)> {
-    let mut out = Vec::new();
-    loop {
-        let mut status = 0;
-        // SAFETY: zeroed rusage is valid; wait4 fills it.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, &mut ru) };
-        if pid <= 0 {
-            break;
-        }
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        out.push((
-            pid as u32,
-            Reaped {
-                exit: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
-                signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
-                maxrss_bytes: ru.ru_maxrss as u64 * 1024,
-                cpu_seconds: tv(ru.ru_utime) + tv(ru.ru_stime),
-            },
-        ));
-    }
-    out
+    std::iter::from_fn(|| reap_one(-1)).collect()
+}
+
+/// Reaps those of `pids` that have exited, without blocking, leaving other children
+/// (commands another part of strainline is waiting for) alone.
+pub fn reap_these(pids: &[u32]) -> Vec<(u32, Reaped)> {
+    pids.iter()
+        .filter_map(|&p| reap_one(p as libc::pid_t))
+        .collect()
 }
 
 /// Sends `sig` to `pid`; a process that is already gone is not an error.

@@ -1,0 +1,209 @@
+//! Gates: `p99 < 200ms`, `error_rate < 0.1%`, `peak_rss < 17MiB`, `leak = none`. A gate
+//! names a metric, a comparison and a value with a unit; the value is converted to the
+//! metric's own unit before comparing. A gate on a metric the test kind does not produce
+//! is a configuration error, never a silent pass.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Op {
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Eq => "=",
+            Op::Ne => "!=",
+        }
+    }
+}
+
+/// A parsed gate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gate {
+    pub text: String,
+    pub metric: String,
+    pub op: Op,
+    /// The threshold in the metric's unit.
+    pub value: f64,
+}
+
+/// How a metric's values are written in gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds; gates may say `us`, `ms`, `s`.
+    Ms,
+    /// Seconds; gates may say `us`, `ms`, `s`, `m`, `h`.
+    Seconds,
+    /// Bytes; gates may say `B`, `KiB`, `MiB`, `GiB` (also KB/MB/GB as binary).
+    Bytes,
+    /// A ratio 0..1; gates may say `0.1%` or `0.001`.
+    Ratio,
+    /// A yes/no finding: `none` (0) or `detected` (1).
+    Finding,
+    /// A plain number.
+    Number,
+}
+
+/// Parses `metric OP value` against the metrics the kind produces (`name`, unit).
+pub fn parse(text: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, String)> {
+    let t = text.trim();
+    let op_at = t.find(['<', '>', '=', '!']).ok_or((
+        0,
+        format!("'{t}' is not a gate: write METRIC < VALUE, e.g. latency_p99 < 200ms"),
+    ))?;
+    let metric = t[..op_at].trim().to_string();
+    let rest = &t[op_at..];
+    let (op, len) = [
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("!=", Op::Ne),
+        ("==", Op::Eq),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+        ("=", Op::Eq),
+    ]
+    .into_iter()
+    .find(|(s, _)| rest.starts_with(s))
+    .map(|(s, o)| (o, s.len()))
+    .ok_or((op_at, "expected one of < <= > >= = !=".to_string()))?;
+    let unit = metrics
+        .iter()
+        .find(|(n, _)| *n == metric)
+        .map(|(_, u)| *u)
+        .ok_or_else(|| {
+            let names: Vec<&str> = metrics.iter().map(|(n, _)| *n).collect();
+            (
+                0,
+                format!(
+                    "unknown metric '{metric}' (this test kind produces: {})",
+                    names.join(", ")
+                ),
+            )
+        })?;
+    let raw = rest[len..].trim();
+    let value_at = op_at + len + (rest[len..].len() - rest[len..].trim_start().len());
+    let value = value(raw, unit).map_err(|e| (value_at, e))?;
+    Ok(Gate {
+        text: t.to_string(),
+        metric,
+        op,
+        value,
+    })
+}
+
+fn value(raw: &str, unit: Unit) -> Result<f64, String> {
+    if unit == Unit::Finding {
+        return match raw {
+            "none" | "no" | "false" => Ok(0.0),
+            "detected" | "yes" | "true" => Ok(1.0),
+            _ => Err(format!("'{raw}': expected none or detected")),
+        };
+    }
+    let split = raw
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' || c == '+'))
+        .unwrap_or(raw.len());
+    let (num, suffix) = raw.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{raw}' is not a number with a unit (e.g. 200ms, 17MiB, 0.1%)"))?;
+    let suffix = suffix.trim();
+    let scale = match (unit, suffix) {
+        (_, "") => 1.0,
+        (Unit::Ms, "us" | "µs") => 1e-3,
+        (Unit::Ms, "ms") => 1.0,
+        (Unit::Ms, "s") => 1e3,
+        (Unit::Seconds, "us" | "µs") => 1e-6,
+        (Unit::Seconds, "ms") => 1e-3,
+        (Unit::Seconds, "s") => 1.0,
+        (Unit::Seconds, "m") => 60.0,
+        (Unit::Seconds, "h") => 3600.0,
+        (Unit::Bytes, "B") => 1.0,
+        (Unit::Bytes, "KiB" | "KB" | "K") => 1024.0,
+        (Unit::Bytes, "MiB" | "MB" | "M") => 1024.0 * 1024.0,
+        (Unit::Bytes, "GiB" | "GB" | "G") => 1024.0 * 1024.0 * 1024.0,
+        (Unit::Ratio, "%") => 0.01,
+        (Unit::Number, "%") => 1.0,
+        _ => {
+            return Err(format!(
+                "'{suffix}' is not a unit for this metric (value '{raw}')"
+            ))
+        }
+    };
+    Ok(n * scale)
+}
+
+impl Gate {
+    pub fn holds(&self, v: f64) -> bool {
+        match self.op {
+            Op::Lt => v < self.value,
+            Op::Le => v <= self.value,
+            Op::Gt => v > self.value,
+            Op::Ge => v >= self.value,
+            Op::Eq => (v - self.value).abs() < 1e-12,
+            Op::Ne => (v - self.value).abs() >= 1e-12,
+        }
+    }
+
+    /// The gate in words with the measured value, for reports.
+    pub fn describe(&self, v: f64) -> String {
+        format!(
+            "{} (measured {:.6}, needs {} {:.6})",
+            self.text,
+            v,
+            self.op.symbol(),
+            self.value
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: &[(&str, Unit)] = &[
+        ("latency_p99", Unit::Ms),
+        ("error_rate", Unit::Ratio),
+        ("peak_rss", Unit::Bytes),
+        ("leak", Unit::Finding),
+        ("cpu_per_op", Unit::Ms),
+    ];
+
+    #[test]
+    fn converts_units_to_the_metric_unit() {
+        let g = parse("latency_p99 < 0.2s", M).unwrap();
+        assert_eq!((g.op, g.value), (Op::Lt, 200.0));
+        assert_eq!(parse("error_rate < 0.1%", M).unwrap().value, 0.001);
+        assert_eq!(
+            parse("peak_rss <= 17MiB", M).unwrap().value,
+            17.0 * 1048576.0
+        );
+        let g = parse("leak = none", M).unwrap();
+        assert!(g.holds(0.0) && !g.holds(1.0));
+        assert!(parse("cpu_per_op < 2ms", M).unwrap().holds(1.5));
+    }
+
+    #[test]
+    fn unknown_metrics_and_units_are_errors() {
+        let e = parse("p99 < 200ms", M).unwrap_err();
+        assert!(
+            e.1.contains("unknown metric 'p99' (this test kind produces: latency_p99"),
+            "{}",
+            e.1
+        );
+        let e = parse("peak_rss < 17 parsecs", M).unwrap_err();
+        assert_eq!(e.0, 11);
+        assert!(e.1.contains("not a unit"), "{}", e.1);
+        assert!(parse("latency_p99 ~ 3", M).is_err());
+    }
+}

@@ -1,0 +1,824 @@
+//! The suite file: a TOML description of the target, the tests and their gates, checked
+//! before anything runs — unknown keys, wrong types, bad durations and gates on metrics
+//! a test does not produce are refused as `FILE:LINE:COLUMN: what is wrong` — and
+//! expanded into concrete cases (matrix × repetitions).
+
+pub mod gate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::units::parse_duration;
+use gate::{Gate, Unit};
+
+/// The test kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Bench,
+    Ramp,
+    Soak,
+    Rounds,
+    Crash,
+    Scale,
+    Harness,
+}
+
+impl Kind {
+    fn parse(s: &str) -> Option<Kind> {
+        Some(match s {
+            "bench" => Kind::Bench,
+            "ramp" => Kind::Ramp,
+            "soak" => Kind::Soak,
+            "rounds" => Kind::Rounds,
+            "crash" => Kind::Crash,
+            "scale" => Kind::Scale,
+            "harness" => Kind::Harness,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Bench => "bench",
+            Kind::Ramp => "ramp",
+            Kind::Soak => "soak",
+            Kind::Rounds => "rounds",
+            Kind::Crash => "crash",
+            Kind::Scale => "scale",
+            Kind::Harness => "harness",
+        }
+    }
+
+    /// The metrics a case of this kind produces, by name and unit: what gates may name.
+    pub fn metrics(self) -> Vec<(&'static str, Unit)> {
+        use Unit::*;
+        let load = [
+            ("throughput", Number),
+            ("latency_p50", Ms),
+            ("latency_p90", Ms),
+            ("latency_p99", Ms),
+            ("latency_max", Ms),
+            ("service_p50", Ms),
+            ("service_p99", Ms),
+            ("error_rate", Ratio),
+        ];
+        let target = [
+            ("peak_rss", Bytes),
+            ("target_cpu", Number),
+            ("log_errors", Number),
+            ("log_warnings", Number),
+        ];
+        let mut m: Vec<(&str, Unit)> = match self {
+            Kind::Bench => [
+                &load[..],
+                &target[..],
+                &[("cpu_per_op", Ms), ("throughput_cv", Ratio)],
+            ]
+            .concat(),
+            Kind::Ramp => [
+                &target[..],
+                &[
+                    ("ceiling", Number),
+                    ("knee", Number),
+                    ("max_throughput", Number),
+                ],
+            ]
+            .concat(),
+            Kind::Soak => [
+                &load[..],
+                &target[..],
+                &[
+                    ("leak", Finding),
+                    ("fd_leak", Finding),
+                    ("thread_leak", Finding),
+                    ("rss_growth", Bytes),
+                    ("retained_per_op", Bytes),
+                    ("mib_per_client", Number),
+                    ("capacity_ideal_clients", Number),
+                    ("capacity_safe_clients", Number),
+                    ("capacity_ram_clients", Number),
+                ],
+            ]
+            .concat(),
+            Kind::Rounds => [
+                &target[..],
+                &[
+                    ("leak", Finding),
+                    ("retained_per_op", Bytes),
+                    ("retained_total", Bytes),
+                    ("degradation", Finding),
+                    ("throughput", Number),
+                ],
+            ]
+            .concat(),
+            Kind::Crash => vec![
+                ("failed_iterations", Number),
+                ("survived_iterations", Number),
+            ],
+            Kind::Scale => vec![("exponent", Number), ("superlinear", Finding)],
+            Kind::Harness => vec![
+                ("peak_rss", Bytes),
+                ("cpu_avg", Number),
+                ("duration", Seconds),
+                ("exit_code", Number),
+            ],
+        };
+        m.sort_by_key(|x| x.0);
+        m
+    }
+}
+
+/// How to tell the target is ready.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ready {
+    /// An HTTP GET answering below 500.
+    Http(String),
+    /// A TCP connect succeeding.
+    Tcp(String),
+    /// A line of the target's output matching this regex.
+    Log(String),
+    /// Just wait.
+    Delay(Duration),
+}
+
+/// The system under test.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    pub build: Option<Vec<String>>,
+    /// argv, with `{{var}}` placeholders; run through `sh -c` when `shell`.
+    pub command: Vec<String>,
+    pub shell: bool,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub ready: Ready,
+    pub ready_timeout: Duration,
+    pub stop_signal: i32,
+    pub stop_grace: Duration,
+}
+
+/// Log analysis: regexes counted per case.
+#[derive(Debug, Clone, Default)]
+pub struct LogSpec {
+    pub errors: Vec<regex_lite::Regex>,
+    pub warnings: Vec<regex_lite::Regex>,
+    pub classes: Vec<(String, regex_lite::Regex)>,
+}
+
+/// One request sent after the target is ready, before a test measures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupRequest {
+    #[serde(default = "default_post")]
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub body: String,
+}
+
+fn default_post() -> String {
+    "POST".into()
+}
+
+/// A `[[test]]`, with every duration already parsed (and scaled by `--time-scale`).
+#[derive(Debug, Clone)]
+pub struct Test {
+    pub name: String,
+    pub kind: Kind,
+    pub repeat: u32,
+    pub matrix: Vec<(String, Vec<String>)>,
+    pub gates: Vec<Gate>,
+    /// Gates naming metrics a harness prints, checked after it ran.
+    pub harness_gates: Vec<String>,
+    pub interval: Duration,
+    // HTTP workload
+    pub url: Option<String>,
+    pub method: String,
+    pub body: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub rate: Option<f64>,
+    pub connections: Option<usize>,
+    pub duration: Duration,
+    pub threads: Option<usize>,
+    pub setup: Vec<SetupRequest>,
+    // ramp
+    pub start: f64,
+    pub step: f64,
+    pub step_duration: Duration,
+    pub max_steps: u32,
+    pub slo_p99: Option<Duration>,
+    pub max_error_rate: f64,
+    // soak
+    pub leak_budget: f64,
+    pub horizon: Duration,
+    pub clients: Option<u64>,
+    pub client_period: Option<Duration>,
+    pub ram: Option<f64>,
+    // rounds
+    pub rounds: u32,
+    pub ops: u64,
+    pub quiesce_url: Option<String>,
+    pub settle: Duration,
+    // crash, scale, harness
+    pub command: Option<Vec<String>>,
+    pub iterations: u32,
+    pub kill_after: (Duration, Duration),
+    pub kill_at_log: Option<regex_lite::Regex>,
+    pub verify: Option<Vec<String>>,
+    pub sizes: Vec<u64>,
+}
+
+/// A checked suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    pub path: PathBuf,
+    pub target: Option<TargetSpec>,
+    pub logs: LogSpec,
+    pub tests: Vec<Test>,
+}
+
+/// One concrete case: a test with its matrix values and repetition.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub test: usize,
+    pub name: String,
+    pub vars: BTreeMap<String, String>,
+    pub repetition: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    suite: Option<RawMeta>,
+    target: Option<RawTarget>,
+    logs: Option<RawLogs>,
+    #[serde(default)]
+    test: Vec<Spanned<RawTest>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMeta {
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    build: Option<Vec<String>>,
+    command: Spanned<Vec<String>>,
+    #[serde(default)]
+    shell: bool,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    ready: Option<Spanned<String>>,
+    ready_timeout: Option<Spanned<String>>,
+    stop_signal: Option<Spanned<String>>,
+    stop_grace: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLogs {
+    #[serde(default)]
+    errors: Vec<Spanned<String>>,
+    #[serde(default)]
+    warnings: Vec<Spanned<String>>,
+    #[serde(default)]
+    classes: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTest {
+    name: String,
+    kind: Spanned<String>,
+    repeat: Option<u32>,
+    #[serde(default)]
+    matrix: BTreeMap<String, Vec<toml::Value>>,
+    #[serde(default)]
+    gates: Vec<Spanned<String>>,
+    interval: Option<Spanned<String>>,
+    url: Option<String>,
+    method: Option<String>,
+    body: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    rate: Option<f64>,
+    connections: Option<usize>,
+    duration: Option<Spanned<String>>,
+    threads: Option<usize>,
+    #[serde(default)]
+    setup: Vec<SetupRequest>,
+    start: Option<f64>,
+    step: Option<f64>,
+    step_duration: Option<Spanned<String>>,
+    max_steps: Option<u32>,
+    slo_p99: Option<Spanned<String>>,
+    max_error_rate: Option<f64>,
+    leak_budget: Option<Spanned<String>>,
+    horizon: Option<Spanned<String>>,
+    clients: Option<u64>,
+    client_period: Option<Spanned<String>>,
+    ram: Option<Spanned<String>>,
+    rounds: Option<u32>,
+    ops: Option<u64>,
+    quiesce_url: Option<String>,
+    settle: Option<Spanned<String>>,
+    command: Option<Vec<String>>,
+    iterations: Option<u32>,
+    kill_after: Option<Spanned<String>>,
+    kill_at_log: Option<Spanned<String>>,
+    verify: Option<Vec<String>>,
+    #[serde(default)]
+    sizes: Vec<u64>,
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |nl| before.len() - nl - 1)
+        + 1;
+    (line, col)
+}
+
+/// Parses `1024`, `17MiB`, `2GiB` into bytes.
+fn bytes(s: &str) -> Option<f64> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let n: f64 = s[..split].parse().ok()?;
+    let scale = match s[split..].trim() {
+        "" | "B" => 1.0,
+        "KiB" | "KB" | "K" => 1024.0,
+        "MiB" | "MB" | "M" => 1048576.0,
+        "GiB" | "GB" | "G" => 1073741824.0,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
+fn signal(s: &str) -> Option<i32> {
+    Some(match s.trim_start_matches("SIG") {
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "HUP" => libc::SIGHUP,
+        "QUIT" => libc::SIGQUIT,
+        "KILL" => libc::SIGKILL,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        _ => return None,
+    })
+}
+
+/// Reads and checks a suite; `time_scale` multiplies every duration (0.01 runs a 2 h
+/// soak in 72 s).
+pub fn load(path: &Path, time_scale: f64) -> Result<Suite, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(&text, path, time_scale)
+}
+
+pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> {
+    let at = |offset: usize, msg: String| {
+        let (l, c) = line_col(text, offset);
+        format!("{}:{l}:{c}: {msg}", path.display())
+    };
+    let raw: RawSuite = toml::from_str(text).map_err(|e| {
+        at(
+            e.span().map_or(0, |s| s.start),
+            e.message().trim().to_string(),
+        )
+    })?;
+    // Durations are checked as written, then scaled.
+    let dur = |s: &Spanned<String>, key: &str, scaled: bool| -> Result<Duration, String> {
+        let d =
+            parse_duration(s.get_ref()).map_err(|e| at(s.span().start, format!("{key}: {e}")))?;
+        Ok(if scaled { d.mul_f64(time_scale) } else { d })
+    };
+    let opt_dur = |s: &Option<Spanned<String>>,
+                   key: &str,
+                   default: Duration,
+                   scaled: bool|
+     -> Result<Duration, String> {
+        match s {
+            Some(s) => dur(s, key, scaled),
+            None => Ok(if scaled {
+                default.mul_f64(time_scale)
+            } else {
+                default
+            }),
+        }
+    };
+    let regex = |s: &Spanned<String>, key: &str| {
+        regex_lite::Regex::new(s.get_ref()).map_err(|e| {
+            at(
+                s.span().start,
+                format!("{key}: not a regular expression: {e}"),
+            )
+        })
+    };
+    let target = match &raw.target {
+        Some(t) => {
+            if t.command.get_ref().is_empty() {
+                return Err(at(t.command.span().start, "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]".into()));
+            }
+            let ready = match &t.ready {
+                None => Ready::Delay(Duration::from_millis(500)),
+                Some(r) => {
+                    let v = r.get_ref();
+                    if v.starts_with("http://") || v.starts_with("https://") {
+                        Ready::Http(v.clone())
+                    } else if let Some(a) = v.strip_prefix("tcp://") {
+                        Ready::Tcp(a.to_string())
+                    } else if let Some(re) = v.strip_prefix("log:") {
+                        regex_lite::Regex::new(re)
+                            .map_err(|e| at(r.span().start, format!("ready: bad regex: {e}")))?;
+                        Ready::Log(re.to_string())
+                    } else if let Some(d) = v.strip_prefix("delay:") {
+                        Ready::Delay(
+                            parse_duration(d)
+                                .map_err(|e| at(r.span().start, format!("ready: {e}")))?,
+                        )
+                    } else {
+                        return Err(at(
+                            r.span().start,
+                            format!("ready: '{v}' (expected http://…, tcp://HOST:PORT, log:REGEX or delay:DURATION)"),
+                        ));
+                    }
+                }
+            };
+            let stop_signal = match &t.stop_signal {
+                Some(s) => signal(s.get_ref()).ok_or_else(|| {
+                    at(
+                        s.span().start,
+                        format!(
+                            "stop_signal: '{}' (expected TERM, INT, HUP, QUIT, KILL, USR1 or USR2)",
+                            s.get_ref()
+                        ),
+                    )
+                })?,
+                None => libc::SIGTERM,
+            };
+            Some(TargetSpec {
+                build: t.build.clone(),
+                command: t.command.get_ref().clone(),
+                shell: t.shell,
+                env: t.env.clone(),
+                cwd: t.cwd.as_ref().map(PathBuf::from),
+                ready,
+                ready_timeout: opt_dur(
+                    &t.ready_timeout,
+                    "ready_timeout",
+                    Duration::from_secs(10),
+                    false,
+                )?,
+                stop_signal,
+                stop_grace: opt_dur(&t.stop_grace, "stop_grace", Duration::from_secs(5), false)?,
+            })
+        }
+        None => None,
+    };
+    let mut logs = LogSpec::default();
+    if let Some(l) = &raw.logs {
+        for e in &l.errors {
+            logs.errors.push(regex(e, "logs.errors")?);
+        }
+        for w in &l.warnings {
+            logs.warnings.push(regex(w, "logs.warnings")?);
+        }
+        for (name, r) in &l.classes {
+            logs.classes.push((name.clone(), regex(r, "logs.classes")?));
+        }
+    }
+    let mut tests = Vec::new();
+    for t in &raw.test {
+        let pos = t.span().start;
+        let t = t.get_ref();
+        let kind = Kind::parse(t.kind.get_ref()).ok_or_else(|| {
+            at(
+                t.kind.span().start,
+                format!("kind: '{}' (expected one of: bench, ramp, soak, rounds, crash, scale, harness)", t.kind.get_ref()),
+            )
+        })?;
+        let metrics = kind.metrics();
+        let mut gates = Vec::new();
+        let mut harness_gates = Vec::new();
+        for g in &t.gates {
+            match gate::parse(g.get_ref(), &metrics) {
+                Ok(parsed) => gates.push(parsed),
+                Err((_, msg)) if kind == Kind::Harness && msg.starts_with("unknown metric") => {
+                    harness_gates.push(g.get_ref().clone())
+                }
+                Err((off, msg)) => {
+                    return Err(at(g.span().start + 1 + off, format!("gate: {msg}")))
+                }
+            }
+        }
+        let needs = |present: bool, what: &str| -> Result<(), String> {
+            if present {
+                Ok(())
+            } else {
+                Err(at(
+                    pos,
+                    format!("test '{}' ({}) needs {what}", t.name, kind.name()),
+                ))
+            }
+        };
+        match kind {
+            Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds => {
+                needs(t.url.is_some(), "url = \"http://127.0.0.1:{{port}}/…\"")?;
+                needs(target.is_some(), "a [target] to start")?;
+            }
+            Kind::Crash => {
+                needs(t.command.is_some(), "command = [\"…\"] (the work to kill)")?;
+                needs(
+                    t.verify.is_some(),
+                    "verify = [\"…\"] (the check after each kill)",
+                )?;
+            }
+            Kind::Scale => {
+                needs(t.command.is_some(), "command = [\"…\", \"{{size}}\"]")?;
+                needs(
+                    t.sizes.len() >= 3,
+                    "sizes = [N1, N2, N3, …] (at least three)",
+                )?;
+            }
+            Kind::Harness => needs(
+                t.command.is_some(),
+                "command = [\"…\"] (the harness binary)",
+            )?,
+        }
+        let kill_after = match &t.kill_after {
+            Some(k) => {
+                let v = k.get_ref();
+                let (a, b) = v.split_once("..").unwrap_or((v, v));
+                let p = |s: &str| {
+                    parse_duration(s).map_err(|e| {
+                        at(
+                            k.span().start,
+                            format!("kill_after: {e} (write e.g. 100ms..2s)"),
+                        )
+                    })
+                };
+                (p(a)?.mul_f64(time_scale), p(b)?.mul_f64(time_scale))
+            }
+            None => (
+                Duration::from_millis(100).mul_f64(time_scale),
+                Duration::from_secs(1).mul_f64(time_scale),
+            ),
+        };
+        let leak_budget = match &t.leak_budget {
+            Some(b) => bytes(b.get_ref()).ok_or_else(|| {
+                at(
+                    b.span().start,
+                    format!("leak_budget: '{}' (e.g. 10MiB)", b.get_ref()),
+                )
+            })?,
+            None => 10.0 * 1048576.0,
+        };
+        let ram = match &t.ram {
+            Some(b) => Some(bytes(b.get_ref()).ok_or_else(|| {
+                at(
+                    b.span().start,
+                    format!("ram: '{}' (e.g. 4GiB)", b.get_ref()),
+                )
+            })?),
+            None => None,
+        };
+        tests.push(Test {
+            name: t.name.clone(),
+            kind,
+            repeat: t.repeat.unwrap_or(1).max(1),
+            matrix: t
+                .matrix
+                .iter()
+                .map(|(k, vs)| {
+                    (
+                        k.clone(),
+                        vs.iter()
+                            .map(|v| match v {
+                                toml::Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+            gates,
+            harness_gates,
+            interval: opt_dur(&t.interval, "interval", Duration::from_millis(250), false)?,
+            url: t.url.clone(),
+            method: t.method.clone().unwrap_or_else(|| {
+                if t.body.is_some() {
+                    "POST".into()
+                } else {
+                    "GET".into()
+                }
+            }),
+            body: t.body.clone(),
+            headers: t.headers.clone(),
+            rate: t.rate,
+            connections: t.connections,
+            duration: opt_dur(&t.duration, "duration", Duration::from_secs(10), true)?,
+            threads: t.threads,
+            setup: t.setup.clone(),
+            start: t.start.unwrap_or(100.0),
+            step: t.step.unwrap_or(100.0),
+            step_duration: opt_dur(
+                &t.step_duration,
+                "step_duration",
+                Duration::from_secs(5),
+                true,
+            )?,
+            max_steps: t.max_steps.unwrap_or(50),
+            slo_p99: t
+                .slo_p99
+                .as_ref()
+                .map(|s| dur(s, "slo_p99", false))
+                .transpose()?,
+            max_error_rate: t.max_error_rate.unwrap_or(0.01),
+            leak_budget,
+            horizon: opt_dur(&t.horizon, "horizon", Duration::from_secs(24 * 3600), false)?,
+            clients: t.clients,
+            client_period: t
+                .client_period
+                .as_ref()
+                .map(|s| dur(s, "client_period", false))
+                .transpose()?,
+            ram,
+            rounds: t.rounds.unwrap_or(10),
+            ops: t.ops.unwrap_or(1000),
+            quiesce_url: t.quiesce_url.clone(),
+            settle: opt_dur(&t.settle, "settle", Duration::from_millis(500), true)?,
+            command: t.command.clone(),
+            iterations: t.iterations.unwrap_or(10),
+            kill_after,
+            kill_at_log: t
+                .kill_at_log
+                .as_ref()
+                .map(|r| regex(r, "kill_at_log"))
+                .transpose()?,
+            verify: t.verify.clone(),
+            sizes: t.sizes.clone(),
+        });
+    }
+    if tests.is_empty() {
+        return Err(at(0, "the suite has no [[test]]".into()));
+    }
+    let name = raw.suite.and_then(|s| s.name).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(Suite {
+        name,
+        path: path.to_path_buf(),
+        target,
+        logs,
+        tests,
+    })
+}
+
+impl Suite {
+    /// Every case, in order: each test's matrix (cartesian product) × its repetitions.
+    pub fn cases(&self) -> Vec<Case> {
+        let mut out = Vec::new();
+        for (ti, t) in self.tests.iter().enumerate() {
+            let mut combos: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
+            for (k, vs) in &t.matrix {
+                combos = combos
+                    .into_iter()
+                    .flat_map(|c| {
+                        vs.iter().map(move |v| {
+                            let mut c = c.clone();
+                            c.insert(k.clone(), v.clone());
+                            c
+                        })
+                    })
+                    .collect();
+            }
+            for vars in combos {
+                for r in 0..t.repeat {
+                    let mut name = t.name.clone();
+                    if !vars.is_empty() {
+                        let parts: Vec<String> =
+                            vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        name.push_str(&format!("[{}]", parts.join(",")));
+                    }
+                    if t.repeat > 1 {
+                        name.push_str(&format!("#{}", r + 1));
+                    }
+                    out.push(Case {
+                        test: ti,
+                        name,
+                        vars: vars.clone(),
+                        repetition: r,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Replaces `{{name}}` with its value.
+pub fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = s.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{{{k}}}}}"), v);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUITE: &str = r#"
+[target]
+command = ["strainline-testbed", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "{{workers}}"]
+ready = "http://127.0.0.1:{{port}}/health"
+
+[[test]]
+name = "bench"
+kind = "bench"
+repeat = 2
+matrix = { workers = [1, 2] }
+url = "http://127.0.0.1:{{port}}/health"
+rate = 200
+duration = "2s"
+gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
+"#;
+
+    #[test]
+    fn expands_the_matrix_and_repetitions() {
+        let s = parse(SUITE, Path::new("s.toml"), 1.0).unwrap();
+        let names: Vec<String> = s.cases().into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "bench[workers=1]#1",
+                "bench[workers=1]#2",
+                "bench[workers=2]#1",
+                "bench[workers=2]#2"
+            ]
+        );
+        assert_eq!(s.tests[0].gates.len(), 2);
+        assert_eq!(
+            substitute("--workers {{workers}}", &s.cases()[2].vars),
+            "--workers 2"
+        );
+    }
+
+    #[test]
+    fn time_scale_shrinks_durations() {
+        let s = parse(SUITE, Path::new("s.toml"), 0.01).unwrap();
+        assert_eq!(s.tests[0].duration, Duration::from_millis(20));
+    }
+
+    #[test]
+    fn mistakes_are_located() {
+        let e = parse(
+            &SUITE.replace("repeat = 2", "repaet = 2"),
+            Path::new("s.toml"),
+            1.0,
+        )
+        .unwrap_err();
+        assert!(e.starts_with("s.toml:9:1: unknown field `repaet`"), "{e}");
+        let e = parse(
+            &SUITE.replace("\"2s\"", "\"2 fortnights\""),
+            Path::new("s.toml"),
+            1.0,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("s.toml:13:12: duration: '2 fortnights' is not a duration"),
+            "{e}"
+        );
+        let e = parse(
+            &SUITE.replace("latency_p99 <", "p99 <"),
+            Path::new("s.toml"),
+            1.0,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("s.toml:14:11: gate: unknown metric 'p99'"),
+            "{e}"
+        );
+        let e = parse(
+            &SUITE.replace("kind = \"bench\"", "kind = \"benchmark\""),
+            Path::new("s.toml"),
+            1.0,
+        )
+        .unwrap_err();
+        assert!(e.contains("s.toml:8:8: kind: 'benchmark'"), "{e}");
+    }
+}
