@@ -28,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a command (or attach to a process) and watch its whole process tree.
     Monitor(MonitorArgs),
+    /// Run a suite: start the target, apply each test's workload, judge, store.
+    Run(RunArgs),
     /// Drive HTTP load at a URL: open model (-q RATE) or closed model (-c N).
     Load(Box<LoadArgs>),
     /// List the runs in the results store, newest first.
@@ -210,6 +212,21 @@ pub struct LoadArgs {
     /// No live progress line (it is only shown on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The suite file (TOML).
+    pub suite: PathBuf,
+    /// Multiply every duration of the suite (0.01 runs a 2 h soak in 72 s).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// A label for the run in the store (e.g. the version under test).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only the test with this name.
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 #[derive(Debug, Args)]

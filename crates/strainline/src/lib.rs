@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod host;
+pub mod kinds;
 pub mod load;
 pub mod measure;
 pub mod monitor;
@@ -48,6 +49,7 @@ impl Failure {
 pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
+        cli::Command::Run(args) => commands::run::run(&cli.store, args),
         cli::Command::Load(args) => commands::load::run(&cli.store, *args),
         cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
         cli::Command::Show(args) => commands::runs::show(&cli.store, args),

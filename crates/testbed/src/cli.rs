@@ -68,6 +68,13 @@ enum Cmd {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// Work of known complexity: --n units, or n²/1000 with --quadratic.
+    Work {
+        #[arg(long)]
+        n: u64,
+        #[arg(long)]
+        quadratic: bool,
+    },
     /// Leave behind a setsid daemon holding --mib MiB for --seconds, and exit at once.
     Daemonize {
         #[arg(long, default_value_t = 64)]
@@ -204,6 +211,10 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             linger_ms,
         } => {
             fixtures::daemonize(mib, seconds, linger_ms);
+            0
+        }
+        Cmd::Work { n, quadratic } => {
+            fixtures::work(n, quadratic);
             0
         }
         Cmd::Serve(a) => serve::run(

@@ -156,3 +156,21 @@ pub fn daemonize(mib: usize, seconds: f64, linger_ms: u64) {
     }
     std::thread::sleep(ms(linger_ms));
 }
+
+/// Work of known complexity for scale tests: `n` units (linear) or `n²/1000` units
+/// (quadratic), each a little hashing. Prints `ops=…` and `elapsed_ms=…`.
+pub fn work(n: u64, quadratic: bool) {
+    let start = Instant::now();
+    let units = if quadratic { n * n / 1000 } else { n };
+    let mut x = 0u64;
+    for i in 0..units {
+        for j in 0..200u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i ^ j));
+        }
+    }
+    println!(
+        "ops={units} elapsed_ms={:.3} check={}",
+        start.elapsed().as_secs_f64() * 1000.0,
+        x % 7
+    );
+}

@@ -22,6 +22,8 @@ pub struct Policy {
 pub struct Leak {
     /// x below which points were dropped as warm-up.
     pub warmup_until: f64,
+    /// How many points the warm-up was.
+    pub warmup_points: usize,
     pub points: usize,
     /// Growth per unit of x (Theil–Sen).
     pub slope: f64,
@@ -80,6 +82,19 @@ fn warmup_end(x: &[f64], y: &[f64]) -> usize {
     }
 }
 
+/// A p-value for people.
+pub fn p_text(p: f64) -> String {
+    if p < 1e-6 {
+        "Mann–Kendall p < 1e-6".into()
+    } else {
+        if p < 0.001 {
+            format!("Mann–Kendall p = {p:.1e}")
+        } else {
+            format!("Mann–Kendall p = {p:.3}")
+        }
+    }
+}
+
 /// Judges the series `(x, y)` (x increasing: time or work done).
 pub fn detect(x: &[f64], y: &[f64], policy: Policy) -> Option<Leak> {
     if x.len() < 8 || x.len() != y.len() {
@@ -105,19 +120,20 @@ pub fn detect(x: &[f64], y: &[f64], policy: Policy) -> Option<Leak> {
     let leak = trend && projected > policy.budget;
     let reason = if leak {
         format!(
-            "growing (Mann–Kendall p = {:.2e}), {:.4} per unit, {:.0} over the horizon, beyond the budget of {:.0}",
-            mk.p, slope, projected, policy.budget
+            "growing ({}), beyond the budget over the horizon",
+            p_text(mk.p)
         )
     } else if trend {
         format!(
-            "growing (p = {:.2e}) but only {:.0} over the horizon, within the budget of {:.0}",
-            mk.p, projected, policy.budget
+            "growing ({}) but within the budget over the horizon",
+            p_text(mk.p)
         )
     } else {
-        format!("no significant growth (Mann–Kendall p = {:.2})", mk.p)
+        format!("no significant growth ({})", p_text(mk.p))
     };
     Some(Leak {
         warmup_until: x[cut],
+        warmup_points: cut,
         points: xs.len(),
         slope,
         projected,

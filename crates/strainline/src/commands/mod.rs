@@ -3,4 +3,5 @@
 pub mod demo;
 pub mod load;
 pub mod monitor;
+pub mod run;
 pub mod runs;

@@ -158,12 +158,22 @@ impl Gate {
     /// The gate in words with the measured value, for reports.
     pub fn describe(&self, v: f64) -> String {
         format!(
-            "{} (measured {:.6}, needs {} {:.6})",
+            "{} (measured {}, needs {} {})",
             self.text,
-            v,
+            num(v),
             self.op.symbol(),
-            self.value
+            num(self.value)
         )
+    }
+}
+
+/// A number for people: whole numbers as such, others to four significant digits.
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+        format!("{v:.digits$}")
     }
 }
 

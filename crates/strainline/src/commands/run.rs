@@ -1,0 +1,239 @@
+//! `strainline run SUITE`: every case of the suite in order — start the target (build
+//! first if asked), apply the workload of the test's kind, stop the target, judge (the
+//! kind's own verdict, then the gates), store the case at once, print it — and finish
+//! with the suite's verdict as the exit code. Ctrl-C stops the target and keeps the
+//! completed cases.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::cli::RunArgs;
+use crate::exit;
+use crate::host::{git_state, Host};
+use crate::kinds::{self, CaseCtx, CaseResult, Status};
+use crate::store::{Metric, NewRun, Store};
+use crate::suite::{self, Kind};
+use crate::target::{lifecycle, signals};
+use crate::Failure;
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    Failure::new(exit::USAGE, msg).into()
+}
+
+pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        return Err(usage(format!(
+            "--time-scale {}: give a positive factor, e.g. 0.01",
+            args.time_scale
+        )));
+    }
+    let suite = suite::load(&args.suite, args.time_scale).map_err(usage)?;
+    let store = Store::open(store_path).map_err(|e| usage(e.to_string()))?;
+    let host = Host::current();
+    let cwd = std::env::current_dir()?;
+    let git = git_state(&cwd);
+    let run_id = store.begin_run(&NewRun {
+        kind: "suite",
+        label: args.label.as_deref(),
+        suite: Some(&suite.name),
+        command: &format!("run {}", args.suite.display()),
+        cwd: &cwd,
+        git: git.as_ref(),
+        host: &host,
+    })?;
+    signals::install();
+    let work = store_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!("run-{run_id}"));
+    std::fs::create_dir_all(&work)?;
+    let cases: Vec<suite::Case> = suite
+        .cases()
+        .into_iter()
+        .filter(|c| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| suite.tests[c.test].name == *o)
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err(usage(format!(
+            "no test named '{}' in {}",
+            args.only.unwrap_or_default(),
+            args.suite.display()
+        )));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Suite {} — {} case(s), run #{run_id}, logs in {}",
+        suite.name,
+        cases.len(),
+        work.display()
+    )?;
+    let mut worst = Status::Passed;
+    let mut done = 0;
+    let mut last_ceiling = None;
+    for (i, case) in cases.iter().enumerate() {
+        if signals::interrupted() {
+            break;
+        }
+        let test = &suite.tests[case.test];
+        let dir = work.join(format!("case-{:03}", i + 1));
+        std::fs::create_dir_all(&dir)?;
+        let mut vars = case.vars.clone();
+        vars.insert("port".into(), lifecycle::free_port().to_string());
+        vars.insert("dir".into(), dir.display().to_string());
+        writeln!(
+            out,
+            "\n[{}/{}] {} ({})",
+            i + 1,
+            cases.len(),
+            case.name,
+            test.kind.name()
+        )?;
+        out.flush()?;
+        let params = serde_json::to_string(&case.vars)?;
+        let case_id = store.begin_case(run_id, &case.name, test.kind.name(), Some(&params))?;
+        let ctx = CaseCtx {
+            suite: &suite,
+            test,
+            case,
+            vars,
+            dir: dir.clone(),
+            last_ceiling,
+        };
+        let mut result = match run_case(&ctx) {
+            Ok(r) => r,
+            Err(e) => {
+                let mut r = CaseResult::new();
+                r.fail(Status::Crashed, format!("{e:#}"));
+                r
+            }
+        };
+        if result.status != Status::Crashed {
+            if let Err(e) = kinds::apply_gates(test, &mut result) {
+                store.finish_run(
+                    run_id,
+                    "failed",
+                    Some(exit::USAGE),
+                    std::slice::from_ref(&e),
+                )?;
+                return Err(usage(format!("{}: {e}", args.suite.display())));
+            }
+        }
+        if test.kind == Kind::Ramp {
+            last_ceiling = result.metric("ceiling").or(last_ceiling);
+        }
+        if signals::interrupted() && result.status == Status::Passed && result.metrics.is_empty() {
+            break;
+        }
+        worst = worst.max(result.status);
+        done += 1;
+        print_case(&mut out, &result)?;
+        store.append_samples(case_id, &result.samples)?;
+        for (name, points) in &result.series {
+            store.append_series(case_id, name, points)?;
+        }
+        let processes = result
+            .target
+            .as_ref()
+            .map(|t| t.processes.clone())
+            .unwrap_or_default();
+        store.finish_case(
+            case_id,
+            result.status.name(),
+            &result.metrics,
+            &processes,
+            &result,
+        )?;
+    }
+    let interrupted = signals::interrupted();
+    let code = if interrupted {
+        exit::INTERRUPTED
+    } else {
+        match worst {
+            Status::Passed => exit::PASSED,
+            Status::Invalid => exit::INVALID,
+            Status::Failed => exit::FAILED,
+            Status::Crashed => exit::CRASHED,
+        }
+    };
+    let status = if interrupted {
+        "interrupted"
+    } else {
+        worst.name()
+    };
+    store.finish_run(run_id, status, Some(code), &[])?;
+    writeln!(
+        out,
+        "\nSuite {}: {} — {done} of {} case(s) run; stored as run #{run_id}{}",
+        suite.name,
+        status.to_uppercase(),
+        cases.len(),
+        if interrupted {
+            " (interrupted: the completed cases are saved)"
+        } else {
+            ""
+        }
+    )?;
+    Ok(code)
+}
+
+/// One case: start what it needs, run its kind, stop, and gather the target's figures.
+fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
+        return kinds::run_process(ctx);
+    }
+    let spec = ctx
+        .suite
+        .target
+        .as_ref()
+        .expect("checked when the suite was read");
+    let log = ctx.dir.join("target.log");
+    lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let running =
+        lifecycle::start(spec, &ctx.vars, &log, t.interval).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let outcome = kinds::run_http(ctx, &running);
+    let crashed = running.exited();
+    let (summary, samples) = running.stop(spec.stop_signal, spec.stop_grace);
+    let mut r = outcome?;
+    if let Some(exit) = crashed {
+        r.fail(
+            Status::Crashed,
+            format!(
+                "the target exited during the case ({}); its last lines:\n{}",
+                exit.describe(),
+                lifecycle::tail(&log, 15)
+            ),
+        );
+    }
+    r.metrics.push(
+        Metric::new("peak_rss", summary.peak_rss.bytes as f64, "bytes", "lower")
+            .from(summary.peak_rss.source.describe()),
+    );
+    kinds::analyse_log(ctx.suite, &log, &mut r);
+    r.table.push(format!(
+        "target: peak RSS {} ({}), CPU {:.2} s, {} process(es)",
+        crate::units::Bytes(summary.peak_rss.bytes),
+        summary.peak_rss.source.describe(),
+        summary.cpu.total_seconds,
+        summary.processes_seen
+    ));
+    r.target = Some(summary);
+    r.samples = samples;
+    Ok(r)
+}
+
+fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
+    for line in &r.table {
+        writeln!(out, "    {line}")?;
+    }
+    writeln!(out, "  → {}", r.status.name().to_uppercase())?;
+    for reason in &r.reasons {
+        writeln!(out, "    - {reason}")?;
+    }
+    Ok(())
+}

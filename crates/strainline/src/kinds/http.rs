@@ -1,0 +1,647 @@
+//! The HTTP kinds: `bench` (a fixed load, repeated), `ramp` (offered load in steps until
+//! it breaks: the stress–strain curve, its ceiling, knee and limiting factor), `soak`
+//! (constant load for long: leaks of memory, FDs and threads; capacity) and `rounds`
+//! (N rounds of M operations with the memory retained after each — the job-server
+//! seed's leak test).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::{d, CaseCtx, CaseResult, Status};
+use crate::analysis::leak::{self, Policy};
+use crate::analysis::stats::{mann_kendall, median, theil_sen};
+use crate::cli::LoadArgs;
+use crate::load::{self, verdict, Outcome};
+use crate::measure::Sample;
+use crate::monitor::procfs::kernel_units;
+use crate::report::load::{summarize, LoadSummary};
+use crate::store::Metric;
+use crate::suite::{substitute, Kind};
+use crate::target::lifecycle::{http_get, http_request, Running};
+
+/// One run of the load engine for this case.
+struct Run {
+    outcome: Outcome,
+    verdict: verdict::Verdict,
+    summary: LoadSummary,
+    /// When it started and ended, on the watcher's clock (seconds).
+    window: (f64, f64),
+}
+
+fn drive(
+    ctx: &CaseCtx,
+    running: &Running,
+    rate: Option<f64>,
+    connections: Option<usize>,
+    duration: Option<Duration>,
+    count: Option<u64>,
+) -> anyhow::Result<Run> {
+    let t = ctx.test;
+    let args = LoadArgs {
+        url: substitute(t.url.as_deref().unwrap_or_default(), &ctx.vars),
+        connections,
+        rate,
+        ramp: None,
+        scenario: None,
+        poisson: false,
+        seed: 1,
+        duration,
+        count,
+        threads: t.threads,
+        method: t.method.clone(),
+        headers: t
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", substitute(v, &ctx.vars)))
+            .collect(),
+        body: t.body.as_ref().map(|b| substitute(b, &ctx.vars)),
+        body_file: None,
+        body_bytes: None,
+        timeout: Duration::from_secs(10),
+        think: None,
+        http2: false,
+        insecure: false,
+        cacert: None,
+        json: None,
+        label: None,
+        no_progress: true,
+    };
+    let (plan, description) = crate::commands::load::plan(&args)?;
+    let t0 = running.watcher.started.elapsed().as_secs_f64();
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let outcome = load::run(&plan, cancel, |_, _| {});
+    let t1 = running.watcher.started.elapsed().as_secs_f64();
+    let v = verdict::judge(&outcome);
+    let model = if rate.is_some() { "open" } else { "closed" };
+    let summary = summarize(&args.url, model, &description, &outcome, &v, &[]);
+    Ok(Run {
+        outcome,
+        verdict: v,
+        summary,
+        window: (t0, t1),
+    })
+}
+
+fn samples(running: &Running) -> Vec<Sample> {
+    running.watcher.shared.lock().unwrap().samples.clone()
+}
+
+/// The target tree's average CPU (cores) over a window of the watcher's clock.
+fn cpu_in(samples: &[Sample], (a, b): (f64, f64)) -> f64 {
+    let v: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.t > a && s.t <= b)
+        .map(|s| s.cpu_cores)
+        .collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// CPU ticks of each thread of `pid`.
+fn thread_ticks(pid: u32) -> HashMap<u32, u64> {
+    let mut out = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for e in dir.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            if let Some(st) = std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|t| crate::monitor::procfs::parse_stat(&t))
+            {
+                out.insert(tid, st.cpu_ticks);
+            }
+        }
+    }
+    out
+}
+
+/// The busiest thread's share of a window: 1.0 = on a CPU all the time.
+fn busiest(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>, seconds: f64) -> f64 {
+    let hz = kernel_units().clock_ticks as f64;
+    after
+        .iter()
+        .map(|(tid, t)| (t - before.get(tid).copied().unwrap_or(0)) as f64 / hz / seconds)
+        .fold(0.0, f64::max)
+}
+
+fn load_metrics(r: &mut CaseResult, s: &LoadSummary) {
+    let ms = |us: u64| us as f64 / 1000.0;
+    let m = Metric::new;
+    r.metrics.extend([
+        m("throughput", s.achieved_rate, "req/s", "higher"),
+        m("latency_p50", ms(s.latency_us.p50), "ms", "lower"),
+        m("latency_p90", ms(s.latency_us.p90), "ms", "lower"),
+        m("latency_p99", ms(s.latency_us.p99), "ms", "lower"),
+        m("latency_max", ms(s.latency_us.max), "ms", "lower"),
+        m("service_p50", ms(s.service_time_us.p50), "ms", "lower"),
+        m("service_p99", ms(s.service_time_us.p99), "ms", "lower"),
+        m("error_rate", s.error_rate, "ratio", "lower"),
+    ]);
+    r.table.push(format!(
+        "load: {} — {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
+        s.description,
+        s.achieved_rate,
+        ms(s.latency_us.p50),
+        ms(s.latency_us.p99),
+        100.0 * s.error_rate
+    ));
+}
+
+fn judge_generator(r: &mut CaseResult, run: &Run) {
+    if run.verdict.status == "invalid" {
+        r.fail(
+            Status::Invalid,
+            format!("generator-bound: {}", run.verdict.reasons.join("; ")),
+        );
+    }
+    if run.verdict.status == "failed" {
+        r.fail(Status::Failed, run.verdict.reasons.join("; "));
+    }
+}
+
+/// Runs an HTTP kind against a ready target.
+pub fn run_http(ctx: &CaseCtx, running: &Running) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    for req in &t.setup {
+        let base = substitute(t.url.as_deref().unwrap_or_default(), &ctx.vars);
+        let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+        let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
+        match http_request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
+            Some(s) if s < 400 => {}
+            other => anyhow::bail!("set-up request {} {url} failed: {other:?}", req.method),
+        }
+    }
+    let mut r = CaseResult::new();
+    match t.kind {
+        Kind::Bench => {
+            let conns = if t.rate.is_some() {
+                t.connections
+            } else {
+                Some(t.connections.unwrap_or(10))
+            };
+            let run = drive(ctx, running, t.rate, conns, Some(t.duration), None)?;
+            load_metrics(&mut r, &run.summary);
+            let cpu = cpu_in(&samples(running), run.window);
+            let cpu_s = cpu * (run.window.1 - run.window.0);
+            r.metrics
+                .push(Metric::new("target_cpu", cpu, "cores", "lower"));
+            let per_op = if run.outcome.total.completed > 0 {
+                1000.0 * cpu_s / run.outcome.total.completed as f64
+            } else {
+                0.0
+            };
+            r.metrics
+                .push(Metric::new("cpu_per_op", per_op, "ms", "lower"));
+            r.table.push(format!(
+                "target: {cpu:.2} cores, {per_op:.4} ms of CPU per request"
+            ));
+            judge_generator(&mut r, &run);
+        }
+        Kind::Ramp => ramp(ctx, running, &mut r)?,
+        Kind::Soak => soak(ctx, running, &mut r)?,
+        Kind::Rounds => rounds(ctx, running, &mut r)?,
+        _ => unreachable!("process kinds are run elsewhere"),
+    }
+    Ok(r)
+}
+
+#[derive(serde::Serialize)]
+struct Step {
+    offered: f64,
+    achieved: f64,
+    p99_ms: f64,
+    error_rate: f64,
+    target_cpu: f64,
+    busiest_thread: f64,
+    generator: String,
+    ok: bool,
+}
+
+fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
+    let t = ctx.test;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut limit = String::from("the ramp reached its last step without breaking");
+    r.table.push(format!(
+        "{:>10} {:>10} {:>9} {:>8} {:>8} {:>8}  verdict",
+        "offered", "achieved", "p99", "errors", "cpu", "thread"
+    ));
+    for k in 0..t.max_steps {
+        let rate = t.start + t.step * k as f64;
+        let before = thread_ticks(running.pid);
+        let started = Instant::now();
+        let run = drive(
+            ctx,
+            running,
+            Some(rate),
+            t.connections,
+            Some(t.step_duration),
+            None,
+        )?;
+        let busy = busiest(
+            &before,
+            &thread_ticks(running.pid),
+            started.elapsed().as_secs_f64(),
+        );
+        let cpu = cpu_in(&samples(running), run.window);
+        let s = &run.summary;
+        let p99 = s.latency_us.p99 as f64 / 1000.0;
+        let mut why = Vec::new();
+        if run.verdict.status == "invalid" {
+            why.push(format!(
+                "generator-bound ({})",
+                run.verdict.reasons.join("; ")
+            ));
+        }
+        if s.achieved_rate < 0.95 * rate {
+            why.push(format!(
+                "achieved {:.0} of {rate:.0} req/s",
+                s.achieved_rate
+            ));
+        }
+        if s.error_rate > t.max_error_rate {
+            why.push(format!("errors {:.2}%", 100.0 * s.error_rate));
+        }
+        if let Some(slo) = t.slo_p99 {
+            if p99 > slo.as_secs_f64() * 1000.0 {
+                why.push(format!("p99 {p99:.1} ms over the SLO of {}", d(slo)));
+            }
+        }
+        let ok = why.is_empty();
+        r.table.push(format!(
+            "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
+            rate,
+            s.achieved_rate,
+            p99,
+            100.0 * s.error_rate,
+            cpu,
+            100.0 * busy,
+            if ok { "ok".into() } else { why.join(", ") }
+        ));
+        steps.push(Step {
+            offered: rate,
+            achieved: s.achieved_rate,
+            p99_ms: p99,
+            error_rate: s.error_rate,
+            target_cpu: cpu,
+            busiest_thread: busy,
+            generator: run.verdict.status.to_string(),
+            ok,
+        });
+        if running.exited().is_some() {
+            break;
+        }
+        if !ok {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            limit = if run.verdict.status == "invalid" {
+                "the generator, not the target (see its evidence)".into()
+            } else if busy >= 0.9 || cpu >= 0.9 * cores {
+                format!("target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({cpu:.2} cores for the tree)", 100.0 * busy)
+            } else if s.error_rate > t.max_error_rate {
+                format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
+            } else if t
+                .slo_p99
+                .is_some_and(|slo| p99 > slo.as_secs_f64() * 1000.0)
+            {
+                format!("latency: p99 {p99:.1} ms broke the SLO")
+            } else {
+                format!("throughput stopped following the load while the target's CPU was not saturated ({cpu:.2} cores, busiest thread {:.0}%): look for a lock, a pool, or I/O", 100.0 * busy)
+            };
+            break;
+        }
+    }
+    let ceiling = steps
+        .iter()
+        .filter(|s| s.ok)
+        .map(|s| s.offered)
+        .fold(0.0, f64::max);
+    let max_tp = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
+    // Knee: where latency starts its climb — the last step, before any failure, whose
+    // p99 is within twice the lowest p99 of the ramp.
+    let floor = steps.iter().map(|s| s.p99_ms).fold(f64::INFINITY, f64::min);
+    let knee = steps
+        .iter()
+        .take_while(|s| s.ok)
+        .filter(|s| s.p99_ms <= 2.0 * floor)
+        .map(|s| s.offered)
+        .fold(0.0, f64::max);
+    r.metrics
+        .push(Metric::new("ceiling", ceiling, "req/s", "higher"));
+    r.metrics.push(Metric::new("knee", knee, "req/s", "higher"));
+    r.metrics
+        .push(Metric::new("max_throughput", max_tp, "req/s", "higher"));
+    r.table.push(format!(
+        "ceiling {ceiling:.0} req/s, knee {knee:.0} req/s, max throughput {max_tp:.1} req/s"
+    ));
+    r.table.push(format!("limiting factor: {limit}"));
+    r.series.push((
+        "offered_vs_achieved".into(),
+        steps.iter().map(|s| (s.offered, s.achieved)).collect(),
+    ));
+    r.series.push((
+        "offered_vs_p99_ms".into(),
+        steps.iter().map(|s| (s.offered, s.p99_ms)).collect(),
+    ));
+    r.details = serde_json::json!({ "steps": steps, "ceiling": ceiling, "knee": knee, "limiting_factor": limit });
+    Ok(())
+}
+
+fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
+    let t = ctx.test;
+    let rate = t.rate.unwrap_or(100.0);
+    let run = drive(
+        ctx,
+        running,
+        Some(rate),
+        t.connections,
+        Some(t.duration),
+        None,
+    )?;
+    load_metrics(r, &run.summary);
+    judge_generator(r, &run);
+    let all = samples(running);
+    let window: Vec<&Sample> = all
+        .iter()
+        .filter(|s| s.t >= run.window.0 && s.t <= run.window.1)
+        .collect();
+    let x: Vec<f64> = window.iter().map(|s| s.t).collect();
+    let cpu = cpu_in(&all, run.window);
+    r.metrics
+        .push(Metric::new("target_cpu", cpu, "cores", "lower"));
+    let horizon = t.horizon.as_secs_f64();
+    let mut fits = serde_json::Map::new();
+    let judge = |name: &str,
+                 y: Vec<f64>,
+                 budget: f64,
+                 r: &mut CaseResult,
+                 fits: &mut serde_json::Map<String, serde_json::Value>|
+     -> Option<leak::Leak> {
+        let mut l = leak::detect(
+            &x,
+            &y,
+            Policy {
+                alpha: 0.01,
+                horizon,
+                budget,
+            },
+        )?;
+        let fmt = |v: f64| {
+            if name == "memory" {
+                crate::units::Bytes(v.max(0.0) as u64).to_string()
+            } else {
+                format!("{v:.1}")
+            }
+        };
+        l.reason = format!(
+            "{}: {}/s, {} over {} (budget {})",
+            l.reason,
+            fmt(l.slope),
+            fmt(l.projected),
+            d(t.horizon),
+            fmt(budget)
+        );
+        fits.insert(name.into(), serde_json::to_value(&l).unwrap_or_default());
+        let warm = if l.warmup_points > 0 {
+            format!("warm-up of {:.1}s dropped", l.warmup_until - run.window.0)
+        } else {
+            "no warm-up found".into()
+        };
+        r.table.push(format!(
+            "{name}: {} ({warm}, {} points)",
+            l.reason, l.points
+        ));
+        Some(l)
+    };
+    let rss: Vec<f64> = window.iter().map(|s| s.rss_bytes as f64).collect();
+    let mem = judge("memory", rss.clone(), t.leak_budget, r, &mut fits);
+    let fds = judge(
+        "fds",
+        window.iter().map(|s| s.fds as f64).collect(),
+        100.0,
+        r,
+        &mut fits,
+    );
+    let threads = judge(
+        "threads",
+        window.iter().map(|s| s.threads as f64).collect(),
+        100.0,
+        r,
+        &mut fits,
+    );
+    let finding = |l: &Option<leak::Leak>| f64::from(l.as_ref().is_some_and(|l| l.leak));
+    r.metrics
+        .push(Metric::new("leak", finding(&mem), "finding", "lower"));
+    r.metrics
+        .push(Metric::new("fd_leak", finding(&fds), "finding", "lower"));
+    r.metrics.push(Metric::new(
+        "thread_leak",
+        finding(&threads),
+        "finding",
+        "lower",
+    ));
+    for (name, l) in [
+        ("memory", &mem),
+        ("file descriptors", &fds),
+        ("threads", &threads),
+    ] {
+        if let Some(l) = l.as_ref().filter(|l| l.leak) {
+            r.fail(Status::Failed, format!("{name} leak: {}", l.reason));
+        }
+    }
+    let slope = mem.as_ref().map_or(0.0, |l| l.slope);
+    let per_op = if run.summary.achieved_rate > 0.0 {
+        slope / run.summary.achieved_rate
+    } else {
+        0.0
+    };
+    let growth = rss.last().copied().unwrap_or(0.0) - rss.first().copied().unwrap_or(0.0);
+    r.metrics
+        .push(Metric::new("retained_per_op", per_op, "bytes", "lower"));
+    r.metrics
+        .push(Metric::new("rss_growth", growth, "bytes", "lower"));
+    r.table.push(format!(
+        "retained {:.2} KiB per request; RSS grew {:.1} MiB over the soak",
+        per_op / 1024.0,
+        growth / 1048576.0
+    ));
+    // Capacity, the IoT seed's way.
+    if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
+        let per_client = growth.max(0.0) / clients as f64;
+        let mib = per_client / 1048576.0;
+        let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
+        let ideal = basis * period.as_secs_f64();
+        let safe = 0.8 * ideal;
+        let ram = t.ram.unwrap_or_else(mem_available);
+        let ram_bound = if per_client > 0.0 {
+            ram / per_client
+        } else {
+            f64::INFINITY
+        };
+        r.metrics
+            .push(Metric::new("mib_per_client", mib, "MiB", "lower"));
+        r.metrics.push(Metric::new(
+            "capacity_ideal_clients",
+            ideal,
+            "clients",
+            "higher",
+        ));
+        r.metrics.push(Metric::new(
+            "capacity_safe_clients",
+            safe,
+            "clients",
+            "higher",
+        ));
+        r.metrics.push(Metric::new(
+            "capacity_ram_clients",
+            ram_bound.min(1e12),
+            "clients",
+            "higher",
+        ));
+        r.table.push(format!(
+            "capacity: {mib:.4} MiB per client; ideal {ideal:.0} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {safe:.0}, RAM bound {ram_bound:.0}: {:.0} clients",
+            d(period),
+            if ctx.last_ceiling.is_some() { "ceiling" } else { "throughput, a lower bound:" },
+            safe.min(ram_bound)
+        ));
+    }
+    r.details = serde_json::json!({ "leak_fits": fits });
+    Ok(())
+}
+
+fn mem_available() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(0.0)
+        * 1024.0
+}
+
+fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
+    let t = ctx.test;
+    let settle = |running: &Running| -> f64 {
+        if let Some(q) = &t.quiesce_url {
+            let _ = http_get(&substitute(q, &ctx.vars));
+        }
+        std::thread::sleep(t.settle + 2 * t.interval);
+        samples(running).last().map_or(0.0, |s| s.rss_bytes as f64)
+    };
+    let base = settle(running);
+    r.table.push(format!(
+        "{:>6} {:>10} {:>10} {:>12} {:>10}",
+        "round", "ops", "RSS MiB", "retained MiB", "ops/s"
+    ));
+    r.table.push(format!(
+        "{:>6} {:>10} {:>10.2} {:>12} {:>10}",
+        "base",
+        0,
+        base / 1048576.0,
+        "-",
+        "-"
+    ));
+    let (mut ops, mut rss, mut tput) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..t.rounds {
+        let run = drive(
+            ctx,
+            running,
+            None,
+            Some(t.connections.unwrap_or(10)),
+            None,
+            Some(t.ops),
+        )?;
+        judge_generator(r, &run);
+        if run.verdict.status == "failed" {
+            break;
+        }
+        let m = settle(running);
+        let done = (k as u64 + 1) * t.ops;
+        ops.push(done as f64);
+        rss.push(m);
+        tput.push(run.summary.achieved_rate);
+        r.table.push(format!(
+            "{:>6} {:>10} {:>10.2} {:>+12.2} {:>10.1}",
+            k + 1,
+            done,
+            m / 1048576.0,
+            (m - base) / 1048576.0,
+            run.summary.achieved_rate
+        ));
+        if running.exited().is_some() {
+            break;
+        }
+    }
+    let slope = theil_sen(&ops, &rss).unwrap_or(0.0);
+    let mk = mann_kendall(&rss, false);
+    let projected = slope * ops.last().copied().unwrap_or(0.0) * 10.0;
+    let significant = mk.is_some_and(|m| m.p < 0.05 && m.s > 0.0);
+    let leaking = significant && projected > t.leak_budget;
+    let retained_total = rss.last().copied().unwrap_or(base) - base;
+    r.metrics
+        .push(Metric::new("leak", f64::from(leaking), "finding", "lower"));
+    r.metrics
+        .push(Metric::new("retained_per_op", slope, "bytes", "lower"));
+    r.metrics.push(Metric::new(
+        "retained_total",
+        retained_total,
+        "bytes",
+        "lower",
+    ));
+    let med = median(&tput).unwrap_or(0.0);
+    r.metrics
+        .push(Metric::new("throughput", med, "req/s", "higher"));
+    let rounds_x: Vec<f64> = (0..tput.len()).map(|i| i as f64).collect();
+    let tslope = theil_sen(&rounds_x, &tput).unwrap_or(0.0);
+    let tmk = mann_kendall(&tput, false);
+    let drop = if med > 0.0 {
+        -tslope * tput.len() as f64 / med
+    } else {
+        0.0
+    };
+    let degrading = drop > 0.2 && tmk.is_some_and(|m| m.p < 0.05 && m.s < 0.0);
+    r.metrics.push(Metric::new(
+        "degradation",
+        f64::from(degrading),
+        "finding",
+        "lower",
+    ));
+    r.table.push(format!(
+        "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {:.3}; throughput {med:.1} ops/s median, {:+.0}% over the rounds",
+        slope / 1024.0,
+        retained_total / 1048576.0,
+        mk.map_or(1.0, |m| m.p),
+        -100.0 * drop
+    ));
+    if leaking {
+        r.fail(
+            Status::Failed,
+            format!(
+                "memory leak: {:.2} KiB retained per operation, growing in every round",
+                slope / 1024.0
+            ),
+        );
+    }
+    if degrading {
+        r.fail(
+            Status::Failed,
+            format!(
+                "throughput degraded by {:.0}% over the rounds",
+                100.0 * drop
+            ),
+        );
+    }
+    r.series.push((
+        "rss_after_round".into(),
+        ops.iter().copied().zip(rss.iter().copied()).collect(),
+    ));
+    r.details = serde_json::json!({ "ops": ops, "rss": rss, "throughput": tput, "base_rss": base });
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! The test kinds: what a case does with its target and workload, and what it measures.
+//! HTTP kinds (bench, ramp, soak, rounds) drive the load engine at a started target;
+//! process kinds (crash, scale, harness) run the user's own commands. Each returns a
+//! [`CaseResult`]: its metrics, its verdict and the reasons, and tables for the report.
+
+mod http;
+mod process;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::measure::{MonitorSummary, Sample};
+use crate::store::Metric;
+use crate::suite::{Case, Suite, Test};
+
+pub use http::run_http;
+pub use process::run_process;
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    /// The generator, not the target, was the limit.
+    Invalid,
+    /// A gate or the kind's own verdict failed.
+    Failed,
+    /// The target exited unexpectedly.
+    Crashed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Invalid => "invalid",
+            Status::Failed => "failed",
+            Status::Crashed => "crashed",
+        }
+    }
+}
+
+/// What a case produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub status: Status,
+    pub reasons: Vec<String>,
+    pub metrics: Vec<Metric>,
+    /// Lines for the terminal report (a ramp's steps, a rounds table…).
+    pub table: Vec<String>,
+    /// The target's resource summary, when a target ran.
+    pub target: Option<MonitorSummary>,
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+    /// Named series for the store (e.g. the stress–strain curve).
+    #[serde(skip)]
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Kind-specific details for the stored summary (steps, rounds, leak fits…).
+    pub details: serde_json::Value,
+}
+
+impl CaseResult {
+    pub fn new() -> CaseResult {
+        CaseResult {
+            status: Status::Passed,
+            reasons: Vec::new(),
+            metrics: Vec::new(),
+            table: Vec::new(),
+            target: None,
+            samples: Vec::new(),
+            series: Vec::new(),
+            details: serde_json::Value::Null,
+        }
+    }
+
+    /// Marks the case with at least `s` and a reason.
+    pub fn fail(&mut self, s: Status, reason: String) {
+        self.status = self.status.max(s);
+        self.reasons.push(reason);
+    }
+
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+}
+
+impl Default for CaseResult {
+    fn default() -> Self {
+        CaseResult::new()
+    }
+}
+
+/// What a case gets to work with.
+pub struct CaseCtx<'a> {
+    pub suite: &'a Suite,
+    pub test: &'a Test,
+    pub case: &'a Case,
+    /// Matrix values plus `port` and `dir`.
+    pub vars: BTreeMap<String, String>,
+    /// A directory of the case's own (logs, files).
+    pub dir: PathBuf,
+    /// The ceiling a ramp earlier in this run measured, for capacity figures.
+    pub last_ceiling: Option<f64>,
+}
+
+/// Counts of the log analysis.
+pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let count = |res: &[regex_lite::Regex]| {
+        text.lines()
+            .filter(|l| res.iter().any(|re| re.is_match(l)))
+            .count()
+    };
+    let errors = count(&suite.logs.errors);
+    let warnings = count(&suite.logs.warnings);
+    r.metrics
+        .push(Metric::new("log_errors", errors as f64, "count", "lower"));
+    r.metrics.push(Metric::new(
+        "log_warnings",
+        warnings as f64,
+        "count",
+        "lower",
+    ));
+    let mut classes = serde_json::Map::new();
+    for (name, re) in &suite.logs.classes {
+        let n = text.lines().filter(|l| re.is_match(l)).count();
+        classes.insert(name.clone(), n.into());
+        if n > 0 {
+            r.table.push(format!("log class '{name}': {n} line(s)"));
+        }
+    }
+    if let serde_json::Value::Object(m) = &mut r.details {
+        m.insert("log_classes".into(), classes.into());
+    } else if !classes.is_empty() {
+        r.details = serde_json::json!({ "log_classes": classes });
+    }
+}
+
+/// Applies the test's gates to the result; a gate on a metric the case did not produce
+/// is reported as a configuration error (`Err`).
+pub fn apply_gates(test: &Test, r: &mut CaseResult) -> Result<(), String> {
+    for g in &test.gates {
+        match r.metric(&g.metric) {
+            Some(v) if g.holds(v) => r.table.push(format!("gate ok: {}", g.describe(v))),
+            Some(v) => r.fail(Status::Failed, format!("gate failed: {}", g.describe(v))),
+            None => {
+                return Err(format!(
+                    "gate '{}': the case produced no metric '{}'",
+                    g.text, g.metric
+                ))
+            }
+        }
+    }
+    for text in &test.harness_gates {
+        let names: Vec<(String, crate::suite::gate::Unit)> = r
+            .metrics
+            .iter()
+            .map(|m| (m.name.clone(), crate::suite::gate::Unit::Number))
+            .collect();
+        let refs: Vec<(&str, crate::suite::gate::Unit)> =
+            names.iter().map(|(n, u)| (n.as_str(), *u)).collect();
+        let g = crate::suite::gate::parse(text, &refs)
+            .map_err(|(_, e)| format!("gate '{text}': {e} (the harness did not print it)"))?;
+        let v = r.metric(&g.metric).unwrap_or(f64::NAN);
+        if g.holds(v) {
+            r.table.push(format!("gate ok: {}", g.describe(v)));
+        } else {
+            r.fail(Status::Failed, format!("gate failed: {}", g.describe(v)));
+        }
+    }
+    Ok(())
+}
+
+/// A short form of a duration for tables.
+pub fn d(x: Duration) -> String {
+    crate::units::format_duration(x)
+}

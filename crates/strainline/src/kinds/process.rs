@@ -1,0 +1,343 @@
+//! The process kinds: `crash` (kill the work with SIGKILL at a random or chosen point,
+//! then run a verify command; K iterations — the object store's crash harness,
+//! generalised), `scale` (the same work at growing sizes; the fitted growth exponent
+//! tells linear from superlinear) and `harness` (the user's benchmark binary under the
+//! monitor, with the metrics it prints).
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{CaseCtx, CaseResult, Status};
+use crate::analysis::stats::least_squares;
+use crate::store::Metric;
+use crate::suite::{substitute, Kind};
+use crate::target::lifecycle::{spawn_watched, tail};
+use crate::target::process;
+
+fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
+    cmd.iter().map(|a| substitute(a, vars)).collect()
+}
+
+/// Starts `argv` with output to `log`; dies with strainline.
+fn spawn(argv: &[String], log: &std::path::Path) -> anyhow::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let out = std::fs::File::create(log)?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot start '{}': {e}", argv[0]))?;
+    Ok(child.id())
+}
+
+/// Waits for `pid` (a child) to end; its exit and CPU seconds.
+fn wait(pid: u32) -> (crate::measure::ExitInfo, f64) {
+    loop {
+        if let Some((_, r)) = process::reap_these(&[pid]).pop() {
+            return (
+                crate::measure::ExitInfo {
+                    code: r.exit,
+                    signal: r.signal,
+                },
+                r.cpu_seconds,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    match ctx.test.kind {
+        Kind::Crash => crash(ctx),
+        Kind::Scale => scale(ctx),
+        Kind::Harness => harness(ctx),
+        _ => unreachable!("HTTP kinds are run elsewhere"),
+    }
+}
+
+fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    let mut r = CaseResult::new();
+    let (lo, hi) = t.kill_after;
+    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ctx.case.repetition as u64;
+    let (mut survived, mut failed) = (0u32, 0u32);
+    let mut rows = Vec::new();
+    for i in 0..t.iterations {
+        let dir = ctx.dir.join(format!("iteration-{i}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut vars = ctx.vars.clone();
+        vars.insert("dir".into(), dir.display().to_string());
+        vars.insert("iteration".into(), i.to_string());
+        let log = dir.join("work.log");
+        let pid = spawn(&argv(t.command.as_deref().unwrap_or_default(), &vars), &log)?;
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = lo + (hi.saturating_sub(lo)).mul_f64((rng % 10_000) as f64 / 10_000.0);
+        let started = Instant::now();
+        let point = match &t.kill_at_log {
+            Some(re) => {
+                while started.elapsed() < hi
+                    && !std::fs::read_to_string(&log)
+                        .map(|s| re.is_match(&s))
+                        .unwrap_or(false)
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                format!(
+                    "at the log marker /{}/ ({:.0} ms)",
+                    re.as_str(),
+                    started.elapsed().as_secs_f64() * 1000.0
+                )
+            }
+            None => {
+                std::thread::sleep(delay);
+                format!("after {:.0} ms", delay.as_secs_f64() * 1000.0)
+            }
+        };
+        process::signal(pid, libc::SIGKILL);
+        let (exit, _) = wait(pid);
+        let out = Command::new(substitute(&t.verify.as_ref().expect("checked")[0], &vars))
+            .args(argv(&t.verify.as_ref().expect("checked")[1..], &vars))
+            .stdin(Stdio::null())
+            .output()?;
+        let said =
+            String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
+                .trim()
+                .to_string();
+        let ok = out.status.success();
+        if ok {
+            survived += 1;
+        } else {
+            failed += 1;
+            if failed == 1 {
+                r.reasons.push(format!(
+                    "iteration {i}: killed {point}; verify said: {said}"
+                ));
+            }
+        }
+        r.table.push(format!(
+            "iteration {i:>3}: killed {point} ({}); verify: {} — {}",
+            exit.describe(),
+            if ok { "survived" } else { "FAILED" },
+            said.lines().last().unwrap_or("")
+        ));
+        rows.push(
+            serde_json::json!({ "iteration": i, "kill": point, "survived": ok, "verify": said }),
+        );
+    }
+    r.metrics.push(Metric::new(
+        "failed_iterations",
+        failed as f64,
+        "count",
+        "lower",
+    ));
+    r.metrics.push(Metric::new(
+        "survived_iterations",
+        survived as f64,
+        "count",
+        "higher",
+    ));
+    r.table.push(format!(
+        "{survived} of {} iterations survived",
+        t.iterations
+    ));
+    if failed > 0 {
+        r.status = Status::Failed;
+        r.reasons.insert(
+            0,
+            format!(
+                "{failed} of {} iterations failed verification",
+                t.iterations
+            ),
+        );
+    }
+    r.details = serde_json::json!({ "iterations": rows });
+    Ok(r)
+}
+
+fn scale(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    let mut r = CaseResult::new();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    r.table.push(format!(
+        "{:>12} {:>12} {:>12} {:>14}",
+        "size", "wall s", "CPU s", "CPU µs / unit"
+    ));
+    for &size in &t.sizes {
+        let mut vars = ctx.vars.clone();
+        vars.insert("size".into(), size.to_string());
+        let log = ctx.dir.join(format!("size-{size}.log"));
+        let started = Instant::now();
+        let pid = spawn(&argv(t.command.as_deref().unwrap_or_default(), &vars), &log)?;
+        let (exit, cpu) = wait(pid);
+        let wall = started.elapsed().as_secs_f64();
+        if exit.code != Some(0) {
+            r.fail(
+                Status::Failed,
+                format!(
+                    "size {size}: the command ended with {}:\n{}",
+                    exit.describe(),
+                    tail(&log, 10)
+                ),
+            );
+            return Ok(r);
+        }
+        // CPU time is what the work costs; wall time for work that mostly waits.
+        let cost = if cpu >= 0.02 { cpu } else { wall };
+        xs.push((size as f64).ln());
+        ys.push(cost.ln());
+        r.table.push(format!(
+            "{size:>12} {wall:>12.3} {cpu:>12.3} {:>14.3}",
+            1e6 * cost / size as f64
+        ));
+    }
+    let (exponent, _) = least_squares(&xs, &ys).unwrap_or((f64::NAN, 0.0));
+    let superlinear = exponent > 1.3;
+    r.metrics
+        .push(Metric::new("exponent", exponent, "", "lower"));
+    r.metrics.push(Metric::new(
+        "superlinear",
+        f64::from(superlinear),
+        "finding",
+        "lower",
+    ));
+    r.table.push(format!(
+        "cost grows as size^{exponent:.2}: {}",
+        if superlinear {
+            "superlinear"
+        } else {
+            "linear (or better)"
+        }
+    ));
+    if superlinear {
+        r.fail(
+            Status::Failed,
+            format!("cost grows superlinearly: exponent {exponent:.2} (> 1.3)"),
+        );
+    }
+    r.details = serde_json::json!({ "sizes": t.sizes, "exponent": exponent });
+    Ok(r)
+}
+
+/// `key=value` tokens (numbers) and flat JSON objects in a harness's output.
+pub fn parse_metrics(text: &str) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('{') {
+            if let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(l) {
+                out.extend(m.into_iter().filter_map(|(k, v)| Some((k, v.as_f64()?))));
+            }
+            continue;
+        }
+        for tok in l.split_whitespace() {
+            if let Some((k, v)) = tok.split_once('=') {
+                if let Ok(n) = v.trim_end_matches([',', ';']).parse::<f64>() {
+                    if !k.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    {
+                        out.push((k.to_string(), n));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    let mut r = CaseResult::new();
+    let log = ctx.dir.join("harness.log");
+    let a = argv(t.command.as_deref().unwrap_or_default(), &ctx.vars);
+    let running = spawn_watched(&a, &BTreeMap::new(), None, &log, t.interval)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let started = Instant::now();
+    while running.exited().is_none() {
+        if crate::target::signals::interrupted() {
+            running.kill();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let exit = running.exited().expect("checked");
+    let (summary, samples) = running.stop(libc::SIGTERM, Duration::from_secs(1));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    for (k, v) in parse_metrics(&text) {
+        r.metrics.retain(|m| m.name != k);
+        r.metrics
+            .push(Metric::new(&k, v, "", "none").from("harness output"));
+    }
+    r.metrics.push(
+        Metric::new("peak_rss", summary.peak_rss.bytes as f64, "bytes", "lower")
+            .from(summary.peak_rss.source.describe()),
+    );
+    r.metrics.push(Metric::new(
+        "cpu_avg",
+        summary.cpu.avg_cores,
+        "cores",
+        "lower",
+    ));
+    r.metrics.push(Metric::new("duration", wall, "s", "lower"));
+    r.metrics.push(Metric::new(
+        "exit_code",
+        exit.shell_status() as f64,
+        "",
+        "lower",
+    ));
+    r.table.push(format!(
+        "harness {}: {}, {:.2}s, peak RSS {} ({}), CPU {:.1}% of a core; {} metric(s) parsed",
+        a.join(" "),
+        exit.describe(),
+        wall,
+        crate::units::Bytes(summary.peak_rss.bytes),
+        summary.peak_rss.source.describe(),
+        100.0 * summary.cpu.avg_cores,
+        r.metrics.len() - 4
+    ));
+    if exit.shell_status() != 0 {
+        r.fail(
+            Status::Failed,
+            format!(
+                "the harness ended with {}:\n{}",
+                exit.describe(),
+                tail(&log, 10)
+            ),
+        );
+    }
+    r.target = Some(summary);
+    r.samples = samples;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_key_value_and_json_lines() {
+        let m = parse_metrics(
+            "stream_1gb backend=file bytes=1073741824 write_seconds=13.882 write_mib_per_s=73.76\n\
+             {\"ops_per_sec\": 3500, \"name\": \"stress\"}\nnoise: x=y\n",
+        );
+        assert!(m.contains(&("bytes".into(), 1073741824.0)));
+        assert!(m.contains(&("write_mib_per_s".into(), 73.76)));
+        assert!(m.contains(&("ops_per_sec".into(), 3500.0)));
+        assert!(!m
+            .iter()
+            .any(|(k, _)| k == "backend" || k == "x" || k == "name"));
+    }
+}

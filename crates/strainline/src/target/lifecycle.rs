@@ -1,0 +1,310 @@
+//! Starting the system under test for a suite's case and stopping it: an optional build
+//! step (never measured), the command with its output captured to a log file, a
+//! readiness check with a timeout, a watcher on its whole tree, crash detection, and a
+//! stop that sends the configured signal, waits the grace period, then kills the tree.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::monitor::cgroup::Cgroup;
+use crate::monitor::watch::Watcher;
+use crate::suite::{substitute, Ready, TargetSpec};
+use crate::target::process;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("build failed ({status}): {tail}")]
+    Build { status: String, tail: String },
+    #[error("cannot start the target '{program}': {why}")]
+    Spawn { program: String, why: String },
+    #[error("the target exited during start-up ({exit}); its last lines:\n{tail}")]
+    DiedAtStart { exit: String, tail: String },
+    #[error("the target was not ready within {timeout:?} ({what}); its last lines:\n{tail}")]
+    NotReady {
+        timeout: Duration,
+        what: String,
+        tail: String,
+    },
+}
+
+/// A free TCP port on loopback, for `{{port}}`.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// The last `n` lines of a file.
+pub fn tail(path: &Path, n: usize) -> String {
+    let mut s = String::new();
+    if let Ok(mut f) = File::open(path) {
+        let _ = f.read_to_string(&mut s);
+    }
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn argv(spec_cmd: &[String], shell: bool, vars: &BTreeMap<String, String>) -> Vec<String> {
+    let v: Vec<String> = spec_cmd.iter().map(|a| substitute(a, vars)).collect();
+    if shell {
+        vec!["sh".into(), "-c".into(), v.join(" ")]
+    } else {
+        v
+    }
+}
+
+/// Runs the build step, if any (its time is never measured).
+pub fn build(
+    spec: &TargetSpec,
+    vars: &BTreeMap<String, String>,
+    log: &Path,
+) -> Result<(), TargetError> {
+    let Some(b) = &spec.build else { return Ok(()) };
+    let a = argv(b, spec.shell, vars);
+    let out = Command::new(&a[0])
+        .args(&a[1..])
+        .current_dir(spec.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| TargetError::Spawn {
+            program: a[0].clone(),
+            why: e.to_string(),
+        })?;
+    let _ = std::fs::write(log, [out.stdout.as_slice(), out.stderr.as_slice()].concat());
+    if !out.status.success() {
+        return Err(TargetError::Build {
+            status: out.status.to_string(),
+            tail: tail(log, 20),
+        });
+    }
+    Ok(())
+}
+
+/// A running target.
+pub struct Running {
+    pub pid: u32,
+    pub log: PathBuf,
+    pub command: Vec<String>,
+    pub watcher: Watcher,
+}
+
+/// Starts a command with its output going to `log`, inside a cgroup of its own where
+/// possible, watched from the first instant.
+pub fn spawn_watched(
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&Path>,
+    log: &Path,
+    interval: Duration,
+) -> Result<Running, TargetError> {
+    let err = |why: String| TargetError::Spawn {
+        program: argv[0].clone(),
+        why,
+    };
+    let out = File::create(log).map_err(|e| err(format!("log file {}: {e}", log.display())))?;
+    let errf = out.try_clone().map_err(|e| err(e.to_string()))?;
+    let cg = Cgroup::create(&format!(
+        "strainline-{}-{}",
+        std::process::id(),
+        crate::target::lifecycle::counter()
+    ));
+    let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
+    process::become_subreaper();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(errf);
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // Its own process group, so that a terminal's Ctrl-C reaches strainline,
+            // which stops the target in order.
+            libc::setpgid(0, 0);
+            for &fd in &fds {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => err("command not found".into()),
+        _ => err(e.to_string()),
+    })?;
+    let pid = child.id();
+    Ok(Running {
+        pid,
+        log: log.to_path_buf(),
+        command: argv.to_vec(),
+        watcher: Watcher::start(pid, cg, interval),
+    })
+}
+
+/// A number that makes each cgroup name unique within this process.
+pub fn counter() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Starts the suite's target and waits until it is ready.
+pub fn start(
+    spec: &TargetSpec,
+    vars: &BTreeMap<String, String>,
+    log: &Path,
+    interval: Duration,
+) -> Result<Running, TargetError> {
+    let a = argv(&spec.command, spec.shell, vars);
+    let running = spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval)?;
+    let deadline = Instant::now() + spec.ready_timeout;
+    let what = match &spec.ready {
+        Ready::Http(u) => format!("GET {}", substitute(u, vars)),
+        Ready::Tcp(a) => format!("connect to {}", substitute(a, vars)),
+        Ready::Log(r) => format!("a log line matching /{r}/"),
+        Ready::Delay(d) => format!("a delay of {d:?}"),
+    };
+    if let Ready::Delay(d) = spec.ready {
+        std::thread::sleep(d);
+    }
+    loop {
+        if let Some(e) = running.watcher.root_exit() {
+            let t = tail(log, 20);
+            running.kill();
+            return Err(TargetError::DiedAtStart {
+                exit: e.describe(),
+                tail: t,
+            });
+        }
+        let ready = match &spec.ready {
+            Ready::Http(u) => http_ok(&substitute(u, vars)),
+            Ready::Tcp(a) => TcpStream::connect_timeout(
+                &match substitute(a, vars).parse() {
+                    Ok(x) => x,
+                    Err(_) => {
+                        return Err(TargetError::NotReady {
+                            timeout: spec.ready_timeout,
+                            what,
+                            tail: "(bad address)".into(),
+                        })
+                    }
+                },
+                Duration::from_millis(200),
+            )
+            .is_ok(),
+            Ready::Log(r) => {
+                let re = regex_lite::Regex::new(r).expect("checked when the suite was read");
+                std::fs::read_to_string(log)
+                    .map(|s| re.is_match(&s))
+                    .unwrap_or(false)
+            }
+            Ready::Delay(_) => true,
+        };
+        if ready {
+            return Ok(running);
+        }
+        if Instant::now() >= deadline {
+            let t = tail(log, 20);
+            running.kill();
+            return Err(TargetError::NotReady {
+                timeout: spec.ready_timeout,
+                what,
+                tail: t,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A plain HTTP/1.0 GET; ready when the status is below 500.
+pub fn http_ok(url: &str) -> bool {
+    http_get(url).is_some_and(|s| s < 500)
+}
+
+/// A plain HTTP/1.0 GET of an `http://` URL; the status code.
+pub fn http_get(url: &str) -> Option<u16> {
+    http_request("GET", url, "")
+}
+
+/// A plain HTTP/1.0 request to an `http://` URL (set-up steps, readiness, quiesce
+/// hooks); the status code.
+pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
+        .ok()?
+        .next()?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+impl Running {
+    /// How the target ended, if it has (unexpectedly, while a case ran).
+    pub fn exited(&self) -> Option<ExitInfo> {
+        self.watcher.root_exit()
+    }
+
+    /// SIGKILL to the target's whole tree.
+    pub fn kill(&self) {
+        process::signal(self.pid, libc::SIGKILL);
+        // Its process group: the target and whatever it started without leaving it.
+        // SAFETY: kill with a negative pid signals a process group.
+        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+    }
+
+    /// Stops the target (signal, grace, then SIGKILL) and returns what the watcher saw.
+    pub fn stop(self, signal: i32, grace: Duration) -> (MonitorSummary, Vec<Sample>) {
+        if self.exited().is_none() {
+            process::signal(self.pid, signal);
+            let deadline = Instant::now() + grace;
+            while self.exited().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if self.exited().is_none() {
+                self.kill();
+            }
+        }
+        // Let the watcher reap the root and see the tree empty.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.exited().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+        let Running {
+            watcher, command, ..
+        } = self;
+        watcher.finish(command, "completed")
+    }
+}
