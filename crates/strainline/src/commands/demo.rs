@@ -1,34 +1,55 @@
-//! `strainline demo`: the README's main-job command. Runs on embedded defaults only —
-//! the bundled testbed, reached through this very binary — so it works on a fresh clone.
+//! `strainline demo`: the README's main-job command. Runs a short suite on embedded
+//! defaults — the bundled testbed, reached through this very binary, so it works on a
+//! fresh clone — through a benchmark, a ramp to the breaking point, and a soak of a
+//! healthy and a leaking build. The leaking build is meant to fail: the demo succeeds
+//! when strainline catches it and passes the rest.
 
 use std::path::Path;
-use std::time::Duration;
 
-use crate::cli::MonitorArgs;
+use crate::cli::RunArgs;
+use crate::exit;
+
+const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
 pub fn run(store: &Path) -> anyhow::Result<i32> {
     let me = std::env::current_exe()?;
+    let dir = store.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&dir)?;
+    let suite = dir.join("demo-suite.toml");
+    std::fs::write(&suite, SUITE.replace("STRAINLINE", &me.to_string_lossy()))?;
     eprintln!(
-        "strainline demo: monitoring the testbed's memory profile — 20 MiB idle, a 50 ms \
-         spike to 300 MiB, then a child holding 100 MiB for 1 s — sampled every 250 ms.\n\
-         The spike falls between samples; the exact peak still catches it.\n"
+        "strainline demo: a benchmark, a ramp to the breaking point and two soaks of the bundled \
+         testbed (one build leaks 4 KiB per request, and should be caught). About 40 seconds.\n"
     );
-    let args = MonitorArgs {
-        pid: None,
-        duration: None,
-        interval: Duration::from_millis(250),
-        json: None,
-        csv: None,
-        label: Some("demo".into()),
-        top: 3,
-        no_cgroup: false,
-        quiet: false,
-        command: vec![me.into_os_string(), "testbed".into(), "memhog".into()],
-    };
-    let code = super::monitor::run(store, args)?;
-    eprintln!(
-        "\nStored in {}: list runs with `strainline runs`, see this one with `strainline show demo`.",
-        store.display()
+    let code = super::run::run(
+        store,
+        RunArgs {
+            suite: suite.clone(),
+            time_scale: 1.0,
+            label: Some("demo".into()),
+            only: None,
+        },
+    )?;
+    // The suite fails because of the leaking build, as it should; anything else is not.
+    let store = crate::store::Store::open(store)?;
+    let run = store.find_run("demo")?;
+    let cases = store.cases(run.id)?;
+    let as_expected = cases
+        .iter()
+        .all(|c| (c.status == "failed") == c.name.contains("leak=4096"));
+    println!(
+        "\n{}\nSee it again with `strainline show demo`; list runs with `strainline runs`.",
+        if as_expected {
+            "Demo as expected: the healthy build passed every test, the leaking build was caught."
+        } else {
+            "Demo NOT as expected: see the cases above."
+        }
     );
-    Ok(code)
+    Ok(if code == exit::INTERRUPTED {
+        code
+    } else if as_expected {
+        exit::PASSED
+    } else {
+        exit::FAILED
+    })
 }

@@ -5,7 +5,7 @@
 //! seed's leak test).
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{d, CaseCtx, CaseResult, Status};
 use crate::analysis::leak::{self, Policy};
@@ -67,10 +67,11 @@ fn drive(
         no_progress: true,
     };
     let (plan, description) = crate::commands::load::plan(&args)?;
-    let t0 = running.watcher.started.elapsed().as_secs_f64();
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let outcome = load::run(&plan, cancel, |_, _| {});
+    // The measured window: the load engine's own clock starts after its warm-up.
     let t1 = running.watcher.started.elapsed().as_secs_f64();
+    let t0 = t1 - outcome.elapsed;
     let v = verdict::judge(&outcome);
     let model = if rate.is_some() { "open" } else { "closed" };
     let summary = summarize(&args.url, model, &description, &outcome, &v, &[]);
@@ -232,7 +233,6 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
     for k in 0..t.max_steps {
         let rate = t.start + t.step * k as f64;
         let before = thread_ticks(running.pid);
-        let started = Instant::now();
         let run = drive(
             ctx,
             running,
@@ -241,11 +241,8 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
             Some(t.step_duration),
             None,
         )?;
-        let busy = busiest(
-            &before,
-            &thread_ticks(running.pid),
-            started.elapsed().as_secs_f64(),
-        );
+        // The ticks before include the engine's idle warm-up: divide by the measured window.
+        let busy = busiest(&before, &thread_ticks(running.pid), run.outcome.elapsed);
         let cpu = cpu_in(&samples(running), run.window);
         let s = &run.summary;
         let p99 = s.latency_us.p99 as f64 / 1000.0;

@@ -5,4 +5,5 @@
 mod common;
 mod load;
 mod monitor;
+mod run;
 mod store;

@@ -1,0 +1,329 @@
+//! `strainline run`: suites against the real testbed, one test per promise of the
+//! suite runner — each kind's verdict against a known truth, configuration errors,
+//! a crashing target, and Ctrl-C.
+
+use crate::common::*;
+
+/// Writes `body` as a suite (with `TB` replaced by the testbed's path) and runs it.
+fn run_suite(s: &Scratch, body: &str, extra: &[&str]) -> std::process::Output {
+    let path = s.path("suite.toml");
+    std::fs::write(&path, body.replace("TB", testbed().to_str().unwrap())).unwrap();
+    let mut args = vec!["run", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    s.run(&args)
+}
+
+/// The cases of the newest run in the scratch store.
+fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
+    let runs: serde_json::Value =
+        serde_json::from_slice(&s.run(&["runs", "--json"]).stdout).unwrap();
+    let newest = runs[0]["id"].to_string();
+    let out = s.run(&["show", "--json", &newest]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["cases"].as_array().unwrap().clone()
+}
+
+fn metric(case: &serde_json::Value, name: &str) -> f64 {
+    case["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {case}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+const TARGET: &str = r#"
+[target]
+command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "1", "--cpu-cost", "{{cost}}", "--leak-bytes", "{{leak}}"]
+ready = "http://127.0.0.1:{{port}}/health"
+"#;
+
+#[test]
+fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
+    // The target's capacity, measured separately with a closed model.
+    let srv = strainline_testbed::harness::RunningServer::start(
+        &testbed(),
+        &["--workers", "1", "--cpu-cost", "250"],
+    );
+    srv.client().register(1);
+    let s = Scratch::new();
+    let json = s.path("closed.json");
+    let out = s.run(&[
+        "load",
+        &srv.url("/push/dev0"),
+        "-m",
+        "POST",
+        "-d",
+        "x",
+        "-c",
+        "8",
+        "--threads",
+        "1",
+        "-z",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        stdout(&out)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let capacity = doc["summary"]["achieved_rate"].as_f64().unwrap();
+    drop(srv);
+    let step = (capacity / 10.0).round().max(10.0);
+    let suite = format!(
+        "{TARGET}\n[[test]]\nname = \"peak\"\nkind = \"ramp\"\nmatrix = {{ cost = [250], leak = [0] }}\n\
+         url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
+         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+         start = {step}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
+    );
+    let out = run_suite(&s, &suite, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let cases = case_metrics(&s);
+    let ceiling = metric(&cases[0], "ceiling");
+    assert!(
+        (ceiling / capacity - 1.0).abs() <= 0.15,
+        "ceiling {ceiling} vs closed-model {capacity}\n{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("limiting factor: target CPU saturated"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+fn soak_suite(leak: u32, repeat: u32, duration: &str) -> String {
+    format!(
+        "{TARGET}\n[[test]]\nname = \"stability\"\nkind = \"soak\"\nrepeat = {repeat}\nmatrix = {{ cost = [1], leak = [{leak}] }}\n\
+         url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
+         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+         rate = 300\nduration = \"{duration}\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n"
+    )
+}
+
+#[test]
+fn soak_measures_an_injected_leak_per_request() {
+    let s = Scratch::new();
+    let out = run_suite(&s, &soak_suite(4096, 1, "6s"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let cases = case_metrics(&s);
+    let per_op = metric(&cases[0], "retained_per_op");
+    assert!(
+        (per_op / 4096.0 - 1.0).abs() <= 0.25,
+        "retained {per_op} bytes per push\n{}",
+        stdout(&out)
+    );
+    assert_eq!(metric(&cases[0], "leak"), 1.0);
+}
+
+#[test]
+fn soak_without_a_leak_passes_five_times_out_of_five() {
+    let s = Scratch::new();
+    let out = run_suite(&s, &soak_suite(0, 5, "3s"), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let cases = case_metrics(&s);
+    assert_eq!(cases.len(), 5);
+    assert!(cases.iter().all(|c| c["status"] == "passed"));
+}
+
+fn rounds_suite(leak: u32) -> String {
+    format!(
+        "{TARGET}\n[[test]]\nname = \"rounds\"\nkind = \"rounds\"\nmatrix = {{ cost = [1], leak = [{leak}] }}\n\
+         url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
+         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+         rounds = 6\nops = 1000\nconnections = 4\nsettle = \"200ms\"\nleak_budget = \"1MiB\"\n"
+    )
+}
+
+#[test]
+fn rounds_detect_the_leak_and_pass_without_it() {
+    let s = Scratch::new();
+    let out = run_suite(&s, &rounds_suite(4096), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let c = &case_metrics(&s)[0];
+    assert_eq!(metric(c, "leak"), 1.0);
+    let per_op = metric(c, "retained_per_op");
+    assert!((per_op / 4096.0 - 1.0).abs() <= 0.25, "{per_op}");
+    let s = Scratch::new();
+    let out = run_suite(&s, &rounds_suite(0), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(metric(&case_metrics(&s)[0], "leak"), 0.0);
+}
+
+fn crash_suite(unsafe_flag: &str) -> String {
+    format!(
+        "[[test]]\nname = \"crash\"\nkind = \"crash\"\niterations = 10\nkill_after = \"20ms..150ms\"\n\
+         command = [\"TB\", \"store\", \"write\", \"--dir\", \"{{{{dir}}}}\", \"--count\", \"100000\", \"--value-bytes\", \"262144\", \"--progress-every\", \"0\"{unsafe_flag}]\n\
+         verify = [\"TB\", \"store\", \"verify\", \"--dir\", \"{{{{dir}}}}\"]\n"
+    )
+}
+
+#[test]
+fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
+    let s = Scratch::new();
+    let out = run_suite(&s, &crash_suite(", \"--unsafe\""), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let c = &case_metrics(&s)[0];
+    assert!(metric(c, "failed_iterations") >= 1.0);
+    assert!(stdout(&out).contains("torn"), "{}", stdout(&out));
+    let s = Scratch::new();
+    let out = run_suite(&s, &crash_suite(""), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(metric(&case_metrics(&s)[0], "survived_iterations"), 10.0);
+}
+
+#[test]
+fn scale_tells_linear_from_quadratic() {
+    let run = |flag: &str, sizes: &str| {
+        let s = Scratch::new();
+        let suite = format!(
+            "[[test]]\nname = \"scale\"\nkind = \"scale\"\nsizes = {sizes}\n\
+             command = [\"TB\", \"work\", \"--n\", \"{{{{size}}}}\"{flag}]\n"
+        );
+        let out = run_suite(&s, &suite, &[]);
+        (
+            out.status.code(),
+            metric(&case_metrics(&s)[0], "exponent"),
+            stdout(&out),
+        )
+    };
+    let (code, e, text) = run("", "[50000, 100000, 200000, 400000]");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        (0.8..=1.2).contains(&e),
+        "linear work fitted exponent {e}\n{text}"
+    );
+    let (code, e, text) = run(", \"--quadratic\"", "[4000, 8000, 16000, 32000]");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        (1.7..=2.3).contains(&e),
+        "quadratic work fitted exponent {e}\n{text}"
+    );
+}
+
+#[test]
+fn harness_metrics_are_parsed_and_gated() {
+    let suite = |gate: &str| {
+        format!("[[test]]\nname = \"harness\"\nkind = \"harness\"\ncommand = [\"TB\", \"work\", \"--n\", \"1000\"]\ngates = [{gate}]\n")
+    };
+    let s = Scratch::new();
+    let out = run_suite(&s, &suite("\"ops >= 1000\", \"peak_rss < 100MiB\""), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(metric(&case_metrics(&s)[0], "ops"), 1000.0);
+    let s = Scratch::new();
+    let out = run_suite(&s, &suite("\"ops > 5000\""), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("gate failed: ops > 5000 (measured 1000"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn configuration_errors_exit_2_with_their_position() {
+    let base = format!("{TARGET}\n[[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nduration = \"1s\"\ngates = [\"latency_p99 < 1s\"]\n");
+    for (bad, expect) in [
+        (
+            base.replace("latency_p99", "p99"),
+            "suite.toml:11:11: gate: unknown metric 'p99'",
+        ),
+        (
+            base.replace("duration =", "duraton ="),
+            "suite.toml:10:1: unknown field `duraton`",
+        ),
+        (
+            base.replace("\"1s\"", "\"1 sec\""),
+            "suite.toml:10:12: duration: '1 sec' is not a duration",
+        ),
+    ] {
+        let s = Scratch::new();
+        let out = run_suite(&s, &bad, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expect),
+            "expected {expect:?} in {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn a_target_that_crashes_mid_test_fails_the_case_with_exit_4_and_its_last_lines() {
+    let s = Scratch::new();
+    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--crash-after\", \"150\"]\n\
+                 ready = \"http://127.0.0.1:{{port}}/health\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\n\
+                 url = \"http://127.0.0.1:{{port}}/health\"\nrate = 200\nduration = \"3s\"\n";
+    let out = run_suite(&s, suite, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("CRASHED") && text.contains("the target exited during the case"),
+        "{text}"
+    );
+    assert!(
+        text.contains("crash-after: request 151 over the limit"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
+    let s = Scratch::new();
+    let marker = "2049"; // an unusual --state-bytes, to find the target's processes
+    let suite = format!(
+        "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{{{port}}}}\", \"--state-bytes\", \"{marker}\"]\n\
+         ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\nrepeat = 3\n\
+         url = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 100\nduration = \"2s\"\n"
+    );
+    let path = s.path("suite.toml");
+    std::fs::write(&path, suite.replace("TB", testbed().to_str().unwrap())).unwrap();
+    let mut child = strainline()
+        .args(["--store", &s.store(), "run", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let out = s.run(&["runs", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "interrupted");
+    let cases = case_metrics(&s);
+    assert!(cases.iter().any(|c| c["status"] == "passed"), "{cases:?}");
+    // No testbed of this suite survives.
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("serve") && c.contains(&format!("--state-bytes {marker}")))
+        .collect();
+    assert!(survivors.is_empty(), "{survivors:?}");
+}
+
+#[test]
+fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
+    let s = Scratch::new();
+    let out = s.run(&["demo"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(text.contains("Demo as expected"), "{text}");
+    assert!(
+        text.contains("limiting factor: target CPU saturated"),
+        "{text}"
+    );
+}
