@@ -106,12 +106,19 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         let mut result = match run_case(&ctx) {
             Ok(r) => r,
             Err(e) => {
+                // The target could not be built, started or made ready: the case could
+                // not measure anything (invalid); any other error fails it.
                 let mut r = CaseResult::new();
-                r.fail(Status::Crashed, format!("{e:#}"));
+                let status = if e.downcast_ref::<lifecycle::TargetError>().is_some() {
+                    Status::Invalid
+                } else {
+                    Status::Failed
+                };
+                r.fail(status, format!("{e:#}"));
                 r
             }
         };
-        if result.status != Status::Crashed {
+        if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
             if let Err(e) = kinds::apply_gates(test, &mut result) {
                 store.finish_run(
                     run_id,
@@ -192,10 +199,8 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         .as_ref()
         .expect("checked when the suite was read");
     let log = ctx.dir.join("target.log");
-    lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let running =
-        lifecycle::start(spec, &ctx.vars, &log, t.interval).map_err(|e| anyhow::anyhow!("{e}"))?;
+    lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
+    let running = lifecycle::start(spec, &ctx.vars, &log, t.interval)?;
     let outcome = kinds::run_http(ctx, &running);
     let crashed = running.exited();
     let (summary, samples) = running.stop(spec.stop_signal, spec.stop_grace);

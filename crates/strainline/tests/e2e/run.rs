@@ -327,3 +327,70 @@ fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
         "{text}"
     );
 }
+
+#[test]
+fn every_example_suite_is_valid() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        if p.extension().is_some_and(|x| x == "toml") && text.contains("[[test]]") {
+            strainline::suite::load(&p, 1.0).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "only {n} example suites");
+}
+
+#[test]
+fn the_stress_suite_example_runs_as_shipped() {
+    // The examples call `strainline`: put the one under test first on PATH.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let s = Scratch::new();
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/stress-suite.toml"
+    );
+    let out = strainline()
+        .args(["--store", &s.store(), "run", example])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("4 of 4 case(s) run"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_target_that_cannot_start_makes_the_run_invalid() {
+    let s = Scratch::new();
+    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"10.1.2.3:{{port}}\"]\n\
+                 ready = \"http://127.0.0.1:{{port}}/health\"\nready_timeout = \"3s\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\n\
+                 url = \"http://127.0.0.1:{{port}}/health\"\nduration = \"1s\"\n";
+    // The testbed refuses a non-loopback address and exits at once: nothing is sent anywhere.
+    let out = run_suite(&s, suite, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the target exited during start-up")
+            && text.contains("not a loopback address"),
+        "{text}"
+    );
+}
