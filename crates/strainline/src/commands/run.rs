@@ -72,6 +72,8 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         work.display()
     )?;
     let mut worst = Status::Passed;
+    // Metrics of every case, by test and matrix values, for the spread across repetitions.
+    let mut groups: std::collections::BTreeMap<String, Vec<Vec<Metric>>> = Default::default();
     let mut done = 0;
     let mut last_ceiling = None;
     for (i, case) in cases.iter().enumerate() {
@@ -102,6 +104,8 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
             vars,
             dir: dir.clone(),
             last_ceiling,
+            store_path: store_path.to_path_buf(),
+            case_id,
         };
         let mut result = match run_case(&ctx) {
             Ok(r) => r,
@@ -137,8 +141,15 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         }
         worst = worst.max(result.status);
         done += 1;
+        let group = case
+            .name
+            .rsplit_once('#')
+            .map_or(case.name.clone(), |(g, _)| g.to_string());
+        groups
+            .entry(group)
+            .or_default()
+            .push(result.metrics.clone());
         print_case(&mut out, &result)?;
-        store.append_samples(case_id, &result.samples)?;
         for (name, points) in &result.series {
             store.append_series(case_id, name, points)?;
         }
@@ -155,6 +166,7 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
             &result,
         )?;
     }
+    print_spread(&mut out, &groups)?;
     let interrupted = signals::interrupted();
     let code = if interrupted {
         exit::INTERRUPTED
@@ -200,11 +212,13 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         .expect("checked when the suite was read");
     let log = ctx.dir.join("target.log");
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
-    let running = lifecycle::start(spec, &ctx.vars, &log, t.interval)?;
+    let running = lifecycle::start(spec, &ctx.vars, &log, t.interval, Some(ctx.sample_sink()))?;
+    let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
     let outcome = kinds::run_http(ctx, &running);
     let crashed = running.exited();
-    let (summary, samples) = running.stop(spec.stop_signal, spec.stop_grace);
+    let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
     let mut r = outcome?;
+    watches.finish(&mut r);
     if let Some(exit) = crashed {
         r.fail(
             Status::Crashed,
@@ -228,8 +242,50 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         summary.processes_seen
     ));
     r.target = Some(summary);
-    r.samples = samples;
     Ok(r)
+}
+
+/// For tests repeated more than once: each metric's median, range and coefficient of
+/// variation across the repetitions — how far a single run can be trusted.
+fn print_spread(
+    out: &mut dyn Write,
+    groups: &std::collections::BTreeMap<String, Vec<Vec<Metric>>>,
+) -> std::io::Result<()> {
+    for (name, runs) in groups.iter().filter(|(_, r)| r.len() > 1) {
+        writeln!(out, "\nSpread across {} repetitions of {name}:", runs.len())?;
+        writeln!(
+            out,
+            "    {:<22} {:>14} {:>14} {:>14} {:>8}",
+            "metric", "median", "min", "max", "CV"
+        )?;
+        let mut names: Vec<&str> = runs[0].iter().map(|m| m.name.as_str()).collect();
+        names.sort_unstable();
+        for n in names {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter_map(|ms| ms.iter().find(|m| m.name == n).map(|m| m.value))
+                .collect();
+            if v.len() < 2 {
+                continue;
+            }
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let sd =
+                (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
+            let cv = if mean != 0.0 {
+                format!("{:.1}%", 100.0 * sd / mean.abs())
+            } else {
+                "-".into()
+            };
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                    (a.min(*x), b.max(*x))
+                });
+            let med = crate::analysis::stats::median(&v).unwrap_or(f64::NAN);
+            writeln!(out, "    {n:<22} {med:>14.4} {lo:>14.4} {hi:>14.4} {cv:>8}")?;
+        }
+    }
+    Ok(())
 }
 
 fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {

@@ -5,6 +5,7 @@
 
 mod http;
 mod process;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,8 +54,6 @@ pub struct CaseResult {
     pub table: Vec<String>,
     /// The target's resource summary, when a target ran.
     pub target: Option<MonitorSummary>,
-    #[serde(skip)]
-    pub samples: Vec<Sample>,
     /// Named series for the store (e.g. the stress–strain curve).
     #[serde(skip)]
     pub series: Vec<(String, Vec<(f64, f64)>)>,
@@ -70,7 +69,6 @@ impl CaseResult {
             metrics: Vec::new(),
             table: Vec::new(),
             target: None,
-            samples: Vec::new(),
             series: Vec::new(),
             details: serde_json::Value::Null,
         }
@@ -107,6 +105,27 @@ pub struct CaseCtx<'a> {
     pub dir: PathBuf,
     /// The ceiling a ramp earlier in this run measured, for capacity figures.
     pub last_ceiling: Option<f64>,
+    /// Where the case is stored, so that its samples can be written as they come.
+    pub store_path: PathBuf,
+    pub case_id: i64,
+}
+
+impl CaseCtx<'_> {
+    /// A sink that writes the target's samples to this case in the store as the run
+    /// goes (its own connection, from the watcher's thread), so a crash of strainline
+    /// at hour 3 keeps hours 1–3.
+    pub fn sample_sink(&self) -> crate::monitor::watch::Sink {
+        let (path, case) = (self.store_path.clone(), self.case_id);
+        let mut store: Option<crate::store::Store> = None;
+        Box::new(move |samples: &[Sample]| {
+            if store.is_none() {
+                store = crate::store::Store::open(&path).ok();
+            }
+            if let Some(s) = &store {
+                let _ = s.append_samples(case, samples);
+            }
+        })
+    }
 }
 
 /// Counts of the log analysis.

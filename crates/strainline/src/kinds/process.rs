@@ -263,8 +263,15 @@ fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     let mut r = CaseResult::new();
     let log = ctx.dir.join("harness.log");
     let a = argv(t.command.as_deref().unwrap_or_default(), &ctx.vars);
-    let running = spawn_watched(&a, &BTreeMap::new(), None, &log, t.interval)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let running = spawn_watched(
+        &a,
+        &BTreeMap::new(),
+        None,
+        &log,
+        t.interval,
+        Some(ctx.sample_sink()),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let started = Instant::now();
     while running.exited().is_none() {
         if crate::target::signals::interrupted() {
@@ -274,7 +281,7 @@ fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     }
     let wall = started.elapsed().as_secs_f64();
     let exit = running.exited().expect("checked");
-    let (summary, samples) = running.stop(libc::SIGTERM, Duration::from_secs(1));
+    let (summary, _) = running.stop(libc::SIGTERM, Duration::from_secs(1));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     for (k, v) in parse_metrics(&text) {
         r.metrics.retain(|m| m.name != k);
@@ -319,7 +326,6 @@ fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         );
     }
     r.target = Some(summary);
-    r.samples = samples;
     Ok(r)
 }
 

@@ -3,6 +3,10 @@
 //! and asks the watcher for the samples and the summary at the end. The watcher reaps
 //! only the target and the orphans re-parented to strainline, so that commands the runner
 //! waits for itself (a verify step, a build) are left to it.
+//!
+//! A soak may last weeks: every sample goes to a *sink* (the results store) once a
+//! second as the run goes, and the copy kept in memory for analysis is thinned to at
+//! most [`KEPT`] points, so strainline's own memory stays flat.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,12 +17,40 @@ use super::{Ending, Sampler, SamplerConfig};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::target::process;
 
+/// Samples kept in memory at most; beyond, every other one is dropped.
+pub const KEPT: usize = 20_000;
+
+/// Where every sample goes as the run goes.
+pub type Sink = Box<dyn FnMut(&[Sample]) + Send>;
+
 /// What the watcher shares with the runner while it runs.
 #[derive(Default)]
 pub struct Shared {
     /// How the root ended, once it has.
     pub root_exit: Option<ExitInfo>,
+    /// The samples, thinned evenly to at most [`KEPT`].
     pub samples: Vec<Sample>,
+    /// One sample in `stride` is kept.
+    stride: u64,
+    seen: u64,
+}
+
+impl Shared {
+    fn keep(&mut self, s: Sample) {
+        self.seen += 1;
+        if !self.seen.is_multiple_of(self.stride.max(1)) {
+            return;
+        }
+        self.samples.push(s);
+        if self.samples.len() >= KEPT {
+            let mut i = 0;
+            self.samples.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+            self.stride = self.stride.max(1) * 2;
+        }
+    }
 }
 
 pub struct Watcher {
@@ -30,8 +62,30 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    /// Starts sampling `root`'s tree every `interval`.
-    pub fn start(root: u32, cgroup: Option<Cgroup>, interval: Duration) -> Watcher {
+    /// Watches a process strainline did not start (and its descendants): no cgroup, no
+    /// adoption of strainline's own children.
+    pub fn attach(pid: u32, interval: Duration) -> Watcher {
+        Watcher::watch(pid, None, interval, None, false)
+    }
+
+    /// Starts sampling the tree of `root`, a child of strainline, every `interval`;
+    /// every sample also goes to `sink`.
+    pub fn start(
+        root: u32,
+        cgroup: Option<Cgroup>,
+        interval: Duration,
+        sink: Option<Sink>,
+    ) -> Watcher {
+        Watcher::watch(root, cgroup, interval, sink, true)
+    }
+
+    fn watch(
+        root: u32,
+        cgroup: Option<Cgroup>,
+        interval: Duration,
+        mut sink: Option<Sink>,
+        adopt: bool,
+    ) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Mutex::new(Shared::default()));
         let started = Instant::now();
@@ -44,7 +98,7 @@ impl Watcher {
         let mut sampler = Sampler::new(
             SamplerConfig {
                 root,
-                adopter: Some(me),
+                adopter: adopt.then_some(me),
                 detail_every: every(Duration::from_millis(250)),
                 status_every: every(Duration::from_secs(1)),
                 top_n: 3,
@@ -55,6 +109,8 @@ impl Watcher {
         let (stop2, shared2) = (stop.clone(), shared.clone());
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
+            let mut pending: Vec<Sample> = Vec::new();
+            let mut flushed = Instant::now();
             loop {
                 let mut mine = sampler.children_of(me);
                 if !mine.contains(&root) {
@@ -70,8 +126,19 @@ impl Watcher {
                     }
                 }
                 let s = sampler.sample();
-                shared2.lock().unwrap().samples.push(s);
-                if stop2.load(Ordering::Relaxed) {
+                if sink.is_some() {
+                    pending.push(s.clone());
+                }
+                shared2.lock().unwrap().keep(s);
+                let stopping = stop2.load(Ordering::Relaxed);
+                if let Some(sink) = sink.as_mut() {
+                    if stopping || flushed.elapsed() >= Duration::from_secs(1) {
+                        sink(&pending);
+                        pending.clear();
+                        flushed = Instant::now();
+                    }
+                }
+                if stopping {
                     return sampler;
                 }
                 next += interval;
@@ -116,5 +183,39 @@ impl Watcher {
             leftover_processes_stopped: 0,
         });
         (summary, shared.samples)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64) -> Sample {
+        Sample {
+            t,
+            rss_bytes: 0,
+            cpu_cores: 0.0,
+            threads: 0,
+            fds: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+            ctx_switches: 0,
+            processes: 0,
+            top: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_kept_copy_stays_bounded_and_evenly_spread() {
+        let mut s = Shared::default();
+        for i in 0..(KEPT * 5) {
+            s.keep(sample(i as f64));
+        }
+        assert!(s.samples.len() < KEPT);
+        assert!(s.samples.len() > KEPT / 4);
+        // Evenly spaced: every gap is the same.
+        let gaps: Vec<f64> = s.samples.windows(2).map(|w| w[1].t - w[0].t).collect();
+        assert!(gaps.iter().all(|g| *g == gaps[0]), "{:?}", &gaps[..5]);
+        assert!(s.samples.last().unwrap().t > (KEPT * 4) as f64);
     }
 }

@@ -150,8 +150,12 @@ pub enum Ready {
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
     pub build: Option<Vec<String>>,
-    /// argv, with `{{var}}` placeholders; run through `sh -c` when `shell`.
+    /// argv, with `{{var}}` placeholders; run through `sh -c` when `shell`. Empty when
+    /// attaching.
     pub command: Vec<String>,
+    /// Attach to the process whose pid is in this file instead of starting one: it is
+    /// watched, never stopped.
+    pub attach_pid_file: Option<PathBuf>,
     pub shell: bool,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
@@ -232,6 +236,25 @@ pub struct Test {
     pub sizes: Vec<u64>,
 }
 
+/// How a `[[watch]]` finds its processes.
+#[derive(Debug, Clone)]
+pub enum WatchBy {
+    /// The pid in this file.
+    PidFile(PathBuf),
+    /// Processes with this executable name (as in `ps -o comm`).
+    Name(String),
+    /// Processes whose command line matches this regex.
+    Cmdline(regex_lite::Regex),
+}
+
+/// A further process to monitor beside the target (the database or web server in front
+/// of it), reported side by side.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    pub name: String,
+    pub by: WatchBy,
+}
+
 /// A checked suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
@@ -239,6 +262,7 @@ pub struct Suite {
     pub path: PathBuf,
     pub target: Option<TargetSpec>,
     pub logs: LogSpec,
+    pub watches: Vec<WatchSpec>,
     pub tests: Vec<Test>,
 }
 
@@ -258,7 +282,18 @@ struct RawSuite {
     target: Option<RawTarget>,
     logs: Option<RawLogs>,
     #[serde(default)]
+    watch: Vec<Spanned<RawWatch>>,
+    #[serde(default)]
     test: Vec<Spanned<RawTest>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWatch {
+    name: String,
+    pid_file: Option<String>,
+    process: Option<String>,
+    cmdline: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -271,7 +306,8 @@ struct RawMeta {
 #[serde(deny_unknown_fields)]
 struct RawTarget {
     build: Option<Vec<String>>,
-    command: Spanned<Vec<String>>,
+    command: Option<Spanned<Vec<String>>>,
+    attach_pid_file: Option<String>,
     #[serde(default)]
     shell: bool,
     #[serde(default)]
@@ -427,8 +463,21 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
     };
     let target = match &raw.target {
         Some(t) => {
-            if t.command.get_ref().is_empty() {
-                return Err(at(t.command.span().start, "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]".into()));
+            match (&t.command, &t.attach_pid_file) {
+                (Some(c), None) if c.get_ref().is_empty() => {
+                    return Err(at(
+                        c.span().start,
+                        "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]".into(),
+                    ))
+                }
+                (Some(_), None) | (None, Some(_)) => {}
+                _ => {
+                    return Err(at(
+                        0,
+                        "[target] needs exactly one of command = [...] (start it) or attach_pid_file = \"...\" (watch a running one)"
+                            .into(),
+                    ))
+                }
             }
             let ready = match &t.ready {
                 None => Ready::Delay(Duration::from_millis(500)),
@@ -469,7 +518,12 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
             };
             Some(TargetSpec {
                 build: t.build.clone(),
-                command: t.command.get_ref().clone(),
+                command: t
+                    .command
+                    .as_ref()
+                    .map(|c| c.get_ref().clone())
+                    .unwrap_or_default(),
+                attach_pid_file: t.attach_pid_file.as_ref().map(PathBuf::from),
                 shell: t.shell,
                 env: t.env.clone(),
                 cwd: t.cwd.as_ref().map(PathBuf::from),
@@ -498,6 +552,51 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
             logs.classes.push((name.clone(), regex(r, "logs.classes")?));
         }
     }
+    let mut watches = Vec::new();
+    for w in &raw.watch {
+        let pos = w.span().start;
+        let w = w.get_ref();
+        let by = match (&w.pid_file, &w.process, &w.cmdline) {
+            (Some(p), None, None) => WatchBy::PidFile(PathBuf::from(p)),
+            (None, Some(n), None) => WatchBy::Name(n.clone()),
+            (None, None, Some(c)) => WatchBy::Cmdline(regex(c, "watch.cmdline")?),
+            _ => {
+                return Err(at(
+                    pos,
+                    format!(
+                        "watch '{}': give exactly one of pid_file, process or cmdline",
+                        w.name
+                    ),
+                ))
+            }
+        };
+        if !w
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(at(
+                pos,
+                format!(
+                    "watch '{}': a name of letters, digits and _ (it names metrics)",
+                    w.name
+                ),
+            ));
+        }
+        watches.push(WatchSpec {
+            name: w.name.clone(),
+            by,
+        });
+    }
+    let watch_metrics: Vec<(String, Unit)> = watches
+        .iter()
+        .flat_map(|w| {
+            [
+                (format!("watch_{}_peak_rss", w.name), Unit::Bytes),
+                (format!("watch_{}_cpu", w.name), Unit::Number),
+            ]
+        })
+        .collect();
     let mut tests = Vec::new();
     for t in &raw.test {
         let pos = t.span().start;
@@ -508,7 +607,10 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
                 format!("kind: '{}' (expected one of: bench, ramp, soak, rounds, crash, scale, harness)", t.kind.get_ref()),
             )
         })?;
-        let metrics = kind.metrics();
+        let mut metrics = kind.metrics();
+        if matches!(kind, Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds) {
+            metrics.extend(watch_metrics.iter().map(|(n, u)| (n.as_str(), *u)));
+        }
         let mut gates = Vec::new();
         let mut harness_gates = Vec::new();
         for g in &t.gates {
@@ -683,6 +785,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
         path: path.to_path_buf(),
         target,
         logs,
+        watches,
         tests,
     })
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::cgroup::Cgroup;
-use crate::monitor::watch::Watcher;
+use crate::monitor::watch::{Sink, Watcher};
 use crate::suite::{substitute, Ready, TargetSpec};
 use crate::target::process;
 
@@ -98,6 +98,8 @@ pub struct Running {
     pub log: PathBuf,
     pub command: Vec<String>,
     pub watcher: Watcher,
+    /// Started by strainline (and so stopped by it), or attached to.
+    pub owned: bool,
 }
 
 /// Starts a command with its output going to `log`, inside a cgroup of its own where
@@ -108,6 +110,7 @@ pub fn spawn_watched(
     cwd: Option<&Path>,
     log: &Path,
     interval: Duration,
+    sink: Option<Sink>,
 ) -> Result<Running, TargetError> {
     let err = |why: String| TargetError::Spawn {
         program: argv[0].clone(),
@@ -153,7 +156,8 @@ pub fn spawn_watched(
         pid,
         log: log.to_path_buf(),
         command: argv.to_vec(),
-        watcher: Watcher::start(pid, cg, interval),
+        watcher: Watcher::start(pid, cg, interval, sink),
+        owned: true,
     })
 }
 
@@ -170,9 +174,34 @@ pub fn start(
     vars: &BTreeMap<String, String>,
     log: &Path,
     interval: Duration,
+    sink: Option<Sink>,
 ) -> Result<Running, TargetError> {
-    let a = argv(&spec.command, spec.shell, vars);
-    let running = spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval)?;
+    let running = match &spec.attach_pid_file {
+        Some(file) => {
+            let pid: u32 = std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .filter(|&p| process::exists(p))
+                .ok_or_else(|| TargetError::Spawn {
+                    program: format!("the process in {}", file.display()),
+                    why:
+                        "no running process has that pid (is it running? is the pid file current?)"
+                            .into(),
+                })?;
+            let _ = File::create(log);
+            Running {
+                pid,
+                log: log.to_path_buf(),
+                command: vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
+                watcher: Watcher::attach(pid, interval),
+                owned: false,
+            }
+        }
+        None => {
+            let a = argv(&spec.command, spec.shell, vars);
+            spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval, sink)?
+        }
+    };
     let deadline = Instant::now() + spec.ready_timeout;
     let what = match &spec.ready {
         Ready::Http(u) => format!("GET {}", substitute(u, vars)),
@@ -271,13 +300,23 @@ pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
 }
 
 impl Running {
-    /// How the target ended, if it has (unexpectedly, while a case ran).
+    /// How the target ended, if it has (unexpectedly, while a case ran). An attached
+    /// process is not strainline's child: its exit is seen, its status is not.
     pub fn exited(&self) -> Option<ExitInfo> {
-        self.watcher.root_exit()
+        match self.owned {
+            true => self.watcher.root_exit(),
+            false => (!process::exists(self.pid)).then_some(ExitInfo {
+                code: None,
+                signal: None,
+            }),
+        }
     }
 
-    /// SIGKILL to the target's whole tree.
+    /// SIGKILL to the target's whole tree (never to an attached process).
     pub fn kill(&self) {
+        if !self.owned {
+            return;
+        }
         process::signal(self.pid, libc::SIGKILL);
         // Its process group: the target and whatever it started without leaving it.
         // SAFETY: kill with a negative pid signals a process group.
@@ -286,6 +325,12 @@ impl Running {
 
     /// Stops the target (signal, grace, then SIGKILL) and returns what the watcher saw.
     pub fn stop(self, signal: i32, grace: Duration) -> (MonitorSummary, Vec<Sample>) {
+        if !self.owned {
+            let Running {
+                watcher, command, ..
+            } = self;
+            return watcher.finish(command, "completed");
+        }
         if self.exited().is_none() {
             process::signal(self.pid, signal);
             let deadline = Instant::now() + grace;

@@ -120,6 +120,12 @@ fn soak_measures_an_injected_leak_per_request() {
         stdout(&out)
     );
     assert_eq!(metric(&cases[0], "leak"), 1.0);
+    // The target's samples went to the store as the soak ran (one every 250 ms).
+    let db = rusqlite::Connection::open(s.store()).unwrap();
+    let n: i64 = db
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert!(n >= 20, "{n} samples stored");
 }
 
 #[test]
@@ -392,5 +398,48 @@ fn a_target_that_cannot_start_makes_the_run_invalid() {
         text.contains("the target exited during start-up")
             && text.contains("not a loopback address"),
         "{text}"
+    );
+}
+
+#[test]
+fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_left_running() {
+    // A "database" to watch: a process holding 30 MiB, found by its command line.
+    let mut db = std::process::Command::new(testbed())
+        .args(["hold", "--mib", "30", "--ms", "20017"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The target, started by us; strainline attaches to it through a pid file.
+    let srv = strainline_testbed::harness::RunningServer::start(&testbed(), &[]);
+    let s = Scratch::new();
+    let pid_file = s.path("server.pid");
+    std::fs::write(&pid_file, srv.pid().to_string()).unwrap();
+    let suite = format!(
+        "[target]\nattach_pid_file = \"{}\"\nready = \"http://{}/health\"\n\n\
+         [[watch]]\nname = \"db\"\ncmdline = \"hold --mib 30 --ms 20017\"\n\n\
+         [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://{}/health\"\nrate = 100\nduration = \"1s\"\n\
+         gates = [\"watch_db_peak_rss > 25MiB\", \"peak_rss < 200MiB\"]\n",
+        pid_file.display(),
+        srv.addr,
+        srv.addr
+    );
+    let out = run_suite(&s, &suite, &[]);
+    db.kill().unwrap();
+    db.wait().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("watch db: peak RSS"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        alive(srv.pid() as u64),
+        "strainline stopped a target it had only attached to"
     );
 }
