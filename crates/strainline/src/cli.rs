@@ -140,10 +140,11 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     strainline load http://127.0.0.1:8080/health -c 50 -z 10s          # closed model\n  \
     strainline load http://127.0.0.1:8080/health -q 2000 -z 30s        # open model, constant rate\n  \
     strainline load http://127.0.0.1:8080/ --ramp 100..5000 -z 60s     # open model, ramp\n  \
-    strainline load https://127.0.0.1:8443/ -q 500 --http2 --insecure  # HTTP/2 over TLS")]
+    strainline load https://127.0.0.1:8443/ -q 500 --http2 --insecure  # HTTP/2 over TLS\n  \
+    strainline load -c 4 -z 10s -- ./client --op put                   # a command as the unit of work")]
 pub struct LoadArgs {
-    /// The URL to load (http:// or https://).
-    pub url: String,
+    /// The URL to load (http:// or https://); or give a command after `--`.
+    pub url: Option<String>,
     /// Closed model: this many connections, each sending when its last response arrives.
     /// With -q or --ramp: the most connections the open model's pool may open.
     #[arg(short = 'c', long = "connections", value_name = "N")]
@@ -212,6 +213,10 @@ pub struct LoadArgs {
     /// No live progress line (it is only shown on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// A command workload instead of HTTP: each unit of work runs this command (after
+    /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
+    #[arg(last = true, value_name = "CMD")]
+    pub exec: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -48,24 +48,46 @@ fn raise_nofile() -> u64 {
 }
 
 /// Turns the arguments into a plan, or says exactly what is wrong.
+/// What the run loads, in words: the URL, or `command: ARGV`.
+pub fn what(args: &LoadArgs) -> String {
+    if args.exec.is_empty() {
+        args.url.clone().unwrap_or_default()
+    } else {
+        format!("command: {}", args.exec.join(" "))
+    }
+}
+
 pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
-    let uri: Uri = args.url.parse().map_err(|e| {
+    let command = (!args.exec.is_empty()).then(|| args.exec.clone());
+    let url = match (&args.url, &command) {
+        (Some(u), None) => u.clone(),
+        // A command workload sends no HTTP; the target below is never used.
+        (None, Some(_)) if args.scenario.is_none() => "http://127.0.0.1/".to_string(),
+        (None, Some(_)) => return Err(usage("--scenario is for HTTP: give a URL, not a command")),
+        (Some(_), Some(_)) => return Err(usage("give a URL or a command after --, not both")),
+        (None, None) => {
+            return Err(usage(
+                "give a URL to load (e.g. http://127.0.0.1:8080/) or a command after -- (e.g. -- ./client)",
+            ))
+        }
+    };
+    let uri: Uri = url.parse().map_err(|e| {
         usage(format!(
             "URL '{}': {e} (expected e.g. http://127.0.0.1:8080/path)",
-            args.url
+            url
         ))
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if scheme != "http" && scheme != "https" {
         return Err(usage(format!(
             "URL '{}': the scheme must be http:// or https:// (e.g. http://127.0.0.1:8080/path)",
-            args.url
+            url
         )));
     }
     let host = uri.host().ok_or_else(|| {
         usage(format!(
             "URL '{}' has no host (e.g. http://127.0.0.1:8080/path)",
-            args.url
+            url
         ))
     })?;
     let tls = scheme == "https";
@@ -73,9 +95,9 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare_host, port)
         .to_socket_addrs()
-        .map_err(|e| usage(format!("URL '{}': cannot resolve '{host}': {e}", args.url)))?
+        .map_err(|e| usage(format!("URL '{}': cannot resolve '{host}': {e}", url)))?
         .next()
-        .ok_or_else(|| usage(format!("URL '{}': '{host}' has no address", args.url)))?;
+        .ok_or_else(|| usage(format!("URL '{}': '{host}' has no address", url)))?;
     let authority = uri
         .authority()
         .map(|a| a.as_str().to_string())
@@ -91,7 +113,7 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
         let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
             usage(format!(
                 "URL '{}': '{host}' is not a valid TLS server name: {e}",
-                args.url
+                url
             ))
         })?;
         Some((tokio_rustls::TlsConnector::from(Arc::new(cfg)), name))
@@ -234,18 +256,25 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
     if let Some(n) = args.count {
         description.push_str(&format!(", at most {n} requests"));
     }
+    let protocol = match &command {
+        Some(c) => format!("command: {}", c.join(" ")),
+        None => format!(
+            "HTTP/{}{}",
+            if args.http2 { "2" } else { "1.1" },
+            if target.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
+        ),
+    };
     description.push_str(&format!(
-        ", {threads} thread{}, HTTP/{}{}",
-        if threads == 1 { "" } else { "s" },
-        if args.http2 { "2" } else { "1.1" },
-        if target.tls.is_some() {
-            " over TLS"
-        } else {
-            ""
-        }
+        ", {threads} thread{}, {protocol}",
+        if threads == 1 { "" } else { "s" }
     ));
     Ok((
         Plan {
+            command,
             target,
             template: Template {
                 method,
@@ -281,7 +310,8 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
     let host = Host::current();
     let cwd = std::env::current_dir()?;
     let git = git_state(&cwd);
-    let command = format!("load {}", args.url);
+    let loaded = what(&args);
+    let command = format!("load {loaded}");
     let run_id = store.begin_run(&NewRun {
         kind: "load",
         label: args.label.as_deref(),
@@ -291,7 +321,7 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
         git: git.as_ref(),
         host: &host,
     })?;
-    let case_id = store.begin_case(run_id, &args.url, "load", None)?;
+    let case_id = store.begin_case(run_id, &loaded, "load", None)?;
     signals::install();
     let live = !args.no_progress && std::io::stderr().is_terminal();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -321,7 +351,7 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
             sc.steps.iter().map(|s| s.name.clone()).collect(),
         ),
     };
-    let summary = report::summarize(&args.url, model, &description, &outcome, &v, &step_names);
+    let summary = report::summarize(&loaded, model, &description, &outcome, &v, &step_names);
     let code = if outcome.interrupted {
         exit::INTERRUPTED
     } else {

@@ -205,16 +205,18 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
         return kinds::run_process(ctx);
     }
-    let spec = ctx
-        .suite
-        .target
-        .as_ref()
-        .expect("checked when the suite was read");
+    let Some(spec) = ctx.suite.target.as_ref() else {
+        // A command workload with nothing to start (checked when the suite was read).
+        let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
+        let mut r = kinds::run_http(ctx, None)?;
+        watches.finish(&mut r);
+        return Ok(r);
+    };
     let log = ctx.dir.join("target.log");
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
     let running = lifecycle::start(spec, &ctx.vars, &log, t.interval, Some(ctx.sample_sink()))?;
     let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
-    let outcome = kinds::run_http(ctx, &running);
+    let outcome = kinds::run_http(ctx, Some(&running));
     let crashed = running.exited();
     let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
     let mut r = outcome?;

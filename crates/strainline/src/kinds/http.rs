@@ -30,7 +30,7 @@ struct Run {
 
 fn drive(
     ctx: &CaseCtx,
-    running: &Running,
+    running: Option<&Running>,
     rate: Option<f64>,
     connections: Option<usize>,
     duration: Option<Duration>,
@@ -38,7 +38,7 @@ fn drive(
 ) -> anyhow::Result<Run> {
     let t = ctx.test;
     let args = LoadArgs {
-        url: substitute(t.url.as_deref().unwrap_or_default(), &ctx.vars),
+        url: t.url.as_ref().map(|u| substitute(u, &ctx.vars)),
         connections,
         rate,
         ramp: None,
@@ -65,16 +65,30 @@ fn drive(
         json: None,
         label: None,
         no_progress: true,
+        exec: t
+            .command
+            .as_ref()
+            .map(|c| c.iter().map(|a| substitute(a, &ctx.vars)).collect())
+            .unwrap_or_default(),
     };
     let (plan, description) = crate::commands::load::plan(&args)?;
     let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let outcome = load::run(&plan, cancel, |_, _| {});
     // The measured window: the load engine's own clock starts after its warm-up.
-    let t1 = running.watcher.started.elapsed().as_secs_f64();
+    let t1 = running.map_or(outcome.elapsed, |r| {
+        r.watcher.started.elapsed().as_secs_f64()
+    });
     let t0 = t1 - outcome.elapsed;
     let v = verdict::judge(&outcome);
     let model = if rate.is_some() { "open" } else { "closed" };
-    let summary = summarize(&args.url, model, &description, &outcome, &v, &[]);
+    let summary = summarize(
+        &crate::commands::load::what(&args),
+        model,
+        &description,
+        &outcome,
+        &v,
+        &[],
+    );
     Ok(Run {
         outcome,
         verdict: v,
@@ -83,8 +97,10 @@ fn drive(
     })
 }
 
-fn samples(running: &Running) -> Vec<Sample> {
-    running.watcher.shared.lock().unwrap().samples.clone()
+fn samples(running: Option<&Running>) -> Vec<Sample> {
+    running.map_or_else(Vec::new, |r| {
+        r.watcher.shared.lock().unwrap().samples.clone()
+    })
 }
 
 /// The target tree's average CPU (cores) over a window of the watcher's clock.
@@ -165,9 +181,11 @@ fn judge_generator(r: &mut CaseResult, run: &Run) {
 }
 
 /// Runs an HTTP kind against a ready target.
-pub fn run_http(ctx: &CaseCtx, running: &Running) -> anyhow::Result<CaseResult> {
+/// Runs a load kind; `running` is the target, if the suite has one (a command workload
+/// may run without).
+pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<CaseResult> {
     let t = ctx.test;
-    for req in &t.setup {
+    for req in t.setup.iter().filter(|_| t.url.is_some()) {
         let base = substitute(t.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
@@ -202,9 +220,9 @@ pub fn run_http(ctx: &CaseCtx, running: &Running) -> anyhow::Result<CaseResult> 
             ));
             judge_generator(&mut r, &run);
         }
-        Kind::Ramp => ramp(ctx, running, &mut r)?,
-        Kind::Soak => soak(ctx, running, &mut r)?,
-        Kind::Rounds => rounds(ctx, running, &mut r)?,
+        Kind::Ramp => ramp(ctx, running.expect("checked: ramp has a target"), &mut r)?,
+        Kind::Soak => soak(ctx, running.expect("checked: soak has a target"), &mut r)?,
+        Kind::Rounds => rounds(ctx, running.expect("checked: rounds has a target"), &mut r)?,
         _ => unreachable!("process kinds are run elsewhere"),
     }
     Ok(r)
@@ -235,7 +253,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         let before = thread_ticks(running.pid);
         let run = drive(
             ctx,
-            running,
+            Some(running),
             Some(rate),
             t.connections,
             Some(t.step_duration),
@@ -243,7 +261,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         )?;
         // The ticks before include the engine's idle warm-up: divide by the measured window.
         let busy = busiest(&before, &thread_ticks(running.pid), run.outcome.elapsed);
-        let cpu = cpu_in(&samples(running), run.window);
+        let cpu = cpu_in(&samples(Some(running)), run.window);
         let s = &run.summary;
         let p99 = s.latency_us.p99 as f64 / 1000.0;
         let mut why = Vec::new();
@@ -351,7 +369,7 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
     let rate = t.rate.unwrap_or(100.0);
     let run = drive(
         ctx,
-        running,
+        Some(running),
         Some(rate),
         t.connections,
         Some(t.duration),
@@ -359,7 +377,7 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
     )?;
     load_metrics(r, &run.summary);
     judge_generator(r, &run);
-    let all = samples(running);
+    let all = samples(Some(running));
     let window: Vec<&Sample> = all
         .iter()
         .filter(|s| s.t >= run.window.0 && s.t <= run.window.1)
@@ -525,14 +543,14 @@ fn mem_available() -> f64 {
 
 fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
     let t = ctx.test;
-    let settle = |running: &Running| -> f64 {
+    let settle = |running: Option<&Running>| -> f64 {
         if let Some(q) = &t.quiesce_url {
             let _ = http_get(&substitute(q, &ctx.vars));
         }
         std::thread::sleep(t.settle + 2 * t.interval);
         samples(running).last().map_or(0.0, |s| s.rss_bytes as f64)
     };
-    let base = settle(running);
+    let base = settle(Some(running));
     r.table.push(format!(
         "{:>6} {:>10} {:>10} {:>12} {:>10}",
         "round", "ops", "RSS MiB", "retained MiB", "ops/s"
@@ -549,7 +567,7 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
     for k in 0..t.rounds {
         let run = drive(
             ctx,
-            running,
+            Some(running),
             None,
             Some(t.connections.unwrap_or(10)),
             None,
@@ -559,7 +577,7 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
         if run.verdict.status == "failed" {
             break;
         }
-        let m = settle(running);
+        let m = settle(Some(running));
         let done = (k as u64 + 1) * t.ops;
         ops.push(done as f64);
         rss.push(m);

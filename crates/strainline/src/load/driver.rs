@@ -33,8 +33,11 @@ pub enum Model {
 /// A checked, complete description of a load run.
 #[derive(Clone)]
 pub struct Plan {
+    /// Where HTTP requests go (unused by a command workload).
     pub target: Target,
     pub template: Template,
+    /// A command workload: each unit of work runs this argv; success is exit 0.
+    pub command: Option<Vec<String>>,
     pub model: Model,
     pub threads: usize,
     pub duration: Option<Duration>,
@@ -76,6 +79,8 @@ pub struct Outcome {
     pub connections_asked: usize,
     pub connections_ready: usize,
     pub threads: usize,
+    /// The statuses are commands' exit codes, not HTTP statuses.
+    pub exit_codes: bool,
     pub interrupted: bool,
 }
 
@@ -112,6 +117,8 @@ async fn watchdog(slots: Rc<RefCell<Vec<Rc<Slot>>>>) {
 }
 
 struct Ctx {
+    /// The command workload's argv, instead of HTTP.
+    command: Option<Vec<String>>,
     slots: Rc<RefCell<Vec<Rc<Slot>>>>,
     target: Target,
     template: Template,
@@ -128,6 +135,10 @@ struct Ctx {
 
 /// Opens a connection outside any measurement (before the clock starts).
 async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
+    if ctx.command.is_some() {
+        ctx.ready.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
     match http::connect(&ctx.target).await {
         Ok(c) => {
             slot.fd.set(Some(c.fd));
@@ -165,6 +176,9 @@ async fn exchange(
     at: Timing,
 ) -> bool {
     let Timing { intended, sent_at } = at;
+    if let Some(argv) = &ctx.command {
+        return run_command(ctx, argv, step, at).await;
+    }
     slot.expired.set(false);
     slot.deadline.set(Some(sent_at + ctx.timeout));
     let result = async {
@@ -191,13 +205,71 @@ async fn exchange(
     rec.sent(step);
     match result {
         Ok((status, bytes)) => {
-            rec.response(step, status, bytes, done - intended, done - sent_at);
+            rec.response(
+                step,
+                status,
+                status < 400,
+                bytes,
+                done - intended,
+                done - sent_at,
+            );
             true
         }
         Err(kind) => {
             rec.error(step, kind);
             slot.fd.set(None);
             *conn = None;
+            false
+        }
+    }
+}
+
+/// The command workload's unit of work: run `argv` to its end. Its exit code is its
+/// "status" (128 + N for a signal); success is exit 0.
+async fn run_command(ctx: &Ctx, argv: &[String], step: Option<usize>, at: Timing) -> bool {
+    let child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn();
+    let result = match child {
+        Err(e) => Err(match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                ErrorKind::Connect
+            }
+            _ => ErrorKind::LocalResources,
+        }),
+        Ok(mut c) => match tokio::time::timeout(ctx.timeout, c.wait()).await {
+            Ok(Ok(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                Ok(status
+                    .code()
+                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+                    as u16)
+            }
+            Ok(Err(_)) => Err(ErrorKind::LocalResources),
+            Err(_) => Err(ErrorKind::Timeout), // dropped: killed
+        },
+    };
+    let done = Instant::now();
+    let mut rec = ctx.rec.lock().unwrap();
+    rec.sent(step);
+    match result {
+        Ok(code) => {
+            rec.response(
+                step,
+                code,
+                code == 0,
+                0,
+                done - at.intended,
+                done - at.sent_at,
+            );
+            code == 0
+        }
+        Err(kind) => {
+            rec.error(step, kind);
             false
         }
     }
@@ -568,6 +640,7 @@ pub fn run(
                     let local = tokio::task::LocalSet::new();
                     let slots = Rc::new(RefCell::new(Vec::new()));
                     let ctx = Rc::new(Ctx {
+                        command: plan.command.clone(),
                         slots: slots.clone(),
                         prepared: plan.template.prepare_h1(&plan.target),
                         target: plan.target.clone(),
@@ -733,6 +806,7 @@ pub fn run(
         },
         connections_ready,
         threads,
+        exit_codes: plan.command.is_some(),
         interrupted: cancel.load(Ordering::Relaxed),
     }
 }

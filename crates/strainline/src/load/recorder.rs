@@ -64,7 +64,7 @@ pub struct Tally {
     pub sent: u64,
     /// Responses received (any status).
     pub completed: u64,
-    /// Responses with a status below 400.
+    /// Successful responses: HTTP status below 400, or a command's exit 0.
     pub ok: u64,
     pub by_status: BTreeMap<u16, u64>,
     pub by_error: BTreeMap<ErrorKind, u64>,
@@ -129,9 +129,9 @@ fn us(d: Duration) -> u64 {
 }
 
 impl Tally {
-    fn add_response(&mut self, status: u16, bytes: u64, corrected: u64, service: u64) {
+    fn add_response(&mut self, status: u16, ok: bool, bytes: u64, corrected: u64, service: u64) {
         self.completed += 1;
-        if status < 400 {
+        if ok {
             self.ok += 1;
         }
         *self.by_status.entry(status).or_default() += 1;
@@ -162,18 +162,20 @@ impl Recorder {
         }
     }
 
+    /// A response (or a command's exit) with its status and whether it counts as ok.
     pub fn response(
         &mut self,
         step: Option<usize>,
         status: u16,
+        ok: bool,
         bytes: u64,
         corrected: Duration,
         service: Duration,
     ) {
         let (c, s) = (us(corrected), us(service));
-        self.interval.add_response(status, bytes, c, s);
+        self.interval.add_response(status, ok, bytes, c, s);
         if let Some(t) = self.step(step) {
-            t.add_response(status, bytes, c, s);
+            t.add_response(status, ok, bytes, c, s);
         }
     }
 
@@ -213,6 +215,7 @@ mod tests {
         r.response(
             None,
             200,
+            true,
             10,
             Duration::from_millis(5),
             Duration::from_millis(1),
@@ -221,6 +224,7 @@ mod tests {
         r.response(
             Some(1),
             503,
+            false,
             0,
             Duration::from_millis(7),
             Duration::from_millis(7),

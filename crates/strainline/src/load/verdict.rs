@@ -79,7 +79,8 @@ pub fn judge(o: &Outcome) -> Verdict {
             .iter()
             .map(|(k, v)| format!("{} {v}", k.name()))
             .collect();
-        why.extend(t.by_status.iter().map(|(s, v)| format!("HTTP {s} {v}")));
+        let what = if o.exit_codes { "exit" } else { "HTTP" };
+        why.extend(t.by_status.iter().map(|(s, v)| format!("{what} {s} {v}")));
         return Verdict {
             status: "failed",
             reasons: vec![format!(

@@ -635,8 +635,21 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
             }
         };
         match kind {
+            Kind::Bench if t.command.is_some() => {
+                needs(
+                    t.url.is_none(),
+                    "either url or command (a command workload), not both",
+                )?;
+            }
             Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds => {
-                needs(t.url.is_some(), "url = \"http://127.0.0.1:{{port}}/…\"")?;
+                needs(
+                    t.url.is_some() || t.command.is_some(),
+                    "url = \"http://127.0.0.1:{{port}}/…\" (or, for a command workload, command = [\"…\"])",
+                )?;
+                needs(
+                    t.url.is_none() || t.command.is_none(),
+                    "either url or command, not both",
+                )?;
                 needs(target.is_some(), "a [target] to start")?;
             }
             Kind::Crash => {

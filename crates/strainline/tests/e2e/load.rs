@@ -442,3 +442,42 @@ fn the_shipped_iot_example_runs_against_the_testbed() {
     assert_eq!(doc["summary"]["steps"][0]["ok"], 200);
     assert_eq!(doc["summary"]["errors"], 0);
 }
+
+#[test]
+fn a_command_can_be_the_unit_of_work() {
+    let s = Scratch::new();
+    let tb = testbed();
+    let (out, doc) = load(
+        &s,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "30",
+            "--threads",
+            "1",
+            "--",
+            tb.to_str().unwrap(),
+            "work",
+            "--n",
+            "100",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(doc["summary"]["ok"], 30);
+    assert_eq!(doc["summary"]["by_status"]["exit 0"], 30);
+    // A failing command is counted by its exit code, and a run with no success fails.
+    let (out, doc) = load(&s, &["-q", "20", "-z", "1s", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(doc["summary"]["by_status"]["exit 3"], 20);
+    // A URL and a command together are refused.
+    let out = s.run(&["load", "http://127.0.0.1:9/", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not both"), "{}", stderr(&out));
+}

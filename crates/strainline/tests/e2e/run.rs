@@ -443,3 +443,19 @@ fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_le
         "strainline stopped a target it had only attached to"
     );
 }
+
+#[test]
+fn a_command_workload_runs_without_a_target() {
+    let s = Scratch::new();
+    let suite = "[[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"TB\", \"work\", \"--n\", \"100\"]\n\
+                 connections = 2\nduration = \"1s\"\ngates = [\"error_rate = 0\", \"throughput > 5\"]\n";
+    let out = run_suite(&s, suite, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("command: "), "{}", stdout(&out));
+}
