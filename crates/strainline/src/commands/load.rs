@@ -293,6 +293,31 @@ pub fn plan(args: &LoadArgs) -> anyhow::Result<(Plan, String)> {
     ))
 }
 
+/// Runs a plan with a live line on stderr (seconds, req/s, p99, errors) when it is a
+/// terminal and `progress` is asked for; `prefix` says what runs (a suite's case).
+pub fn run_with_progress(plan: &Plan, progress: bool, prefix: &str) -> load::Outcome {
+    let live = progress && std::io::stderr().is_terminal();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let outcome = load::run(plan, cancel, |s, _| {
+        if live {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(
+                e,
+                "\r\x1b[2K  {prefix}{:>5.0}s  {:>9.1} req/s  p99 {:>9}  errors {}",
+                s.t,
+                s.completed as f64,
+                report::us(s.p99_us),
+                s.errors
+            );
+            let _ = e.flush();
+        }
+    });
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    outcome
+}
+
 fn arrivals(args: &LoadArgs) -> Arrivals {
     if args.poisson {
         Arrivals::Poisson { seed: args.seed }
@@ -323,25 +348,7 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
     })?;
     let case_id = store.begin_case(run_id, &loaded, "load", None)?;
     signals::install();
-    let live = !args.no_progress && std::io::stderr().is_terminal();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let outcome = load::run(&plan, cancel, |s, _| {
-        if live {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(
-                e,
-                "\r\x1b[2K  {:>5.0}s  {:>9.1} req/s  p99 {:>9}  errors {}",
-                s.t,
-                s.completed as f64,
-                report::us(s.p99_us),
-                s.errors
-            );
-            let _ = e.flush();
-        }
-    });
-    if live {
-        eprint!("\r\x1b[2K");
-    }
+    let outcome = run_with_progress(&plan, !args.no_progress, "");
     let v = verdict::judge(&outcome);
     let (model, step_names): (&str, Vec<String>) = match &plan.model {
         Model::Open { .. } => ("open", Vec::new()),

@@ -11,7 +11,7 @@ use super::{d, CaseCtx, CaseResult, Status};
 use crate::analysis::leak::{self, Policy};
 use crate::analysis::stats::{mann_kendall, median, theil_sen};
 use crate::cli::LoadArgs;
-use crate::load::{self, verdict, Outcome};
+use crate::load::{verdict, Outcome};
 use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
 use crate::report::load::{summarize, LoadSummary};
@@ -72,8 +72,9 @@ fn drive(
             .unwrap_or_default(),
     };
     let (plan, description) = crate::commands::load::plan(&args)?;
-    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let outcome = load::run(&plan, cancel, |_, _| {});
+    // A live line on a terminal: a soak of hours shows it is alive.
+    let outcome =
+        crate::commands::load::run_with_progress(&plan, true, &format!("{} ", ctx.case.name));
     // The measured window: the load engine's own clock starts after its warm-up.
     let t1 = running.map_or(outcome.elapsed, |r| {
         r.watcher.started.elapsed().as_secs_f64()
