@@ -10,6 +10,7 @@ pub mod commands;
 pub mod host;
 pub mod kinds;
 pub mod load;
+pub mod located;
 pub mod measure;
 pub mod monitor;
 pub mod report;

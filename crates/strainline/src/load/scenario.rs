@@ -121,17 +121,6 @@ struct RawStep {
     body: Option<Spanned<String>>,
 }
 
-/// Line and column (1-based) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before.len(), |nl| before.len() - nl - 1)
-        + 1;
-    (line, col)
-}
-
 /// Reads and checks a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -139,10 +128,7 @@ pub fn load(path: &Path) -> Result<Scenario, String> {
 }
 
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
-    let at = |offset: usize, msg: String| {
-        let (l, c) = line_col(text, offset);
-        format!("{}:{l}:{c}: {msg}", path.display())
-    };
+    let at = |offset: usize, msg: String| crate::located::message(path, text, offset, &msg);
     let raw: RawScenario = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         at(offset, e.message().trim().to_string())

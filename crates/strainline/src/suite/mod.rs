@@ -376,16 +376,6 @@ struct RawTest {
     sizes: Vec<u64>,
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before.len(), |nl| before.len() - nl - 1)
-        + 1;
-    (line, col)
-}
-
 /// Parses `1024`, `17MiB`, `2GiB` into bytes.
 fn bytes(s: &str) -> Option<f64> {
     let split = s
@@ -423,10 +413,7 @@ pub fn load(path: &Path, time_scale: f64) -> Result<Suite, String> {
 }
 
 pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> {
-    let at = |offset: usize, msg: String| {
-        let (l, c) = line_col(text, offset);
-        format!("{}:{l}:{c}: {msg}", path.display())
-    };
+    let at = |offset: usize, msg: String| crate::located::message(path, text, offset, &msg);
     let raw: RawSuite = toml::from_str(text).map_err(|e| {
         at(
             e.span().map_or(0, |s| s.start),
