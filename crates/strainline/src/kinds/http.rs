@@ -40,9 +40,9 @@ fn drive(
     let args = LoadArgs {
         url: t.url.as_ref().map(|u| substitute(u, &ctx.vars)),
         connections,
-        rate,
+        rate: if t.scenario.is_some() { None } else { rate },
         ramp: None,
-        scenario: None,
+        scenario: t.scenario.clone(),
         poisson: false,
         seed: 1,
         duration,
@@ -81,7 +81,11 @@ fn drive(
     });
     let t0 = t1 - outcome.elapsed;
     let v = verdict::judge(&outcome);
-    let model = if rate.is_some() { "open" } else { "closed" };
+    let model = match (&t.scenario, rate) {
+        (Some(_), _) => "scenario",
+        (None, Some(_)) => "open",
+        (None, None) => "closed",
+    };
     let summary = summarize(
         &crate::commands::load::what(&args),
         model,

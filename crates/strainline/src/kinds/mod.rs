@@ -150,6 +150,12 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
     for (name, re) in &suite.logs.classes {
         let n = text.lines().filter(|l| re.is_match(l)).count();
         classes.insert(name.clone(), n.into());
+        r.metrics.push(Metric::new(
+            &crate::suite::log_class_metric(name),
+            n as f64,
+            "count",
+            "lower",
+        ));
         if n > 0 {
             r.table.push(format!("log class '{name}': {n} line(s)"));
         }

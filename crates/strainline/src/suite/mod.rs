@@ -201,6 +201,8 @@ pub struct Test {
     pub interval: Duration,
     // HTTP workload
     pub url: Option<String>,
+    /// A scenario file (relative to the suite), run against `url`'s host.
+    pub scenario: Option<PathBuf>,
     pub method: String,
     pub body: Option<String>,
     pub headers: BTreeMap<String, String>,
@@ -342,6 +344,7 @@ struct RawTest {
     gates: Vec<Spanned<String>>,
     interval: Option<Spanned<String>>,
     url: Option<String>,
+    scenario: Option<Spanned<String>>,
     method: Option<String>,
     body: Option<String>,
     #[serde(default)]
@@ -403,6 +406,22 @@ fn signal(s: &str) -> Option<i32> {
         "USR2" => libc::SIGUSR2,
         _ => return None,
     })
+}
+
+/// The metric counting a log class: `log_` and the class name in snake case
+/// ("profile collision" → `log_profile_collision`).
+pub fn log_class_metric(class: &str) -> String {
+    let snake: String = class
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("log_{}", snake.trim_matches('_'))
 }
 
 /// Reads and checks a suite; `time_scale` multiplies every duration (0.01 runs a 2 h
@@ -575,6 +594,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
             by,
         });
     }
+    // Metrics the suite adds to every kind with a target: its watches and log classes.
     let watch_metrics: Vec<(String, Unit)> = watches
         .iter()
         .flat_map(|w| {
@@ -583,6 +603,11 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
                 (format!("watch_{}_cpu", w.name), Unit::Number),
             ]
         })
+        .chain(
+            logs.classes
+                .iter()
+                .map(|(n, _)| (log_class_metric(n), Unit::Number)),
+        )
         .collect();
     let mut tests = Vec::new();
     for t in &raw.test {
@@ -718,6 +743,15 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
             harness_gates,
             interval: opt_dur(&t.interval, "interval", Duration::from_millis(250), false)?,
             url: t.url.clone(),
+            scenario: match &t.scenario {
+                Some(sc) => {
+                    let p = path.parent().unwrap_or(Path::new(".")).join(sc.get_ref());
+                    crate::load::scenario::load(&p)
+                        .map_err(|e| at(sc.span().start, format!("scenario: {e}")))?;
+                    Some(p)
+                }
+                None => None,
+            },
             method: t.method.clone().unwrap_or_else(|| {
                 if t.body.is_some() {
                     "POST".into()

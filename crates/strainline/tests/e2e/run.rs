@@ -459,3 +459,31 @@ fn a_command_workload_runs_without_a_target() {
     );
     assert!(stdout(&out).contains("command: "), "{}", stdout(&out));
 }
+
+#[test]
+fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("devices.toml"),
+        "clients = 10\n[[step]]\nname = \"register\"\nonce = true\npath = \"/register\"\nbody = '{\"id\": \"d{{client}}\"}'\n\
+         [[step]]\nname = \"again\"\nonce = true\npath = \"/register\"\nbody = '{\"id\": \"d{{client}}\"}'\n\
+         [[step]]\nname = \"push\"\nevery = \"200ms\"\npath = \"/push/d{{client}}\"\nbody = \"x\"\n",
+    )
+    .unwrap();
+    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\n\
+                 ready = \"http://127.0.0.1:{{port}}/health\"\n\n[logs]\nclasses = { \"re-registration\" = \"registered again\" }\n\n\
+                 [[test]]\nname = \"devices\"\nkind = \"soak\"\nurl = \"http://127.0.0.1:{{port}}\"\nscenario = \"devices.toml\"\n\
+                 duration = \"3s\"\ngates = [\"log_re_registration = 10\", \"error_rate = 0\"]\n";
+    let out = run_suite(&s, suite, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let c = &case_metrics(&s)[0];
+    // Each device registered twice: the target logged ten re-registrations.
+    assert_eq!(metric(c, "log_re_registration"), 10.0);
+    assert!(metric(c, "throughput") > 30.0);
+}
