@@ -75,17 +75,21 @@ fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     let capacity = doc["summary"]["achieved_rate"].as_f64().unwrap();
     drop(srv);
-    let step = (capacity / 10.0).round().max(10.0);
+    // Steps of 5% from half the capacity: the ceiling is quantised to 5%, the rest of
+    // the ±15% is the two measurements' noise on a shared 2-core machine.
+    let step = (capacity / 20.0).round().max(5.0);
+    let start = 10.0 * step;
     let suite = format!(
         "{TARGET}\n[[test]]\nname = \"peak\"\nkind = \"ramp\"\nmatrix = {{ cost = [250], leak = [0] }}\n\
          url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
          setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
-         start = {step}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
+         start = {start}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
     );
     let out = run_suite(&s, &suite, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let cases = case_metrics(&s);
     let ceiling = metric(&cases[0], "ceiling");
+    eprintln!("ceiling {ceiling} vs closed-model {capacity}");
     assert!(
         (ceiling / capacity - 1.0).abs() <= 0.15,
         "ceiling {ceiling} vs closed-model {capacity}\n{}",
