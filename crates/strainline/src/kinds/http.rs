@@ -283,7 +283,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         // the generator wakes late. That lateness is a consequence, not the limit, unless
         // the generator's own threads were at capacity too.
         let generator_bound = run.verdict.status == "invalid"
-            && !(target_saturated && !generator_at_capacity(&run.outcome));
+            && (!target_saturated || generator_at_capacity(&run.outcome));
         let mut why = Vec::new();
         if generator_bound {
             why.push(format!(
