@@ -1,9 +1,11 @@
 # The same checks CI runs (.ci/run), for running locally.
 .PHONY: test ci fmt lint bench-monitor demo
 
-# The README's test command: builds both binaries (the end-to-end tests run the real
-# strainline and strainline-testbed), then runs every test.
+# The README's test command: installs the system packages the tests need (PostgreSQL,
+# curl), builds both binaries (the end-to-end tests run the real strainline and
+# strainline-testbed), then runs every test.
 test:
+	bash scripts/test-deps.sh
 	cargo build --workspace --bins
 	cargo test --workspace
 

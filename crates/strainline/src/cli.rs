@@ -16,9 +16,11 @@ use clap::{Args, Parser, Subcommand};
                   3 run invalid · 4 target crashed · 130 interrupted. `monitor` exits with the command's own status."
 )]
 pub struct Cli {
-    /// The results store: a path to an SQLite file.
-    #[arg(long, global = true, env = "STRAINLINE_STORE", value_name = "PATH", default_value = crate::store::DEFAULT_PATH)]
-    pub store: PathBuf,
+    /// The results store: a path to an SQLite file, or a PostgreSQL URL
+    /// (postgres://user:password@host:port/database) shared by a team's machines. The
+    /// password is never printed nor stored.
+    #[arg(long, global = true, env = "STRAINLINE_STORE", hide_env_values = true, value_name = "PATH|URL", default_value = crate::store::DEFAULT_PATH)]
+    pub store: crate::store::Location,
 
     #[command(subcommand)]
     pub command: Command,
@@ -36,6 +38,10 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one stored run: its summary and metrics.
     Show(ShowArgs),
+    /// Compare two versions: every metric of every case both ran, with a verdict.
+    Compare(CompareArgs),
+    /// A metric's history across stored runs, and the change points in it.
+    History(HistoryArgs),
     /// A short tour on built-in defaults: monitors the bundled testbed's memory profile.
     Demo,
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
@@ -232,6 +238,18 @@ pub struct RunArgs {
     /// Only the test with this name.
     #[arg(long)]
     pub only: Option<String>,
+    /// Set a variable for `{{NAME}}` in the target and workloads (repeatable), e.g. the
+    /// build under test: --var server=./v0.8.0/server. Not part of case names, so runs
+    /// of two versions compare case by case.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not NAME=VALUE (e.g. --var profile=v2)")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -254,4 +272,88 @@ pub struct ShowArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A tolerance band: `METRIC=PCT`, e.g. `latency_p99=30%`, or `default=10%`.
+fn parse_band(s: &str) -> Result<(String, f64), String> {
+    let (metric, pct) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not METRIC=PERCENT (e.g. latency_p99=30%)"))?;
+    Ok((
+        metric.trim().to_string(),
+        crate::units::parse_fraction(pct)?,
+    ))
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "'{s}' is not a probability between 0 and 1 (e.g. 0.05)"
+        )),
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "BASELINE and CANDIDATE are run ids (12 or #12) or labels; a label stands for \
+                  every run with that label, their repetitions pooled.\n\n\
+                  Examples:\n  strainline compare v0.7.0 v0.8.0\n  \
+                  strainline compare 12 15 --band latency_p99=50% --markdown compare.md\n\n\
+                  Exit codes: 0 no regression · 1 a metric regressed · 2 nothing to compare, or usage."
+)]
+pub struct CompareArgs {
+    /// The run (id) or label to compare against.
+    pub baseline: String,
+    /// The run (id) or label under judgement.
+    pub candidate: String,
+    /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT for all.
+    /// Regressed needs the change beyond it. Overrides the suite's [compare] bands.
+    #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band)]
+    pub bands: Vec<(String, f64)>,
+    /// Significance level for the Benjamini–Hochberg adjusted p-value.
+    #[arg(long, value_name = "P", value_parser = parse_probability)]
+    pub alpha: Option<f64>,
+    /// Compare runs made on different hosts (the report says so at the top).
+    #[arg(long)]
+    pub allow_env_mismatch: bool,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the comparison as Markdown (a pull request comment, a CI step summary).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  strainline history --metric cpu_per_op\n  \
+                  strainline history --case 'bench[profile=v1]' --metric latency_p99 --since 2026-11-01\n\n\
+                  Change points: E-Divisive means with a Student's t-test, as Apache Otava \
+                  (window 50, p < 0.001 by default; see docs/compare.md).")]
+pub struct HistoryArgs {
+    /// The metric to follow (e.g. cpu_per_op, peak_rss, latency_p99).
+    #[arg(long)]
+    pub metric: String,
+    /// The case (its name without the repetition suffix); needed when several cases
+    /// have the metric.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Only runs of this suite (its name).
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Only runs with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only runs started at or after this date or time (2026-11-01, or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Significance level for a change point.
+    #[arg(long, value_name = "P", default_value = "0.001", value_parser = parse_probability)]
+    pub max_p: f64,
+    /// Points per sliding window of the split step.
+    #[arg(long, value_name = "N", default_value = "50")]
+    pub window: usize,
+    /// Write the series and change points as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }

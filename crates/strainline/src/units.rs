@@ -100,6 +100,45 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// A share: `20%` or `0.2` → 0.2. Refuses negatives and anything that is not a number.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage: write it as 20% or 0.2")),
+    }
+}
+
+/// A metric's value with its unit, for people: `13.5 MiB`, `1.234 ms`, `935.0 req/s`.
+pub fn format_value(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    match unit {
+        "bytes" => Bytes(v.max(0.0) as u64).to_string(),
+        "ms" if v.abs() >= 1000.0 => format!("{:.2} s", v / 1000.0),
+        "ms" if v.abs() < 1.0 => format!("{:.1} µs", v * 1000.0),
+        "ms" => format!("{v:.2} ms"),
+        "s" => format_duration(Duration::from_secs_f64(v.max(0.0))),
+        "ratio" => format!("{:.2}%", 100.0 * v),
+        "finding" => {
+            if v > 0.0 {
+                "yes".into()
+            } else {
+                "no".into()
+            }
+        }
+        "count" | "clients" if v.fract() == 0.0 => format!("{v:.0} {unit}"),
+        "" => format!("{v:.4}"),
+        _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
+        _ => format!("{v:.3} {unit}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +165,17 @@ mod tests {
         assert_eq!(Bytes(512).to_string(), "512 B");
         assert_eq!(Bytes(13792 * 1024).to_string(), "13.5 MiB");
         assert_eq!(Bytes(3 << 30).to_string(), "3.0 GiB");
+    }
+
+    #[test]
+    fn parses_and_formats_metric_values() {
+        assert_eq!(parse_fraction("20%").unwrap(), 0.2);
+        assert_eq!(parse_fraction("0.05").unwrap(), 0.05);
+        assert!(parse_fraction("-5%").unwrap_err().contains("20%"));
+        assert_eq!(format_value(13792.0 * 1024.0, "bytes"), "13.5 MiB");
+        assert_eq!(format_value(0.25, "ms"), "250.0 µs");
+        assert_eq!(format_value(935.04, "req/s"), "935.0 req/s");
+        assert_eq!(format_value(1.0, "finding"), "yes");
     }
 
     #[test]

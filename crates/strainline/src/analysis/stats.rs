@@ -76,7 +76,7 @@ pub struct MannKendall {
     pub p: f64,
 }
 
-fn ranks(v: &[f64]) -> Vec<f64> {
+pub(crate) fn ranks(v: &[f64]) -> Vec<f64> {
     let mut idx: Vec<usize> = (0..v.len()).collect();
     idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
     let mut r = vec![0.0; v.len()];

@@ -4,16 +4,16 @@
 //! healthy and a leaking build. The leaking build is meant to fail: the demo succeeds
 //! when strainline catches it and passes the rest.
 
-use std::path::Path;
+use crate::store::Location;
 
 use crate::cli::RunArgs;
 use crate::exit;
 
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
-pub fn run(store: &Path) -> anyhow::Result<i32> {
+pub fn run(store: &Location) -> anyhow::Result<i32> {
     let me = std::env::current_exe()?;
-    let dir = store.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let dir = store.work_dir();
     std::fs::create_dir_all(&dir)?;
     let suite = dir.join("demo-suite.toml");
     std::fs::write(&suite, SUITE.replace("STRAINLINE", &me.to_string_lossy()))?;
@@ -28,6 +28,7 @@ pub fn run(store: &Path) -> anyhow::Result<i32> {
             time_scale: 1.0,
             label: Some("demo".into()),
             only: None,
+            vars: Vec::new(),
         },
     )?;
     // The suite fails because of the leaking build, as it should; anything else is not.

@@ -4,7 +4,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::net::ToSocketAddrs;
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +20,7 @@ use crate::load::http::{tls_config, Body, Target, Template};
 use crate::load::schedule::{Arrivals, Rate};
 use crate::load::{self, scenario, verdict, Model, Plan};
 use crate::report::load as report;
-use crate::store::{Metric, NewRun, Store};
+use crate::store::{Location, Metric, NewRun, Store};
 use crate::target::signals;
 use crate::Failure;
 
@@ -326,9 +325,9 @@ fn arrivals(args: &LoadArgs) -> Arrivals {
     }
 }
 
-pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     let (plan, description) = plan(&args)?;
-    let store = Store::open(store_path).map_err(|e| usage(e.to_string()))?;
+    let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
     if let Some(p) = &args.json {
         std::fs::File::create(p).map_err(|e| usage(format!("--json {}: {e}", p.display())))?;
     }
@@ -346,7 +345,7 @@ pub fn run(store_path: &Path, args: LoadArgs) -> anyhow::Result<i32> {
         git: git.as_ref(),
         host: &host,
     })?;
-    let case_id = store.begin_case(run_id, &loaded, "load", None)?;
+    let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
     let outcome = run_with_progress(&plan, !args.no_progress, "");
     let v = verdict::judge(&outcome);

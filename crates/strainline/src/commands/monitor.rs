@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,7 +15,7 @@ use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::cgroup::Cgroup;
 use crate::monitor::{Ending, Sampler, SamplerConfig};
 use crate::report::monitor as report;
-use crate::store::{Metric, NewRun, Store};
+use crate::store::{Location, Metric, NewRun, Store};
 use crate::target::{process, signals};
 use crate::Failure;
 
@@ -27,7 +26,7 @@ const DETAIL_PERIOD: Duration = Duration::from_millis(250);
 /// VmHWM, context switches, FDs and I/O, the costliest reads, at most this often.
 const STATUS_PERIOD: Duration = Duration::from_secs(1);
 
-pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> {
     if args.pid.is_none() && args.command.is_empty() {
         return Err(Failure::new(
             exit::USAGE,
@@ -41,7 +40,8 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
         }
     }
     // Open everything that can fail on bad input before starting anything.
-    let store = Store::open(store_path).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let store =
+        Store::open(store_location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let mut csv = match &args.csv {
         Some(p) => {
             let f = File::create(p)
@@ -96,7 +96,7 @@ pub fn run(store_path: &Path, args: MonitorArgs) -> anyhow::Result<i32> {
         git: git.as_ref(),
         host: &host,
     })?;
-    let case_id = store.begin_case(run_id, &command.join(" "), "monitor", None)?;
+    let case_id = store.begin_case(run_id, &command.join(" "), "monitor", None, 0)?;
 
     let cpu_at_start = process::own_cpu_seconds();
     let every = |period: Duration| {

@@ -5,13 +5,12 @@
 //! completed cases.
 
 use std::io::Write;
-use std::path::Path;
 
 use crate::cli::RunArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::kinds::{self, CaseCtx, CaseResult, Status};
-use crate::store::{Metric, NewRun, Store};
+use crate::store::{Location, Metric, NewRun, Store};
 use crate::suite::{self, Kind};
 use crate::target::{lifecycle, signals};
 use crate::Failure;
@@ -20,7 +19,7 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
     Failure::new(exit::USAGE, msg).into()
 }
 
-pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(usage(format!(
             "--time-scale {}: give a positive factor, e.g. 0.01",
@@ -28,7 +27,7 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         )));
     }
     let suite = suite::load(&args.suite, args.time_scale).map_err(usage)?;
-    let store = Store::open(store_path).map_err(|e| usage(e.to_string()))?;
+    let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
     let host = Host::current();
     let cwd = std::env::current_dir()?;
     let git = git_state(&cwd);
@@ -41,11 +40,9 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         git: git.as_ref(),
         host: &host,
     })?;
+    store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
     signals::install();
-    let work = store_path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(format!("run-{run_id}"));
+    let work = store_location.work_dir().join(format!("run-{run_id}"));
     std::fs::create_dir_all(&work)?;
     let cases: Vec<suite::Case> = suite
         .cases()
@@ -84,6 +81,9 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         let dir = work.join(format!("case-{:03}", i + 1));
         std::fs::create_dir_all(&dir)?;
         let mut vars = case.vars.clone();
+        for (k, v) in &args.vars {
+            vars.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         vars.insert("port".into(), lifecycle::free_port().to_string());
         vars.insert("dir".into(), dir.display().to_string());
         writeln!(
@@ -96,7 +96,13 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
         )?;
         out.flush()?;
         let params = serde_json::to_string(&case.vars)?;
-        let case_id = store.begin_case(run_id, &case.name, test.kind.name(), Some(&params))?;
+        let case_id = store.begin_case(
+            run_id,
+            &case.name,
+            test.kind.name(),
+            Some(&params),
+            case.repetition,
+        )?;
         let ctx = CaseCtx {
             suite: &suite,
             test,
@@ -104,7 +110,7 @@ pub fn run(store_path: &Path, args: RunArgs) -> anyhow::Result<i32> {
             vars,
             dir: dir.clone(),
             last_ceiling,
-            store_path: store_path.to_path_buf(),
+            store: store_location.clone(),
             case_id,
         };
         let mut result = match run_case(&ctx) {

@@ -1,17 +1,17 @@
 //! `strainline runs` and `strainline show`: reading the results store back.
 
 use std::io::{self, Write};
-use std::path::Path;
 
 use crate::cli::{RunsArgs, ShowArgs};
 use crate::exit;
 use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
-use crate::store::Store;
+use crate::store::{Location, Store};
 use crate::Failure;
 
-fn open(path: &Path) -> anyhow::Result<Store> {
-    if !path.exists() {
+fn open(location: &Location) -> anyhow::Result<Store> {
+    // Reading commands do not create an empty SQLite store where there was none.
+    if let Some(Location::Sqlite(path)) = location.clone().filter_missing() {
         return Err(Failure::new(
             exit::USAGE,
             format!(
@@ -21,7 +21,7 @@ fn open(path: &Path) -> anyhow::Result<Store> {
         )
         .into());
     }
-    Store::open(path).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
+    Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
 }
 
 /// A closed pipe (`strainline runs | head`) ends the output quietly.
@@ -33,7 +33,7 @@ fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
     }
 }
 
-pub fn list(store: &Path, args: RunsArgs) -> anyhow::Result<i32> {
+pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
     let store = open(store)?;
     let runs = store.list_runs(args.limit, args.label.as_deref())?;
     let mut out = io::stdout().lock();
@@ -79,7 +79,7 @@ pub fn list(store: &Path, args: RunsArgs) -> anyhow::Result<i32> {
     })())
 }
 
-pub fn show(store: &Path, args: ShowArgs) -> anyhow::Result<i32> {
+pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
     let store = open(store)?;
     let run = store
         .find_run(&args.run)

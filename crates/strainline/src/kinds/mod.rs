@@ -106,7 +106,7 @@ pub struct CaseCtx<'a> {
     /// The ceiling a ramp earlier in this run measured, for capacity figures.
     pub last_ceiling: Option<f64>,
     /// Where the case is stored, so that its samples can be written as they come.
-    pub store_path: PathBuf,
+    pub store: crate::store::Location,
     pub case_id: i64,
 }
 
@@ -115,11 +115,11 @@ impl CaseCtx<'_> {
     /// goes (its own connection, from the watcher's thread), so a crash of strainline
     /// at hour 3 keeps hours 1–3.
     pub fn sample_sink(&self) -> crate::monitor::watch::Sink {
-        let (path, case) = (self.store_path.clone(), self.case_id);
+        let (location, case) = (self.store.clone(), self.case_id);
         let mut store: Option<crate::store::Store> = None;
         Box::new(move |samples: &[Sample]| {
             if store.is_none() {
-                store = crate::store::Store::open(&path).ok();
+                store = crate::store::Store::open(&location).ok();
             }
             if let Some(s) = &store {
                 let _ = s.append_samples(case, samples);

@@ -1,18 +1,25 @@
 //! The results store: every run, case, metric and time series, kept so that runs can be
 //! listed, shown and compared later. Embedded SQLite by default
-//! (`.strainline/results.db`). Writes are committed as they happen — a run is recorded
-//! as `running` before any work, samples are flushed in batches, and each finished case
-//! is committed at once — so a crash or Ctrl-C of strainline loses nothing completed.
+//! (`.strainline/results.db`), or PostgreSQL (`--store postgres://…`) for a history a
+//! team's CI machines share; both through one [`backend::Backend`], with the same
+//! migrations and the same queries. Writes are committed as they happen — a run is
+//! recorded as `running` before any work, samples are flushed in batches, and each
+//! finished case is committed at once — so a crash or Ctrl-C of strainline loses
+//! nothing completed.
 
+pub mod backend;
+mod pg;
 mod schema;
+mod sqlite;
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
+use backend::{vals, Backend, Row, Value};
 
 /// The default store path, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".strainline/results.db";
@@ -20,25 +27,80 @@ pub const DEFAULT_PATH: &str = ".strainline/results.db";
 /// Marks a database as a strainline store.
 const APPLICATION: &str = "strainline results store";
 
+/// Where the results are kept: an SQLite file, or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…` or `postgresql://…` is a PostgreSQL database; anything else a path.
+    pub fn parse(s: &str) -> Location {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(s))
+        }
+    }
+
+    /// How the location may be shown: a PostgreSQL password is never printed.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::Sqlite(p) => p.display().to_string(),
+            Location::Postgres(url) => pg::mask(url),
+        }
+    }
+
+    /// `Some` when this is an SQLite file that does not exist yet.
+    pub fn filter_missing(self) -> Option<Location> {
+        match &self {
+            Location::Sqlite(p) if !p.exists() => Some(self),
+            _ => None,
+        }
+    }
+
+    /// Where a run's own files (logs, scratch) go: beside an SQLite store, or in
+    /// `.strainline/` of the working directory for a database server.
+    pub fn work_dir(&self) -> PathBuf {
+        match self {
+            Location::Sqlite(p) => p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf(),
+            Location::Postgres(_) => PathBuf::from(".strainline"),
+        }
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> std::result::Result<Location, Self::Err> {
+        Ok(Location::parse(s))
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the results store at {path}: {source} (choose a writable path with --store PATH)")]
+    #[error("cannot create the results store at {where_}: {source} (choose a writable path with --store PATH)")]
     Create {
-        path: PathBuf,
+        where_: String,
         source: std::io::Error,
     },
-    #[error(
-        "cannot open the results store at {path}: {source} (choose another path with --store PATH)"
-    )]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("{path} is not a strainline results store: {why} (point --store at a strainline store, or at a new file)")]
-    Foreign { path: PathBuf, why: String },
-    #[error("the results store at {path} has schema version {found}, newer than this strainline knows ({known}): upgrade strainline")]
+    #[error("cannot open the results store at {where_}: {why} (choose another store with --store PATH|postgres://…)")]
+    Open { where_: String, why: String },
+    #[error("{where_} is not a strainline results store: {why} (point --store at a strainline store, or at a new file or empty database)")]
+    Foreign { where_: String, why: String },
+    #[error("the results store at {where_} has schema version {found}, newer than this strainline knows ({known}): upgrade strainline")]
     TooNew {
-        path: PathBuf,
+        where_: String,
         found: i64,
         known: i64,
     },
@@ -46,6 +108,8 @@ pub enum StoreError {
     NoSuchRun(String),
     #[error("results store: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("results store (PostgreSQL): {0}")]
+    Postgres(String),
     #[error("results store: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -109,13 +173,21 @@ pub struct RunRow {
     pub host: String,
     pub fingerprint: String,
     pub strainline_version: String,
+    pub suite: Option<String>,
 }
 
 /// A case with its metrics and stored summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseRow {
     pub id: i64,
+    pub run_id: i64,
     pub name: String,
+    /// The matrix parameters, as stored.
+    pub params: Option<serde_json::Value>,
+    /// Which repetition of the case this is (0-based).
+    pub repetition: i64,
+    /// How many resource samples the store holds for the case.
+    pub samples_stored: i64,
     pub test_kind: String,
     pub status: String,
     pub started_at: String,
@@ -124,164 +196,192 @@ pub struct CaseRow {
     pub metrics: Vec<Metric>,
 }
 
+/// A serialized histogram covering `span` seconds of a case.
+pub struct StoredHistogram {
+    pub name: String,
+    pub span: (f64, f64),
+    pub encoding: String,
+    pub data: Vec<u8>,
+}
+
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    db: RefCell<Box<dyn Backend>>,
+    location: Location,
 }
 
 impl Store {
-    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
-    pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Create {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
-        let existed = path.exists()
-            && std::fs::metadata(path)
-                .map(|m| m.len() > 0)
-                .unwrap_or(false);
-        let conn = Connection::open(path).map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
+    /// Opens (creating if needed) the store and brings its schema up to date.
+    pub fn open(location: &Location) -> Result<Store> {
+        let shown = location.shown();
+        let db: Box<dyn Backend> = match location {
+            Location::Sqlite(path) => {
+                let existed = std::fs::metadata(path)
+                    .map(|m| m.len() > 0)
+                    .unwrap_or(false);
+                let mut db = sqlite::Sqlite::open(path)?;
+                let tables = db.tables()?;
+                check_ours(&shown, existed, &tables)?;
+                db.configure()?;
+                Box::new(db)
+            }
+            Location::Postgres(url) => {
+                let mut db = pg::Postgres::connect(url, &shown)?;
+                let tables = db.tables()?;
+                check_ours(&shown, true, &tables)?;
+                Box::new(db)
+            }
         };
-        store.prepare(existed)?;
+        let store = Store {
+            db: RefCell::new(db),
+            location: location.clone(),
+        };
+        store.prepare()?;
         Ok(store)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
-    fn prepare(&self, existed: bool) -> Result<()> {
-        let foreign = |why: String| StoreError::Foreign {
-            path: self.path.clone(),
-            why,
-        };
-        // Reading the schema is the first thing that touches the file's contents.
-        let tables: Vec<String> = match self
-            .conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        {
-            Ok(t) => t,
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::NotADatabase =>
-            {
-                return Err(foreign("the file is not an SQLite database".into()))
+    fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.db.borrow_mut().execute(sql, params)
+    }
+
+    fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>> {
+        self.db.borrow_mut().query(sql, params)
+    }
+
+    fn one(&self, sql: &str, params: &[Value]) -> Result<Option<Row>> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// Runs `work` in one write transaction: all of it is stored, or none.
+    fn transaction<T>(&self, work: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.db.borrow_mut().begin_write()?;
+        match work(self) {
+            Ok(v) => {
+                self.db.borrow_mut().batch("COMMIT")?;
+                Ok(v)
             }
             Err(e) => {
-                return Err(StoreError::Open {
-                    path: self.path.clone(),
-                    source: e,
-                })
-            }
-        };
-        if existed && !tables.is_empty() && !tables.iter().any(|t| t == "strainline_meta") {
-            return Err(foreign(format!(
-                "it is an SQLite database without strainline's tables (it has: {})",
-                tables.join(", ")
-            )));
-        }
-        let io_err = |source| StoreError::Open {
-            path: self.path.clone(),
-            source,
-        };
-        self.conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(io_err)?;
-        self.conn
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(io_err)?;
-        self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS strainline_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL);",
-        )?;
-        let app: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT value FROM strainline_meta WHERE key = 'application'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match app {
-            Some(a) if a != APPLICATION => {
-                return Err(foreign(format!("its application marker says '{a}'")))
-            }
-            Some(_) => {}
-            None => {
-                self.conn.execute(
-                    "INSERT INTO strainline_meta (key, value) VALUES ('application', ?1)",
-                    [APPLICATION],
-                )?;
+                let _ = self.db.borrow_mut().batch("ROLLBACK");
+                Err(e)
             }
         }
-        self.migrate()
     }
 
-    fn migrate(&self) -> Result<()> {
-        let current: i64 = self.conn.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
-        )?;
-        if current > schema::latest() {
-            return Err(StoreError::TooNew {
-                path: self.path.clone(),
-                found: current,
-                known: schema::latest(),
-            });
+    fn current_version(&self) -> Result<i64> {
+        Ok(self
+            .one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )?
+            .map_or(0, |r| r.int(0)))
+    }
+
+    fn check_marker(&self) -> Result<()> {
+        let app = self
+            .one(
+                "SELECT value FROM strainline_meta WHERE key = 'application'",
+                &[],
+            )?
+            .map(|r| r.text(0));
+        match app {
+            Some(a) if a != APPLICATION => Err(StoreError::Foreign {
+                where_: self.location.shown(),
+                why: format!("its application marker says '{a}'"),
+            }),
+            _ => Ok(()),
         }
-        for (version, what, sql) in schema::MIGRATIONS.iter().filter(|m| m.0 > current) {
-            let tx = self.conn.unchecked_transaction()?;
-            tx.execute_batch(sql)?;
-            tx.execute(
-                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?1, ?2, ?3)",
-                params![version, what, crate::clock::now_rfc3339()],
+    }
+
+    /// Brings the schema up to date. An up-to-date store is only read; otherwise one
+    /// transaction, under the migration lock, creates what is missing — so concurrent
+    /// first openers of an empty database queue instead of colliding.
+    fn prepare(&self) -> Result<()> {
+        let known = schema::latest();
+        let too_new = |found| StoreError::TooNew {
+            where_: self.location.shown(),
+            found,
+            known,
+        };
+        if let Ok(found) = self.current_version() {
+            self.check_marker()?;
+            if found > known {
+                return Err(too_new(found));
+            }
+            if found == known {
+                return Ok(());
+            }
+        }
+        let dialect = self.db.borrow().dialect();
+        self.transaction(|s| {
+            s.db.borrow_mut().lock_for_migration()?;
+            s.db.borrow_mut().batch(&dialect.ddl(
+                "CREATE TABLE IF NOT EXISTS strainline_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL);",
+            ))?;
+            s.execute(
+                "INSERT INTO strainline_meta (key, value) VALUES ('application', ?1) ON CONFLICT (key) DO NOTHING",
+                vals![APPLICATION],
             )?;
-            tx.commit()?;
-        }
-        Ok(())
+            s.check_marker()?;
+            // Another strainline may have migrated while this one waited for the lock.
+            let now = s.current_version()?;
+            if now > known {
+                return Err(too_new(now));
+            }
+            for (version, what, sql) in schema::MIGRATIONS.iter().filter(|m| m.0 > now) {
+                s.db.borrow_mut().batch(&dialect.ddl(sql))?;
+                s.execute(
+                    "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?1, ?2, ?3)",
+                    vals![*version, *what, crate::clock::now_rfc3339()],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<i64> {
         Ok(self
-            .conn
-            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
-                r.get(0)
-            })?)
+            .one("SELECT MAX(version) FROM schema_migrations", &[])?
+            .map_or(0, |r| r.int(0)))
     }
 
     fn host_id(&self, h: &Host) -> Result<i64> {
-        self.conn.execute(
-            "INSERT OR IGNORE INTO hosts (fingerprint, hostname, cpu_model, cores, memory_bytes, kernel, os)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![h.fingerprint(), h.hostname, h.cpu_model, h.cores, h.memory_bytes as i64, h.kernel, h.os],
+        let fingerprint = h.fingerprint();
+        self.execute(
+            "INSERT INTO hosts (fingerprint, hostname, cpu_model, cores, memory_bytes, kernel, os)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (fingerprint, hostname, kernel, os) DO NOTHING",
+            vals![
+                &fingerprint,
+                &h.hostname,
+                &h.cpu_model,
+                h.cores as i64,
+                h.memory_bytes,
+                &h.kernel,
+                &h.os
+            ],
         )?;
-        Ok(self.conn.query_row(
-            "SELECT id FROM hosts WHERE fingerprint = ?1 AND hostname = ?2 AND kernel = ?3 AND os = ?4",
-            params![h.fingerprint(), h.hostname, h.kernel, h.os],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .one(
+                "SELECT id FROM hosts WHERE fingerprint = ?1 AND hostname = ?2 AND kernel = ?3 AND os = ?4",
+                vals![&fingerprint, &h.hostname, &h.kernel, &h.os],
+            )?
+            .map_or(0, |r| r.int(0)))
     }
 
     /// Records a run as `running` and returns its id.
     pub fn begin_run(&self, run: &NewRun) -> Result<i64> {
         let host_id = self.host_id(run.host)?;
-        self.conn.execute(
+        let row = self.one(
             "INSERT INTO runs (kind, label, suite, command, cwd, git_commit, git_dirty, host_id,
                                strainline_version, pid, started_at, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running')",
-            params![
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running')
+             RETURNING id",
+            vals![
                 run.kind,
                 run.label,
                 run.suite,
@@ -295,7 +395,23 @@ impl Store {
                 crate::clock::now_rfc3339(),
             ],
         )?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(row.map_or(0, |r| r.int(0)))
+    }
+
+    /// Keeps settings of a run that later commands need (a JSON object).
+    pub fn set_run_settings(&self, run_id: i64, settings: &serde_json::Value) -> Result<()> {
+        self.execute(
+            "UPDATE runs SET settings = ?2 WHERE id = ?1",
+            vals![run_id, serde_json::to_string(settings)?],
+        )?;
+        Ok(())
+    }
+
+    pub fn run_settings(&self, run_id: i64) -> Result<Option<serde_json::Value>> {
+        Ok(self
+            .one("SELECT settings FROM runs WHERE id = ?1", vals![run_id])?
+            .and_then(|r| r.opt_text(0))
+            .and_then(|s| serde_json::from_str(&s).ok()))
     }
 
     /// Records the end of a run.
@@ -306,9 +422,9 @@ impl Store {
         exit_code: Option<i32>,
         reasons: &[String],
     ) -> Result<()> {
-        self.conn.execute(
+        self.execute(
             "UPDATE runs SET status = ?2, exit_code = ?3, ended_at = ?4, reasons = ?5 WHERE id = ?1",
-            params![
+            vals![
                 run_id,
                 status,
                 exit_code,
@@ -325,19 +441,22 @@ impl Store {
         name: &str,
         test_kind: &str,
         params_json: Option<&str>,
+        repetition: u32,
     ) -> Result<i64> {
-        self.conn.execute(
-            "INSERT INTO cases (run_id, name, test_kind, params, started_at, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-            params![
+        let row = self.one(
+            "INSERT INTO cases (run_id, name, test_kind, params, repetition, started_at, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')
+             RETURNING id",
+            vals![
                 run_id,
                 name,
                 test_kind,
                 params_json,
+                repetition,
                 crate::clock::now_rfc3339()
             ],
         )?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(row.map_or(0, |r| r.int(0)))
     }
 
     /// Appends samples to a case, in one transaction.
@@ -345,46 +464,54 @@ impl Store {
         if samples.is_empty() {
             return Ok(());
         }
-        let tx = self.conn.unchecked_transaction()?;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO samples (case_id, t, rss_bytes, cpu_cores, threads, fds, read_bytes,
-                                      write_bytes, ctx_switches, processes, top)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            for s in samples {
-                st.execute(params![
-                    case_id,
-                    s.t,
-                    s.rss_bytes as i64,
-                    s.cpu_cores,
-                    s.threads as i64,
-                    s.fds as i64,
-                    s.read_bytes as i64,
-                    s.write_bytes as i64,
-                    s.ctx_switches as i64,
-                    s.processes,
-                    serde_json::to_string(&s.top)?,
-                ])?;
+        self.transaction(|s| {
+            for x in samples {
+                s.execute(
+                    "INSERT INTO samples (case_id, t, rss_bytes, cpu_cores, threads, fds, read_bytes,
+                                          write_bytes, ctx_switches, processes, top)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    vals![
+                        case_id,
+                        x.t,
+                        x.rss_bytes,
+                        x.cpu_cores,
+                        x.threads,
+                        x.fds,
+                        x.read_bytes,
+                        x.write_bytes,
+                        x.ctx_switches,
+                        x.processes as i64,
+                        serde_json::to_string(&x.top)?,
+                    ],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Appends points of a named time series to a case.
     pub fn append_series(&self, case_id: i64, name: &str, points: &[(f64, f64)]) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO series (case_id, name, t, value) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+        self.transaction(|s| {
             for (t, v) in points {
-                st.execute(params![case_id, name, t, v])?;
+                s.execute(
+                    "INSERT INTO series (case_id, name, t, value) VALUES (?1, ?2, ?3, ?4)",
+                    vals![case_id, name, *t, *v],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
+    }
+
+    /// The points of a named series of a case, in time order.
+    pub fn series(&self, case_id: i64, name: &str) -> Result<Vec<(f64, f64)>> {
+        Ok(self
+            .query(
+                "SELECT t, value FROM series WHERE case_id = ?1 AND name = ?2 ORDER BY t",
+                vals![case_id, name],
+            )?
+            .iter()
+            .map(|r| (r.real(0), r.real(1)))
+            .collect())
     }
 
     /// Stores a serialized histogram covering `[start, end]` seconds of a case.
@@ -396,12 +523,30 @@ impl Store {
         encoding: &str,
         data: &[u8],
     ) -> Result<()> {
-        self.conn.execute(
+        self.execute(
             "INSERT INTO histograms (case_id, name, interval_start, interval_end, encoding, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![case_id, name, span.0, span.1, encoding, data],
+            vals![case_id, name, span.0, span.1, encoding, data],
         )?;
         Ok(())
+    }
+
+    /// The stored histograms of a case, in time order.
+    pub fn histograms(&self, case_id: i64) -> Result<Vec<StoredHistogram>> {
+        Ok(self
+            .query(
+                "SELECT name, interval_start, interval_end, encoding, data FROM histograms
+                 WHERE case_id = ?1 ORDER BY interval_start",
+                vals![case_id],
+            )?
+            .iter()
+            .map(|r| StoredHistogram {
+                name: r.text(0),
+                span: (r.real(1), r.real(2)),
+                encoding: r.text(3),
+                data: r.blob(4),
+            })
+            .collect())
     }
 
     /// Finishes a case with its metrics, process table and summary, in one transaction.
@@ -413,169 +558,228 @@ impl Store {
         processes: &[ProcessRecord],
         summary: &S,
     ) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
-        for m in metrics {
-            tx.execute(
-                "INSERT OR REPLACE INTO metrics (case_id, name, value, unit, direction, source)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![case_id, m.name, m.value, m.unit, m.direction, m.source],
+        let summary = serde_json::to_string(summary)?;
+        self.transaction(|s| {
+            for m in metrics {
+                s.execute(
+                    "INSERT INTO metrics (case_id, name, value, unit, direction, source)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (case_id, name) DO UPDATE SET value = excluded.value,
+                         unit = excluded.unit, direction = excluded.direction, source = excluded.source",
+                    vals![case_id, &m.name, m.value, &m.unit, &m.direction, m.source.as_deref()],
+                )?;
+            }
+            for p in processes {
+                s.execute(
+                    "INSERT INTO processes (case_id, pid, ppid, name, cmdline, first_seen, last_seen,
+                                            peak_rss_sampled, peak_rss_exact, cpu_seconds, exit)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    vals![
+                        case_id,
+                        p.pid as i64,
+                        p.ppid as i64,
+                        &p.name,
+                        &p.cmdline,
+                        p.first_seen,
+                        p.last_seen,
+                        p.peak_rss_sampled,
+                        p.peak_rss_exact,
+                        p.cpu_seconds,
+                        p.exit.as_deref()
+                    ],
+                )?;
+            }
+            s.execute(
+                "UPDATE cases SET status = ?2, ended_at = ?3, summary = ?4 WHERE id = ?1",
+                vals![case_id, status, crate::clock::now_rfc3339(), &summary],
             )?;
+            Ok(())
+        })
+    }
+
+    const RUN_COLUMNS: &'static str =
+        "r.id, r.kind, r.label, r.command, r.started_at, r.ended_at, r.status, r.exit_code,
+         r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite";
+
+    fn run_row(r: &Row) -> RunRow {
+        let status = r.text(6);
+        RunRow {
+            id: r.int(0),
+            kind: r.text(1),
+            label: r.opt_text(2),
+            command: r.text(3),
+            started_at: r.text(4),
+            ended_at: r.opt_text(5),
+            status: if status == "running" && !process_alive(r.int(13)) {
+                "abandoned".into()
+            } else {
+                status
+            },
+            exit_code: r.opt_int(7),
+            git_commit: r.opt_text(8),
+            git_dirty: r.opt_int(9).map(|v| v != 0),
+            host: r.text(10),
+            fingerprint: r.text(11),
+            strainline_version: r.text(12),
+            suite: r.opt_text(14),
         }
-        for p in processes {
-            tx.execute(
-                "INSERT INTO processes (case_id, pid, ppid, name, cmdline, first_seen, last_seen,
-                                        peak_rss_sampled, peak_rss_exact, cpu_seconds, exit)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    case_id,
-                    p.pid,
-                    p.ppid,
-                    p.name,
-                    p.cmdline,
-                    p.first_seen,
-                    p.last_seen,
-                    p.peak_rss_sampled as i64,
-                    p.peak_rss_exact as i64,
-                    p.cpu_seconds,
-                    p.exit
-                ],
-            )?;
-        }
-        tx.execute(
-            "UPDATE cases SET status = ?2, ended_at = ?3, summary = ?4 WHERE id = ?1",
-            params![
-                case_id,
-                status,
-                crate::clock::now_rfc3339(),
-                serde_json::to_string(summary)?
-            ],
-        )?;
-        tx.commit()?;
-        Ok(())
     }
 
     /// Runs, newest first. A run still marked `running` whose strainline process is gone
     /// is shown as `abandoned`.
     pub fn list_runs(&self, limit: usize, label: Option<&str>) -> Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(
-            "SELECT r.id, r.kind, r.label, r.command, r.started_at, r.ended_at, r.status, r.exit_code,
-                    r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid
-             FROM runs r JOIN hosts h ON h.id = r.host_id
-             WHERE (?1 IS NULL OR r.label = ?1)
-             ORDER BY r.id DESC LIMIT ?2",
+        let rows = self.query(
+            &format!(
+                "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.label = ?1)
+                 ORDER BY r.id DESC LIMIT ?2",
+                Self::RUN_COLUMNS
+            ),
+            vals![label, limit.min(i64::MAX as usize) as i64],
         )?;
-        let rows = st
-            .query_map(params![label, limit as i64], |r| {
-                let status: String = r.get(6)?;
-                let pid: i64 = r.get(13)?;
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    kind: r.get(1)?,
-                    label: r.get(2)?,
-                    command: r.get(3)?,
-                    started_at: r.get(4)?,
-                    ended_at: r.get(5)?,
-                    status: if status == "running" && !process_alive(pid) {
-                        "abandoned".into()
-                    } else {
-                        status
-                    },
-                    exit_code: r.get(7)?,
-                    git_commit: r.get(8)?,
-                    git_dirty: r.get(9)?,
-                    host: r.get(10)?,
-                    fingerprint: r.get(11)?,
-                    strainline_version: r.get(12)?,
-                })
-            })?
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(rows)
+        Ok(rows.iter().map(Self::run_row).collect())
     }
 
-    /// One run by id, or the newest run with that label.
+    /// One run by id (`12` or `#12`), or the newest run with that label.
     pub fn find_run(&self, key: &str) -> Result<RunRow> {
-        let id: Option<i64> = match key.trim_start_matches('#').parse::<i64>() {
-            Ok(id) => Some(id),
-            Err(_) => self
-                .conn
-                .query_row(
-                    "SELECT id FROM runs WHERE label = ?1 ORDER BY id DESC LIMIT 1",
-                    [key],
-                    |r| r.get(0),
-                )
-                .optional()?,
+        let row = match key.trim_start_matches('#').parse::<i64>() {
+            Ok(id) => self.one(
+                &format!(
+                    "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.id = ?1",
+                    Self::RUN_COLUMNS
+                ),
+                vals![id],
+            )?,
+            Err(_) => self.one(
+                &format!(
+                    "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.label = ?1
+                     ORDER BY r.id DESC LIMIT 1",
+                    Self::RUN_COLUMNS
+                ),
+                vals![key],
+            )?,
         };
-        let id = id.ok_or_else(|| StoreError::NoSuchRun(key.to_string()))?;
-        self.list_runs(usize::MAX >> 1, None)?
-            .into_iter()
-            .find(|r| r.id == id)
+        row.as_ref()
+            .map(Self::run_row)
             .ok_or_else(|| StoreError::NoSuchRun(key.to_string()))
     }
 
+    /// Every run a key names: the run with that id, or all runs with that label,
+    /// oldest first.
+    pub fn find_runs(&self, key: &str) -> Result<Vec<RunRow>> {
+        if key.trim_start_matches('#').parse::<i64>().is_ok() {
+            return Ok(vec![self.find_run(key)?]);
+        }
+        let rows = self.query(
+            &format!(
+                "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.label = ?1 ORDER BY r.id",
+                Self::RUN_COLUMNS
+            ),
+            vals![key],
+        )?;
+        if rows.is_empty() {
+            return Err(StoreError::NoSuchRun(key.to_string()));
+        }
+        Ok(rows.iter().map(Self::run_row).collect())
+    }
+
+    /// Runs in store order (oldest first), optionally only those with a label or
+    /// started at or after `since` (RFC 3339).
+    pub fn runs_in_order(&self, label: Option<&str>, since: Option<&str>) -> Result<Vec<RunRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.label = ?1) AND (CAST(?2 AS TEXT) IS NULL OR r.started_at >= ?2)
+                 ORDER BY r.id",
+                Self::RUN_COLUMNS
+            ),
+            vals![label, since],
+        )?;
+        Ok(rows.iter().map(Self::run_row).collect())
+    }
+
     pub fn cases(&self, run_id: i64) -> Result<Vec<CaseRow>> {
-        let mut st = self.conn.prepare(
-            "SELECT id, name, test_kind, status, started_at, ended_at, summary FROM cases
-             WHERE run_id = ?1 ORDER BY id",
-        )?;
-        let mut cases = st
-            .query_map([run_id], |r| {
-                let summary: Option<String> = r.get(6)?;
-                Ok(CaseRow {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    test_kind: r.get(2)?,
-                    status: r.get(3)?,
-                    started_at: r.get(4)?,
-                    ended_at: r.get(5)?,
-                    summary: summary.and_then(|s| serde_json::from_str(&s).ok()),
-                    metrics: Vec::new(),
-                })
-            })?
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let mut mst = self.conn.prepare(
-            "SELECT name, value, unit, direction, source FROM metrics WHERE case_id = ?1 ORDER BY name",
-        )?;
+        let mut cases: Vec<CaseRow> = self
+            .query(
+                "SELECT id, name, test_kind, status, started_at, ended_at, summary, params, repetition,
+                        (SELECT COUNT(*) FROM samples s WHERE s.case_id = cases.id)
+                 FROM cases WHERE run_id = ?1 ORDER BY id",
+                vals![run_id],
+            )?
+            .iter()
+            .map(|r| CaseRow {
+                id: r.int(0),
+                run_id,
+                name: r.text(1),
+                test_kind: r.text(2),
+                status: r.text(3),
+                started_at: r.text(4),
+                ended_at: r.opt_text(5),
+                summary: r.opt_text(6).and_then(|s| serde_json::from_str(&s).ok()),
+                params: r.opt_text(7).and_then(|s| serde_json::from_str(&s).ok()),
+                repetition: r.int(8),
+                samples_stored: r.int(9),
+                metrics: Vec::new(),
+            })
+            .collect();
         for c in &mut cases {
-            c.metrics = mst
-                .query_map([c.id], |r| {
-                    Ok(Metric {
-                        name: r.get(0)?,
-                        value: r.get(1)?,
-                        unit: r.get(2)?,
-                        direction: r.get(3)?,
-                        source: r.get(4)?,
-                    })
-                })?
-                .collect::<std::result::Result<Vec<_>, _>>()?;
+            c.metrics = self
+                .query(
+                    "SELECT name, value, unit, direction, source FROM metrics WHERE case_id = ?1",
+                    vals![c.id],
+                )?
+                .iter()
+                .map(|r| Metric {
+                    name: r.text(0),
+                    value: r.real(1),
+                    unit: r.text(2),
+                    direction: r.text(3),
+                    source: r.opt_text(4),
+                })
+                .collect();
+            // Byte order, the same on every backend.
+            c.metrics.sort_by(|a, b| a.name.cmp(&b.name));
         }
         Ok(cases)
     }
 
     /// The stored samples of a case, in time order.
     pub fn samples(&self, case_id: i64) -> Result<Vec<Sample>> {
-        let mut st = self.conn.prepare(
-            "SELECT t, rss_bytes, cpu_cores, threads, fds, read_bytes, write_bytes, ctx_switches, processes, top
-             FROM samples WHERE case_id = ?1 ORDER BY t",
-        )?;
-        let rows = st
-            .query_map([case_id], |r| {
-                let top: String = r.get(9)?;
-                Ok(Sample {
-                    t: r.get(0)?,
-                    rss_bytes: r.get::<_, i64>(1)? as u64,
-                    cpu_cores: r.get(2)?,
-                    threads: r.get::<_, i64>(3)? as u64,
-                    fds: r.get::<_, i64>(4)? as u64,
-                    read_bytes: r.get::<_, i64>(5)? as u64,
-                    write_bytes: r.get::<_, i64>(6)? as u64,
-                    ctx_switches: r.get::<_, i64>(7)? as u64,
-                    processes: r.get(8)?,
-                    top: serde_json::from_str(&top).unwrap_or_default(),
-                })
-            })?
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(rows)
+        Ok(self
+            .query(
+                "SELECT t, rss_bytes, cpu_cores, threads, fds, read_bytes, write_bytes, ctx_switches, processes, top
+                 FROM samples WHERE case_id = ?1 ORDER BY t",
+                vals![case_id],
+            )?
+            .iter()
+            .map(|r| Sample {
+                t: r.real(0),
+                rss_bytes: r.int(1) as u64,
+                cpu_cores: r.real(2),
+                threads: r.int(3) as u64,
+                fds: r.int(4) as u64,
+                read_bytes: r.int(5) as u64,
+                write_bytes: r.int(6) as u64,
+                ctx_switches: r.int(7) as u64,
+                processes: r.int(8) as _,
+                top: serde_json::from_str(&r.text(9)).unwrap_or_default(),
+            })
+            .collect())
     }
+}
+
+/// Refuses a database that holds something other than a strainline store.
+fn check_ours(shown: &str, existed: bool, tables: &[String]) -> Result<()> {
+    if existed && !tables.is_empty() && !tables.iter().any(|t| t == "strainline_meta") {
+        return Err(StoreError::Foreign {
+            where_: shown.to_string(),
+            why: format!(
+                "it holds tables that are not strainline's (it has: {})",
+                tables.join(", ")
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn process_alive(pid: i64) -> bool {

@@ -2,11 +2,13 @@
 //! migrations it has applied; opening it applies the missing ones in one transaction.
 //! Never edit a released migration: add a new one.
 
-/// `(version, what it does, SQL)`, in order.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "runs, cases, metrics, samples, processes, series, histograms, events",
-    r#"
+/// `(version, what it does, SQL)`, in order. Written in SQLite's dialect;
+/// [`super::backend::Dialect::ddl`] renders them for PostgreSQL.
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "runs, cases, metrics, samples, processes, series, histograms, events",
+        r#"
 CREATE TABLE hosts (
     id            INTEGER PRIMARY KEY,
     fingerprint   TEXT NOT NULL,
@@ -109,7 +111,13 @@ CREATE TABLE events (
     message  TEXT NOT NULL
 );
 "#,
-)];
+    ),
+    (
+        2,
+        "runs.settings: the suite's settings that later commands need (compare bands)",
+        "ALTER TABLE runs ADD COLUMN settings TEXT;",
+    ),
+];
 
 /// The newest schema version this build knows.
 pub fn latest() -> i64 {

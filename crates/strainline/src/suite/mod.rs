@@ -266,6 +266,18 @@ pub struct Suite {
     pub logs: LogSpec,
     pub watches: Vec<WatchSpec>,
     pub tests: Vec<Test>,
+    /// `[compare]` settings, stored with each run for `strainline compare`.
+    pub compare: CompareSpec,
+}
+
+/// Tolerance bands and significance level for comparisons of this suite's runs.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CompareSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<f64>,
+    pub bands: BTreeMap<String, f64>,
 }
 
 /// One concrete case: a test with its matrix values and repetition.
@@ -287,6 +299,17 @@ struct RawSuite {
     watch: Vec<Spanned<RawWatch>>,
     #[serde(default)]
     test: Vec<Spanned<RawTest>>,
+    compare: Option<RawCompare>,
+}
+
+/// `[compare]`: how `strainline compare` judges this suite's runs.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCompare {
+    alpha: Option<Spanned<f64>>,
+    band: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    bands: BTreeMap<String, Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -809,6 +832,35 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
     if tests.is_empty() {
         return Err(at(0, "the suite has no [[test]]".into()));
     }
+    let fraction = |v: &Spanned<toml::Value>, key: &str| -> Result<f64, String> {
+        let parsed = match v.get_ref() {
+            toml::Value::String(s) => crate::units::parse_fraction(s),
+            toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string()),
+            toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string()),
+            other => Err(format!(
+                "{other} is not a percentage: write it as \"20%\" or 0.2"
+            )),
+        };
+        parsed.map_err(|e| at(v.span().start, format!("{key}: {e}")))
+    };
+    let mut compare = CompareSpec::default();
+    if let Some(c) = &raw.compare {
+        if let Some(a) = &c.alpha {
+            if !(*a.get_ref() > 0.0 && *a.get_ref() < 1.0) {
+                return Err(at(
+                    a.span().start,
+                    "alpha: must be between 0 and 1 (e.g. 0.05)".into(),
+                ));
+            }
+            compare.alpha = Some(*a.get_ref());
+        }
+        compare.band = c.band.as_ref().map(|b| fraction(b, "band")).transpose()?;
+        for (metric, v) in &c.bands {
+            compare
+                .bands
+                .insert(metric.clone(), fraction(v, &format!("bands.{metric}"))?);
+        }
+    }
     let name = raw.suite.and_then(|s| s.name).unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -821,6 +873,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
         logs,
         watches,
         tests,
+        compare,
     })
 }
 

@@ -19,22 +19,34 @@ pub fn testbed() -> PathBuf {
     p
 }
 
-/// A fresh temporary directory with a store path in it.
+/// A fresh temporary directory and a fresh results store: an SQLite file in the
+/// directory, or a new database on the test PostgreSQL server.
 pub struct Scratch {
     pub dir: tempfile::TempDir,
+    store: Option<String>,
 }
 
 impl Scratch {
     pub fn new() -> Scratch {
         Scratch {
             dir: tempfile::tempdir().unwrap(),
+            store: None,
+        }
+    }
+    /// A scratch whose store is a fresh PostgreSQL database.
+    pub fn postgres() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+            store: Some(crate::pg::fresh_database()),
         }
     }
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
     pub fn store(&self) -> String {
-        self.path("results.db").display().to_string()
+        self.store
+            .clone()
+            .unwrap_or_else(|| self.path("results.db").display().to_string())
     }
     /// `strainline --store <scratch store> ARGS…`
     pub fn run(&self, args: &[&str]) -> Output {

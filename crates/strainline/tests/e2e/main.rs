@@ -5,5 +5,6 @@
 mod common;
 mod load;
 mod monitor;
+mod pg;
 mod run;
 mod store;

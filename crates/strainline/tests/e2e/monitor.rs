@@ -248,7 +248,7 @@ fn bad_input_gets_a_clear_message_and_exit_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("without strainline's tables (it has: invoices)"),
+        stderr(&out).contains("tables that are not strainline's (it has: invoices)"),
         "{}",
         stderr(&out)
     );

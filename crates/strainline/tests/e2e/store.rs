@@ -1,10 +1,19 @@
-//! The results store and its readers: `runs`, `show`, and the JSON schema.
+//! The results store and its readers: `runs`, `show`, and the JSON schema. The store
+//! tests run twice: on SQLite and on a real PostgreSQL server.
 
 use crate::common::*;
 
 #[test]
 fn runs_lists_and_show_prints_what_monitor_stored() {
-    let s = Scratch::new();
+    runs_and_show(&Scratch::new());
+}
+
+#[test]
+fn postgres_runs_lists_and_show_prints_what_monitor_stored() {
+    runs_and_show(&Scratch::postgres());
+}
+
+fn runs_and_show(s: &Scratch) {
     let out = s.run(&[
         "monitor", "-q", "--label", "v0.7.0", "--", "sh", "-c", "exit 0",
     ]);
@@ -15,7 +24,7 @@ fn runs_lists_and_show_prints_what_monitor_stored() {
     assert_eq!(out.status.code(), Some(5));
 
     let out = s.run(&["runs"]);
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
@@ -101,4 +110,123 @@ fn csv_has_one_row_per_sample() {
     assert!(rows[0].starts_with("t_seconds,rss_bytes,cpu_cores"));
     assert_eq!(rows.len() - 1, doc["samples"].as_array().unwrap().len());
     assert!(rows[1].contains(":sleep:"), "{}", rows[1]);
+}
+
+/// Several strainline processes writing to one store at once: every run, case and
+/// sample arrives, ids are distinct, nothing is half-written.
+fn concurrent_writers(s: &Scratch) {
+    let writers: Vec<_> = (0..4)
+        .map(|i| {
+            let json = s.path(&format!("w{i}.json"));
+            let child = strainline()
+                .args(["--store", &s.store(), "monitor", "-q", "-i", "10ms"])
+                .args(["--label", &format!("writer-{i}")])
+                .args(["--json", json.to_str().unwrap(), "--", "sleep", "1"])
+                .current_dir(s.dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, json)
+        })
+        .collect();
+    for (i, (child, json)) in writers.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "writer {i}: {}", stderr(&out));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let run_id = doc["run_id"].as_i64().expect("run_id in the JSON");
+        let shown = s.run(&["show", "--json", &run_id.to_string()]);
+        assert!(shown.status.success(), "{}", stderr(&shown));
+        let stored: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert_eq!(stored["run"]["label"], format!("writer-{i}"));
+        assert_eq!(stored["run"]["status"], "completed");
+        let samples = doc["samples"].as_array().unwrap().len() as i64;
+        assert!(samples > 50, "{samples}");
+        assert_eq!(stored["cases"][0]["samples_stored"], samples);
+    }
+    let out = s.run(&["runs", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<i64> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4);
+}
+
+#[test]
+fn concurrent_writers_to_sqlite_lose_nothing() {
+    concurrent_writers(&Scratch::new());
+}
+
+#[test]
+fn concurrent_writers_to_postgres_lose_nothing() {
+    concurrent_writers(&Scratch::postgres());
+}
+
+#[test]
+fn a_postgres_password_never_appears_in_output_or_stored_runs() {
+    let s = Scratch::postgres();
+    let url = s.store();
+    assert!(url.contains(crate::pg::PASSWORD));
+    // Through the environment variable, and on the command line.
+    let out = strainline()
+        .env("STRAINLINE_STORE", &url)
+        .args([
+            "monitor",
+            "--label",
+            "secret-check",
+            "--",
+            "sh",
+            "-c",
+            "echo hi",
+        ])
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out2 = s.run(&["show", "--json", "secret-check"]);
+    let out3 = s.run(&["runs"]);
+    for o in [&out, &out2, &out3] {
+        let all = format!("{}{}", stdout(o), stderr(o));
+        assert!(!all.contains(crate::pg::PASSWORD), "{all}");
+    }
+    // Nothing stored holds it either: dump every text column of every table.
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let tables: Vec<String> = c
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.contains(&"runs".to_string()), "{tables:?}");
+    for t in tables {
+        let rows = c
+            .query(&format!("SELECT CAST(t AS text) FROM {t} AS t"), &[])
+            .unwrap();
+        for r in rows {
+            let text: String = r.get(0);
+            assert!(!text.contains(crate::pg::PASSWORD), "{t}: {text}");
+        }
+    }
+    // A wrong password is refused with a clear error that does not echo it.
+    let wrong = url.replace(crate::pg::PASSWORD, "not-the-password");
+    let out = strainline()
+        .args(["--store", &wrong, "runs"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot open the results store") && err.contains(":***@"),
+        "{err}"
+    );
+    assert!(!err.contains("not-the-password"), "{err}");
 }

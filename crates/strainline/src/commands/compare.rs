@@ -1,0 +1,230 @@
+//! `strainline compare BASELINE CANDIDATE`: gathers both versions' repetitions from the
+//! store, refuses runs from different hosts unless allowed, judges every metric
+//! ([`crate::analysis::comparison`]) and reports ([`crate::report::compare`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use crate::analysis::comparison::{judge, Pair, Policy, Verdict};
+use crate::cli::CompareArgs;
+use crate::exit;
+use crate::report::compare::{self as report, Comparison, Version};
+use crate::store::{Location, RunRow, Store, StoreError};
+use crate::Failure;
+
+/// A case's name without its repetition suffix (`bench[a=1]#3` → `bench[a=1]`).
+pub fn case_key(name: &str) -> &str {
+    match name.rsplit_once('#') {
+        Some((base, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+/// Statuses whose figures describe the target. An `invalid` case was generator-bound
+/// (its figures describe strainline); a `crashed` one did not finish.
+fn usable(status: &str) -> bool {
+    matches!(status, "passed" | "failed" | "completed")
+}
+
+type Values = BTreeMap<(String, String), (String, String, Vec<f64>)>;
+
+/// Every metric's values over the runs' repetitions, by (case, metric).
+fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> anyhow::Result<Values> {
+    let mut out: Values = BTreeMap::new();
+    for run in runs {
+        for case in store.cases(run.id)? {
+            if !usable(&case.status) {
+                notes.push(format!(
+                    "run #{} case {} left out: it is {}",
+                    run.id, case.name, case.status
+                ));
+                continue;
+            }
+            for m in case.metrics {
+                let e = out
+                    .entry((case_key(&case.name).to_string(), m.name))
+                    .or_insert_with(|| (m.unit, m.direction, Vec::new()));
+                e.2.push(m.value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn runs(store: &Store, key: &str) -> anyhow::Result<Vec<RunRow>> {
+    store.find_runs(key).map_err(|e| match e {
+        StoreError::NoSuchRun(_) => Failure::new(
+            exit::USAGE,
+            format!("nothing to compare: no run or label '{key}' in the store at {} (see `strainline runs`)", store.location()),
+        )
+        .into(),
+        e => e.into(),
+    })
+}
+
+fn version(key: &str, runs: &[RunRow]) -> Version {
+    let mut hosts: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} ({})", r.host, r.fingerprint))
+        .collect();
+    hosts.dedup();
+    Version {
+        key: key.to_string(),
+        runs: runs.iter().map(|r| r.id).collect(),
+        hosts,
+    }
+}
+
+/// The tolerance bands: the candidate's suite settings, then the command line.
+fn policy(store: &Store, candidate: &[RunRow], args: &CompareArgs) -> anyhow::Result<Policy> {
+    let mut policy = Policy::default();
+    if let Some(settings) = candidate
+        .last()
+        .map(|r| store.run_settings(r.id))
+        .transpose()?
+        .flatten()
+    {
+        if let Some(a) = settings["compare"]["alpha"].as_f64() {
+            policy.alpha = a;
+        }
+        if let Some(b) = settings["compare"]["band"].as_f64() {
+            policy.default_band = b;
+        }
+        if let Some(bands) = settings["compare"]["bands"].as_object() {
+            for (k, v) in bands {
+                if let Some(v) = v.as_f64() {
+                    policy.bands.insert(k.clone(), v);
+                }
+            }
+        }
+    }
+    for (metric, band) in &args.bands {
+        if metric == "default" {
+            policy.default_band = *band;
+        } else {
+            policy.bands.insert(metric.clone(), *band);
+        }
+    }
+    if let Some(a) = args.alpha {
+        policy.alpha = a;
+    }
+    Ok(policy)
+}
+
+pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
+    let store = Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let base_runs = runs(&store, &args.baseline)?;
+    let cand_runs = runs(&store, &args.candidate)?;
+    let (baseline, candidate) = (
+        version(&args.baseline, &base_runs),
+        version(&args.candidate, &cand_runs),
+    );
+    let fingerprints = |rs: &[RunRow]| {
+        let mut f: Vec<String> = rs.iter().map(|r| r.fingerprint.clone()).collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    let (fb, fc) = (fingerprints(&base_runs), fingerprints(&cand_runs));
+    let environment_mismatch = if fb != fc {
+        let what = format!(
+            "baseline ran on {}, candidate on {}",
+            baseline.hosts.join(", "),
+            candidate.hosts.join(", ")
+        );
+        if !args.allow_env_mismatch {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("refusing to compare runs from different hosts: {what}. Their figures differ for reasons that are not the code; rerun both on one host, or pass --allow-env-mismatch to compare anyway"),
+            )
+            .into());
+        }
+        Some(what)
+    } else {
+        None
+    };
+    let mut notes = Vec::new();
+    let b = gather(&store, &base_runs, &mut notes)?;
+    let c = gather(&store, &cand_runs, &mut notes)?;
+    let pairs: Vec<Pair> = b
+        .iter()
+        .filter_map(|((case, metric), (unit, direction, xs))| {
+            let (_, _, ys) = c.get(&(case.clone(), metric.clone()))?;
+            Some(Pair {
+                case: case.clone(),
+                metric: metric.clone(),
+                unit: unit.clone(),
+                direction: direction.clone(),
+                baseline: xs.clone(),
+                candidate: ys.clone(),
+            })
+        })
+        .collect();
+    if pairs.is_empty() {
+        let cases = |v: &Values| {
+            let mut k: Vec<&str> = v.keys().map(|k| k.0.as_str()).collect();
+            k.dedup();
+            if k.is_empty() {
+                "none".to_string()
+            } else {
+                k.join(", ")
+            }
+        };
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "nothing to compare: no case ran in both versions (baseline {}: {}; candidate {}: {})",
+                args.baseline,
+                cases(&b),
+                args.candidate,
+                cases(&c)
+            ),
+        )
+        .into());
+    }
+    let policy = policy(&store, &cand_runs, &args)?;
+    let rows = judge(&pairs, &policy);
+    let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
+    let comparison = Comparison {
+        schema: "strainline.compare.v1",
+        baseline,
+        candidate,
+        environment_mismatch,
+        alpha: policy.alpha,
+        notes,
+        rows,
+        verdict: if regressed { "regressed" } else { "ok" },
+    };
+    let mut out = std::io::stdout().lock();
+    report::write_table(&mut out, &comparison)?;
+    out.flush()?;
+    if let Some(path) = &args.json {
+        write_file(path, &report::to_json(&comparison))?;
+    }
+    if let Some(path) = &args.markdown {
+        write_file(path, &report::to_markdown(&comparison))?;
+    }
+    Ok(if regressed {
+        exit::FAILED
+    } else {
+        exit::PASSED
+    })
+}
+
+fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| {
+        Failure::new(exit::USAGE, format!("cannot write {}: {e}", path.display())).into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::case_key;
+
+    #[test]
+    fn repetitions_share_a_case_key() {
+        assert_eq!(case_key("bench[cost=1]#3"), "bench[cost=1]");
+        assert_eq!(case_key("bench"), "bench");
+        assert_eq!(case_key("issue#a"), "issue#a");
+    }
+}

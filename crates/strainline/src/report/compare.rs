@@ -1,0 +1,214 @@
+//! A comparison for people and machines: the "% of previous" table in the terminal, the
+//! same table in Markdown for a pull request or CI step summary, and JSON.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::analysis::comparison::{p_text, Row, Verdict};
+use crate::units::format_value;
+
+/// One side of a comparison, as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Version {
+    /// What the user named: a label or a run id.
+    pub key: String,
+    pub runs: Vec<i64>,
+    pub hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub schema: &'static str,
+    pub baseline: Version,
+    pub candidate: Version,
+    /// Set when the versions ran on different hosts and the user allowed it.
+    pub environment_mismatch: Option<String>,
+    pub alpha: f64,
+    /// Cases left out, with why (e.g. generator-bound repetitions).
+    pub notes: Vec<String>,
+    pub rows: Vec<Row>,
+    /// `regressed` when any metric regressed, else `ok`.
+    pub verdict: &'static str,
+}
+
+impl Comparison {
+    pub fn count(&self, v: Verdict) -> usize {
+        self.rows.iter().filter(|r| r.verdict == v).count()
+    }
+}
+
+fn side_text(r: &Row, candidate: bool) -> String {
+    let s = if candidate { &r.candidate } else { &r.baseline };
+    if s.n > 1 && s.min != s.max {
+        format!(
+            "{} ({}–{})",
+            format_value(s.median, &r.unit),
+            trim_unit(&format_value(s.min, &r.unit), &r.unit),
+            trim_unit(&format_value(s.max, &r.unit), &r.unit)
+        )
+    } else {
+        format_value(s.median, &r.unit)
+    }
+}
+
+/// `12.0 ms` → `12.0` inside a range whose unit is already shown.
+fn trim_unit(s: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        return s.to_string();
+    }
+    s.strip_suffix(&format!(" {unit}")).unwrap_or(s).to_string()
+}
+
+fn pct(r: &Row) -> String {
+    match r.ratio {
+        Some(x) => format!("{:.1}%", 100.0 * x),
+        None => "new".into(),
+    }
+}
+
+fn ci(r: &Row) -> String {
+    match r.ratio_ci {
+        Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
+            format!("{:.0}–{:.0}%", 100.0 * lo, 100.0 * hi)
+        }
+        _ => "-".into(),
+    }
+}
+
+fn p(r: &Row) -> String {
+    r.p_adjusted.map_or("-".into(), p_text)
+}
+
+fn header_lines(c: &Comparison) -> Vec<String> {
+    let runs = |v: &Version| {
+        v.runs
+            .iter()
+            .map(|r| format!("#{r}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = Vec::new();
+    if let Some(m) = &c.environment_mismatch {
+        lines.push(format!("ENVIRONMENT MISMATCH: {m}"));
+    }
+    lines.push(format!(
+        "baseline {} (run {}) → candidate {} (run {})",
+        c.baseline.key,
+        runs(&c.baseline),
+        c.candidate.key,
+        runs(&c.candidate)
+    ));
+    lines.push(format!(
+        "regressed only when significant (Mann–Whitney U, Benjamini–Hochberg adjusted p < {}) and beyond the metric's band",
+        c.alpha
+    ));
+    lines
+}
+
+fn summary_line(c: &Comparison) -> String {
+    format!(
+        "{}: {} regressed, {} improved, {} unchanged, {} inconclusive",
+        if c.verdict == "regressed" {
+            "REGRESSION"
+        } else {
+            "no regression"
+        },
+        c.count(Verdict::Regressed),
+        c.count(Verdict::Improved),
+        c.count(Verdict::Unchanged),
+        c.count(Verdict::Inconclusive)
+    )
+}
+
+/// The terminal table.
+pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
+    for l in header_lines(c) {
+        writeln!(out, "{l}")?;
+    }
+    for n in &c.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    let mut case = "";
+    for r in &c.rows {
+        if r.case != case {
+            case = &r.case;
+            writeln!(out, "\n{case}")?;
+            writeln!(
+                out,
+                "  {:<22} {:>26} {:>26} {:>9} {:>11} {:>8}  verdict",
+                "metric", "baseline", "candidate", "% of prev", "95% CI", "p (adj)"
+            )?;
+        }
+        writeln!(
+            out,
+            "  {:<22} {:>26} {:>26} {:>9} {:>11} {:>8}  {}",
+            r.metric,
+            side_text(r, false),
+            side_text(r, true),
+            pct(r),
+            ci(r),
+            p(r),
+            r.verdict.word()
+        )?;
+        if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
+            writeln!(out, "  {:<22} ↳ {}", "", r.why)?;
+        }
+    }
+    writeln!(out, "\n{}", summary_line(c))
+}
+
+/// Escapes text for a Markdown table cell.
+fn md(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\n', " ")
+}
+
+/// The Markdown report.
+pub fn to_markdown(c: &Comparison) -> String {
+    let mut s = String::from("## strainline compare\n\n");
+    for l in header_lines(c) {
+        if l.starts_with("ENVIRONMENT MISMATCH") {
+            s.push_str(&format!("> **{}**\n\n", md(&l)));
+        } else {
+            s.push_str(&format!("{}\n\n", md(&l)));
+        }
+    }
+    s.push_str(&format!("**{}**\n\n", md(&summary_line(c))));
+    for n in &c.notes {
+        s.push_str(&format!("- note: {}\n", md(n)));
+    }
+    if !c.notes.is_empty() {
+        s.push('\n');
+    }
+    s.push_str(
+        "| case | metric | baseline | candidate | % of previous | 95% CI | p (adj) | verdict |\n",
+    );
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
+    for r in &c.rows {
+        let verdict = match r.verdict {
+            Verdict::Regressed => format!("**REGRESSED** ({})", md(&r.why)),
+            Verdict::Inconclusive => format!("inconclusive ({})", md(&r.why)),
+            v => v.word().to_string(),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            md(&r.case),
+            md(&r.metric),
+            md(&side_text(r, false)),
+            md(&side_text(r, true)),
+            pct(r),
+            ci(r),
+            p(r),
+            verdict
+        ));
+    }
+    s
+}
+
+pub fn to_json(c: &Comparison) -> String {
+    serde_json::to_string_pretty(c).expect("a comparison serializes")
+}

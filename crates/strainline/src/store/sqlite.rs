@@ -1,0 +1,113 @@
+//! The embedded store: one SQLite file in WAL mode, so readers never block the writer
+//! and a second strainline writing to the same file waits (busy timeout) instead of
+//! failing.
+
+use std::path::Path;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+
+use super::backend::{Backend, Dialect, Row, Value};
+use super::{Result, StoreError};
+
+pub struct Sqlite {
+    conn: Connection,
+}
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Value::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+        })
+    }
+}
+
+impl Sqlite {
+    pub fn open(path: &Path) -> Result<Sqlite> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Create {
+                where_: path.display().to_string(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::Open {
+            where_: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        Ok(Sqlite { conn })
+    }
+
+    /// Settings that only make sense once the file is known to be ours.
+    pub fn configure(&mut self) -> Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        self.conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(())
+    }
+}
+
+impl Backend for Sqlite {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        Ok(st.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>> {
+        let mut st = self.conn.prepare_cached(sql)?;
+        let n = st.column_count();
+        let rows = st
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                (0..n)
+                    .map(|i| {
+                        Ok(match r.get_ref(i)? {
+                            ValueRef::Null => Value::Null,
+                            ValueRef::Integer(v) => Value::Int(v),
+                            ValueRef::Real(v) => Value::Real(v),
+                            ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into()),
+                            ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+                        })
+                    })
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map(Row)
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        Ok(self.conn.execute_batch(sql)?)
+    }
+
+    fn tables(&mut self) -> Result<Vec<String>> {
+        let rows = match self.query("SELECT name FROM sqlite_master WHERE type = 'table'", &[]) {
+            Err(StoreError::Sql(rusqlite::Error::SqliteFailure(e, _)))
+                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                return Err(StoreError::Foreign {
+                    where_: self.conn.path().unwrap_or_default().to_string(),
+                    why: "the file is not an SQLite database".into(),
+                })
+            }
+            r => r?,
+        };
+        Ok(rows.iter().map(|r| r.text(0)).collect())
+    }
+
+    fn lock_for_migration(&mut self) -> Result<()> {
+        // BEGIN IMMEDIATE already holds SQLite's write lock.
+        Ok(())
+    }
+
+    fn begin_write(&mut self) -> Result<()> {
+        self.batch("BEGIN IMMEDIATE")
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests need, when they are missing (Debian/Ubuntu):
+# a C compiler and pkg-config (bundled SQLite), curl (the testbed's TLS and HTTP/2
+# tests), PostgreSQL (the shared results store's tests start a real server).
+set -euo pipefail
+
+need=()
+command -v cc >/dev/null || need+=(gcc)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v curl >/dev/null || need+=(curl)
+command -v git >/dev/null || need+=(git)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "missing packages: ${need[*]} (install them, or run as root)" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "installing: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+# The tests start their own PostgreSQL; the package's cluster is not needed.
+if command -v pg_lsclusters >/dev/null; then
+  $sudo systemctl disable --now postgresql >/dev/null 2>&1 || $sudo service postgresql stop >/dev/null 2>&1 || true
+fi
