@@ -196,8 +196,7 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         verdict: if regressed { "regressed" } else { "ok" },
     };
     let mut out = std::io::stdout().lock();
-    report::write_table(&mut out, &comparison)?;
-    out.flush()?;
+    super::quiet_pipe(report::write_table(&mut out, &comparison).and_then(|()| out.flush()))?;
     if let Some(path) = &args.json {
         write_file(path, &report::to_json(&comparison))?;
     }

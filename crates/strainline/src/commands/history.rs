@@ -148,7 +148,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
         change_points: shifts,
     };
     let mut out = std::io::stdout().lock();
-    write_history(&mut out, &history)?;
+    super::quiet_pipe(write_history(&mut out, &history))?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&history)?)
             .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;

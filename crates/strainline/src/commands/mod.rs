@@ -7,3 +7,11 @@ pub mod load;
 pub mod monitor;
 pub mod run;
 pub mod runs;
+
+/// A closed pipe (`strainline runs | head`) ends the output quietly.
+pub fn quiet_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}

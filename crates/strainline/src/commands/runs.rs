@@ -24,13 +24,8 @@ fn open(location: &Location) -> anyhow::Result<Store> {
     Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
 }
 
-/// A closed pipe (`strainline runs | head`) ends the output quietly.
 fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(exit::PASSED),
-        Err(e) => Err(e.into()),
-        Ok(()) => Ok(exit::PASSED),
-    }
+    super::quiet_pipe(r).map(|()| exit::PASSED)
 }
 
 pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {

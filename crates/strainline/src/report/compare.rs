@@ -38,26 +38,15 @@ impl Comparison {
     }
 }
 
+/// The median, with the spread over the repetitions as ± half the range.
 fn side_text(r: &Row, candidate: bool) -> String {
     let s = if candidate { &r.candidate } else { &r.baseline };
-    if s.n > 1 && s.min != s.max {
-        format!(
-            "{} ({}–{})",
-            format_value(s.median, &r.unit),
-            trim_unit(&format_value(s.min, &r.unit), &r.unit),
-            trim_unit(&format_value(s.max, &r.unit), &r.unit)
-        )
+    let v = format_value(s.median, &r.unit);
+    if s.n > 1 && s.min != s.max && s.median != 0.0 {
+        format!("{v} ±{:.0}%", 50.0 * (s.max - s.min) / s.median.abs())
     } else {
-        format_value(s.median, &r.unit)
+        v
     }
-}
-
-/// `12.0 ms` → `12.0` inside a range whose unit is already shown.
-fn trim_unit(s: &str, unit: &str) -> String {
-    if unit.is_empty() {
-        return s.to_string();
-    }
-    s.strip_suffix(&format!(" {unit}")).unwrap_or(s).to_string()
 }
 
 fn pct(r: &Row) -> String {
@@ -136,13 +125,13 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
             writeln!(out, "\n{case}")?;
             writeln!(
                 out,
-                "  {:<22} {:>26} {:>26} {:>9} {:>11} {:>8}  verdict",
+                "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8}  verdict",
                 "metric", "baseline", "candidate", "% of prev", "95% CI", "p (adj)"
             )?;
         }
         writeln!(
             out,
-            "  {:<22} {:>26} {:>26} {:>9} {:>11} {:>8}  {}",
+            "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8}  {}",
             r.metric,
             side_text(r, false),
             side_text(r, true),

@@ -3,6 +3,7 @@
 //! link time down. Run through `make test`, which builds both binaries first.
 
 mod common;
+mod compare;
 mod load;
 mod monitor;
 mod pg;
