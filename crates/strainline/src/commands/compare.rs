@@ -12,8 +12,14 @@ use crate::report::compare::{self as report, Comparison, Version};
 use crate::store::{Location, RunRow, Store, StoreError};
 use crate::Failure;
 
-/// A case's name without its repetition suffix (`bench[a=1]#3` → `bench[a=1]`).
-pub fn case_key(name: &str) -> &str {
+/// What pairs a case across runs: a suite case's name without its repetition suffix
+/// (`bench[a=1]#3` → `bench[a=1]`). A `monitor` or `load` run has one case named after
+/// its command, which differs between the versions being compared (`./v1/server`,
+/// `./v2/server`): it is keyed by its kind.
+pub fn case_key<'a>(name: &'a str, kind: &'a str) -> &'a str {
+    if matches!(kind, "monitor" | "load") {
+        return kind;
+    }
     match name.rsplit_once('#') {
         Some((base, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => base,
         _ => name,
@@ -42,7 +48,7 @@ fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> anyhow::Re
             }
             for m in case.metrics {
                 let e = out
-                    .entry((case_key(&case.name).to_string(), m.name))
+                    .entry((case_key(&case.name, &case.test_kind).to_string(), m.name))
                     .or_insert_with(|| (m.unit, m.direction, Vec::new()));
                 e.2.push(m.value);
             }
@@ -222,8 +228,9 @@ mod tests {
 
     #[test]
     fn repetitions_share_a_case_key() {
-        assert_eq!(case_key("bench[cost=1]#3"), "bench[cost=1]");
-        assert_eq!(case_key("bench"), "bench");
-        assert_eq!(case_key("issue#a"), "issue#a");
+        assert_eq!(case_key("bench[cost=1]#3", "bench"), "bench[cost=1]");
+        assert_eq!(case_key("bench", "bench"), "bench");
+        assert_eq!(case_key("issue#a", "bench"), "issue#a");
+        assert_eq!(case_key("./v2/server --port 1", "monitor"), "monitor");
     }
 }

@@ -68,7 +68,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
             if !matches!(case.status.as_str(), "passed" | "failed" | "completed") {
                 continue;
             }
-            let key = case_key(&case.name).to_string();
+            let key = case_key(&case.name, &case.test_kind).to_string();
             let Some(m) = case.metrics.iter().find(|m| m.name == args.metric) else {
                 continue;
             };
@@ -115,6 +115,14 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
             ),
             (None, false) => unreachable!("points come from the cases with the metric"),
         }));
+    }
+    let keys: BTreeSet<&String> = points.iter().map(|p| &p.0).collect();
+    if keys.len() > 1 {
+        return Err(usage(format!(
+            "several cases have the metric '{}': {}; choose one with --case",
+            args.metric,
+            keys.into_iter().cloned().collect::<Vec<_>>().join(", ")
+        )));
     }
     let case = points[0].0.clone();
     let points: Vec<Point> = points.into_iter().map(|p| p.1).collect();
