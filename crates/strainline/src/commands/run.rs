@@ -19,6 +19,51 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
     Failure::new(exit::USAGE, msg).into()
 }
 
+/// A `{{NAME}}` in the target or a workload that neither the matrix nor a `--var`
+/// sets would reach the target literally: refused before anything starts.
+fn check_placeholders(suite: &suite::Suite, args: &RunArgs) -> anyhow::Result<()> {
+    let mut known: std::collections::BTreeSet<String> =
+        ["port", "dir", "client", "seq"].map(String::from).into();
+    known.extend(args.vars.iter().map(|v| v.0.clone()));
+    for t in &suite.tests {
+        known.extend(t.matrix.iter().map(|m| m.0.clone()));
+    }
+    let mut texts: Vec<(&str, &str)> = Vec::new();
+    if let Some(target) = &suite.target {
+        texts.extend(
+            target
+                .command
+                .iter()
+                .map(|a| ("the target's command", a.as_str())),
+        );
+        texts.extend(
+            target
+                .build
+                .iter()
+                .flatten()
+                .map(|a| ("the target's build", a.as_str())),
+        );
+    }
+    for t in &suite.tests {
+        texts.extend(t.url.as_deref().map(|u| ("a test's url", u)));
+    }
+    for (what, text) in texts {
+        let mut rest = text;
+        while let Some(i) = rest.find("{{") {
+            let Some(j) = rest[i..].find("}}") else { break };
+            let name = rest[i + 2..i + j].trim();
+            if !known.contains(name) && !name.starts_with("random") && !name.starts_with("csv") {
+                return Err(usage(format!(
+                    "{}: {what} uses {{{{{name}}}}}, which no matrix value or --var sets: add --var {name}=VALUE",
+                    args.suite.display()
+                )));
+            }
+            rest = &rest[i + j + 2..];
+        }
+    }
+    Ok(())
+}
+
 pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(usage(format!(
@@ -27,6 +72,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         )));
     }
     let suite = suite::load(&args.suite, args.time_scale).map_err(usage)?;
+    check_placeholders(&suite, &args)?;
     let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
     let host = Host::current();
     let cwd = std::env::current_dir()?;

@@ -135,7 +135,7 @@ fn soak_measures_an_injected_leak_per_request() {
 #[test]
 fn soak_without_a_leak_passes_five_times_out_of_five() {
     let s = Scratch::new();
-    let out = run_suite(&s, &soak_suite(0, 5, "3s"), &[]);
+    let out = run_suite(&s, &soak_suite(0, 5, "5s"), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let cases = case_metrics(&s);
     assert_eq!(cases.len(), 5);
