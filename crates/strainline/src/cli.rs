@@ -38,6 +38,8 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one stored run: its summary and metrics.
     Show(ShowArgs),
+    /// Write a stored run's reports: HTML with charts, Markdown, JUnit XML, CSV, JSON.
+    Report(ReportArgs),
     /// Compare two versions: every metric of every case both ran, with a verdict.
     Compare(CompareArgs),
     /// A metric's history across stored runs, and the change points in it.
@@ -243,6 +245,10 @@ pub struct RunArgs {
     /// of two versions compare case by case.
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
+    /// After the run, write every report into DIR: report.html, summary.md, junit.xml,
+    /// run.json and csv/.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 fn parse_var(s: &str) -> Result<(String, String), String> {
@@ -323,6 +329,35 @@ pub struct CompareArgs {
     /// Write the comparison as Markdown (a pull request comment, a CI step summary).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the comparison as a self-contained HTML page with its bars.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  strainline report 12 --html report.html\n  \
+                  strainline report v0.8.0 --junit junit.xml --markdown summary.md --csv csv/\n  \
+                  strainline run suite.toml --report reports/     # all of them, at the end of a run"
+)]
+pub struct ReportArgs {
+    /// The run: its id (12 or #12) or label (the newest run with it).
+    pub run: String,
+    /// One self-contained HTML file: verdict, metrics, gates and SVG charts per case.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Markdown for a pull request comment or a CI step summary.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// JUnit XML: one test case per case and per gate.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// CSV files (metrics, time series, ramp steps, latency percentiles) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// The run, its cases, metrics and summaries as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -54,6 +54,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Load(args) => commands::load::run(&cli.store, *args),
         cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
         cli::Command::Show(args) => commands::runs::show(&cli.store, args),
+        cli::Command::Report(args) => commands::report::run(&cli.store, args),
         cli::Command::Compare(args) => commands::compare::run(&cli.store, args),
         cli::Command::History(args) => commands::history::run(&cli.store, args),
         cli::Command::Demo => commands::demo::run(&cli.store),

@@ -209,6 +209,9 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.markdown {
         write_file(path, &report::to_markdown(&comparison))?;
     }
+    if let Some(path) = &args.html {
+        write_file(path, &crate::report::html::comparison_report(&comparison))?;
+    }
     Ok(if regressed {
         exit::FAILED
     } else {

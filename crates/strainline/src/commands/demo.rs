@@ -29,6 +29,7 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
             label: Some("demo".into()),
             only: None,
             vars: Vec::new(),
+            report: None,
         },
     )?;
     // The suite fails because of the leaking build, as it should; anything else is not.

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod history;
 pub mod load;
 pub mod monitor;
+pub mod report;
 pub mod run;
 pub mod runs;
 

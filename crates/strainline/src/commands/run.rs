@@ -205,6 +205,9 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         for (name, points) in &result.series {
             store.append_series(case_id, name, points)?;
         }
+        for (name, data) in &result.histograms {
+            store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
+        }
         let processes = result
             .target
             .as_ref()
@@ -248,6 +251,10 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
             ""
         }
     )?;
+    if let Some(dir) = &args.report {
+        let files = super::report::all_into(&store, run_id, dir)?;
+        writeln!(out, "Reports: {} files in {}", files.len(), dir.display())?;
+    }
     Ok(code)
 }
 

@@ -141,6 +141,19 @@ fn thread_ticks(pid: u32) -> HashMap<u32, u64> {
     out
 }
 
+/// Keeps the run's latency histogram (from intended send times) for the store and the
+/// report's percentile curve.
+fn keep_latency(r: &mut CaseResult, run: &Run) {
+    use hdrhistogram::serialization::Serializer;
+    let mut encoded = Vec::new();
+    if hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(&run.outcome.total.corrected, &mut encoded)
+        .is_ok()
+    {
+        r.histograms.push(("latency_us".into(), encoded));
+    }
+}
+
 /// Was one of the generator's own worker threads busy nearly all of the run?
 fn generator_at_capacity(o: &crate::load::driver::Outcome) -> bool {
     o.elapsed > 0.0
@@ -217,6 +230,9 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
             };
             let run = drive(ctx, running, t.rate, conns, Some(t.duration), None)?;
             load_metrics(&mut r, &run.summary);
+            keep_latency(&mut r, &run);
+            r.phases.push(("load".into(), run.window.0));
+            r.phases.push(("end".into(), run.window.1));
             let cpu = cpu_in(&samples(running), run.window);
             let cpu_s = cpu * (run.window.1 - run.window.0);
             r.metrics
@@ -272,6 +288,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
             Some(t.step_duration),
             None,
         )?;
+        r.phases.push((format!("{rate:.0}/s"), run.window.0));
         // The ticks before include the engine's idle warm-up: divide by the measured window.
         let busy = busiest(&before, &thread_ticks(running.pid), run.outcome.elapsed);
         let cpu = cpu_in(&samples(Some(running)), run.window);
@@ -400,6 +417,9 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         None,
     )?;
     load_metrics(r, &run.summary);
+    keep_latency(r, &run);
+    r.phases.push(("soak".into(), run.window.0));
+    r.phases.push(("end".into(), run.window.1));
     judge_generator(r, &run);
     let all = samples(Some(running));
     let window: Vec<&Sample> = all

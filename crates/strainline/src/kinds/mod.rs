@@ -59,9 +59,38 @@ pub struct CaseResult {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Kind-specific details for the stored summary (steps, rounds, leak fits…).
     pub details: serde_json::Value,
+    /// Each gate and whether it held (for JUnit and the reports).
+    pub gates: Vec<GateResult>,
+    /// Test phases on the target's clock (seconds), for the reports' timelines.
+    pub phases: Vec<(String, f64)>,
+    /// Serialized HDR histograms (V2 + deflate) for the store, by name.
+    #[serde(skip)]
+    pub histograms: Vec<(String, Vec<u8>)>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub passed: bool,
+    /// The gate with the measured value, in words.
+    pub detail: String,
 }
 
 impl CaseResult {
+    /// Records a gate's outcome; a failed gate fails the case.
+    fn gate(&mut self, text: &str, passed: bool, detail: String) {
+        if passed {
+            self.table.push(format!("gate ok: {detail}"));
+        } else {
+            self.fail(Status::Failed, format!("gate failed: {detail}"));
+        }
+        self.gates.push(GateResult {
+            gate: text.to_string(),
+            passed,
+            detail,
+        });
+    }
+
     pub fn new() -> CaseResult {
         CaseResult {
             status: Status::Passed,
@@ -71,6 +100,9 @@ impl CaseResult {
             target: None,
             series: Vec::new(),
             details: serde_json::Value::Null,
+            gates: Vec::new(),
+            phases: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 
@@ -172,8 +204,7 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
 pub fn apply_gates(test: &Test, r: &mut CaseResult) -> Result<(), String> {
     for g in &test.gates {
         match r.metric(&g.metric) {
-            Some(v) if g.holds(v) => r.table.push(format!("gate ok: {}", g.describe(v))),
-            Some(v) => r.fail(Status::Failed, format!("gate failed: {}", g.describe(v))),
+            Some(v) => r.gate(&g.text, g.holds(v), g.describe(v)),
             None => {
                 return Err(format!(
                     "gate '{}': the case produced no metric '{}'",
@@ -193,11 +224,7 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> Result<(), String> {
         let g = crate::suite::gate::parse(text, &refs)
             .map_err(|(_, e)| format!("gate '{text}': {e} (the harness did not print it)"))?;
         let v = r.metric(&g.metric).unwrap_or(f64::NAN);
-        if g.holds(v) {
-            r.table.push(format!("gate ok: {}", g.describe(v)));
-        } else {
-            r.fail(Status::Failed, format!("gate failed: {}", g.describe(v)));
-        }
+        r.gate(text, g.holds(v), g.describe(v));
     }
     Ok(())
 }

@@ -147,14 +147,7 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
     writeln!(out, "\n{}", summary_line(c))
 }
 
-/// Escapes text for a Markdown table cell.
-fn md(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('\n', " ")
-}
+use super::files::md;
 
 /// The Markdown report.
 pub fn to_markdown(c: &Comparison) -> String {

@@ -502,6 +502,18 @@ impl Store {
         })
     }
 
+    /// The names of a case's series.
+    pub fn series_names(&self, case_id: i64) -> Result<Vec<String>> {
+        Ok(self
+            .query(
+                "SELECT DISTINCT name FROM series WHERE case_id = ?1 ORDER BY name",
+                vals![case_id],
+            )?
+            .iter()
+            .map(|r| r.text(0))
+            .collect())
+    }
+
     /// The points of a named series of a case, in time order.
     pub fn series(&self, case_id: i64, name: &str) -> Result<Vec<(f64, f64)>> {
         Ok(self

@@ -1,0 +1,92 @@
+//! `strainline report RUN`: reads a stored run once and writes the formats asked for;
+//! `strainline run --report DIR` calls it for the run it just made.
+
+use std::path::Path;
+
+use crate::cli::ReportArgs;
+use crate::exit;
+use crate::report::{files, html, run as data};
+use crate::store::{Location, Store, StoreError};
+use crate::Failure;
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text).map_err(|e| {
+        Failure::new(exit::USAGE, format!("cannot write {}: {e}", path.display())).into()
+    })
+}
+
+/// Writes the reports `args` asks for; returns the files written.
+pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<String>> {
+    let r = data::load(store, &args.run).map_err(|e| match e {
+        StoreError::NoSuchRun(_) => anyhow::Error::from(Failure::new(exit::USAGE, e.to_string())),
+        e => e.into(),
+    })?;
+    let mut written = Vec::new();
+    let mut put = |path: &Path, text: String| -> anyhow::Result<()> {
+        write(path, &text)?;
+        written.push(path.display().to_string());
+        Ok(())
+    };
+    if let Some(p) = &args.html {
+        put(p, html::run_report(&r))?;
+    }
+    if let Some(p) = &args.markdown {
+        put(p, files::markdown(&r))?;
+    }
+    if let Some(p) = &args.junit {
+        put(p, files::junit(&r))?;
+    }
+    if let Some(p) = &args.json {
+        let cases: Vec<_> = r.cases.iter().map(|c| &c.row).collect();
+        put(
+            p,
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "strainline.run.v1", "run": r.run, "cases": cases
+            }))?,
+        )?;
+    }
+    if let Some(dir) = &args.csv {
+        for f in files::csv(&r, dir)? {
+            written.push(f.display().to_string());
+        }
+    }
+    Ok(written)
+}
+
+pub fn run(location: &Location, args: ReportArgs) -> anyhow::Result<i32> {
+    if args.html.is_none()
+        && args.markdown.is_none()
+        && args.junit.is_none()
+        && args.csv.is_none()
+        && args.json.is_none()
+    {
+        return Err(Failure::new(
+            exit::USAGE,
+            "say which reports to write: --html FILE, --markdown FILE, --junit FILE, --csv DIR or --json FILE",
+        )
+        .into());
+    }
+    let store = Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    for f in write_reports(&store, &args)? {
+        eprintln!("wrote {f}");
+    }
+    Ok(exit::PASSED)
+}
+
+/// The full set, into one directory, for `strainline run --report DIR`.
+pub fn all_into(store: &Store, run_id: i64, dir: &Path) -> anyhow::Result<Vec<String>> {
+    write_reports(
+        store,
+        &ReportArgs {
+            run: run_id.to_string(),
+            html: Some(dir.join("report.html")),
+            markdown: Some(dir.join("summary.md")),
+            junit: Some(dir.join("junit.xml")),
+            csv: Some(dir.join("csv")),
+            json: Some(dir.join("run.json")),
+        },
+    )
+}

@@ -1,0 +1,256 @@
+//! The run in the formats other tools read: JUnit XML (one test case per case and per
+//! gate, for CI test views), Markdown (a pull request comment or a CI step summary) and
+//! CSV (time series and per-step tables for other plotting tools).
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use super::run::{CaseData, RunData};
+use super::svg::escape;
+use crate::units::format_value;
+
+fn seconds(c: &CaseData) -> f64 {
+    c.detail("/target/duration_seconds")
+        .or_else(|| c.detail("/duration_seconds"))
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0)
+}
+
+/// JUnit XML: a `<testsuite>` per run, a `<testcase>` per case (failed when the case
+/// failed, crashed or was invalid) and one per gate (failed when the gate did not hold).
+pub fn junit(r: &RunData) -> String {
+    let suite = r.run.suite.clone().unwrap_or_else(|| r.run.kind.clone());
+    let mut cases = String::new();
+    let (mut tests, mut failures, mut errors) = (0, 0, 0);
+    for c in &r.cases {
+        tests += 1;
+        let class = escape(&format!("{suite}.{}", c.row.test_kind));
+        let _ = write!(
+            cases,
+            "    <testcase classname=\"{class}\" name=\"{}\" time=\"{:.3}\">",
+            escape(&c.row.name),
+            seconds(c)
+        );
+        let why = c.reasons().join("; ");
+        match c.row.status.as_str() {
+            "passed" | "completed" => {}
+            "failed" => {
+                failures += 1;
+                let _ = write!(
+                    cases,
+                    "\n      <failure message=\"{}\" type=\"failed\">{}</failure>\n    ",
+                    escape(&why),
+                    escape(&why)
+                );
+            }
+            other => {
+                errors += 1;
+                let _ = write!(
+                    cases,
+                    "\n      <error message=\"{}\" type=\"{}\">{}</error>\n    ",
+                    escape(&why),
+                    escape(other),
+                    escape(&why)
+                );
+            }
+        }
+        cases.push_str("</testcase>\n");
+        for (gate, passed, detail) in c.gates() {
+            tests += 1;
+            let _ = write!(
+                cases,
+                "    <testcase classname=\"{class}.gates\" name=\"{} :: {}\" time=\"0\">",
+                escape(&c.row.name),
+                escape(&gate)
+            );
+            if !passed {
+                failures += 1;
+                let _ = write!(
+                    cases,
+                    "\n      <failure message=\"gate failed: {}\" type=\"gate\">{}</failure>\n    ",
+                    escape(&detail),
+                    escape(&detail)
+                );
+            }
+            cases.push_str("</testcase>\n");
+        }
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"strainline\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" timestamp=\"{}\">\n{cases}  </testsuite>\n</testsuites>\n",
+        escape(&suite),
+        escape(r.run.started_at.get(..19).unwrap_or(&r.run.started_at))
+    )
+}
+
+/// Escapes text for a Markdown table cell (and keeps HTML out of renderers).
+pub fn md(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\n', " ")
+}
+
+/// The Markdown report of a run.
+pub fn markdown(r: &RunData) -> String {
+    let (verdict, why) = r.verdict();
+    let mut s = format!(
+        "## strainline run #{}{} — {}\n\n",
+        r.run.id,
+        r.run
+            .label
+            .as_ref()
+            .map(|l| format!(" ({})", md(l)))
+            .unwrap_or_default(),
+        md(&verdict)
+    );
+    for w in &why {
+        let _ = writeln!(s, "- {}", md(w));
+    }
+    if !why.is_empty() {
+        s.push('\n');
+    }
+    s.push_str("| case | kind | status | key figures |\n|---|---|---|---|\n");
+    for c in &r.cases {
+        let key: Vec<String> = c
+            .row
+            .metrics
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m.name.as_str(),
+                    "throughput"
+                        | "latency_p99"
+                        | "cpu_per_op"
+                        | "peak_rss"
+                        | "ceiling"
+                        | "leak"
+                        | "error_rate"
+                        | "target_cpu"
+                )
+            })
+            .map(|m| format!("{} {}", m.name, format_value(m.value, &m.unit)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            md(&c.row.name),
+            md(&c.row.test_kind),
+            md(&c.row.status),
+            md(&key.join(", "))
+        );
+    }
+    let failed: Vec<(String, String)> = r
+        .cases
+        .iter()
+        .flat_map(|c| {
+            c.gates()
+                .into_iter()
+                .filter(|g| !g.1)
+                .map(move |g| (c.row.name.clone(), g.2))
+        })
+        .collect();
+    if !failed.is_empty() {
+        s.push_str("\n**Failed gates**\n\n");
+        for (case, detail) in failed {
+            let _ = writeln!(s, "- {}: {}", md(&case), md(&detail));
+        }
+    }
+    s
+}
+
+fn csv_field(v: &str) -> String {
+    crate::report::monitor::csv_field(v)
+}
+
+/// A file-name-safe form of a case name.
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics), and
+/// per case `NN-CASE-samples.csv` (the resource timeline), `NN-CASE-SERIES.csv` (each
+/// named series, e.g. a ramp's offered vs achieved) and `NN-CASE-steps.csv` (a ramp's
+/// steps). Returns the files written.
+pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    let mut put = |name: String, text: String| -> std::io::Result<()> {
+        let p = dir.join(name);
+        std::fs::write(&p, text)?;
+        written.push(p);
+        Ok(())
+    };
+    let mut metrics = String::from("case,kind,status,metric,value,unit,better\n");
+    for c in &r.cases {
+        for m in &c.row.metrics {
+            let _ = writeln!(
+                metrics,
+                "{},{},{},{},{},{},{}",
+                csv_field(&c.row.name),
+                csv_field(&c.row.test_kind),
+                csv_field(&c.row.status),
+                csv_field(&m.name),
+                m.value,
+                csv_field(&m.unit),
+                csv_field(&m.direction)
+            );
+        }
+    }
+    put("metrics.csv".into(), metrics)?;
+    for (i, c) in r.cases.iter().enumerate() {
+        let stem = format!("{:02}-{}", i + 1, slug(&c.row.name));
+        if !c.samples.is_empty() {
+            let mut t = String::from(crate::report::monitor::CSV_HEADER);
+            t.push('\n');
+            for s in &c.samples {
+                t.push_str(&crate::report::monitor::csv_row(s));
+                t.push('\n');
+            }
+            put(format!("{stem}-samples.csv"), t)?;
+        }
+        for (name, pts) in &c.series {
+            let mut t = String::from("x,value\n");
+            for (x, y) in pts {
+                let _ = writeln!(t, "{x},{y}");
+            }
+            put(format!("{stem}-{}.csv", slug(name)), t)?;
+        }
+        if let Some(steps) = c.detail("/details/steps").and_then(|s| s.as_array()) {
+            let mut t = String::from(
+                "offered,achieved,p99_ms,error_rate,target_cpu,busiest_thread,generator,ok\n",
+            );
+            for st in steps {
+                let _ = writeln!(
+                    t,
+                    "{},{},{},{},{},{},{},{}",
+                    st["offered"],
+                    st["achieved"],
+                    st["p99_ms"],
+                    st["error_rate"],
+                    st["target_cpu"],
+                    st["busiest_thread"],
+                    st["generator"].as_str().unwrap_or(""),
+                    st["ok"]
+                );
+            }
+            put(format!("{stem}-steps.csv"), t)?;
+        }
+        if !c.latency.is_empty() {
+            let mut t = String::from("percentile,latency_ms\n");
+            for (p, v) in &c.latency {
+                let _ = writeln!(t, "{p},{v}");
+            }
+            put(format!("{stem}-latency.csv"), t)?;
+        }
+    }
+    Ok(written)
+}

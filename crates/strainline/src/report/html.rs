@@ -1,0 +1,503 @@
+//! The HTML report: one self-contained file — inline CSS and SVG, no scripts, no fonts
+//! or images fetched (a Content-Security-Policy forbids both) — with the verdict and its
+//! reasons at the top, then per case its metrics, gates and charts. Every string that
+//! comes from a user, a target or a log is escaped.
+
+use std::fmt::Write;
+
+use super::compare::Comparison;
+use super::run::{CaseData, RunData};
+use super::svg::{escape, render, Chart, Line, Mark, COLORS};
+use crate::analysis::comparison::Verdict;
+use crate::units::format_value;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
+.verdict{padding:.8em 1em;border-radius:6px;font-size:1.1em}\
+.passed,.ok,.completed{background:#e6f4ea}.failed,.regressed,.crashed{background:#fce8e6}\
+.invalid,.interrupted,.abandoned,.inconclusive{background:#fef7e0}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
+td:first-child,th:first-child{text-align:left}.meta td{text-align:left}\
+svg.chart{display:block;margin:1em 0;max-width:100%;height:auto;font-size:12px}\
+.chart-title{font-weight:bold;font-size:14px}.axis-label{font-size:12px}.tick{fill:#555;font-size:11px}\
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto}.note{color:#666}";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>{}</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n",
+        escape(title)
+    )
+}
+
+fn mib(b: f64) -> f64 {
+    b / 1_048_576.0
+}
+
+/// Resource timelines: RSS and CPU, then threads and FDs, with the exact peak marked.
+fn resource_charts(c: &CaseData, out: &mut Vec<Chart>) {
+    if c.samples.len() < 2 {
+        return;
+    }
+    let pts = |f: &dyn Fn(&crate::measure::Sample) -> f64| -> Vec<(f64, f64)> {
+        c.samples.iter().map(|s| (s.t, f(s))).collect()
+    };
+    let peak = c
+        .detail("/target/peak_rss")
+        .or_else(|| c.detail("/peak_rss"))
+        .and_then(|p| {
+            Some((
+                p["bytes"].as_f64()?,
+                p["source"].as_str().unwrap_or("").to_string(),
+            ))
+        });
+    let mut horizontal = Vec::new();
+    if let Some((bytes, source)) = peak {
+        horizontal.push(Mark {
+            at: mib(bytes),
+            label: format!("exact peak {:.1} MiB ({source})", mib(bytes)),
+            color: "#d62728",
+        });
+    }
+    let mut vertical: Vec<Mark> = c
+        .detail("/phases")
+        .and_then(|p| p.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| {
+                    Some(Mark {
+                        at: p[1].as_f64()?,
+                        label: p[0].as_str()?.to_string(),
+                        color: "#555",
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    vertical.truncate(12);
+    out.push(Chart {
+        title: "Memory and CPU of the process tree".into(),
+        x_label: "time since start (s)".into(),
+        y_label: "RSS (MiB)".into(),
+        y2_label: Some("CPU (cores)".into()),
+        lines: vec![
+            Line::new("tree RSS", pts(&|s| mib(s.rss_bytes as f64)), COLORS[0]),
+            Line::new("CPU", pts(&|s| s.cpu_cores), COLORS[2]).right(),
+        ],
+        horizontal,
+        vertical: vertical.clone(),
+        y_from_zero: true,
+        ..Chart::default()
+    });
+    out.push(Chart {
+        title: "Threads and open file descriptors".into(),
+        x_label: "time since start (s)".into(),
+        y_label: "threads (count)".into(),
+        y2_label: Some("open FDs (count)".into()),
+        lines: vec![
+            Line::new("threads", pts(&|s| s.threads as f64), COLORS[3]),
+            Line::new("open FDs", pts(&|s| s.fds as f64), COLORS[4]).right(),
+        ],
+        vertical,
+        y_from_zero: true,
+        ..Chart::default()
+    });
+}
+
+/// The stress–strain curve of a ramp: completed against offered, with the ideal line,
+/// the ceiling and the knee, and p99 on a second axis.
+fn ramp_chart(c: &CaseData, out: &mut Vec<Chart>) {
+    let (Some(achieved), Some(p99)) = (
+        c.series("offered_vs_achieved"),
+        c.series("offered_vs_p99_ms"),
+    ) else {
+        return;
+    };
+    let ideal: Vec<(f64, f64)> = achieved.iter().map(|p| (p.0, p.0)).collect();
+    let mut vertical = Vec::new();
+    for (key, color) in [("ceiling", "#d62728"), ("knee", "#ff7f0e")] {
+        if let Some(v) = c
+            .detail(&format!("/details/{key}"))
+            .and_then(|v| v.as_f64())
+        {
+            if v > 0.0 {
+                vertical.push(Mark {
+                    at: v,
+                    label: format!("{key} {v:.0} req/s"),
+                    color,
+                });
+            }
+        }
+    }
+    out.push(Chart {
+        title: "Stress–strain: completed vs offered load".into(),
+        x_label: "offered load (req/s)".into(),
+        y_label: "completed (req/s)".into(),
+        y2_label: Some("p99 latency (ms)".into()),
+        lines: vec![
+            Line::new("completed", achieved.to_vec(), COLORS[0]).dots(),
+            Line::new("offered (ideal)", ideal, "#999").dashed(),
+            Line::new("p99", p99.to_vec(), COLORS[1]).right().dots(),
+        ],
+        vertical,
+        y_from_zero: true,
+        ..Chart::default()
+    });
+}
+
+fn latency_chart(c: &CaseData, out: &mut Vec<Chart>) {
+    if c.latency.is_empty() {
+        return;
+    }
+    out.push(Chart {
+        title: "Latency distribution (from intended send times)".into(),
+        x_label: "percentile".into(),
+        y_label: "latency (ms)".into(),
+        lines: vec![Line::new("latency", c.latency.clone(), COLORS[0]).dots()],
+        percentile_x: true,
+        y_from_zero: true,
+        ..Chart::default()
+    });
+}
+
+/// The soak's RSS series after warm-up with the fitted Theil–Sen slope.
+fn leak_chart(c: &CaseData, out: &mut Vec<Chart>) {
+    let Some(fit) = c.detail("/details/leak_fits/memory") else {
+        return;
+    };
+    let (Some(slope), Some(warm)) = (fit["slope"].as_f64(), fit["warmup_until"].as_f64()) else {
+        return;
+    };
+    let judged: Vec<(f64, f64)> = c
+        .samples
+        .iter()
+        .filter(|s| s.t >= warm)
+        .map(|s| (s.t, s.rss_bytes as f64))
+        .collect();
+    if judged.len() < 2 {
+        return;
+    }
+    // Theil–Sen intercept: the median of y − slope·x.
+    let residual: Vec<f64> = judged.iter().map(|p| p.1 - slope * p.0).collect();
+    let b = crate::analysis::stats::median(&residual).unwrap_or(0.0);
+    let (t0, t1) = (judged[0].0, judged[judged.len() - 1].0);
+    let verdict = fit["reason"].as_str().unwrap_or("");
+    out.push(Chart {
+        title: format!(
+            "Leak check: RSS after warm-up, fitted slope {:.1} KiB/s",
+            slope / 1024.0
+        ),
+        x_label: "time since start (s)".into(),
+        y_label: "RSS (MiB)".into(),
+        lines: vec![
+            Line::new(
+                "RSS",
+                judged.iter().map(|p| (p.0, mib(p.1))).collect(),
+                COLORS[0],
+            ),
+            Line::new(
+                &format!("Theil–Sen fit: {verdict}"),
+                vec![(t0, mib(b + slope * t0)), (t1, mib(b + slope * t1))],
+                COLORS[1],
+            )
+            .dashed(),
+        ],
+        vertical: vec![Mark {
+            at: warm,
+            label: "warm-up end".into(),
+            color: "#555",
+        }],
+        ..Chart::default()
+    });
+}
+
+/// Any other series the case stored (the load engine's per-second figures, rounds…).
+fn other_series(c: &CaseData, out: &mut Vec<Chart>) {
+    for (name, pts) in &c.series {
+        if name.starts_with("offered_vs_") || pts.len() < 2 {
+            continue;
+        }
+        let (x_label, y_label) = match name.as_str() {
+            "completed_per_second" => ("time (s)", "completed (req/s)"),
+            "errors_per_second" => ("time (s)", "errors (per s)"),
+            "p99_us" => ("time (s)", "p99 latency (µs)"),
+            _ => ("x", "value"),
+        };
+        out.push(Chart {
+            title: name.replace('_', " "),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            lines: vec![Line::new(name, pts.clone(), COLORS[5])],
+            y_from_zero: true,
+            ..Chart::default()
+        });
+    }
+}
+
+/// Every chart of a case, in reading order.
+pub fn case_charts(c: &CaseData) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    ramp_chart(c, &mut charts);
+    latency_chart(c, &mut charts);
+    leak_chart(c, &mut charts);
+    resource_charts(c, &mut charts);
+    other_series(c, &mut charts);
+    charts
+}
+
+fn case_section(s: &mut String, c: &CaseData) {
+    let status = &c.row.status;
+    let _ = write!(
+        s,
+        "<h2>{} <small>({})</small></h2><p class=\"verdict {}\">{}</p>",
+        escape(&c.row.name),
+        escape(&c.row.test_kind),
+        escape(status),
+        escape(&status.to_uppercase())
+    );
+    let reasons = c.reasons();
+    if !reasons.is_empty() {
+        s.push_str("<ul>");
+        for r in reasons {
+            let _ = write!(s, "<li>{}</li>", escape(&r));
+        }
+        s.push_str("</ul>");
+    }
+    let gates = c.gates();
+    if !gates.is_empty() {
+        s.push_str("<table><tr><th>gate</th><th>result</th></tr>");
+        for (_, passed, detail) in gates {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                escape(&detail),
+                if passed { "passed" } else { "FAILED" }
+            );
+        }
+        s.push_str("</table>");
+    }
+    if !c.row.metrics.is_empty() {
+        s.push_str("<table><tr><th>metric</th><th>value</th><th>better</th><th>source</th></tr>");
+        for m in &c.row.metrics {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&m.name),
+                escape(&format_value(m.value, &m.unit)),
+                escape(&m.direction),
+                escape(m.source.as_deref().unwrap_or(""))
+            );
+        }
+        s.push_str("</table>");
+    }
+    if let Some(table) = c.detail("/table").and_then(|t| t.as_array()) {
+        if !table.is_empty() {
+            s.push_str("<pre>");
+            for l in table.iter().filter_map(|l| l.as_str()) {
+                let _ = writeln!(s, "{}", escape(l));
+            }
+            s.push_str("</pre>");
+        }
+    }
+    for chart in case_charts(c) {
+        s.push_str(&render(&chart));
+    }
+    if let Some(fg) = c.detail("/flamegraph") {
+        match (fg["file"].as_str(), fg["why_not"].as_str()) {
+            (Some(f), _) => {
+                let _ = write!(
+                    s,
+                    "<p>CPU flame graph of the target: <a href=\"{}\">{}</a></p>",
+                    escape(f),
+                    escape(f)
+                );
+            }
+            (None, Some(why)) => {
+                let _ = write!(s, "<p class=\"note\">No flame graph: {}</p>", escape(why));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The HTML report of a run.
+pub fn run_report(r: &RunData) -> String {
+    let (verdict, why) = r.verdict();
+    let title = format!(
+        "strainline run #{}{}",
+        r.run.id,
+        r.run
+            .label
+            .as_ref()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
+    );
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<h1>{}</h1><p class=\"verdict {}\"><strong>{}</strong>",
+        escape(&title),
+        escape(&r.run.status),
+        escape(&verdict)
+    );
+    if !why.is_empty() {
+        s.push_str("</p><ul>");
+        for w in &why {
+            let _ = write!(s, "<li>{}</li>", escape(w));
+        }
+        s.push_str("</ul>");
+    } else {
+        s.push_str("</p>");
+    }
+    s.push_str("<table class=\"meta\">");
+    let rows = [
+        ("suite", r.run.suite.clone().unwrap_or_default()),
+        ("command", r.run.command.clone()),
+        ("label", r.run.label.clone().unwrap_or_default()),
+        ("started", r.run.started_at.clone()),
+        ("ended", r.run.ended_at.clone().unwrap_or_default()),
+        ("host", format!("{} [{}]", r.run.host, r.run.fingerprint)),
+        (
+            "git",
+            r.run
+                .git_commit
+                .clone()
+                .map(|c| {
+                    format!(
+                        "{c}{}",
+                        if r.run.git_dirty == Some(true) {
+                            " (dirty)"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .unwrap_or_default(),
+        ),
+        ("strainline", r.run.strainline_version.clone()),
+    ];
+    for (k, v) in rows.iter().filter(|r| !r.1.is_empty()) {
+        let _ = write!(s, "<tr><td>{k}</td><td>{}</td></tr>", escape(v));
+    }
+    s.push_str("</table>");
+    for c in &r.cases {
+        case_section(&mut s, c);
+    }
+    page(&title, &s)
+}
+
+/// Bars of candidate as % of baseline, with the tolerance band shaded.
+fn comparison_bars(c: &Comparison) -> String {
+    let rows: Vec<_> = c.rows.iter().filter(|r| r.ratio.is_some()).collect();
+    let (w, row_h, left) = (720.0, 22.0, 260.0);
+    let h = 60.0 + row_h * rows.len() as f64;
+    let max = rows
+        .iter()
+        .filter_map(|r| r.ratio)
+        .fold(2.0f64, f64::max)
+        .min(5.0);
+    let x = |ratio: f64| left + (ratio.min(max) / max) * (w - left - 20.0);
+    let mut s = format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="candidate as % of baseline"><title>candidate as % of baseline</title><text class="chart-title" x="{}" y="18" text-anchor="middle">Candidate as % of baseline (band shaded)</text>"#,
+        w / 2.0
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = 30.0 + row_h * i as f64;
+        let ratio = r.ratio.unwrap_or(1.0);
+        let (lo, hi) = (1.0 - r.band, 1.0 + r.band);
+        let color = match r.verdict {
+            Verdict::Regressed => "#d62728",
+            Verdict::Improved => "#2ca02c",
+            Verdict::Inconclusive => "#ff7f0e",
+            _ => "#1f77b4",
+        };
+        let _ = write!(
+            s,
+            r##"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text><rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{}" fill="#eee"/><rect x="{left}" y="{:.1}" width="{:.1}" height="{}" fill="{color}"><title>{:.1}%</title></rect><text class="tick" x="{:.1}" y="{:.1}">{:.1}%</text>"##,
+            left - 6.0,
+            y + 14.0,
+            escape(&format!("{} {}", r.case, r.metric)),
+            x(lo),
+            x(hi) - x(lo),
+            row_h - 4.0,
+            y + 4.0,
+            (x(ratio) - left).max(1.0),
+            row_h - 12.0,
+            100.0 * ratio,
+            x(ratio) + 4.0,
+            y + 14.0,
+            100.0 * ratio
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{:.1}" x2="{:.1}" y1="26" y2="{:.1}" stroke="#333"/><text class="axis-label" x="{:.1}" y="{:.1}" text-anchor="middle">candidate as % of baseline (100% = unchanged)</text></svg>"##,
+        x(1.0),
+        x(1.0),
+        h - 24.0,
+        (left + w) / 2.0,
+        h - 6.0
+    );
+    s
+}
+
+/// The HTML report of a comparison.
+pub fn comparison_report(c: &Comparison) -> String {
+    let title = format!(
+        "strainline compare {} → {}",
+        c.baseline.key, c.candidate.key
+    );
+    let mut s = format!("<h1>{}</h1>", escape(&title));
+    if let Some(m) = &c.environment_mismatch {
+        let _ = write!(
+            s,
+            "<p class=\"verdict invalid\"><strong>ENVIRONMENT MISMATCH</strong>: {}</p>",
+            escape(m)
+        );
+    }
+    let regressed = c.count(Verdict::Regressed);
+    let _ = write!(
+        s,
+        "<p class=\"verdict {}\"><strong>{}</strong>: {} regressed, {} improved, {} unchanged, {} inconclusive</p>",
+        if regressed > 0 { "regressed" } else { "ok" },
+        if regressed > 0 { "REGRESSION" } else { "no regression" },
+        regressed,
+        c.count(Verdict::Improved),
+        c.count(Verdict::Unchanged),
+        c.count(Verdict::Inconclusive)
+    );
+    let _ = write!(
+        s,
+        "<p class=\"note\">Regressed only when significant (Mann–Whitney U, Benjamini–Hochberg adjusted p &lt; {}) and beyond the metric's band. Baseline runs {:?}, candidate runs {:?}.</p>",
+        c.alpha, c.baseline.runs, c.candidate.runs
+    );
+    for n in &c.notes {
+        let _ = write!(s, "<p class=\"note\">note: {}</p>", escape(n));
+    }
+    s.push_str(&comparison_bars(c));
+    s.push_str("<table><tr><th>case</th><th>metric</th><th>baseline</th><th>candidate</th><th>% of previous</th><th>95% CI</th><th>p (adj)</th><th>verdict</th></tr>");
+    for r in &c.rows {
+        let _ = write!(
+            s,
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            match r.verdict {
+                Verdict::Regressed => "regressed",
+                Verdict::Inconclusive => "inconclusive",
+                _ => "",
+            },
+            escape(&r.case),
+            escape(&r.metric),
+            escape(&format_value(r.baseline.median, &r.unit)),
+            escape(&format_value(r.candidate.median, &r.unit)),
+            r.ratio.map_or("new".into(), |x| format!("{:.1}%", 100.0 * x)),
+            r.ratio_ci
+                .map_or("-".into(), |(a, b)| format!("{:.0}–{:.0}%", 100.0 * a, 100.0 * b)),
+            r.p_adjusted.map_or("-".into(), crate::analysis::comparison::p_text),
+            escape(&format!("{} — {}", r.verdict.word(), r.why))
+        );
+    }
+    s.push_str("</table>");
+    page(&title, &s)
+}

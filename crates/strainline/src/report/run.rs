@@ -1,0 +1,138 @@
+//! Everything a report shows about one stored run, read once from the store: the run,
+//! each case with its summary, metrics, resource samples, named series and latency
+//! percentiles. Every output format (HTML, Markdown, JUnit, CSV) renders this.
+
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use crate::measure::Sample;
+use crate::store::{CaseRow, RunRow, Store};
+
+pub struct CaseData {
+    pub row: CaseRow,
+    pub samples: Vec<Sample>,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Latency percentile curve: (percentile, milliseconds), from the stored histograms.
+    pub latency: Vec<(f64, f64)>,
+}
+
+impl CaseData {
+    /// The summary's field at a JSON pointer (`/details/ceiling`), if any.
+    pub fn detail(&self, pointer: &str) -> Option<&serde_json::Value> {
+        self.row.summary.as_ref()?.pointer(pointer)
+    }
+
+    pub fn reasons(&self) -> Vec<String> {
+        self.detail("/reasons")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `(gate, passed, detail)` of each gate the case was judged by.
+    pub fn gates(&self) -> Vec<(String, bool, String)> {
+        self.detail("/gates")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .map(|g| {
+                        (
+                            g["gate"].as_str().unwrap_or_default().to_string(),
+                            g["passed"].as_bool().unwrap_or(false),
+                            g["detail"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn series(&self, name: &str) -> Option<&[(f64, f64)]> {
+        self.series
+            .iter()
+            .find(|s| s.0 == name)
+            .map(|s| s.1.as_slice())
+    }
+}
+
+pub struct RunData {
+    pub run: RunRow,
+    pub cases: Vec<CaseData>,
+}
+
+impl RunData {
+    /// The run's verdict in one word, and why, for the top of every report.
+    pub fn verdict(&self) -> (String, Vec<String>) {
+        let mut why = Vec::new();
+        for c in &self.cases {
+            if c.row.status != "passed" && c.row.status != "completed" {
+                for r in c.reasons() {
+                    why.push(format!("{}: {r}", c.row.name));
+                }
+                if c.reasons().is_empty() {
+                    why.push(format!("{}: {}", c.row.name, c.row.status));
+                }
+            }
+        }
+        (self.run.status.to_uppercase(), why)
+    }
+}
+
+/// Percentiles of the latency curve.
+const PERCENTILES: [f64; 12] = [
+    0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
+];
+
+fn latency_curve(store: &Store, case_id: i64) -> Vec<(f64, f64)> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for h in store.histograms(case_id).unwrap_or_default() {
+        if h.name != "latency_us" || h.encoding != "hdr-v2-deflate" {
+            continue;
+        }
+        let Ok(part) = Deserializer::new().deserialize::<u64, _>(&mut h.data.as_slice()) else {
+            continue;
+        };
+        match &mut merged {
+            Some(m) => {
+                let _ = m.add(&part);
+            }
+            None => merged = Some(part),
+        }
+    }
+    match merged {
+        Some(h) if !h.is_empty() => PERCENTILES
+            .iter()
+            .map(|p| (*p, h.value_at_quantile(p / 100.0) as f64 / 1000.0))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Reads a run (by id or label) and everything its reports show.
+pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
+    let run = store.find_run(key)?;
+    let mut cases = Vec::new();
+    for row in store.cases(run.id)? {
+        let samples = store.samples(row.id)?;
+        let series = store
+            .series_names(row.id)?
+            .into_iter()
+            .map(|n| {
+                let pts = store.series(row.id, &n).unwrap_or_default();
+                (n, pts)
+            })
+            .collect();
+        let latency = latency_curve(store, row.id);
+        cases.push(CaseData {
+            row,
+            samples,
+            series,
+            latency,
+        });
+    }
+    Ok(RunData { run, cases })
+}
