@@ -109,7 +109,7 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
-        .find(|s| *s >= raw)
+        .find(|s| *s >= raw / 1.5)
         .unwrap_or(10.0 * mag);
     let mut t = (lo / step).ceil() * step;
     let mut out = Vec::new();
