@@ -111,13 +111,15 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         .map(|m| m * mag)
         .find(|s| *s >= raw / 1.5)
         .unwrap_or(10.0 * mag);
-    let mut t = (lo / step).ceil() * step;
-    let mut out = Vec::new();
-    while t <= hi + step * 1e-9 {
-        out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
-        t += step;
-    }
-    out
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    // Multiples of the step computed one by one, so 0.6 is 6 × 0.1 and not 0.2 + 0.2 + 0.2.
+    let digits = (-step.log10().floor()).max(0.0) as i32;
+    let round = |v: f64| {
+        let f = 10f64.powi(digits);
+        (v * f).round() / f
+    };
+    (first..=last).map(|k| round(k as f64 * step)).collect()
 }
 
 /// A tick label: short, no trailing zeros.
