@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests need, when they are missing (Debian/Ubuntu):
 # a C compiler and pkg-config (bundled SQLite), curl (the testbed's TLS and HTTP/2
-# tests), PostgreSQL (the shared results store's tests start a real server).
+# tests), PostgreSQL (the shared results store's tests start a real server), Chromium
+# (the HTML report is opened headless and screenshotted) and xmllint (JUnit XML is
+# validated against its schema).
 set -euo pipefail
 
 need=()
@@ -10,6 +12,8 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v curl >/dev/null || need+=(curl)
 command -v git >/dev/null || need+=(git)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v chromium >/dev/null || need+=(chromium)
+command -v xmllint >/dev/null || need+=(libxml2-utils)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -254,3 +254,169 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Snapshot tests: a fixed run rendered as Markdown and CSV must match the files in
+    //! `tests/snapshots/`. After an intended change, regenerate them with
+    //! `UPDATE_SNAPSHOTS=1 cargo test -p strainline --lib snapshot` and review the diff.
+    use super::*;
+    use crate::measure::Sample;
+    use crate::report::run::CaseData;
+    use crate::store::{CaseRow, Metric, RunRow};
+
+    fn sample(t: f64, mib: u64) -> Sample {
+        Sample {
+            t,
+            rss_bytes: mib << 20,
+            cpu_cores: 0.5,
+            threads: 4,
+            fds: 9,
+            read_bytes: 0,
+            write_bytes: 4096,
+            ctx_switches: 10,
+            processes: 1,
+            top: Vec::new(),
+        }
+    }
+
+    fn fixture() -> RunData {
+        let run = RunRow {
+            id: 7,
+            kind: "suite".into(),
+            label: Some("v0.8.0 <b>|beta</b>".into()),
+            command: "run suite.toml".into(),
+            started_at: "2026-11-21T10:00:00.000Z".into(),
+            ended_at: Some("2026-11-21T10:01:00.000Z".into()),
+            status: "failed".into(),
+            exit_code: Some(1),
+            git_commit: Some("abc123".into()),
+            git_dirty: Some(false),
+            host: "ci-1".into(),
+            fingerprint: "cpu|2c|24GiB".into(),
+            strainline_version: "0.1.0".into(),
+            suite: Some("iot".into()),
+        };
+        let m = |n: &str, v: f64, u: &str, d: &str| Metric::new(n, v, u, d);
+        let bench = CaseRow {
+            id: 1,
+            run_id: 7,
+            name: "push".into(),
+            params: None,
+            repetition: 0,
+            samples_stored: 2,
+            test_kind: "bench".into(),
+            status: "failed".into(),
+            started_at: String::new(),
+            ended_at: None,
+            summary: Some(serde_json::json!({
+                "reasons": ["gate failed: latency_p99 < 2ms (measured 2.5, needs < 2)"],
+                "gates": [
+                    {"gate": "latency_p99 < 2ms", "passed": false, "detail": "latency_p99 < 2ms (measured 2.5, needs < 2)"},
+                    {"gate": "error_rate < 1%", "passed": true, "detail": "error_rate < 1% (measured 0, needs < 0.01)"}
+                ],
+                "target": {"duration_seconds": 10.5}
+            })),
+            metrics: vec![
+                m("cpu_per_op", 1.5, "ms", "lower"),
+                m("latency_p99", 2.5, "ms", "lower"),
+                m("peak_rss", 12.0 * 1048576.0, "bytes", "lower"),
+                m("throughput", 200.0, "req/s", "higher"),
+            ],
+        };
+        let ramp = CaseRow {
+            id: 2,
+            name: "peak".into(),
+            test_kind: "ramp".into(),
+            status: "passed".into(),
+            summary: Some(serde_json::json!({
+                "reasons": [],
+                "details": {"steps": [
+                    {"offered": 100.0, "achieved": 99.5, "p99_ms": 1.2, "error_rate": 0.0, "target_cpu": 0.1, "busiest_thread": 0.1, "generator": "valid", "ok": true},
+                    {"offered": 200.0, "achieved": 150.0, "p99_ms": 80.0, "error_rate": 0.0, "target_cpu": 1.0, "busiest_thread": 0.99, "generator": "valid", "ok": false}
+                ], "ceiling": 100.0, "knee": 100.0}
+            })),
+            metrics: vec![m("ceiling", 100.0, "req/s", "higher")],
+            ..bench.clone()
+        };
+        RunData {
+            run,
+            cases: vec![
+                CaseData {
+                    row: bench,
+                    samples: vec![sample(0.0, 10), sample(0.25, 12)],
+                    series: Vec::new(),
+                    latency: vec![(50.0, 1.0), (99.0, 2.5), (100.0, 4.0)],
+                },
+                CaseData {
+                    row: ramp,
+                    samples: Vec::new(),
+                    series: vec![(
+                        "offered_vs_achieved".into(),
+                        vec![(100.0, 99.5), (200.0, 150.0)],
+                    )],
+                    latency: Vec::new(),
+                },
+            ],
+        }
+    }
+
+    fn check(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, actual).unwrap();
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!("{} is missing: run with UPDATE_SNAPSHOTS=1", path.display())
+        });
+        assert_eq!(actual, expected, "{name} differs from its snapshot");
+    }
+
+    #[test]
+    fn snapshot_markdown() {
+        let text = markdown(&fixture());
+        assert!(text.contains("&lt;b&gt;\\|beta&lt;/b&gt;"), "{text}");
+        check("report.md", &text);
+    }
+
+    #[test]
+    fn snapshot_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = csv(&fixture(), dir.path()).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "metrics.csv",
+                "01-push-samples.csv",
+                "01-push-latency.csv",
+                "02-peak-offered_vs_achieved.csv",
+                "02-peak-steps.csv"
+            ]
+        );
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            check(
+                &format!("csv/{name}"),
+                &std::fs::read_to_string(&f).unwrap(),
+            );
+        }
+    }
+
+    #[test]
+    fn junit_counts_cases_and_gates() {
+        let x = junit(&fixture());
+        assert!(
+            x.contains(r#"<testsuites name="strainline" tests="4" failures="2" errors="0">"#),
+            "{x}"
+        );
+        assert!(x.contains("push :: latency_p99 &lt; 2ms"), "{x}");
+        assert!(x.contains(r#"time="10.500""#), "{x}");
+    }
+}

@@ -7,5 +7,6 @@ mod compare;
 mod load;
 mod monitor;
 mod pg;
+mod report;
 mod run;
 mod store;

@@ -1,0 +1,239 @@
+//! Reports of real runs: the HTML opens in headless Chromium with its charts and axis
+//! labels, nothing a user, a target or a log wrote can run as script, and JUnit XML
+//! validates against the JUnit schema with a failed gate reported as a failure.
+
+use std::process::Command;
+
+use crate::common::*;
+
+const XSS: &str = "<script>alert(1)</script>";
+
+fn suite() -> String {
+    format!(
+        r#"
+[suite]
+name = "report-check"
+
+[target]
+command = ["sh", "-c", "echo '{XSS}'; exec \"$0\" serve --listen 127.0.0.1:{{{{port}}}} --workers 1 --cpu-cost 200 --crash-after {{{{crash}}}}", "{tb}"]
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+
+[[test]]
+name = "peak"
+kind = "ramp"
+matrix = {{ crash = [1000000] }}
+url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
+body = "x"
+setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+start = 300
+step = 300
+step_duration = "600ms"
+max_steps = 8
+
+[[test]]
+name = "stability"
+kind = "soak"
+matrix = {{ crash = [1000000] }}
+url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
+body = "x"
+setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+rate = 200
+duration = "3s"
+gates = ["leak = none", "latency_p99 < 1us"]
+
+[[test]]
+name = "crashing"
+kind = "soak"
+matrix = {{ crash = [150] }}
+url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
+body = "x"
+setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+rate = 200
+duration = "2s"
+"#,
+        tb = testbed().display()
+    )
+}
+
+fn chromium(args: &[&str]) -> std::process::Output {
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args([
+            "--user-data-dir=/tmp/strainline-test-chromium",
+            "--no-first-run",
+        ])
+        .args(args)
+        .output()
+        .expect("chromium is installed by `make test` (scripts/test-deps.sh)")
+}
+
+/// Share of non-white pixels and the number of distinct colours of a PNG.
+fn ink(png_path: &std::path::Path) -> (f64, usize) {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let step = info.color_type.samples();
+    let mut colours = std::collections::HashSet::new();
+    let mut inked = 0usize;
+    let pixels = bytes.len() / step;
+    for px in bytes.chunks(step) {
+        let rgb = (px[0], px[1], px[2]);
+        colours.insert(rgb);
+        if rgb != (255, 255, 255) {
+            inked += 1;
+        }
+    }
+    (inked as f64 / pixels as f64, colours.len())
+}
+
+#[test]
+fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
+    let s = Scratch::new();
+    let path = s.path("suite.toml");
+    std::fs::write(&path, suite()).unwrap();
+    let reports = s.path("reports");
+    let out = s.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--label",
+        XSS,
+        "--report",
+        reports.to_str().unwrap(),
+    ]);
+    // The latency gate fails and a case crashes: exit 4 (crashed wins).
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let again = s.run(&["run", path.to_str().unwrap(), "--label", "second"]);
+    assert_eq!(again.status.code(), Some(4));
+    let compare_html = s.path("compare.html");
+    let cmp = s.run(&[
+        "compare",
+        XSS,
+        "second",
+        "--html",
+        compare_html.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(cmp.status.code(), Some(0) | Some(1)),
+        "{}",
+        stderr(&cmp)
+    );
+
+    for (file, min_charts, titles) in [
+        (
+            reports.join("report.html"),
+            7,
+            &[
+                "Stress–strain: completed vs offered load",
+                "Latency distribution",
+                "Leak check",
+                "Memory and CPU of the process tree",
+                "Threads and open file descriptors",
+            ][..],
+        ),
+        (compare_html.clone(), 1, &["Candidate as % of baseline"][..]),
+    ] {
+        let html = std::fs::read_to_string(&file).unwrap();
+        // Nothing that can run: no script element at all, and a policy that forbids it.
+        assert!(
+            !html.to_lowercase().contains("<script"),
+            "{}",
+            file.display()
+        );
+        assert!(html.contains("Content-Security-Policy") && html.contains("default-src 'none'"));
+        for t in titles {
+            assert!(html.contains(t), "{}: no chart '{t}'", file.display());
+        }
+        // Chromium parses it: the rendered DOM has the charts, each with labelled axes.
+        let url = format!("file://{}", file.display());
+        let dom = chromium(&["--dump-dom", &url]);
+        let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+        let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+        assert!(
+            charts.len() >= min_charts,
+            "{}: {} charts in the rendered DOM",
+            file.display(),
+            charts.len()
+        );
+        for c in &charts {
+            let chart = &c[..c.find("</svg>").unwrap()];
+            assert!(
+                chart.matches("class=\"axis-label\"").count() >= 1,
+                "a chart without axis labels: {}",
+                &chart[..chart.len().min(300)]
+            );
+        }
+        assert!(!dom.to_lowercase().contains("<script"));
+        // A screenshot that is not blank.
+        let png = s.path("shot.png");
+        let shot = chromium(&[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1200,2400",
+            &url,
+        ]);
+        assert!(png.exists(), "{}", String::from_utf8_lossy(&shot.stderr));
+        let (share, colours) = ink(&png);
+        assert!(
+            share > 0.03 && colours > 20,
+            "{}: {share:.3} inked, {colours} colours",
+            file.display()
+        );
+    }
+
+    // The label and the target's log line appear, escaped, in the run report.
+    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
+    let head = &html[..html.find("<h2>").unwrap()];
+    assert!(head.contains(escaped), "the label, escaped");
+    let crashed = &html[html.find("<h2>crashing").unwrap()..];
+    assert!(crashed.contains(escaped), "the target's log line, escaped");
+    let html = std::fs::read_to_string(&compare_html).unwrap();
+    assert!(html.contains(escaped));
+
+    // JUnit XML validates against the schema; the failed gate is a failure.
+    let junit = reports.join("junit.xml");
+    let xsd = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/junit.xsd");
+    let check = Command::new("xmllint")
+        .args(["--noout", "--schema", xsd])
+        .arg(&junit)
+        .output()
+        .expect("xmllint is installed by `make test` (scripts/test-deps.sh)");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("stability[crash=1000000] :: latency_p99 &lt; 1us"),
+        "{xml}"
+    );
+    let gate = xml
+        .split("<testcase")
+        .find(|t| t.contains(":: latency_p99"))
+        .unwrap();
+    assert!(
+        gate.contains("<failure") && gate.contains("type=\"gate\""),
+        "{gate}"
+    );
+    assert!(xml.contains("type=\"crashed\""), "{xml}");
+    // Markdown and CSV were written beside them.
+    let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
+    assert!(md.contains("| case | kind | status | key figures |"));
+    assert!(reports.join("csv/metrics.csv").exists());
+    assert!(reports
+        .join("csv/01-peak_crash_1000000_-steps.csv")
+        .exists());
+}
