@@ -2,8 +2,8 @@
 # Installs the system packages the tests need, when they are missing (Debian/Ubuntu):
 # a C compiler and pkg-config (bundled SQLite), curl (the testbed's TLS and HTTP/2
 # tests), PostgreSQL (the shared results store's tests start a real server), Chromium
-# (the HTML report is opened headless and screenshotted) and xmllint (JUnit XML is
-# validated against its schema).
+# (the HTML report is opened headless and screenshotted), xmllint (JUnit XML is
+# validated against its schema) and perf (flame graphs of the testbed).
 set -euo pipefail
 
 need=()
@@ -14,6 +14,7 @@ command -v git >/dev/null || need+=(git)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v chromium >/dev/null || need+=(chromium)
 command -v xmllint >/dev/null || need+=(libxml2-utils)
+command -v perf >/dev/null || need+=(linux-perf)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -245,6 +245,10 @@ pub struct RunArgs {
     /// of two versions compare case by case.
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     pub vars: Vec<(String, String)>,
+    /// Record the target's CPU stacks with perf during every case (as `profile = true`
+    /// on each test) and render flame graphs.
+    #[arg(long)]
+    pub profile: bool,
     /// After the run, write every report into DIR: report.html, summary.md, junit.xml,
     /// run.json and csv/.
     #[arg(long, value_name = "DIR")]

@@ -191,7 +191,7 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     let policy = policy(&store, &cand_runs, &args)?;
     let rows = judge(&pairs, &policy);
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
-    let comparison = Comparison {
+    let mut comparison = Comparison {
         schema: "strainline.compare.v1",
         baseline,
         candidate,
@@ -200,7 +200,11 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         notes,
         rows,
         verdict: if regressed { "regressed" } else { "ok" },
+        flame_diff: None,
     };
+    if let Some(path) = &args.html {
+        comparison.flame_diff = flame_difference(&store, &base_runs, &cand_runs, path)?;
+    }
     let mut out = std::io::stdout().lock();
     super::quiet_pipe(report::write_table(&mut out, &comparison).and_then(|()| out.flush()))?;
     if let Some(path) = &args.json {
@@ -217,6 +221,56 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     } else {
         exit::PASSED
     })
+}
+
+/// The folded CPU stacks of the first case of `runs` that has them: `(case key, stacks)`.
+fn stacks(
+    store: &Store,
+    runs: &[RunRow],
+    key: Option<&str>,
+) -> anyhow::Result<Option<(String, String)>> {
+    for run in runs {
+        for case in store.cases(run.id)? {
+            let k = case_key(&case.name, &case.test_kind).to_string();
+            if key.is_some_and(|want| want != k) {
+                continue;
+            }
+            if let Some(data) = store.artifact(case.id, "cpu_stacks.folded")? {
+                return Ok(Some((k, String::from_utf8_lossy(&data).into_owned())));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A differential flame graph beside the HTML, when both versions were profiled.
+fn flame_difference(
+    store: &Store,
+    base: &[RunRow],
+    cand: &[RunRow],
+    html: &std::path::Path,
+) -> anyhow::Result<Option<String>> {
+    let Some((key, after)) = stacks(store, cand, None)? else {
+        return Ok(None);
+    };
+    let Some((_, before)) = stacks(store, base, Some(&key))? else {
+        return Ok(None);
+    };
+    let name = format!(
+        "{}-flame-diff.svg",
+        html.file_stem().unwrap_or_default().to_string_lossy()
+    );
+    let svg = html
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(&name);
+    crate::monitor::profile::draw_difference(
+        &before,
+        &after,
+        &format!("CPU of {key}: candidate against baseline"),
+        &svg,
+    )?;
+    Ok(Some(name))
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {

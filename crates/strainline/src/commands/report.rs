@@ -20,7 +20,7 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 
 /// Writes the reports `args` asks for; returns the files written.
 pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<String>> {
-    let r = data::load(store, &args.run).map_err(|e| match e {
+    let mut r = data::load(store, &args.run).map_err(|e| match e {
         StoreError::NoSuchRun(_) => anyhow::Error::from(Failure::new(exit::USAGE, e.to_string())),
         e => e.into(),
     })?;
@@ -31,6 +31,27 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<Str
         Ok(())
     };
     if let Some(p) = &args.html {
+        // Flame graphs travel with the report: copied beside it, linked relatively.
+        let dir = p.parent().unwrap_or(Path::new("."));
+        let stem = p
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for c in &mut r.cases {
+            let Some(src) = c
+                .detail("/flamegraph/file")
+                .and_then(|f| f.as_str())
+                .map(String::from)
+            else {
+                continue;
+            };
+            let name = format!("{stem}-flame-{}.svg", c.row.id);
+            std::fs::create_dir_all(dir)?;
+            if std::fs::copy(&src, dir.join(&name)).is_ok() {
+                c.flamegraph_link = Some(name);
+            }
+        }
         put(p, html::run_report(&r))?;
     }
     if let Some(p) = &args.markdown {

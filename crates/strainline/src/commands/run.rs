@@ -157,6 +157,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
             dir: dir.clone(),
             last_ceiling,
             store: store_location.clone(),
+            profile: test.profile || args.profile,
             case_id,
         };
         let mut result = match run_case(&ctx) {
@@ -204,6 +205,9 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         print_case(&mut out, &result)?;
         for (name, points) in &result.series {
             store.append_series(case_id, name, points)?;
+        }
+        if let Some(folded) = &result.folded {
+            store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
         }
         for (name, data) in &result.histograms {
             store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
@@ -274,12 +278,31 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     let log = ctx.dir.join("target.log");
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
     let running = lifecycle::start(spec, &ctx.vars, &log, t.interval, Some(ctx.sample_sink()))?;
+    let profiler = ctx
+        .profile
+        .then(|| crate::monitor::profile::start(running.pid, &ctx.dir));
     let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
     let outcome = kinds::run_http(ctx, Some(&running));
+    let flame = profiler.map(|p| match p {
+        Ok(p) => p.finish(
+            &format!("CPU of the target during {}", ctx.case.name),
+            &ctx.dir.join("flamegraph.svg"),
+        ),
+        Err(why) => (crate::monitor::profile::FlameInfo::missing(why), None),
+    });
     let crashed = running.exited();
     let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
     let mut r = outcome?;
     watches.finish(&mut r);
+    if let Some((info, folded)) = flame {
+        if let Some(why) = &info.why_not {
+            r.table.push(format!("no flame graph: {why}"));
+        } else if let Some(f) = &info.file {
+            r.table.push(format!("flame graph: {f}"));
+        }
+        r.flamegraph = Some(info);
+        r.folded = folded;
+    }
     if let Some(exit) = crashed {
         r.fail(
             Status::Crashed,

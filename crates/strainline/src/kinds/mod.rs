@@ -63,6 +63,12 @@ pub struct CaseResult {
     pub gates: Vec<GateResult>,
     /// Test phases on the target's clock (seconds), for the reports' timelines.
     pub phases: Vec<(String, f64)>,
+    /// The CPU flame graph of the target, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flamegraph: Option<crate::monitor::profile::FlameInfo>,
+    /// Folded stacks of the profile, for the store (differential flame graphs).
+    #[serde(skip)]
+    pub folded: Option<String>,
     /// Serialized HDR histograms (V2 + deflate) for the store, by name.
     #[serde(skip)]
     pub histograms: Vec<(String, Vec<u8>)>,
@@ -102,6 +108,8 @@ impl CaseResult {
             details: serde_json::Value::Null,
             gates: Vec::new(),
             phases: Vec::new(),
+            flamegraph: None,
+            folded: None,
             histograms: Vec::new(),
         }
     }
@@ -139,6 +147,8 @@ pub struct CaseCtx<'a> {
     pub last_ceiling: Option<f64>,
     /// Where the case is stored, so that its samples can be written as they come.
     pub store: crate::store::Location,
+    /// Record the target's CPU stacks during the case (a flame graph).
+    pub profile: bool,
     pub case_id: i64,
 }
 

@@ -1,8 +1,10 @@
 //! Watching a process tree: which processes belong to it ([`tree`]), how to read them
-//! ([`procfs`], [`cgroup`]) and how one tick becomes a sample ([`sampler`]).
+//! ([`procfs`], [`cgroup`]) and how one tick becomes a sample ([`sampler`]); where its
+//! CPU time goes ([`profile`]: perf stacks and flame graphs).
 
 pub mod cgroup;
 pub mod procfs;
+pub mod profile;
 pub mod sampler;
 pub mod tree;
 pub mod watch;

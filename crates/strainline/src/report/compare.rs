@@ -30,6 +30,9 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// `regressed` when any metric regressed, else `ok`.
     pub verdict: &'static str,
+    /// A differential flame graph of the two versions (file name), when both profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flame_diff: Option<String>,
 }
 
 impl Comparison {

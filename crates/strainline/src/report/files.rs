@@ -347,6 +347,7 @@ mod tests {
                     samples: vec![sample(0.0, 10), sample(0.25, 12)],
                     series: Vec::new(),
                     latency: vec![(50.0, 1.0), (99.0, 2.5), (100.0, 4.0)],
+                    flamegraph_link: None,
                 },
                 CaseData {
                     row: ramp,
@@ -356,6 +357,7 @@ mod tests {
                         vec![(100.0, 99.5), (200.0, 150.0)],
                     )],
                     latency: Vec::new(),
+                    flamegraph_link: None,
                 },
             ],
         }

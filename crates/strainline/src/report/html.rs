@@ -305,7 +305,8 @@ fn case_section(s: &mut String, c: &CaseData) {
         s.push_str(&render(&chart));
     }
     if let Some(fg) = c.detail("/flamegraph") {
-        match (fg["file"].as_str(), fg["why_not"].as_str()) {
+        let linked = c.flamegraph_link.as_deref().or(fg["file"].as_str());
+        match (linked, fg["why_not"].as_str()) {
             (Some(f), _) => {
                 let _ = write!(
                     s,
@@ -477,6 +478,14 @@ pub fn comparison_report(c: &Comparison) -> String {
         let _ = write!(s, "<p class=\"note\">note: {}</p>", escape(n));
     }
     s.push_str(&comparison_bars(c));
+    if let Some(f) = &c.flame_diff {
+        let _ = write!(
+            s,
+            "<p>Differential CPU flame graph (candidate against baseline; red: more CPU, blue: less): <a href=\"{}\">{}</a></p>",
+            escape(f),
+            escape(f)
+        );
+    }
     s.push_str("<table><tr><th>case</th><th>metric</th><th>baseline</th><th>candidate</th><th>% of previous</th><th>95% CI</th><th>p (adj)</th><th>verdict</th></tr>");
     for r in &c.rows {
         let _ = write!(

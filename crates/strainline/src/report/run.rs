@@ -14,6 +14,8 @@ pub struct CaseData {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Latency percentile curve: (percentile, milliseconds), from the stored histograms.
     pub latency: Vec<(f64, f64)>,
+    /// Where the HTML links the flame graph (a copy beside the report), when set.
+    pub flamegraph_link: Option<String>,
 }
 
 impl CaseData {
@@ -132,6 +134,7 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
             samples,
             series,
             latency,
+            flamegraph_link: None,
         });
     }
     Ok(RunData { run, cases })

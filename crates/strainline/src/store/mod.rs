@@ -561,6 +561,25 @@ impl Store {
             .collect())
     }
 
+    /// Keeps a named file of a case (e.g. folded CPU stacks).
+    pub fn put_artifact(&self, case_id: i64, name: &str, data: &[u8]) -> Result<()> {
+        self.execute(
+            "INSERT INTO artifacts (case_id, name, data) VALUES (?1, ?2, ?3)
+             ON CONFLICT (case_id, name) DO UPDATE SET data = excluded.data",
+            vals![case_id, name, data],
+        )?;
+        Ok(())
+    }
+
+    pub fn artifact(&self, case_id: i64, name: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .one(
+                "SELECT data FROM artifacts WHERE case_id = ?1 AND name = ?2",
+                vals![case_id, name],
+            )?
+            .map(|r| r.blob(0)))
+    }
+
     /// Finishes a case with its metrics, process table and summary, in one transaction.
     pub fn finish_case<S: Serialize>(
         &self,

@@ -117,6 +117,18 @@ CREATE TABLE events (
         "runs.settings: the suite's settings that later commands need (compare bands)",
         "ALTER TABLE runs ADD COLUMN settings TEXT;",
     ),
+    (
+        3,
+        "artifacts: named files of a case (folded CPU stacks for flame graphs)",
+        r#"
+CREATE TABLE artifacts (
+    case_id  INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    data     BLOB NOT NULL,
+    PRIMARY KEY (case_id, name)
+);
+"#,
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -236,6 +236,8 @@ pub struct Test {
     pub kill_at_log: Option<regex_lite::Regex>,
     pub verify: Option<Vec<String>>,
     pub sizes: Vec<u64>,
+    /// Record the target's CPU stacks with `perf` during the case: a flame graph.
+    pub profile: bool,
 }
 
 /// How a `[[watch]]` finds its processes.
@@ -400,6 +402,8 @@ struct RawTest {
     verify: Option<Vec<String>>,
     #[serde(default)]
     sizes: Vec<u64>,
+    #[serde(default)]
+    profile: bool,
 }
 
 /// Parses `1024`, `17MiB`, `2GiB` into bytes.
@@ -827,6 +831,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
                 .transpose()?,
             verify: t.verify.clone(),
             sizes: t.sizes.clone(),
+            profile: t.profile,
         });
     }
     if tests.is_empty() {

@@ -237,3 +237,87 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         .join("csv/01-peak_crash_1000000_-steps.csv")
         .exists());
 }
+
+#[test]
+fn a_flame_graph_of_the_testbed_shows_its_hashing_and_a_missing_perf_is_explained() {
+    let s = Scratch::new();
+    let suite = format!(
+        r#"
+[suite]
+name = "profiled"
+[target]
+command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "300", "--profile", "{{{{profile}}}}"]
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+[[test]]
+name = "push"
+kind = "bench"
+profile = true
+url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
+body = "x"
+setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+rate = 200
+duration = "2s"
+"#,
+        tb = testbed().display()
+    );
+    let path = s.path("profiled.toml");
+    std::fs::write(&path, suite).unwrap();
+    let run = |profile: &str, label: &str, perf: Option<&str>| {
+        let mut cmd = strainline();
+        cmd.args(["--store", &s.store(), "run", path.to_str().unwrap()])
+            .args(["--var", &format!("profile={profile}"), "--label", label])
+            .arg("--report")
+            .arg(s.path(label))
+            .current_dir(s.dir.path());
+        if let Some(p) = perf {
+            cmd.env("STRAINLINE_PERF", p);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        std::fs::read_to_string(s.path(label).join("report.html")).unwrap()
+    };
+    // With perf: the flame graph is linked from the report and shows the SHA-256 hashing
+    // that each push does (work::hash_units).
+    let html = run("v1", "v1", None);
+    let flame = std::fs::read_dir(s.path("v1"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("report-flame-"))
+        .expect("a flame graph beside the report")
+        .path();
+    let name = flame.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(html.contains(&format!("href=\"{name}\"")), "not linked");
+    let svg = std::fs::read_to_string(&flame).unwrap();
+    assert!(
+        svg.contains("Sha256"),
+        "the testbed's hashing is missing from the flame graph"
+    );
+
+    // Both versions profiled: a differential flame graph beside the comparison.
+    run("v2", "v2", None);
+    let c = s.path("compare.html");
+    let out = s.run(&["compare", "v1", "v2", "--html", c.to_str().unwrap()]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        stderr(&out)
+    );
+    let diff = std::fs::read_to_string(s.path("compare-flame-diff.svg")).unwrap();
+    assert!(diff.contains("Sha256"));
+    assert!(std::fs::read_to_string(&c)
+        .unwrap()
+        .contains("compare-flame-diff.svg"));
+
+    // Without perf: the run passes, and the report says why there is no flame graph.
+    let html = run("v1", "noperf", Some("/nonexistent/perf"));
+    assert!(
+        html.contains("No flame graph: perf is not installed"),
+        "the report does not explain"
+    );
+}
