@@ -23,7 +23,9 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 /// sets would reach the target literally: refused before anything starts.
 fn check_placeholders(suite: &suite::Suite, args: &RunArgs) -> anyhow::Result<()> {
     let mut known: std::collections::BTreeSet<String> =
-        ["port", "dir", "client", "seq", "size", "iteration"].map(String::from).into();
+        ["port", "dir", "client", "seq", "size", "iteration"]
+            .map(String::from)
+            .into();
     known.extend(args.vars.iter().map(|v| v.0.clone()));
     for t in &suite.tests {
         known.extend(t.matrix.iter().map(|m| m.0.clone()));

@@ -137,3 +137,18 @@ pub fn alive(pid: u64) -> bool {
 }
 
 pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// Tests that check a measurement against a known truth (a rate, a CPU figure, a leak,
+/// an A/A comparison) must not share the 2 cores with other load-generating tests of
+/// this binary: that would be interference the tests themselves inflict. They take
+/// [`measuring`] (exclusive); tests that drive load or run targets take [`loaded`]
+/// (shared among themselves). Light tests take neither.
+static BENCH: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+pub fn measuring() -> std::sync::RwLockWriteGuard<'static, ()> {
+    BENCH.write().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn loaded() -> std::sync::RwLockReadGuard<'static, ()> {
+    BENCH.read().unwrap_or_else(|e| e.into_inner())
+}

@@ -80,6 +80,7 @@ fn row<'a>(doc: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
 
 #[test]
 fn a_a_runs_flag_nothing_and_the_v2_profile_is_flagged_in_each_of_three_trials() {
+    let _bench = measuring();
     let s = Scratch::new();
     let suite = ab_suite("kind = \"bench\"\nrepeat = 6\nrate = 200\nduration = \"1s\"");
     let a: Vec<i64> = (0..5)
@@ -122,6 +123,7 @@ fn a_a_runs_flag_nothing_and_the_v2_profile_is_flagged_in_each_of_three_trials()
 
 #[test]
 fn a_cpu_bound_ceiling_that_drops_is_flagged() {
+    let _bench = measuring();
     let s = Scratch::new();
     let suite = ab_suite(
         "kind = \"ramp\"\nrepeat = 6\nstart = 200\nstep = 100\nstep_duration = \"700ms\"\nmax_steps = 20",
@@ -137,6 +139,7 @@ fn a_cpu_bound_ceiling_that_drops_is_flagged() {
 
 #[test]
 fn too_few_repetitions_are_inconclusive_and_other_hosts_are_refused() {
+    let _bench = loaded();
     let s = Scratch::new();
     let suite = ab_suite("kind = \"bench\"\nrepeat = 2\nrate = 100\nduration = \"500ms\"");
     let a = run_version(&s, &suite, "v1", 50, "few-a");
@@ -237,6 +240,7 @@ fn history(s: &Scratch, label: &str) -> serde_json::Value {
 
 #[test]
 fn history_finds_an_injected_change_at_the_right_run_and_none_without_one() {
+    let _bench = loaded();
     // On the PostgreSQL store: the change comes with run 16.
     let s = Scratch::postgres();
     let ids = thirty_runs(&s, "nightly", |i| if i < 15 { 40 } else { 48 });

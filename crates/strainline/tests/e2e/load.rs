@@ -27,6 +27,7 @@ fn f(v: &serde_json::Value) -> f64 {
 
 #[test]
 fn a_stalling_server_shows_in_corrected_latency_not_in_service_time() {
+    let _bench = measuring();
     let srv = server(&["--stall-every", "2s", "--stall-for", "500ms"]);
     let s = Scratch::new();
     let (out, doc) = load(&s, &[&srv.url("/health"), "-q", "1000", "-z", "10s"]);
@@ -47,6 +48,7 @@ fn a_stalling_server_shows_in_corrected_latency_not_in_service_time() {
 
 #[test]
 fn the_open_model_achieves_its_rate_within_one_percent() {
+    let _bench = measuring();
     let srv = server(&[]);
     let s = Scratch::new();
     let (out, doc) = load(&s, &[&srv.url("/health"), "-q", "2000", "-z", "5s"]);
@@ -71,6 +73,7 @@ fn the_open_model_achieves_its_rate_within_one_percent() {
 
 #[test]
 fn a_starved_generator_is_declared_invalid() {
+    let _bench = measuring();
     // One thread and at most 2 connections, against a target that takes ~2 ms a push:
     // the pool cap, on strainline's side, is what limits the run.
     let srv = server(&["--cpu-cost", "500", "--workers", "1"]);
@@ -105,6 +108,7 @@ fn a_starved_generator_is_declared_invalid() {
 
 #[test]
 fn http2_and_tls_runs_succeed_against_the_testbed() {
+    let _bench = loaded();
     let s = Scratch::new();
     let plain = server(&[]);
     let (out, doc) = load(
@@ -188,6 +192,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
 
 #[test]
 fn ctrl_c_prints_what_was_measured_and_exits_130() {
+    let _bench = loaded();
     let srv = server(&[]);
     let s = Scratch::new();
     let child = strainline()
@@ -217,6 +222,7 @@ fn ctrl_c_prints_what_was_measured_and_exits_130() {
 
 #[test]
 fn memory_stays_bounded_for_longer_runs() {
+    let _bench = loaded();
     // strainline's own peak RSS, measured by strainline monitor, for 5 s and 30 s.
     let srv = server(&[]);
     let peak = |secs: &str| {
@@ -247,6 +253,7 @@ fn memory_stays_bounded_for_longer_runs() {
 
 #[test]
 fn the_json_output_validates_against_the_committed_schema() {
+    let _bench = loaded();
     let schema_path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../schemas/load.v1.schema.json"
@@ -285,6 +292,7 @@ fn the_json_output_validates_against_the_committed_schema() {
 
 #[test]
 fn requests_that_overrun_the_timeout_are_cut_and_counted() {
+    let _bench = loaded();
     // Stalls of 1.5 s every 2 s, a 300 ms timeout: requests caught in a stall time out,
     // the others succeed, and the run still ends on time.
     let srv = server(&["--stall-every", "2s", "--stall-for", "1500ms"]);
@@ -323,6 +331,7 @@ fn requests_that_overrun_the_timeout_are_cut_and_counted() {
 
 #[test]
 fn the_iot_scenario_registers_every_device_then_pushes_periodically() {
+    let _bench = loaded();
     let srv = server(&["--cpu-cost", "1"]);
     let s = Scratch::new();
     std::fs::write(s.path("devices.csv"), "serial,model\nSN-1,A\nSN-2,B\n").unwrap();
@@ -375,6 +384,7 @@ body = "{{random 128}}"
 
 #[test]
 fn a_weighted_mix_follows_its_weights() {
+    let _bench = loaded();
     let srv = server(&[]);
     let s = Scratch::new();
     std::fs::write(
@@ -430,6 +440,7 @@ fn a_bad_scenario_is_refused_with_its_position() {
 
 #[test]
 fn the_shipped_iot_example_runs_against_the_testbed() {
+    let _bench = loaded();
     let srv = server(&["--cpu-cost", "1"]);
     let s = Scratch::new();
     let example = concat!(
@@ -445,6 +456,7 @@ fn the_shipped_iot_example_runs_against_the_testbed() {
 
 #[test]
 fn a_command_can_be_the_unit_of_work() {
+    let _bench = loaded();
     let s = Scratch::new();
     let tb = testbed();
     let (out, doc) = load(

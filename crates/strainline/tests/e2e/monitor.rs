@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn exact_peak_catches_a_50ms_spike_and_the_tree_includes_the_child() {
+    let _bench = measuring();
     let s = Scratch::new();
     // 20 MiB idle, 300 MiB for 50 ms, then a child holding 100 MiB for 1 s; sampled
     // every 250 ms, so the spike usually falls between two samples.
@@ -63,11 +64,13 @@ fn exact_peak_catches_a_50ms_spike_and_the_tree_includes_the_child() {
 
 #[test]
 fn a_busy_loop_reads_one_core_and_a_sleeper_almost_none() {
+    let _bench = measuring();
     cpu_truth(&[]);
 }
 
 #[test]
 fn without_a_cgroup_the_cpu_figures_hold_too() {
+    let _bench = measuring();
     cpu_truth(&["--no-cgroup"]);
 }
 

@@ -95,6 +95,7 @@ fn ink(png_path: &std::path::Path) -> (f64, usize) {
 
 #[test]
 fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
+    let _bench = loaded();
     let s = Scratch::new();
     let path = s.path("suite.toml");
     std::fs::write(&path, suite()).unwrap();
@@ -240,6 +241,7 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
 
 #[test]
 fn a_flame_graph_of_the_testbed_shows_its_hashing_and_a_missing_perf_is_explained() {
+    let _bench = loaded();
     let s = Scratch::new();
     let suite = format!(
         r#"

@@ -42,6 +42,7 @@ ready = "http://127.0.0.1:{{port}}/health"
 
 #[test]
 fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
+    let _bench = measuring();
     // The target's capacity, measured separately with a closed model.
     let srv = strainline_testbed::harness::RunningServer::start(
         &testbed(),
@@ -113,6 +114,7 @@ fn soak_suite(leak: u32, repeat: u32, duration: &str) -> String {
 
 #[test]
 fn soak_measures_an_injected_leak_per_request() {
+    let _bench = measuring();
     let s = Scratch::new();
     let out = run_suite(&s, &soak_suite(4096, 1, "6s"), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -134,6 +136,7 @@ fn soak_measures_an_injected_leak_per_request() {
 
 #[test]
 fn soak_without_a_leak_passes_five_times_out_of_five() {
+    let _bench = measuring();
     let s = Scratch::new();
     let out = run_suite(&s, &soak_suite(0, 5, "5s"), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -153,6 +156,7 @@ fn rounds_suite(leak: u32) -> String {
 
 #[test]
 fn rounds_detect_the_leak_and_pass_without_it() {
+    let _bench = measuring();
     let s = Scratch::new();
     let out = run_suite(&s, &rounds_suite(4096), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -176,6 +180,7 @@ fn crash_suite(unsafe_flag: &str) -> String {
 
 #[test]
 fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
+    let _bench = loaded();
     let s = Scratch::new();
     let out = run_suite(&s, &crash_suite(", \"--unsafe\""), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -190,6 +195,7 @@ fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
 
 #[test]
 fn scale_tells_linear_from_quadratic() {
+    let _bench = measuring();
     let run = |flag: &str, sizes: &str| {
         let s = Scratch::new();
         let suite = format!(
@@ -219,6 +225,7 @@ fn scale_tells_linear_from_quadratic() {
 
 #[test]
 fn harness_metrics_are_parsed_and_gated() {
+    let _bench = loaded();
     let suite = |gate: &str| {
         format!("[[test]]\nname = \"harness\"\nkind = \"harness\"\ncommand = [\"TB\", \"work\", \"--n\", \"1000\"]\ngates = [{gate}]\n")
     };
@@ -266,6 +273,7 @@ fn configuration_errors_exit_2_with_their_position() {
 
 #[test]
 fn a_target_that_crashes_mid_test_fails_the_case_with_exit_4_and_its_last_lines() {
+    let _bench = loaded();
     let s = Scratch::new();
     let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--crash-after\", \"150\"]\n\
                  ready = \"http://127.0.0.1:{{port}}/health\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\n\
@@ -285,6 +293,7 @@ fn a_target_that_crashes_mid_test_fails_the_case_with_exit_4_and_its_last_lines(
 
 #[test]
 fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
+    let _bench = loaded();
     let s = Scratch::new();
     let marker = "2049"; // an unusual --state-bytes, to find the target's processes
     let suite = format!(
@@ -321,6 +330,7 @@ fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
 
 #[test]
 fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
+    let _bench = loaded();
     let s = Scratch::new();
     let out = s.run(&["demo"]);
     assert_eq!(
@@ -355,6 +365,7 @@ fn every_example_suite_is_valid() {
 
 #[test]
 fn the_stress_suite_example_runs_as_shipped() {
+    let _bench = loaded();
     // The examples call `strainline`: put the one under test first on PATH.
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
         .parent()
@@ -407,6 +418,7 @@ fn a_target_that_cannot_start_makes_the_run_invalid() {
 
 #[test]
 fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_left_running() {
+    let _bench = loaded();
     // A "database" to watch: a process holding 30 MiB, found by its command line.
     let mut db = std::process::Command::new(testbed())
         .args(["hold", "--mib", "30", "--ms", "20017"])
@@ -450,6 +462,7 @@ fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_le
 
 #[test]
 fn a_command_workload_runs_without_a_target() {
+    let _bench = loaded();
     let s = Scratch::new();
     let suite = "[[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"TB\", \"work\", \"--n\", \"100\"]\n\
                  connections = 2\nduration = \"1s\"\ngates = [\"error_rate = 0\", \"throughput > 5\"]\n";
@@ -466,6 +479,7 @@ fn a_command_workload_runs_without_a_target() {
 
 #[test]
 fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
+    let _bench = loaded();
     let s = Scratch::new();
     std::fs::write(
         s.path("devices.toml"),

@@ -160,11 +160,13 @@ fn concurrent_writers(s: &Scratch) {
 
 #[test]
 fn concurrent_writers_to_sqlite_lose_nothing() {
+    let _bench = loaded();
     concurrent_writers(&Scratch::new());
 }
 
 #[test]
 fn concurrent_writers_to_postgres_lose_nothing() {
+    let _bench = loaded();
     concurrent_writers(&Scratch::postgres());
 }
 
