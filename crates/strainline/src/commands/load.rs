@@ -20,7 +20,7 @@ use crate::load::http::{tls_config, Body, Target, Template};
 use crate::load::schedule::{Arrivals, Rate};
 use crate::load::{self, scenario, verdict, Model, Plan};
 use crate::report::load as report;
-use crate::store::{Location, Metric, NewRun, Store};
+use crate::store::{Location, NewRun, Store};
 use crate::target::signals;
 use crate::Failure;
 
@@ -395,46 +395,11 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
             &encoded,
         )?;
     }
-    store.finish_case(case_id, status, &metrics(&summary), &[], &summary)?;
+    store.finish_case(case_id, status, &report::metrics(&summary), &[], &summary)?;
     store.finish_run(run_id, status, Some(code), &summary.reasons)?;
     if let Some(p) = &args.json {
         std::fs::write(p, report::to_json(&summary, &outcome.seconds, Some(run_id)))?;
     }
     report::write_summary(&mut std::io::stdout().lock(), &summary, Some(run_id))?;
     Ok(code)
-}
-
-/// The figures of a load run as named metrics.
-pub fn metrics(s: &report::LoadSummary) -> Vec<Metric> {
-    let m = Metric::new;
-    let ms = |us: u64| us as f64 / 1000.0;
-    let mut v = vec![
-        m("throughput", s.achieved_rate, "req/s", "higher"),
-        m("latency_p50", ms(s.latency_us.p50), "ms", "lower"),
-        m("latency_p90", ms(s.latency_us.p90), "ms", "lower"),
-        m("latency_p99", ms(s.latency_us.p99), "ms", "lower"),
-        m("latency_p999", ms(s.latency_us.p999), "ms", "lower"),
-        m("latency_max", ms(s.latency_us.max), "ms", "lower"),
-        m("service_p50", ms(s.service_time_us.p50), "ms", "lower"),
-        m("service_p99", ms(s.service_time_us.p99), "ms", "lower"),
-        m("error_rate", s.error_rate, "ratio", "lower"),
-        m("sent", s.sent as f64, "count", "none"),
-        m("completed", s.completed as f64, "count", "none"),
-        m(
-            "generator_cpu_seconds",
-            s.generator_thread_cpu_seconds.iter().sum(),
-            "s",
-            "lower",
-        ),
-    ];
-    if let Some(off) = s.offered_rate {
-        v.push(m("offered_rate", off, "req/s", "none"));
-        v.push(m(
-            "schedule_lag_p99",
-            ms(s.schedule_lag_us.p99),
-            "ms",
-            "lower",
-        ));
-    }
-    v
 }

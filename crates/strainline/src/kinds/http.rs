@@ -173,17 +173,14 @@ fn busiest(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>, seconds: f64) 
 
 fn load_metrics(r: &mut CaseResult, s: &LoadSummary) {
     let ms = |us: u64| us as f64 / 1000.0;
-    let m = Metric::new;
-    r.metrics.extend([
-        m("throughput", s.achieved_rate, "req/s", "higher"),
-        m("latency_p50", ms(s.latency_us.p50), "ms", "lower"),
-        m("latency_p90", ms(s.latency_us.p90), "ms", "lower"),
-        m("latency_p99", ms(s.latency_us.p99), "ms", "lower"),
-        m("latency_max", ms(s.latency_us.max), "ms", "lower"),
-        m("service_p50", ms(s.service_time_us.p50), "ms", "lower"),
-        m("service_p99", ms(s.service_time_us.p99), "ms", "lower"),
-        m("error_rate", s.error_rate, "ratio", "lower"),
-    ]);
+    // The target's figures; the generator's own (its CPU, its schedule lag) judge the
+    // run's validity, not the target.
+    r.metrics
+        .extend(crate::report::load::metrics(s).into_iter().filter(|m| {
+            m.direction != "none"
+                && !m.name.starts_with("generator_")
+                && !m.name.starts_with("schedule_")
+        }));
     r.table.push(format!(
         "load: {} — {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
         s.description,

@@ -328,3 +328,38 @@ pub fn to_json(s: &LoadSummary, seconds: &[Second], run_id: Option<i64>) -> Stri
     })
     .expect("serializable")
 }
+
+/// The figures of a load run as named metrics.
+pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
+    let m = crate::store::Metric::new;
+    let ms = |us: u64| us as f64 / 1000.0;
+    let mut v = vec![
+        m("throughput", s.achieved_rate, "req/s", "higher"),
+        m("latency_p50", ms(s.latency_us.p50), "ms", "lower"),
+        m("latency_p90", ms(s.latency_us.p90), "ms", "lower"),
+        m("latency_p99", ms(s.latency_us.p99), "ms", "lower"),
+        m("latency_p999", ms(s.latency_us.p999), "ms", "lower"),
+        m("latency_max", ms(s.latency_us.max), "ms", "lower"),
+        m("service_p50", ms(s.service_time_us.p50), "ms", "lower"),
+        m("service_p99", ms(s.service_time_us.p99), "ms", "lower"),
+        m("error_rate", s.error_rate, "ratio", "lower"),
+        m("sent", s.sent as f64, "count", "none"),
+        m("completed", s.completed as f64, "count", "none"),
+        m(
+            "generator_cpu_seconds",
+            s.generator_thread_cpu_seconds.iter().sum(),
+            "s",
+            "lower",
+        ),
+    ];
+    if let Some(off) = s.offered_rate {
+        v.push(m("offered_rate", off, "req/s", "none"));
+        v.push(m(
+            "schedule_lag_p99",
+            ms(s.schedule_lag_us.p99),
+            "ms",
+            "lower",
+        ));
+    }
+    v
+}
