@@ -38,13 +38,38 @@ impl Sqlite {
             where_: path.display().to_string(),
             why: e.to_string(),
         })?;
+        // Before anything touches the file: another strainline may be creating it or
+        // switching it to WAL at this very moment; wait for it rather than fail.
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
         Ok(Sqlite { conn })
     }
 
     /// Settings that only make sense once the file is known to be ours.
     pub fn configure(&mut self) -> Result<()> {
-        self.conn.pragma_update(None, "journal_mode", "WAL")?;
-        self.conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // WAL is a property of the file: the first opener sets it. Switching needs the
+        // file to itself, and SQLite answers "locked" at once rather than waiting when
+        // other strainlines are opening it too: retry, within the busy timeout.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let mode: rusqlite::Result<String> =
+                self.conn
+                    .pragma_query_value(None, "journal_mode", |r| r.get(0));
+            let attempt = match mode {
+                Ok(m) if m.eq_ignore_ascii_case("wal") => Ok(()),
+                Ok(_) => self.conn.pragma_update(None, "journal_mode", "WAL"),
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(()) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         Ok(())
