@@ -28,7 +28,7 @@ pub fn case_key<'a>(name: &'a str, kind: &'a str) -> &'a str {
 
 /// Statuses whose figures describe the target. An `invalid` case was generator-bound
 /// (its figures describe strainline); a `crashed` one did not finish.
-fn usable(status: &str) -> bool {
+pub fn usable(status: &str) -> bool {
     matches!(status, "passed" | "failed" | "completed")
 }
 

@@ -11,7 +11,7 @@ use crate::analysis::changepoint::{change_points, ChangePoint, Params};
 use crate::analysis::comparison::p_text;
 use crate::analysis::stats::median;
 use crate::cli::HistoryArgs;
-use crate::commands::compare::case_key;
+use crate::commands::compare::{case_key, usable};
 use crate::exit;
 use crate::store::{Location, Store};
 use crate::units::format_value;
@@ -65,7 +65,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
     {
         let mut values = Vec::new();
         for case in store.cases(run.id)? {
-            if !matches!(case.status.as_str(), "passed" | "failed" | "completed") {
+            if !usable(&case.status) {
                 continue;
             }
             let key = case_key(&case.name, &case.test_kind).to_string();

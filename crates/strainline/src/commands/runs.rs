@@ -11,15 +11,17 @@ use crate::Failure;
 
 fn open(location: &Location) -> anyhow::Result<Store> {
     // Reading commands do not create an empty SQLite store where there was none.
-    if let Some(Location::Sqlite(path)) = location.clone().filter_missing() {
-        return Err(Failure::new(
-            exit::USAGE,
-            format!(
-                "no results store at {} (run something first, e.g. `strainline monitor -- sleep 1`, or pass --store PATH)",
-                path.display()
-            ),
-        )
-        .into());
+    if let Location::Sqlite(path) = location {
+        if !path.exists() {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "no results store at {} (run something first, e.g. `strainline monitor -- sleep 1`, or pass --store PATH)",
+                    path.display()
+                ),
+            )
+            .into());
+        }
     }
     Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use super::monitor::csv_field;
 use super::run::{CaseData, RunData};
 use super::svg::escape;
 use crate::units::format_value;
@@ -157,10 +158,6 @@ pub fn markdown(r: &RunData) -> String {
         }
     }
     s
-}
-
-fn csv_field(v: &str) -> String {
-    crate::report::monitor::csv_field(v)
 }
 
 /// A file-name-safe form of a case name.

@@ -72,12 +72,11 @@ impl RunData {
         let mut why = Vec::new();
         for c in &self.cases {
             if c.row.status != "passed" && c.row.status != "completed" {
-                for r in c.reasons() {
-                    why.push(format!("{}: {r}", c.row.name));
-                }
-                if c.reasons().is_empty() {
+                let reasons = c.reasons();
+                if reasons.is_empty() {
                     why.push(format!("{}: {}", c.row.name, c.row.status));
                 }
+                why.extend(reasons.iter().map(|r| format!("{}: {r}", c.row.name)));
             }
         }
         (self.run.status.to_uppercase(), why)

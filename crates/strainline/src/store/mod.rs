@@ -52,14 +52,6 @@ impl Location {
         }
     }
 
-    /// `Some` when this is an SQLite file that does not exist yet.
-    pub fn filter_missing(self) -> Option<Location> {
-        match &self {
-            Location::Sqlite(p) if !p.exists() => Some(self),
-            _ => None,
-        }
-    }
-
     /// Where a run's own files (logs, scratch) go: beside an SQLite store, or in
     /// `.strainline/` of the working directory for a database server.
     pub fn work_dir(&self) -> PathBuf {

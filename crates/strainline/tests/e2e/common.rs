@@ -152,3 +152,9 @@ pub fn measuring() -> std::sync::RwLockWriteGuard<'static, ()> {
 pub fn loaded() -> std::sync::RwLockReadGuard<'static, ()> {
     BENCH.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The testbed workload most suites use: push to a device registered in set-up. For a
+/// `format!` suite, insert it as `{PUSH}` (its `{{port}}` is then left as written).
+pub const PUSH: &str = r#"url = "http://127.0.0.1:{{port}}/push/dev0"
+body = "x"
+setup = [{ path = "/register", body = '{"id": "dev0"}' }]"#;

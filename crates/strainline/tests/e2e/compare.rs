@@ -17,9 +17,7 @@ ready = "http://127.0.0.1:{{{{port}}}}/health"
 
 [[test]]
 name = "push"
-url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
-body = "x"
-setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+{PUSH}
 {kind_body}
 "#
     )

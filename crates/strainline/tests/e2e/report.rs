@@ -22,9 +22,7 @@ ready = "http://127.0.0.1:{{{{port}}}}/health"
 name = "peak"
 kind = "ramp"
 matrix = {{ crash = [1000000] }}
-url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
-body = "x"
-setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+{PUSH}
 start = 300
 step = 300
 step_duration = "600ms"
@@ -34,9 +32,7 @@ max_steps = 8
 name = "stability"
 kind = "soak"
 matrix = {{ crash = [1000000] }}
-url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
-body = "x"
-setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+{PUSH}
 rate = 200
 duration = "3s"
 gates = ["leak = none", "latency_p99 < 1us"]
@@ -45,9 +41,7 @@ gates = ["leak = none", "latency_p99 < 1us"]
 name = "crashing"
 kind = "soak"
 matrix = {{ crash = [150] }}
-url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
-body = "x"
-setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+{PUSH}
 rate = 200
 duration = "2s"
 "#,
@@ -254,9 +248,7 @@ ready = "http://127.0.0.1:{{{{port}}}}/health"
 name = "push"
 kind = "bench"
 profile = true
-url = "http://127.0.0.1:{{{{port}}}}/push/dev0"
-body = "x"
-setup = [{{ path = "/register", body = '{{"id": "dev0"}}' }}]
+{PUSH}
 rate = 200
 duration = "2s"
 "#,
