@@ -119,9 +119,24 @@ impl Default for Policy {
     }
 }
 
+/// The band of extreme-value metrics (a maximum, a 99.9th percentile): one request
+/// sets them, so a timer hiccup on a shared machine moves them by tens of percent.
+/// Measured: A/A runs of the testbed gave `latency_max` at 143% of itself.
+pub const EXTREME_BAND: f64 = 1.0;
+
+/// Metrics decided by one or a few samples.
+pub fn is_extreme(metric: &str) -> bool {
+    metric.ends_with("_max") || metric.ends_with("_p999")
+}
+
 impl Policy {
+    /// The metric's own band if set, else [`EXTREME_BAND`] for extremes, else the default.
     pub fn band(&self, metric: &str) -> f64 {
-        self.bands.get(metric).copied().unwrap_or(self.default_band)
+        match self.bands.get(metric) {
+            Some(b) => *b,
+            None if is_extreme(metric) => EXTREME_BAND.max(self.default_band),
+            None => self.default_band,
+        }
     }
 }
 
@@ -349,6 +364,25 @@ mod tests {
         let rows = judge(&pairs, &Policy::default());
         assert_eq!(rows[0].verdict, Verdict::Inconclusive, "{}", rows[0].why);
         assert!((rows[0].p_adjusted.unwrap() - 20.0 * 2.0 / 252.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn extremes_get_a_wider_band_unless_one_is_set() {
+        let b = [2.6, 2.5, 2.7, 2.6, 2.4, 2.5];
+        let c: Vec<f64> = b.iter().map(|v| v * 1.43).collect();
+        let rows = judge(&[pair("latency_max", "lower", &b, &c)], &Policy::default());
+        assert_eq!(rows[0].verdict, Verdict::Unchanged, "{}", rows[0].why);
+        assert_eq!(rows[0].band, 1.0);
+        let doubled: Vec<f64> = b.iter().map(|v| v * 2.5).collect();
+        let rows = judge(
+            &[pair("latency_max", "lower", &b, &doubled)],
+            &Policy::default(),
+        );
+        assert_eq!(rows[0].verdict, Verdict::Regressed);
+        let mut policy = Policy::default();
+        policy.bands.insert("latency_max".into(), 0.2);
+        let rows = judge(&[pair("latency_max", "lower", &b, &c)], &policy);
+        assert_eq!(rows[0].verdict, Verdict::Regressed);
     }
 
     #[test]
