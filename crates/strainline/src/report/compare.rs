@@ -143,7 +143,11 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
             p(r),
             r.verdict.word()
         )?;
-        if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive) {
+        // Why, for every verdict that is not plainly "no change": a significant change
+        // within the band is worth seeing too.
+        if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive)
+            || r.p_adjusted.is_some_and(|p| p < c.alpha)
+        {
             writeln!(out, "  {:<22} ↳ {}", "", r.why)?;
         }
     }

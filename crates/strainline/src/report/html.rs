@@ -391,7 +391,11 @@ pub fn run_report(r: &RunData) -> String {
 
 /// Bars of candidate as % of baseline, with the tolerance band shaded.
 fn comparison_bars(c: &Comparison) -> String {
-    let rows: Vec<_> = c.rows.iter().filter(|r| r.ratio.is_some()).collect();
+    let rows: Vec<_> = c
+        .rows
+        .iter()
+        .filter(|r| r.ratio.is_some() && r.band.is_some())
+        .collect();
     let (w, row_h, left) = (720.0, 22.0, 260.0);
     let h = 60.0 + row_h * rows.len() as f64;
     let max = rows
@@ -407,7 +411,8 @@ fn comparison_bars(c: &Comparison) -> String {
     for (i, r) in rows.iter().enumerate() {
         let y = 30.0 + row_h * i as f64;
         let ratio = r.ratio.unwrap_or(1.0);
-        let (lo, hi) = (1.0 - r.band, 1.0 + r.band);
+        let band = r.band.unwrap_or(0.0);
+        let (lo, hi) = (1.0 - band, 1.0 + band);
         let color = match r.verdict {
             Verdict::Regressed => "#d62728",
             Verdict::Improved => "#2ca02c",
