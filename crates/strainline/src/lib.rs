@@ -12,11 +12,13 @@ pub mod kinds;
 pub mod load;
 pub mod located;
 pub mod measure;
+pub mod metrics;
 pub mod monitor;
+pub mod os;
 pub mod report;
 pub mod store;
 pub mod suite;
-pub mod target;
+pub mod sut;
 pub mod units;
 
 /// Exit codes: a documented contract (README, "Exit codes").

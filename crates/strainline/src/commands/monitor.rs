@@ -12,11 +12,11 @@ use crate::cli::MonitorArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
-use crate::monitor::cgroup::Cgroup;
 use crate::monitor::{Ending, Sampler, SamplerConfig};
+use crate::os::cgroup::Cgroup;
+use crate::os::{process, signals};
 use crate::report::monitor as report;
 use crate::store::{Location, Metric, NewRun, Store};
-use crate::target::{process, signals};
 use crate::Failure;
 
 /// Samples are written to the store at least this often.
@@ -311,34 +311,26 @@ fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
 
 /// The figures of a monitor run, as named metrics for the store and for comparisons.
 pub fn metrics(s: &MonitorSummary) -> Vec<Metric> {
-    let m = Metric::new;
     let mut v = vec![
-        m("peak_rss", s.peak_rss.bytes as f64, "bytes", "lower").from(s.peak_rss.source.describe()),
-        m(
+        Metric::of("peak_rss", s.peak_rss.bytes as f64).from(s.peak_rss.source.describe()),
+        Metric::of(
             "peak_tree_rss_sampled",
             s.peak_tree_rss_sampled.bytes as f64,
-            "bytes",
-            "lower",
         ),
-        m("cpu_avg", s.cpu.avg_cores, "cores", "lower").from(&s.cpu.source),
-        m("cpu_max", s.cpu.max_cores, "cores", "lower"),
-        m("cpu_seconds", s.cpu.total_seconds, "s", "lower").from(&s.cpu.source),
-        m("duration", s.duration_seconds, "s", "lower"),
-        m("max_threads", s.max_threads as f64, "count", "lower"),
-        m("max_fds", s.max_fds as f64, "count", "lower"),
-        m("max_processes", s.max_processes as f64, "count", "none"),
-        m("read_bytes", s.read_bytes as f64, "bytes", "lower"),
-        m("write_bytes", s.write_bytes as f64, "bytes", "lower"),
-        m("ctx_switches", s.ctx_switches as f64, "count", "lower"),
-        m(
-            "monitor_overhead",
-            s.overhead.percent_of_core,
-            "% of core",
-            "lower",
-        ),
+        Metric::of("cpu_avg", s.cpu.avg_cores).from(&s.cpu.source),
+        Metric::of("cpu_max", s.cpu.max_cores),
+        Metric::of("cpu_seconds", s.cpu.total_seconds).from(&s.cpu.source),
+        Metric::of("duration", s.duration_seconds),
+        Metric::of("max_threads", s.max_threads as f64),
+        Metric::of("max_fds", s.max_fds as f64),
+        Metric::of("max_processes", s.max_processes as f64),
+        Metric::of("read_bytes", s.read_bytes as f64),
+        Metric::of("write_bytes", s.write_bytes as f64),
+        Metric::of("ctx_switches", s.ctx_switches as f64),
+        Metric::of("monitor_overhead", s.overhead.percent_of_core),
     ];
     if let Some(c) = &s.cgroup_memory_peak {
-        v.push(m("cgroup_memory_peak", c.bytes as f64, "bytes", "lower").from(c.source.describe()));
+        v.push(Metric::of("cgroup_memory_peak", c.bytes as f64).from(c.source.describe()));
     }
     v
 }

@@ -10,9 +10,10 @@ use crate::cli::RunArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::kinds::{self, CaseCtx, CaseResult, Status};
+use crate::os::signals;
 use crate::store::{Location, Metric, NewRun, Store};
 use crate::suite::{self, Kind};
-use crate::target::{lifecycle, signals};
+use crate::sut::lifecycle;
 use crate::Failure;
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
@@ -316,7 +317,7 @@ fn run_case(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         );
     }
     r.metrics.push(
-        Metric::new("peak_rss", summary.peak_rss.bytes as f64, "bytes", "lower")
+        Metric::of("peak_rss", summary.peak_rss.bytes as f64)
             .from(summary.peak_rss.source.describe()),
     );
     kinds::analyse_log(ctx.suite, &log, &mut r);

@@ -10,14 +10,15 @@ use std::time::Duration;
 use super::{d, CaseCtx, CaseResult, Status};
 use crate::analysis::leak::{self, Policy};
 use crate::analysis::stats::{mann_kendall, median, theil_sen};
-use crate::cli::LoadArgs;
-use crate::load::{verdict, Outcome};
+use crate::load::schedule::Rate;
+use crate::load::summary::{summarize, LoadSummary};
+use crate::load::verdict::{self, Validity};
+use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Outcome, Work};
 use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
-use crate::report::load::{summarize, LoadSummary};
 use crate::store::Metric;
 use crate::suite::{substitute, Kind};
-use crate::target::lifecycle::{http_get, http_request, Running};
+use crate::sut::lifecycle::{http_get, http_request, Running};
 
 /// One run of the load engine for this case.
 struct Run {
@@ -28,6 +29,53 @@ struct Run {
     window: (f64, f64),
 }
 
+/// The test's workload as a load spec; `rate` None is the closed model.
+fn load_spec(
+    ctx: &CaseCtx,
+    rate: Option<f64>,
+    connections: Option<usize>,
+    duration: Option<Duration>,
+    count: Option<u64>,
+) -> LoadSpec {
+    let t = ctx.test;
+    let work = match (&t.command, &t.url) {
+        (Some(argv), _) => Work::Command(argv.iter().map(|a| substitute(a, &ctx.vars)).collect()),
+        (None, url) => Work::Http {
+            url: substitute(url.as_deref().unwrap_or_default(), &ctx.vars),
+            method: t.method.clone(),
+            headers: t
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), substitute(v, &ctx.vars)))
+                .collect(),
+            body: t.body.as_ref().map_or(BodySpec::Empty, |b| {
+                BodySpec::Bytes(substitute(b, &ctx.vars).into_bytes())
+            }),
+        },
+    };
+    let offer = match (&t.scenario, rate) {
+        (Some(path), _) => Offer::Scenario(path.clone()),
+        (None, Some(r)) => Offer::Open {
+            rate: Rate::Constant(r),
+            poisson: None,
+            pool_cap: connections,
+        },
+        (None, None) => Offer::Closed {
+            connections,
+            think: Duration::ZERO,
+        },
+    };
+    LoadSpec {
+        work,
+        offer,
+        threads: t.threads,
+        duration,
+        count,
+        timeout: Duration::from_secs(10),
+        client: ClientOptions::default(),
+    }
+}
+
 fn drive(
     ctx: &CaseCtx,
     running: Option<&Running>,
@@ -36,60 +84,20 @@ fn drive(
     duration: Option<Duration>,
     count: Option<u64>,
 ) -> anyhow::Result<Run> {
-    let t = ctx.test;
-    let args = LoadArgs {
-        url: t.url.as_ref().map(|u| substitute(u, &ctx.vars)),
-        connections,
-        rate: if t.scenario.is_some() { None } else { rate },
-        ramp: None,
-        scenario: t.scenario.clone(),
-        poisson: false,
-        seed: 1,
-        duration,
-        count,
-        threads: t.threads,
-        method: t.method.clone(),
-        headers: t
-            .headers
-            .iter()
-            .map(|(k, v)| format!("{k}: {}", substitute(v, &ctx.vars)))
-            .collect(),
-        body: t.body.as_ref().map(|b| substitute(b, &ctx.vars)),
-        body_file: None,
-        body_bytes: None,
-        timeout: Duration::from_secs(10),
-        think: None,
-        http2: false,
-        insecure: false,
-        cacert: None,
-        json: None,
-        label: None,
-        no_progress: true,
-        exec: t
-            .command
-            .as_ref()
-            .map(|c| c.iter().map(|a| substitute(a, &ctx.vars)).collect())
-            .unwrap_or_default(),
-    };
-    let (plan, description) = crate::commands::load::plan(&args)?;
+    let spec = load_spec(ctx, rate, connections, duration, count);
+    let planned = load::plan(&spec)?;
     // A live line on a terminal: a soak of hours shows it is alive.
-    let outcome =
-        crate::commands::load::run_with_progress(&plan, true, &format!("{} ", ctx.case.name));
+    let outcome = load::run_live(&planned.plan, true, &format!("{} ", ctx.case.name));
     // The measured window: the load engine's own clock starts after its warm-up.
     let t1 = running.map_or(outcome.elapsed, |r| {
         r.watcher.started.elapsed().as_secs_f64()
     });
     let t0 = t1 - outcome.elapsed;
     let v = verdict::judge(&outcome);
-    let model = match (&t.scenario, rate) {
-        (Some(_), _) => "scenario",
-        (None, Some(_)) => "open",
-        (None, None) => "closed",
-    };
     let summary = summarize(
-        &crate::commands::load::what(&args),
-        model,
-        &description,
+        &spec.what(),
+        spec.model_name(),
+        &planned.description,
         &outcome,
         &v,
         &[],
@@ -171,16 +179,16 @@ fn busiest(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>, seconds: f64) 
         .fold(0.0, f64::max)
 }
 
-fn load_metrics(r: &mut CaseResult, s: &LoadSummary) {
+fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     let ms = |us: u64| us as f64 / 1000.0;
     // The target's figures; the generator's own (its CPU, its schedule lag) judge the
     // run's validity, not the target.
-    r.metrics
-        .extend(crate::report::load::metrics(s).into_iter().filter(|m| {
-            m.direction != "none"
-                && !m.name.starts_with("generator_")
-                && !m.name.starts_with("schedule_")
-        }));
+    let kind = ctx.test.kind;
+    r.metrics.extend(
+        load::summary::metrics(s)
+            .into_iter()
+            .filter(|m| crate::metrics::lookup(&m.name).is_some_and(|d| d.kinds.contains(&kind))),
+    );
     r.table.push(format!(
         "load: {} — {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
         s.description,
@@ -192,13 +200,13 @@ fn load_metrics(r: &mut CaseResult, s: &LoadSummary) {
 }
 
 fn judge_generator(r: &mut CaseResult, run: &Run) {
-    if run.verdict.status == "invalid" {
+    if run.verdict.status == Validity::Invalid {
         r.fail(
             Status::Invalid,
             format!("generator-bound: {}", run.verdict.reasons.join("; ")),
         );
     }
-    if run.verdict.status == "failed" {
+    if run.verdict.status == Validity::Failed {
         r.fail(Status::Failed, run.verdict.reasons.join("; "));
     }
 }
@@ -226,21 +234,19 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
                 Some(t.connections.unwrap_or(10))
             };
             let run = drive(ctx, running, t.rate, conns, Some(t.duration), None)?;
-            load_metrics(&mut r, &run.summary);
+            load_metrics(ctx, &mut r, &run.summary);
             keep_latency(&mut r, &run);
             r.phases.push(("load".into(), run.window.0));
             r.phases.push(("end".into(), run.window.1));
             let cpu = cpu_in(&samples(running), run.window);
             let cpu_s = cpu * (run.window.1 - run.window.0);
-            r.metrics
-                .push(Metric::new("target_cpu", cpu, "cores", "lower"));
+            r.metrics.push(Metric::of("target_cpu", cpu));
             let per_op = if run.outcome.total.completed > 0 {
                 1000.0 * cpu_s / run.outcome.total.completed as f64
             } else {
                 0.0
             };
-            r.metrics
-                .push(Metric::new("cpu_per_op", per_op, "ms", "lower"));
+            r.metrics.push(Metric::of("cpu_per_op", per_op));
             r.table.push(format!(
                 "target: {cpu:.2} cores, {per_op:.4} ms of CPU per request"
             ));
@@ -296,7 +302,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         // On a shared machine a saturated target takes the CPU the generator needs, so
         // the generator wakes late. That lateness is a consequence, not the limit, unless
         // the generator's own threads were at capacity too.
-        let generator_bound = run.verdict.status == "invalid"
+        let generator_bound = run.verdict.status == Validity::Invalid
             && (!target_saturated || generator_at_capacity(&run.outcome));
         let mut why = Vec::new();
         if generator_bound {
@@ -304,7 +310,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
                 "generator-bound ({})",
                 run.verdict.reasons.join("; ")
             ));
-        } else if run.verdict.status == "invalid" {
+        } else if run.verdict.status == Validity::Invalid {
             why.push(format!(
                 "target CPU saturated (generator late as a consequence: {})",
                 run.verdict.reasons.join("; ")
@@ -381,11 +387,9 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         .filter(|s| s.p99_ms <= 2.0 * floor)
         .map(|s| s.offered)
         .fold(0.0, f64::max);
-    r.metrics
-        .push(Metric::new("ceiling", ceiling, "req/s", "higher"));
-    r.metrics.push(Metric::new("knee", knee, "req/s", "higher"));
-    r.metrics
-        .push(Metric::new("max_throughput", max_tp, "req/s", "higher"));
+    r.metrics.push(Metric::of("ceiling", ceiling));
+    r.metrics.push(Metric::of("knee", knee));
+    r.metrics.push(Metric::of("max_throughput", max_tp));
     r.table.push(format!(
         "ceiling {ceiling:.0} req/s, knee {knee:.0} req/s, max throughput {max_tp:.1} req/s"
     ));
@@ -413,7 +417,7 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         Some(t.duration),
         None,
     )?;
-    load_metrics(r, &run.summary);
+    load_metrics(ctx, r, &run.summary);
     keep_latency(r, &run);
     r.phases.push(("soak".into(), run.window.0));
     r.phases.push(("end".into(), run.window.1));
@@ -425,8 +429,7 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         .collect();
     let x: Vec<f64> = window.iter().map(|s| s.t).collect();
     let cpu = cpu_in(&all, run.window);
-    r.metrics
-        .push(Metric::new("target_cpu", cpu, "cores", "lower"));
+    r.metrics.push(Metric::of("target_cpu", cpu));
     let horizon = t.horizon.as_secs_f64();
     let mut fits = serde_json::Map::new();
     let judge = |name: &str,
@@ -488,16 +491,9 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         &mut fits,
     );
     let finding = |l: &Option<leak::Leak>| f64::from(l.as_ref().is_some_and(|l| l.leak));
-    r.metrics
-        .push(Metric::new("leak", finding(&mem), "finding", "lower"));
-    r.metrics
-        .push(Metric::new("fd_leak", finding(&fds), "finding", "lower"));
-    r.metrics.push(Metric::new(
-        "thread_leak",
-        finding(&threads),
-        "finding",
-        "lower",
-    ));
+    r.metrics.push(Metric::of("leak", finding(&mem)));
+    r.metrics.push(Metric::of("fd_leak", finding(&fds)));
+    r.metrics.push(Metric::of("thread_leak", finding(&threads)));
     for (name, l) in [
         ("memory", &mem),
         ("file descriptors", &fds),
@@ -514,10 +510,8 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         0.0
     };
     let growth = rss.last().copied().unwrap_or(0.0) - rss.first().copied().unwrap_or(0.0);
-    r.metrics
-        .push(Metric::new("retained_per_op", per_op, "bytes", "lower"));
-    r.metrics
-        .push(Metric::new("rss_growth", growth, "bytes", "lower"));
+    r.metrics.push(Metric::of("retained_per_op", per_op));
+    r.metrics.push(Metric::of("rss_growth", growth));
     r.table.push(format!(
         "retained {:.2} KiB per request; RSS grew {:.1} MiB over the soak",
         per_op / 1024.0,
@@ -536,26 +530,11 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         } else {
             f64::INFINITY
         };
+        r.metrics.push(Metric::of("mib_per_client", mib));
+        r.metrics.push(Metric::of("capacity_ideal_clients", ideal));
+        r.metrics.push(Metric::of("capacity_safe_clients", safe));
         r.metrics
-            .push(Metric::new("mib_per_client", mib, "MiB", "lower"));
-        r.metrics.push(Metric::new(
-            "capacity_ideal_clients",
-            ideal,
-            "clients",
-            "higher",
-        ));
-        r.metrics.push(Metric::new(
-            "capacity_safe_clients",
-            safe,
-            "clients",
-            "higher",
-        ));
-        r.metrics.push(Metric::new(
-            "capacity_ram_clients",
-            ram_bound.min(1e12),
-            "clients",
-            "higher",
-        ));
+            .push(Metric::of("capacity_ram_clients", ram_bound.min(1e12)));
         r.table.push(format!(
             "capacity: {mib:.4} MiB per client; ideal {ideal:.0} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {safe:.0}, RAM bound {ram_bound:.0}: {:.0} clients",
             d(period),
@@ -615,7 +594,7 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
             Some(t.ops),
         )?;
         judge_generator(r, &run);
-        if run.verdict.status == "failed" {
+        if run.verdict.status == Validity::Failed {
             break;
         }
         let m = settle(Some(running));
@@ -641,19 +620,11 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
     let significant = mk.is_some_and(|m| m.p < 0.05 && m.s > 0.0);
     let leaking = significant && projected > t.leak_budget;
     let retained_total = rss.last().copied().unwrap_or(base) - base;
-    r.metrics
-        .push(Metric::new("leak", f64::from(leaking), "finding", "lower"));
-    r.metrics
-        .push(Metric::new("retained_per_op", slope, "bytes", "lower"));
-    r.metrics.push(Metric::new(
-        "retained_total",
-        retained_total,
-        "bytes",
-        "lower",
-    ));
+    r.metrics.push(Metric::of("leak", f64::from(leaking)));
+    r.metrics.push(Metric::of("retained_per_op", slope));
+    r.metrics.push(Metric::of("retained_total", retained_total));
     let med = median(&tput).unwrap_or(0.0);
-    r.metrics
-        .push(Metric::new("throughput", med, "req/s", "higher"));
+    r.metrics.push(Metric::of("throughput", med));
     let rounds_x: Vec<f64> = (0..tput.len()).map(|i| i as f64).collect();
     let tslope = theil_sen(&rounds_x, &tput).unwrap_or(0.0);
     let tmk = mann_kendall(&tput, false);
@@ -663,12 +634,8 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
         0.0
     };
     let degrading = drop > 0.2 && tmk.is_some_and(|m| m.p < 0.05 && m.s < 0.0);
-    r.metrics.push(Metric::new(
-        "degradation",
-        f64::from(degrading),
-        "finding",
-        "lower",
-    ));
+    r.metrics
+        .push(Metric::of("degradation", f64::from(degrading)));
     r.table.push(format!(
         "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {:.3}; throughput {med:.1} ops/s median, {:+.0}% over the rounds",
         slope / 1024.0,

@@ -180,14 +180,8 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
     };
     let errors = count(&suite.logs.errors);
     let warnings = count(&suite.logs.warnings);
-    r.metrics
-        .push(Metric::new("log_errors", errors as f64, "count", "lower"));
-    r.metrics.push(Metric::new(
-        "log_warnings",
-        warnings as f64,
-        "count",
-        "lower",
-    ));
+    r.metrics.push(Metric::of("log_errors", errors as f64));
+    r.metrics.push(Metric::of("log_warnings", warnings as f64));
     let mut classes = serde_json::Map::new();
     for (name, re) in &suite.logs.classes {
         let n = text.lines().filter(|l| re.is_match(l)).count();
@@ -227,7 +221,7 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> Result<(), String> {
         let names: Vec<(String, crate::suite::gate::Unit)> = r
             .metrics
             .iter()
-            .map(|m| (m.name.clone(), crate::suite::gate::Unit::Number))
+            .map(|m| (m.name.clone(), crate::suite::gate::Unit::Plain))
             .collect();
         let refs: Vec<(&str, crate::suite::gate::Unit)> =
             names.iter().map(|(n, u)| (n.as_str(), *u)).collect();

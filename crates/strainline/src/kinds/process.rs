@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::stats::least_squares;
+use crate::os::process;
 use crate::store::Metric;
 use crate::suite::{substitute, Kind};
-use crate::target::lifecycle::{spawn_watched, tail};
-use crate::target::process;
+use crate::sut::lifecycle::{spawn_watched, tail};
 
 fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
     cmd.iter().map(|a| substitute(a, vars)).collect()
@@ -137,18 +137,10 @@ fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
             serde_json::json!({ "iteration": i, "kill": point, "survived": ok, "verify": said }),
         );
     }
-    r.metrics.push(Metric::new(
-        "failed_iterations",
-        failed as f64,
-        "count",
-        "lower",
-    ));
-    r.metrics.push(Metric::new(
-        "survived_iterations",
-        survived as f64,
-        "count",
-        "higher",
-    ));
+    r.metrics
+        .push(Metric::of("failed_iterations", failed as f64));
+    r.metrics
+        .push(Metric::of("survived_iterations", survived as f64));
     r.table.push(format!(
         "{survived} of {} iterations survived",
         t.iterations
@@ -205,14 +197,9 @@ fn scale(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     }
     let (exponent, _) = least_squares(&xs, &ys).unwrap_or((f64::NAN, 0.0));
     let superlinear = exponent > 1.3;
+    r.metrics.push(Metric::of("exponent", exponent));
     r.metrics
-        .push(Metric::new("exponent", exponent, "", "lower"));
-    r.metrics.push(Metric::new(
-        "superlinear",
-        f64::from(superlinear),
-        "finding",
-        "lower",
-    ));
+        .push(Metric::of("superlinear", f64::from(superlinear)));
     r.table.push(format!(
         "cost grows as size^{exponent:.2}: {}",
         if superlinear {
@@ -274,7 +261,7 @@ fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let started = Instant::now();
     while running.exited().is_none() {
-        if crate::target::signals::interrupted() {
+        if crate::os::signals::interrupted() {
             running.kill();
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -289,22 +276,13 @@ fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
             .push(Metric::new(&k, v, "", "none").from("harness output"));
     }
     r.metrics.push(
-        Metric::new("peak_rss", summary.peak_rss.bytes as f64, "bytes", "lower")
+        Metric::of("peak_rss", summary.peak_rss.bytes as f64)
             .from(summary.peak_rss.source.describe()),
     );
-    r.metrics.push(Metric::new(
-        "cpu_avg",
-        summary.cpu.avg_cores,
-        "cores",
-        "lower",
-    ));
-    r.metrics.push(Metric::new("duration", wall, "s", "lower"));
-    r.metrics.push(Metric::new(
-        "exit_code",
-        exit.shell_status() as f64,
-        "",
-        "lower",
-    ));
+    r.metrics.push(Metric::of("cpu_avg", summary.cpu.avg_cores));
+    r.metrics.push(Metric::of("duration", wall));
+    r.metrics
+        .push(Metric::of("exit_code", exit.shell_status() as f64));
     r.table.push(format!(
         "harness {}: {}, {:.2}s, peak RSS {} ({}), CPU {:.1}% of a core; {} metric(s) parsed",
         a.join(" "),

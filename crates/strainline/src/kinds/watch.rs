@@ -81,18 +81,10 @@ impl Watches {
                 cpu += s.cpu.avg_cores;
                 procs += s.processes_seen;
             }
-            r.metrics.push(Metric::new(
-                &format!("watch_{name}_peak_rss"),
-                peak as f64,
-                "bytes",
-                "lower",
-            ));
-            r.metrics.push(Metric::new(
-                &format!("watch_{name}_cpu"),
-                cpu,
-                "cores",
-                "lower",
-            ));
+            r.metrics
+                .push(Metric::of(&format!("watch_{name}_peak_rss"), peak as f64));
+            r.metrics
+                .push(Metric::of(&format!("watch_{name}_cpu"), cpu));
             r.table.push(format!(
                 "watch {name}: peak RSS {}, CPU {:.2} cores on average, {procs} process(es)",
                 crate::units::Bytes(peak),

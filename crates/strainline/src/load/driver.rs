@@ -597,9 +597,12 @@ fn thread_cpu_seconds() -> f64 {
 
 /// Runs the plan. `progress` is called with each second as it closes; `cancel` stops
 /// sending (in-flight requests still finish or time out).
+/// Runs a plan to its end, or until `cancel` is set or `stop()` says so (the caller's
+/// interrupt: the engine polls it every 20 ms and knows nothing of signals).
 pub fn run(
     plan: &Plan,
     cancel: Arc<AtomicBool>,
+    stop: &dyn Fn() -> bool,
     mut progress: impl FnMut(&Second, &Tally),
 ) -> Outcome {
     let threads = match &plan.model {
@@ -746,7 +749,7 @@ pub fn run(
         if all_done {
             break;
         }
-        if crate::target::signals::interrupted() {
+        if stop() {
             cancel.store(true, Ordering::Relaxed);
         }
         if Instant::now() >= next {

@@ -1,16 +1,22 @@
-//! The load engine: schedules ([`schedule`]), the HTTP client ([`http`]), one driver for
-//! every shape of load ([`driver`]), bounded-memory measurement ([`recorder`]) and the
-//! generator-saturation verdict ([`verdict`]). Used by `strainline load` and, later, by
-//! the test kinds of a suite.
+//! The load engine: a domain spec checked into a plan ([`spec`]), schedules
+//! ([`schedule`]), the HTTP client ([`http`]), one driver for every shape of load
+//! ([`driver`]), bounded-memory measurement ([`recorder`]), the generator-saturation
+//! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
+//! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
 
 pub mod driver;
 mod h1;
 pub mod http;
+mod progress;
 pub mod recorder;
 pub mod scenario;
 pub mod schedule;
+pub mod spec;
+pub mod summary;
 pub mod template;
 mod timer;
 pub mod verdict;
 
 pub use driver::{run, Model, Outcome, Plan, Second};
+pub use progress::run_live;
+pub use spec::{plan, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};

@@ -11,10 +11,31 @@ pub const CPU_BOUND: f64 = 0.90;
 /// Achieved below this share of offered is a shortfall.
 pub const ACHIEVED_BOUND: f64 = 0.95;
 
+/// Whose pace a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validity {
+    /// The target, not the generator, set the pace.
+    Valid,
+    /// The generator was the limit: the figures describe strainline.
+    Invalid,
+    /// Nothing succeeded.
+    Failed,
+}
+
+impl Validity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Validity::Valid => "valid",
+            Validity::Invalid => "invalid",
+            Validity::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Verdict {
-    /// `valid`, `invalid` (generator-bound) or `failed` (nothing succeeded).
-    pub status: &'static str,
+    pub status: Validity,
     /// Why, with figures.
     pub reasons: Vec<String>,
     /// Requests per second the schedule offered (open model).
@@ -82,7 +103,7 @@ pub fn judge(o: &Outcome) -> Verdict {
         let what = if o.exit_codes { "exit" } else { "HTTP" };
         why.extend(t.by_status.iter().map(|(s, v)| format!("{what} {s} {v}")));
         return Verdict {
-            status: "failed",
+            status: Validity::Failed,
             reasons: vec![format!(
                 "no request succeeded ({})",
                 if why.is_empty() {
@@ -113,7 +134,11 @@ pub fn judge(o: &Outcome) -> Verdict {
         reasons.extend(evidence.into_iter().map(|e| format!("note: {e}")));
     }
     Verdict {
-        status: if invalid { "invalid" } else { "valid" },
+        status: if invalid {
+            Validity::Invalid
+        } else {
+            Validity::Valid
+        },
         reasons,
         offered_rate,
         achieved_rate,

@@ -1,12 +1,12 @@
 //! Watching a process tree: which processes belong to it ([`tree`]), how to read them
-//! ([`procfs`], [`cgroup`]) and how one tick becomes a sample ([`sampler`]); where its
+//! ([`procfs`], and the cgroup of [`crate::os::cgroup`]) and how one tick becomes a sample ([`sampler`]); where its
 //! CPU time goes ([`profile`]: perf stacks and flame graphs).
 
-pub mod cgroup;
 pub mod procfs;
 pub mod profile;
 pub mod sampler;
 pub mod tree;
 pub mod watch;
 
-pub use sampler::{Ending, Reaped, Sampler, SamplerConfig};
+pub use crate::os::process::Reaped;
+pub use sampler::{Ending, Sampler, SamplerConfig};

@@ -9,24 +9,14 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::cgroup::{Cgroup, PeakFile};
 use super::procfs::{self, kernel_units, Io, ProcFiles, Stat};
 use super::tree::{new_descendants, Outsiders};
 use crate::measure::{
     CpuSummary, ExitInfo, MonitorSummary, Overhead, Peak, PeakSource, ProcessRecord, Sample,
     TopProcess,
 };
-
-/// How a process that strainline reaped itself ended, from wait4.
-#[derive(Debug, Clone, Copy)]
-pub struct Reaped {
-    pub exit: Option<i32>,
-    pub signal: Option<i32>,
-    /// ru_maxrss, bytes.
-    pub maxrss_bytes: u64,
-    /// ru_utime + ru_stime, seconds (includes the children it reaped).
-    pub cpu_seconds: f64,
-}
+use crate::os::cgroup::{Cgroup, PeakFile};
+use crate::os::process::Reaped;
 
 struct Tracked {
     files: ProcFiles,

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::cgroup::Cgroup;
 use super::{Ending, Sampler, SamplerConfig};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
-use crate::target::process;
+use crate::os::cgroup::Cgroup;
+use crate::os::process;
 
 /// Samples kept in memory at most; beyond, every other one is dropped.
 pub const KEPT: usize = 20_000;

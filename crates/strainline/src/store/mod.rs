@@ -142,6 +142,20 @@ impl Metric {
         }
     }
 
+    /// A metric of the catalogue ([`crate::metrics`]): its unit and direction from there.
+    /// A name the catalogue lacks is a bug in strainline, caught by the tests.
+    pub fn of(name: &str, value: f64) -> Metric {
+        let d = crate::metrics::lookup(name);
+        debug_assert!(d.is_some(), "metric '{name}' is not in the catalogue");
+        Metric {
+            name: name.into(),
+            value,
+            unit: d.map_or("", |d| d.unit.symbol()).into(),
+            direction: d.map_or("none", |d| d.direction.name()).into(),
+            source: None,
+        }
+    }
+
     /// Says where the figure came from.
     pub fn from(mut self, source: &str) -> Metric {
         self.source = Some(source.into());

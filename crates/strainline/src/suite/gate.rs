@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+pub use crate::metrics::Unit;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Op {
     Lt,
@@ -36,23 +38,6 @@ pub struct Gate {
     pub op: Op,
     /// The threshold in the metric's unit.
     pub value: f64,
-}
-
-/// How a metric's values are written in gates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// Milliseconds; gates may say `us`, `ms`, `s`.
-    Ms,
-    /// Seconds; gates may say `us`, `ms`, `s`, `m`, `h`.
-    Seconds,
-    /// Bytes; gates may say `B`, `KiB`, `MiB`, `GiB` (also KB/MB/GB as binary).
-    Bytes,
-    /// A ratio 0..1; gates may say `0.1%` or `0.001`.
-    Ratio,
-    /// A yes/no finding: `none` (0) or `detected` (1).
-    Finding,
-    /// A plain number.
-    Number,
 }
 
 /// Parses `metric OP value` against the metrics the kind produces (`name`, unit).
@@ -133,7 +118,11 @@ fn value(raw: &str, unit: Unit) -> Result<f64, String> {
         (Unit::Bytes, "MiB" | "MB" | "M") => 1024.0 * 1024.0,
         (Unit::Bytes, "GiB" | "GB" | "G") => 1024.0 * 1024.0 * 1024.0,
         (Unit::Ratio, "%") => 0.01,
-        (Unit::Number, "%") => 1.0,
+        (Unit::PercentOfCore | Unit::Plain, "%") => 1.0,
+        (Unit::ReqPerSec, "req/s" | "/s") => 1.0,
+        (Unit::Cores, "cores" | "core") => 1.0,
+        (Unit::MiB, "MiB") => 1.0,
+        (Unit::Clients, "clients") => 1.0,
         _ => {
             return Err(format!(
                 "'{suffix}' is not a unit for this metric (value '{raw}')"

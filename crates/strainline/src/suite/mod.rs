@@ -12,125 +12,21 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::metrics::Unit;
 use crate::units::parse_duration;
-use gate::{Gate, Unit};
+use gate::Gate;
 
-/// The test kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    Bench,
-    Ramp,
-    Soak,
-    Rounds,
-    Crash,
-    Scale,
-    Harness,
-}
+pub use crate::metrics::Kind;
 
-impl Kind {
-    fn parse(s: &str) -> Option<Kind> {
-        Some(match s {
-            "bench" => Kind::Bench,
-            "ramp" => Kind::Ramp,
-            "soak" => Kind::Soak,
-            "rounds" => Kind::Rounds,
-            "crash" => Kind::Crash,
-            "scale" => Kind::Scale,
-            "harness" => Kind::Harness,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Bench => "bench",
-            Kind::Ramp => "ramp",
-            Kind::Soak => "soak",
-            Kind::Rounds => "rounds",
-            Kind::Crash => "crash",
-            Kind::Scale => "scale",
-            Kind::Harness => "harness",
-        }
-    }
-
-    /// The metrics a case of this kind produces, by name and unit: what gates may name.
-    pub fn metrics(self) -> Vec<(&'static str, Unit)> {
-        use Unit::*;
-        let load = [
-            ("throughput", Number),
-            ("latency_p50", Ms),
-            ("latency_p90", Ms),
-            ("latency_p99", Ms),
-            ("latency_max", Ms),
-            ("service_p50", Ms),
-            ("service_p99", Ms),
-            ("error_rate", Ratio),
-        ];
-        let target = [
-            ("peak_rss", Bytes),
-            ("target_cpu", Number),
-            ("log_errors", Number),
-            ("log_warnings", Number),
-        ];
-        let mut m: Vec<(&str, Unit)> = match self {
-            Kind::Bench => [
-                &load[..],
-                &target[..],
-                &[("cpu_per_op", Ms), ("throughput_cv", Ratio)],
-            ]
-            .concat(),
-            Kind::Ramp => [
-                &target[..],
-                &[
-                    ("ceiling", Number),
-                    ("knee", Number),
-                    ("max_throughput", Number),
-                ],
-            ]
-            .concat(),
-            Kind::Soak => [
-                &load[..],
-                &target[..],
-                &[
-                    ("leak", Finding),
-                    ("fd_leak", Finding),
-                    ("thread_leak", Finding),
-                    ("rss_growth", Bytes),
-                    ("retained_per_op", Bytes),
-                    ("mib_per_client", Number),
-                    ("capacity_ideal_clients", Number),
-                    ("capacity_safe_clients", Number),
-                    ("capacity_ram_clients", Number),
-                ],
-            ]
-            .concat(),
-            Kind::Rounds => [
-                &target[..],
-                &[
-                    ("leak", Finding),
-                    ("retained_per_op", Bytes),
-                    ("retained_total", Bytes),
-                    ("degradation", Finding),
-                    ("throughput", Number),
-                ],
-            ]
-            .concat(),
-            Kind::Crash => vec![
-                ("failed_iterations", Number),
-                ("survived_iterations", Number),
-            ],
-            Kind::Scale => vec![("exponent", Number), ("superlinear", Finding)],
-            Kind::Harness => vec![
-                ("peak_rss", Bytes),
-                ("cpu_avg", Number),
-                ("duration", Seconds),
-                ("exit_code", Number),
-            ],
-        };
-        m.sort_by_key(|x| x.0);
-        m
-    }
+/// The metrics a case of `kind` produces, by name and unit: what its gates may name.
+/// Patterns of the catalogue (`watch_*_cpu`, `log_*`) are filled in by the suite.
+pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
+    let mut m: Vec<(&str, Unit)> = crate::metrics::of_kind(kind)
+        .filter(|d| !d.name.contains('*'))
+        .map(|d| (d.name, d.unit))
+        .collect();
+    m.sort_by_key(|x| x.0);
+    m
 }
 
 /// How to tell the target is ready.
@@ -627,27 +523,27 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
         .flat_map(|w| {
             [
                 (format!("watch_{}_peak_rss", w.name), Unit::Bytes),
-                (format!("watch_{}_cpu", w.name), Unit::Number),
+                (format!("watch_{}_cpu", w.name), Unit::Cores),
             ]
         })
         .chain(
             logs.classes
                 .iter()
-                .map(|(n, _)| (log_class_metric(n), Unit::Number)),
+                .map(|(n, _)| (log_class_metric(n), Unit::Count)),
         )
         .collect();
     let mut tests = Vec::new();
     for t in &raw.test {
         let pos = t.span().start;
         let t = t.get_ref();
-        let kind = Kind::parse(t.kind.get_ref()).ok_or_else(|| {
+        let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
             at(
                 t.kind.span().start,
                 format!("kind: '{}' (expected one of: bench, ramp, soak, rounds, crash, scale, harness)", t.kind.get_ref()),
             )
         })?;
-        let mut metrics = kind.metrics();
-        if matches!(kind, Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds) {
+        let mut metrics = kind_metrics(kind);
+        if kind.has_target() {
             metrics.extend(watch_metrics.iter().map(|(n, u)| (n.as_str(), *u)));
         }
         let mut gates = Vec::new();
@@ -709,6 +605,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite, String> 
                 t.command.is_some(),
                 "command = [\"…\"] (the harness binary)",
             )?,
+            Kind::Load | Kind::Monitor => unreachable!("not a test kind"),
         }
         let kill_after = match &t.kill_after {
             Some(k) => {

@@ -13,10 +13,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
-use crate::monitor::cgroup::Cgroup;
 use crate::monitor::watch::{Sink, Watcher};
+use crate::os::cgroup::Cgroup;
+use crate::os::process;
 use crate::suite::{substitute, Ready, TargetSpec};
-use crate::target::process;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -121,7 +121,7 @@ pub fn spawn_watched(
     let cg = Cgroup::create(&format!(
         "strainline-{}-{}",
         std::process::id(),
-        crate::target::lifecycle::counter()
+        crate::sut::lifecycle::counter()
     ));
     let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
     process::become_subreaper();

@@ -11,7 +11,16 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::monitor::Reaped;
+/// How a process that strainline reaped itself ended, from wait4.
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    pub exit: Option<i32>,
+    pub signal: Option<i32>,
+    /// ru_maxrss, bytes.
+    pub maxrss_bytes: u64,
+    /// ru_utime + ru_stime, seconds (includes the children it reaped).
+    pub cpu_seconds: f64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -164,3 +173,18 @@ pub fn own_cpu_seconds() -> f64 {
 
 /// The default time a process gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
+
+/// Raises the soft open-files limit to the hard one (each connection is a descriptor)
+/// and returns it.
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            return r.rlim_cur;
+        }
+    }
+    1024
+}

@@ -1,0 +1,35 @@
+//! A load run with a live line on a terminal (seconds, req/s, p99, errors): a soak of
+//! hours shows it is alive. Interrupts (Ctrl-C, SIGTERM) end the run early.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::{run, Outcome, Plan};
+use crate::units::format_duration;
+
+/// Runs a plan, with the live line on stderr when it is a terminal and `progress` is
+/// asked for; `prefix` says what runs (a suite's case). A signal received by
+/// strainline stops the run; what was measured until then is kept.
+pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
+    let live = progress && std::io::stderr().is_terminal();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let outcome = run(plan, cancel, &crate::os::signals::interrupted, |s, _| {
+        if live {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(
+                e,
+                "\r\x1b[2K  {prefix}{:>5.0}s  {:>9.1} req/s  p99 {:>9}  errors {}",
+                s.t,
+                s.completed as f64,
+                format_duration(std::time::Duration::from_micros(s.p99_us)),
+                s.errors
+            );
+            let _ = e.flush();
+        }
+    });
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    outcome
+}

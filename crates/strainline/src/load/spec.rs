@@ -1,0 +1,441 @@
+//! What a load run is, in the domain's words ([`LoadSpec`]: what to send, how load is
+//! offered, when to stop, client options), and its checking into a runnable [`Plan`].
+//! `strainline load` converts its arguments into a `LoadSpec`, and so does every test
+//! kind; the engine never sees a command line.
+
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Uri};
+
+use super::http::{tls_config, Body, Target, Template};
+use super::schedule::{Arrivals, Rate};
+use super::{scenario, Model, Plan};
+
+/// Without a duration or a count, a run lasts this long.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Connections of the closed model when none are asked for.
+pub const DEFAULT_CONNECTIONS: usize = 50;
+/// The open model's pool opens at most this many connections unless told otherwise.
+pub const DEFAULT_POOL_CAP: usize = 1000;
+
+/// A load spec that cannot run, with the fix in the message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+fn bad(msg: impl Into<String>) -> SpecError {
+    SpecError(msg.into())
+}
+
+/// How load is offered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Offer {
+    /// N connections, each sending when its last response arrived (default 50).
+    Closed {
+        connections: Option<usize>,
+        think: Duration,
+    },
+    /// Requests at intended times; `pool_cap` bounds the connections it may open.
+    Open {
+        rate: Rate,
+        /// Poisson arrivals with this seed, or evenly spaced ones.
+        poisson: Option<u64>,
+        pool_cap: Option<usize>,
+    },
+    /// A scenario file's virtual clients.
+    Scenario(PathBuf),
+}
+
+/// What each unit of work is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    /// An HTTP request to `url` (its scheme, host and port also serve a scenario).
+    Http {
+        url: String,
+        method: String,
+        /// `Name: value` pairs.
+        headers: Vec<(String, String)>,
+        body: BodySpec,
+    },
+    /// A command run to its end; exit 0 is success.
+    Command(Vec<String>),
+}
+
+/// A request body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BodySpec {
+    Empty,
+    Bytes(Vec<u8>),
+    /// A pool of random payloads of this many bytes.
+    Random {
+        len: usize,
+        seed: u64,
+    },
+}
+
+/// TLS and protocol options of the HTTP client.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientOptions {
+    pub http2: bool,
+    /// Accept any certificate (self-signed test servers).
+    pub insecure: bool,
+    /// A CA or certificate (PEM) to trust.
+    pub cacert_pem: Option<Vec<u8>>,
+}
+
+/// A load run, described in the domain's words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    pub work: Work,
+    pub offer: Offer,
+    /// Worker threads (default: one per core).
+    pub threads: Option<usize>,
+    /// Stop after this long and/or this many requests; neither: [`DEFAULT_DURATION`].
+    pub duration: Option<Duration>,
+    pub count: Option<u64>,
+    /// Per request (or command unit).
+    pub timeout: Duration,
+    pub client: ClientOptions,
+}
+
+impl LoadSpec {
+    /// What the run loads, in words: the URL, or `command: ARGV`.
+    pub fn what(&self) -> String {
+        match &self.work {
+            Work::Http { url, .. } => url.clone(),
+            Work::Command(argv) => format!("command: {}", argv.join(" ")),
+        }
+    }
+
+    /// `open`, `closed` or `scenario`.
+    pub fn model_name(&self) -> &'static str {
+        match self.offer {
+            Offer::Closed { .. } => "closed",
+            Offer::Open { .. } => "open",
+            Offer::Scenario(_) => "scenario",
+        }
+    }
+}
+
+/// A checked spec: the engine's plan and what it does, in words.
+pub struct Planned {
+    pub plan: Plan,
+    pub description: String,
+    /// Scenario step names, in order (empty without a scenario).
+    pub step_names: Vec<String>,
+}
+
+/// Where HTTP requests go: the URL resolved once, TLS set up.
+fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), SpecError> {
+    let uri: Uri = url.parse().map_err(|e| {
+        bad(format!(
+            "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
+        ))
+    })?;
+    let scheme = uri.scheme_str().unwrap_or("");
+    if scheme != "http" && scheme != "https" {
+        return Err(bad(format!(
+            "URL '{url}': the scheme must be http:// or https:// (e.g. http://127.0.0.1:8080/path)"
+        )));
+    }
+    let host = uri.host().ok_or_else(|| {
+        bad(format!(
+            "URL '{url}' has no host (e.g. http://127.0.0.1:8080/path)"
+        ))
+    })?;
+    let tls = scheme == "https";
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+    let addr = (bare_host, port)
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| bad(format!("URL '{url}': '{host}' has no address")))?;
+    let authority = uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
+    let tls = if tls {
+        let cfg =
+            tls_config(client.cacert_pem.as_deref(), client.insecure, client.http2).map_err(bad)?;
+        let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
+            bad(format!(
+                "URL '{url}': '{host}' is not a valid TLS server name: {e}"
+            ))
+        })?;
+        Some((tokio_rustls::TlsConnector::from(Arc::new(cfg)), name))
+    } else {
+        None
+    };
+    let target = Target {
+        addr,
+        host_header: HeaderValue::from_str(&authority)
+            .map_err(|e| bad(format!("URL host: {e}")))?,
+        tls,
+        http2: client.http2,
+    };
+    Ok((target, uri))
+}
+
+/// The request every unit sends (the path from the URL).
+fn template(
+    uri: &Uri,
+    method: &str,
+    headers: &[(String, String)],
+    body: &BodySpec,
+) -> Result<Template, SpecError> {
+    let method = Method::from_bytes(method.to_uppercase().as_bytes()).map_err(|_| {
+        bad(format!(
+            "method '{method}' is not an HTTP method (e.g. GET, POST)"
+        ))
+    })?;
+    let mut parsed = Vec::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.trim().as_bytes())
+            .map_err(|_| bad(format!("header '{k}: {v}': bad header name")))?;
+        let value = HeaderValue::from_str(v.trim())
+            .map_err(|_| bad(format!("header '{k}: {v}': bad header value")))?;
+        parsed.push((name, value));
+    }
+    let body = match body {
+        BodySpec::Empty => Body::Empty,
+        BodySpec::Bytes(b) => Body::Fixed(Bytes::from(b.clone())),
+        BodySpec::Random { len, seed } => Body::random(*len, 64, *seed),
+    };
+    let path = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/")
+        .parse()
+        .map_err(|e| bad(format!("URL path: {e}")))?;
+    Ok(Template {
+        method,
+        path,
+        headers: parsed,
+        body,
+    })
+}
+
+/// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
+pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
+    let (url, command, method, headers, body) = match &spec.work {
+        Work::Http {
+            url,
+            method,
+            headers,
+            body,
+        } => (url.as_str(), None, method.as_str(), &headers[..], body),
+        Work::Command(_) if matches!(spec.offer, Offer::Scenario(_)) => {
+            return Err(bad("a scenario is for HTTP: give a URL, not a command"))
+        }
+        // A command workload sends no HTTP; the target below is never used.
+        Work::Command(argv) => (
+            "http://127.0.0.1/",
+            Some(argv.clone()),
+            "GET",
+            &[][..],
+            &BodySpec::Empty,
+        ),
+    };
+    if command.as_ref().is_some_and(|c| c.is_empty()) {
+        return Err(bad("the command workload is empty: give the argv"));
+    }
+    let (target, uri) = resolve(url, &spec.client)?;
+    let template = template(&uri, method, headers, body)?;
+    let duration = match (spec.duration, spec.count) {
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads = spec.threads.unwrap_or(cores).max(1);
+    let nofile = crate::os::process::raise_nofile() as usize;
+    let cap_limit = nofile.saturating_sub(64).max(1);
+    let mut step_names = Vec::new();
+    let (model, mut description) = match &spec.offer {
+        Offer::Scenario(path) => {
+            let sc = scenario::load(path).map_err(bad)?;
+            let d = format!(
+                "scenario {} ({} clients, {} steps)",
+                path.display(),
+                sc.clients,
+                sc.steps.len()
+            );
+            step_names = sc.steps.iter().map(|s| s.name.clone()).collect();
+            (Model::Scenario(Arc::new(sc)), d)
+        }
+        Offer::Open { rate, poisson, .. } => {
+            let arrivals = match poisson {
+                Some(seed) => Arrivals::Poisson { seed: *seed },
+                None => Arrivals::Uniform,
+            };
+            let d = match *rate {
+                Rate::Ramp { from, to, over } => {
+                    format!(
+                        "open model, {from}..{to} req/s ramp over {}",
+                        crate::units::format_duration(over)
+                    )
+                }
+                Rate::Constant(r) => {
+                    if r < threads as f64 {
+                        let t = (r.floor() as usize).max(1);
+                        eprintln!("note: {r} req/s is less than one request per second per thread: using {t} thread(s) instead of {threads}");
+                        threads = t;
+                    }
+                    format!("open model, {r} req/s constant")
+                }
+            };
+            (
+                Model::Open {
+                    rate: *rate,
+                    arrivals,
+                },
+                d,
+            )
+        }
+        Offer::Closed { connections, think } => {
+            let c = connections.unwrap_or(DEFAULT_CONNECTIONS);
+            if c == 0 {
+                return Err(bad("0 connections: give at least one connection"));
+            }
+            if c > cap_limit {
+                return Err(bad(format!(
+                    "{c} connections: more than this process may open files ({nofile}); raise `ulimit -n` or use fewer"
+                )));
+            }
+            let mut d = format!("closed model, {c} connections");
+            if !think.is_zero() {
+                d.push_str(&format!(
+                    ", think {}",
+                    crate::units::format_duration(*think)
+                ));
+            }
+            (
+                Model::Closed {
+                    connections: c,
+                    think: *think,
+                },
+                d,
+            )
+        }
+    };
+    let max_connections = match (&model, &spec.offer) {
+        (Model::Open { .. }, Offer::Open { pool_cap, .. }) => {
+            pool_cap.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit)
+        }
+        (Model::Closed { connections, .. }, _) => *connections,
+        (Model::Scenario(sc), _) => {
+            if sc.clients as usize > cap_limit {
+                return Err(bad(format!(
+                    "{} clients need {} connections, more than this process may open ({nofile}); raise `ulimit -n`",
+                    sc.clients, sc.clients
+                )));
+            }
+            sc.clients as usize
+        }
+        _ => unreachable!("the model follows the offer"),
+    };
+    if let Some(d) = duration {
+        description.push_str(&format!(" for {}", crate::units::format_duration(d)));
+    }
+    if let Some(n) = spec.count {
+        description.push_str(&format!(", at most {n} requests"));
+    }
+    let protocol = match &command {
+        Some(c) => format!("command: {}", c.join(" ")),
+        None => format!(
+            "HTTP/{}{}",
+            if spec.client.http2 { "2" } else { "1.1" },
+            if target.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
+        ),
+    };
+    description.push_str(&format!(
+        ", {threads} thread{}, {protocol}",
+        if threads == 1 { "" } else { "s" }
+    ));
+    Ok(Planned {
+        plan: Plan {
+            command,
+            target,
+            template,
+            model,
+            threads,
+            duration,
+            count: spec.count,
+            timeout: spec.timeout,
+            max_connections,
+        },
+        description,
+        step_names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(offer: Offer) -> LoadSpec {
+        LoadSpec {
+            work: Work::Http {
+                url: "http://127.0.0.1:9/x?y=1".into(),
+                method: "post".into(),
+                headers: vec![("X-A".into(), "b".into())],
+                body: BodySpec::Bytes(b"hi".to_vec()),
+            },
+            offer,
+            threads: Some(2),
+            duration: Some(Duration::from_secs(3)),
+            count: None,
+            timeout: Duration::from_secs(1),
+            client: ClientOptions::default(),
+        }
+    }
+
+    #[test]
+    fn an_open_spec_becomes_an_open_plan_with_its_pool_cap() {
+        let p = plan(&spec(Offer::Open {
+            rate: Rate::Constant(100.0),
+            poisson: None,
+            pool_cap: Some(7),
+        }))
+        .unwrap();
+        assert!(matches!(p.plan.model, Model::Open { .. }));
+        assert_eq!(p.plan.max_connections, 7);
+        assert_eq!(p.plan.template.method, Method::POST);
+        assert_eq!(p.plan.template.path, "/x?y=1");
+        assert_eq!(
+            p.description,
+            "open model, 100 req/s constant for 3.00s, 2 threads, HTTP/1.1"
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_the_fix() {
+        let e = plan(&spec(Offer::Closed {
+            connections: Some(0),
+            think: Duration::ZERO,
+        }))
+        .err()
+        .unwrap();
+        assert!(e.0.contains("at least one connection"), "{e}");
+        let mut s = spec(Offer::Closed {
+            connections: None,
+            think: Duration::ZERO,
+        });
+        s.work = Work::Http {
+            url: "ftp://127.0.0.1/".into(),
+            method: "GET".into(),
+            headers: vec![],
+            body: BodySpec::Empty,
+        };
+        assert!(plan(&s).err().unwrap().0.contains("http:// or https://"));
+    }
+}

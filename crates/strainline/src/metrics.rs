@@ -1,0 +1,622 @@
+//! The one table of metrics: every figure strainline stores has a row here with its
+//! unit, which way is better, which kinds of case produce it, and whether it is an
+//! extreme (set by a handful of requests: shown by `compare`, not judged, unless a band
+//! names it). Gates, the metrics stored, compare, the spread table and the reports all
+//! read this table, so a unit cannot go missing and a gate cannot refuse a metric that
+//! is stored.
+
+use serde::Serialize;
+
+/// What produced a case: a test kind of a suite, or the `load` / `monitor` commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Bench,
+    Ramp,
+    Soak,
+    Rounds,
+    Crash,
+    Scale,
+    Harness,
+    /// `strainline load`.
+    Load,
+    /// `strainline monitor`.
+    Monitor,
+}
+
+impl Kind {
+    /// The kinds a suite's `[[test]]` may name.
+    pub const TESTS: [Kind; 7] = [
+        Kind::Bench,
+        Kind::Ramp,
+        Kind::Soak,
+        Kind::Rounds,
+        Kind::Crash,
+        Kind::Scale,
+        Kind::Harness,
+    ];
+
+    /// A test kind by its name in a suite.
+    pub fn parse_test(s: &str) -> Option<Kind> {
+        Kind::TESTS.into_iter().find(|k| k.name() == s)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Bench => "bench",
+            Kind::Ramp => "ramp",
+            Kind::Soak => "soak",
+            Kind::Rounds => "rounds",
+            Kind::Crash => "crash",
+            Kind::Scale => "scale",
+            Kind::Harness => "harness",
+            Kind::Load => "load",
+            Kind::Monitor => "monitor",
+        }
+    }
+
+    /// Kinds that drive load at a started target (and so watch it and read its log).
+    pub fn has_target(self) -> bool {
+        matches!(self, Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds)
+    }
+}
+
+/// A metric's unit: how it is stored, written in gates and printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Unit {
+    /// Milliseconds; gates may say `us`, `ms`, `s`.
+    Ms,
+    /// Seconds; gates may say `us`, `ms`, `s`, `m`, `h`.
+    Seconds,
+    /// Bytes; gates may say `B`, `KiB`, `MiB`, `GiB` (KB/MB/GB as binary too).
+    Bytes,
+    /// Mebibytes (a per-client memory figure).
+    MiB,
+    /// A ratio 0..1; gates may say `0.1%` or `0.001`.
+    Ratio,
+    /// A yes/no finding: `none` (0) or `detected` (1).
+    Finding,
+    ReqPerSec,
+    Cores,
+    Count,
+    Clients,
+    /// Percent of one core.
+    PercentOfCore,
+    /// A plain number without a unit (an exponent, an exit code).
+    Plain,
+}
+
+impl Unit {
+    /// The unit as stored and printed (`format_value` reads it).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Seconds => "s",
+            Unit::Bytes => "bytes",
+            Unit::MiB => "MiB",
+            Unit::Ratio => "ratio",
+            Unit::Finding => "finding",
+            Unit::ReqPerSec => "req/s",
+            Unit::Cores => "cores",
+            Unit::Count => "count",
+            Unit::Clients => "clients",
+            Unit::PercentOfCore => "% of core",
+            Unit::Plain => "",
+        }
+    }
+}
+
+/// Which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Lower,
+    Higher,
+    /// Context, not judged (what was sent, the offered rate).
+    None,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Lower => "lower",
+            Direction::Higher => "higher",
+            Direction::None => "none",
+        }
+    }
+}
+
+/// One row of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Def {
+    /// The name; `*` stands for a name from the suite (`watch_*_cpu`, `log_*`).
+    pub name: &'static str,
+    pub unit: Unit,
+    pub direction: Direction,
+    /// The kinds whose cases store it.
+    pub kinds: &'static [Kind],
+    /// Set by a few requests (max, p99.9): compare shows it, judges it only when banded.
+    pub extreme: bool,
+    pub about: &'static str,
+}
+
+use Direction::{Higher, Lower};
+use Kind::*;
+
+const LOADED: &[Kind] = &[Bench, Soak, Load];
+const TARGET: &[Kind] = &[Bench, Ramp, Soak, Rounds, Harness, Monitor];
+const WATCHED: &[Kind] = &[Bench, Ramp, Soak, Rounds];
+
+const fn def(
+    name: &'static str,
+    unit: Unit,
+    direction: Direction,
+    kinds: &'static [Kind],
+    about: &'static str,
+) -> Def {
+    Def {
+        name,
+        unit,
+        direction,
+        kinds,
+        extreme: false,
+        about,
+    }
+}
+
+const fn extreme(name: &'static str, about: &'static str) -> Def {
+    Def {
+        name,
+        unit: Unit::Ms,
+        direction: Lower,
+        kinds: LOADED,
+        extreme: true,
+        about,
+    }
+}
+
+/// Every metric strainline stores.
+pub const METRICS: &[Def] = &[
+    // The load engine's figures.
+    def(
+        "throughput",
+        Unit::ReqPerSec,
+        Higher,
+        &[Bench, Soak, Rounds, Load],
+        "completed requests (or operations) per second",
+    ),
+    def(
+        "latency_p50",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "median latency from the intended send time",
+    ),
+    def(
+        "latency_p90",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "90th percentile latency from the intended send time",
+    ),
+    def(
+        "latency_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "99th percentile latency from the intended send time",
+    ),
+    extreme(
+        "latency_p999",
+        "99.9th percentile latency from the intended send time",
+    ),
+    extreme(
+        "latency_max",
+        "the slowest request, from its intended send time",
+    ),
+    def(
+        "service_p50",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "median service time, from the actual send",
+    ),
+    def(
+        "service_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "99th percentile service time, from the actual send",
+    ),
+    def(
+        "error_rate",
+        Unit::Ratio,
+        Lower,
+        LOADED,
+        "failed requests over all attempts",
+    ),
+    def(
+        "sent",
+        Unit::Count,
+        Direction::None,
+        &[Load],
+        "requests sent",
+    ),
+    def(
+        "completed",
+        Unit::Count,
+        Direction::None,
+        &[Load],
+        "responses received",
+    ),
+    def(
+        "offered_rate",
+        Unit::ReqPerSec,
+        Direction::None,
+        &[Load],
+        "what the open model's schedule offered",
+    ),
+    def(
+        "generator_cpu_seconds",
+        Unit::Seconds,
+        Lower,
+        &[Load],
+        "CPU the generator's worker threads used",
+    ),
+    def(
+        "schedule_lag_p99",
+        Unit::Ms,
+        Lower,
+        &[Load],
+        "how late the generator woke for scheduled sends (p99)",
+    ),
+    // The target, a case's system under test.
+    def(
+        "peak_rss",
+        Unit::Bytes,
+        Lower,
+        TARGET,
+        "the tree's peak resident memory (see its source)",
+    ),
+    def(
+        "target_cpu",
+        Unit::Cores,
+        Lower,
+        &[Bench, Soak],
+        "the target tree's average CPU during the load",
+    ),
+    def(
+        "cpu_per_op",
+        Unit::Ms,
+        Lower,
+        &[Bench],
+        "target CPU time per completed request",
+    ),
+    def(
+        "log_errors",
+        Unit::Count,
+        Lower,
+        WATCHED,
+        "target log lines matching [logs] errors",
+    ),
+    def(
+        "log_warnings",
+        Unit::Count,
+        Lower,
+        WATCHED,
+        "target log lines matching [logs] warnings",
+    ),
+    def(
+        "log_*",
+        Unit::Count,
+        Lower,
+        WATCHED,
+        "target log lines of a [logs.classes] class",
+    ),
+    def(
+        "watch_*_peak_rss",
+        Unit::Bytes,
+        Lower,
+        WATCHED,
+        "peak memory of a [[watch]] process",
+    ),
+    def(
+        "watch_*_cpu",
+        Unit::Cores,
+        Lower,
+        WATCHED,
+        "average CPU of a [[watch]] process",
+    ),
+    // ramp
+    def(
+        "ceiling",
+        Unit::ReqPerSec,
+        Higher,
+        &[Ramp],
+        "highest offered rate that met the SLO and kept up",
+    ),
+    def(
+        "knee",
+        Unit::ReqPerSec,
+        Higher,
+        &[Ramp],
+        "last rate before latency began its climb",
+    ),
+    def(
+        "max_throughput",
+        Unit::ReqPerSec,
+        Higher,
+        &[Ramp],
+        "most completed per second in any step",
+    ),
+    // soak and rounds
+    def(
+        "leak",
+        Unit::Finding,
+        Lower,
+        &[Soak, Rounds],
+        "a significant, sustained memory growth over budget",
+    ),
+    def(
+        "fd_leak",
+        Unit::Finding,
+        Lower,
+        &[Soak],
+        "a sustained growth of open file descriptors",
+    ),
+    def(
+        "thread_leak",
+        Unit::Finding,
+        Lower,
+        &[Soak],
+        "a sustained growth of threads",
+    ),
+    def(
+        "retained_per_op",
+        Unit::Bytes,
+        Lower,
+        &[Soak, Rounds],
+        "memory kept per request or operation",
+    ),
+    def(
+        "rss_growth",
+        Unit::Bytes,
+        Lower,
+        &[Soak],
+        "RSS at the end of the soak less at its start",
+    ),
+    def(
+        "retained_total",
+        Unit::Bytes,
+        Lower,
+        &[Rounds],
+        "RSS after the last round less before the first",
+    ),
+    def(
+        "degradation",
+        Unit::Finding,
+        Lower,
+        &[Rounds],
+        "throughput falling over the rounds",
+    ),
+    def(
+        "mib_per_client",
+        Unit::MiB,
+        Lower,
+        &[Soak],
+        "memory growth per client",
+    ),
+    def(
+        "capacity_ideal_clients",
+        Unit::Clients,
+        Higher,
+        &[Soak],
+        "ceiling × client period",
+    ),
+    def(
+        "capacity_safe_clients",
+        Unit::Clients,
+        Higher,
+        &[Soak],
+        "80% of the ideal",
+    ),
+    def(
+        "capacity_ram_clients",
+        Unit::Clients,
+        Higher,
+        &[Soak],
+        "usable RAM / memory per client",
+    ),
+    // crash, scale, harness
+    def(
+        "failed_iterations",
+        Unit::Count,
+        Lower,
+        &[Crash],
+        "kills after which verify failed",
+    ),
+    def(
+        "survived_iterations",
+        Unit::Count,
+        Higher,
+        &[Crash],
+        "kills after which verify passed",
+    ),
+    def(
+        "exponent",
+        Unit::Plain,
+        Lower,
+        &[Scale],
+        "cost growth exponent (log–log fit)",
+    ),
+    def(
+        "superlinear",
+        Unit::Finding,
+        Lower,
+        &[Scale],
+        "exponent above 1.3",
+    ),
+    def(
+        "cpu_avg",
+        Unit::Cores,
+        Lower,
+        &[Harness, Monitor],
+        "average CPU of the tree",
+    ),
+    def(
+        "duration",
+        Unit::Seconds,
+        Lower,
+        &[Harness, Monitor],
+        "wall time",
+    ),
+    def(
+        "exit_code",
+        Unit::Plain,
+        Lower,
+        &[Harness],
+        "the harness's exit status",
+    ),
+    // strainline monitor
+    def(
+        "peak_tree_rss_sampled",
+        Unit::Bytes,
+        Lower,
+        &[Monitor],
+        "largest sampled sum of the tree's RSS",
+    ),
+    def(
+        "cgroup_memory_peak",
+        Unit::Bytes,
+        Lower,
+        &[Monitor],
+        "the cgroup's own memory high-water mark",
+    ),
+    Def {
+        name: "cpu_max",
+        unit: Unit::Cores,
+        direction: Lower,
+        kinds: &[Monitor],
+        extreme: true,
+        about: "highest CPU of the tree in one tick",
+    },
+    def(
+        "cpu_seconds",
+        Unit::Seconds,
+        Lower,
+        &[Monitor],
+        "CPU time of the whole tree",
+    ),
+    def(
+        "max_threads",
+        Unit::Count,
+        Lower,
+        &[Monitor],
+        "most threads at once",
+    ),
+    def(
+        "max_fds",
+        Unit::Count,
+        Lower,
+        &[Monitor],
+        "most open file descriptors at once",
+    ),
+    def(
+        "max_processes",
+        Unit::Count,
+        Direction::None,
+        &[Monitor],
+        "most processes at once",
+    ),
+    def(
+        "read_bytes",
+        Unit::Bytes,
+        Lower,
+        &[Monitor],
+        "storage reads the kernel counted",
+    ),
+    def(
+        "write_bytes",
+        Unit::Bytes,
+        Lower,
+        &[Monitor],
+        "storage writes the kernel counted",
+    ),
+    def(
+        "ctx_switches",
+        Unit::Count,
+        Lower,
+        &[Monitor],
+        "context switches of the tree",
+    ),
+    def(
+        "monitor_overhead",
+        Unit::PercentOfCore,
+        Lower,
+        &[Monitor],
+        "strainline's own sampling cost",
+    ),
+];
+
+/// Does `name` fit `pattern` (`*` stands for one or more characters)?
+fn fits(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((pre, post)) => {
+            name.len() > pre.len() + post.len() && name.starts_with(pre) && name.ends_with(post)
+        }
+    }
+}
+
+/// The catalogue row of a metric (exact names win over patterns).
+pub fn lookup(name: &str) -> Option<&'static Def> {
+    METRICS
+        .iter()
+        .find(|d| d.name == name)
+        .or_else(|| METRICS.iter().find(|d| fits(d.name, name)))
+}
+
+/// The metrics a kind produces, patterns included.
+pub fn of_kind(kind: Kind) -> impl Iterator<Item = &'static Def> {
+    METRICS.iter().filter(move |d| d.kinds.contains(&kind))
+}
+
+/// Is this metric an extreme (shown, not judged, by default)? A metric the catalogue
+/// does not know (a harness's own) is one when its name says so (`_max`, `_p999`).
+pub fn is_extreme(name: &str) -> bool {
+    match lookup(name) {
+        Some(d) => d.extreme,
+        None => name.ends_with("_max") || name.ends_with("_p999"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_patterns_resolve() {
+        for (i, a) in METRICS.iter().enumerate() {
+            assert!(
+                METRICS[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+            assert!(!a.kinds.is_empty(), "{} has no producer", a.name);
+        }
+        assert_eq!(lookup("log_errors").unwrap().name, "log_errors");
+        assert_eq!(lookup("log_profile_collision").unwrap().name, "log_*");
+        assert_eq!(lookup("watch_db_cpu").unwrap().unit, Unit::Cores);
+        assert_eq!(
+            lookup("watch_db_peak_rss").unwrap().name,
+            "watch_*_peak_rss"
+        );
+        assert!(lookup("watch__cpu").is_none() && lookup("p99").is_none());
+    }
+
+    #[test]
+    fn extremes_are_the_max_and_p999() {
+        assert!(is_extreme("latency_max") && is_extreme("latency_p999"));
+        assert!(!is_extreme("latency_p99") && !is_extreme("throughput"));
+    }
+}
