@@ -9,12 +9,15 @@ pub mod clock;
 pub mod commands;
 pub mod host;
 pub mod kinds;
+#[cfg(test)]
+mod layering;
 pub mod load;
 pub mod located;
 pub mod measure;
 pub mod metrics;
 pub mod monitor;
 pub mod os;
+pub mod placeholders;
 pub mod report;
 pub mod store;
 pub mod suite;

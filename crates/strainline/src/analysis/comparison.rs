@@ -128,11 +128,11 @@ pub const LATENCY_BAND: f64 = 0.5;
 
 /// Metrics decided by one or a few samples (a maximum, a 99.9th percentile of a short
 /// run): A/A runs gave `latency_max` at 233% of itself. Shown, not judged, unless a band
-/// is set for them by name.
-pub fn is_extreme(metric: &str) -> bool {
-    metric.ends_with("_max") || metric.ends_with("_p999")
-}
+/// is set for them by name. The catalogue says which ([`crate::metrics::is_extreme`]).
+pub use crate::metrics::is_extreme;
 
+/// Latency percentiles (from the intended send or the actual one) get the wider
+/// [`LATENCY_BAND`].
 fn is_latency(metric: &str) -> bool {
     metric.starts_with("latency_") || metric.starts_with("service_")
 }

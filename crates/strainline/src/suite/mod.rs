@@ -17,6 +17,8 @@ use crate::units::parse_duration;
 use gate::Gate;
 
 pub use crate::metrics::Kind;
+pub use crate::placeholders::substitute;
+pub use crate::sut::spec::{Ready, TargetSpec};
 
 /// The metrics a case of `kind` produces, by name and unit: what its gates may name.
 /// Patterns of the catalogue (`watch_*_cpu`, `log_*`) are filled in by the suite.
@@ -27,38 +29,6 @@ pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
         .collect();
     m.sort_by_key(|x| x.0);
     m
-}
-
-/// How to tell the target is ready.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ready {
-    /// An HTTP GET answering below 500.
-    Http(String),
-    /// A TCP connect succeeding.
-    Tcp(String),
-    /// A line of the target's output matching this regex.
-    Log(String),
-    /// Just wait.
-    Delay(Duration),
-}
-
-/// The system under test.
-#[derive(Debug, Clone)]
-pub struct TargetSpec {
-    pub build: Option<Vec<String>>,
-    /// argv, with `{{var}}` placeholders; run through `sh -c` when `shell`. Empty when
-    /// attaching.
-    pub command: Vec<String>,
-    /// Attach to the process whose pid is in this file instead of starting one: it is
-    /// watched, never stopped.
-    pub attach_pid_file: Option<PathBuf>,
-    pub shell: bool,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<PathBuf>,
-    pub ready: Ready,
-    pub ready_timeout: Duration,
-    pub stop_signal: i32,
-    pub stop_grace: Duration,
 }
 
 /// Log analysis: regexes counted per case.
@@ -819,15 +789,6 @@ impl Suite {
         }
         out
     }
-}
-
-/// Replaces `{{name}}` with its value.
-pub fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = s.to_string();
-    for (k, v) in vars {
-        out = out.replace(&format!("{{{{{k}}}}}"), v);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::spec::{Ready, TargetSpec};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::watch::{Sink, Watcher};
 use crate::os::cgroup::Cgroup;
 use crate::os::process;
-use crate::suite::{substitute, Ready, TargetSpec};
+use crate::placeholders::substitute;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {

@@ -2,3 +2,4 @@
 //! it, telling when it is ready, watching it, stopping it and everything it started.
 
 pub mod lifecycle;
+pub mod spec;

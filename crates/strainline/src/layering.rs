@@ -1,0 +1,217 @@
+//! The architecture, checked: which top-level module may use which. Reads every source
+//! file's `crate::` paths (in `use` lines, grouped imports and inline paths), and fails
+//! on a path that points up the layers, on a cycle between top-level modules, and on
+//! clap outside `cli` and `commands`. The layers are drawn in `docs/design.md`.
+
+/// Top to bottom; a module may use its own layer's modules (without a cycle) and any
+/// layer below. `main.rs` and `lib.rs` are the top and are not checked.
+pub const LAYERS: &[&[&str]] = &[
+    &["cli", "commands"],
+    &["runner"],
+    &["kinds"],
+    &["report"],
+    &["suite"],
+    &["sut", "load", "monitor"],
+    &["analysis", "store"],
+    &[
+        "os",
+        "units",
+        "metrics",
+        "measure",
+        "host",
+        "clock",
+        "located",
+        "placeholders",
+    ],
+];
+
+/// The layer of a top-level module (0 is the top), if it is one.
+pub fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+/// The top-level modules a source text names through `crate::`.
+pub fn uses(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            // `use crate::{a, b::c, d::{e, f}}`: the first name of each top-level item.
+            let mut depth = 0;
+            let mut item_start = true;
+            let mut name = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        if !name.is_empty() {
+                            out.insert(std::mem::take(&mut name));
+                        }
+                        item_start = true;
+                    }
+                    c if item_start && (c.is_alphanumeric() || c == '_') => name.push(c),
+                    _ if item_start && !name.is_empty() => {
+                        out.insert(std::mem::take(&mut name));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        } else {
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+        rest = after;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// Each top-level module's `crate::` uses, from the files under `src/`.
+    fn graph() -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let mut g: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+        for f in files {
+            let rel = f.strip_prefix(&src).unwrap();
+            let module = rel
+                .iter()
+                .next()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string();
+            if module == "main" || module == "lib" || module == "layering" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            for used in uses(&text) {
+                if used != module && layer(&used).is_some() {
+                    g.entry(module.clone())
+                        .or_default()
+                        .entry(used)
+                        .or_default()
+                        .push(rel.display().to_string());
+                }
+            }
+            if text.contains("clap::") && !matches!(module.as_str(), "cli" | "commands") {
+                g.entry(module.clone())
+                    .or_default()
+                    .entry("clap".into())
+                    .or_default()
+                    .push(rel.display().to_string());
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn reads_grouped_and_inline_paths() {
+        let u = uses(
+            "use crate::{a, b::c, d::{e, f}};\nlet x = crate::g::h(); // crate::comment\nuse crate::i::{j, k};",
+        );
+        let want: BTreeSet<String> = ["a", "b", "d", "g", "i"].map(String::from).into();
+        assert_eq!(u, want);
+    }
+
+    #[test]
+    fn every_module_has_a_layer() {
+        for m in graph().keys() {
+            assert!(
+                layer(m).is_some(),
+                "module '{m}' is in no layer: add it to LAYERS and docs/design.md"
+            );
+        }
+    }
+
+    #[test]
+    fn no_module_uses_one_above_it_and_clap_stays_in_the_cli() {
+        let mut wrong = Vec::new();
+        for (m, used) in graph() {
+            let lm = layer(&m).unwrap_or(usize::MAX);
+            for (u, files) in used {
+                if u == "clap" {
+                    wrong.push(format!(
+                        "{m} uses clap (only cli and commands may): {files:?}"
+                    ));
+                } else if layer(&u).is_some_and(|lu| lu < lm) {
+                    wrong.push(format!(
+                        "{m} (layer {lm}) uses {u} (layer {}), above it: {files:?}",
+                        layer(&u).unwrap()
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn no_cycles_between_modules() {
+        let g = graph();
+        // Depth-first search for a back edge.
+        fn visit(
+            m: &str,
+            g: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(i) = path.iter().position(|p| p == m) {
+                let mut cycle = path[i..].to_vec();
+                cycle.push(m.to_string());
+                return Some(cycle);
+            }
+            if !done.insert(m.to_string()) {
+                return None;
+            }
+            path.push(m.to_string());
+            for u in g.get(m).map(|u| u.keys()).into_iter().flatten() {
+                if u != "clap" {
+                    if let Some(c) = visit(u, g, path, done) {
+                        return Some(c);
+                    }
+                }
+            }
+            path.pop();
+            None
+        }
+        let mut done = BTreeSet::new();
+        for m in g.keys() {
+            if let Some(c) = visit(m, &g, &mut Vec::new(), &mut done) {
+                panic!("a cycle between modules: {}", c.join(" → "));
+            }
+        }
+    }
+}
