@@ -1,7 +1,10 @@
-//! strainline: performance non-regression testing. The modules follow the pipeline —
-//! `target` (the system under test) → `monitor` (its process tree) → `measure` (what was
-//! measured) → `store` (results) → `report` (what people read) — and `commands` wires
-//! them together for each subcommand.
+//! strainline: performance non-regression testing. The modules follow the pipeline:
+//! `suite` (what to run) → `runner` (each case) → `kinds` (what a case does) → `sut`
+//! (the system under test), `load` (the workload) and `monitor` (its process tree) →
+//! `analysis` (verdicts) → `store` (results) → `report` (what people read); `os`,
+//! `metrics` and `units` are leaves every layer may use. `commands` turns each
+//! subcommand's arguments into domain specs. The layers are drawn in docs/design.md and
+//! checked by a test (`layering`).
 
 pub mod analysis;
 pub mod cli;
@@ -19,6 +22,7 @@ pub mod monitor;
 pub mod os;
 pub mod placeholders;
 pub mod report;
+pub mod runner;
 pub mod store;
 pub mod suite;
 pub mod sut;
@@ -32,6 +36,18 @@ pub mod exit {
     pub const INVALID: i32 = 3;
     pub const CRASHED: i32 = 4;
     pub const INTERRUPTED: i32 = 130;
+
+    /// The exit code of a suite's run (stored with it, and strainline's own).
+    pub fn of(ending: crate::runner::Ending) -> i32 {
+        use crate::kinds::Status;
+        match ending {
+            crate::runner::Ending::Interrupted => INTERRUPTED,
+            crate::runner::Ending::Completed(Status::Passed) => PASSED,
+            crate::runner::Ending::Completed(Status::Invalid) => INVALID,
+            crate::runner::Ending::Completed(Status::Failed) => FAILED,
+            crate::runner::Ending::Completed(Status::Crashed) => CRASHED,
+        }
+    }
 }
 
 /// An error that ends strainline with a particular exit code.

@@ -1,9 +1,15 @@
 //! Turning measurements into verdicts: statistics ([`stats`], [`twosample`]), leaks
-//! ([`leak`]), version comparisons ([`comparison`]) and change points across a history
-//! ([`changepoint`]).
+//! ([`leak`]), version comparisons ([`comparison`]), change points across a history
+//! ([`changepoint`]), the ramp's ceiling, knee and limiting factor ([`ramp`]), and the
+//! shared saturation bounds ([`bounds`]), capacity ([`capacity`]) and the rounds
+//! verdict ([`rounds`]).
 
+pub mod bounds;
+pub mod capacity;
 pub mod changepoint;
 pub mod comparison;
 pub mod leak;
+pub mod ramp;
+pub mod rounds;
 pub mod stats;
 pub mod twosample;

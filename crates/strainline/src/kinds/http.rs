@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::{d, CaseCtx, CaseResult, Status};
 use crate::analysis::leak::{self, Policy};
-use crate::analysis::stats::{mann_kendall, median, theil_sen};
+use crate::analysis::{capacity, ramp, rounds};
 use crate::load::schedule::Rate;
 use crate::load::summary::{summarize, LoadSummary};
 use crate::load::verdict::{self, Validity};
@@ -167,7 +167,7 @@ fn generator_at_capacity(o: &crate::load::driver::Outcome) -> bool {
     o.elapsed > 0.0
         && o.thread_cpu
             .iter()
-            .any(|c| c / o.elapsed >= crate::load::verdict::CPU_BOUND)
+            .any(|c| c / o.elapsed >= verdict::CPU_BOUND)
 }
 
 /// The busiest thread's share of a window: 1.0 = on a CPU all the time.
@@ -260,22 +260,16 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
     Ok(r)
 }
 
-#[derive(serde::Serialize)]
-struct Step {
-    offered: f64,
-    achieved: f64,
-    p99_ms: f64,
-    error_rate: f64,
-    target_cpu: f64,
-    busiest_thread: f64,
-    generator: String,
-    ok: bool,
-}
-
+/// A ramp: offered load in steps until one breaks. Each step is measured here; whether
+/// it held, and what the ramp concludes, is [`crate::analysis::ramp`]'s to say.
 fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
     let t = ctx.test;
-    let mut steps: Vec<Step> = Vec::new();
-    let mut limit = String::from("the ramp reached its last step without breaking");
+    let limits = ramp::Limits {
+        max_error_rate: t.max_error_rate,
+        slo_p99: t.slo_p99,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+    };
+    let mut steps: Vec<ramp::Step> = Vec::new();
     r.table.push(format!(
         "{:>10} {:>10} {:>9} {:>8} {:>8} {:>8}  verdict",
         "offered", "achieved", "p99", "errors", "cpu", "thread"
@@ -294,106 +288,52 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
         // The ticks before include the engine's idle warm-up: divide by the measured window.
         let busy = busiest(&before, &thread_ticks(running.pid), run.outcome.elapsed);
-        let cpu = cpu_in(&samples(Some(running)), run.window);
         let s = &run.summary;
-        let p99 = s.latency_us.p99 as f64 / 1000.0;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let target_saturated = busy >= 0.9 || cpu >= 0.9 * cores;
-        // On a shared machine a saturated target takes the CPU the generator needs, so
-        // the generator wakes late. That lateness is a consequence, not the limit, unless
-        // the generator's own threads were at capacity too.
-        let generator_bound = run.verdict.status == Validity::Invalid
-            && (!target_saturated || generator_at_capacity(&run.outcome));
-        let mut why = Vec::new();
-        if generator_bound {
-            why.push(format!(
-                "generator-bound ({})",
-                run.verdict.reasons.join("; ")
-            ));
-        } else if run.verdict.status == Validity::Invalid {
-            why.push(format!(
-                "target CPU saturated (generator late as a consequence: {})",
-                run.verdict.reasons.join("; ")
-            ));
-        }
-        if s.achieved_rate < 0.95 * rate {
-            why.push(format!(
-                "achieved {:.0} of {rate:.0} req/s",
-                s.achieved_rate
-            ));
-        }
-        if s.error_rate > t.max_error_rate {
-            why.push(format!("errors {:.2}%", 100.0 * s.error_rate));
-        }
-        if let Some(slo) = t.slo_p99 {
-            if p99 > slo.as_secs_f64() * 1000.0 {
-                why.push(format!("p99 {p99:.1} ms over the SLO of {}", d(slo)));
-            }
-        }
-        let ok = why.is_empty();
+        let step = ramp::judge_step(
+            &ramp::StepRecord {
+                offered: rate,
+                achieved: s.achieved_rate,
+                p99_ms: s.latency_us.p99 as f64 / 1000.0,
+                error_rate: s.error_rate,
+                target_cpu: cpu_in(&samples(Some(running)), run.window),
+                busiest_thread: busy,
+                generator_invalid: (run.verdict.status == Validity::Invalid)
+                    .then(|| run.verdict.reasons.join("; ")),
+                generator_at_capacity: generator_at_capacity(&run.outcome),
+            },
+            &limits,
+        );
         r.table.push(format!(
             "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
-            rate,
-            s.achieved_rate,
-            p99,
-            100.0 * s.error_rate,
-            cpu,
-            100.0 * busy,
-            if ok { "ok".into() } else { why.join(", ") }
-        ));
-        steps.push(Step {
-            offered: rate,
-            achieved: s.achieved_rate,
-            p99_ms: p99,
-            error_rate: s.error_rate,
-            target_cpu: cpu,
-            busiest_thread: busy,
-            generator: if generator_bound { "invalid" } else { "valid" }.to_string(),
-            ok,
-        });
-        if running.exited().is_some() {
-            break;
-        }
-        if !ok {
-            limit = if generator_bound {
-                "the generator, not the target (see its evidence)".into()
-            } else if target_saturated {
-                format!("target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({cpu:.2} cores for the tree)", 100.0 * busy)
-            } else if s.error_rate > t.max_error_rate {
-                format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
-            } else if t
-                .slo_p99
-                .is_some_and(|slo| p99 > slo.as_secs_f64() * 1000.0)
-            {
-                format!("latency: p99 {p99:.1} ms broke the SLO")
+            step.offered,
+            step.achieved,
+            step.p99_ms,
+            100.0 * step.error_rate,
+            step.target_cpu,
+            100.0 * step.busiest_thread,
+            if step.ok {
+                "ok".into()
             } else {
-                format!("throughput stopped following the load while the target's CPU was not saturated ({cpu:.2} cores, busiest thread {:.0}%): look for a lock, a pool, or I/O", 100.0 * busy)
-            };
+                step.why.join(", ")
+            }
+        ));
+        let broke = !step.ok;
+        steps.push(step);
+        if running.exited().is_some() || broke {
             break;
         }
     }
-    let ceiling = steps
-        .iter()
-        .filter(|s| s.ok)
-        .map(|s| s.offered)
-        .fold(0.0, f64::max);
-    let max_tp = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
-    // Knee: where latency starts its climb — the last step, before any failure, whose
-    // p99 is within twice the lowest p99 of the ramp.
-    let floor = steps.iter().map(|s| s.p99_ms).fold(f64::INFINITY, f64::min);
-    let knee = steps
-        .iter()
-        .take_while(|s| s.ok)
-        .filter(|s| s.p99_ms <= 2.0 * floor)
-        .map(|s| s.offered)
-        .fold(0.0, f64::max);
-    r.metrics.push(Metric::of("ceiling", ceiling));
-    r.metrics.push(Metric::of("knee", knee));
-    r.metrics.push(Metric::of("max_throughput", max_tp));
+    let c = ramp::conclude(&steps, &limits);
+    r.metrics.push(Metric::of("ceiling", c.ceiling));
+    r.metrics.push(Metric::of("knee", c.knee));
+    r.metrics
+        .push(Metric::of("max_throughput", c.max_throughput));
     r.table.push(format!(
-        "ceiling {ceiling:.0} req/s, knee {knee:.0} req/s, max throughput {max_tp:.1} req/s"
+        "ceiling {:.0} req/s, knee {:.0} req/s, max throughput {:.1} req/s",
+        c.ceiling, c.knee, c.max_throughput
     ));
-    r.table.push(format!("limiting factor: {limit}"));
+    r.table
+        .push(format!("limiting factor: {}", c.limiting_factor));
     r.series.push((
         "offered_vs_achieved".into(),
         steps.iter().map(|s| (s.offered, s.achieved)).collect(),
@@ -402,7 +342,12 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
         "offered_vs_p99_ms".into(),
         steps.iter().map(|s| (s.offered, s.p99_ms)).collect(),
     ));
-    r.details = serde_json::json!({ "steps": steps, "ceiling": ceiling, "knee": knee, "limiting_factor": limit });
+    r.details = serde_json::json!({
+        "steps": steps,
+        "ceiling": c.ceiling,
+        "knee": c.knee,
+        "limiting_factor": c.limiting_factor,
+    });
     Ok(())
 }
 
@@ -519,27 +464,29 @@ fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
     ));
     // Capacity, the IoT seed's way.
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
-        let per_client = growth.max(0.0) / clients as f64;
-        let mib = per_client / 1048576.0;
         let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
-        let ideal = basis * period.as_secs_f64();
-        let safe = 0.8 * ideal;
         let ram = t.ram.unwrap_or_else(mem_available);
-        let ram_bound = if per_client > 0.0 {
-            ram / per_client
-        } else {
-            f64::INFINITY
-        };
-        r.metrics.push(Metric::of("mib_per_client", mib));
-        r.metrics.push(Metric::of("capacity_ideal_clients", ideal));
-        r.metrics.push(Metric::of("capacity_safe_clients", safe));
+        let c = capacity::capacity(growth, clients, period, basis, ram);
         r.metrics
-            .push(Metric::of("capacity_ram_clients", ram_bound.min(1e12)));
+            .push(Metric::of("mib_per_client", c.bytes_per_client / 1048576.0));
+        r.metrics
+            .push(Metric::of("capacity_ideal_clients", c.ideal));
+        r.metrics.push(Metric::of("capacity_safe_clients", c.safe));
+        // No bound from memory is stored as a trillion clients, never as infinity.
+        r.metrics.push(Metric::of(
+            "capacity_ram_clients",
+            c.ram_bound.unwrap_or(1e12).min(1e12),
+        ));
         r.table.push(format!(
-            "capacity: {mib:.4} MiB per client; ideal {ideal:.0} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {safe:.0}, RAM bound {ram_bound:.0}: {:.0} clients",
+            "capacity: {} per client; ideal {:.0} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {:.0}, RAM bound {} ({} usable): {:.0} clients",
+            crate::units::Bytes(c.bytes_per_client as u64),
+            c.ideal,
             d(period),
             if ctx.last_ceiling.is_some() { "ceiling" } else { "throughput, a lower bound:" },
-            safe.min(ram_bound)
+            c.safe,
+            c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{b:.0} clients")),
+            crate::units::Bytes(ram as u64),
+            c.clients()
         ));
     }
     r.details = serde_json::json!({ "leak_fits": fits });
@@ -614,50 +561,38 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
             break;
         }
     }
-    let slope = theil_sen(&ops, &rss).unwrap_or(0.0);
-    let mk = mann_kendall(&rss, false);
-    let projected = slope * ops.last().copied().unwrap_or(0.0) * 10.0;
-    let significant = mk.is_some_and(|m| m.p < 0.05 && m.s > 0.0);
-    let leaking = significant && projected > t.leak_budget;
-    let retained_total = rss.last().copied().unwrap_or(base) - base;
-    r.metrics.push(Metric::of("leak", f64::from(leaking)));
-    r.metrics.push(Metric::of("retained_per_op", slope));
-    r.metrics.push(Metric::of("retained_total", retained_total));
-    let med = median(&tput).unwrap_or(0.0);
-    r.metrics.push(Metric::of("throughput", med));
-    let rounds_x: Vec<f64> = (0..tput.len()).map(|i| i as f64).collect();
-    let tslope = theil_sen(&rounds_x, &tput).unwrap_or(0.0);
-    let tmk = mann_kendall(&tput, false);
-    let drop = if med > 0.0 {
-        -tslope * tput.len() as f64 / med
-    } else {
-        0.0
-    };
-    let degrading = drop > 0.2 && tmk.is_some_and(|m| m.p < 0.05 && m.s < 0.0);
+    let v = rounds::judge(&ops, &rss, &tput, base, t.leak_budget);
+    r.metrics.push(Metric::of("leak", f64::from(v.leaking)));
     r.metrics
-        .push(Metric::of("degradation", f64::from(degrading)));
+        .push(Metric::of("retained_per_op", v.retained_per_op));
+    r.metrics
+        .push(Metric::of("retained_total", v.retained_total));
+    r.metrics.push(Metric::of("throughput", v.throughput));
+    r.metrics
+        .push(Metric::of("degradation", f64::from(v.degrading)));
     r.table.push(format!(
-        "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {:.3}; throughput {med:.1} ops/s median, {:+.0}% over the rounds",
-        slope / 1024.0,
-        retained_total / 1048576.0,
-        mk.map_or(1.0, |m| m.p),
-        -100.0 * drop
+        "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {:.3}; throughput {:.1} ops/s median, {:+.0}% over the rounds",
+        v.retained_per_op / 1024.0,
+        v.retained_total / 1048576.0,
+        v.trend_p,
+        v.throughput,
+        -100.0 * v.drop
     ));
-    if leaking {
+    if v.leaking {
         r.fail(
             Status::Failed,
             format!(
                 "memory leak: {:.2} KiB retained per operation, growing in every round",
-                slope / 1024.0
+                v.retained_per_op / 1024.0
             ),
         );
     }
-    if degrading {
+    if v.degrading {
         r.fail(
             Status::Failed,
             format!(
                 "throughput degraded by {:.0}% over the rounds",
-                100.0 * drop
+                100.0 * v.drop
             ),
         );
     }

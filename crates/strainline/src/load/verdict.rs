@@ -4,12 +4,7 @@
 
 use super::driver::Outcome;
 
-/// Schedule lag (p99) beyond which the generator is sending late.
-pub const LAG_BOUND_US: u64 = 2_000;
-/// A worker thread busier than this share of the run was at its capacity.
-pub const CPU_BOUND: f64 = 0.90;
-/// Achieved below this share of offered is a shortfall.
-pub const ACHIEVED_BOUND: f64 = 0.95;
+pub use crate::analysis::bounds::{ACHIEVED_BOUND, LAG_BOUND_US, SATURATED as CPU_BOUND};
 
 /// Whose pace a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

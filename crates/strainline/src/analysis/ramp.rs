@@ -1,0 +1,293 @@
+//! The ramp's verdict, as pure functions of its step records: whether each step held
+//! (the SLO, the error budget, achieved ≥ 95% of offered, and whose pace it measured),
+//! then the ceiling, the knee, the most throughput and the limiting factor in words.
+//! The `ramp` kind measures the steps; everything it concludes is decided here.
+
+use serde::Serialize;
+
+use super::bounds::{ACHIEVED_BOUND, SATURATED};
+
+/// What one step measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// Requests per second offered and completed.
+    pub offered: f64,
+    pub achieved: f64,
+    /// Corrected p99 latency, milliseconds.
+    pub p99_ms: f64,
+    pub error_rate: f64,
+    /// The target tree's average CPU, cores.
+    pub target_cpu: f64,
+    /// The target's busiest thread's share of the step (1.0 = on a CPU all the time).
+    pub busiest_thread: f64,
+    /// The load engine found evidence that the generator was the limit (its reasons).
+    pub generator_invalid: Option<String>,
+    /// One of the generator's own threads was busy nearly all of the step.
+    pub generator_at_capacity: bool,
+}
+
+/// The ramp's limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub max_error_rate: f64,
+    /// The p99 SLO.
+    pub slo_p99: Option<std::time::Duration>,
+    /// Cores of the machine the target runs on.
+    pub cores: f64,
+}
+
+/// A step with its verdict, as stored in the case's details.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub offered: f64,
+    pub achieved: f64,
+    pub p99_ms: f64,
+    pub error_rate: f64,
+    pub target_cpu: f64,
+    pub busiest_thread: f64,
+    /// `invalid` when the generator, not the target, was the limit of this step.
+    pub generator: String,
+    pub ok: bool,
+    /// Why the step broke, in words (empty when it held).
+    #[serde(skip)]
+    pub why: Vec<String>,
+    #[serde(skip)]
+    pub target_saturated: bool,
+}
+
+impl Step {
+    pub fn generator_bound(&self) -> bool {
+        self.generator == "invalid"
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Judges one step.
+pub fn judge_step(r: &StepRecord, limits: &Limits) -> Step {
+    let target_saturated =
+        r.busiest_thread >= SATURATED || r.target_cpu >= SATURATED * limits.cores;
+    // On a shared machine a saturated target takes the CPU the generator needs, so the
+    // generator wakes late. That lateness is a consequence, not the limit, unless the
+    // generator's own threads were at capacity too.
+    let generator_bound =
+        r.generator_invalid.is_some() && (!target_saturated || r.generator_at_capacity);
+    let mut why = Vec::new();
+    if let Some(reasons) = &r.generator_invalid {
+        why.push(if generator_bound {
+            format!("generator-bound ({reasons})")
+        } else {
+            format!("target CPU saturated (generator late as a consequence: {reasons})")
+        });
+    }
+    if r.achieved < ACHIEVED_BOUND * r.offered {
+        why.push(format!(
+            "achieved {:.0} of {:.0} req/s",
+            r.achieved, r.offered
+        ));
+    }
+    if r.error_rate > limits.max_error_rate {
+        why.push(format!("errors {:.2}%", 100.0 * r.error_rate));
+    }
+    if let Some(slo) = limits.slo_p99 {
+        if r.p99_ms > ms(slo) {
+            why.push(format!(
+                "p99 {:.1} ms over the SLO of {}",
+                r.p99_ms,
+                crate::units::format_duration(slo)
+            ));
+        }
+    }
+    Step {
+        offered: r.offered,
+        achieved: r.achieved,
+        p99_ms: r.p99_ms,
+        error_rate: r.error_rate,
+        target_cpu: r.target_cpu,
+        busiest_thread: r.busiest_thread,
+        generator: if generator_bound { "invalid" } else { "valid" }.into(),
+        ok: why.is_empty(),
+        why,
+        target_saturated,
+    }
+}
+
+/// What limited a step that broke, in a performance engineer's words.
+pub fn limiting_factor(s: &Step, limits: &Limits) -> String {
+    if s.generator_bound() {
+        "the generator, not the target (see its evidence)".into()
+    } else if s.target_saturated {
+        format!(
+            "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
+            100.0 * s.busiest_thread,
+            s.target_cpu
+        )
+    } else if s.error_rate > limits.max_error_rate {
+        format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
+    } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
+        format!("latency: p99 {:.1} ms broke the SLO", s.p99_ms)
+    } else {
+        format!(
+            "throughput stopped following the load while the target's CPU was not saturated ({:.2} cores, busiest thread {:.0}%): look for a lock, a pool, or I/O",
+            s.target_cpu,
+            100.0 * s.busiest_thread
+        )
+    }
+}
+
+/// What the ramp concludes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conclusion {
+    /// The highest offered rate of a step that held, req/s (0 if none did).
+    pub ceiling: f64,
+    /// Where latency starts its climb: the last step, before any failure, whose p99 is
+    /// within twice the lowest p99 of the ramp.
+    pub knee: f64,
+    /// The most completed per second in any step.
+    pub max_throughput: f64,
+    pub limiting_factor: String,
+}
+
+/// The ramp's conclusion from its judged steps (in order; the ramp stops at the first
+/// that broke).
+pub fn conclude(steps: &[Step], limits: &Limits) -> Conclusion {
+    let ceiling = steps
+        .iter()
+        .filter(|s| s.ok)
+        .map(|s| s.offered)
+        .fold(0.0, f64::max);
+    let max_throughput = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
+    let floor = steps.iter().map(|s| s.p99_ms).fold(f64::INFINITY, f64::min);
+    let knee = steps
+        .iter()
+        .take_while(|s| s.ok)
+        .filter(|s| s.p99_ms <= 2.0 * floor)
+        .map(|s| s.offered)
+        .fold(0.0, f64::max);
+    let limiting_factor = match steps.iter().find(|s| !s.ok) {
+        Some(s) => limiting_factor(s, limits),
+        None => "the ramp reached its last step without breaking".into(),
+    };
+    Conclusion {
+        ceiling,
+        knee,
+        max_throughput,
+        limiting_factor,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_error_rate: 0.01,
+        slo_p99: Some(std::time::Duration::from_millis(100)),
+        cores: 2.0,
+    };
+
+    fn rec(offered: f64, achieved: f64, p99_ms: f64) -> StepRecord {
+        StepRecord {
+            offered,
+            achieved,
+            p99_ms,
+            error_rate: 0.0,
+            target_cpu: 0.3,
+            busiest_thread: 0.3,
+            generator_invalid: None,
+            generator_at_capacity: false,
+        }
+    }
+
+    fn run(records: &[StepRecord]) -> (Vec<Step>, Conclusion) {
+        let steps: Vec<Step> = records.iter().map(|r| judge_step(r, &LIMITS)).collect();
+        let c = conclude(&steps, &LIMITS);
+        (steps, c)
+    }
+
+    #[test]
+    fn the_ceiling_is_the_last_step_that_held_and_the_knee_where_latency_climbs() {
+        let (steps, c) = run(&[
+            rec(100.0, 100.0, 1.0),
+            rec(200.0, 199.0, 1.5),
+            rec(300.0, 298.0, 5.0),
+            rec(400.0, 310.0, 900.0),
+        ]);
+        assert_eq!(
+            steps.iter().map(|s| s.ok).collect::<Vec<_>>(),
+            [true, true, true, false]
+        );
+        assert_eq!((c.ceiling, c.knee, c.max_throughput), (300.0, 200.0, 310.0));
+        assert_eq!(
+            steps[3].why,
+            [
+                "achieved 310 of 400 req/s",
+                "p99 900.0 ms over the SLO of 100ms"
+            ]
+        );
+        assert!(
+            c.limiting_factor.starts_with("latency: p99 900.0 ms"),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn a_ramp_that_never_broke_says_so() {
+        let (_, c) = run(&[rec(100.0, 100.0, 1.0), rec(200.0, 200.0, 1.0)]);
+        assert_eq!(c.ceiling, 200.0);
+        assert_eq!(
+            c.limiting_factor,
+            "the ramp reached its last step without breaking"
+        );
+    }
+
+    #[test]
+    fn a_first_step_already_broken_has_no_ceiling() {
+        let mut r = rec(100.0, 40.0, 5.0);
+        r.error_rate = 0.5;
+        let (steps, c) = run(&[r]);
+        assert!(!steps[0].ok);
+        assert_eq!((c.ceiling, c.knee), (0.0, 0.0));
+        assert_eq!(c.limiting_factor, "errors: 50.00% of requests failed");
+    }
+
+    #[test]
+    fn a_generator_late_while_the_target_had_headroom_is_generator_bound() {
+        let mut r = rec(1000.0, 700.0, 3.0);
+        r.generator_invalid = Some("schedule lag p99 9 ms".into());
+        let (steps, c) = run(&[rec(500.0, 500.0, 1.0), r]);
+        assert!(steps[1].generator_bound());
+        assert_eq!(c.ceiling, 500.0);
+        assert_eq!(
+            c.limiting_factor,
+            "the generator, not the target (see its evidence)"
+        );
+    }
+
+    #[test]
+    fn a_saturated_target_makes_a_lateness_its_consequence_unless_the_generator_was_busy() {
+        let mut r = rec(1000.0, 700.0, 3.0);
+        r.generator_invalid = Some("schedule lag p99 9 ms".into());
+        r.busiest_thread = 0.97;
+        let (steps, c) = run(std::slice::from_ref(&r));
+        assert!(!steps[0].generator_bound() && steps[0].target_saturated);
+        assert!(steps[0].why[0].starts_with("target CPU saturated (generator late"));
+        assert!(c
+            .limiting_factor
+            .starts_with("target CPU saturated: its busiest thread was on a CPU 97%"));
+        r.generator_at_capacity = true;
+        let (steps, _) = run(&[r]);
+        assert!(steps[0].generator_bound());
+    }
+
+    #[test]
+    fn throughput_that_stops_following_without_cpu_points_at_a_lock_or_io() {
+        let (_, c) = run(&[rec(100.0, 80.0, 2.0)]);
+        assert!(c
+            .limiting_factor
+            .contains("look for a lock, a pool, or I/O"));
+    }
+}

@@ -1,0 +1,74 @@
+//! One case of a suite: start what it needs, run its kind, stop, and gather the
+//! target's figures (peak memory, log findings, a crash, a flame graph).
+
+use crate::kinds::{self, CaseCtx, CaseResult, Status};
+use crate::store::Metric;
+use crate::suite::Kind;
+use crate::sut::lifecycle;
+
+/// One case: start what it needs, run its kind, stop, and gather the target's figures.
+pub fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+    let t = ctx.test;
+    if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
+        return kinds::run_process(ctx);
+    }
+    let Some(spec) = ctx.suite.target.as_ref() else {
+        // A command workload with nothing to start (checked when the suite was read).
+        let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
+        let mut r = kinds::run_http(ctx, None)?;
+        watches.finish(&mut r);
+        return Ok(r);
+    };
+    let log = ctx.dir.join("target.log");
+    lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
+    let running = lifecycle::start(spec, &ctx.vars, &log, t.interval, Some(ctx.sample_sink()))?;
+    let profiler = ctx
+        .profile
+        .then(|| crate::monitor::profile::start(running.pid, &ctx.dir));
+    let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
+    let outcome = kinds::run_http(ctx, Some(&running));
+    let flame = profiler.map(|p| match p {
+        Ok(p) => p.finish(
+            &format!("CPU of the target during {}", ctx.case.name),
+            &ctx.dir.join("flamegraph.svg"),
+        ),
+        Err(why) => (crate::monitor::profile::FlameInfo::missing(why), None),
+    });
+    let crashed = running.exited();
+    let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
+    let mut r = outcome?;
+    watches.finish(&mut r);
+    if let Some((info, folded)) = flame {
+        if let Some(why) = &info.why_not {
+            r.table.push(format!("no flame graph: {why}"));
+        } else if let Some(f) = &info.file {
+            r.table.push(format!("flame graph: {f}"));
+        }
+        r.flamegraph = Some(info);
+        r.folded = folded;
+    }
+    if let Some(exit) = crashed {
+        r.fail(
+            Status::Crashed,
+            format!(
+                "the target exited during the case ({}); its last lines:\n{}",
+                exit.describe(),
+                lifecycle::tail(&log, 15)
+            ),
+        );
+    }
+    r.metrics.push(
+        Metric::of("peak_rss", summary.peak_rss.bytes as f64)
+            .from(summary.peak_rss.source.describe()),
+    );
+    kinds::analyse_log(ctx.suite, &log, &mut r);
+    r.table.push(format!(
+        "target: peak RSS {} ({}), CPU {:.2} s, {} process(es)",
+        crate::units::Bytes(summary.peak_rss.bytes),
+        summary.peak_rss.source.describe(),
+        summary.cpu.total_seconds,
+        summary.processes_seen
+    ));
+    r.target = Some(summary);
+    Ok(r)
+}

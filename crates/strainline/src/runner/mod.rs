@@ -1,0 +1,311 @@
+//! Running a suite: every case in order — start the target (build first if asked),
+//! apply the workload of the test's kind, stop the target, judge (the kind's own
+//! verdict, then the gates), store the case at once, print it — and the suite's
+//! outcome. A signal stops the target and keeps the completed cases. `commands::run`
+//! only turns arguments into [`Options`] and the [`Outcome`] into an exit code.
+
+mod case;
+mod spread;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::host::{git_state, Host};
+use crate::kinds::{self, CaseResult, Status};
+use crate::os::signals;
+use crate::store::{Location, Metric, NewRun, Store};
+use crate::suite::{self, Kind};
+use crate::sut::lifecycle;
+
+/// A suite that cannot run as written (a usage error, not a failed case).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn config(msg: impl Into<String>) -> anyhow::Error {
+    ConfigError(msg.into()).into()
+}
+
+/// How to run a suite.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub suite: PathBuf,
+    /// Multiplies every duration of the suite.
+    pub time_scale: f64,
+    pub label: Option<String>,
+    /// Only the test with this name.
+    pub only: Option<String>,
+    /// `{{NAME}}` values for every case (the build under test…).
+    pub vars: Vec<(String, String)>,
+    /// Profile every case's target (flame graphs).
+    pub profile: bool,
+}
+
+/// How a suite's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Every case ran; the worst case status.
+    Completed(Status),
+    /// A signal stopped it; the completed cases are stored.
+    Interrupted,
+}
+
+impl Ending {
+    /// As stored with the run.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ending::Completed(s) => s.name(),
+            Ending::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What a suite's run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub run_id: i64,
+    pub ending: Ending,
+}
+
+/// A `{{NAME}}` in the target or a workload that neither the matrix nor a `--var`
+/// sets would reach the target literally: refused before anything starts.
+fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()> {
+    let mut known: std::collections::BTreeSet<String> =
+        ["port", "dir", "client", "seq", "size", "iteration"]
+            .map(String::from)
+            .into();
+    known.extend(args.vars.iter().map(|v| v.0.clone()));
+    for t in &suite.tests {
+        known.extend(t.matrix.iter().map(|m| m.0.clone()));
+    }
+    let mut texts: Vec<(&str, &str)> = Vec::new();
+    if let Some(target) = &suite.target {
+        texts.extend(
+            target
+                .command
+                .iter()
+                .map(|a| ("the target's command", a.as_str())),
+        );
+        texts.extend(
+            target
+                .build
+                .iter()
+                .flatten()
+                .map(|a| ("the target's build", a.as_str())),
+        );
+    }
+    for t in &suite.tests {
+        texts.extend(t.url.as_deref().map(|u| ("a test's url", u)));
+    }
+    for (what, text) in texts {
+        let mut rest = text;
+        while let Some(i) = rest.find("{{") {
+            let Some(j) = rest[i..].find("}}") else { break };
+            let name = rest[i + 2..i + j].trim();
+            if !known.contains(name) && !name.starts_with("random") && !name.starts_with("csv") {
+                return Err(config(format!(
+                    "{}: {what} uses {{{{{name}}}}}, which no matrix value or --var sets: add --var {name}=VALUE",
+                    args.suite.display()
+                )));
+            }
+            rest = &rest[i + j + 2..];
+        }
+    }
+    Ok(())
+}
+
+/// Runs a suite, printing each case to `out` as it ends, and stores everything.
+/// A [`ConfigError`] means the suite could not run as written.
+pub fn run(
+    store_location: &Location,
+    args: &Options,
+    out: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        return Err(config(format!(
+            "--time-scale {}: give a positive factor, e.g. 0.01",
+            args.time_scale
+        )));
+    }
+    let suite = suite::load(&args.suite, args.time_scale).map_err(config)?;
+    check_placeholders(&suite, args)?;
+    let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
+    let host = Host::current();
+    let cwd = std::env::current_dir()?;
+    let git = git_state(&cwd);
+    let run_id = store.begin_run(&NewRun {
+        kind: "suite",
+        label: args.label.as_deref(),
+        suite: Some(&suite.name),
+        command: &format!("run {}", args.suite.display()),
+        cwd: &cwd,
+        git: git.as_ref(),
+        host: &host,
+    })?;
+    store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
+    signals::install();
+    let work = store_location.work_dir().join(format!("run-{run_id}"));
+    std::fs::create_dir_all(&work)?;
+    let cases: Vec<suite::Case> = suite
+        .cases()
+        .into_iter()
+        .filter(|c| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| suite.tests[c.test].name == *o)
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err(config(format!(
+            "no test named '{}' in {}",
+            args.only.clone().unwrap_or_default(),
+            args.suite.display()
+        )));
+    }
+    writeln!(
+        out,
+        "Suite {} — {} case(s), run #{run_id}, logs in {}",
+        suite.name,
+        cases.len(),
+        work.display()
+    )?;
+    let mut worst = Status::Passed;
+    // Metrics of every case, by test and matrix values, for the spread across repetitions.
+    let mut groups: std::collections::BTreeMap<String, Vec<Vec<Metric>>> = Default::default();
+    let mut done = 0;
+    let mut last_ceiling = None;
+    for (i, case) in cases.iter().enumerate() {
+        if signals::interrupted() {
+            break;
+        }
+        let test = &suite.tests[case.test];
+        let dir = work.join(format!("case-{:03}", i + 1));
+        std::fs::create_dir_all(&dir)?;
+        let mut vars = case.vars.clone();
+        for (k, v) in &args.vars {
+            vars.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        vars.insert("port".into(), lifecycle::free_port().to_string());
+        vars.insert("dir".into(), dir.display().to_string());
+        writeln!(
+            out,
+            "\n[{}/{}] {} ({})",
+            i + 1,
+            cases.len(),
+            case.name,
+            test.kind.name()
+        )?;
+        out.flush()?;
+        let params = serde_json::to_string(&case.vars)?;
+        let case_id = store.begin_case(
+            run_id,
+            &case.name,
+            test.kind.name(),
+            Some(&params),
+            case.repetition,
+        )?;
+        let ctx = kinds::CaseCtx {
+            suite: &suite,
+            test,
+            case,
+            vars,
+            dir: dir.clone(),
+            last_ceiling,
+            store: store_location.clone(),
+            profile: test.profile || args.profile,
+            case_id,
+        };
+        let mut result = match case::run(&ctx) {
+            Ok(r) => r,
+            Err(e) => {
+                // The target could not be built, started or made ready: the case could
+                // not measure anything (invalid); any other error fails it.
+                let mut r = CaseResult::new();
+                let status = if e.downcast_ref::<lifecycle::TargetError>().is_some() {
+                    Status::Invalid
+                } else {
+                    Status::Failed
+                };
+                r.fail(status, format!("{e:#}"));
+                r
+            }
+        };
+        if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
+            if let Err(e) = kinds::apply_gates(test, &mut result) {
+                store.finish_run(run_id, "failed", Some(2), std::slice::from_ref(&e))?;
+                return Err(config(format!("{}: {e}", args.suite.display())));
+            }
+        }
+        if test.kind == Kind::Ramp {
+            last_ceiling = result.metric("ceiling").or(last_ceiling);
+        }
+        if signals::interrupted() && result.status == Status::Passed && result.metrics.is_empty() {
+            break;
+        }
+        worst = worst.max(result.status);
+        done += 1;
+        let group = case
+            .name
+            .rsplit_once('#')
+            .map_or(case.name.clone(), |(g, _)| g.to_string());
+        groups
+            .entry(group)
+            .or_default()
+            .push(result.metrics.clone());
+        print_case(out, &result)?;
+        for (name, points) in &result.series {
+            store.append_series(case_id, name, points)?;
+        }
+        if let Some(folded) = &result.folded {
+            store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
+        }
+        for (name, data) in &result.histograms {
+            store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
+        }
+        let processes = result
+            .target
+            .as_ref()
+            .map(|t| t.processes.clone())
+            .unwrap_or_default();
+        store.finish_case(
+            case_id,
+            result.status.name(),
+            &result.metrics,
+            &processes,
+            &result,
+        )?;
+    }
+    spread::print(out, &groups)?;
+    let interrupted = signals::interrupted();
+    let ending = if interrupted {
+        Ending::Interrupted
+    } else {
+        Ending::Completed(worst)
+    };
+    let status = ending.name();
+    store.finish_run(run_id, status, Some(crate::exit::of(ending)), &[])?;
+    writeln!(
+        out,
+        "\nSuite {}: {} — {done} of {} case(s) run; stored as run #{run_id}{}",
+        suite.name,
+        status.to_uppercase(),
+        cases.len(),
+        if interrupted {
+            " (interrupted: the completed cases are saved)"
+        } else {
+            ""
+        }
+    )?;
+    Ok(Outcome { run_id, ending })
+}
+
+fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
+    for line in &r.table {
+        writeln!(out, "    {line}")?;
+    }
+    writeln!(out, "  → {}", r.status.name().to_uppercase())?;
+    for reason in &r.reasons {
+        writeln!(out, "    - {reason}")?;
+    }
+    Ok(())
+}
