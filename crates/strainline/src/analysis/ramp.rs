@@ -224,7 +224,7 @@ mod tests {
             steps[3].why,
             [
                 "achieved 310 of 400 req/s",
-                "p99 900.0 ms over the SLO of 100ms"
+                "p99 900.0 ms over the SLO of 100.0ms"
             ]
         );
         assert!(
