@@ -17,7 +17,7 @@ use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Outcome, Work}
 use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
 use crate::store::Metric;
-use crate::suite::{substitute, Kind};
+use crate::suite::{self, substitute, Spec};
 use crate::sut::lifecycle::{http_get, http_request, Running};
 
 /// One run of the load engine for this case.
@@ -37,23 +37,23 @@ fn load_spec(
     duration: Option<Duration>,
     count: Option<u64>,
 ) -> LoadSpec {
-    let t = ctx.test;
-    let work = match (&t.command, &t.url) {
+    let w = ctx.test.workload().expect("a load kind has a workload");
+    let work = match (&w.command, &w.url) {
         (Some(argv), _) => Work::Command(argv.iter().map(|a| substitute(a, &ctx.vars)).collect()),
         (None, url) => Work::Http {
             url: substitute(url.as_deref().unwrap_or_default(), &ctx.vars),
-            method: t.method.clone(),
-            headers: t
+            method: w.method.clone(),
+            headers: w
                 .headers
                 .iter()
                 .map(|(k, v)| (k.clone(), substitute(v, &ctx.vars)))
                 .collect(),
-            body: t.body.as_ref().map_or(BodySpec::Empty, |b| {
+            body: w.body.as_ref().map_or(BodySpec::Empty, |b| {
                 BodySpec::Bytes(substitute(b, &ctx.vars).into_bytes())
             }),
         },
     };
-    let offer = match (&t.scenario, rate) {
+    let offer = match (&w.scenario, rate) {
         (Some(path), _) => Offer::Scenario(path.clone()),
         (None, Some(r)) => Offer::Open {
             rate: Rate::Constant(r),
@@ -68,10 +68,10 @@ fn load_spec(
     LoadSpec {
         work,
         offer,
-        threads: t.threads,
+        threads: w.threads,
         duration,
         count,
-        timeout: Duration::from_secs(10),
+        timeout: w.timeout,
         client: ClientOptions::default(),
     }
 }
@@ -216,8 +216,9 @@ fn judge_generator(r: &mut CaseResult, run: &Run) {
 /// may run without).
 pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<CaseResult> {
     let t = ctx.test;
-    for req in t.setup.iter().filter(|_| t.url.is_some()) {
-        let base = substitute(t.url.as_deref().unwrap_or_default(), &ctx.vars);
+    let w = t.workload().expect("a load kind has a workload");
+    for req in w.setup.iter().filter(|_| w.url.is_some()) {
+        let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
         match http_request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
@@ -226,14 +227,14 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
         }
     }
     let mut r = CaseResult::new();
-    match t.kind {
-        Kind::Bench => {
-            let conns = if t.rate.is_some() {
-                t.connections
+    match &t.spec {
+        Spec::Bench(b) => {
+            let conns = if b.rate.is_some() {
+                w.connections
             } else {
-                Some(t.connections.unwrap_or(10))
+                Some(w.connections.unwrap_or(10))
             };
-            let run = drive(ctx, running, t.rate, conns, Some(t.duration), None)?;
+            let run = drive(ctx, running, b.rate, conns, Some(b.duration), None)?;
             load_metrics(ctx, &mut r, &run.summary);
             keep_latency(&mut r, &run);
             r.phases.push(("load".into(), run.window.0));
@@ -252,9 +253,24 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
             ));
             judge_generator(&mut r, &run);
         }
-        Kind::Ramp => ramp(ctx, running.expect("checked: ramp has a target"), &mut r)?,
-        Kind::Soak => soak(ctx, running.expect("checked: soak has a target"), &mut r)?,
-        Kind::Rounds => rounds(ctx, running.expect("checked: rounds has a target"), &mut r)?,
+        Spec::Ramp(spec) => ramp(
+            ctx,
+            spec,
+            running.expect("checked: ramp has a target"),
+            &mut r,
+        )?,
+        Spec::Soak(spec) => soak(
+            ctx,
+            spec,
+            running.expect("checked: soak has a target"),
+            &mut r,
+        )?,
+        Spec::Rounds(spec) => rounds(
+            ctx,
+            spec,
+            running.expect("checked: rounds has a target"),
+            &mut r,
+        )?,
         _ => unreachable!("process kinds are run elsewhere"),
     }
     Ok(r)
@@ -262,8 +278,12 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
 
 /// A ramp: offered load in steps until one breaks. Each step is measured here; whether
 /// it held, and what the ramp concludes, is [`crate::analysis::ramp`]'s to say.
-fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
-    let t = ctx.test;
+fn ramp(
+    ctx: &CaseCtx,
+    t: &suite::Ramp,
+    running: &Running,
+    r: &mut CaseResult,
+) -> anyhow::Result<()> {
     let limits = ramp::Limits {
         max_error_rate: t.max_error_rate,
         slo_p99: t.slo_p99,
@@ -281,7 +301,7 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
             ctx,
             Some(running),
             Some(rate),
-            t.connections,
+            t.workload.connections,
             Some(t.step_duration),
             None,
         )?;
@@ -351,14 +371,18 @@ fn ramp(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<
     Ok(())
 }
 
-fn soak(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
-    let t = ctx.test;
-    let rate = t.rate.unwrap_or(100.0);
+fn soak(
+    ctx: &CaseCtx,
+    t: &suite::Soak,
+    running: &Running,
+    r: &mut CaseResult,
+) -> anyhow::Result<()> {
+    let rate = t.rate;
     let run = drive(
         ctx,
         Some(running),
         Some(rate),
-        t.connections,
+        t.workload.connections,
         Some(t.duration),
         None,
     )?;
@@ -508,13 +532,17 @@ fn mem_available() -> f64 {
         * 1024.0
 }
 
-fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Result<()> {
-    let t = ctx.test;
+fn rounds(
+    ctx: &CaseCtx,
+    t: &suite::Rounds,
+    running: &Running,
+    r: &mut CaseResult,
+) -> anyhow::Result<()> {
     let settle = |running: Option<&Running>| -> f64 {
         if let Some(q) = &t.quiesce_url {
             let _ = http_get(&substitute(q, &ctx.vars));
         }
-        std::thread::sleep(t.settle + 2 * t.interval);
+        std::thread::sleep(t.settle + 2 * ctx.test.interval);
         samples(running).last().map_or(0.0, |s| s.rss_bytes as f64)
     };
     let base = settle(Some(running));
@@ -536,7 +564,7 @@ fn rounds(ctx: &CaseCtx, running: &Running, r: &mut CaseResult) -> anyhow::Resul
             ctx,
             Some(running),
             None,
-            Some(t.connections.unwrap_or(10)),
+            Some(t.workload.connections.unwrap_or(10)),
             None,
             Some(t.ops),
         )?;

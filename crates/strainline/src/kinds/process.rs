@@ -12,7 +12,7 @@ use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::stats::least_squares;
 use crate::os::process;
 use crate::store::Metric;
-use crate::suite::{substitute, Kind};
+use crate::suite::{self, substitute, Spec};
 use crate::sut::lifecycle::{spawn_watched, tail};
 
 fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
@@ -58,16 +58,15 @@ fn wait(pid: u32) -> (crate::measure::ExitInfo, f64) {
 }
 
 pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
-    match ctx.test.kind {
-        Kind::Crash => crash(ctx),
-        Kind::Scale => scale(ctx),
-        Kind::Harness => harness(ctx),
-        _ => unreachable!("HTTP kinds are run elsewhere"),
+    match &ctx.test.spec {
+        Spec::Crash(spec) => crash(ctx, spec),
+        Spec::Scale(spec) => scale(ctx, spec),
+        Spec::Harness(spec) => harness(ctx, spec),
+        _ => unreachable!("load kinds are run elsewhere"),
     }
 }
 
-fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
-    let t = ctx.test;
+fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (lo, hi) = t.kill_after;
     let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ctx.case.repetition as u64;
@@ -80,7 +79,7 @@ fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         vars.insert("dir".into(), dir.display().to_string());
         vars.insert("iteration".into(), i.to_string());
         let log = dir.join("work.log");
-        let pid = spawn(&argv(t.command.as_deref().unwrap_or_default(), &vars), &log)?;
+        let pid = spawn(&argv(&t.command, &vars), &log)?;
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -108,8 +107,8 @@ fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         };
         process::signal(pid, libc::SIGKILL);
         let (exit, _) = wait(pid);
-        let out = Command::new(substitute(&t.verify.as_ref().expect("checked")[0], &vars))
-            .args(argv(&t.verify.as_ref().expect("checked")[1..], &vars))
+        let out = Command::new(substitute(&t.verify[0], &vars))
+            .args(argv(&t.verify[1..], &vars))
             .stdin(Stdio::null())
             .output()?;
         let said =
@@ -159,8 +158,7 @@ fn crash(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     Ok(r)
 }
 
-fn scale(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
-    let t = ctx.test;
+fn scale(ctx: &CaseCtx, t: &suite::Scale) -> anyhow::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     r.table.push(format!(
@@ -172,7 +170,7 @@ fn scale(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         vars.insert("size".into(), size.to_string());
         let log = ctx.dir.join(format!("size-{size}.log"));
         let started = Instant::now();
-        let pid = spawn(&argv(t.command.as_deref().unwrap_or_default(), &vars), &log)?;
+        let pid = spawn(&argv(&t.command, &vars), &log)?;
         let (exit, cpu) = wait(pid);
         let wall = started.elapsed().as_secs_f64();
         if exit.code != Some(0) {
@@ -245,17 +243,16 @@ pub fn parse_metrics(text: &str) -> Vec<(String, f64)> {
     out
 }
 
-fn harness(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
-    let t = ctx.test;
+fn harness(ctx: &CaseCtx, t: &suite::Harness) -> anyhow::Result<CaseResult> {
     let mut r = CaseResult::new();
     let log = ctx.dir.join("harness.log");
-    let a = argv(t.command.as_deref().unwrap_or_default(), &ctx.vars);
+    let a = argv(&t.command, &ctx.vars);
     let running = spawn_watched(
         &a,
         &BTreeMap::new(),
         None,
         &log,
-        t.interval,
+        ctx.test.interval,
         Some(ctx.sample_sink()),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -95,7 +95,32 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
         );
     }
     for t in &suite.tests {
-        texts.extend(t.url.as_deref().map(|u| ("a test's url", u)));
+        if let Some(w) = t.workload() {
+            texts.extend(w.url.as_deref().map(|u| ("a test's url", u)));
+            texts.extend(w.body.as_deref().map(|b| ("a test's body", b)));
+            texts.extend(w.headers.values().map(|h| ("a test's header", h.as_str())));
+            for s in &w.setup {
+                texts.push(("a set-up request's path", s.path.as_str()));
+                texts.push(("a set-up request's body", s.body.as_str()));
+            }
+        }
+        texts.extend(
+            t.command()
+                .into_iter()
+                .flatten()
+                .map(|a| ("a test's command", a.as_str())),
+        );
+        match &t.spec {
+            suite::Spec::Crash(c) => {
+                texts.extend(c.verify.iter().map(|a| ("a test's verify", a.as_str())))
+            }
+            suite::Spec::Rounds(r) => texts.extend(
+                r.quiesce_url
+                    .as_deref()
+                    .map(|u| ("a test's quiesce_url", u)),
+            ),
+            _ => {}
+        }
     }
     for (what, text) in texts {
         let mut rest = text;

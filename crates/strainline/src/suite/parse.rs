@@ -1,0 +1,682 @@
+//! From the suite file as written ([`super::raw`]) to the checked model, section by
+//! section — `[target]`, `[logs]`, `[[watch]]`, each `[[test]]` (common keys, then its
+//! kind's own spec), `[compare]` — every mistake refused as `FILE:LINE:COLUMN: what is
+//! wrong` with the fix. A key that belongs to another kind is refused too: a `rate` on a
+//! ramp would otherwise be silently ignored.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::gate;
+use super::raw::{RawCompare, RawLogs, RawSuite, RawTarget, RawTest, RawWatch};
+use super::{
+    kind_metrics, log_class_metric, Bench, CompareSpec, Crash, Harness, Kind, LogSpec, Ramp, Ready,
+    Rounds, Scale, Soak, Spec, Suite, TargetSpec, Test, WatchBy, WatchSpec, Workload,
+};
+use crate::metrics::Unit;
+use crate::units::parse_duration;
+
+type Result<T> = std::result::Result<T, String>;
+
+/// The keys of a load kind's workload.
+const WORKLOAD_KEYS: &[&str] = &[
+    "url",
+    "scenario",
+    "method",
+    "body",
+    "headers",
+    "command",
+    "connections",
+    "threads",
+    "timeout",
+    "setup",
+];
+
+/// The keys a kind takes beyond the common ones (and, for load kinds, the workload's).
+fn own_keys(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Bench => &["rate", "duration"],
+        Kind::Ramp => &[
+            "start",
+            "step",
+            "step_duration",
+            "max_steps",
+            "slo_p99",
+            "max_error_rate",
+        ],
+        Kind::Soak => &[
+            "rate",
+            "duration",
+            "leak_budget",
+            "horizon",
+            "clients",
+            "client_period",
+            "ram",
+        ],
+        Kind::Rounds => &["rounds", "ops", "quiesce_url", "settle", "leak_budget"],
+        Kind::Crash => &[
+            "command",
+            "iterations",
+            "kill_after",
+            "kill_at_log",
+            "verify",
+        ],
+        Kind::Scale => &["command", "sizes"],
+        Kind::Harness => &["command"],
+        Kind::Load | Kind::Monitor => &[],
+    }
+}
+
+/// The text being parsed, for located messages and scaled durations.
+struct Doc<'a> {
+    path: &'a Path,
+    text: &'a str,
+    time_scale: f64,
+}
+
+impl Doc<'_> {
+    fn at(&self, offset: usize, msg: impl Into<String>) -> String {
+        crate::located::message(self.path, self.text, offset, &msg.into())
+    }
+
+    /// A duration as written; `scaled` ones are multiplied by `--time-scale`.
+    fn dur(&self, s: &Spanned<String>, key: &str, scaled: bool) -> Result<Duration> {
+        let d = parse_duration(s.get_ref())
+            .map_err(|e| self.at(s.span().start, format!("{key}: {e}")))?;
+        Ok(if scaled {
+            d.mul_f64(self.time_scale)
+        } else {
+            d
+        })
+    }
+
+    fn opt_dur(
+        &self,
+        s: &Option<Spanned<String>>,
+        key: &str,
+        default: Duration,
+        scaled: bool,
+    ) -> Result<Duration> {
+        match s {
+            Some(s) => self.dur(s, key, scaled),
+            None if scaled => Ok(default.mul_f64(self.time_scale)),
+            None => Ok(default),
+        }
+    }
+
+    fn regex(&self, s: &Spanned<String>, key: &str) -> Result<regex_lite::Regex> {
+        regex_lite::Regex::new(s.get_ref()).map_err(|e| {
+            self.at(
+                s.span().start,
+                format!("{key}: not a regular expression: {e}"),
+            )
+        })
+    }
+
+    /// Where `key = …` is written in the table whose header is at `header` (the lines
+    /// up to the next header), else the header itself.
+    fn key_offset(&self, header: usize, key: &str) -> usize {
+        let mut offset = header;
+        for (i, line) in self.text[header..].split_inclusive('\n').enumerate() {
+            let trimmed = line.trim_start();
+            if i > 0 && trimmed.starts_with('[') {
+                break;
+            }
+            if trimmed
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            {
+                return offset + (line.len() - trimmed.len());
+            }
+            offset += line.len();
+        }
+        header
+    }
+}
+
+/// Parses `1024`, `17MiB`, `2GiB` into bytes.
+fn bytes(s: &str) -> Option<f64> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let n: f64 = s[..split].parse().ok()?;
+    let scale = match s[split..].trim() {
+        "" | "B" => 1.0,
+        "KiB" | "KB" | "K" => 1024.0,
+        "MiB" | "MB" | "M" => 1048576.0,
+        "GiB" | "GB" | "G" => 1073741824.0,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
+fn signal(s: &str) -> Option<i32> {
+    Some(match s.trim_start_matches("SIG") {
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "HUP" => libc::SIGHUP,
+        "QUIT" => libc::SIGQUIT,
+        "KILL" => libc::SIGKILL,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        _ => return None,
+    })
+}
+
+/// Reads and checks a suite's text; `time_scale` multiplies every test duration.
+pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
+    let doc = Doc {
+        path,
+        text,
+        time_scale,
+    };
+    let raw: RawSuite = toml::from_str(text).map_err(|e| {
+        doc.at(
+            e.span().map_or(0, |s| s.start),
+            e.message().trim().to_string(),
+        )
+    })?;
+    let target = raw.target.as_ref().map(|t| target(&doc, t)).transpose()?;
+    let logs = raw
+        .logs
+        .as_ref()
+        .map(|l| logs(&doc, l))
+        .transpose()?
+        .unwrap_or_default();
+    let watches = raw
+        .watch
+        .iter()
+        .map(|w| watch(&doc, w))
+        .collect::<Result<Vec<_>>>()?;
+    // Metrics the suite adds to every kind with a target: its watches and log classes.
+    let suite_metrics: Vec<(String, Unit)> = watches
+        .iter()
+        .flat_map(|w| {
+            [
+                (format!("watch_{}_peak_rss", w.name), Unit::Bytes),
+                (format!("watch_{}_cpu", w.name), Unit::Cores),
+            ]
+        })
+        .chain(
+            logs.classes
+                .iter()
+                .map(|(n, _)| (log_class_metric(n), Unit::Count)),
+        )
+        .collect();
+    let tests = raw
+        .test
+        .iter()
+        .map(|t| test(&doc, t, target.is_some(), &suite_metrics))
+        .collect::<Result<Vec<_>>>()?;
+    if tests.is_empty() {
+        return Err(doc.at(0, "the suite has no [[test]]"));
+    }
+    let compare = raw
+        .compare
+        .as_ref()
+        .map(|c| compare(&doc, c))
+        .transpose()?
+        .unwrap_or_default();
+    let name = raw.suite.and_then(|s| s.name).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(Suite {
+        name,
+        path: path.to_path_buf(),
+        target,
+        logs,
+        watches,
+        tests,
+        compare,
+    })
+}
+
+/// `[target]`: what to start (or attach to), how to tell it is ready, how to stop it.
+fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
+    match (&t.command, &t.attach_pid_file) {
+        (Some(c), None) if c.get_ref().is_empty() => {
+            return Err(doc.at(
+                c.span().start,
+                "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]",
+            ))
+        }
+        (Some(_), None) | (None, Some(_)) => {}
+        _ => {
+            return Err(doc.at(
+                0,
+                "[target] needs exactly one of command = [...] (start it) or attach_pid_file = \"...\" (watch a running one)",
+            ))
+        }
+    }
+    let ready = match &t.ready {
+        None => Ready::Delay(Duration::from_millis(500)),
+        Some(r) => {
+            let v = r.get_ref();
+            if v.starts_with("http://") || v.starts_with("https://") {
+                Ready::Http(v.clone())
+            } else if let Some(a) = v.strip_prefix("tcp://") {
+                Ready::Tcp(a.to_string())
+            } else if let Some(re) = v.strip_prefix("log:") {
+                regex_lite::Regex::new(re)
+                    .map_err(|e| doc.at(r.span().start, format!("ready: bad regex: {e}")))?;
+                Ready::Log(re.to_string())
+            } else if let Some(d) = v.strip_prefix("delay:") {
+                Ready::Delay(
+                    parse_duration(d).map_err(|e| doc.at(r.span().start, format!("ready: {e}")))?,
+                )
+            } else {
+                return Err(doc.at(
+                    r.span().start,
+                    format!("ready: '{v}' (expected http://…, tcp://HOST:PORT, log:REGEX or delay:DURATION)"),
+                ));
+            }
+        }
+    };
+    let stop_signal = match &t.stop_signal {
+        Some(s) => signal(s.get_ref()).ok_or_else(|| {
+            doc.at(
+                s.span().start,
+                format!(
+                    "stop_signal: '{}' (expected TERM, INT, HUP, QUIT, KILL, USR1 or USR2)",
+                    s.get_ref()
+                ),
+            )
+        })?,
+        None => libc::SIGTERM,
+    };
+    Ok(TargetSpec {
+        build: t.build.clone(),
+        command: t
+            .command
+            .as_ref()
+            .map(|c| c.get_ref().clone())
+            .unwrap_or_default(),
+        attach_pid_file: t.attach_pid_file.as_ref().map(PathBuf::from),
+        shell: t.shell,
+        env: t.env.clone(),
+        cwd: t.cwd.as_ref().map(PathBuf::from),
+        ready,
+        ready_timeout: doc.opt_dur(
+            &t.ready_timeout,
+            "ready_timeout",
+            Duration::from_secs(10),
+            false,
+        )?,
+        stop_signal,
+        stop_grace: doc.opt_dur(&t.stop_grace, "stop_grace", Duration::from_secs(5), false)?,
+    })
+}
+
+/// `[logs]`: regexes counted in the target's output.
+fn logs(doc: &Doc, l: &RawLogs) -> Result<LogSpec> {
+    let mut logs = LogSpec::default();
+    for e in &l.errors {
+        logs.errors.push(doc.regex(e, "logs.errors")?);
+    }
+    for w in &l.warnings {
+        logs.warnings.push(doc.regex(w, "logs.warnings")?);
+    }
+    for (name, r) in &l.classes {
+        logs.classes
+            .push((name.clone(), doc.regex(r, "logs.classes")?));
+    }
+    Ok(logs)
+}
+
+/// A `[[watch]]`: a process beside the target, found by pid file, name or command line.
+fn watch(doc: &Doc, w: &Spanned<RawWatch>) -> Result<WatchSpec> {
+    let pos = w.span().start;
+    let w = w.get_ref();
+    let by = match (&w.pid_file, &w.process, &w.cmdline) {
+        (Some(p), None, None) => WatchBy::PidFile(PathBuf::from(p)),
+        (None, Some(n), None) => WatchBy::Name(n.clone()),
+        (None, None, Some(c)) => WatchBy::Cmdline(doc.regex(c, "watch.cmdline")?),
+        _ => {
+            return Err(doc.at(
+                pos,
+                format!(
+                    "watch '{}': give exactly one of pid_file, process or cmdline",
+                    w.name
+                ),
+            ))
+        }
+    };
+    if !w
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(doc.at(
+            pos,
+            format!(
+                "watch '{}': a name of letters, digits and _ (it names metrics)",
+                w.name
+            ),
+        ));
+    }
+    Ok(WatchSpec {
+        name: w.name.clone(),
+        by,
+    })
+}
+
+/// A `[[test]]`: its common keys, its gates, then its kind's own spec.
+fn test(
+    doc: &Doc,
+    spanned: &Spanned<RawTest>,
+    has_target: bool,
+    suite_metrics: &[(String, Unit)],
+) -> Result<Test> {
+    let span = spanned.span();
+    let t = spanned.get_ref();
+    let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
+        doc.at(
+            t.kind.span().start,
+            format!(
+                "kind: '{}' (expected one of: bench, ramp, soak, rounds, crash, scale, harness)",
+                t.kind.get_ref()
+            ),
+        )
+    })?;
+    let allowed: Vec<&str> = if kind.has_target() {
+        WORKLOAD_KEYS
+            .iter()
+            .chain(own_keys(kind))
+            .copied()
+            .collect()
+    } else {
+        own_keys(kind).to_vec()
+    };
+    if let Some(key) = t.keys().into_iter().find(|k| !allowed.contains(k)) {
+        let owners: Vec<&str> = Kind::TESTS
+            .into_iter()
+            .filter(|k| {
+                own_keys(*k).contains(&key) || (k.has_target() && WORKLOAD_KEYS.contains(&key))
+            })
+            .map(|k| k.name())
+            .collect();
+        return Err(doc.at(
+            doc.key_offset(span.start, key),
+            format!(
+                "test '{}': '{key}' is not a key of a {} test (it is one of {}); a {} test takes: {}",
+                t.name,
+                kind.name(),
+                owners.join(", "),
+                kind.name(),
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let mut metrics = kind_metrics(kind);
+    if kind.has_target() {
+        metrics.extend(suite_metrics.iter().map(|(n, u)| (n.as_str(), *u)));
+    }
+    let mut gates = Vec::new();
+    let mut harness_gates = Vec::new();
+    for g in &t.gates {
+        match gate::parse(g.get_ref(), &metrics) {
+            Ok(parsed) => gates.push(parsed),
+            Err((_, msg)) if kind == Kind::Harness && msg.starts_with("unknown metric") => {
+                harness_gates.push(g.get_ref().clone())
+            }
+            Err((off, msg)) => return Err(doc.at(g.span().start + 1 + off, format!("gate: {msg}"))),
+        }
+    }
+    let needs = |present: bool, what: &str| -> Result<()> {
+        if present {
+            Ok(())
+        } else {
+            Err(doc.at(
+                span.start,
+                format!("test '{}' ({}) needs {what}", t.name, kind.name()),
+            ))
+        }
+    };
+    let spec = spec(doc, kind, t, has_target, &needs)?;
+    Ok(Test {
+        name: t.name.clone(),
+        kind,
+        repeat: t.repeat.unwrap_or(1).max(1),
+        matrix: t
+            .matrix
+            .iter()
+            .map(|(k, vs)| {
+                (
+                    k.clone(),
+                    vs.iter()
+                        .map(|v| match v {
+                            toml::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+        gates,
+        harness_gates,
+        interval: doc.opt_dur(&t.interval, "interval", Duration::from_millis(250), false)?,
+        profile: t.profile,
+        spec,
+    })
+}
+
+/// The workload of a load kind: a URL (or scenario) or a command.
+fn workload(
+    doc: &Doc,
+    t: &RawTest,
+    has_target: bool,
+    needs: &dyn Fn(bool, &str) -> Result<()>,
+) -> Result<Workload> {
+    let bench_without_target =
+        Kind::parse_test(t.kind.get_ref()) == Some(Kind::Bench) && t.command.is_some();
+    needs(
+        t.url.is_some() || t.command.is_some(),
+        "url = \"http://127.0.0.1:{{port}}/…\" (or, for a command workload, command = [\"…\"])",
+    )?;
+    needs(
+        t.url.is_none() || t.command.is_none(),
+        "either url or command (a command workload), not both",
+    )?;
+    if !bench_without_target {
+        needs(has_target, "a [target] to start")?;
+    }
+    Ok(Workload {
+        url: t.url.clone(),
+        scenario: match &t.scenario {
+            Some(sc) => {
+                let p = doc
+                    .path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join(sc.get_ref());
+                crate::load::scenario::load(&p)
+                    .map_err(|e| doc.at(sc.span().start, format!("scenario: {e}")))?;
+                Some(p)
+            }
+            None => None,
+        },
+        method: t.method.clone().unwrap_or_else(|| {
+            if t.body.is_some() {
+                "POST".into()
+            } else {
+                "GET".into()
+            }
+        }),
+        body: t.body.clone(),
+        headers: t.headers.clone(),
+        command: t.command.clone(),
+        connections: t.connections,
+        threads: t.threads,
+        timeout: doc.opt_dur(&t.timeout, "timeout", Duration::from_secs(10), false)?,
+        setup: t.setup.clone(),
+    })
+}
+
+fn leak_budget(doc: &Doc, t: &RawTest) -> Result<f64> {
+    match &t.leak_budget {
+        Some(b) => bytes(b.get_ref()).ok_or_else(|| {
+            doc.at(
+                b.span().start,
+                format!("leak_budget: '{}' (e.g. 10MiB)", b.get_ref()),
+            )
+        }),
+        None => Ok(10.0 * 1048576.0),
+    }
+}
+
+/// The kind's own spec, with its defaults.
+fn spec(
+    doc: &Doc,
+    kind: Kind,
+    t: &RawTest,
+    has_target: bool,
+    needs: &dyn Fn(bool, &str) -> Result<()>,
+) -> Result<Spec> {
+    let duration = || doc.opt_dur(&t.duration, "duration", Duration::from_secs(10), true);
+    let command = || t.command.clone().unwrap_or_default();
+    Ok(match kind {
+        Kind::Bench => Spec::Bench(Bench {
+            workload: workload(doc, t, has_target, needs)?,
+            rate: t.rate,
+            duration: duration()?,
+        }),
+        Kind::Ramp => Spec::Ramp(Ramp {
+            workload: workload(doc, t, has_target, needs)?,
+            start: t.start.unwrap_or(100.0),
+            step: t.step.unwrap_or(100.0),
+            step_duration: doc.opt_dur(
+                &t.step_duration,
+                "step_duration",
+                Duration::from_secs(5),
+                true,
+            )?,
+            max_steps: t.max_steps.unwrap_or(50),
+            slo_p99: t
+                .slo_p99
+                .as_ref()
+                .map(|s| doc.dur(s, "slo_p99", false))
+                .transpose()?,
+            max_error_rate: t.max_error_rate.unwrap_or(0.01),
+        }),
+        Kind::Soak => Spec::Soak(Soak {
+            workload: workload(doc, t, has_target, needs)?,
+            rate: t.rate.unwrap_or(100.0),
+            duration: duration()?,
+            leak_budget: leak_budget(doc, t)?,
+            horizon: doc.opt_dur(&t.horizon, "horizon", Duration::from_secs(24 * 3600), false)?,
+            clients: t.clients,
+            client_period: t
+                .client_period
+                .as_ref()
+                .map(|s| doc.dur(s, "client_period", false))
+                .transpose()?,
+            ram: match &t.ram {
+                Some(b) => Some(bytes(b.get_ref()).ok_or_else(|| {
+                    doc.at(
+                        b.span().start,
+                        format!("ram: '{}' (e.g. 4GiB)", b.get_ref()),
+                    )
+                })?),
+                None => None,
+            },
+        }),
+        Kind::Rounds => Spec::Rounds(Rounds {
+            workload: workload(doc, t, has_target, needs)?,
+            rounds: t.rounds.unwrap_or(10),
+            ops: t.ops.unwrap_or(1000),
+            quiesce_url: t.quiesce_url.clone(),
+            settle: doc.opt_dur(&t.settle, "settle", Duration::from_millis(500), true)?,
+            leak_budget: leak_budget(doc, t)?,
+        }),
+        Kind::Crash => {
+            needs(t.command.is_some(), "command = [\"…\"] (the work to kill)")?;
+            needs(
+                t.verify.is_some(),
+                "verify = [\"…\"] (the check after each kill)",
+            )?;
+            let kill_after = match &t.kill_after {
+                Some(k) => {
+                    let v = k.get_ref();
+                    let (a, b) = v.split_once("..").unwrap_or((v, v));
+                    let p = |s: &str| {
+                        parse_duration(s).map_err(|e| {
+                            doc.at(
+                                k.span().start,
+                                format!("kill_after: {e} (write e.g. 100ms..2s)"),
+                            )
+                        })
+                    };
+                    (p(a)?.mul_f64(doc.time_scale), p(b)?.mul_f64(doc.time_scale))
+                }
+                None => (
+                    Duration::from_millis(100).mul_f64(doc.time_scale),
+                    Duration::from_secs(1).mul_f64(doc.time_scale),
+                ),
+            };
+            Spec::Crash(Crash {
+                command: command(),
+                iterations: t.iterations.unwrap_or(10),
+                kill_after,
+                kill_at_log: t
+                    .kill_at_log
+                    .as_ref()
+                    .map(|r| doc.regex(r, "kill_at_log"))
+                    .transpose()?,
+                verify: t.verify.clone().unwrap_or_default(),
+            })
+        }
+        Kind::Scale => {
+            needs(t.command.is_some(), "command = [\"…\", \"{{size}}\"]")?;
+            needs(
+                t.sizes.len() >= 3,
+                "sizes = [N1, N2, N3, …] (at least three)",
+            )?;
+            Spec::Scale(Scale {
+                command: command(),
+                sizes: t.sizes.clone(),
+            })
+        }
+        Kind::Harness => {
+            needs(
+                t.command.is_some(),
+                "command = [\"…\"] (the harness binary)",
+            )?;
+            Spec::Harness(Harness { command: command() })
+        }
+        Kind::Load | Kind::Monitor => unreachable!("not a test kind"),
+    })
+}
+
+/// `[compare]`: the significance level and tolerance bands for `strainline compare`.
+fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
+    let fraction = |v: &Spanned<toml::Value>, key: &str| -> Result<f64> {
+        let parsed = match v.get_ref() {
+            toml::Value::String(s) => crate::units::parse_fraction(s),
+            toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string()),
+            toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string()),
+            other => Err(format!(
+                "{other} is not a percentage: write it as \"20%\" or 0.2"
+            )),
+        };
+        parsed.map_err(|e| doc.at(v.span().start, format!("{key}: {e}")))
+    };
+    let mut compare = CompareSpec::default();
+    if let Some(a) = &c.alpha {
+        if !(*a.get_ref() > 0.0 && *a.get_ref() < 1.0) {
+            return Err(doc.at(a.span().start, "alpha: must be between 0 and 1 (e.g. 0.05)"));
+        }
+        compare.alpha = Some(*a.get_ref());
+    }
+    compare.band = c.band.as_ref().map(|b| fraction(b, "band")).transpose()?;
+    let mut bands = BTreeMap::new();
+    for (metric, v) in &c.bands {
+        bands.insert(metric.clone(), fraction(v, &format!("bands.{metric}"))?);
+    }
+    compare.bands = bands;
+    Ok(compare)
+}
