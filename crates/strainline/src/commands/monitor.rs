@@ -12,19 +12,13 @@ use crate::cli::MonitorArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::monitor::watch::{tick, Flusher, Reap, DETAIL_PERIOD, STATUS_PERIOD};
 use crate::monitor::{Ending, Sampler, SamplerConfig};
 use crate::os::cgroup::Cgroup;
 use crate::os::{process, signals};
 use crate::report::monitor as report;
 use crate::store::{Location, Metric, NewRun, Store};
 use crate::Failure;
-
-/// Samples are written to the store at least this often.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
-/// Threads and per-process CPU are read at most this often (RSS and CPU every tick).
-const DETAIL_PERIOD: Duration = Duration::from_millis(250);
-/// VmHWM, context switches, FDs and I/O, the costliest reads, at most this often.
-const STATUS_PERIOD: Duration = Duration::from_secs(1);
 
 pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> {
     if args.pid.is_none() && args.command.is_empty() {
@@ -115,9 +109,13 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         cgroup,
         start,
     );
-    let mut pending: Vec<Sample> = Vec::new();
     let mut all: Vec<Sample> = Vec::new();
-    let mut last_flush = Instant::now();
+    let mut flusher = {
+        let store = Store::open(store_location)?;
+        Flusher::new(Box::new(move |samples: &[Sample]| {
+            let _ = store.append_samples(case_id, samples);
+        }))
+    };
     let mut root_exit: Option<ExitInfo> = None;
     let mut interrupted = false;
     let mut kill_at: Option<Instant> = None;
@@ -126,28 +124,15 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     let stop_at = args.duration.map(|d| start + d);
 
     loop {
-        for (pid, r) in process::reap_exited() {
-            sampler.on_reaped(pid, r);
-            if pid == root {
-                root_exit = Some(ExitInfo {
-                    code: r.exit,
-                    signal: r.signal,
-                });
-            }
-        }
-        let s = sampler.sample();
+        let (s, exit) = tick(&mut sampler, root, Reap::All);
+        root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {
             writeln!(w, "{}", report::csv_row(&s))?;
         }
         if args.json.is_some() {
             all.push(s.clone());
         }
-        pending.push(s);
-        if last_flush.elapsed() >= FLUSH_EVERY {
-            store.append_samples(case_id, &pending)?;
-            pending.clear();
-            last_flush = Instant::now();
-        }
+        flusher.push(s);
         if root_exit.is_some() || (attached && !process::exists(root)) {
             break;
         }
@@ -212,7 +197,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         overhead_cpu_seconds: overhead,
         leftover_processes_stopped: leftovers,
     });
-    store.append_samples(case_id, &pending)?;
+    flusher.flush();
     store.finish_case(
         case_id,
         status,

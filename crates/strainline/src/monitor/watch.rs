@@ -17,6 +17,11 @@ use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::os::cgroup::Cgroup;
 use crate::os::process;
 
+/// Threads and per-process CPU are read at most this often (RSS and CPU every tick).
+pub const DETAIL_PERIOD: Duration = Duration::from_millis(250);
+/// VmHWM, context switches, FDs and I/O, the costliest reads, at most this often.
+pub const STATUS_PERIOD: Duration = Duration::from_secs(1);
+
 /// Samples kept in memory at most; beyond, every other one is dropped.
 pub const KEPT: usize = 20_000;
 
@@ -50,6 +55,77 @@ impl Shared {
             });
             self.stride = self.stride.max(1) * 2;
         }
+    }
+}
+
+/// Which exited processes a tick reaps.
+#[derive(Debug, Clone, Copy)]
+pub enum Reap {
+    /// Every exited child of strainline (`strainline monitor` owns them all).
+    All,
+    /// Only the root and the orphans re-parented to strainline (`me`): commands a suite
+    /// runner waits for itself are left to it.
+    Adopted { me: u32 },
+}
+
+/// One tick of watching a tree, the same for `strainline monitor` and the suite
+/// runner's background watcher: reap what exited (their `ru_maxrss` and CPU go to the
+/// sampler), note the root's exit, take a sample.
+pub fn tick(sampler: &mut Sampler, root: u32, reap: Reap) -> (Sample, Option<ExitInfo>) {
+    let reaped = match reap {
+        Reap::All => process::reap_exited(),
+        Reap::Adopted { me } => {
+            let mut mine = sampler.children_of(me);
+            if !mine.contains(&root) {
+                mine.push(root);
+            }
+            process::reap_these(&mine)
+        }
+    };
+    let mut root_exit = None;
+    for (pid, r) in reaped {
+        sampler.on_reaped(pid, r);
+        if pid == root {
+            root_exit = Some(ExitInfo {
+                code: r.exit,
+                signal: r.signal,
+            });
+        }
+    }
+    (sampler.sample(), root_exit)
+}
+
+/// Batches samples to a sink at most once per [`FLUSH_EVERY`]: a crash loses at most
+/// that much, and the store is not written on every tick.
+pub struct Flusher {
+    sink: Sink,
+    pending: Vec<Sample>,
+    last: Instant,
+}
+
+/// Samples reach the sink at least this often.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+impl Flusher {
+    pub fn new(sink: Sink) -> Flusher {
+        Flusher {
+            sink,
+            pending: Vec::new(),
+            last: Instant::now(),
+        }
+    }
+
+    pub fn push(&mut self, s: Sample) {
+        self.pending.push(s);
+        if self.last.elapsed() >= FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
+    pub fn flush(&mut self) {
+        (self.sink)(&self.pending);
+        self.pending.clear();
+        self.last = Instant::now();
     }
 }
 
@@ -99,46 +175,32 @@ impl Watcher {
             SamplerConfig {
                 root,
                 adopter: adopt.then_some(me),
-                detail_every: every(Duration::from_millis(250)),
-                status_every: every(Duration::from_secs(1)),
+                detail_every: every(DETAIL_PERIOD),
+                status_every: every(STATUS_PERIOD),
                 top_n: 3,
             },
             cgroup,
             started,
         );
         let (stop2, shared2) = (stop.clone(), shared.clone());
+        let mut flusher = sink.take().map(Flusher::new);
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
-            let mut pending: Vec<Sample> = Vec::new();
-            let mut flushed = Instant::now();
             loop {
-                let mut mine = sampler.children_of(me);
-                if !mine.contains(&root) {
-                    mine.push(root);
+                let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
+                if let Some(f) = flusher.as_mut() {
+                    f.push(s.clone());
                 }
-                for (pid, r) in process::reap_these(&mine) {
-                    sampler.on_reaped(pid, r);
-                    if pid == root {
-                        shared2.lock().unwrap().root_exit = Some(ExitInfo {
-                            code: r.exit,
-                            signal: r.signal,
-                        });
+                let mut shared = shared2.lock().unwrap();
+                if exit.is_some() {
+                    shared.root_exit = exit;
+                }
+                shared.keep(s);
+                drop(shared);
+                if stop2.load(Ordering::Relaxed) {
+                    if let Some(f) = flusher.as_mut() {
+                        f.flush();
                     }
-                }
-                let s = sampler.sample();
-                if sink.is_some() {
-                    pending.push(s.clone());
-                }
-                shared2.lock().unwrap().keep(s);
-                let stopping = stop2.load(Ordering::Relaxed);
-                if let Some(sink) = sink.as_mut() {
-                    if stopping || flushed.elapsed() >= Duration::from_secs(1) {
-                        sink(&pending);
-                        pending.clear();
-                        flushed = Instant::now();
-                    }
-                }
-                if stopping {
                     return sampler;
                 }
                 next += interval;
