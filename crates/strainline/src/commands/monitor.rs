@@ -20,6 +20,9 @@ use crate::report::monitor as report;
 use crate::store::{Location, Metric, NewRun, Store};
 use crate::Failure;
 
+/// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
+/// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the
+/// suite runner's watcher.
 pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> {
     if args.pid.is_none() && args.command.is_empty() {
         return Err(Failure::new(

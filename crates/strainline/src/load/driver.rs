@@ -324,6 +324,8 @@ async fn sleep_or_stop(ctx: &Ctx, until: Instant) -> bool {
 
 /// One virtual client of a scenario: its `once` steps in order, then its periodic steps
 /// at their intended times and its weighted mix in between, on one connection.
+/// Long because a client's life is one sequence (once, then every/mix until the end)
+/// whose timing state would only be scattered by splitting it.
 async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64, go: Rc<Notify>) {
     let slot = ctx.slot();
     let mut conn: Option<Conn> = None;
@@ -599,6 +601,8 @@ fn thread_cpu_seconds() -> f64 {
 /// sending (in-flight requests still finish or time out).
 /// Runs a plan to its end, or until `cancel` is set or `stop()` says so (the caller's
 /// interrupt: the engine polls it every 20 ms and knows nothing of signals).
+/// Long because it is the one place where workers start, the clock starts for all at
+/// once, and their recorders are merged each second; each phase reads the one before.
 pub fn run(
     plan: &Plan,
     cancel: Arc<AtomicBool>,

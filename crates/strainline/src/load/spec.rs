@@ -222,6 +222,7 @@ fn template(
 }
 
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
+/// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
     let (url, command, method, headers, body) = match &spec.work {
         Work::Http {

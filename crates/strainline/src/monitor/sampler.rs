@@ -363,7 +363,8 @@ impl Sampler {
         self.finished.push(p.record);
     }
 
-    /// Ends the run: retires whatever is left and adds everything up.
+    /// Ends the run: retires whatever is left and adds everything up. Long because the
+    /// summary's fields are each one reduction of the same tracked state.
     pub fn finish(mut self, end: Ending) -> MonitorSummary {
         let Ending {
             command,

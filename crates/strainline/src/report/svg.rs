@@ -183,7 +183,8 @@ fn xt(chart: &Chart, x: f64) -> f64 {
     }
 }
 
-/// Renders the chart as an `<svg class="chart">` element.
+/// Renders the chart as an `<svg class="chart">` element. Long because an SVG is drawn
+/// in order (frame, grid, axes, ticks, series, markers, legend), all from one scale.
 pub fn render(chart: &Chart) -> String {
     let mut s = String::new();
     let xs = chart

@@ -6,8 +6,23 @@ use crate::store::Metric;
 use crate::suite::Kind;
 use crate::sut::lifecycle;
 
+/// A case's result, whatever happened: a target that could not be built, started or
+/// made ready could not measure anything (invalid); any other error fails the case.
+pub fn outcome(ctx: &CaseCtx) -> CaseResult {
+    run(ctx).unwrap_or_else(|e| {
+        let mut r = CaseResult::new();
+        let status = if e.downcast_ref::<lifecycle::TargetError>().is_some() {
+            Status::Invalid
+        } else {
+            Status::Failed
+        };
+        r.fail(status, format!("{e:#}"));
+        r
+    })
+}
+
 /// One case: start what it needs, run its kind, stop, and gather the target's figures.
-pub fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     let t = ctx.test;
     if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
         return kinds::run_process(ctx);

@@ -240,21 +240,8 @@ pub fn run(
             profile: test.profile || args.profile,
             case_id,
         };
-        let mut result = match case::run(&ctx) {
-            Ok(r) => r,
-            Err(e) => {
-                // The target could not be built, started or made ready: the case could
-                // not measure anything (invalid); any other error fails it.
-                let mut r = CaseResult::new();
-                let status = if e.downcast_ref::<lifecycle::TargetError>().is_some() {
-                    Status::Invalid
-                } else {
-                    Status::Failed
-                };
-                r.fail(status, format!("{e:#}"));
-                r
-            }
-        };
+        let mut result = case::outcome(&ctx);
+        debug_assert_catalogued(test.kind, &result);
         if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
             if let Err(e) = kinds::apply_gates(test, &mut result) {
                 store.finish_run(run_id, "failed", Some(2), std::slice::from_ref(&e))?;
@@ -278,27 +265,7 @@ pub fn run(
             .or_default()
             .push(result.metrics.clone());
         print_case(out, &result)?;
-        for (name, points) in &result.series {
-            store.append_series(case_id, name, points)?;
-        }
-        if let Some(folded) = &result.folded {
-            store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
-        }
-        for (name, data) in &result.histograms {
-            store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
-        }
-        let processes = result
-            .target
-            .as_ref()
-            .map(|t| t.processes.clone())
-            .unwrap_or_default();
-        store.finish_case(
-            case_id,
-            result.status.name(),
-            &result.metrics,
-            &processes,
-            &result,
-        )?;
+        store_case(&store, case_id, &result)?;
     }
     spread::print(out, &groups)?;
     let interrupted = signals::interrupted();
@@ -322,6 +289,47 @@ pub fn run(
         }
     )?;
     Ok(Outcome { run_id, ending })
+}
+
+/// Commits a finished case at once: a crash of strainline later loses nothing of it.
+fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> anyhow::Result<()> {
+    for (name, points) in &result.series {
+        store.append_series(case_id, name, points)?;
+    }
+    if let Some(folded) = &result.folded {
+        store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
+    }
+    for (name, data) in &result.histograms {
+        store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
+    }
+    let processes = result
+        .target
+        .as_ref()
+        .map(|t| t.processes.clone())
+        .unwrap_or_default();
+    store.finish_case(
+        case_id,
+        result.status.name(),
+        &result.metrics,
+        &processes,
+        result,
+    )?;
+    Ok(())
+}
+
+/// Every metric a case stores is in the catalogue for its kind (or printed by a
+/// harness): what gates, compare and reports rely on. Checked in debug builds, which
+/// the end-to-end tests run.
+fn debug_assert_catalogued(kind: Kind, r: &CaseResult) {
+    for m in &r.metrics {
+        debug_assert!(
+            m.source.as_deref() == Some("harness output")
+                || crate::metrics::lookup(&m.name).is_some_and(|d| d.kinds.contains(&kind)),
+            "a {} case stored '{}', which the metric catalogue does not list for it",
+            kind.name(),
+            m.name
+        );
+    }
 }
 
 fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
