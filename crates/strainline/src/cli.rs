@@ -32,6 +32,9 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// Run a suite: start the target, apply each test's workload, judge, store.
     Run(RunArgs),
+    /// Check a suite without running it: every key, value, gate and placeholder (exit 0
+    /// valid, 2 not).
+    Check(CheckArgs),
     /// Drive HTTP load at a URL: open model (-q RATE) or closed model (-c N).
     Load(Box<LoadArgs>),
     /// List the runs in the results store, newest first.
@@ -225,6 +228,15 @@ pub struct LoadArgs {
     /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
     #[arg(last = true, value_name = "CMD")]
     pub exec: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The suite file (TOML).
+    pub suite: PathBuf,
+    /// Variables the run would get with --var (so their placeholders count as set).
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
 }
 
 #[derive(Debug, Args)]

@@ -72,6 +72,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
         cli::Command::Run(args) => commands::run::run(&cli.store, args),
+        cli::Command::Check(args) => commands::run::check(args),
         cli::Command::Load(args) => commands::load::run(&cli.store, *args),
         cli::Command::Runs(args) => commands::runs::list(&cli.store, args),
         cli::Command::Show(args) => commands::runs::show(&cli.store, args),

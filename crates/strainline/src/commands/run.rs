@@ -1,10 +1,38 @@
 //! `strainline run SUITE`: the arguments become [`runner::Options`], the runner runs the
 //! suite, its outcome becomes the exit code; `--report DIR` writes every report after.
 
-use crate::cli::RunArgs;
+use crate::cli::{CheckArgs, RunArgs};
 use crate::runner::{self, ConfigError};
 use crate::store::{Location, Store};
 use crate::{exit, Failure};
+
+fn usage(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<ConfigError>() {
+        Ok(c) => Failure::new(exit::USAGE, c.0).into(),
+        Err(e) => e,
+    }
+}
+
+/// `strainline check SUITE`: everything `run` refuses before starting, without running.
+pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
+    let options = runner::Options {
+        suite: args.suite.clone(),
+        time_scale: 1.0,
+        label: None,
+        only: None,
+        vars: args.vars,
+        profile: false,
+    };
+    let (suite, cases) = runner::prepare(&options).map_err(usage)?;
+    println!(
+        "{}: valid — suite '{}', {} test(s), {} case(s)",
+        args.suite.display(),
+        suite.name,
+        suite.tests.len(),
+        cases.len()
+    );
+    Ok(exit::PASSED)
+}
 
 pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
     let options = runner::Options {
@@ -16,12 +44,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         profile: args.profile,
     };
     let mut out = std::io::stdout().lock();
-    let outcome = runner::run(store_location, &options, &mut out).map_err(|e| match e
-        .downcast::<ConfigError>()
-    {
-        Ok(c) => Failure::new(exit::USAGE, c.0).into(),
-        Err(e) => e,
-    })?;
+    let outcome = runner::run(store_location, &options, &mut out).map_err(usage)?;
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
         let files = super::report::all_into(&store, outcome.run_id, dir)?;

@@ -139,13 +139,9 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
     Ok(())
 }
 
-/// Runs a suite, printing each case to `out` as it ends, and stores everything.
-/// A [`ConfigError`] means the suite could not run as written.
-pub fn run(
-    store_location: &Location,
-    args: &Options,
-    out: &mut dyn Write,
-) -> anyhow::Result<Outcome> {
+/// Everything that can be known before running: the suite read and checked, its
+/// placeholders set, the cases `--only` selects. Nothing is started or stored.
+pub fn prepare(args: &Options) -> anyhow::Result<(suite::Suite, Vec<suite::Case>)> {
     if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
         return Err(config(format!(
             "--time-scale {}: give a positive factor, e.g. 0.01",
@@ -154,6 +150,35 @@ pub fn run(
     }
     let suite = suite::load(&args.suite, args.time_scale).map_err(config)?;
     check_placeholders(&suite, args)?;
+    let cases: Vec<suite::Case> = suite
+        .cases()
+        .into_iter()
+        .filter(|c| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| suite.tests[c.test].name == *o)
+        })
+        .collect();
+    if cases.is_empty() {
+        let names: Vec<&str> = suite.tests.iter().map(|t| t.name.as_str()).collect();
+        return Err(config(format!(
+            "{}: no test named '{}' (its tests: {})",
+            args.suite.display(),
+            args.only.clone().unwrap_or_default(),
+            names.join(", ")
+        )));
+    }
+    Ok((suite, cases))
+}
+
+/// Runs a suite, printing each case to `out` as it ends, and stores everything.
+/// A [`ConfigError`] means the suite could not run as written.
+pub fn run(
+    store_location: &Location,
+    args: &Options,
+    out: &mut dyn Write,
+) -> anyhow::Result<Outcome> {
+    let (suite, cases) = prepare(args)?;
     let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
     let host = Host::current();
     let cwd = std::env::current_dir()?;
@@ -171,22 +196,6 @@ pub fn run(
     signals::install();
     let work = store_location.work_dir().join(format!("run-{run_id}"));
     std::fs::create_dir_all(&work)?;
-    let cases: Vec<suite::Case> = suite
-        .cases()
-        .into_iter()
-        .filter(|c| {
-            args.only
-                .as_ref()
-                .is_none_or(|o| suite.tests[c.test].name == *o)
-        })
-        .collect();
-    if cases.is_empty() {
-        return Err(config(format!(
-            "no test named '{}' in {}",
-            args.only.clone().unwrap_or_default(),
-            args.suite.display()
-        )));
-    }
     writeln!(
         out,
         "Suite {} — {} case(s), run #{run_id}, logs in {}",
