@@ -590,9 +590,49 @@ pub fn is_extreme(name: &str) -> bool {
     }
 }
 
+/// The catalogue as a Markdown table (docs/metrics.md is this, checked by a test).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "| metric | unit | better | stored by | compare | what it is |\n|---|---|---|---|---|---|\n",
+    );
+    for d in METRICS {
+        let kinds: Vec<&str> = d.kinds.iter().map(|k| k.name()).collect();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            d.name,
+            match d.unit.symbol() {
+                "" => "—",
+                s => s,
+            },
+            d.direction.name(),
+            kinds.join(", "),
+            if d.extreme {
+                "shown, judged only when banded"
+            } else if d.direction == Direction::None {
+                "shown"
+            } else {
+                "judged"
+            },
+            d.about
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docs_list_the_catalogue_as_it_is() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+        let doc = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            doc.contains(&markdown()),
+            "docs/metrics.md is out of date: replace its table with metrics::markdown()'s:\n{}",
+            markdown()
+        );
+    }
 
     #[test]
     fn names_are_unique_and_patterns_resolve() {

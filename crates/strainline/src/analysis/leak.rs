@@ -3,7 +3,10 @@
 //! looks for the point after which growth settles; what follows is judged. The growth
 //! is the Theil–Sen slope; it counts as a trend only if the autocorrelation-corrected
 //! Mann–Kendall test says so; and it is a leak only if, projected over the horizon, it
-//! exceeds the budget. A flat service with noisy RSS passes; a slow steady leak fails.
+//! exceeds the budget — and only if it is sustained: the judged window sets new highs
+//! in at least three of its four quarters, the last among them. A flat service with
+//! noisy RSS passes; a connection pool that grew in one step passes (one step is not a
+//! trend); a slow steady leak fails.
 
 use super::stats::{least_squares, mann_kendall, theil_sen, MannKendall};
 
@@ -82,6 +85,29 @@ fn warmup_end(x: &[f64], y: &[f64]) -> usize {
     }
 }
 
+/// Quarters of the judged window that must set a new high for growth to be a trend.
+pub const SUSTAINED_QUARTERS: usize = 3;
+
+/// Does the growth go on? Each quarter of the series that rises above every earlier
+/// point sets a new high; a trend sets them in at least [`SUSTAINED_QUARTERS`] of the
+/// four quarters, the last among them. A pool that grew once, early, sets one.
+pub fn sustained(y: &[f64]) -> bool {
+    if y.len() < 4 {
+        return false;
+    }
+    let q = |k: usize| &y[k * y.len() / 4..(k + 1) * y.len() / 4];
+    let mut high = f64::NEG_INFINITY;
+    let mut highs = [false; 4];
+    for (k, h) in highs.iter_mut().enumerate() {
+        let top = q(k).iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // The first quarter sets a new high only if it rises within itself.
+        let first = q(k).first().copied().unwrap_or(top);
+        *h = if k == 0 { top > first } else { top > high };
+        high = high.max(top);
+    }
+    highs[3] && highs.iter().filter(|h| **h).count() >= SUSTAINED_QUARTERS
+}
+
 /// A p-value for people.
 pub fn p_text(p: f64) -> String {
     if p < 1e-6 {
@@ -116,9 +142,16 @@ pub fn detect(x: &[f64], y: &[f64], policy: Policy) -> Option<Leak> {
     let slope = theil_sen(xs, ys)?;
     let mk: MannKendall = mann_kendall(ys, true)?;
     let projected = slope * policy.horizon;
-    let trend = mk.p < policy.alpha && mk.s > 0.0;
+    let significant = mk.p < policy.alpha && mk.s > 0.0;
+    let steady = sustained(ys);
+    let trend = significant && steady;
     let leak = trend && projected > policy.budget;
-    let reason = if leak {
+    let reason = if significant && !steady {
+        format!(
+            "grew, but not steadily ({}; new highs in fewer than {SUSTAINED_QUARTERS} quarters or none at the end): a step, not a trend",
+            p_text(mk.p)
+        )
+    } else if leak {
         format!(
             "growing ({}), beyond the budget over the horizon",
             p_text(mk.p)
@@ -184,6 +217,26 @@ mod tests {
             l.warmup_until
         );
         assert!((l.slope / 4096.0 - 1.0).abs() < 0.1, "{}", l.slope);
+        assert!(l.leak, "{}", l.reason);
+    }
+
+    #[test]
+    fn one_step_is_not_a_trend_but_a_staircase_is() {
+        // An FD count: a pool that grew from 11 to 20 early in a soak, then held.
+        let x: Vec<f64> = (0..24).map(|i| i as f64 * 0.25).collect();
+        let step: Vec<f64> = (0..24).map(|i| if i < 5 { 11.0 } else { 20.0 }).collect();
+        let fds = Policy {
+            alpha: 0.01,
+            horizon: 86400.0,
+            budget: 100.0,
+        };
+        let l = detect(&x, &step, fds).unwrap();
+        assert!(!l.leak, "{}", l.reason);
+        assert!(!sustained(&step));
+        // One descriptor lost every second: new highs all along.
+        let leak: Vec<f64> = x.iter().map(|t| 11.0 + t.floor()).collect();
+        assert!(sustained(&leak));
+        let l = detect(&x, &leak, fds).unwrap();
         assert!(l.leak, "{}", l.reason);
     }
 
