@@ -330,7 +330,7 @@ pub struct CompareArgs {
     /// The run (id) or label under judgement.
     pub candidate: String,
     /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT for all.
-    /// Regressed needs the change beyond it. Overrides the suite's [compare] bands.
+    /// Regressed needs the change beyond it. Overrides the suite's `[compare]` bands.
     #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band)]
     pub bands: Vec<(String, f64)>,
     /// Significance level for the Benjamini–Hochberg adjusted p-value.

@@ -6,27 +6,27 @@
 //! subcommand's arguments into domain specs. The layers are drawn in docs/design.md and
 //! checked by a test (`layering`).
 
-pub mod analysis;
+mod analysis;
 pub mod cli;
-pub mod clock;
-pub mod commands;
-pub mod host;
-pub mod kinds;
+mod clock;
+mod commands;
+mod host;
+mod kinds;
 #[cfg(test)]
 mod layering;
-pub mod load;
-pub mod located;
-pub mod measure;
-pub mod metrics;
-pub mod monitor;
-pub mod os;
-pub mod placeholders;
-pub mod report;
-pub mod runner;
-pub mod store;
+mod load;
+mod located;
+mod measure;
+mod metrics;
+mod monitor;
+mod os;
+mod placeholders;
+mod report;
+mod runner;
+mod store;
 pub mod suite;
-pub mod sut;
-pub mod units;
+mod sut;
+mod units;
 
 /// Exit codes: a documented contract (README, "Exit codes").
 pub mod exit {

@@ -591,7 +591,8 @@ pub fn is_extreme(name: &str) -> bool {
 }
 
 /// The catalogue as a Markdown table (docs/metrics.md is this, checked by a test).
-pub fn markdown() -> String {
+#[cfg(test)]
+fn markdown() -> String {
     let mut out = String::from(
         "| metric | unit | better | stored by | compare | what it is |\n|---|---|---|---|---|---|\n",
     );

@@ -239,7 +239,9 @@ pub fn student_t(x: &[f64], y: &[f64]) -> Option<TTest> {
     })
 }
 
-/// Welch's t-test (unequal variances), two-sided.
+/// Welch's t-test (unequal variances), two-sided. Checked against R; `compare` uses
+/// Mann–Whitney and the bootstrap today, so only the tests call it.
+#[cfg(test)]
 pub fn welch_t(x: &[f64], y: &[f64]) -> Option<TTest> {
     let (n1, n2) = (x.len() as f64, y.len() as f64);
     if x.len() < 2 || y.len() < 2 {

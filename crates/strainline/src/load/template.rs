@@ -129,6 +129,7 @@ impl Text {
     }
 
     /// Whether the text is the same for every request.
+    #[cfg(test)]
     pub fn is_constant(&self) -> bool {
         self.pieces.iter().all(|p| matches!(p, Piece::Lit(_)))
     }

@@ -18,16 +18,6 @@ pub enum Validity {
     Failed,
 }
 
-impl Validity {
-    pub fn name(self) -> &'static str {
-        match self {
-            Validity::Valid => "valid",
-            Validity::Invalid => "invalid",
-            Validity::Failed => "failed",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Verdict {
     pub status: Validity,

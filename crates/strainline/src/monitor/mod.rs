@@ -8,5 +8,4 @@ pub mod sampler;
 pub mod tree;
 pub mod watch;
 
-pub use crate::os::process::Reaped;
 pub use sampler::{Ending, Sampler, SamplerConfig};

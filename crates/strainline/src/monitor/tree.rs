@@ -33,6 +33,7 @@ pub struct Outsiders {
 }
 
 impl Outsiders {
+    #[cfg(test)]
     pub fn is_known(&self, pid: u32, start_ticks: u64) -> bool {
         self.known.get(&pid) == Some(&start_ticks)
     }

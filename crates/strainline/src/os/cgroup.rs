@@ -18,15 +18,6 @@ pub enum PeakFile {
     V1MaxUsage,
 }
 
-impl PeakFile {
-    pub fn describe(self) -> &'static str {
-        match self {
-            PeakFile::V2MemoryPeak => "cgroup v2 memory.peak",
-            PeakFile::V1MaxUsage => "cgroup v1 memory.max_usage_in_bytes",
-        }
-    }
-}
-
 /// The cgroup directories made for one monitored command. Removed on drop.
 pub struct Cgroup {
     /// The unified (v2) group: membership and CPU; memory too when its controller is on.

@@ -205,6 +205,8 @@ pub struct CaseRow {
 /// A serialized histogram covering `span` seconds of a case.
 pub struct StoredHistogram {
     pub name: String,
+    /// Stored for readers of the database; the reports do not use it yet.
+    #[allow(dead_code)]
     pub span: (f64, f64),
     pub encoding: String,
     pub data: Vec<u8>,
@@ -346,13 +348,6 @@ impl Store {
             }
             Ok(())
         })
-    }
-
-    /// The schema version of the open store.
-    pub fn schema_version(&self) -> Result<i64> {
-        Ok(self
-            .one("SELECT MAX(version) FROM schema_migrations", &[])?
-            .map_or(0, |r| r.int(0)))
     }
 
     fn host_id(&self, h: &Host) -> Result<i64> {

@@ -96,7 +96,6 @@ pub fn build(
 /// A running target.
 pub struct Running {
     pub pid: u32,
-    pub log: PathBuf,
     pub command: Vec<String>,
     pub watcher: Watcher,
     /// Started by strainline (and so stopped by it), or attached to.
@@ -155,7 +154,6 @@ pub fn spawn_watched(
     let pid = child.id();
     Ok(Running {
         pid,
-        log: log.to_path_buf(),
         command: argv.to_vec(),
         watcher: Watcher::start(pid, cg, interval, sink),
         owned: true,
@@ -192,7 +190,6 @@ pub fn start(
             let _ = File::create(log);
             Running {
                 pid,
-                log: log.to_path_buf(),
                 command: vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
                 watcher: Watcher::attach(pid, interval),
                 owned: false,
