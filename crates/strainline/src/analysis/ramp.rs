@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use super::bounds::{ACHIEVED_BOUND, SATURATED};
 
-/// What one step measured.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepRecord {
+/// The figures of one step, as measured and as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figures {
     /// Requests per second offered and completed.
     pub offered: f64,
     pub achieved: f64,
@@ -20,6 +20,12 @@ pub struct StepRecord {
     pub target_cpu: f64,
     /// The target's busiest thread's share of the step (1.0 = on a CPU all the time).
     pub busiest_thread: f64,
+}
+
+/// What one step measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    pub figures: Figures,
     /// The load engine found evidence that the generator was the limit (its reasons).
     pub generator_invalid: Option<String>,
     /// One of the generator's own threads was busy nearly all of the step.
@@ -39,12 +45,8 @@ pub struct Limits {
 /// A step with its verdict, as stored in the case's details.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Step {
-    pub offered: f64,
-    pub achieved: f64,
-    pub p99_ms: f64,
-    pub error_rate: f64,
-    pub target_cpu: f64,
-    pub busiest_thread: f64,
+    #[serde(flatten)]
+    pub figures: Figures,
     /// `invalid` when the generator, not the target, was the limit of this step.
     pub generator: String,
     pub ok: bool,
@@ -66,16 +68,17 @@ fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// Judges one step.
-pub fn judge_step(r: &StepRecord, limits: &Limits) -> Step {
+pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
+    let r = &record.figures;
     let target_saturated =
         r.busiest_thread >= SATURATED || r.target_cpu >= SATURATED * limits.cores;
     // On a shared machine a saturated target takes the CPU the generator needs, so the
     // generator wakes late. That lateness is a consequence, not the limit, unless the
     // generator's own threads were at capacity too.
     let generator_bound =
-        r.generator_invalid.is_some() && (!target_saturated || r.generator_at_capacity);
+        record.generator_invalid.is_some() && (!target_saturated || record.generator_at_capacity);
     let mut why = Vec::new();
-    if let Some(reasons) = &r.generator_invalid {
+    if let Some(reasons) = &record.generator_invalid {
         why.push(if generator_bound {
             format!("generator-bound ({reasons})")
         } else {
@@ -101,12 +104,7 @@ pub fn judge_step(r: &StepRecord, limits: &Limits) -> Step {
         }
     }
     Step {
-        offered: r.offered,
-        achieved: r.achieved,
-        p99_ms: r.p99_ms,
-        error_rate: r.error_rate,
-        target_cpu: r.target_cpu,
-        busiest_thread: r.busiest_thread,
+        figures: r.clone(),
         generator: if generator_bound { "invalid" } else { "valid" }.into(),
         ok: why.is_empty(),
         why,
@@ -115,10 +113,11 @@ pub fn judge_step(r: &StepRecord, limits: &Limits) -> Step {
 }
 
 /// What limited a step that broke, in a performance engineer's words.
-pub fn limiting_factor(s: &Step, limits: &Limits) -> String {
-    if s.generator_bound() {
+pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
+    let s = &step.figures;
+    if step.generator_bound() {
         "the generator, not the target (see its evidence)".into()
-    } else if s.target_saturated {
+    } else if step.target_saturated {
         format!(
             "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
             100.0 * s.busiest_thread,
@@ -156,15 +155,18 @@ pub fn conclude(steps: &[Step], limits: &Limits) -> Conclusion {
     let ceiling = steps
         .iter()
         .filter(|s| s.ok)
-        .map(|s| s.offered)
+        .map(|s| s.figures.offered)
         .fold(0.0, f64::max);
-    let max_throughput = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
-    let floor = steps.iter().map(|s| s.p99_ms).fold(f64::INFINITY, f64::min);
+    let max_throughput = steps.iter().map(|s| s.figures.achieved).fold(0.0, f64::max);
+    let floor = steps
+        .iter()
+        .map(|s| s.figures.p99_ms)
+        .fold(f64::INFINITY, f64::min);
     let knee = steps
         .iter()
         .take_while(|s| s.ok)
-        .filter(|s| s.p99_ms <= 2.0 * floor)
-        .map(|s| s.offered)
+        .filter(|s| s.figures.p99_ms <= 2.0 * floor)
+        .map(|s| s.figures.offered)
         .fold(0.0, f64::max);
     let limiting_factor = match steps.iter().find(|s| !s.ok) {
         Some(s) => limiting_factor(s, limits),
@@ -190,12 +192,14 @@ mod tests {
 
     fn rec(offered: f64, achieved: f64, p99_ms: f64) -> StepRecord {
         StepRecord {
-            offered,
-            achieved,
-            p99_ms,
-            error_rate: 0.0,
-            target_cpu: 0.3,
-            busiest_thread: 0.3,
+            figures: Figures {
+                offered,
+                achieved,
+                p99_ms,
+                error_rate: 0.0,
+                target_cpu: 0.3,
+                busiest_thread: 0.3,
+            },
             generator_invalid: None,
             generator_at_capacity: false,
         }
@@ -247,7 +251,7 @@ mod tests {
     #[test]
     fn a_first_step_already_broken_has_no_ceiling() {
         let mut r = rec(100.0, 40.0, 5.0);
-        r.error_rate = 0.5;
+        r.figures.error_rate = 0.5;
         let (steps, c) = run(&[r]);
         assert!(!steps[0].ok);
         assert_eq!((c.ceiling, c.knee), (0.0, 0.0));
@@ -271,7 +275,7 @@ mod tests {
     fn a_saturated_target_makes_a_lateness_its_consequence_unless_the_generator_was_busy() {
         let mut r = rec(1000.0, 700.0, 3.0);
         r.generator_invalid = Some("schedule lag p99 9 ms".into());
-        r.busiest_thread = 0.97;
+        r.figures.busiest_thread = 0.97;
         let (steps, c) = run(std::slice::from_ref(&r));
         assert!(!steps[0].generator_bound() && steps[0].target_saturated);
         assert!(steps[0].why[0].starts_with("target CPU saturated (generator late"));

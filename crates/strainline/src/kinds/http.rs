@@ -311,26 +311,29 @@ fn ramp(
         let s = &run.summary;
         let step = ramp::judge_step(
             &ramp::StepRecord {
-                offered: rate,
-                achieved: s.achieved_rate,
-                p99_ms: s.latency_us.p99 as f64 / 1000.0,
-                error_rate: s.error_rate,
-                target_cpu: cpu_in(&samples(Some(running)), run.window),
-                busiest_thread: busy,
+                figures: ramp::Figures {
+                    offered: rate,
+                    achieved: s.achieved_rate,
+                    p99_ms: s.latency_us.p99 as f64 / 1000.0,
+                    error_rate: s.error_rate,
+                    target_cpu: cpu_in(&samples(Some(running)), run.window),
+                    busiest_thread: busy,
+                },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),
                 generator_at_capacity: generator_at_capacity(&run.outcome),
             },
             &limits,
         );
+        let f = &step.figures;
         r.table.push(format!(
             "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
-            step.offered,
-            step.achieved,
-            step.p99_ms,
-            100.0 * step.error_rate,
-            step.target_cpu,
-            100.0 * step.busiest_thread,
+            f.offered,
+            f.achieved,
+            f.p99_ms,
+            100.0 * f.error_rate,
+            f.target_cpu,
+            100.0 * f.busiest_thread,
             if step.ok {
                 "ok".into()
             } else {
@@ -356,11 +359,17 @@ fn ramp(
         .push(format!("limiting factor: {}", c.limiting_factor));
     r.series.push((
         "offered_vs_achieved".into(),
-        steps.iter().map(|s| (s.offered, s.achieved)).collect(),
+        steps
+            .iter()
+            .map(|s| (s.figures.offered, s.figures.achieved))
+            .collect(),
     ));
     r.series.push((
         "offered_vs_p99_ms".into(),
-        steps.iter().map(|s| (s.offered, s.p99_ms)).collect(),
+        steps
+            .iter()
+            .map(|s| (s.figures.offered, s.figures.p99_ms))
+            .collect(),
     ));
     r.details = serde_json::json!({
         "steps": steps,

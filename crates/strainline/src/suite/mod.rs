@@ -365,52 +365,32 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
         assert_eq!(b.duration, Duration::from_millis(20));
     }
 
+    /// The error for SUITE with `from` replaced by `to`.
+    fn refused(from: &str, to: &str) -> String {
+        parse(&SUITE.replace(from, to), Path::new("s.toml"), 1.0).unwrap_err()
+    }
+
     #[test]
     fn mistakes_are_located() {
-        let e = parse(
-            &SUITE.replace("repeat = 2", "repaet = 2"),
-            Path::new("s.toml"),
-            1.0,
-        )
-        .unwrap_err();
+        let e = refused("repeat = 2", "repaet = 2");
         assert!(e.starts_with("s.toml:9:1: unknown field `repaet`"), "{e}");
-        let e = parse(
-            &SUITE.replace("\"2s\"", "\"2 fortnights\""),
-            Path::new("s.toml"),
-            1.0,
-        )
-        .unwrap_err();
+        let e = refused("\"2s\"", "\"2 fortnights\"");
         assert!(
             e.starts_with("s.toml:13:12: duration: '2 fortnights' is not a duration"),
             "{e}"
         );
-        let e = parse(
-            &SUITE.replace("latency_p99 <", "p99 <"),
-            Path::new("s.toml"),
-            1.0,
-        )
-        .unwrap_err();
+        let e = refused("latency_p99 <", "p99 <");
         assert!(
             e.starts_with("s.toml:14:11: gate: unknown metric 'p99'"),
             "{e}"
         );
-        let e = parse(
-            &SUITE.replace("kind = \"bench\"", "kind = \"benchmark\""),
-            Path::new("s.toml"),
-            1.0,
-        )
-        .unwrap_err();
+        let e = refused("kind = \"bench\"", "kind = \"benchmark\"");
         assert!(e.contains("s.toml:8:8: kind: 'benchmark'"), "{e}");
     }
 
     #[test]
     fn a_key_of_another_kind_is_refused_where_it_is_written() {
-        let e = parse(
-            &SUITE.replace("rate = 200", "rate = 200\nslo_p99 = \"5ms\""),
-            Path::new("s.toml"),
-            1.0,
-        )
-        .unwrap_err();
+        let e = refused("rate = 200", "rate = 200\nslo_p99 = \"5ms\"");
         assert!(
             e.starts_with("s.toml:13:1: test 'bench': 'slo_p99' is not a key of a bench test (it is one of ramp); a bench test takes: url,"),
             "{e}"

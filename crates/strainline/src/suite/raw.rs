@@ -125,47 +125,47 @@ pub struct RawTest {
     pub profile: bool,
 }
 
+/// Whether a key was written.
+trait Written {
+    fn written(&self) -> bool;
+}
+
+impl<T> Written for Option<T> {
+    fn written(&self) -> bool {
+        self.is_some()
+    }
+}
+
+impl<T> Written for Vec<T> {
+    fn written(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+impl<K, V> Written for BTreeMap<K, V> {
+    fn written(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+/// The names of the fields of `$t` that were written.
+macro_rules! written {
+    ($t:expr; $($key:ident),* $(,)?) => {
+        [$((stringify!($key), $t.$key.written())),*]
+            .into_iter()
+            .filter_map(|(k, w)| w.then_some(k))
+            .collect()
+    };
+}
+
 impl RawTest {
     /// The kind-specific keys this test sets (common keys are not listed).
     pub fn keys(&self) -> Vec<&'static str> {
-        let mut k = Vec::new();
-        let mut has = |present: bool, key: &'static str| {
-            if present {
-                k.push(key)
-            }
-        };
-        has(self.url.is_some(), "url");
-        has(self.scenario.is_some(), "scenario");
-        has(self.method.is_some(), "method");
-        has(self.body.is_some(), "body");
-        has(!self.headers.is_empty(), "headers");
-        has(self.rate.is_some(), "rate");
-        has(self.connections.is_some(), "connections");
-        has(self.duration.is_some(), "duration");
-        has(self.threads.is_some(), "threads");
-        has(self.timeout.is_some(), "timeout");
-        has(!self.setup.is_empty(), "setup");
-        has(self.start.is_some(), "start");
-        has(self.step.is_some(), "step");
-        has(self.step_duration.is_some(), "step_duration");
-        has(self.max_steps.is_some(), "max_steps");
-        has(self.slo_p99.is_some(), "slo_p99");
-        has(self.max_error_rate.is_some(), "max_error_rate");
-        has(self.leak_budget.is_some(), "leak_budget");
-        has(self.horizon.is_some(), "horizon");
-        has(self.clients.is_some(), "clients");
-        has(self.client_period.is_some(), "client_period");
-        has(self.ram.is_some(), "ram");
-        has(self.rounds.is_some(), "rounds");
-        has(self.ops.is_some(), "ops");
-        has(self.quiesce_url.is_some(), "quiesce_url");
-        has(self.settle.is_some(), "settle");
-        has(self.command.is_some(), "command");
-        has(self.iterations.is_some(), "iterations");
-        has(self.kill_after.is_some(), "kill_after");
-        has(self.kill_at_log.is_some(), "kill_at_log");
-        has(self.verify.is_some(), "verify");
-        has(!self.sizes.is_empty(), "sizes");
-        k
+        written!(self;
+            url, scenario, method, body, headers, rate, connections, duration, threads,
+            timeout, setup, start, step, step_duration, max_steps, slo_p99, max_error_rate,
+            leak_budget, horizon, clients, client_period, ram, rounds, ops, quiesce_url,
+            settle, command, iterations, kill_after, kill_at_log, verify, sizes,
+        )
     }
 }

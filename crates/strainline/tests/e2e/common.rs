@@ -158,3 +158,15 @@ pub fn loaded() -> std::sync::RwLockReadGuard<'static, ()> {
 pub const PUSH: &str = r#"url = "http://127.0.0.1:{{port}}/push/dev0"
 body = "x"
 setup = [{ path = "/register", body = '{"id": "dev0"}' }]"#;
+
+/// Asserts a command's exit code, showing everything it printed when it differs.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}{}", stdout(o), stderr(o));
+}
+
+/// Asserts that `text` contains `needle`, showing the text when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+}

@@ -37,13 +37,7 @@ fn run_version(s: &Scratch, suite: &str, profile: &str, cost: u32, label: &str) 
         "--var",
         &format!("cost={cost}"),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let runs: serde_json::Value =
         serde_json::from_slice(&s.run(&["runs", "--json", "--label", label]).stdout).unwrap();
     runs[0]["id"].as_i64().unwrap()
@@ -164,11 +158,7 @@ fn too_few_repetitions_are_inconclusive_and_other_hosts_are_refused() {
     assert!(mon.status.success());
     let out = s.run(&["compare", "few-a", "mon"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("no case ran in both"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "no case ran in both");
 
     // The same run as if made on another machine: refused unless allowed.
     let db = rusqlite::Connection::open(s.store()).unwrap();

@@ -31,13 +31,7 @@ fn a_stalling_server_shows_in_corrected_latency_not_in_service_time() {
     let srv = server(&["--stall-every", "2s", "--stall-for", "500ms"]);
     let s = Scratch::new();
     let (out, doc) = load(&s, &[&srv.url("/health"), "-q", "1000", "-z", "10s"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let sum = &doc["summary"];
     let p99 = f(&sum["latency_us"]["p99"]);
     let service_p50 = f(&sum["service_time_us"]["p50"]);
@@ -145,7 +139,7 @@ fn http2_and_tls_runs_succeed_against_the_testbed() {
     // Without --cacert or --insecure an https URL is refused before anything is sent.
     let out = s.run(&["load", &tls.url("/health"), "-n", "1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--cacert FILE"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "--cacert FILE");
 }
 
 #[test]
@@ -153,14 +147,10 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     let s = Scratch::new();
     let out = s.run(&["load", "htp://127.0.0.1:1/"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("the scheme must be http:// or https://"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "the scheme must be http:// or https://");
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("is not a rate"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "is not a rate");
 
     // Nothing listens on this port: every request is refused, and the run fails.
     let free = std::net::TcpListener::bind("127.0.0.1:0")
@@ -169,11 +159,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
         .unwrap();
     let (out, doc) = load(&s, &[&format!("http://{free}/"), "-q", "50", "-z", "1s"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("no request succeeded (refused 50)"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "no request succeeded (refused 50)");
     assert_eq!(doc["summary"]["by_error"]["refused"], 50);
 
     // A rate below the thread count is adjusted, and says so.
@@ -183,11 +169,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
         &[&srv.url("/health"), "-q", "1", "-n", "2", "--threads", "2"],
     );
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        stderr(&out).contains("using 1 thread(s)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "using 1 thread(s)");
 }
 
 #[test]
@@ -431,10 +413,9 @@ fn a_bad_scenario_is_refused_with_its_position() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("bad.toml:5:12: unknown placeholder '{{clinet}}'"),
-        "{}",
-        stderr(&out)
+    assert_has(
+        &stderr(&out),
+        "bad.toml:5:12: unknown placeholder '{{clinet}}'",
     );
 }
 
@@ -475,13 +456,7 @@ fn a_command_can_be_the_unit_of_work() {
             "100",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert_eq!(doc["summary"]["ok"], 30);
     assert_eq!(doc["summary"]["by_status"]["exit 0"], 30);
     // A failing command is counted by its exit code, and a run with no success fails.
@@ -491,5 +466,5 @@ fn a_command_can_be_the_unit_of_work() {
     // A URL and a command together are refused.
     let out = s.run(&["load", "http://127.0.0.1:9/", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not both"), "{}", stderr(&out));
+    assert_has(&stderr(&out), "not both");
 }

@@ -175,29 +175,17 @@ fn bad_input_gets_a_clear_message_and_exit_code() {
     let s = Scratch::new();
     let out = s.run(&["monitor", "--", "no-such-command-xyz"]);
     assert_eq!(out.status.code(), Some(127));
-    assert!(
-        stderr(&out).contains("command not found: 'no-such-command-xyz'"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "command not found: 'no-such-command-xyz'");
 
     let script = s.path("not-executable.sh");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     let out = s.run(&["monitor", "--", script.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(126));
-    assert!(
-        stderr(&out).contains("permission denied"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "permission denied");
 
     let out = s.run(&["monitor", "--pid", "999999999"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("--pid 999999999: no such process"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "--pid 999999999: no such process");
 
     let out = s.run(&["monitor", "--interval", "100", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
@@ -218,11 +206,7 @@ fn bad_input_gets_a_clear_message_and_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot create the results store"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "cannot create the results store");
 
     let text = s.path("notes.txt");
     std::fs::write(&text, "these are my notes, not a database\n".repeat(200)).unwrap();
@@ -231,11 +215,7 @@ fn bad_input_gets_a_clear_message_and_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("is not a strainline results store"),
-        "{}",
-        stderr(&out)
-    );
+    assert_has(&stderr(&out), "is not a strainline results store");
     assert!(std::fs::read_to_string(&text)
         .unwrap()
         .starts_with("these are my notes"));
@@ -250,10 +230,9 @@ fn bad_input_gets_a_clear_message_and_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("tables that are not strainline's (it has: invoices)"),
-        "{}",
-        stderr(&out)
+    assert_has(
+        &stderr(&out),
+        "tables that are not strainline's (it has: invoices)",
     );
 }
 

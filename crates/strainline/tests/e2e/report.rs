@@ -103,13 +103,7 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         reports.to_str().unwrap(),
     ]);
     // The latency gate fails and a case crashes: exit 4 (crashed wins).
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 4);
     let again = s.run(&["run", path.to_str().unwrap(), "--label", "second"]);
     assert_eq!(again.status.code(), Some(4));
     let compare_html = s.path("compare.html");
@@ -267,13 +261,7 @@ duration = "2s"
             cmd.env("STRAINLINE_PERF", p);
         }
         let out = cmd.output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}{}",
-            stdout(&out),
-            stderr(&out)
-        );
+        assert_exit(&out, 0);
         std::fs::read_to_string(s.path(label).join("report.html")).unwrap()
     };
     // With perf: the flame graph is linked from the report and shows the SHA-256 hashing

@@ -96,11 +96,7 @@ fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
         "ceiling {ceiling} vs closed-model {capacity}\n{}",
         stdout(&out)
     );
-    assert!(
-        stdout(&out).contains("limiting factor: target CPU saturated"),
-        "{}",
-        stdout(&out)
-    );
+    assert_has(&stdout(&out), "limiting factor: target CPU saturated");
 }
 
 fn soak_suite(leak: u32, repeat: u32, duration: &str) -> String {
@@ -186,7 +182,7 @@ fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let c = &case_metrics(&s)[0];
     assert!(metric(c, "failed_iterations") >= 1.0);
-    assert!(stdout(&out).contains("torn"), "{}", stdout(&out));
+    assert_has(&stdout(&out), "torn");
     let s = Scratch::new();
     let out = run_suite(&s, &crash_suite(""), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -333,13 +329,7 @@ fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
     let _bench = loaded();
     let s = Scratch::new();
     let out = s.run(&["demo"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let text = stdout(&out);
     assert!(text.contains("Demo as expected"), "{text}");
     assert!(
@@ -385,18 +375,8 @@ fn the_stress_suite_example_runs_as_shipped() {
         .env("PATH", path)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(
-        stdout(&out).contains("4 of 4 case(s) run"),
-        "{}",
-        stdout(&out)
-    );
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "4 of 4 case(s) run");
 }
 
 #[test]
@@ -442,18 +422,8 @@ fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_le
     let out = run_suite(&s, &suite, &[]);
     db.kill().unwrap();
     db.wait().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(
-        stdout(&out).contains("watch db: peak RSS"),
-        "{}",
-        stdout(&out)
-    );
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "watch db: peak RSS");
     assert!(
         alive(srv.pid() as u64),
         "strainline stopped a target it had only attached to"
@@ -467,14 +437,8 @@ fn a_command_workload_runs_without_a_target() {
     let suite = "[[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"TB\", \"work\", \"--n\", \"100\"]\n\
                  connections = 2\nduration = \"1s\"\ngates = [\"error_rate = 0\", \"throughput > 5\"]\n";
     let out = run_suite(&s, suite, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stdout(&out).contains("command: "), "{}", stdout(&out));
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "command: ");
 }
 
 #[test]
@@ -493,13 +457,7 @@ fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
                  [[test]]\nname = \"devices\"\nkind = \"soak\"\nurl = \"http://127.0.0.1:{{port}}\"\nscenario = \"devices.toml\"\n\
                  duration = \"3s\"\ngates = [\"log_re_registration = 10\", \"error_rate = 0\"]\n";
     let out = run_suite(&s, suite, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let c = &case_metrics(&s)[0];
     // Each device registered twice: the target logged ten re-registrations.
     assert_eq!(metric(c, "log_re_registration"), 10.0);
