@@ -157,22 +157,19 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     writeln!(out, "{rule}")
 }
 
-#[derive(Serialize)]
-struct Document<'a> {
-    schema: &'static str,
-    run_id: Option<i64>,
-    strainline_version: &'static str,
-    summary: &'a LoadSummary,
-    seconds: &'a [Second],
-}
-
+/// The JSON document of a run: summary and the per-second series.
 pub fn to_json(s: &LoadSummary, seconds: &[Second], run_id: Option<i64>) -> String {
-    serde_json::to_string_pretty(&Document {
-        schema: JSON_SCHEMA,
+    #[derive(Serialize)]
+    struct Body<'a> {
+        summary: &'a LoadSummary,
+        seconds: &'a [Second],
+    }
+    super::document(
+        JSON_SCHEMA,
         run_id,
-        strainline_version: env!("CARGO_PKG_VERSION"),
-        summary: s,
-        seconds,
-    })
-    .expect("serializable")
+        Body {
+            summary: s,
+            seconds,
+        },
+    )
 }

@@ -8,3 +8,25 @@ pub mod load;
 pub mod monitor;
 pub mod run;
 pub mod svg;
+
+/// A machine-readable document: its schema, the run and the strainline that wrote it,
+/// then the body's own fields.
+#[derive(serde::Serialize)]
+struct Envelope<T: serde::Serialize> {
+    schema: &'static str,
+    run_id: Option<i64>,
+    strainline_version: &'static str,
+    #[serde(flatten)]
+    body: T,
+}
+
+/// `body` as a pretty JSON document of `schema`.
+pub fn document<T: serde::Serialize>(schema: &'static str, run_id: Option<i64>, body: T) -> String {
+    serde_json::to_string_pretty(&Envelope {
+        schema,
+        run_id,
+        strainline_version: env!("CARGO_PKG_VERSION"),
+        body,
+    })
+    .expect("strainline's documents serialize")
+}

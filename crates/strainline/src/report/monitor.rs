@@ -148,16 +148,6 @@ pub fn write_summary(
     writeln!(out, "{rule}")
 }
 
-#[derive(Serialize)]
-struct Document<'a> {
-    schema: &'static str,
-    run_id: Option<i64>,
-    strainline_version: &'static str,
-    host: &'a Host,
-    summary: &'a MonitorSummary,
-    samples: &'a [Sample],
-}
-
 /// The JSON document of a run: summary and every sample.
 pub fn to_json(
     summary: &MonitorSummary,
@@ -165,15 +155,21 @@ pub fn to_json(
     host: &Host,
     run_id: Option<i64>,
 ) -> String {
-    serde_json::to_string_pretty(&Document {
-        schema: JSON_SCHEMA,
+    #[derive(Serialize)]
+    struct Body<'a> {
+        host: &'a Host,
+        summary: &'a MonitorSummary,
+        samples: &'a [Sample],
+    }
+    super::document(
+        JSON_SCHEMA,
         run_id,
-        strainline_version: env!("CARGO_PKG_VERSION"),
-        host,
-        summary,
-        samples,
-    })
-    .expect("the summary serializes")
+        Body {
+            host,
+            summary,
+            samples,
+        },
+    )
 }
 
 pub const CSV_HEADER: &str =
