@@ -267,6 +267,10 @@ pub struct RunArgs {
     pub report: Option<PathBuf>,
 }
 
+fn parse_min_change(s: &str) -> Result<f64, String> {
+    crate::units::parse_fraction(s)
+}
+
 fn parse_var(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
@@ -404,6 +408,10 @@ pub struct HistoryArgs {
     /// Points per sliding window of the split step.
     #[arg(long, value_name = "N", default_value = "50")]
     pub window: usize,
+    /// Smallest change worth reporting, relative (e.g. 1% or 0.01): a significant shift
+    /// of 0.2% in a stored metric is real to a t-test and useless to a reader.
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_min_change)]
+    pub min_change: f64,
     /// Write the series and change points as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

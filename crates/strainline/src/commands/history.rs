@@ -129,7 +129,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
     let params = Params {
         window: args.window.max(3),
         max_p: args.max_p,
-        min_magnitude: 0.0,
+        min_magnitude: args.min_change,
     };
     let series: Vec<f64> = points.iter().map(|p| p.value).collect();
     let shifts: Vec<Shift> = change_points(&series, params)
