@@ -132,7 +132,9 @@ impl Flusher {
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     pub shared: Arc<Mutex<Shared>>,
-    thread: std::thread::JoinHandle<Sampler>,
+    /// Taken by [`Watcher::finish`]; a watcher dropped without it (a target that never
+    /// became ready) still stops its thread, and so removes its cgroup.
+    thread: Option<std::thread::JoinHandle<Sampler>>,
     pub started: Instant,
     interval: Duration,
 }
@@ -215,7 +217,7 @@ impl Watcher {
         Watcher {
             stop,
             shared,
-            thread,
+            thread: Some(thread),
             started,
             interval,
         }
@@ -227,9 +229,8 @@ impl Watcher {
     }
 
     /// Stops watching and returns the summary and every sample.
-    pub fn finish(self, command: Vec<String>, status: &str) -> (MonitorSummary, Vec<Sample>) {
-        self.stop.store(true, Ordering::Relaxed);
-        let sampler = self.thread.join().expect("the watcher thread");
+    pub fn finish(mut self, command: Vec<String>, status: &str) -> (MonitorSummary, Vec<Sample>) {
+        let sampler = self.stop_thread().expect("finish runs once");
         let shared = std::mem::take(&mut *self.shared.lock().unwrap());
         let exit = shared.root_exit.unwrap_or(ExitInfo {
             code: None,
@@ -245,6 +246,20 @@ impl Watcher {
             leftover_processes_stopped: 0,
         });
         (summary, shared.samples)
+    }
+
+    fn stop_thread(&mut self) -> Option<Sampler> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .map(|t| t.join().expect("the watcher thread"))
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // The sampler owns the tree's cgroup: dropping it removes the group.
+        drop(self.stop_thread());
     }
 }
 

@@ -62,7 +62,49 @@ fn own_path(controller: Option<&str>) -> Option<String> {
     })
 }
 
+/// The strainline whose group this is: `strainline-PID` or `strainline-PID-N`.
+fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("strainline-")?;
+    rest.split('-').next()?.parse().ok()
+}
+
+/// Empties and removes `dir`: SIGKILL to whatever is still in it, then rmdir (a group
+/// can only be removed once its processes are gone; exited ones leave at once).
+fn remove(dir: &Path) {
+    for _ in 0..50 {
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                // SAFETY: kill has no memory effects.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Groups left by a strainline that no longer runs (one killed with SIGKILL): what is
+/// still in them is stopped, and they are removed.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(owner) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            remove(&e.path());
+        }
+    }
+}
+
 fn make_child(parent: &Path, name: &str) -> Option<PathBuf> {
+    remove_stale(parent);
     let dir = parent.join(name);
     match fs::create_dir(&dir) {
         Ok(()) => Some(dir),
@@ -199,15 +241,21 @@ fn read_at0(f: &File) -> Option<String> {
 }
 
 impl Drop for Cgroup {
+    /// The unit is over: whatever is still in it is stopped, and the groups removed.
     fn drop(&mut self) {
-        // A group can only be removed once empty; the caller has reaped everything.
         for dir in self.v2.iter().chain(self.v1_memory.iter()) {
-            for _ in 0..50 {
-                if fs::remove_dir(dir).is_ok() || !dir.exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            remove(dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_group_names_its_strainline() {
+        assert_eq!(super::owner("strainline-4242"), Some(4242));
+        assert_eq!(super::owner("strainline-4242-3"), Some(4242));
+        assert_eq!(super::owner("strainline-x"), None);
+        assert_eq!(super::owner("system.slice"), None);
     }
 }

@@ -4,6 +4,7 @@
 
 mod common;
 mod compare;
+mod containment;
 mod load;
 mod monitor;
 mod pg;

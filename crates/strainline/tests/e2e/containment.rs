@@ -1,0 +1,145 @@
+//! Containment units are removed after use: a case whose target never became ready
+//! leaves no cgroup behind, and the groups (and processes) of a strainline killed with
+//! SIGKILL are emptied and removed by the next run.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// The cgroup directories strainline `pid` made, in every hierarchy.
+fn groups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !p.is_dir() || p.is_symlink() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == prefix || name.starts_with(&format!("{prefix}-")) {
+                out.push(p);
+            } else if depth > 0 {
+                walk(&p, prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        Path::new("/sys/fs/cgroup"),
+        &format!("strainline-{pid}"),
+        4,
+        &mut out,
+    );
+    out
+}
+
+/// Polls until `f` holds, for at most `secs`.
+fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+/// Processes whose command line contains `marker`.
+fn with_marker(marker: &str) -> Vec<u64> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && alive(*pid)
+        })
+        .collect()
+}
+
+fn suite_file(s: &Scratch, name: &str, text: &str) -> String {
+    let path = s.path(name);
+    std::fs::write(&path, text.replace("TB", testbed().to_str().unwrap())).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_target_that_never_became_ready_leaves_no_cgroup() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let suite = suite_file(
+        &s,
+        "never.toml",
+        "[target]\ncommand = [\"sleep\", \"30\"]\nready = \"tcp://127.0.0.1:1\"\nready_timeout = \"2s\"\n\
+         [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/\"\nrate = 10\nduration = \"1s\"\n",
+    );
+    let child = strainline()
+        .args(["--store", &s.store(), "run", &suite])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The group exists while the target waits to be ready: the check below can fail.
+    assert!(
+        eventually(5, || !groups_of(pid).is_empty()),
+        "no cgroup was made for the target"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn the_next_run_removes_what_a_killed_strainline_left() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let marker = format!("318.{}", std::process::id() % 1000);
+    let daemon = suite_file(
+        &s,
+        "daemon.toml",
+        &format!(
+            "[target]\ncommand = [\"setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}\"]\nshell = true\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
+        ),
+    );
+    let mut child = strainline()
+        .args(["--store", &s.store(), "run", &daemon])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(
+        eventually(10, || !groups_of(pid).is_empty()
+            && !with_marker(&marker).is_empty()),
+        "the target and its setsid child never started"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What SIGKILL leaves (until #11's guardian): the setsid child and its groups.
+    assert!(!groups_of(pid).is_empty());
+    let left = with_marker(&marker);
+    assert!(!left.is_empty());
+
+    let next = suite_file(
+        &s,
+        "next.toml",
+        "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\nready = \"http://127.0.0.1:{{port}}/health\"\n\
+         [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/health\"\nrate = 10\nduration = \"1s\"\n",
+    );
+    let out = s.run(&["run", &next]);
+    assert_exit(&out, 0);
+    assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+    assert!(
+        eventually(2, || left.iter().all(|p| !alive(*p))),
+        "the killed run's setsid child {left:?} still runs"
+    );
+}
