@@ -113,6 +113,11 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Microseconds for people: `850µs`, `12.3ms`, `1.20s`.
+pub fn format_micros(v: u64) -> String {
+    format_duration(Duration::from_micros(v))
+}
+
 /// A metric's value with its unit, for people: `13.5 MiB`, `1.234 ms`, `935.0 req/s`.
 pub fn format_value(v: f64, unit: &str) -> String {
     if !v.is_finite() {

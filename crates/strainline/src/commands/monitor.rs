@@ -113,12 +113,10 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         start,
     );
     let mut all: Vec<Sample> = Vec::new();
-    let mut flusher = {
-        let store = Store::open(store_location)?;
-        Flusher::new(Box::new(move |samples: &[Sample]| {
-            let _ = store.append_samples(case_id, samples);
-        }))
-    };
+    let mut flusher = Flusher::new(|samples: &[Sample]| {
+        store.append_samples(case_id, samples)?;
+        Ok(())
+    });
     let mut root_exit: Option<ExitInfo> = None;
     let mut interrupted = false;
     let mut kill_at: Option<Instant> = None;
@@ -135,7 +133,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         if args.json.is_some() {
             all.push(s.clone());
         }
-        flusher.push(s);
+        flusher.push(s)?;
         if root_exit.is_some() || (attached && !process::exists(root)) {
             break;
         }
@@ -200,7 +198,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         overhead_cpu_seconds: overhead,
         leftover_processes_stopped: leftovers,
     });
-    flusher.flush();
+    flusher.flush()?;
     store.finish_case(
         case_id,
         status,

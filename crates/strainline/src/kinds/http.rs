@@ -100,7 +100,7 @@ fn drive(
         &planned.description,
         &outcome,
         &v,
-        &[],
+        &planned.step_names,
     );
     Ok(Run {
         outcome,
@@ -160,14 +160,6 @@ fn keep_latency(r: &mut CaseResult, run: &Run) {
     {
         r.histograms.push(("latency_us".into(), encoded));
     }
-}
-
-/// Was one of the generator's own worker threads busy nearly all of the run?
-fn generator_at_capacity(o: &crate::load::driver::Outcome) -> bool {
-    o.elapsed > 0.0
-        && o.thread_cpu
-            .iter()
-            .any(|c| c / o.elapsed >= verdict::CPU_BOUND)
 }
 
 /// The busiest thread's share of a window: 1.0 = on a CPU all the time.
@@ -321,7 +313,7 @@ fn ramp(
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),
-                generator_at_capacity: generator_at_capacity(&run.outcome),
+                generator_at_capacity: verdict::at_capacity(&run.outcome),
             },
             &limits,
         );

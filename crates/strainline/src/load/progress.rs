@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::{run, Outcome, Plan};
-use crate::units::format_duration;
+use crate::units::format_micros;
 
 /// Runs a plan, with the live line on stderr when it is a terminal and `progress` is
 /// asked for; `prefix` says what runs (a suite's case). A signal received by
@@ -22,7 +22,7 @@ pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
                 "\r\x1b[2K  {prefix}{:>5.0}s  {:>9.1} req/s  p99 {:>9}  errors {}",
                 s.t,
                 s.completed as f64,
-                format_duration(std::time::Duration::from_micros(s.p99_us)),
+                format_micros(s.p99_us),
                 s.errors
             );
             let _ = e.flush();

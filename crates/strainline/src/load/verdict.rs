@@ -29,6 +29,18 @@ pub struct Verdict {
     pub achieved_rate: f64,
 }
 
+/// Each worker thread's busy share of the run (CPU seconds / wall seconds).
+fn thread_shares(o: &Outcome) -> impl Iterator<Item = f64> + '_ {
+    o.thread_cpu
+        .iter()
+        .map(|c| if o.elapsed > 0.0 { c / o.elapsed } else { 0.0 })
+}
+
+/// Was one of the generator's own worker threads busy nearly all of the run?
+pub fn at_capacity(o: &Outcome) -> bool {
+    thread_shares(o).any(|share| share >= CPU_BOUND)
+}
+
 pub fn judge(o: &Outcome) -> Verdict {
     let t = &o.total;
     let achieved_rate = if o.elapsed > 0.0 {
@@ -70,11 +82,11 @@ pub fn judge(o: &Outcome) -> Verdict {
             "{n} connections failed for lack of local resources (ports, file descriptors)"
         ));
     }
-    for (i, cpu) in o.thread_cpu.iter().enumerate() {
-        if o.elapsed > 0.0 && cpu / o.elapsed >= CPU_BOUND {
+    for (i, share) in thread_shares(o).enumerate() {
+        if share >= CPU_BOUND {
             evidence.push(format!(
                 "worker thread {i} was busy {:.0}% of the run (bound {:.0}%): add --threads",
-                100.0 * cpu / o.elapsed,
+                100.0 * share,
                 100.0 * CPU_BOUND
             ));
         }

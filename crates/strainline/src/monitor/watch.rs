@@ -96,9 +96,10 @@ pub fn tick(sampler: &mut Sampler, root: u32, reap: Reap) -> (Sample, Option<Exi
 }
 
 /// Batches samples to a sink at most once per [`FLUSH_EVERY`]: a crash loses at most
-/// that much, and the store is not written on every tick.
-pub struct Flusher {
-    sink: Sink,
+/// that much, and the store is not written on every tick. The sink's error (a store
+/// that went away) is the caller's to act on.
+pub struct Flusher<F: FnMut(&[Sample]) -> anyhow::Result<()>> {
+    sink: F,
     pending: Vec<Sample>,
     last: Instant,
 }
@@ -106,8 +107,8 @@ pub struct Flusher {
 /// Samples reach the sink at least this often.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
-impl Flusher {
-    pub fn new(sink: Sink) -> Flusher {
+impl<F: FnMut(&[Sample]) -> anyhow::Result<()>> Flusher<F> {
+    pub fn new(sink: F) -> Flusher<F> {
         Flusher {
             sink,
             pending: Vec::new(),
@@ -115,17 +116,19 @@ impl Flusher {
         }
     }
 
-    pub fn push(&mut self, s: Sample) {
+    pub fn push(&mut self, s: Sample) -> anyhow::Result<()> {
         self.pending.push(s);
         if self.last.elapsed() >= FLUSH_EVERY {
-            self.flush();
+            self.flush()?;
         }
+        Ok(())
     }
 
-    pub fn flush(&mut self) {
-        (self.sink)(&self.pending);
+    pub fn flush(&mut self) -> anyhow::Result<()> {
+        let r = (self.sink)(&self.pending);
         self.pending.clear();
         self.last = Instant::now();
+        r
     }
 }
 
@@ -185,13 +188,19 @@ impl Watcher {
             started,
         );
         let (stop2, shared2) = (stop.clone(), shared.clone());
-        let mut flusher = sink.take().map(Flusher::new);
+        // The suite's stream is best effort: the case is stored whole when it ends.
+        let mut flusher = sink.take().map(|mut sink| {
+            Flusher::new(move |samples: &[Sample]| {
+                sink(samples);
+                Ok(())
+            })
+        });
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
             loop {
                 let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
                 if let Some(f) = flusher.as_mut() {
-                    f.push(s.clone());
+                    let _ = f.push(s.clone());
                 }
                 let mut shared = shared2.lock().unwrap();
                 if exit.is_some() {
@@ -201,7 +210,7 @@ impl Watcher {
                 drop(shared);
                 if stop2.load(Ordering::Relaxed) {
                     if let Some(f) = flusher.as_mut() {
-                        f.flush();
+                        let _ = f.flush();
                     }
                     return sampler;
                 }

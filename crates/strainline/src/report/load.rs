@@ -8,13 +8,9 @@ use serde::Serialize;
 use crate::load::summary::{LoadSummary, Percentiles};
 use crate::load::verdict::Validity;
 use crate::load::Second;
+use crate::units::format_micros as us;
 
 pub const JSON_SCHEMA: &str = "strainline.load.v1";
-
-/// Formats microseconds for people: `850µs`, `12.3ms`, `1.20s`.
-pub fn us(v: u64) -> String {
-    crate::units::format_duration(std::time::Duration::from_micros(v))
-}
 
 fn pline(out: &mut dyn Write, name: &str, p: &Percentiles) -> io::Result<()> {
     writeln!(

@@ -59,3 +59,43 @@ pub fn print(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_median_range_and_cv_with_units() {
+        // peak_rss 6, 7, 8 MiB: median 7 MiB, CV = sd/mean = 1/7 = 14.3%.
+        let runs: Vec<Vec<Metric>> = [6.0, 7.0, 8.0]
+            .iter()
+            .map(|mib| {
+                vec![
+                    Metric::of("peak_rss", mib * 1048576.0),
+                    Metric::of("latency_p99", mib / 2.0),
+                    Metric::of("capacity_ram_clients", 1e12),
+                ]
+            })
+            .collect();
+        let groups = [("push".to_string(), runs)].into_iter().collect();
+        let mut out = Vec::new();
+        print(&mut out, &groups).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Spread across 3 repetitions of push:"),
+            "{text}"
+        );
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} row in\n{text}"))
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(row("peak_rss"), "7.0 MiB 6.0 MiB 8.0 MiB 14.3%");
+        assert_eq!(row("latency_p99"), "3.50 ms 3.00 ms 4.00 ms 14.3%");
+        assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+    }
+}
