@@ -69,6 +69,16 @@ fn suite_file(s: &Scratch, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// `strainline run SUITE` in the background, quiet.
+fn start_run(s: &Scratch, suite: &str) -> std::process::Child {
+    strainline()
+        .args(["--store", &s.store(), "run", suite])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_target_that_never_became_ready_leaves_no_cgroup() {
     let _bench = loaded();
@@ -79,12 +89,7 @@ fn a_target_that_never_became_ready_leaves_no_cgroup() {
         "[target]\ncommand = [\"sleep\", \"30\"]\nready = \"tcp://127.0.0.1:1\"\nready_timeout = \"2s\"\n\
          [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/\"\nrate = 10\nduration = \"1s\"\n",
     );
-    let child = strainline()
-        .args(["--store", &s.store(), "run", &suite])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = start_run(&s, &suite);
     let pid = child.id();
     // The group exists while the target waits to be ready: the check below can fail.
     assert!(
@@ -110,12 +115,7 @@ fn the_next_run_removes_what_a_killed_strainline_left() {
              [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
         ),
     );
-    let mut child = strainline()
-        .args(["--store", &s.store(), "run", &daemon])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_run(&s, &daemon);
     let pid = child.id();
     assert!(
         eventually(10, || !groups_of(pid).is_empty()
