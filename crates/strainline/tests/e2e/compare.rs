@@ -37,16 +37,7 @@ fn run_version(s: &Scratch, suite: &str, profile: &str, cost: u32, label: &str) 
         "--var",
         &format!("cost={cost}"),
     ];
-    // A run the generator could not drive (exit 3: it sent late because the VM's CPU was
-    // stolen for a moment) is repeated, as a user would; strainline was right to say so.
-    let mut out = s.run(&args);
-    for _ in 0..2 {
-        if out.status.code() != Some(3) {
-            break;
-        }
-        eprintln!("generator-bound run, repeated:\n{}", stdout(&out));
-        out = s.run(&args);
-    }
+    let out = s.run(&args);
     assert_exit(&out, 0);
     let runs: serde_json::Value =
         serde_json::from_slice(&s.run(&["runs", "--json", "--label", label]).stdout).unwrap();
@@ -83,114 +74,121 @@ fn row<'a>(doc: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
 #[test]
 fn a_a_runs_flag_nothing_and_the_v2_profile_is_flagged_in_each_of_three_trials() {
     let _bench = measuring();
-    let s = Scratch::new();
-    let suite = ab_suite("kind = \"bench\"\nrepeat = 6\nrate = 200\nduration = \"1s\"");
-    let a: Vec<i64> = (0..5)
-        .map(|i| run_version(&s, &suite, "v1", 300, &format!("a{i}")))
-        .collect();
-    let b: Vec<i64> = (0..3)
-        .map(|i| run_version(&s, &suite, "v2", 300, &format!("b{i}")))
-        .collect();
-    // A/A: every pair of the five runs of one version.
-    for i in 0..a.len() {
-        for j in i + 1..a.len() {
-            let (code, text, doc) = compare(&s, a[i], a[j], &[]);
-            assert_eq!(
-                code, 0,
-                "A/A #{} vs #{} flagged a regression:\n{text}",
-                a[i], a[j]
-            );
-            assert_eq!(doc["verdict"], "ok");
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = ab_suite("kind = \"bench\"\nrepeat = 6\nrate = 200\nduration = \"1s\"");
+        let a: Vec<i64> = (0..5)
+            .map(|i| run_version(&s, &suite, "v1", 300, &format!("a{i}")))
+            .collect();
+        let b: Vec<i64> = (0..3)
+            .map(|i| run_version(&s, &suite, "v2", 300, &format!("b{i}")))
+            .collect();
+        // A/A: every pair of the five runs of one version.
+        for i in 0..a.len() {
+            for j in i + 1..a.len() {
+                let (code, text, doc) = compare(&s, a[i], a[j], &[]);
+                assert_eq!(
+                    code, 0,
+                    "A/A #{} vs #{} flagged a regression:\n{text}",
+                    a[i], a[j]
+                );
+                assert_eq!(doc["verdict"], "ok");
+            }
         }
-    }
-    // A/B: v2 costs 1.5× the hashing per push.
-    for (x, y) in a.iter().zip(&b) {
-        let (code, text, doc) = compare(&s, *x, *y, &[]);
-        assert_eq!(code, 1, "{text}");
-        let cpu = row(&doc, "cpu_per_op");
-        assert_eq!(cpu["verdict"], "regressed", "{text}");
-        let ratio = cpu["ratio"].as_f64().unwrap();
-        assert!(
-            (1.3..=1.7).contains(&ratio),
-            "cpu_per_op at {ratio:.2}× of v1\n{text}"
-        );
-        assert!(
-            text.contains("REGRESSED") && text.contains("% of prev"),
-            "{text}"
-        );
-        // Throughput at a fixed rate below capacity is the offered rate: unchanged.
-        assert_eq!(row(&doc, "throughput")["verdict"], "unchanged", "{text}");
-    }
+        // A/B: v2 costs 1.5× the hashing per push.
+        for (x, y) in a.iter().zip(&b) {
+            let (code, text, doc) = compare(&s, *x, *y, &[]);
+            assert_eq!(code, 1, "{text}");
+            let cpu = row(&doc, "cpu_per_op");
+            assert_eq!(cpu["verdict"], "regressed", "{text}");
+            let ratio = cpu["ratio"].as_f64().unwrap();
+            assert!(
+                (1.3..=1.7).contains(&ratio),
+                "cpu_per_op at {ratio:.2}× of v1\n{text}"
+            );
+            assert!(
+                text.contains("REGRESSED") && text.contains("% of prev"),
+                "{text}"
+            );
+            // Throughput at a fixed rate below capacity is the offered rate: unchanged.
+            assert_eq!(row(&doc, "throughput")["verdict"], "unchanged", "{text}");
+        }
+    });
 }
 
 #[test]
 fn a_cpu_bound_ceiling_that_drops_is_flagged() {
     let _bench = measuring();
-    let s = Scratch::new();
-    let suite = ab_suite(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = ab_suite(
         "kind = \"ramp\"\nrepeat = 6\nstart = 200\nstep = 100\nstep_duration = \"700ms\"\nmax_steps = 20",
     );
-    let v1 = run_version(&s, &suite, "v1", 250, "v1");
-    let v2 = run_version(&s, &suite, "v2", 250, "v2");
-    let (code, text, doc) = compare(&s, v1, v2, &[]);
-    assert_eq!(code, 1, "{text}");
-    let tp = row(&doc, "max_throughput");
-    assert_eq!(tp["verdict"], "regressed", "{text}");
-    assert!(tp["ratio"].as_f64().unwrap() < 0.85, "{text}");
+        let v1 = run_version(&s, &suite, "v1", 250, "v1");
+        let v2 = run_version(&s, &suite, "v2", 250, "v2");
+        let (code, text, doc) = compare(&s, v1, v2, &[]);
+        assert_eq!(code, 1, "{text}");
+        let tp = row(&doc, "max_throughput");
+        assert_eq!(tp["verdict"], "regressed", "{text}");
+        assert!(tp["ratio"].as_f64().unwrap() < 0.85, "{text}");
+    });
 }
 
 #[test]
 fn too_few_repetitions_are_inconclusive_and_other_hosts_are_refused() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let suite = ab_suite("kind = \"bench\"\nrepeat = 2\nrate = 100\nduration = \"500ms\"");
-    let a = run_version(&s, &suite, "v1", 50, "few-a");
-    let b = run_version(&s, &suite, "v2", 400, "few-b");
-    let (code, text, doc) = compare(&s, a, b, &["--markdown", s.path("c.md").to_str().unwrap()]);
-    assert_eq!(code, 0, "{text}");
-    let cpu = row(&doc, "cpu_per_op");
-    assert_eq!(cpu["verdict"], "inconclusive", "{text}");
-    assert!(
-        cpu["why"].as_str().unwrap().contains("too few repetitions"),
-        "{text}"
-    );
-    let md = std::fs::read_to_string(s.path("c.md")).unwrap();
-    assert!(
-        md.contains("| case | metric | baseline | candidate | % of previous |"),
-        "{md}"
-    );
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = ab_suite("kind = \"bench\"\nrepeat = 2\nrate = 100\nduration = \"500ms\"");
+        let a = run_version(&s, &suite, "v1", 50, "few-a");
+        let b = run_version(&s, &suite, "v2", 400, "few-b");
+        let (code, text, doc) =
+            compare(&s, a, b, &["--markdown", s.path("c.md").to_str().unwrap()]);
+        assert_eq!(code, 0, "{text}");
+        let cpu = row(&doc, "cpu_per_op");
+        assert_eq!(cpu["verdict"], "inconclusive", "{text}");
+        assert!(
+            cpu["why"].as_str().unwrap().contains("too few repetitions"),
+            "{text}"
+        );
+        let md = std::fs::read_to_string(s.path("c.md")).unwrap();
+        assert!(
+            md.contains("| case | metric | baseline | candidate | % of previous |"),
+            "{md}"
+        );
 
-    // Unknown names and no common case: exit 2, nothing to compare.
-    let (code, text, _) = compare(&s, a, 999, &[]);
-    assert_eq!(code, 2);
-    assert!(text.contains("nothing to compare"), "{text}");
-    let mon = s.run(&["monitor", "-q", "--label", "mon", "--", "true"]);
-    assert!(mon.status.success());
-    let out = s.run(&["compare", "few-a", "mon"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_has(&stderr(&out), "no case ran in both");
+        // Unknown names and no common case: exit 2, nothing to compare.
+        let (code, text, _) = compare(&s, a, 999, &[]);
+        assert_eq!(code, 2);
+        assert!(text.contains("nothing to compare"), "{text}");
+        let mon = s.run(&["monitor", "-q", "--label", "mon", "--", "true"]);
+        assert!(mon.status.success());
+        let out = s.run(&["compare", "few-a", "mon"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_has(&stderr(&out), "no case ran in both");
 
-    // The same run as if made on another machine: refused unless allowed.
-    let db = rusqlite::Connection::open(s.store()).unwrap();
-    db.execute_batch(&format!(
+        // The same run as if made on another machine: refused unless allowed.
+        let db = rusqlite::Connection::open(s.store()).unwrap();
+        db.execute_batch(&format!(
         "INSERT INTO hosts (fingerprint, hostname, cpu_model, cores, memory_bytes, kernel, os)
          VALUES ('other-cpu|64|512GiB', 'elsewhere', 'Other CPU', 64, 1, 'k', 'linux');
          UPDATE runs SET host_id = (SELECT id FROM hosts WHERE hostname = 'elsewhere') WHERE id = {b};"
     ))
     .unwrap();
-    let (code, text, _) = compare(&s, a, b, &[]);
-    assert_eq!(code, 2, "{text}");
-    assert!(
-        text.contains("different hosts") && text.contains("--allow-env-mismatch"),
-        "{text}"
-    );
-    let (code, text, doc) = compare(&s, a, b, &["--allow-env-mismatch"]);
-    assert_eq!(code, 0, "{text}");
-    assert!(text.starts_with("ENVIRONMENT MISMATCH"), "{text}");
-    assert!(doc["environment_mismatch"]
-        .as_str()
-        .unwrap()
-        .contains("elsewhere"));
+        let (code, text, _) = compare(&s, a, b, &[]);
+        assert_eq!(code, 2, "{text}");
+        assert!(
+            text.contains("different hosts") && text.contains("--allow-env-mismatch"),
+            "{text}"
+        );
+        let (code, text, doc) = compare(&s, a, b, &["--allow-env-mismatch"]);
+        assert_eq!(code, 0, "{text}");
+        assert!(text.starts_with("ENVIRONMENT MISMATCH"), "{text}");
+        assert!(doc["environment_mismatch"]
+            .as_str()
+            .unwrap()
+            .contains("elsewhere"));
+    });
 }
 
 /// Stores 30 monitor runs of a program holding `mib(i)` MiB; returns their run ids.
@@ -239,23 +237,25 @@ fn history(s: &Scratch, label: &str) -> serde_json::Value {
 #[test]
 fn history_finds_an_injected_change_at_the_right_run_and_none_without_one() {
     let _bench = loaded();
-    // On the PostgreSQL store: the change comes with run 16.
-    let s = Scratch::postgres();
-    let ids = thirty_runs(&s, "nightly", |i| if i < 15 { 40 } else { 48 });
-    let h = history(&s, "nightly");
-    assert_eq!(h["points"].as_array().unwrap().len(), 30);
-    let cps = h["change_points"].as_array().unwrap();
-    assert_eq!(cps.len(), 1, "{h:#}");
-    assert_eq!(cps[0]["run_after"].as_i64().unwrap(), ids[15]);
-    assert_eq!(cps[0]["run_before"].as_i64().unwrap(), ids[14]);
-    let pct = cps[0]["change_percent"].as_f64().unwrap();
-    assert!((15.0..=25.0).contains(&pct), "{pct}");
-    assert!(cps[0]["p"].as_f64().unwrap() < 0.001);
+    on_a_quiet_machine(|| {
+        // On the PostgreSQL store: the change comes with run 16.
+        let s = Scratch::postgres();
+        let ids = thirty_runs(&s, "nightly", |i| if i < 15 { 40 } else { 48 });
+        let h = history(&s, "nightly");
+        assert_eq!(h["points"].as_array().unwrap().len(), 30);
+        let cps = h["change_points"].as_array().unwrap();
+        assert_eq!(cps.len(), 1, "{h:#}");
+        assert_eq!(cps[0]["run_after"].as_i64().unwrap(), ids[15]);
+        assert_eq!(cps[0]["run_before"].as_i64().unwrap(), ids[14]);
+        let pct = cps[0]["change_percent"].as_f64().unwrap();
+        assert!((15.0..=25.0).contains(&pct), "{pct}");
+        assert!(cps[0]["p"].as_f64().unwrap() < 0.001);
 
-    // On SQLite: the same program every time, no change point.
-    let s = Scratch::new();
-    thirty_runs(&s, "flat", |_| 40);
-    let h = history(&s, "flat");
-    assert_eq!(h["points"].as_array().unwrap().len(), 30);
-    assert!(h["change_points"].as_array().unwrap().is_empty(), "{h:#}");
+        // On SQLite: the same program every time, no change point.
+        let s = Scratch::new();
+        thirty_runs(&s, "flat", |_| 40);
+        let h = history(&s, "flat");
+        assert_eq!(h["points"].as_array().unwrap().len(), 30);
+        assert!(h["change_points"].as_array().unwrap().is_empty(), "{h:#}");
+    });
 }

@@ -82,31 +82,34 @@ fn start_run(s: &Scratch, suite: &str) -> std::process::Child {
 #[test]
 fn a_target_that_never_became_ready_leaves_no_cgroup() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let suite = suite_file(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = suite_file(
         &s,
         "never.toml",
         "[target]\ncommand = [\"sleep\", \"30\"]\nready = \"tcp://127.0.0.1:1\"\nready_timeout = \"2s\"\n\
          [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/\"\nrate = 10\nduration = \"1s\"\n",
     );
-    let child = start_run(&s, &suite);
-    let pid = child.id();
-    // The group exists while the target waits to be ready: the check below can fail.
-    assert!(
-        eventually(5, || !groups_of(pid).is_empty()),
-        "no cgroup was made for the target"
-    );
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+        let child = start_run(&s, &suite);
+        let pid = child.id();
+        // The group exists while the target waits to be ready: the check below can fail.
+        assert!(
+            eventually(5, || !groups_of(pid).is_empty()),
+            "no cgroup was made for the target"
+        );
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+    });
 }
 
 #[test]
 fn the_next_run_removes_what_a_killed_strainline_left() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let marker = format!("318.{}", std::process::id() % 1000);
-    let daemon = suite_file(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let marker = format!("318.{}", std::process::id() % 1000);
+        let daemon = suite_file(
         &s,
         "daemon.toml",
         &format!(
@@ -115,31 +118,32 @@ fn the_next_run_removes_what_a_killed_strainline_left() {
              [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
         ),
     );
-    let mut child = start_run(&s, &daemon);
-    let pid = child.id();
-    assert!(
-        eventually(10, || !groups_of(pid).is_empty()
-            && !with_marker(&marker).is_empty()),
-        "the target and its setsid child never started"
-    );
-    child.kill().unwrap();
-    child.wait().unwrap();
-    // What SIGKILL leaves (until #11's guardian): the setsid child and its groups.
-    assert!(!groups_of(pid).is_empty());
-    let left = with_marker(&marker);
-    assert!(!left.is_empty());
+        let mut child = start_run(&s, &daemon);
+        let pid = child.id();
+        assert!(
+            eventually(10, || !groups_of(pid).is_empty()
+                && !with_marker(&marker).is_empty()),
+            "the target and its setsid child never started"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // What SIGKILL leaves (until #11's guardian): the setsid child and its groups.
+        assert!(!groups_of(pid).is_empty());
+        let left = with_marker(&marker);
+        assert!(!left.is_empty());
 
-    let next = suite_file(
+        let next = suite_file(
         &s,
         "next.toml",
         "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\nready = \"http://127.0.0.1:{{port}}/health\"\n\
          [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/health\"\nrate = 10\nduration = \"1s\"\n",
     );
-    let out = s.run(&["run", &next]);
-    assert_exit(&out, 0);
-    assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
-    assert!(
-        eventually(2, || left.iter().all(|p| !alive(*p))),
-        "the killed run's setsid child {left:?} still runs"
-    );
+        let out = s.run(&["run", &next]);
+        assert_exit(&out, 0);
+        assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+        assert!(
+            eventually(2, || left.iter().all(|p| !alive(*p))),
+            "the killed run's setsid child {left:?} still runs"
+        );
+    });
 }

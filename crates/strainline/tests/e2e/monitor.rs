@@ -6,72 +6,78 @@ use std::time::{Duration, Instant};
 #[test]
 fn exact_peak_catches_a_50ms_spike_and_the_tree_includes_the_child() {
     let _bench = measuring();
-    let s = Scratch::new();
-    // 20 MiB idle, 300 MiB for 50 ms, then a child holding 100 MiB for 1 s; sampled
-    // every 250 ms, so the spike usually falls between two samples.
-    let (out, doc) = s.monitor_testbed("250ms", &["memhog"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    // The fixture prints the kernel's own VmHWM: the child's first, then its own.
-    let hwms = printed(&out, "vmhwm_bytes");
-    assert_eq!(hwms.len(), 2, "{}", stdout(&out));
-    let kernel_peak = hwms[1] as f64;
-    assert!(
-        kernel_peak > 290.0 * MIB,
-        "fixture did not spike: {kernel_peak}"
-    );
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        // 20 MiB idle, 300 MiB for 50 ms, then a child holding 100 MiB for 1 s; sampled
+        // every 250 ms, so the spike usually falls between two samples.
+        let (out, doc) = s.monitor_testbed("250ms", &["memhog"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        // The fixture prints the kernel's own VmHWM: the child's first, then its own.
+        let hwms = printed(&out, "vmhwm_bytes");
+        assert_eq!(hwms.len(), 2, "{}", stdout(&out));
+        let kernel_peak = hwms[1] as f64;
+        assert!(
+            kernel_peak > 290.0 * MIB,
+            "fixture did not spike: {kernel_peak}"
+        );
 
-    let sum = &doc["summary"];
-    let exact = sum["peak_rss"]["bytes"].as_f64().unwrap();
-    let rel = (exact - kernel_peak).abs() / kernel_peak;
-    assert!(
-        rel < 0.02,
-        "exact peak {exact} vs kernel {kernel_peak} ({rel:.3})"
-    );
+        let sum = &doc["summary"];
+        let exact = sum["peak_rss"]["bytes"].as_f64().unwrap();
+        let rel = (exact - kernel_peak).abs() / kernel_peak;
+        assert!(
+            rel < 0.02,
+            "exact peak {exact} vs kernel {kernel_peak} ({rel:.3})"
+        );
 
-    // The child's memory is counted in the tree: some sample holds both processes with
-    // at least the child's 100 MiB plus the parent's 20 MiB base.
-    let samples = doc["samples"].as_array().unwrap();
-    let child_pid = sum["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["cmdline"].as_str().unwrap().contains(" hold "))
-        .expect("the child is in the process table")["pid"]
-        .as_u64()
-        .unwrap();
-    let with_child: Vec<_> = samples
-        .iter()
-        .filter(|x| {
-            x["top"].as_array().unwrap().iter().any(|p| {
-                p["pid"].as_u64() == Some(child_pid)
-                    && p["rss_bytes"].as_f64().unwrap() > 95.0 * MIB
+        // The child's memory is counted in the tree: some sample holds both processes with
+        // at least the child's 100 MiB plus the parent's 20 MiB base.
+        let samples = doc["samples"].as_array().unwrap();
+        let child_pid = sum["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["cmdline"].as_str().unwrap().contains(" hold "))
+            .expect("the child is in the process table")["pid"]
+            .as_u64()
+            .unwrap();
+        let with_child: Vec<_> = samples
+            .iter()
+            .filter(|x| {
+                x["top"].as_array().unwrap().iter().any(|p| {
+                    p["pid"].as_u64() == Some(child_pid)
+                        && p["rss_bytes"].as_f64().unwrap() > 95.0 * MIB
+                })
             })
-        })
-        .collect();
-    assert!(
-        with_child.len() >= 2,
-        "the timeline does not show the child"
-    );
-    assert!(with_child
-        .iter()
-        .all(|x| x["processes"].as_u64() == Some(2)));
-    assert!(with_child
-        .iter()
-        .any(|x| x["rss_bytes"].as_f64().unwrap() > 115.0 * MIB));
-    // The summary names where the exact figure came from.
-    assert!(stderr(&out).contains("Peak RSS:") && stderr(&out).contains("exact, from"));
+            .collect();
+        assert!(
+            with_child.len() >= 2,
+            "the timeline does not show the child"
+        );
+        assert!(with_child
+            .iter()
+            .all(|x| x["processes"].as_u64() == Some(2)));
+        assert!(with_child
+            .iter()
+            .any(|x| x["rss_bytes"].as_f64().unwrap() > 115.0 * MIB));
+        // The summary names where the exact figure came from.
+        assert!(stderr(&out).contains("Peak RSS:") && stderr(&out).contains("exact, from"));
+    });
 }
 
 #[test]
 fn a_busy_loop_reads_one_core_and_a_sleeper_almost_none() {
     let _bench = measuring();
-    cpu_truth(&[]);
+    on_a_quiet_machine(|| {
+        cpu_truth(&[]);
+    });
 }
 
 #[test]
 fn without_a_cgroup_the_cpu_figures_hold_too() {
     let _bench = measuring();
-    cpu_truth(&["--no-cgroup"]);
+    on_a_quiet_machine(|| {
+        cpu_truth(&["--no-cgroup"]);
+    });
 }
 
 fn cpu_truth(flags: &[&str]) {

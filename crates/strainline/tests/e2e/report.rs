@@ -90,149 +90,154 @@ fn ink(png_path: &std::path::Path) -> (f64, usize) {
 #[test]
 fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let path = s.path("suite.toml");
-    std::fs::write(&path, suite()).unwrap();
-    let reports = s.path("reports");
-    let out = s.run(&[
-        "run",
-        path.to_str().unwrap(),
-        "--label",
-        XSS,
-        "--report",
-        reports.to_str().unwrap(),
-    ]);
-    // The latency gate fails and a case crashes: exit 4 (crashed wins).
-    assert_exit(&out, 4);
-    let again = s.run(&["run", path.to_str().unwrap(), "--label", "second"]);
-    assert_eq!(again.status.code(), Some(4));
-    let compare_html = s.path("compare.html");
-    let cmp = s.run(&[
-        "compare",
-        XSS,
-        "second",
-        "--html",
-        compare_html.to_str().unwrap(),
-    ]);
-    assert!(
-        matches!(cmp.status.code(), Some(0) | Some(1)),
-        "{}",
-        stderr(&cmp)
-    );
-
-    for (file, min_charts, titles) in [
-        (
-            reports.join("report.html"),
-            7,
-            &[
-                "Stress–strain: completed vs offered load",
-                "Latency distribution",
-                "Leak check",
-                "Memory and CPU of the process tree",
-                "Threads and open file descriptors",
-            ][..],
-        ),
-        (compare_html.clone(), 1, &["Candidate as % of baseline"][..]),
-    ] {
-        let html = std::fs::read_to_string(&file).unwrap();
-        // Nothing that can run: no script element at all, and a policy that forbids it.
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let path = s.path("suite.toml");
+        std::fs::write(&path, suite()).unwrap();
+        let reports = s.path("reports");
+        let out = s.run(&[
+            "run",
+            path.to_str().unwrap(),
+            "--label",
+            XSS,
+            "--report",
+            reports.to_str().unwrap(),
+        ]);
+        // The latency gate fails and a case crashes: exit 4 (crashed wins).
+        assert_exit(&out, 4);
+        let again = s.run(&["run", path.to_str().unwrap(), "--label", "second"]);
+        assert_eq!(again.status.code(), Some(4));
+        let compare_html = s.path("compare.html");
+        let cmp = s.run(&[
+            "compare",
+            XSS,
+            "second",
+            "--html",
+            compare_html.to_str().unwrap(),
+        ]);
         assert!(
-            !html.to_lowercase().contains("<script"),
+            matches!(cmp.status.code(), Some(0) | Some(1)),
             "{}",
-            file.display()
+            stderr(&cmp)
         );
-        assert!(html.contains("Content-Security-Policy") && html.contains("default-src 'none'"));
-        for t in titles {
-            assert!(html.contains(t), "{}: no chart '{t}'", file.display());
-        }
-        // Chromium parses it: the rendered DOM has the charts, each with labelled axes.
-        let url = format!("file://{}", file.display());
-        let dom = chromium(&["--dump-dom", &url]);
-        let dom = String::from_utf8_lossy(&dom.stdout).to_string();
-        let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
-        assert!(
-            charts.len() >= min_charts,
-            "{}: {} charts in the rendered DOM",
-            file.display(),
-            charts.len()
-        );
-        for c in &charts {
-            let chart = &c[..c.find("</svg>").unwrap()];
+
+        for (file, min_charts, titles) in [
+            (
+                reports.join("report.html"),
+                7,
+                &[
+                    "Stress–strain: completed vs offered load",
+                    "Latency distribution",
+                    "Leak check",
+                    "Memory and CPU of the process tree",
+                    "Threads and open file descriptors",
+                ][..],
+            ),
+            (compare_html.clone(), 1, &["Candidate as % of baseline"][..]),
+        ] {
+            let html = std::fs::read_to_string(&file).unwrap();
+            // Nothing that can run: no script element at all, and a policy that forbids it.
             assert!(
-                chart.matches("class=\"axis-label\"").count() >= 1,
-                "a chart without axis labels: {}",
-                &chart[..chart.len().min(300)]
+                !html.to_lowercase().contains("<script"),
+                "{}",
+                file.display()
+            );
+            assert!(
+                html.contains("Content-Security-Policy") && html.contains("default-src 'none'")
+            );
+            for t in titles {
+                assert!(html.contains(t), "{}: no chart '{t}'", file.display());
+            }
+            // Chromium parses it: the rendered DOM has the charts, each with labelled axes.
+            let url = format!("file://{}", file.display());
+            let dom = chromium(&["--dump-dom", &url]);
+            let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+            let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+            assert!(
+                charts.len() >= min_charts,
+                "{}: {} charts in the rendered DOM",
+                file.display(),
+                charts.len()
+            );
+            for c in &charts {
+                let chart = &c[..c.find("</svg>").unwrap()];
+                assert!(
+                    chart.matches("class=\"axis-label\"").count() >= 1,
+                    "a chart without axis labels: {}",
+                    &chart[..chart.len().min(300)]
+                );
+            }
+            assert!(!dom.to_lowercase().contains("<script"));
+            // A screenshot that is not blank.
+            let png = s.path("shot.png");
+            let shot = chromium(&[
+                &format!("--screenshot={}", png.display()),
+                "--window-size=1200,2400",
+                &url,
+            ]);
+            assert!(png.exists(), "{}", String::from_utf8_lossy(&shot.stderr));
+            let (share, colours) = ink(&png);
+            assert!(
+                share > 0.03 && colours > 20,
+                "{}: {share:.3} inked, {colours} colours",
+                file.display()
             );
         }
-        assert!(!dom.to_lowercase().contains("<script"));
-        // A screenshot that is not blank.
-        let png = s.path("shot.png");
-        let shot = chromium(&[
-            &format!("--screenshot={}", png.display()),
-            "--window-size=1200,2400",
-            &url,
-        ]);
-        assert!(png.exists(), "{}", String::from_utf8_lossy(&shot.stderr));
-        let (share, colours) = ink(&png);
+
+        // The label and the target's log line appear, escaped, in the run report.
+        let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
+        let head = &html[..html.find("<h2>").unwrap()];
+        assert!(head.contains(escaped), "the label, escaped");
+        let crashed = &html[html.find("<h2>crashing").unwrap()..];
+        assert!(crashed.contains(escaped), "the target's log line, escaped");
+        let html = std::fs::read_to_string(&compare_html).unwrap();
+        assert!(html.contains(escaped));
+
+        // JUnit XML validates against the schema; the failed gate is a failure.
+        let junit = reports.join("junit.xml");
+        let xsd = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/junit.xsd");
+        let check = Command::new("xmllint")
+            .args(["--noout", "--schema", xsd])
+            .arg(&junit)
+            .output()
+            .expect("xmllint is installed by `make test` (scripts/test-deps.sh)");
         assert!(
-            share > 0.03 && colours > 20,
-            "{}: {share:.3} inked, {colours} colours",
-            file.display()
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
         );
-    }
-
-    // The label and the target's log line appear, escaped, in the run report.
-    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
-    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
-    let head = &html[..html.find("<h2>").unwrap()];
-    assert!(head.contains(escaped), "the label, escaped");
-    let crashed = &html[html.find("<h2>crashing").unwrap()..];
-    assert!(crashed.contains(escaped), "the target's log line, escaped");
-    let html = std::fs::read_to_string(&compare_html).unwrap();
-    assert!(html.contains(escaped));
-
-    // JUnit XML validates against the schema; the failed gate is a failure.
-    let junit = reports.join("junit.xml");
-    let xsd = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/junit.xsd");
-    let check = Command::new("xmllint")
-        .args(["--noout", "--schema", xsd])
-        .arg(&junit)
-        .output()
-        .expect("xmllint is installed by `make test` (scripts/test-deps.sh)");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(
-        xml.contains("stability[crash=1000000] :: latency_p99 &lt; 1us"),
-        "{xml}"
-    );
-    let gate = xml
-        .split("<testcase")
-        .find(|t| t.contains(":: latency_p99"))
-        .unwrap();
-    assert!(
-        gate.contains("<failure") && gate.contains("type=\"gate\""),
-        "{gate}"
-    );
-    assert!(xml.contains("type=\"crashed\""), "{xml}");
-    // Markdown and CSV were written beside them.
-    let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
-    assert!(md.contains("| case | kind | status | key figures |"));
-    assert!(reports.join("csv/metrics.csv").exists());
-    assert!(reports
-        .join("csv/01-peak_crash_1000000_-steps.csv")
-        .exists());
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.contains("stability[crash=1000000] :: latency_p99 &lt; 1us"),
+            "{xml}"
+        );
+        let gate = xml
+            .split("<testcase")
+            .find(|t| t.contains(":: latency_p99"))
+            .unwrap();
+        assert!(
+            gate.contains("<failure") && gate.contains("type=\"gate\""),
+            "{gate}"
+        );
+        assert!(xml.contains("type=\"crashed\""), "{xml}");
+        // Markdown and CSV were written beside them.
+        let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
+        assert!(md.contains("| case | kind | status | key figures |"));
+        assert!(reports.join("csv/metrics.csv").exists());
+        assert!(reports
+            .join("csv/01-peak_crash_1000000_-steps.csv")
+            .exists());
+    });
 }
 
 #[test]
 fn a_flame_graph_of_the_testbed_shows_its_hashing_and_a_missing_perf_is_explained() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let suite = format!(
-        r#"
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = format!(
+            r#"
 [suite]
 name = "profiled"
 [target]
@@ -246,60 +251,61 @@ profile = true
 rate = 200
 duration = "2s"
 "#,
-        tb = testbed().display()
-    );
-    let path = s.path("profiled.toml");
-    std::fs::write(&path, suite).unwrap();
-    let run = |profile: &str, label: &str, perf: Option<&str>| {
-        let mut cmd = strainline();
-        cmd.args(["--store", &s.store(), "run", path.to_str().unwrap()])
-            .args(["--var", &format!("profile={profile}"), "--label", label])
-            .arg("--report")
-            .arg(s.path(label))
-            .current_dir(s.dir.path());
-        if let Some(p) = perf {
-            cmd.env("STRAINLINE_PERF", p);
-        }
-        let out = cmd.output().unwrap();
-        assert_exit(&out, 0);
-        std::fs::read_to_string(s.path(label).join("report.html")).unwrap()
-    };
-    // With perf: the flame graph is linked from the report and shows the SHA-256 hashing
-    // that each push does (work::hash_units).
-    let html = run("v1", "v1", None);
-    let flame = std::fs::read_dir(s.path("v1"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("report-flame-"))
-        .expect("a flame graph beside the report")
-        .path();
-    let name = flame.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(html.contains(&format!("href=\"{name}\"")), "not linked");
-    let svg = std::fs::read_to_string(&flame).unwrap();
-    assert!(
-        svg.contains("Sha256"),
-        "the testbed's hashing is missing from the flame graph"
-    );
+            tb = testbed().display()
+        );
+        let path = s.path("profiled.toml");
+        std::fs::write(&path, suite).unwrap();
+        let run = |profile: &str, label: &str, perf: Option<&str>| {
+            let mut cmd = strainline();
+            cmd.args(["--store", &s.store(), "run", path.to_str().unwrap()])
+                .args(["--var", &format!("profile={profile}"), "--label", label])
+                .arg("--report")
+                .arg(s.path(label))
+                .current_dir(s.dir.path());
+            if let Some(p) = perf {
+                cmd.env("STRAINLINE_PERF", p);
+            }
+            let out = cmd.output().unwrap();
+            assert_exit(&out, 0);
+            std::fs::read_to_string(s.path(label).join("report.html")).unwrap()
+        };
+        // With perf: the flame graph is linked from the report and shows the SHA-256 hashing
+        // that each push does (work::hash_units).
+        let html = run("v1", "v1", None);
+        let flame = std::fs::read_dir(s.path("v1"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("report-flame-"))
+            .expect("a flame graph beside the report")
+            .path();
+        let name = flame.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(html.contains(&format!("href=\"{name}\"")), "not linked");
+        let svg = std::fs::read_to_string(&flame).unwrap();
+        assert!(
+            svg.contains("Sha256"),
+            "the testbed's hashing is missing from the flame graph"
+        );
 
-    // Both versions profiled: a differential flame graph beside the comparison.
-    run("v2", "v2", None);
-    let c = s.path("compare.html");
-    let out = s.run(&["compare", "v1", "v2", "--html", c.to_str().unwrap()]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(1)),
-        "{}",
-        stderr(&out)
-    );
-    let diff = std::fs::read_to_string(s.path("compare-flame-diff.svg")).unwrap();
-    assert!(diff.contains("Sha256"));
-    assert!(std::fs::read_to_string(&c)
-        .unwrap()
-        .contains("compare-flame-diff.svg"));
+        // Both versions profiled: a differential flame graph beside the comparison.
+        run("v2", "v2", None);
+        let c = s.path("compare.html");
+        let out = s.run(&["compare", "v1", "v2", "--html", c.to_str().unwrap()]);
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{}",
+            stderr(&out)
+        );
+        let diff = std::fs::read_to_string(s.path("compare-flame-diff.svg")).unwrap();
+        assert!(diff.contains("Sha256"));
+        assert!(std::fs::read_to_string(&c)
+            .unwrap()
+            .contains("compare-flame-diff.svg"));
 
-    // Without perf: the run passes, and the report says why there is no flame graph.
-    let html = run("v1", "noperf", Some("/nonexistent/perf"));
-    assert!(
-        html.contains("No flame graph: perf is not installed"),
-        "the report does not explain"
-    );
+        // Without perf: the run passes, and the report says why there is no flame graph.
+        let html = run("v1", "noperf", Some("/nonexistent/perf"));
+        assert!(
+            html.contains("No flame graph: perf is not installed"),
+            "the report does not explain"
+        );
+    });
 }

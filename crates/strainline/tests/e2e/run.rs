@@ -43,60 +43,62 @@ ready = "http://127.0.0.1:{{port}}/health"
 #[test]
 fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
     let _bench = measuring();
-    // The target's capacity, measured separately with a closed model.
-    let srv = strainline_testbed::harness::RunningServer::start(
-        &testbed(),
-        &["--workers", "1", "--cpu-cost", "250"],
-    );
-    srv.client().register(1);
-    let s = Scratch::new();
-    let json = s.path("closed.json");
-    let out = s.run(&[
-        "load",
-        &srv.url("/push/dev0"),
-        "-m",
-        "POST",
-        "-d",
-        "x",
-        "-c",
-        "8",
-        "--threads",
-        "1",
-        "-z",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(3)),
-        "{}",
-        stdout(&out)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    let capacity = doc["summary"]["achieved_rate"].as_f64().unwrap();
-    drop(srv);
-    // Steps of 5% from half the capacity: the ceiling is quantised to 5%, the rest of
-    // the ±15% is the two measurements' noise on a shared 2-core machine.
-    let step = (capacity / 20.0).round().max(5.0);
-    let start = 10.0 * step;
-    let suite = format!(
+    on_a_quiet_machine(|| {
+        // The target's capacity, measured separately with a closed model.
+        let srv = strainline_testbed::harness::RunningServer::start(
+            &testbed(),
+            &["--workers", "1", "--cpu-cost", "250"],
+        );
+        srv.client().register(1);
+        let s = Scratch::new();
+        let json = s.path("closed.json");
+        let out = s.run(&[
+            "load",
+            &srv.url("/push/dev0"),
+            "-m",
+            "POST",
+            "-d",
+            "x",
+            "-c",
+            "8",
+            "--threads",
+            "1",
+            "-z",
+            "3s",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(3)),
+            "{}",
+            stdout(&out)
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let capacity = doc["summary"]["achieved_rate"].as_f64().unwrap();
+        drop(srv);
+        // Steps of 5% from half the capacity: the ceiling is quantised to 5%, the rest of
+        // the ±15% is the two measurements' noise on a shared 2-core machine.
+        let step = (capacity / 20.0).round().max(5.0);
+        let start = 10.0 * step;
+        let suite = format!(
         "{TARGET}\n[[test]]\nname = \"peak\"\nkind = \"ramp\"\nmatrix = {{ cost = [250], leak = [0] }}\n\
          url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
          setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
          start = {start}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
     );
-    let out = run_suite(&s, &suite, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let cases = case_metrics(&s);
-    let ceiling = metric(&cases[0], "ceiling");
-    eprintln!("ceiling {ceiling} vs closed-model {capacity}");
-    assert!(
-        (ceiling / capacity - 1.0).abs() <= 0.15,
-        "ceiling {ceiling} vs closed-model {capacity}\n{}",
-        stdout(&out)
-    );
-    assert_has(&stdout(&out), "limiting factor: target CPU saturated");
+        let out = run_suite(&s, &suite, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        let cases = case_metrics(&s);
+        let ceiling = metric(&cases[0], "ceiling");
+        eprintln!("ceiling {ceiling} vs closed-model {capacity}");
+        assert!(
+            (ceiling / capacity - 1.0).abs() <= 0.15,
+            "ceiling {ceiling} vs closed-model {capacity}\n{}",
+            stdout(&out)
+        );
+        assert_has(&stdout(&out), "limiting factor: target CPU saturated");
+    });
 }
 
 /// A soak of the testbed. The open model's pool is capped at 8 connections (300 req/s
@@ -116,34 +118,38 @@ fn soak_suite(leak: u32, repeat: u32, duration: &str) -> String {
 #[test]
 fn soak_measures_an_injected_leak_per_request() {
     let _bench = measuring();
-    let s = Scratch::new();
-    let out = run_suite(&s, &soak_suite(4096, 1, "6s"), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let cases = case_metrics(&s);
-    let per_op = metric(&cases[0], "retained_per_op");
-    assert!(
-        (per_op / 4096.0 - 1.0).abs() <= 0.25,
-        "retained {per_op} bytes per push\n{}",
-        stdout(&out)
-    );
-    assert_eq!(metric(&cases[0], "leak"), 1.0);
-    // The target's samples went to the store as the soak ran (one every 250 ms).
-    let db = rusqlite::Connection::open(s.store()).unwrap();
-    let n: i64 = db
-        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
-        .unwrap();
-    assert!(n >= 20, "{n} samples stored");
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = run_suite(&s, &soak_suite(4096, 1, "6s"), &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let cases = case_metrics(&s);
+        let per_op = metric(&cases[0], "retained_per_op");
+        assert!(
+            (per_op / 4096.0 - 1.0).abs() <= 0.25,
+            "retained {per_op} bytes per push\n{}",
+            stdout(&out)
+        );
+        assert_eq!(metric(&cases[0], "leak"), 1.0);
+        // The target's samples went to the store as the soak ran (one every 250 ms).
+        let db = rusqlite::Connection::open(s.store()).unwrap();
+        let n: i64 = db
+            .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+            .unwrap();
+        assert!(n >= 20, "{n} samples stored");
+    });
 }
 
 #[test]
 fn soak_without_a_leak_passes_five_times_out_of_five() {
     let _bench = measuring();
-    let s = Scratch::new();
-    let out = run_suite(&s, &soak_suite(0, 5, "5s"), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let cases = case_metrics(&s);
-    assert_eq!(cases.len(), 5);
-    assert!(cases.iter().all(|c| c["status"] == "passed"));
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = run_suite(&s, &soak_suite(0, 5, "5s"), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        let cases = case_metrics(&s);
+        assert_eq!(cases.len(), 5);
+        assert!(cases.iter().all(|c| c["status"] == "passed"));
+    });
 }
 
 fn rounds_suite(leak: u32) -> String {
@@ -158,17 +164,19 @@ fn rounds_suite(leak: u32) -> String {
 #[test]
 fn rounds_detect_the_leak_and_pass_without_it() {
     let _bench = measuring();
-    let s = Scratch::new();
-    let out = run_suite(&s, &rounds_suite(4096), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let c = &case_metrics(&s)[0];
-    assert_eq!(metric(c, "leak"), 1.0);
-    let per_op = metric(c, "retained_per_op");
-    assert!((per_op / 4096.0 - 1.0).abs() <= 0.25, "{per_op}");
-    let s = Scratch::new();
-    let out = run_suite(&s, &rounds_suite(0), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(metric(&case_metrics(&s)[0], "leak"), 0.0);
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = run_suite(&s, &rounds_suite(4096), &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let c = &case_metrics(&s)[0];
+        assert_eq!(metric(c, "leak"), 1.0);
+        let per_op = metric(c, "retained_per_op");
+        assert!((per_op / 4096.0 - 1.0).abs() <= 0.25, "{per_op}");
+        let s = Scratch::new();
+        let out = run_suite(&s, &rounds_suite(0), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert_eq!(metric(&case_metrics(&s)[0], "leak"), 0.0);
+    });
 }
 
 fn crash_suite(unsafe_flag: &str) -> String {
@@ -182,66 +190,72 @@ fn crash_suite(unsafe_flag: &str) -> String {
 #[test]
 fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let out = run_suite(&s, &crash_suite(", \"--unsafe\""), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let c = &case_metrics(&s)[0];
-    assert!(metric(c, "failed_iterations") >= 1.0);
-    assert_has(&stdout(&out), "torn");
-    let s = Scratch::new();
-    let out = run_suite(&s, &crash_suite(""), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(metric(&case_metrics(&s)[0], "survived_iterations"), 10.0);
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = run_suite(&s, &crash_suite(", \"--unsafe\""), &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let c = &case_metrics(&s)[0];
+        assert!(metric(c, "failed_iterations") >= 1.0);
+        assert_has(&stdout(&out), "torn");
+        let s = Scratch::new();
+        let out = run_suite(&s, &crash_suite(""), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert_eq!(metric(&case_metrics(&s)[0], "survived_iterations"), 10.0);
+    });
 }
 
 #[test]
 fn scale_tells_linear_from_quadratic() {
     let _bench = measuring();
-    let run = |flag: &str, sizes: &str| {
-        let s = Scratch::new();
-        let suite = format!(
-            "[[test]]\nname = \"scale\"\nkind = \"scale\"\nsizes = {sizes}\n\
+    on_a_quiet_machine(|| {
+        let run = |flag: &str, sizes: &str| {
+            let s = Scratch::new();
+            let suite = format!(
+                "[[test]]\nname = \"scale\"\nkind = \"scale\"\nsizes = {sizes}\n\
              command = [\"TB\", \"work\", \"--n\", \"{{{{size}}}}\"{flag}]\n"
+            );
+            let out = run_suite(&s, &suite, &[]);
+            (
+                out.status.code(),
+                metric(&case_metrics(&s)[0], "exponent"),
+                stdout(&out),
+            )
+        };
+        let (code, e, text) = run("", "[50000, 100000, 200000, 400000]");
+        assert_eq!(code, Some(0), "{text}");
+        assert!(
+            (0.8..=1.2).contains(&e),
+            "linear work fitted exponent {e}\n{text}"
         );
-        let out = run_suite(&s, &suite, &[]);
-        (
-            out.status.code(),
-            metric(&case_metrics(&s)[0], "exponent"),
-            stdout(&out),
-        )
-    };
-    let (code, e, text) = run("", "[50000, 100000, 200000, 400000]");
-    assert_eq!(code, Some(0), "{text}");
-    assert!(
-        (0.8..=1.2).contains(&e),
-        "linear work fitted exponent {e}\n{text}"
-    );
-    let (code, e, text) = run(", \"--quadratic\"", "[4000, 8000, 16000, 32000]");
-    assert_eq!(code, Some(1), "{text}");
-    assert!(
-        (1.7..=2.3).contains(&e),
-        "quadratic work fitted exponent {e}\n{text}"
-    );
+        let (code, e, text) = run(", \"--quadratic\"", "[4000, 8000, 16000, 32000]");
+        assert_eq!(code, Some(1), "{text}");
+        assert!(
+            (1.7..=2.3).contains(&e),
+            "quadratic work fitted exponent {e}\n{text}"
+        );
+    });
 }
 
 #[test]
 fn harness_metrics_are_parsed_and_gated() {
     let _bench = loaded();
-    let suite = |gate: &str| {
-        format!("[[test]]\nname = \"harness\"\nkind = \"harness\"\ncommand = [\"TB\", \"work\", \"--n\", \"1000\"]\ngates = [{gate}]\n")
-    };
-    let s = Scratch::new();
-    let out = run_suite(&s, &suite("\"ops >= 1000\", \"peak_rss < 100MiB\""), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(metric(&case_metrics(&s)[0], "ops"), 1000.0);
-    let s = Scratch::new();
-    let out = run_suite(&s, &suite("\"ops > 5000\""), &[]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("gate failed: ops > 5000 (measured 1000"),
-        "{}",
-        stdout(&out)
-    );
+    on_a_quiet_machine(|| {
+        let suite = |gate: &str| {
+            format!("[[test]]\nname = \"harness\"\nkind = \"harness\"\ncommand = [\"TB\", \"work\", \"--n\", \"1000\"]\ngates = [{gate}]\n")
+        };
+        let s = Scratch::new();
+        let out = run_suite(&s, &suite("\"ops >= 1000\", \"peak_rss < 100MiB\""), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert_eq!(metric(&case_metrics(&s)[0], "ops"), 1000.0);
+        let s = Scratch::new();
+        let out = run_suite(&s, &suite("\"ops > 5000\""), &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(
+            stdout(&out).contains("gate failed: ops > 5000 (measured 1000"),
+            "{}",
+            stdout(&out)
+        );
+    });
 }
 
 #[test]
@@ -275,72 +289,78 @@ fn configuration_errors_exit_2_with_their_position() {
 #[test]
 fn a_target_that_crashes_mid_test_fails_the_case_with_exit_4_and_its_last_lines() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--crash-after\", \"150\"]\n\
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--crash-after\", \"150\"]\n\
                  ready = \"http://127.0.0.1:{{port}}/health\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\n\
                  url = \"http://127.0.0.1:{{port}}/health\"\nrate = 200\nduration = \"3s\"\n";
-    let out = run_suite(&s, suite, &[]);
-    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
-    let text = stdout(&out);
-    assert!(
-        text.contains("CRASHED") && text.contains("the target exited during the case"),
-        "{text}"
-    );
-    assert!(
-        text.contains("crash-after: request 151 over the limit"),
-        "{text}"
-    );
+        let out = run_suite(&s, suite, &[]);
+        assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains("CRASHED") && text.contains("the target exited during the case"),
+            "{text}"
+        );
+        assert!(
+            text.contains("crash-after: request 151 over the limit"),
+            "{text}"
+        );
+    });
 }
 
 #[test]
 fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let marker = "2049"; // an unusual --state-bytes, to find the target's processes
-    let suite = format!(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let marker = "2049"; // an unusual --state-bytes, to find the target's processes
+        let suite = format!(
         "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{{{port}}}}\", \"--state-bytes\", \"{marker}\"]\n\
          ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\n[[test]]\nname = \"b\"\nkind = \"bench\"\nrepeat = 3\n\
          url = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 100\nduration = \"2s\"\n"
     );
-    let path = s.path("suite.toml");
-    std::fs::write(&path, suite.replace("TB", testbed().to_str().unwrap())).unwrap();
-    let mut child = strainline()
-        .args(["--store", &s.store(), "run", path.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    let out = s.run(&["runs", "--json"]);
-    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(runs[0]["status"], "interrupted");
-    let cases = case_metrics(&s);
-    assert!(cases.iter().any(|c| c["status"] == "passed"), "{cases:?}");
-    // No testbed of this suite survives.
-    let survivors: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("serve") && c.contains(&format!("--state-bytes {marker}")))
-        .collect();
-    assert!(survivors.is_empty(), "{survivors:?}");
+        let path = s.path("suite.toml");
+        std::fs::write(&path, suite.replace("TB", testbed().to_str().unwrap())).unwrap();
+        let mut child = strainline()
+            .args(["--store", &s.store(), "run", path.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(3500));
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130));
+        let out = s.run(&["runs", "--json"]);
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(runs[0]["status"], "interrupted");
+        let cases = case_metrics(&s);
+        assert!(cases.iter().any(|c| c["status"] == "passed"), "{cases:?}");
+        // No testbed of this suite survives.
+        let survivors: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains("serve") && c.contains(&format!("--state-bytes {marker}")))
+            .collect();
+        assert!(survivors.is_empty(), "{survivors:?}");
+    });
 }
 
 #[test]
 fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let out = s.run(&["demo"]);
-    assert_exit(&out, 0);
-    let text = stdout(&out);
-    assert!(text.contains("Demo as expected"), "{text}");
-    assert!(
-        text.contains("limiting factor: target CPU saturated"),
-        "{text}"
-    );
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = s.run(&["demo"]);
+        assert_exit(&out, 0);
+        let text = stdout(&out);
+        assert!(text.contains("Demo as expected"), "{text}");
+        assert!(
+            text.contains("limiting factor: target CPU saturated"),
+            "{text}"
+        );
+    });
 }
 
 #[test]
@@ -361,27 +381,29 @@ fn every_example_suite_is_valid() {
 #[test]
 fn the_stress_suite_example_runs_as_shipped() {
     let _bench = loaded();
-    // The examples call `strainline`: put the one under test first on PATH.
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
-        .parent()
-        .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let s = Scratch::new();
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/stress-suite.toml"
-    );
-    let out = strainline()
-        .args(["--store", &s.store(), "run", example])
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    assert_has(&stdout(&out), "4 of 4 case(s) run");
+    on_a_quiet_machine(|| {
+        // The examples call `strainline`: put the one under test first on PATH.
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
+            .parent()
+            .unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let s = Scratch::new();
+        let example = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/stress-suite.toml"
+        );
+        let out = strainline()
+            .args(["--store", &s.store(), "run", example])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "4 of 4 case(s) run");
+    });
 }
 
 #[test]
@@ -404,18 +426,19 @@ fn a_target_that_cannot_start_makes_the_run_invalid() {
 #[test]
 fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_left_running() {
     let _bench = loaded();
-    // A "database" to watch: a process holding 30 MiB, found by its command line.
-    let mut db = std::process::Command::new(testbed())
-        .args(["hold", "--mib", "30", "--ms", "20017"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // The target, started by us; strainline attaches to it through a pid file.
-    let srv = strainline_testbed::harness::RunningServer::start(&testbed(), &[]);
-    let s = Scratch::new();
-    let pid_file = s.path("server.pid");
-    std::fs::write(&pid_file, srv.pid().to_string()).unwrap();
-    let suite = format!(
+    on_a_quiet_machine(|| {
+        // A "database" to watch: a process holding 30 MiB, found by its command line.
+        let mut db = std::process::Command::new(testbed())
+            .args(["hold", "--mib", "30", "--ms", "20017"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The target, started by us; strainline attaches to it through a pid file.
+        let srv = strainline_testbed::harness::RunningServer::start(&testbed(), &[]);
+        let s = Scratch::new();
+        let pid_file = s.path("server.pid");
+        std::fs::write(&pid_file, srv.pid().to_string()).unwrap();
+        let suite = format!(
         "[target]\nattach_pid_file = \"{}\"\nready = \"http://{}/health\"\n\n\
          [[watch]]\nname = \"db\"\ncmdline = \"hold --mib 30 --ms 20017\"\n\n\
          [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://{}/health\"\nrate = 100\nduration = \"1s\"\n\
@@ -424,47 +447,52 @@ fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_le
         srv.addr,
         srv.addr
     );
-    let out = run_suite(&s, &suite, &[]);
-    db.kill().unwrap();
-    db.wait().unwrap();
-    assert_exit(&out, 0);
-    assert_has(&stdout(&out), "watch db: peak RSS");
-    assert!(
-        alive(srv.pid() as u64),
-        "strainline stopped a target it had only attached to"
-    );
+        let out = run_suite(&s, &suite, &[]);
+        db.kill().unwrap();
+        db.wait().unwrap();
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "watch db: peak RSS");
+        assert!(
+            alive(srv.pid() as u64),
+            "strainline stopped a target it had only attached to"
+        );
+    });
 }
 
 #[test]
 fn a_command_workload_runs_without_a_target() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let suite = "[[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"TB\", \"work\", \"--n\", \"100\"]\n\
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let suite = "[[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"TB\", \"work\", \"--n\", \"100\"]\n\
                  connections = 2\nduration = \"1s\"\ngates = [\"error_rate = 0\", \"throughput > 5\"]\n";
-    let out = run_suite(&s, suite, &[]);
-    assert_exit(&out, 0);
-    assert_has(&stdout(&out), "command: ");
+        let out = run_suite(&s, suite, &[]);
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "command: ");
+    });
 }
 
 #[test]
 fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
     let _bench = loaded();
-    let s = Scratch::new();
-    std::fs::write(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        std::fs::write(
         s.path("devices.toml"),
         "clients = 10\n[[step]]\nname = \"register\"\nonce = true\npath = \"/register\"\nbody = '{\"id\": \"d{{client}}\"}'\n\
          [[step]]\nname = \"again\"\nonce = true\npath = \"/register\"\nbody = '{\"id\": \"d{{client}}\"}'\n\
          [[step]]\nname = \"push\"\nevery = \"200ms\"\npath = \"/push/d{{client}}\"\nbody = \"x\"\n",
     )
     .unwrap();
-    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\n\
+        let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\n\
                  ready = \"http://127.0.0.1:{{port}}/health\"\n\n[logs]\nclasses = { \"re-registration\" = \"registered again\" }\n\n\
                  [[test]]\nname = \"devices\"\nkind = \"soak\"\nurl = \"http://127.0.0.1:{{port}}\"\nscenario = \"devices.toml\"\n\
                  duration = \"3s\"\ngates = [\"log_re_registration = 10\", \"error_rate = 0\"]\n";
-    let out = run_suite(&s, suite, &[]);
-    assert_exit(&out, 0);
-    let c = &case_metrics(&s)[0];
-    // Each device registered twice: the target logged ten re-registrations.
-    assert_eq!(metric(c, "log_re_registration"), 10.0);
-    assert!(metric(c, "throughput") > 30.0);
+        let out = run_suite(&s, suite, &[]);
+        assert_exit(&out, 0);
+        let c = &case_metrics(&s)[0];
+        // Each device registered twice: the target logged ten re-registrations.
+        assert_eq!(metric(c, "log_re_registration"), 10.0);
+        assert!(metric(c, "throughput") > 30.0);
+    });
 }

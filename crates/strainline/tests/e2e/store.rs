@@ -161,13 +161,17 @@ fn concurrent_writers(s: &Scratch) {
 #[test]
 fn concurrent_writers_to_sqlite_lose_nothing() {
     let _bench = loaded();
-    concurrent_writers(&Scratch::new());
+    on_a_quiet_machine(|| {
+        concurrent_writers(&Scratch::new());
+    });
 }
 
 #[test]
 fn concurrent_writers_to_postgres_lose_nothing() {
     let _bench = loaded();
-    concurrent_writers(&Scratch::postgres());
+    on_a_quiet_machine(|| {
+        concurrent_writers(&Scratch::postgres());
+    });
 }
 
 #[test]
