@@ -67,6 +67,14 @@ impl Failure {
     }
 }
 
+/// The hidden subcommand of the guardian process (see `os::guardian`).
+pub const GUARDIAN: &str = os::guardian::SUBCOMMAND;
+
+/// Runs the guardian: stops what strainline left when it is gone.
+pub fn guard() -> ! {
+    os::guardian::serve()
+}
+
 /// Runs a parsed command line and returns the exit code.
 pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
     match cli.command {

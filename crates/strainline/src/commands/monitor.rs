@@ -19,6 +19,7 @@ use crate::os::{process, signals};
 use crate::report::monitor as report;
 use crate::store::{Location, Metric, NewRun, Store};
 use crate::Failure;
+use std::sync::Arc;
 
 /// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
 /// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the
@@ -74,7 +75,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
             let cg = if args.no_cgroup {
                 None
             } else {
-                Cgroup::create(&format!("strainline-{}", std::process::id()))
+                Cgroup::create(&format!("strainline-{}", std::process::id())).map(Arc::new)
             };
             process::become_subreaper();
             let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();

@@ -5,12 +5,12 @@
 //! monitor, with the metrics it prints).
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::stats::least_squares;
-use crate::os::process;
+use crate::os::unit::{Ended, Unit};
+use crate::os::{process, signals};
 use crate::store::Metric;
 use crate::suite::{self, substitute, Spec};
 use crate::sut::lifecycle::{spawn_watched, tail};
@@ -19,42 +19,45 @@ fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
     cmd.iter().map(|a| substitute(a, vars)).collect()
 }
 
-/// Starts `argv` with output to `log`; dies with strainline.
-fn spawn(argv: &[String], log: &std::path::Path) -> anyhow::Result<u32> {
-    use std::os::unix::process::CommandExt;
+/// Starts `argv` in `unit` with output to `log`.
+fn spawn(unit: &Unit, argv: &[String], log: &std::path::Path) -> anyhow::Result<u32> {
     let out = std::fs::File::create(log)?;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            Ok(())
-        });
-    }
-    let child = cmd
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start '{}': {e}", argv[0]))?;
-    Ok(child.id())
+    let mut cmd = unit.command(argv);
+    cmd.stdout(out.try_clone()?).stderr(out);
+    Ok(unit.spawn(&mut cmd)?.id())
 }
 
-/// Waits for `pid` (a child) to end; its exit and CPU seconds.
-fn wait(pid: u32) -> (crate::measure::ExitInfo, f64) {
+/// Waits for `pid` (a child, the root of `unit`) to end; its exit and CPU seconds
+/// (its own and its reaped children's). Interrupted: the unit is stopped, and an error.
+fn wait(unit: &Unit, pid: u32) -> anyhow::Result<(crate::measure::ExitInfo, f64)> {
     loop {
         if let Some((_, r)) = process::reap_these(&[pid]).pop() {
-            return (
+            return Ok((
                 crate::measure::ExitInfo {
                     code: r.exit,
                     signal: r.signal,
                 },
                 r.cpu_seconds,
-            );
+            ));
+        }
+        if signals::interrupted() {
+            unit.end();
+            process::reap_these(&[pid]);
+            anyhow::bail!("interrupted");
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Sleeps until `deadline` or `done` is true; false when interrupted.
+fn pause_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
+    while Instant::now() < deadline && !done() {
+        if signals::interrupted() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
 }
 
 pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
@@ -79,7 +82,8 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
         vars.insert("dir".into(), dir.display().to_string());
         vars.insert("iteration".into(), i.to_string());
         let log = dir.join("work.log");
-        let pid = spawn(&argv(&t.command, &vars), &log)?;
+        let unit = Unit::new(true);
+        let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -87,12 +91,14 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
         let started = Instant::now();
         let point = match &t.kill_at_log {
             Some(re) => {
-                while started.elapsed() < hi
-                    && !std::fs::read_to_string(&log)
+                let seen = || {
+                    std::fs::read_to_string(&log)
                         .map(|s| re.is_match(&s))
                         .unwrap_or(false)
-                {
-                    std::thread::sleep(Duration::from_millis(1));
+                };
+                if !pause_until(started + hi, seen) {
+                    unit.end();
+                    anyhow::bail!("interrupted");
                 }
                 format!(
                     "at the log marker /{}/ ({:.0} ms)",
@@ -101,21 +107,32 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
                 )
             }
             None => {
-                std::thread::sleep(delay);
+                if !pause_until(started + delay, || false) {
+                    unit.end();
+                    anyhow::bail!("interrupted");
+                }
                 format!("after {:.0} ms", delay.as_secs_f64() * 1000.0)
             }
         };
-        process::signal(pid, libc::SIGKILL);
-        let (exit, _) = wait(pid);
-        let out = Command::new(substitute(&t.verify[0], &vars))
-            .args(argv(&t.verify[1..], &vars))
-            .stdin(Stdio::null())
-            .output()?;
-        let said =
-            String::from_utf8_lossy(&[out.stdout.as_slice(), out.stderr.as_slice()].concat())
-                .trim()
-                .to_string();
-        let ok = out.status.success();
+        // The whole tree goes, and is gone, before verify looks at what it left.
+        unit.kill();
+        let (exit, _) = wait(&unit, pid)?;
+        unit.end();
+        drop(unit);
+        let verify_log = dir.join("verify.log");
+        let verify = Unit::new(true);
+        let status = match verify.run(
+            verify
+                .command(&argv(&t.verify, &vars))
+                .stdout(std::fs::File::create(&verify_log)?)
+                .stderr(std::fs::File::options().append(true).open(&verify_log)?),
+        )? {
+            Ended::Exited(status) => status,
+            Ended::Interrupted => anyhow::bail!("interrupted"),
+        };
+        let out = std::fs::read(&verify_log).unwrap_or_default();
+        let said = String::from_utf8_lossy(&out).trim().to_string();
+        let ok = status.success();
         if ok {
             survived += 1;
         } else {
@@ -170,8 +187,10 @@ fn scale(ctx: &CaseCtx, t: &suite::Scale) -> anyhow::Result<CaseResult> {
         vars.insert("size".into(), size.to_string());
         let log = ctx.dir.join(format!("size-{size}.log"));
         let started = Instant::now();
-        let pid = spawn(&argv(&t.command, &vars), &log)?;
-        let (exit, cpu) = wait(pid);
+        let unit = Unit::new(true);
+        let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
+        let (exit, cpu) = wait(&unit, pid)?;
+        drop(unit);
         let wall = started.elapsed().as_secs_f64();
         if exit.code != Some(0) {
             r.fail(
@@ -258,7 +277,7 @@ fn harness(ctx: &CaseCtx, t: &suite::Harness) -> anyhow::Result<CaseResult> {
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let started = Instant::now();
     while running.exited().is_none() {
-        if crate::os::signals::interrupted() {
+        if signals::interrupted() {
             running.kill();
         }
         std::thread::sleep(Duration::from_millis(10));

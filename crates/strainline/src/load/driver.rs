@@ -18,6 +18,7 @@ use super::recorder::{ErrorKind, Recorder, Tally};
 use super::scenario::{Scenario, When};
 use super::schedule::{Arrivals, Rate, Share};
 use super::template::Vars;
+use crate::os::unit::Unit;
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -125,6 +126,8 @@ struct Ctx {
     /// HTTP/1.1 requests as bytes, made once.
     prepared: Vec<bytes::Bytes>,
     rec: Arc<Mutex<Recorder>>,
+    /// Where the command workload's units run: one containment unit for the whole run.
+    unit: Option<Arc<Unit>>,
     timeout: Duration,
     cancel: Arc<AtomicBool>,
     start: Instant,
@@ -227,11 +230,11 @@ async fn exchange(
 /// The command workload's unit of work: run `argv` to its end. Its exit code is its
 /// "status" (128 + N for a signal); success is exit 0.
 async fn run_command(ctx: &Ctx, argv: &[String], step: Option<usize>, at: Timing) -> bool {
-    let child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+    let unit = ctx.unit.as_ref().expect("a command workload has its unit");
+    let mut cmd = unit.command(argv);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = tokio::process::Command::from(cmd)
         .kill_on_drop(true)
         .spawn();
     let result = match child {
@@ -241,17 +244,24 @@ async fn run_command(ctx: &Ctx, argv: &[String], step: Option<usize>, at: Timing
             }
             _ => ErrorKind::LocalResources,
         }),
-        Ok(mut c) => match tokio::time::timeout(ctx.timeout, c.wait()).await {
-            Ok(Ok(status)) => {
-                use std::os::unix::process::ExitStatusExt;
-                Ok(status
-                    .code()
-                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
-                    as u16)
-            }
-            Ok(Err(_)) => Err(ErrorKind::LocalResources),
-            Err(_) => Err(ErrorKind::Timeout), // dropped: killed
-        },
+        Ok(mut c) => {
+            let pid = c.id().unwrap_or(0);
+            unit.started(pid);
+            let r = match tokio::time::timeout(ctx.timeout, c.wait()).await {
+                Ok(Ok(status)) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    Ok(status
+                        .code()
+                        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+                        as u16)
+                }
+                Ok(Err(_)) => Err(ErrorKind::LocalResources),
+                Err(_) => Err(ErrorKind::Timeout),
+            };
+            // The unit of work is over, and so is whatever it started in its group.
+            unit.finished(pid);
+            r
+        }
     };
     let done = Instant::now();
     let mut rec = ctx.rec.lock().unwrap();
@@ -626,6 +636,7 @@ pub fn run(
         _ => None,
     };
     let ready = Arc::new(AtomicI64::new(0));
+    let unit = plan.command.as_ref().map(|_| Arc::new(Unit::new(true)));
     // Connections are opened first; the clock starts for everyone at once.
     let warmup = Duration::from_millis(200);
     let start = Instant::now() + warmup;
@@ -637,6 +648,7 @@ pub fn run(
             let cancel = cancel.clone();
             let tickets = tickets.clone();
             let ready = ready.clone();
+            let unit = unit.clone();
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
                 .spawn(move || {
@@ -653,6 +665,7 @@ pub fn run(
                         target: plan.target.clone(),
                         template: plan.template.clone(),
                         rec,
+                        unit,
                         timeout: plan.timeout,
                         cancel,
                         start,
@@ -769,6 +782,8 @@ pub fn run(
         .into_iter()
         .map(|h| h.join().unwrap_or(0.0))
         .collect();
+    // Whatever the command units left running (a `setsid` child) ends with the run.
+    drop(unit);
     let elapsed = start.elapsed().as_secs_f64();
     let last = snapshot(&mut seconds, elapsed);
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {

@@ -17,6 +17,7 @@ use crate::measure::{
 };
 use crate::os::cgroup::{Cgroup, PeakFile};
 use crate::os::process::Reaped;
+use std::sync::Arc;
 
 struct Tracked {
     files: ProcFiles,
@@ -58,7 +59,7 @@ pub struct Ending {
 
 pub struct Sampler {
     cfg: SamplerConfig,
-    cgroup: Option<Cgroup>,
+    cgroup: Option<Arc<Cgroup>>,
     /// Whether the cgroup gives the tree's CPU time.
     cgroup_cpu: bool,
     /// The cgroup's memory charge at the previous tick.
@@ -86,7 +87,7 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(cfg: SamplerConfig, cgroup: Option<Cgroup>, start: Instant) -> Sampler {
+    pub fn new(cfg: SamplerConfig, cgroup: Option<Arc<Cgroup>>, start: Instant) -> Sampler {
         Sampler {
             cfg,
             cgroup_cpu: cgroup.as_ref().and_then(|c| c.cpu_usage_usec()).is_some(),
@@ -113,7 +114,7 @@ impl Sampler {
     }
 
     pub fn cgroup(&self) -> Option<&Cgroup> {
-        self.cgroup.as_ref()
+        self.cgroup.as_deref()
     }
 
     /// Pids of the live members of the tree.

@@ -153,7 +153,7 @@ impl Watcher {
     /// every sample also goes to `sink`.
     pub fn start(
         root: u32,
-        cgroup: Option<Cgroup>,
+        cgroup: Option<Arc<Cgroup>>,
         interval: Duration,
         sink: Option<Sink>,
     ) -> Watcher {
@@ -162,7 +162,7 @@ impl Watcher {
 
     fn watch(
         root: u32,
-        cgroup: Option<Cgroup>,
+        cgroup: Option<Arc<Cgroup>>,
         interval: Duration,
         mut sink: Option<Sink>,
         adopt: bool,

@@ -70,7 +70,7 @@ fn owner(name: &str) -> Option<u32> {
 
 /// Empties and removes `dir`: SIGKILL to whatever is still in it, then rmdir (a group
 /// can only be removed once its processes are gone; exited ones leave at once).
-fn remove(dir: &Path) {
+pub(super) fn remove(dir: &Path) {
     for _ in 0..50 {
         if fs::remove_dir(dir).is_ok() || !dir.exists() {
             return;
@@ -139,6 +139,9 @@ impl Cgroup {
         };
         if v2.is_none() && v1_memory.is_none() {
             return None;
+        }
+        for d in v2.iter().chain(v1_memory.iter()) {
+            super::guardian::tell(&format!("+cg {}", d.display()));
         }
         let open_rw = |p: PathBuf| fs::OpenOptions::new().write(true).open(p).ok();
         let join_files: Vec<File> = v2
@@ -245,6 +248,7 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         for dir in self.v2.iter().chain(self.v1_memory.iter()) {
             remove(dir);
+            super::guardian::tell(&format!("-cg {}", dir.display()));
         }
     }
 }

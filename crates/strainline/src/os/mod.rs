@@ -1,8 +1,12 @@
 //! The operating system seam, a leaf every engine may use: starting and reaping
 //! processes as child subreaper ([`process`]), containment units that hold a whole
-//! process tree ([`cgroup`]) and the signals that interrupt strainline ([`signals`]).
+//! process tree ([`unit`], on a [`cgroup`] where one can be made, with a [`guardian`]
+//! for when strainline is killed) and the signals that interrupt strainline
+//! ([`signals`]).
 //! Nothing here knows about suites, load or reports.
 
 pub mod cgroup;
+pub mod guardian;
 pub mod process;
 pub mod signals;
+pub mod unit;

@@ -33,6 +33,15 @@ pub enum SpawnError {
 }
 
 impl SpawnError {
+    /// What starting `program` failed with, in a user's words.
+    pub fn of(program: String, e: io::Error) -> SpawnError {
+        match e.kind() {
+            io::ErrorKind::NotFound => SpawnError::NotFound(program),
+            io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(program),
+            _ => SpawnError::Other { program, source: e },
+        }
+    }
+
     /// The status a shell would give: 127 not found, 126 not executable.
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -56,6 +65,11 @@ pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnErro
     let program = argv[0].to_string_lossy().into_owned();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
+    for (k, _) in std::env::vars_os() {
+        if super::unit::own_variable(&k) {
+            cmd.env_remove(k);
+        }
+    }
     // SAFETY: the closure only makes async-signal-safe calls (prctl, write).
     unsafe {
         cmd.pre_exec(move || {
@@ -66,14 +80,9 @@ pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnErro
             Ok(())
         });
     }
-    match cmd.spawn() {
-        Ok(child) => Ok(child.id()),
-        Err(e) => Err(match e.kind() {
-            io::ErrorKind::NotFound => SpawnError::NotFound(program),
-            io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(program),
-            _ => SpawnError::Other { program, source: e },
-        }),
-    }
+    cmd.spawn()
+        .map(|c| c.id())
+        .map_err(|e| SpawnError::of(program, e))
 }
 
 /// A pidfd for `pid`: readable once the process has exited. `None` on old kernels.
@@ -160,6 +169,40 @@ pub fn exists(pid: u32) -> bool {
     pid > 0
         && (unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// One process as `/proc/PID/stat` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub pid: u32,
+    pub ppid: u32,
+    pub pgrp: u32,
+    /// `R`, `S`, `Z`, ...
+    pub state: char,
+}
+
+/// Every process on the machine now.
+pub fn table() -> Vec<Entry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|d| {
+            let pid: u32 = d.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name may hold spaces and parentheses: fields follow the last ')'.
+            let mut f = stat[stat.rfind(')')? + 2..].split(' ');
+            let state = f.next()?.chars().next()?;
+            let ppid = f.next()?.parse().ok()?;
+            let pgrp = f.next()?.parse().ok()?;
+            Some(Entry {
+                pid,
+                ppid,
+                pgrp,
+                state,
+            })
+        })
+        .collect()
 }
 
 /// CPU time (user + system) this process has used so far, seconds.

@@ -260,8 +260,8 @@ pub fn run(
         if test.kind == Kind::Ramp {
             last_ceiling = result.metric("ceiling").or(last_ceiling);
         }
-        if signals::interrupted() && result.status == Status::Passed && result.metrics.is_empty() {
-            break;
+        if signals::interrupted() && result.metrics.is_empty() {
+            break; // stopped before it measured anything: not a result
         }
         worst = worst.max(result.status);
         done += 1;

@@ -7,16 +7,14 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::spec::{Ready, TargetSpec};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::watch::{Sink, Watcher};
-use crate::os::cgroup::Cgroup;
 use crate::os::process;
+use crate::os::unit::{Ended, Unit};
 use crate::placeholders::substitute;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +25,8 @@ pub enum TargetError {
     Spawn { program: String, why: String },
     #[error("the target exited during start-up ({exit}); its last lines:\n{tail}")]
     DiedAtStart { exit: String, tail: String },
+    #[error("interrupted before the target was ready")]
+    Interrupted,
     #[error("the target was not ready within {timeout:?} ({what}); its last lines:\n{tail}")]
     NotReady {
         timeout: Duration,
@@ -66,7 +66,9 @@ fn argv(spec_cmd: &[String], shell: bool, vars: &BTreeMap<String, String>) -> Ve
     }
 }
 
-/// Runs the build step, if any (its time is never measured).
+/// Runs the build step, if any (its time is never measured), in a unit of its own: what
+/// it leaves running (a build daemon) is stopped when it ends, and an interrupt stops
+/// it at once.
 pub fn build(
     spec: &TargetSpec,
     vars: &BTreeMap<String, String>,
@@ -74,23 +76,26 @@ pub fn build(
 ) -> Result<(), TargetError> {
     let Some(b) = &spec.build else { return Ok(()) };
     let a = argv(b, spec.shell, vars);
-    let out = Command::new(&a[0])
-        .args(&a[1..])
-        .current_dir(spec.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| TargetError::Spawn {
-            program: a[0].clone(),
-            why: e.to_string(),
-        })?;
-    let _ = std::fs::write(log, [out.stdout.as_slice(), out.stderr.as_slice()].concat());
-    if !out.status.success() {
-        return Err(TargetError::Build {
-            status: out.status.to_string(),
+    let spawn_err = |why: String| TargetError::Spawn {
+        program: a[0].clone(),
+        why,
+    };
+    let out =
+        File::create(log).map_err(|e| spawn_err(format!("log file {}: {e}", log.display())))?;
+    let errf = out.try_clone().map_err(|e| spawn_err(e.to_string()))?;
+    let unit = Unit::new(true);
+    let mut cmd = unit.command(&a);
+    cmd.current_dir(spec.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))
+        .stdout(out)
+        .stderr(errf);
+    match unit.run(&mut cmd).map_err(|e| spawn_err(e.to_string()))? {
+        Ended::Interrupted => Err(TargetError::Interrupted),
+        Ended::Exited(status) if !status.success() => Err(TargetError::Build {
+            status: status.to_string(),
             tail: tail(log, 20),
-        });
+        }),
+        Ended::Exited(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// A running target.
@@ -98,12 +103,13 @@ pub struct Running {
     pub pid: u32,
     pub command: Vec<String>,
     pub watcher: Watcher,
-    /// Started by strainline (and so stopped by it), or attached to.
-    pub owned: bool,
+    /// What holds its whole tree; `None` for a process strainline attached to (never
+    /// stopped by it).
+    unit: Option<Unit>,
 }
 
-/// Starts a command with its output going to `log`, inside a cgroup of its own where
-/// possible, watched from the first instant.
+/// Starts a command with its output going to `log`, in a containment unit of its own,
+/// watched from the first instant.
 pub fn spawn_watched(
     argv: &[String],
     env: &BTreeMap<String, String>,
@@ -118,53 +124,23 @@ pub fn spawn_watched(
     };
     let out = File::create(log).map_err(|e| err(format!("log file {}: {e}", log.display())))?;
     let errf = out.try_clone().map_err(|e| err(e.to_string()))?;
-    let cg = Cgroup::create(&format!(
-        "strainline-{}-{}",
-        std::process::id(),
-        crate::sut::lifecycle::counter()
-    ));
-    let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
-    process::become_subreaper();
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(errf);
+    let unit = Unit::new(true);
+    let mut cmd = unit.command(argv);
+    cmd.envs(env).stdout(out).stderr(errf);
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            // Its own process group, so that a terminal's Ctrl-C reaches strainline,
-            // which stops the target in order.
-            libc::setpgid(0, 0);
-            for &fd in &fds {
-                libc::write(fd, b"0".as_ptr().cast(), 1);
-            }
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => err("command not found".into()),
-        _ => err(e.to_string()),
+    let child = unit.spawn(&mut cmd).map_err(|e| match e {
+        process::SpawnError::NotFound(_) => err("command not found".into()),
+        e => err(e.to_string()),
     })?;
     let pid = child.id();
     Ok(Running {
         pid,
         command: argv.to_vec(),
-        watcher: Watcher::start(pid, cg, interval, sink),
-        owned: true,
+        watcher: Watcher::start(pid, unit.cgroup(), interval, sink),
+        unit: Some(unit),
     })
-}
-
-/// A number that makes each cgroup name unique within this process.
-pub fn counter() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Starts the suite's target and waits until it is ready.
@@ -192,7 +168,7 @@ pub fn start(
                 pid,
                 command: vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
                 watcher: Watcher::attach(pid, interval),
-                owned: false,
+                unit: None,
             }
         }
         None => {
@@ -207,10 +183,15 @@ pub fn start(
         Ready::Log(r) => format!("a log line matching /{r}/"),
         Ready::Delay(d) => format!("a delay of {d:?}"),
     };
-    if let Ready::Delay(d) = spec.ready {
-        std::thread::sleep(d);
-    }
+    let delay_end = match spec.ready {
+        Ready::Delay(d) => Instant::now() + d,
+        _ => Instant::now(),
+    };
     loop {
+        if crate::os::signals::interrupted() {
+            running.kill();
+            return Err(TargetError::Interrupted);
+        }
         if let Some(e) = running.watcher.root_exit() {
             let t = tail(log, 20);
             running.kill();
@@ -241,7 +222,7 @@ pub fn start(
                     .map(|s| re.is_match(&s))
                     .unwrap_or(false)
             }
-            Ready::Delay(_) => true,
+            Ready::Delay(_) => Instant::now() >= delay_end,
         };
         if ready {
             return Ok(running);
@@ -301,7 +282,7 @@ impl Running {
     /// How the target ended, if it has (unexpectedly, while a case ran). An attached
     /// process is not strainline's child: its exit is seen, its status is not.
     pub fn exited(&self) -> Option<ExitInfo> {
-        match self.owned {
+        match self.unit.is_some() {
             true => self.watcher.root_exit(),
             false => (!process::exists(self.pid)).then_some(ExitInfo {
                 code: None,
@@ -312,18 +293,14 @@ impl Running {
 
     /// SIGKILL to the target's whole tree (never to an attached process).
     pub fn kill(&self) {
-        if !self.owned {
-            return;
+        if let Some(u) = &self.unit {
+            u.kill();
         }
-        process::signal(self.pid, libc::SIGKILL);
-        // Its process group: the target and whatever it started without leaving it.
-        // SAFETY: kill with a negative pid signals a process group.
-        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
     }
 
     /// Stops the target (signal, grace, then SIGKILL) and returns what the watcher saw.
     pub fn stop(self, signal: i32, grace: Duration) -> (MonitorSummary, Vec<Sample>) {
-        if !self.owned {
+        if self.unit.is_none() {
             let Running {
                 watcher, command, ..
             } = self;
@@ -344,10 +321,15 @@ impl Running {
         while self.exited().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.kill();
         let Running {
-            watcher, command, ..
+            watcher,
+            command,
+            unit,
+            ..
         } = self;
+        if let Some(u) = unit {
+            u.end();
+        }
         watcher.finish(command, "completed")
     }
 }
