@@ -76,6 +76,17 @@ enum Cmd {
         quadratic: bool,
     },
     /// Leave behind a setsid daemon holding --mib MiB for --seconds, and exit at once.
+    /// A server with a small listen backlog that accepts slowly (one connection every
+    /// --accept-every), as `listen(5)` servers do under load; accepted connections get a
+    /// keep-alive `200 OK` for every request
+    Backlog {
+        #[arg(long)]
+        listen: String,
+        #[arg(long, default_value_t = 5)]
+        backlog: i32,
+        #[arg(long, value_parser = duration, default_value = "200ms")]
+        accept_every: Duration,
+    },
     Daemonize {
         #[arg(long, default_value_t = 64)]
         mib: usize,
@@ -213,6 +224,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             fixtures::daemonize(mib, seconds, linger_ms);
             0
         }
+        Cmd::Backlog {
+            listen,
+            backlog,
+            accept_every,
+        } => fixtures::backlog(&listen, backlog, accept_every),
         Cmd::Work { n, quadratic } => {
             fixtures::work(n, quadratic);
             0

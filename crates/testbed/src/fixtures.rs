@@ -174,3 +174,72 @@ pub fn work(n: u64, quadratic: bool) {
         x % 7
     );
 }
+
+/// A listening socket with `backlog`, accepting one connection every `every`; each
+/// accepted connection is served on a thread of its own. Returns only on error.
+pub fn backlog(listen: &str, backlog: i32, every: Duration) -> i32 {
+    use std::io::{Read, Write};
+    use std::os::fd::FromRawFd;
+    let Ok(addr) = listen.parse::<std::net::SocketAddrV4>() else {
+        eprintln!("--listen takes IPv4 ADDR:PORT");
+        return 2;
+    };
+    // SAFETY: plain socket calls on a descriptor this function owns.
+    let listener = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: addr.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*addr.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        if libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        ) != 0
+            || libc::listen(fd, backlog) != 0
+        {
+            eprintln!(
+                "cannot listen on {listen}: {}",
+                std::io::Error::last_os_error()
+            );
+            return 1;
+        }
+        std::net::TcpListener::from_raw_fd(fd)
+    };
+    println!("listening on {listen} (backlog {backlog})");
+    loop {
+        std::thread::sleep(every);
+        let Ok((mut conn, _)) = listener.accept() else {
+            return 1;
+        };
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut pending = Vec::new();
+            while let Ok(n) = conn.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                pending.extend_from_slice(&buf[..n]);
+                while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                    pending.drain(..end + 4);
+                    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if conn.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}

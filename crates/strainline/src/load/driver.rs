@@ -136,20 +136,22 @@ struct Ctx {
     ready: Arc<AtomicI64>,
 }
 
-/// Opens a connection outside any measurement (before the clock starts).
+/// Opens a connection outside any measurement (before the clock starts). One that is
+/// not open by then (a handshake waiting for a SYN retransmit) is given up: the
+/// connection is opened, with its timeout, at its first request.
 async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
     if ctx.command.is_some() {
         ctx.ready.fetch_add(1, Ordering::Relaxed);
         return None;
     }
-    match http::connect(&ctx.target).await {
-        Ok(c) => {
+    match tokio::time::timeout_at(ctx.start.into(), http::connect(&ctx.target)).await {
+        Ok(Ok(c)) => {
             slot.fd.set(Some(c.fd));
             ctx.rec.lock().unwrap().connection_opened();
             ctx.ready.fetch_add(1, Ordering::Relaxed);
             Some(c)
         }
-        Err(_) => None,
+        _ => None,
     }
 }
 
@@ -285,10 +287,10 @@ async fn run_command(ctx: &Ctx, argv: &[String], step: Option<usize>, at: Timing
     }
 }
 
-async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64, go: Rc<Notify>) {
+async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64) {
     let slot = ctx.slot();
     let mut conn = warm_connect(&ctx, &slot).await;
-    go.notified().await;
+    tokio::time::sleep_until(ctx.start.into()).await;
     let mut seq = worker << 40;
     loop {
         let now = Instant::now();
@@ -336,10 +338,10 @@ async fn sleep_or_stop(ctx: &Ctx, until: Instant) -> bool {
 /// at their intended times and its weighted mix in between, on one connection.
 /// Long because a client's life is one sequence (once, then every/mix until the end)
 /// whose timing state would only be scattered by splitting it.
-async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64, go: Rc<Notify>) {
+async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
     let slot = ctx.slot();
     let mut conn: Option<Conn> = None;
-    go.notified().await;
+    tokio::time::sleep_until(ctx.start.into()).await;
     if !sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
         return;
     }
@@ -589,12 +591,27 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
     }
 }
 
-/// Waits for the common start, releases the tasks waiting on `go`, and waits for them.
-async fn release_and_join(go: &Notify, start: Instant, tasks: Vec<tokio::task::JoinHandle<()>>) {
-    tokio::time::sleep_until(start.into()).await;
-    go.notify_waiters();
+/// Waits for every task (each waits for the common start itself).
+async fn join(tasks: Vec<tokio::task::JoinHandle<()>>) {
     for t in tasks {
         let _ = t.await;
+    }
+}
+
+/// How long requests still in flight at the run's end may take before they are cut.
+const END_GRACE: Duration = Duration::from_millis(500);
+
+/// Resolves when the worker must stop whatever it is waiting for: at once when the
+/// run is cancelled, else [`END_GRACE`] (or the timeout, if shorter) after its end. A
+/// connection whose handshake or response never comes cannot hold a run past it.
+async fn hard_stop(ctx: Rc<Ctx>) {
+    let grace = END_GRACE.min(ctx.timeout);
+    loop {
+        let now = Instant::now();
+        if ctx.cancel.load(Ordering::Relaxed) || ctx.deadline.is_some_and(|d| now >= d + grace) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -674,10 +691,10 @@ pub fn run(
                         ready,
                     });
                     local.block_on(&rt, async move {
-                        let dog = tokio::task::spawn_local(watchdog(slots));
-                        match plan.model.clone() {
+                        let dog = tokio::task::spawn_local(watchdog(slots.clone()));
+                        let stopper = ctx.clone();
+                        let work = async move { match plan.model.clone() {
                             Model::Scenario(sc) => {
-                                let go = Rc::new(Notify::new());
                                 let tasks: Vec<_> = (w as u64..sc.clients)
                                     .step_by(threads)
                                     .map(|c| {
@@ -685,14 +702,12 @@ pub fn run(
                                             ctx.clone(),
                                             sc.clone(),
                                             c,
-                                            go.clone(),
                                         ))
                                     })
                                     .collect();
-                                release_and_join(&go, start, tasks).await;
+                                join(tasks).await;
                             }
                             Model::Closed { connections, think } => {
-                                let go = Rc::new(Notify::new());
                                 let n = per_thread(connections, w);
                                 let tasks: Vec<_> = (0..n)
                                     .map(|i| {
@@ -701,11 +716,10 @@ pub fn run(
                                             ctx.clone(),
                                             think,
                                             worker,
-                                            go.clone(),
                                         ))
                                     })
                                     .collect();
-                                release_and_join(&go, start, tasks).await;
+                                join(tasks).await;
                             }
                             Model::Open { rate, arrivals } => {
                                 let share = Share::new(
@@ -720,6 +734,14 @@ pub fn run(
                                 let per_worker =
                                     rate.at(0.0).max(rate.at(f64::MAX)) / threads as f64;
                                 open(ctx, share, cap, per_worker).await;
+                            }
+                        } };
+                        tokio::select! {
+                            _ = work => {}
+                            _ = hard_stop(stopper.clone()) => {
+                                // Cut: what is still unanswered is counted, not waited for.
+                                let n = slots.borrow().iter().filter(|s| s.deadline.get().is_some()).count();
+                                stopper.rec.lock().unwrap().unfinished(n as u64);
                             }
                         }
                         dog.abort();

@@ -72,6 +72,9 @@ pub struct Tally {
     /// Scheduled sends that found every connection busy with the pool at its cap.
     pub cap_hits: u64,
     pub connections_opened: u64,
+    /// Requests still unanswered when the run was cut at its end (or interrupted):
+    /// neither a response nor an error.
+    pub unfinished: u64,
 }
 
 impl Default for Tally {
@@ -88,6 +91,7 @@ impl Default for Tally {
             bytes_received: 0,
             cap_hits: 0,
             connections_opened: 0,
+            unfinished: 0,
         }
     }
 }
@@ -114,6 +118,7 @@ impl Tally {
         self.bytes_received += o.bytes_received;
         self.cap_hits += o.cap_hits;
         self.connections_opened += o.connections_opened;
+        self.unfinished += o.unfinished;
     }
 }
 
@@ -196,6 +201,11 @@ impl Recorder {
 
     pub fn connection_opened(&mut self) {
         self.interval.connections_opened += 1;
+    }
+
+    /// `n` requests were still unanswered when the run was cut.
+    pub fn unfinished(&mut self, n: u64) {
+        self.interval.unfinished += n;
     }
 
     /// Hands over the current interval and starts a new one.

@@ -73,6 +73,9 @@ pub struct LoadSummary {
     pub schedule_lag_us: Percentiles,
     pub connections_opened: u64,
     pub cap_hits: u64,
+    /// Requests still unanswered when the run was cut at its end or interrupted.
+    #[serde(default)]
+    pub unfinished: u64,
     /// CPU seconds of each worker thread.
     pub generator_thread_cpu_seconds: Vec<f64>,
     /// Per scenario step.
@@ -144,6 +147,7 @@ pub fn summarize(
         schedule_lag_us: percentiles(&t.lag),
         connections_opened: t.connections_opened,
         cap_hits: t.cap_hits,
+        unfinished: t.unfinished,
         generator_thread_cpu_seconds: o.thread_cpu.clone(),
         steps: step_names
             .iter()

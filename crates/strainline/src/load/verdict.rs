@@ -73,7 +73,9 @@ pub fn judge(o: &Outcome) -> Verdict {
     }
     if o.connections_asked > 0 && o.connections_ready < o.connections_asked {
         evidence.push(format!(
-            "only {} of {} connections could be opened before the start",
+            "only {} of {} connections were open when the clock started: the target \
+             did not accept the rest in time (a full listen queue drops a handshake, which the \
+             kernel retries after 1 s)",
             o.connections_ready, o.connections_asked
         ));
     }

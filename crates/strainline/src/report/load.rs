@@ -135,6 +135,13 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             String::new()
         }
     )?;
+    if s.unfinished > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} request(s) still unanswered when the run ended were cut (neither responses nor errors)",
+            "Unfinished", s.unfinished
+        )?;
+    }
     let verdict = match s.status {
         Validity::Valid => "VALID: the target, not the generator, set the pace",
         Validity::Invalid => "INVALID: the generator, not the target, was the limit",

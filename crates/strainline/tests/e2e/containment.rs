@@ -1,6 +1,7 @@
 //! Containment units are removed after use: a case whose target never became ready
-//! leaves no cgroup behind, and the groups (and processes) of a strainline killed with
-//! SIGKILL are emptied and removed by the next run.
+//! leaves no cgroup behind; the guardian stops the processes and removes the groups of a
+//! strainline killed with SIGKILL; and if the guardian was killed too, the next run
+//! empties and removes them.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// The cgroup directories strainline `pid` made, in every hierarchy.
-fn groups_of(pid: u32) -> Vec<PathBuf> {
+pub fn groups_of(pid: u32) -> Vec<PathBuf> {
     fn walk(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -61,6 +62,56 @@ fn with_marker(marker: &str) -> Vec<u64> {
                 && alive(*pid)
         })
         .collect()
+}
+
+/// The guardian strainline `pid` started.
+fn guardian_of(pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let p: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let ppid: u32 = stat[stat.rfind(')')? + 2..]
+            .split(' ')
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let cmd = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+        (ppid == pid && String::from_utf8_lossy(&cmd).contains("__guardian")).then_some(p)
+    })
+}
+
+#[test]
+fn the_guardian_stops_what_a_killed_strainline_left() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let marker = format!("319.{}", std::process::id() % 1000);
+    let daemon = suite_file(
+        &s,
+        "daemon.toml",
+        &format!(
+            "[target]\ncommand = [\"setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}\"]\nshell = true\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
+        ),
+    );
+    let mut child = start_run(&s, &daemon);
+    let pid = child.id();
+    assert!(
+        eventually(10, || !groups_of(pid).is_empty()
+            && !with_marker(&marker).is_empty()),
+        "the target and its setsid child never started"
+    );
+    let left = with_marker(&marker);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        eventually(3, || left.iter().all(|p| !alive(*p))),
+        "the killed run's setsid child {left:?} still runs"
+    );
+    assert!(
+        eventually(3, || groups_of(pid).is_empty()),
+        "groups left: {:?}",
+        groups_of(pid)
+    );
 }
 
 fn suite_file(s: &Scratch, name: &str, text: &str) -> String {
@@ -125,9 +176,14 @@ fn the_next_run_removes_what_a_killed_strainline_left() {
                 && !with_marker(&marker).is_empty()),
             "the target and its setsid child never started"
         );
+        // Both strainline and its guardian killed outright (an OOM kill of the job).
+        let guardian = guardian_of(pid).expect("a guardian process");
+        // SAFETY: signalling a process this test started (through strainline).
+        unsafe { libc::kill(guardian as i32, libc::SIGKILL) };
         child.kill().unwrap();
         child.wait().unwrap();
-        // What SIGKILL leaves (until #11's guardian): the setsid child and its groups.
+        std::thread::sleep(Duration::from_millis(300));
+        // What that leaves: the setsid child and its groups.
         assert!(!groups_of(pid).is_empty());
         let left = with_marker(&marker);
         assert!(!left.is_empty());

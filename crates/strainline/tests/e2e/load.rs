@@ -492,3 +492,73 @@ fn a_command_can_be_the_unit_of_work() {
         assert_has(&stderr(&out), "not both");
     });
 }
+
+/// A `listen(5)` server that accepts one connection a second, driven by 10 closed-model
+/// connections: the run still ends at its `-z` (within 1 s), the requests stuck on
+/// connections that were never accepted are counted as unfinished, the connections that
+/// were not open at the start are named; and SIGINT ends such a run at once.
+#[test]
+fn a_server_that_never_accepts_cannot_hold_a_run_past_its_end() {
+    let _bench = loaded();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut srv = std::process::Command::new(testbed())
+        .args([
+            "backlog",
+            "--listen",
+            &addr,
+            "--backlog",
+            "5",
+            "--accept-every",
+            "1s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It prints once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(srv.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = format!("http://{addr}/");
+    let s = Scratch::new();
+    let started = std::time::Instant::now();
+    let (out, doc) = load(&s, &[&url, "-c", "10", "-z", "2s"]);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(3500),
+        "a 2 s run took {took:?}"
+    );
+    let text = stdout(&out);
+    assert!(f(&doc["summary"]["unfinished"]) >= 1.0, "{text}");
+    assert!(text.contains("Unfinished"), "{text}");
+    assert!(
+        text.contains("connections were open when the clock started"),
+        "{text}"
+    );
+
+    let child = strainline()
+        .args(["--store", &s.store(), "load", &url, "-c", "10", "-z", "60s"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let sent = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(2),
+        "SIGINT took {:?}",
+        sent.elapsed()
+    );
+    let _ = srv.kill();
+    let _ = srv.wait();
+}

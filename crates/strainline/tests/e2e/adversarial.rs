@@ -1,0 +1,177 @@
+//! A hostile suite: a build, a target, command units, a harness, crash work and scale
+//! work that all leave a `setsid` child behind, and strainline sent SIGINT, SIGTERM and
+//! SIGKILL at seeded random points of it (every phase is hit). After each: no process
+//! of the suite is left (found by its working directory, the scratch directory, and by
+//! the marker in its command line), no cgroup directory, and SIGINT/SIGTERM ended
+//! strainline within 2 s. The crash kind's verify step fails if any process of the work
+//! is still there, so "survived" also says the tree was gone before verify ran.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// Trials per signal.
+const TRIALS: usize = 20;
+
+/// Processes that belong to the suite: their working directory is inside `dir` (where
+/// strainline was started: everything it starts inherits it), or their command line
+/// holds `marker`.
+pub fn of_the_suite(dir: &Path, marker: &str) -> Vec<u64> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|&pid| pid != std::process::id() as u64 && alive(pid))
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir))
+                || std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+/// The cgroup directories of strainline `pid`.
+fn groups_of(pid: u32) -> Vec<PathBuf> {
+    crate::containment::groups_of(pid)
+}
+
+fn hostile_suite(s: &Scratch, marker: &str) -> String {
+    // `[s]leep M` matches a running `sleep M` but not the verify script's own text.
+    let pattern = format!("[s]leep {marker}");
+    let text = format!(
+        r#"[target]
+build = ["setsid sleep {marker} & sleep 0.3"]
+command = ["setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}"]
+shell = true
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+
+[[test]]
+name = "http"
+kind = "bench"
+url = "http://127.0.0.1:{{{{port}}}}/health"
+rate = 50
+duration = "500ms"
+
+[[test]]
+name = "units"
+kind = "bench"
+command = ["sh", "-c", "setsid sleep {marker} & sleep 0.05"]
+rate = 20
+duration = "500ms"
+
+[[test]]
+name = "harness"
+kind = "harness"
+command = ["sh", "-c", "setsid sleep {marker} & sleep 0.3; echo ops=1"]
+
+[[test]]
+name = "crash"
+kind = "crash"
+command = ["sh", "-c", "setsid sleep {marker} & sleep {marker} & sleep 5"]
+kill_after = "50ms..200ms"
+iterations = 2
+verify = ["sh", "-c", "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null | grep -q '{pattern}' && exit 1; done; exit 0"]
+
+[[test]]
+name = "scale"
+kind = "scale"
+command = ["sh", "-c", "setsid sleep {marker} & sleep 0.{{{{size}}}}"]
+sizes = [1, 2, 3]
+"#
+    );
+    let path = s.path("hostile.toml");
+    std::fs::write(&path, text.replace("TB", testbed().to_str().unwrap())).unwrap();
+    path.display().to_string()
+}
+
+/// Polls until `f` holds, for at most `secs`.
+fn eventually(secs: f64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+#[test]
+fn a_clean_run_of_a_hostile_suite_leaves_nothing_and_crash_verify_sees_no_work() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let marker = format!("31{}", std::process::id() % 10_000);
+    let suite = hostile_suite(&s, &marker);
+    let out = s.run(&["run", &suite]);
+    assert_exit(&out, 0);
+    assert_has(
+        &String::from_utf8_lossy(&out.stdout),
+        "2 of 2 iterations survived",
+    );
+    assert!(
+        eventually(2.0, || of_the_suite(s.dir.path(), &marker).is_empty()),
+        "left behind: {:?}",
+        of_the_suite(s.dir.path(), &marker)
+    );
+}
+
+#[test]
+fn signals_at_random_points_leave_no_process_and_no_cgroup() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let marker = format!("32{}", std::process::id() % 10_000);
+    let suite = hostile_suite(&s, &marker);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut slow = Vec::new();
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGKILL, "SIGKILL"),
+    ] {
+        for trial in 0..TRIALS {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            // The suite takes ~4 s: points from its build to its last case.
+            let at = Duration::from_millis(50 + rng % 4000);
+            let child = strainline()
+                .args(["--store", &s.store(), "run", &suite])
+                .current_dir(s.dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            std::thread::sleep(at);
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid as i32, sig) };
+            let sent = Instant::now();
+            let out = child.wait_with_output().unwrap();
+            let took = sent.elapsed();
+            if sig != libc::SIGKILL && took > Duration::from_secs(2) {
+                slow.push(format!("{name} at {at:?}: exited after {took:?}"));
+            }
+            if sig != libc::SIGKILL {
+                // Interrupted (130), or done before the signal came (0).
+                assert!(
+                    matches!(out.status.code(), Some(130 | 0)),
+                    "{name} trial {trial} at {at:?}: exit {:?}",
+                    out.status
+                );
+            }
+            assert!(
+                eventually(3.0, || of_the_suite(s.dir.path(), &marker).is_empty()),
+                "{name} trial {trial} at {at:?} left: {:?}",
+                of_the_suite(s.dir.path(), &marker)
+            );
+            assert!(
+                eventually(2.0, || groups_of(pid).is_empty()),
+                "{name} trial {trial} at {at:?} left cgroups {:?}",
+                groups_of(pid)
+            );
+        }
+    }
+    assert!(slow.is_empty(), "slow to stop: {slow:#?}");
+}
