@@ -77,6 +77,7 @@ pub fn guard() -> ! {
 
 /// Runs a parsed command line and returns the exit code.
 pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
+    os::process::private_files();
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
         cli::Command::Run(args) => commands::run::run(&cli.store, args),

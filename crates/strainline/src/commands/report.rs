@@ -31,7 +31,9 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<Str
         Ok(())
     };
     if let Some(p) = &args.html {
-        // Flame graphs travel with the report: copied beside it, linked relatively.
+        // Flame graphs travel with the report, drawn beside it from the stacks the store
+        // holds: a report never copies a file a stored row names (a shared store's
+        // writer could name any file).
         let dir = p.parent().unwrap_or(Path::new("."));
         let stem = p
             .file_stem()
@@ -39,16 +41,18 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<Str
             .to_string_lossy()
             .into_owned();
         for c in &mut r.cases {
-            let Some(src) = c
-                .detail("/flamegraph/file")
-                .and_then(|f| f.as_str())
-                .map(String::from)
-            else {
+            let Some(folded) = store.artifact(c.row.id, "cpu_stacks.folded")? else {
                 continue;
             };
             let name = format!("{stem}-flame-{}.svg", c.row.id);
             std::fs::create_dir_all(dir)?;
-            if std::fs::copy(&src, dir.join(&name)).is_ok() {
+            let title = format!("CPU of the target during {}", c.row.name);
+            let drawn = crate::monitor::profile::draw(
+                &String::from_utf8_lossy(&folded),
+                &title,
+                &dir.join(&name),
+            );
+            if drawn.is_ok() {
                 c.flamegraph_link = Some(name);
             }
         }

@@ -51,6 +51,22 @@ impl SpawnError {
     }
 }
 
+static USER_UMASK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0o022);
+
+/// Everything strainline writes from now on (store, logs, reports) is private to the
+/// user (umask 077): a store or a log may hold what a target printed. The user's own
+/// umask is kept for the commands strainline starts ([`user_umask`]).
+pub fn private_files() {
+    // SAFETY: umask has no memory effects.
+    let old = unsafe { libc::umask(0o077) };
+    USER_UMASK.store(old as u32, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The umask strainline was started with, which the commands it starts get back.
+pub fn user_umask() -> libc::mode_t {
+    USER_UMASK.load(std::sync::atomic::Ordering::Relaxed) as libc::mode_t
+}
+
 /// Makes this process the subreaper of everything it starts from now on.
 pub fn become_subreaper() {
     // SAFETY: prctl with these arguments has no memory effects.
@@ -70,10 +86,12 @@ pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnErro
             cmd.env_remove(k);
         }
     }
-    // SAFETY: the closure only makes async-signal-safe calls (prctl, write).
+    let mask = user_umask();
+    // SAFETY: the closure only makes async-signal-safe calls (prctl, umask, write).
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            libc::umask(mask);
             for &fd in &cgroup_fds {
                 libc::write(fd, b"0".as_ptr().cast(), 1);
             }

@@ -84,10 +84,13 @@ impl Unit {
             .as_ref()
             .map(|c| c.join_fds())
             .unwrap_or_default();
-        // SAFETY: only async-signal-safe calls (prctl, setpgid, write) between fork and exec.
+        let mask = process::user_umask();
+        // SAFETY: only async-signal-safe calls (prctl, setpgid, umask, write) between
+        // fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::umask(mask);
                 libc::setpgid(0, 0);
                 for &fd in &fds {
                     libc::write(fd, b"0".as_ptr().cast(), 1);

@@ -184,19 +184,21 @@ pub fn mask(url: &str) -> String {
         },
         None => authority.to_string(),
     };
-    // A password may also come as a query parameter.
-    let tail = tail
-        .split('&')
-        .map(|kv| {
-            let (k, _) = kv.split_once('=').unwrap_or((kv, ""));
-            if k.trim_start_matches('?') == "password" {
-                format!("{k}=***")
-            } else {
-                kv.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("&");
+    // A password may also come as a query parameter, first or not.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("&");
+            format!("{path}?{query}")
+        }
+        None => tail.to_string(),
+    };
     format!("{scheme}://{authority}{tail}")
 }
 
@@ -217,6 +219,14 @@ mod tests {
         assert_eq!(
             mask("postgres://ci:p@ss@127.0.0.1/perf"),
             "postgres://ci:***@127.0.0.1/perf"
+        );
+        assert_eq!(
+            mask("postgres://u@h/db?password=X&sslmode=disable"),
+            "postgres://u@h/db?password=***&sslmode=disable"
+        );
+        assert_eq!(
+            mask("postgres://u@h?password=X"),
+            "postgres://u@h?password=***"
         );
         assert_eq!(
             mask("postgres://127.0.0.1/perf"),

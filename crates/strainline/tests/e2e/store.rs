@@ -195,9 +195,37 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    // A harness that prints its environment, and fails so that its output becomes
+    // the case's stored reason.
+    let suite = s.path("env.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"env\"\nkind = \"harness\"\ncommand = [\"sh\", \"-c\", \"env | grep -i strainline; echo store=$STRAINLINE_STORE.; exit 1\"]\n",
+    )
+    .unwrap();
+    let harness = strainline()
+        .env("STRAINLINE_STORE", &url)
+        .args(["run", "--label", "env-check", suite.to_str().unwrap()])
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(harness.status.code(), Some(1), "{}", stderr(&harness));
+    // The environment did reach the stored reason (the check below can fail)...
+    assert_has(&stdout(&harness), "store=.");
     let out2 = s.run(&["show", "--json", "secret-check"]);
     let out3 = s.run(&["runs"]);
-    for o in [&out, &out2, &out3] {
+    let out4 = s.run(&["show", "--json", "env-check"]);
+    assert_has(&stdout(&out4), "store=.");
+    // ... and no log strainline wrote holds the password.
+    for log in walk(&s.dir.path().join(".strainline")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+        assert!(
+            !text.contains(crate::pg::PASSWORD),
+            "{}: {text}",
+            log.display()
+        );
+    }
+    for o in [&out, &out2, &out3, &harness, &out4] {
         let all = format!("{}{}", stdout(o), stderr(o));
         assert!(!all.contains(crate::pg::PASSWORD), "{all}");
     }
@@ -222,6 +250,20 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
             assert!(!text.contains(crate::pg::PASSWORD), "{t}: {text}");
         }
     }
+    // A password given as a parameter, first or not, is masked too.
+    let bad = format!(
+        "postgres://u@127.0.0.1:1/db?password={}",
+        crate::pg::PASSWORD
+    );
+    let out = strainline()
+        .args(["--store", &bad, "runs"])
+        .output()
+        .unwrap();
+    assert!(
+        !stderr(&out).contains(crate::pg::PASSWORD),
+        "{}",
+        stderr(&out)
+    );
     // A wrong password is refused with a clear error that does not echo it.
     let wrong = url.replace(crate::pg::PASSWORD, "not-the-password");
     let out = strainline()
@@ -235,4 +277,18 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
         "{err}"
     );
     assert!(!err.contains("not-the-password"), "{err}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
