@@ -1,6 +1,7 @@
 //! The command line, as clap derive structs. Parsing only: values are checked here
 //! (durations, pids) so that bad input is refused before any work starts.
 
+use crate::limits;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,7 +66,9 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
             "'{s}' is zero; give a positive duration such as 10ms"
         ));
     }
-    Ok(d)
+    limits::DURATION
+        .duration(d)
+        .map_err(|_| format!("'{s}': give a duration from 1ms to 30 days"))
 }
 
 #[derive(Debug, Args)]
@@ -76,7 +79,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 )]
 pub struct MonitorArgs {
     /// Attach to a running process (and its descendants) instead of starting a command.
-    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    #[arg(long, value_name = "PID", conflicts_with = "command", value_parser = parse_pid)]
     pub pid: Option<u32>,
 
     /// Stop after this long: detach from --pid, or stop the command (SIGTERM).
@@ -100,7 +103,7 @@ pub struct MonitorArgs {
     pub label: Option<String>,
 
     /// How many of the largest processes each sample lists.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_top)]
     pub top: usize,
 
     /// Do not put the command in a cgroup of its own: find descendants by scanning /proc
@@ -136,14 +139,43 @@ fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|r| r.is_finite() && *r > 0.0 && *r <= 10_000_000.0)
-        .ok_or_else(|| {
-            format!(
-                "'{s}' is not a rate: give requests per second between 0 and 10,000,000, e.g. 1000"
-            )
-        })
+    in_range(s, limits::RATE.named("--rate"))
+}
+
+/// A number within `limit` (see `limits`), as the type the flag takes.
+fn in_range<T: std::str::FromStr>(s: &str, limit: limits::Limit) -> Result<T, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    limit.check(v)?;
+    s.trim()
+        .parse::<T>()
+        .map_err(|_| format!("'{s}': give a whole number"))
+}
+
+fn parse_connections(s: &str) -> Result<usize, String> {
+    in_range(s, limits::CONNECTIONS.named("-c"))
+}
+fn parse_threads(s: &str) -> Result<usize, String> {
+    in_range(s, limits::THREADS.named("--threads"))
+}
+fn parse_requests(s: &str) -> Result<u64, String> {
+    in_range(s, limits::REQUESTS.named("-n"))
+}
+fn parse_body_bytes(s: &str) -> Result<usize, String> {
+    in_range(s, limits::BODY_BYTES.named("--body-bytes"))
+}
+fn parse_time_scale(s: &str) -> Result<f64, String> {
+    in_range(s, limits::TIME_SCALE.named("--time-scale"))
+}
+fn parse_top(s: &str) -> Result<usize, String> {
+    in_range(s, limits::TOP.named("--top"))
+}
+/// A pid the kernel could have given (above 0 and within `pid_t`): never one that
+/// `kill` would read as "every process".
+fn parse_pid(s: &str) -> Result<u32, String> {
+    in_range(s, limits::PID.named("--pid"))
 }
 
 #[derive(Debug, Args)]
@@ -158,7 +190,7 @@ pub struct LoadArgs {
     pub url: Option<String>,
     /// Closed model: this many connections, each sending when its last response arrives.
     /// With -q or --ramp: the most connections the open model's pool may open.
-    #[arg(short = 'c', long = "connections", value_name = "N")]
+    #[arg(short = 'c', long = "connections", value_name = "N", value_parser = parse_connections)]
     pub connections: Option<usize>,
     /// Open model: requests per second, sent at intended times whatever the target does.
     #[arg(short = 'q', long = "rate", value_name = "RATE", value_parser = parse_rate, conflicts_with = "ramp")]
@@ -180,10 +212,10 @@ pub struct LoadArgs {
     #[arg(short = 'z', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// How many requests to send.
-    #[arg(short = 'n', long = "requests", value_name = "COUNT")]
+    #[arg(short = 'n', long = "requests", value_name = "COUNT", value_parser = parse_requests)]
     pub count: Option<u64>,
     /// Worker threads (default: one per core).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
@@ -198,7 +230,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "body_bytes")]
     pub body_file: Option<PathBuf>,
     /// A random body of N bytes (a pool of distinct payloads).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_body_bytes)]
     pub body_bytes: Option<usize>,
     /// Per-request timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
@@ -244,7 +276,7 @@ pub struct RunArgs {
     /// The suite file (TOML).
     pub suite: PathBuf,
     /// Multiply every duration of the suite (0.01 runs a 2 h soak in 72 s).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = parse_time_scale)]
     pub time_scale: f64,
     /// A label for the run in the store (e.g. the version under test).
     #[arg(long)]

@@ -22,6 +22,7 @@ pub const LAYERS: &[&[&str]] = &[
         "clock",
         "located",
         "placeholders",
+        "limits",
     ],
 ];
 

@@ -14,6 +14,7 @@ mod host;
 mod kinds;
 #[cfg(test)]
 mod layering;
+mod limits;
 mod load;
 mod located;
 mod measure;

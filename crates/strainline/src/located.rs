@@ -5,7 +5,12 @@ use std::path::Path;
 
 /// Line and column (1-based) of a byte offset in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    // An offset computed from decoded text (escapes) may fall inside a character.
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let col = before
         .rfind('\n')
@@ -28,5 +33,7 @@ mod tests {
         assert_eq!(super::line_col(t, 0), (1, 1));
         assert_eq!(super::line_col(t, 6), (2, 1));
         assert_eq!(super::line_col(t, 9), (2, 4));
+        // Inside a two-byte character: its start.
+        assert_eq!(super::line_col("a\u{a0}b", 2), (1, 2));
     }
 }

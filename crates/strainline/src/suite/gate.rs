@@ -41,8 +41,13 @@ pub struct Gate {
 }
 
 /// Parses `metric OP value` against the metrics the kind produces (`name`, unit).
+/// An error's offset is a byte offset into `text` as given.
 pub fn parse(text: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, String)> {
-    let t = text.trim();
+    let lead = text.len() - text.trim_start().len();
+    parse_trimmed(text.trim(), metrics).map_err(|(at, e)| (lead + at, e))
+}
+
+fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, String)> {
     let op_at = t.find(['<', '>', '=', '!']).ok_or((
         0,
         format!("'{t}' is not a gate: write METRIC < VALUE, e.g. latency_p99 < 200ms"),

@@ -3,6 +3,8 @@
 //! a test does not produce are refused as `FILE:LINE:COLUMN: what is wrong` — and
 //! expanded into concrete cases (matrix × repetitions).
 
+#[cfg(test)]
+mod fuzz;
 pub mod gate;
 mod parse;
 mod raw;

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use crate::limits;
+
 use super::gate;
 use super::raw::{RawCompare, RawLogs, RawSuite, RawTarget, RawTest, RawWatch};
 use super::{
@@ -70,6 +72,78 @@ fn own_keys(kind: Kind) -> &'static [&'static str] {
     }
 }
 
+/// Every number a test gives, against its range ([`limits`]): refused at its line.
+fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
+    let check = |v: Option<f64>, limit: limits::Limit| -> Result<()> {
+        match v.map(|v| limit.check(v)) {
+            Some(Err(e)) => Err(doc.at(
+                doc.key_offset(header, limit.key),
+                format!("test '{}': {e}", t.name),
+            )),
+            _ => Ok(()),
+        }
+    };
+    check(t.rate, limits::RATE)?;
+    check(t.start, limits::RAMP_START)?;
+    check(t.step, limits::RAMP_STEP)?;
+    check(t.connections.map(|v| v as f64), limits::CONNECTIONS)?;
+    check(t.threads.map(|v| v as f64), limits::THREADS)?;
+    check(t.max_steps.map(f64::from), limits::MAX_STEPS)?;
+    check(t.max_error_rate, limits::MAX_ERROR_RATE)?;
+    check(t.clients.map(|v| v as f64), limits::CLIENTS)?;
+    check(t.rounds.map(f64::from), limits::ROUNDS)?;
+    check(t.ops.map(|v| v as f64), limits::OPS)?;
+    check(t.iterations.map(f64::from), limits::ITERATIONS)?;
+    check(t.repeat.map(f64::from), limits::REPEAT)?;
+    for &size in &t.sizes {
+        check(Some(size as f64), limits::SIZE)?;
+    }
+    let distinct: std::collections::BTreeSet<u64> = t.sizes.iter().copied().collect();
+    if !t.sizes.is_empty() && distinct.len() < 2 {
+        return Err(doc.at(
+            doc.key_offset(header, "sizes"),
+            format!(
+                "test '{}': sizes need at least two different values to fit how cost grows",
+                t.name
+            ),
+        ));
+    }
+    if let Some((k, _)) = t.matrix.iter().find(|(_, vs)| vs.is_empty()) {
+        return Err(doc.at(
+            doc.key_offset(header, "matrix"),
+            format!(
+                "test '{}': matrix key '{k}' has no values (give at least one)",
+                t.name
+            ),
+        ));
+    }
+    if let Some(url) = &t.url {
+        url_shape(url).map_err(|e| {
+            doc.at(
+                doc.key_offset(header, "url"),
+                format!("test '{}': url '{url}': {e}", t.name),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether a URL (placeholders allowed) is one the load engine can send to.
+fn url_shape(url: &str) -> std::result::Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("give an http:// or https:// URL")?;
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    if host.is_empty() {
+        return Err("it names no host (write e.g. http://127.0.0.1:{{port}}/)".into());
+    }
+    if host.chars().any(|c| c.is_whitespace()) {
+        return Err("its host holds a space".into());
+    }
+    Ok(())
+}
+
 /// The text being parsed, for located messages and scaled durations.
 struct Doc<'a> {
     path: &'a Path,
@@ -82,10 +156,28 @@ impl Doc<'_> {
         crate::located::message(self.path, self.text, offset, &msg.into())
     }
 
-    /// A duration as written; `scaled` ones are multiplied by `--time-scale`.
-    fn dur(&self, s: &Spanned<String>, key: &str, scaled: bool) -> Result<Duration> {
+    /// A duration as written, within its range; `scaled` ones are then multiplied by
+    /// `--time-scale`.
+    fn dur(&self, s: &Spanned<String>, key: &'static str, scaled: bool) -> Result<Duration> {
+        let limit = match key {
+            "interval" => limits::INTERVAL,
+            "timeout" => limits::TIMEOUT,
+            "settle" | "ready_timeout" | "stop_grace" => limits::PAUSE,
+            _ => limits::DURATION,
+        };
         let d = parse_duration(s.get_ref())
-            .map_err(|e| self.at(s.span().start, format!("{key}: {e}")))?;
+            .map_err(|e| format!("{key}: {e}"))
+            .and_then(|d| {
+                limit.named(key).duration(d).map_err(|_| {
+                    format!(
+                        "{key} = \"{}\": out of range, give a duration from {:?} to {:?}",
+                        s.get_ref(),
+                        Duration::from_secs_f64(limit.min),
+                        Duration::from_secs_f64(limit.max)
+                    )
+                })
+            })
+            .map_err(|e| self.at(s.span().start, e))?;
         Ok(if scaled {
             d.mul_f64(self.time_scale)
         } else {
@@ -96,7 +188,7 @@ impl Doc<'_> {
     fn opt_dur(
         &self,
         s: &Option<Spanned<String>>,
-        key: &str,
+        key: &'static str,
         default: Duration,
         scaled: bool,
     ) -> Result<Duration> {
@@ -412,6 +504,7 @@ fn test(
             ),
         ));
     }
+    ranges(doc, span.start, t)?;
     let mut metrics = kind_metrics(kind);
     if kind.has_target() {
         metrics.extend(suite_metrics.iter().map(|(n, u)| (n.as_str(), *u)));
