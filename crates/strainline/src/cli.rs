@@ -154,6 +154,26 @@ fn in_range<T: std::str::FromStr>(s: &str, limit: limits::Limit) -> Result<T, St
         .map_err(|_| format!("'{s}': give a whole number"))
 }
 
+/// A date (`2026-11-01`) or an RFC 3339 time (`2026-11-01T08:00:00Z`), as the store
+/// compares them.
+fn parse_since(s: &str) -> Result<String, String> {
+    let shape = regex_lite::Regex::new(
+        r"^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$",
+    )
+    .expect("a valid pattern");
+    let ok = shape.captures(s).is_some_and(|c| {
+        let n = |i: usize| c[i].parse::<u32>().unwrap_or(0);
+        (1..=12).contains(&n(2)) && (1..=31).contains(&n(3))
+    });
+    if ok {
+        Ok(s.replacen(' ', "T", 1))
+    } else {
+        Err(format!(
+            "'{s}' is not a date: give YYYY-MM-DD (2026-11-01) or an RFC 3339 time (2026-11-01T08:00:00Z)"
+        ))
+    }
+}
+
 fn parse_connections(s: &str) -> Result<usize, String> {
     in_range(s, limits::CONNECTIONS.named("-c"))
 }
@@ -432,7 +452,7 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// Only runs started at or after this date or time (2026-11-01, or RFC 3339).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = parse_since)]
     pub since: Option<String>,
     /// Significance level for a change point.
     #[arg(long, value_name = "P", default_value = "0.001", value_parser = parse_probability)]

@@ -144,6 +144,23 @@ pub fn format_value(v: f64, unit: &str) -> String {
     }
 }
 
+/// `s` safe to print on a terminal: control characters (an ANSI or OSC escape from a
+/// test name or a target's log) are shown as `\x1b`-style escapes; lines and tabs stay.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                '\n' | '\t' => c.to_string(),
+                c if c.is_control() => c.escape_unicode().to_string(),
+                c => c.to_string(),
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,12 +84,23 @@ pub fn junit(r: &RunData) -> String {
 }
 
 /// Escapes text for a Markdown table cell (and keeps HTML out of renderers).
+/// A name or message as Markdown text: table pipes, link and image brackets, emphasis
+/// and code marks escaped, HTML tags and control characters neutralised, one line.
 pub fn md(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('\n', " ")
+    let mut out = String::with_capacity(s.len());
+    for c in crate::units::printable(s).chars() {
+        match c {
+            '\\' | '|' | '[' | ']' | '(' | ')' | '!' | '`' | '*' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The Markdown report of a run.
@@ -160,9 +171,11 @@ pub fn markdown(r: &RunData) -> String {
     s
 }
 
-/// A file-name-safe form of a case name.
+/// A file-name-safe form of a case name, at most 60 characters (a file name may not
+/// exceed 255 bytes; the case's number keeps shortened names apart).
 fn slug(s: &str) -> String {
     s.chars()
+        .take(60)
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c

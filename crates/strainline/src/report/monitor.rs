@@ -197,12 +197,19 @@ pub fn csv_row(s: &Sample) -> String {
     )
 }
 
-/// Quotes a CSV field when it needs it (RFC 4180).
+/// Quotes a CSV field when it needs it (RFC 4180). A text a spreadsheet would read as
+/// a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first) gets a leading `'`
+/// so that it stays text (OWASP's advice against CSV injection).
 pub fn csv_field(v: &str) -> String {
+    let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{v}")
+    } else {
+        v.to_string()
+    };
     if v.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
-        v.to_string()
+        v
     }
 }
 
@@ -215,5 +222,8 @@ mod tests {
         assert_eq!(csv_field("plain"), "plain");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("-c"), "'-c");
     }
 }

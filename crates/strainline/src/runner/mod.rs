@@ -226,7 +226,7 @@ pub fn run(
             "\n[{}/{}] {} ({})",
             i + 1,
             cases.len(),
-            case.name,
+            crate::units::printable(&case.name),
             test.kind.name()
         )?;
         out.flush()?;
@@ -342,12 +342,13 @@ fn debug_assert_catalogued(kind: Kind, r: &CaseResult) {
 }
 
 fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
+    use crate::units::printable;
     for line in &r.table {
-        writeln!(out, "    {line}")?;
+        writeln!(out, "    {}", printable(line))?;
     }
     writeln!(out, "  → {}", r.status.name().to_uppercase())?;
     for reason in &r.reasons {
-        writeln!(out, "    - {reason}")?;
+        writeln!(out, "    - {}", printable(reason))?;
     }
     Ok(())
 }

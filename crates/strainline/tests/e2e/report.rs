@@ -309,3 +309,50 @@ duration = "2s"
         );
     });
 }
+
+/// Names and logs a hostile user controls: a test name that is a spreadsheet formula, a
+/// Markdown image and link, an ANSI escape, and longer than a file name may be; a harness
+/// that prints an OSC title sequence. The CSV keeps the formula as text, the Markdown
+/// shows the brackets as text, the terminal gets no escape byte, and `--report` writes
+/// its files.
+#[test]
+fn hostile_names_and_logs_are_escaped_in_every_format() {
+    let s = Scratch::new();
+    let long = "x".repeat(250);
+    let name = format!(
+        "=HYPERLINK(\\\"http://127.0.0.1/\\\") ![i](http://127.0.0.1/i.png) \\u001b[31mred {long}"
+    );
+    let suite = s.path("hostile.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[test]]\nname = \"{name}\"\nkind = \"harness\"\n\
+             command = [\"sh\", \"-c\", \"printf '\\\\033]0;owned\\\\007ops=1\\\\n'; echo ops=2\"]\n"
+        ),
+    )
+    .unwrap();
+    let reports = s.path("reports");
+    let out = s.run(&[
+        "run",
+        suite.to_str().unwrap(),
+        "--report",
+        reports.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape reached the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{1b}[31mred"), "{text}");
+    let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
+    assert!(md.contains("\\!\\[i\\]\\(http"), "{md}");
+    assert!(!md.contains("![i]("), "{md}");
+    let csv = std::fs::read_to_string(reports.join("csv/metrics.csv")).unwrap();
+    assert!(csv.contains("\"'=HYPERLINK("), "{csv}");
+    assert!(
+        !csv.lines()
+            .any(|l| l.starts_with('=') || l.starts_with("\"=")),
+        "{csv}"
+    );
+}
