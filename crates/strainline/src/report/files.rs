@@ -90,7 +90,7 @@ pub fn md(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in crate::units::printable(s).chars() {
         match c {
-            '\\' | '|' | '[' | ']' | '(' | ')' | '!' | '`' | '*' => {
+            '\\' | '|' | '[' | ']' | '!' | '`' | '*' => {
                 out.push('\\');
                 out.push(c);
             }

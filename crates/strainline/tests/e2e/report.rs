@@ -346,7 +346,7 @@ fn hostile_names_and_logs_are_escaped_in_every_format() {
     );
     assert!(text.contains("\\u{1b}[31mred"), "{text}");
     let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
-    assert!(md.contains("\\!\\[i\\]\\(http"), "{md}");
+    assert!(md.contains("\\!\\[i\\](http"), "{md}");
     assert!(!md.contains("![i]("), "{md}");
     let csv = std::fs::read_to_string(reports.join("csv/metrics.csv")).unwrap();
     assert!(csv.contains("\"'=HYPERLINK("), "{csv}");
