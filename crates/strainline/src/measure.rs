@@ -68,6 +68,8 @@ pub enum PeakSource {
     RuMaxrss,
     /// The largest sum of RSS over the tree seen in a sample.
     SampledTreeSum,
+    /// The largest sum of PSS (`smaps_rollup`) over the tree: shared pages once.
+    SampledTreePss,
     /// cgroup v2 `memory.peak` (tree-wide; counts page cache and kernel memory too).
     CgroupV2MemoryPeak,
     /// cgroup v1 `memory.max_usage_in_bytes` (tree-wide; counts page cache too).
@@ -75,11 +77,20 @@ pub enum PeakSource {
 }
 
 impl PeakSource {
+    /// Whether the figure is a kernel high-water mark (exact), not a sample.
+    pub fn exact(self) -> bool {
+        !matches!(
+            self,
+            PeakSource::SampledTreeSum | PeakSource::SampledTreePss
+        )
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             PeakSource::VmHwm => "VmHWM",
             PeakSource::RuMaxrss => "ru_maxrss (wait4)",
-            PeakSource::SampledTreeSum => "sampled tree sum",
+            PeakSource::SampledTreeSum => "sampled tree sum of RSS",
+            PeakSource::SampledTreePss => "sampled tree sum of PSS (smaps_rollup)",
             PeakSource::CgroupV2MemoryPeak => "cgroup v2 memory.peak",
             PeakSource::CgroupV1MaxUsage => "cgroup v1 memory.max_usage_in_bytes",
         }
@@ -183,11 +194,16 @@ pub struct MonitorSummary {
     pub interval_seconds: f64,
     pub samples: u64,
     pub exit: ExitInfo,
-    /// The best exact peak: the highest of the per-process kernel high-water marks and
-    /// the sampled tree sum, with the source that gave it.
+    /// The headline peak: the highest of the per-process kernel high-water marks (exact)
+    /// and the sampled tree sum (of PSS where the kernel gives it, else of RSS), with the
+    /// source that gave it.
     pub peak_rss: Peak,
-    /// The highest sum of RSS across the tree in any sample.
+    /// The highest sum of RSS across the tree in any sample (shared pages counted once
+    /// per process that maps them).
     pub peak_tree_rss_sampled: Peak,
+    /// The highest sum of PSS across the tree (once a second): shared pages once.
+    #[serde(default)]
+    pub peak_tree_pss_sampled: Option<Peak>,
     /// The kernel's tree-wide memory peak from a cgroup, when one could be made.
     pub cgroup_memory_peak: Option<Peak>,
     pub cpu: CpuSummary,

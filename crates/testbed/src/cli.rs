@@ -62,6 +62,17 @@ enum Cmd {
         seconds: f64,
     },
     /// Start --children sleeping children and wait for them.
+    /// A parent that maps --mib MiB of shared memory, touches it, and forks --children
+    /// that touch it too and sleep --seconds: every process's RSS counts the mapping,
+    /// its proportional share (PSS) counts it once across the tree
+    Shared {
+        #[arg(long, default_value_t = 200)]
+        mib: usize,
+        #[arg(long, default_value_t = 20)]
+        children: usize,
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
     Forktree {
         #[arg(long, default_value_t = 50)]
         children: usize,
@@ -86,6 +97,10 @@ enum Cmd {
         backlog: i32,
         #[arg(long, value_parser = duration, default_value = "200ms")]
         accept_every: Duration,
+        /// Answer one request per connection and close it (`Connection: close`), so
+        /// every request needs a new connection through the listen queue
+        #[arg(long)]
+        close: bool,
     },
     Daemonize {
         #[arg(long, default_value_t = 64)]
@@ -212,6 +227,14 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             fixtures::idle(seconds);
             0
         }
+        Cmd::Shared {
+            mib,
+            children,
+            seconds,
+        } => {
+            fixtures::shared(mib, children, seconds);
+            0
+        }
         Cmd::Forktree { children, seconds } => {
             fixtures::forktree(children, seconds);
             0
@@ -228,7 +251,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             listen,
             backlog,
             accept_every,
-        } => fixtures::backlog(&listen, backlog, accept_every),
+            close,
+        } => fixtures::backlog(&listen, backlog, accept_every, close),
         Cmd::Work { n, quadratic } => {
             fixtures::work(n, quadratic);
             0

@@ -128,6 +128,50 @@ pub fn forktree(children: usize, seconds: f64) {
     }
 }
 
+/// Maps `mib` MiB shared and anonymous, touches every page, forks `children` that touch
+/// it too (so each has it all resident) and sleep `seconds`, then waits for them.
+pub fn shared(mib: usize, children: usize, seconds: f64) {
+    let len = mib << 20;
+    // SAFETY: a fresh anonymous shared mapping of `len` bytes, used only as bytes; the
+    // children only touch it, sleep and _exit (no allocation after fork).
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        ) as *mut u8;
+        assert!(p as *mut libc::c_void != libc::MAP_FAILED, "mmap failed");
+        for i in (0..len).step_by(4096) {
+            *p.add(i) = 1;
+        }
+        let nap = libc::timespec {
+            tv_sec: seconds as libc::time_t,
+            tv_nsec: (seconds.fract() * 1e9) as libc::c_long,
+        };
+        let mut kids = Vec::with_capacity(children);
+        for _ in 0..children {
+            let pid = libc::fork();
+            if pid == 0 {
+                let mut sum = 0u8;
+                for i in (0..len).step_by(4096) {
+                    sum = sum.wrapping_add(std::ptr::read_volatile(p.add(i)));
+                }
+                std::hint::black_box(sum);
+                libc::nanosleep(&nap, std::ptr::null_mut());
+                libc::_exit(0);
+            }
+            kids.push(pid);
+        }
+        for pid in kids {
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+        }
+    }
+}
+
 /// Double-forks a grandchild that calls `setsid` and holds `mib` MiB for `seconds`, then
 /// returns after `linger_ms`: the classic daemon that escapes its parent.
 pub fn daemonize(mib: usize, seconds: f64, linger_ms: u64) {
@@ -176,8 +220,9 @@ pub fn work(n: u64, quadratic: bool) {
 }
 
 /// A listening socket with `backlog`, accepting one connection every `every`; each
-/// accepted connection is served on a thread of its own. Returns only on error.
-pub fn backlog(listen: &str, backlog: i32, every: Duration) -> i32 {
+/// accepted connection is served on a thread of its own (one request, then closed, with
+/// `close`). Returns only on error.
+pub fn backlog(listen: &str, backlog: i32, every: Duration, close: bool) -> i32 {
     use std::io::{Read, Write};
     use std::os::fd::FromRawFd;
     let Ok(addr) = listen.parse::<std::net::SocketAddrV4>() else {
@@ -234,6 +279,12 @@ pub fn backlog(listen: &str, backlog: i32, every: Duration) -> i32 {
                 pending.extend_from_slice(&buf[..n]);
                 while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                     pending.drain(..end + 4);
+                    if close {
+                        let reply =
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+                        let _ = conn.write_all(reply);
+                        return;
+                    }
                     let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
                     if conn.write_all(reply).is_err() {
                         return;

@@ -20,6 +20,10 @@ pub struct Figures {
     pub target_cpu: f64,
     /// The target's busiest thread's share of the step (1.0 = on a CPU all the time).
     pub busiest_thread: f64,
+    /// Connections the kernel found the listen queue full for during the step
+    /// (`ListenOverflows`, for the whole network namespace).
+    #[serde(default)]
+    pub listen_overflows: u64,
 }
 
 /// What one step measured.
@@ -103,6 +107,12 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
             ));
         }
     }
+    if !why.is_empty() && r.listen_overflows > 0 {
+        why.push(format!(
+            "listen queue overflowed {} times",
+            r.listen_overflows
+        ));
+    }
     Step {
         figures: r.clone(),
         generator: if generator_bound { "invalid" } else { "valid" }.into(),
@@ -123,6 +133,11 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             100.0 * s.busiest_thread,
             s.target_cpu
         )
+    } else if s.listen_overflows > 0 {
+        format!(
+            "listen queue overflowed: the kernel counted {} connections that found the target's accept queue full (ListenOverflows) while it used {:.2} cores — it accepts too slowly or its listen backlog is too small, and clients wait for the 1 s SYN retransmit",
+            s.listen_overflows, s.target_cpu
+        )
     } else if s.error_rate > limits.max_error_rate {
         format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
     } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
@@ -136,9 +151,25 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
     }
 }
 
+/// How a ramp ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Every step held: the ceiling is at least the last step's rate.
+    Held,
+    /// A step broke on the target's side: the ceiling is the last step that held.
+    Broke,
+    /// The very first step broke: the target could not take the starting rate.
+    FirstStepBroke,
+    /// The generator, not the target, was the limit of the step that ended the ramp:
+    /// the ceiling is only a floor (INVALID).
+    GeneratorBound,
+}
+
 /// What the ramp concludes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Conclusion {
+    pub end: End,
     /// The highest offered rate of a step that held, req/s (0 if none did).
     pub ceiling: f64,
     /// Where latency starts its climb: the last step, before any failure, whose p99 is
@@ -168,11 +199,28 @@ pub fn conclude(steps: &[Step], limits: &Limits) -> Conclusion {
         .filter(|s| s.figures.p99_ms <= 2.0 * floor)
         .map(|s| s.figures.offered)
         .fold(0.0, f64::max);
-    let limiting_factor = match steps.iter().find(|s| !s.ok) {
-        Some(s) => limiting_factor(s, limits),
-        None => "the ramp reached its last step without breaking".into(),
+    let broke = steps.iter().position(|s| !s.ok);
+    let end = match broke {
+        None => End::Held,
+        Some(i) if steps[i].generator_bound() => End::GeneratorBound,
+        Some(0) => End::FirstStepBroke,
+        Some(_) => End::Broke,
+    };
+    let limiting_factor = match (end, broke) {
+        (End::GeneratorBound, Some(i)) => format!(
+            "the generator, not the target, at {:.0} req/s: the ceiling is at least {ceiling:.0} req/s (see the step's evidence)",
+            steps[i].figures.offered
+        ),
+        (End::FirstStepBroke, Some(i)) => format!(
+            "the target could not take the starting rate of {:.0} req/s: {}",
+            steps[i].figures.offered,
+            limiting_factor(&steps[i], limits)
+        ),
+        (_, Some(i)) => limiting_factor(&steps[i], limits),
+        (_, None) => "the ramp reached its last step without breaking".into(),
     };
     Conclusion {
+        end,
         ceiling,
         knee,
         max_throughput,
@@ -199,6 +247,7 @@ mod tests {
                 error_rate: 0.0,
                 target_cpu: 0.3,
                 busiest_thread: 0.3,
+                listen_overflows: 0,
             },
             generator_invalid: None,
             generator_at_capacity: false,
@@ -242,6 +291,7 @@ mod tests {
     fn a_ramp_that_never_broke_says_so() {
         let (_, c) = run(&[rec(100.0, 100.0, 1.0), rec(200.0, 200.0, 1.0)]);
         assert_eq!(c.ceiling, 200.0);
+        assert_eq!(c.end, End::Held);
         assert_eq!(
             c.limiting_factor,
             "the ramp reached its last step without breaking"
@@ -255,7 +305,11 @@ mod tests {
         let (steps, c) = run(&[r]);
         assert!(!steps[0].ok);
         assert_eq!((c.ceiling, c.knee), (0.0, 0.0));
-        assert_eq!(c.limiting_factor, "errors: 50.00% of requests failed");
+        assert_eq!(c.end, End::FirstStepBroke);
+        assert_eq!(
+            c.limiting_factor,
+            "the target could not take the starting rate of 100 req/s: errors: 50.00% of requests failed"
+        );
     }
 
     #[test]
@@ -265,9 +319,10 @@ mod tests {
         let (steps, c) = run(&[rec(500.0, 500.0, 1.0), r]);
         assert!(steps[1].generator_bound());
         assert_eq!(c.ceiling, 500.0);
+        assert_eq!(c.end, End::GeneratorBound);
         assert_eq!(
             c.limiting_factor,
-            "the generator, not the target (see its evidence)"
+            "the generator, not the target, at 1000 req/s: the ceiling is at least 500 req/s (see the step's evidence)"
         );
     }
 
@@ -276,9 +331,10 @@ mod tests {
         let mut r = rec(1000.0, 700.0, 3.0);
         r.generator_invalid = Some("schedule lag p99 9 ms".into());
         r.figures.busiest_thread = 0.97;
-        let (steps, c) = run(std::slice::from_ref(&r));
-        assert!(!steps[0].generator_bound() && steps[0].target_saturated);
-        assert!(steps[0].why[0].starts_with("target CPU saturated (generator late"));
+        let (steps, c) = run(&[rec(500.0, 500.0, 1.0), r.clone()]);
+        assert!(!steps[1].generator_bound() && steps[1].target_saturated);
+        assert!(steps[1].why[0].starts_with("target CPU saturated (generator late"));
+        assert_eq!(c.end, End::Broke);
         assert!(c
             .limiting_factor
             .starts_with("target CPU saturated: its busiest thread was on a CPU 97%"));
@@ -288,8 +344,25 @@ mod tests {
     }
 
     #[test]
+    fn a_listen_queue_that_overflowed_is_named_with_the_kernels_count() {
+        let mut r = rec(1600.0, 1200.0, 1000.0);
+        r.figures.listen_overflows = 412;
+        let (steps, c) = run(&[rec(800.0, 800.0, 2.0), r]);
+        assert!(steps[1]
+            .why
+            .contains(&"listen queue overflowed 412 times".to_string()));
+        assert!(
+            c.limiting_factor
+                .starts_with("listen queue overflowed: the kernel counted 412 connections"),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
     fn throughput_that_stops_following_without_cpu_points_at_a_lock_or_io() {
-        let (_, c) = run(&[rec(100.0, 80.0, 2.0)]);
+        let (_, c) = run(&[rec(100.0, 100.0, 1.0), rec(200.0, 160.0, 2.0)]);
+        assert_eq!(c.end, End::Broke);
         assert!(c
             .limiting_factor
             .contains("look for a lock, a pool, or I/O"));

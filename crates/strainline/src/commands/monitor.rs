@@ -278,18 +278,14 @@ fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
         for (pid, r) in process::reap_exited() {
             sampler.on_reaped(pid, r);
         }
-        // SAFETY: waitid with WNOWAIT|WNOHANG only asks whether a child exists.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_ALL,
-                0,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if rc != 0 || Instant::now() >= deadline {
-            break; // ECHILD: nothing left
+        // Any child left but strainline's own guardian?
+        let me = std::process::id();
+        let guardian = crate::os::guardian::pid();
+        let left = process::table()
+            .iter()
+            .any(|e| e.ppid == me && Some(e.pid) != guardian);
+        if !left || Instant::now() >= deadline {
+            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }

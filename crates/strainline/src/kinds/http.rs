@@ -131,9 +131,14 @@ fn cpu_in(samples: &[Sample], (a, b): (f64, f64)) -> f64 {
 }
 
 /// CPU ticks of each thread of `pid`.
-fn thread_ticks(pid: u32) -> HashMap<u32, u64> {
+fn thread_ticks(running: &Running) -> HashMap<u32, u64> {
     let mut out = HashMap::new();
-    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+    // Thread ids are unique across the machine: one map for the whole tree (a worker
+    // forked by a master, as nginx does, is where the CPU goes).
+    for pid in running.pids() {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
         for e in dir.flatten() {
             let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
                 continue;
@@ -288,7 +293,8 @@ fn ramp(
     ));
     for k in 0..t.max_steps {
         let rate = t.start + t.step * k as f64;
-        let before = thread_ticks(running.pid);
+        let before = thread_ticks(running);
+        let tcp_before = crate::monitor::net::tcp_counters();
         let run = drive(
             ctx,
             Some(running),
@@ -299,7 +305,7 @@ fn ramp(
         )?;
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
         // The ticks before include the engine's idle warm-up: divide by the measured window.
-        let busy = busiest(&before, &thread_ticks(running.pid), run.outcome.elapsed);
+        let busy = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
         let s = &run.summary;
         let step = ramp::judge_step(
             &ramp::StepRecord {
@@ -310,6 +316,10 @@ fn ramp(
                     error_rate: s.error_rate,
                     target_cpu: cpu_in(&samples(Some(running)), run.window),
                     busiest_thread: busy,
+                    listen_overflows: match (tcp_before, crate::monitor::net::tcp_counters()) {
+                        (Some(b), Some(a)) => a.since(&b).listen_overflows,
+                        _ => 0,
+                    },
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),
@@ -343,12 +353,27 @@ fn ramp(
     r.metrics.push(Metric::of("knee", c.knee));
     r.metrics
         .push(Metric::of("max_throughput", c.max_throughput));
+    let ceiling = match c.end {
+        ramp::End::GeneratorBound => format!("ceiling ≥ {:.0} req/s (generator-bound)", c.ceiling),
+        _ => format!("ceiling {:.0} req/s", c.ceiling),
+    };
     r.table.push(format!(
-        "ceiling {:.0} req/s, knee {:.0} req/s, max throughput {:.1} req/s",
-        c.ceiling, c.knee, c.max_throughput
+        "{ceiling}, knee {:.0} req/s, max throughput {:.1} req/s",
+        c.knee, c.max_throughput
     ));
     r.table
         .push(format!("limiting factor: {}", c.limiting_factor));
+    match c.end {
+        // The ceiling is only a floor: the figures describe strainline.
+        ramp::End::GeneratorBound => r.fail(
+            Status::Invalid,
+            format!(
+                "the ramp ended generator-bound: {ceiling}; give the generator more threads or cores"
+            ),
+        ),
+        ramp::End::FirstStepBroke => r.fail(Status::Failed, c.limiting_factor.clone()),
+        ramp::End::Held | ramp::End::Broke => {}
+    }
     r.series.push((
         "offered_vs_achieved".into(),
         steps
@@ -366,6 +391,7 @@ fn ramp(
     r.details = serde_json::json!({
         "steps": steps,
         "ceiling": c.ceiling,
+        "end": c.end,
         "knee": c.knee,
         "limiting_factor": c.limiting_factor,
     });

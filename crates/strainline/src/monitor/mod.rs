@@ -1,7 +1,9 @@
 //! Watching a process tree: which processes belong to it ([`tree`]), how to read them
 //! ([`procfs`], and the cgroup of [`crate::os::cgroup`]) and how one tick becomes a sample ([`sampler`]); where its
-//! CPU time goes ([`profile`]: perf stacks and flame graphs).
+//! CPU time goes ([`profile`]: perf stacks and flame graphs); the kernel's TCP counters
+//! ([`net`]).
 
+pub mod net;
 pub mod procfs;
 pub mod profile;
 pub mod sampler;

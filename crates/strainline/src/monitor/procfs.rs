@@ -131,6 +131,8 @@ pub struct ProcFiles {
     status: Option<File>,
     io: Option<File>,
     fd_dir: Option<File>,
+    /// `smaps_rollup` (Linux 4.14+): the proportional set size.
+    smaps_rollup: Option<File>,
     buf: Vec<u8>,
 }
 
@@ -144,6 +146,7 @@ impl ProcFiles {
             status: File::open(format!("{base}/status")).ok(),
             io: File::open(format!("{base}/io")).ok(),
             fd_dir: File::open(format!("{base}/fd")).ok(),
+            smaps_rollup: File::open(format!("{base}/smaps_rollup")).ok(),
             buf: vec![0; 4096],
         })
     }
@@ -195,6 +198,22 @@ impl ProcFiles {
     pub fn status(&mut self) -> Option<Status> {
         let f = self.status.as_ref()?;
         Some(parse_status(&Self::read_text(f, &mut self.buf).ok()?))
+    }
+
+    /// The process's proportional set size, bytes: each shared page divided among the
+    /// processes that map it, so a sum over a tree counts shared memory once.
+    pub fn pss_bytes(&mut self) -> Option<u64> {
+        let f = self.smaps_rollup.as_ref()?;
+        let text = Self::read_text(f, &mut self.buf).ok()?;
+        let kib: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Pss:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
     }
 
     pub fn io(&mut self) -> Option<Io> {

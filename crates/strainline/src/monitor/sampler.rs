@@ -26,6 +26,8 @@ struct Tracked {
     fds: u64,
     ctx_switches: u64,
     hwm_bytes: u64,
+    /// Proportional set size at the last status tick, when the kernel gives it.
+    pss_bytes: Option<u64>,
     record: ProcessRecord,
 }
 
@@ -80,6 +82,8 @@ pub struct Sampler {
     ticks: u64,
     samples: Vec<(f64, f64)>,
     peak_tree: (u64, f64),
+    /// The highest sum of PSS over the tree (status ticks), and when.
+    peak_tree_pss: Option<(u64, f64)>,
     max_processes: u64,
     max_threads: u64,
     max_fds: u64,
@@ -106,6 +110,7 @@ impl Sampler {
             ticks: 0,
             samples: Vec::new(),
             peak_tree: (0, 0.0),
+            peak_tree_pss: None,
             max_processes: 0,
             max_threads: 0,
             max_fds: 0,
@@ -166,6 +171,7 @@ impl Sampler {
                 fds: 0,
                 ctx_switches: 0,
                 hwm_bytes: 0,
+                pss_bytes: None,
                 record,
             },
         );
@@ -263,6 +269,7 @@ impl Sampler {
                 if let Some(io) = p.files.io() {
                     p.io = io;
                 }
+                p.pss_bytes = p.files.pss_bytes();
                 if let Some(n) = p.files.fd_count() {
                     p.fds = n;
                 }
@@ -322,6 +329,12 @@ impl Sampler {
 
         if s.rss_bytes > self.peak_tree.0 {
             self.peak_tree = (s.rss_bytes, t);
+        }
+        if status_tick {
+            let pss: Option<u64> = self.live.values().map(|p| p.pss_bytes).sum();
+            if let Some(pss) = pss.filter(|&b| b > self.peak_tree_pss.map_or(0, |p| p.0)) {
+                self.peak_tree_pss = Some((pss, t));
+            }
         }
         self.max_processes = self.max_processes.max(s.processes as u64);
         self.max_threads = self.max_threads.max(s.threads);
@@ -460,9 +473,19 @@ impl Sampler {
             process: None,
             at: Some(self.peak_tree.1),
         };
+        // The tree's sum counts shared pages once when PSS is known; the RSS sum counts
+        // them once per process that maps them (20 forks of a 200 MiB parent: 4 GiB).
+        let tree_pss = self.peak_tree_pss.map(|(bytes, at)| Peak {
+            bytes,
+            source: PeakSource::SampledTreePss,
+            pid: None,
+            process: None,
+            at: Some(at),
+        });
+        let tree_best = tree_pss.clone().unwrap_or_else(|| tree.clone());
         let peak_rss = match single {
-            Some(s) if s.bytes >= tree.bytes => s,
-            _ => tree.clone(),
+            Some(s) if s.bytes >= tree_best.bytes => s,
+            _ => tree_best,
         };
         let last = self.last.clone();
         MonitorSummary {
@@ -476,6 +499,7 @@ impl Sampler {
             exit,
             peak_rss,
             peak_tree_rss_sampled: tree,
+            peak_tree_pss_sampled: tree_pss,
             cgroup_memory_peak: cgroup_peak.map(|(bytes, f)| Peak {
                 bytes,
                 source: match f {

@@ -15,6 +15,13 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 
 static PIPE: Mutex<Option<Option<ChildStdin>>> = Mutex::new(None);
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The guardian's pid once started: strainline's own child, which code that waits for
+/// "every child" must not wait for.
+pub fn pid() -> Option<u32> {
+    Some(PID.load(std::sync::atomic::Ordering::Relaxed)).filter(|&p| p != 0)
+}
 
 /// The hidden subcommand that runs the guardian.
 pub const SUBCOMMAND: &str = "__guardian";
@@ -35,6 +42,7 @@ fn start() -> Option<ChildStdin> {
         });
     }
     let mut child = cmd.spawn().ok()?;
+    PID.store(child.id(), std::sync::atomic::Ordering::Relaxed);
     child.stdin.take()
 }
 

@@ -223,6 +223,19 @@ pub fn table() -> Vec<Entry> {
         .collect()
 }
 
+/// `root` and its descendants now, through `/proc` parent links.
+pub fn tree(root: u32) -> Vec<u32> {
+    let all = table();
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(all.iter().filter(|e| e.ppid == p).map(|e| e.pid));
+        i += 1;
+    }
+    out
+}
+
 /// CPU time (user + system) this process has used so far, seconds.
 pub fn own_cpu_seconds() -> f64 {
     // SAFETY: zeroed rusage is valid; getrusage fills it.

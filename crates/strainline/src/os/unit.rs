@@ -206,20 +206,14 @@ impl Unit {
 /// The descendants of `root` now, through `/proc` parent links; none once `root` is no
 /// longer strainline's child (its pid may have been reused).
 fn descendants(root: u32) -> Vec<u32> {
-    let all = process::table();
     let me = std::process::id();
-    if !all.iter().any(|e| e.pid == root && e.ppid == me) {
+    if !process::table()
+        .iter()
+        .any(|e| e.pid == root && e.ppid == me)
+    {
         return Vec::new();
     }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let p = out[i];
-        out.extend(all.iter().filter(|e| e.ppid == p).map(|e| e.pid));
-        i += 1;
-    }
-    out.remove(0);
-    out
+    process::tree(root).split_off(1)
 }
 
 impl Drop for Unit {

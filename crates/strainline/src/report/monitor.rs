@@ -46,17 +46,27 @@ pub fn write_summary(
     };
     writeln!(
         out,
-        "{:<20}{}  ({} KiB) exact, from {}{}",
+        "{:<20}{}  ({} KiB) {}, from {}{}",
         "Peak RSS:",
         Bytes(p.bytes),
         p.bytes / 1024,
+        if p.source.exact() { "exact" } else { "sampled" },
         p.source.describe(),
         whose
     )?;
+    if let Some(t) = &s.peak_tree_pss_sampled {
+        writeln!(
+            out,
+            "{:<20}{}  sampled sum of PSS over the tree (shared pages once), at {}",
+            "Peak tree PSS:",
+            Bytes(t.bytes),
+            secs(t.at.unwrap_or(0.0))
+        )?;
+    }
     let t = &s.peak_tree_rss_sampled;
     writeln!(
         out,
-        "{:<20}{}  sampled sum over the tree, at {}",
+        "{:<20}{}  sampled sum of RSS over the tree (shared pages once per process), at {}",
         "Peak tree RSS:",
         Bytes(t.bytes),
         secs(t.at.unwrap_or(0.0))

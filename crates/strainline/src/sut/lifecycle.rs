@@ -25,6 +25,8 @@ pub enum TargetError {
     Spawn { program: String, why: String },
     #[error("the target exited during start-up ({exit}); its last lines:\n{tail}")]
     DiedAtStart { exit: String, tail: String },
+    #[error("{addr} already answers before the target is started: another process holds it, and the case would measure that one (a fixed port in the suite? write {{{{port}}}} for a free one)")]
+    Occupied { addr: String },
     #[error("interrupted before the target was ready")]
     Interrupted,
     #[error("the target was not ready within {timeout:?} ({what}); its last lines:\n{tail}")]
@@ -172,6 +174,9 @@ pub fn start(
             }
         }
         None => {
+            if let Some(addr) = answering(&spec.ready, vars) {
+                return Err(TargetError::Occupied { addr });
+            }
             let a = argv(&spec.command, spec.shell, vars);
             spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval, sink)?
         }
@@ -240,6 +245,27 @@ pub fn start(
     }
 }
 
+/// The ready address, if something already accepts connections there.
+fn answering(ready: &Ready, vars: &BTreeMap<String, String>) -> Option<String> {
+    let text = match ready {
+        Ready::Http(u) => {
+            let u = substitute(u, vars);
+            let rest = u
+                .strip_prefix("http://")
+                .or_else(|| u.strip_prefix("https://"))?;
+            rest.split(['/', '?']).next()?.to_string()
+        }
+        Ready::Tcp(a) => substitute(a, vars),
+        Ready::Log(_) | Ready::Delay(_) => return None,
+    };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&text)
+        .ok()?
+        .next()?;
+    TcpStream::connect_timeout(&addr, Duration::from_millis(300))
+        .is_ok()
+        .then_some(text)
+}
+
 /// A plain HTTP/1.0 GET; ready when the status is below 500.
 pub fn http_ok(url: &str) -> bool {
     http_get(url).is_some_and(|s| s < 500)
@@ -289,6 +315,17 @@ impl Running {
                 signal: None,
             }),
         }
+    }
+
+    /// Every process of the target's tree now: its cgroup's members, else the root and
+    /// its descendants.
+    pub fn pids(&self) -> Vec<u32> {
+        self.unit
+            .as_ref()
+            .and_then(|u| u.cgroup())
+            .and_then(|g| g.pids())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| process::tree(self.pid))
     }
 
     /// SIGKILL to the target's whole tree (never to an attached process).

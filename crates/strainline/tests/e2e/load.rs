@@ -158,7 +158,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     assert_has(&stderr(&out), "the scheme must be http:// or https://");
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_has(&stderr(&out), "is not a rate");
+    assert_has(&stderr(&out), "'fast' is not a number");
 
     // Nothing listens on this port: every request is refused, and the run fails.
     let free = std::net::TcpListener::bind("127.0.0.1:0")

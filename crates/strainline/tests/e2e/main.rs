@@ -12,3 +12,4 @@ mod pg;
 mod report;
 mod run;
 mod store;
+mod verdicts;
