@@ -60,26 +60,33 @@ pub fn judge(o: &Outcome) -> Verdict {
         .filter(|s| s.1 > 0.0)
         .map(|(n, span)| n as f64 / span);
     let mut evidence = Vec::new();
-    let lag_p99 = if t.lag.is_empty() {
-        0
-    } else {
-        t.lag.value_at_quantile(0.99)
+    let mut notes = Vec::new();
+    let lag_at = |q: f64| {
+        if t.lag.is_empty() {
+            0
+        } else {
+            t.lag.value_at_quantile(q)
+        }
     };
-    // Late sends invalidate a run when there are enough of them to be a pattern: more
-    // than 1% (the p99 is beyond the bound) and at least LATE_SENDS_MIN. At 40 req/s a
-    // single 30 ms hiccup of the machine delays one or two sends — that is not a
-    // generator at its limit.
+    let (lag_p90, lag_p99) = (lag_at(0.90), lag_at(0.99));
+    // Late sends invalidate a run when lateness is the generator's pattern: one send in
+    // ten late beyond the bound (p90), and at least LATE_SENDS_MIN of them. A tail of
+    // late sends alone (p99) is a burst — a hypervisor taking the CPU, a 30 ms hiccup at
+    // 40 req/s delaying two sends — which the corrected latency already includes: a note.
     let late = t.lag.len() - t.lag.count_between(0, LAG_BOUND_US);
-    if lag_p99 > LAG_BOUND_US && late >= LATE_SENDS_MIN {
-        evidence.push(format!(
-            "the generator sent late: schedule lag p99 {:.1} ms (bound {:.1} ms)",
-            lag_p99 as f64 / 1e3,
-            LAG_BOUND_US as f64 / 1e3
-        ));
+    let line = format!(
+        "the generator sent late: schedule lag p90 {:.1} ms, p99 {:.1} ms (bound {:.1} ms)",
+        lag_p90 as f64 / 1e3,
+        lag_p99 as f64 / 1e3,
+        LAG_BOUND_US as f64 / 1e3
+    );
+    if lag_p90 > LAG_BOUND_US && late >= LATE_SENDS_MIN {
+        evidence.push(line);
+    } else if lag_p99 > LAG_BOUND_US {
+        notes.push(line);
     }
     // A few sends that found the pool full on a hiccup do not change the result; more
     // than 1% of them do.
-    let mut notes = Vec::new();
     if t.cap_hits > 0 {
         let line = format!(
             "the connection pool was at its cap for {} of {} scheduled sends (raise -c, or \

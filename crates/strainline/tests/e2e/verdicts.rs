@@ -30,9 +30,10 @@ ready = "http://127.0.0.1:{{port}}/health"
 #[test]
 fn a_starved_generator_is_invalid_in_a_bench_case_and_ends_a_ramp_with_a_floor() {
     let _bench = measuring();
-    let s = Scratch::new();
-    // One generator thread asked for a million requests a second: it cannot.
-    let out = run_suite(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        // One generator thread asked for a million requests a second: it cannot.
+        let out = run_suite(
         &s,
         &format!(
             "{SERVE}\n[[test]]\nname = \"starved\"\nkind = \"bench\"\n\
@@ -42,36 +43,39 @@ fn a_starved_generator_is_invalid_in_a_bench_case_and_ends_a_ramp_with_a_floor()
              start = 200\nstep = 999800\nmax_steps = 2\nstep_duration = \"2s\"\n"
         ),
     );
-    let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{text}");
-    assert_has(&text, "ceiling ≥ 200 req/s (generator-bound)");
-    assert_has(
-        &text,
-        "limiting factor: the generator, not the target, at 1000000 req/s",
-    );
-    let cases = cases(&s);
-    assert_eq!(cases[0]["status"], "invalid", "{}", cases[0]);
-    assert_eq!(cases[1]["status"], "invalid", "{}", cases[1]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(3), "{text}");
+        assert_has(&text, "ceiling ≥ 200 req/s (generator-bound)");
+        assert_has(
+            &text,
+            "limiting factor: the generator, not the target, at 1000000 req/s",
+        );
+        let cases = cases(&s);
+        assert_eq!(cases[0]["status"], "invalid", "{}", cases[0]);
+        assert_eq!(cases[1]["status"], "invalid", "{}", cases[1]);
+    });
 }
 
 #[test]
 fn a_ramp_against_a_forked_worker_reports_the_workers_thread_share() {
     let _bench = measuring();
-    let s = Scratch::new();
-    // The shell stays the root (it waits); the server that does the work is its child.
-    let out = run_suite(
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        // The shell stays the root (it waits); the server that does the work is its child.
+        let out = run_suite(
         &s,
         "[target]\ncommand = [\"TB serve --listen 127.0.0.1:{{port}} --workers 1; true\"]\nshell = true\n\
          ready = \"http://127.0.0.1:{{port}}/health\"\n\
          [[test]]\nname = \"ramp\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{port}}/health\"\n\
          start = 3000\nstep = 1000\nmax_steps = 1\nstep_duration = \"2s\"\n",
     );
-    let text = stdout(&out);
-    assert!(matches!(out.status.code(), Some(0 | 3)), "{text}");
-    let step = &cases(&s)[0]["summary"]["details"]["steps"][0];
-    let share = step["busiest_thread"].as_f64().unwrap();
-    // The shell's own threads sleep (0%); the worker serves 3000 req/s.
-    assert!(share > 0.03, "busiest thread {share} in {step}\n{text}");
+        let text = stdout(&out);
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{text}");
+        let step = &cases(&s)[0]["summary"]["details"]["steps"][0];
+        let share = step["busiest_thread"].as_f64().unwrap();
+        // The shell's own threads sleep (0%); the worker serves 3000 req/s.
+        assert!(share > 0.03, "busiest thread {share} in {step}\n{text}");
+    });
 }
 
 #[test]
