@@ -5,6 +5,20 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// CPU time the hypervisor took from this machine since boot (`steal` in `/proc/stat`),
+/// seconds: on a VM, time the generator and the target wanted a CPU and had none.
+pub fn stolen_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let steal: u64 = stat
+        .lines()
+        .next()
+        .and_then(|l| l.split_ascii_whitespace().nth(8)?.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    steal as f64 / if hz > 0 { hz as f64 } else { 100.0 }
+}
+
 /// The machine a run was measured on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {

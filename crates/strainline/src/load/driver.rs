@@ -83,6 +83,8 @@ pub struct Outcome {
     /// The statuses are commands' exit codes, not HTTP statuses.
     pub exit_codes: bool,
     pub interrupted: bool,
+    /// CPU seconds the hypervisor took from the machine during the run.
+    pub stolen_seconds: f64,
 }
 
 /// A connection's request in flight, watched by the worker's watchdog. Timeouts cost
@@ -653,6 +655,7 @@ pub fn run(
         _ => None,
     };
     let ready = Arc::new(AtomicI64::new(0));
+    let stolen_before = crate::host::stolen_seconds();
     let unit = plan.command.as_ref().map(|_| Arc::new(Unit::new(true)));
     // Connections are opened first; the clock starts for everyone at once.
     let warmup = Duration::from_millis(200);
@@ -852,5 +855,6 @@ pub fn run(
         threads,
         exit_codes: plan.command.is_some(),
         interrupted: cancel.load(Ordering::Relaxed),
+        stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
     }
 }

@@ -10,6 +10,9 @@ pub use crate::analysis::bounds::{ACHIEVED_BOUND, LAG_BOUND_US, SATURATED as CPU
 /// INVALID.
 pub const POOL_CAP_BOUND: f64 = 0.01;
 
+/// The share of the machine's CPU time the hypervisor may take before a run says so.
+pub const STOLEN_BOUND: f64 = 0.01;
+
 /// The fewest sends late beyond the lag bound that count as evidence.
 pub const LATE_SENDS_MIN: u64 = 5;
 
@@ -84,6 +87,15 @@ pub fn judge(o: &Outcome) -> Verdict {
         evidence.push(line);
     } else if lag_p99 > LAG_BOUND_US {
         notes.push(line);
+    }
+    // A VM whose hypervisor took CPU during the run: the figures include its delays.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    if o.elapsed > 0.0 && o.stolen_seconds > STOLEN_BOUND * o.elapsed * cores {
+        notes.push(format!(
+            "the hypervisor took {:.2} s of CPU from this machine during the run ({:.1}% of its CPU time): latency and lateness include its delays",
+            o.stolen_seconds,
+            100.0 * o.stolen_seconds / (o.elapsed * cores)
+        ));
     }
     // A few sends that found the pool full on a hiccup do not change the result; more
     // than 1% of them do.
