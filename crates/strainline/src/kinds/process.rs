@@ -21,10 +21,7 @@ fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
 
 /// Starts `argv` in `unit` with output to `log`.
 fn spawn(unit: &Unit, argv: &[String], log: &std::path::Path) -> anyhow::Result<u32> {
-    let out = std::fs::File::create(log)?;
-    let mut cmd = unit.command(argv);
-    cmd.stdout(out.try_clone()?).stderr(out);
-    Ok(unit.spawn(&mut cmd)?.id())
+    Ok(unit.spawn(&mut unit.logged(argv, log)?)?.id())
 }
 
 /// Waits for `pid` (a child, the root of `unit`) to end; its exit and CPU seconds
@@ -121,12 +118,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
         drop(unit);
         let verify_log = dir.join("verify.log");
         let verify = Unit::new(true);
-        let status = match verify.run(
-            verify
-                .command(&argv(&t.verify, &vars))
-                .stdout(std::fs::File::create(&verify_log)?)
-                .stderr(std::fs::File::options().append(true).open(&verify_log)?),
-        )? {
+        let status = match verify.run(&mut verify.logged(&argv(&t.verify, &vars), &verify_log)?)? {
             Ended::Exited(status) => status,
             Ended::Interrupted => anyhow::bail!("interrupted"),
         };

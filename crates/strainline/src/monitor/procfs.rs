@@ -31,50 +31,7 @@ pub fn kernel_units() -> KernelUnits {
     })
 }
 
-/// The fields of `/proc/PID/stat` the monitor uses.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Stat {
-    pub pid: u32,
-    /// Executable name as the kernel keeps it (at most 15 bytes).
-    pub comm: String,
-    pub state: char,
-    pub ppid: u32,
-    pub pgrp: u32,
-    pub session: u32,
-    /// CPU time of the process itself, in clock ticks (user + system).
-    pub cpu_ticks: u64,
-    /// CPU time of children it has waited for, in clock ticks (user + system).
-    pub children_cpu_ticks: u64,
-    pub num_threads: u64,
-    /// Start time after boot, in clock ticks: with the pid, it names a process uniquely.
-    pub start_ticks: u64,
-    pub rss_pages: u64,
-}
-
-/// Parses the text of `/proc/PID/stat`. The command name is in parentheses and may
-/// itself contain spaces and parentheses, so fields are counted from the last `)`.
-pub fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid = text[..open].trim().parse().ok()?;
-    let comm = text[open + 1..close].to_string();
-    let f: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-    // f[0] is field 3 (state); field N is f[N - 3].
-    let num = |n: usize| -> Option<u64> { f.get(n - 3)?.parse().ok() };
-    Some(Stat {
-        pid,
-        comm,
-        state: f.first()?.chars().next()?,
-        ppid: num(4)? as u32,
-        pgrp: num(5)? as u32,
-        session: num(6)? as u32,
-        cpu_ticks: num(14)? + num(15)?,
-        children_cpu_ticks: num(16)? + num(17)?,
-        num_threads: num(20)?,
-        start_ticks: num(22)?,
-        rss_pages: num(24)?,
-    })
-}
+pub use crate::os::process::{parse_stat, Stat};
 
 /// The fields of `/proc/PID/status` the monitor uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -75,32 +75,52 @@ pub fn become_subreaper() {
     }
 }
 
-/// Starts `argv` directly (no shell), with stdio inherited. `cgroup_fds` are
-/// `cgroup.procs` files the child writes itself into before exec.
+/// Starts `argv` directly (no shell), with stdio inherited, prepared as [`prepare`]
+/// says (in strainline's own process group).
 pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnError> {
     let program = argv[0].to_string_lossy().into_owned();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
+    // Left in strainline's process group: the monitored command stays in the
+    // terminal's foreground, as under `time`.
+    prepare(&mut cmd, cgroup_fds, false);
+    cmd.spawn()
+        .map(|c| c.id())
+        .map_err(|e| SpawnError::of(program, e))
+}
+
+/// Whether an environment variable is strainline's own (never passed on).
+pub fn own_variable(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().starts_with("STRAINLINE_")
+}
+
+/// What every command strainline starts gets: none of strainline's own variables (which
+/// may hold a database password), the user's umask back, death with strainline
+/// (`PR_SET_PDEATHSIG`), membership of the cgroups behind `cgroup_fds` (`cgroup.procs`
+/// files opened before the fork, so the child only writes), and with `own_group` a
+/// process group of its own.
+pub fn prepare(cmd: &mut Command, cgroup_fds: Vec<RawFd>, own_group: bool) {
     for (k, _) in std::env::vars_os() {
-        if super::unit::own_variable(&k) {
+        if own_variable(&k) {
             cmd.env_remove(k);
         }
     }
     let mask = user_umask();
-    // SAFETY: the closure only makes async-signal-safe calls (prctl, umask, write).
+    // SAFETY: only async-signal-safe calls (prctl, umask, setpgid, write) between fork
+    // and exec.
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             libc::umask(mask);
+            if own_group {
+                libc::setpgid(0, 0);
+            }
             for &fd in &cgroup_fds {
                 libc::write(fd, b"0".as_ptr().cast(), 1);
             }
             Ok(())
         });
     }
-    cmd.spawn()
-        .map(|c| c.id())
-        .map_err(|e| SpawnError::of(program, e))
 }
 
 /// A pidfd for `pid`: readable once the process has exited. `None` on old kernels.
@@ -189,36 +209,61 @@ pub fn exists(pid: u32) -> bool {
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
-/// One process as `/proc/PID/stat` shows it.
-#[derive(Debug, Clone, Copy)]
-pub struct Entry {
+/// The fields of `/proc/PID/stat` strainline uses (the monitor, and containment units
+/// finding their members).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stat {
     pub pid: u32,
+    /// Executable name as the kernel keeps it (at most 15 bytes).
+    pub comm: String,
+    pub state: char,
     pub ppid: u32,
     pub pgrp: u32,
-    /// `R`, `S`, `Z`, ...
-    pub state: char,
+    pub session: u32,
+    /// CPU time of the process itself, in clock ticks (user + system).
+    pub cpu_ticks: u64,
+    /// CPU time of children it has waited for, in clock ticks (user + system).
+    pub children_cpu_ticks: u64,
+    pub num_threads: u64,
+    /// Start time after boot, in clock ticks: with the pid, it names a process uniquely.
+    pub start_ticks: u64,
+    pub rss_pages: u64,
+}
+
+/// Parses the text of `/proc/PID/stat`. The command name is in parentheses and may
+/// itself contain spaces and parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let f: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+    // f[0] is field 3 (state); field N is f[N - 3].
+    let num = |n: usize| -> Option<u64> { f.get(n - 3)?.parse().ok() };
+    Some(Stat {
+        pid,
+        comm,
+        state: f.first()?.chars().next()?,
+        ppid: num(4)? as u32,
+        pgrp: num(5)? as u32,
+        session: num(6)? as u32,
+        cpu_ticks: num(14)? + num(15)?,
+        children_cpu_ticks: num(16)? + num(17)?,
+        num_threads: num(20)?,
+        start_ticks: num(22)?,
+        rss_pages: num(24)?,
+    })
 }
 
 /// Every process on the machine now.
-pub fn table() -> Vec<Entry> {
+pub fn table() -> Vec<Stat> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|d| {
             let pid: u32 = d.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name may hold spaces and parentheses: fields follow the last ')'.
-            let mut f = stat[stat.rfind(')')? + 2..].split(' ');
-            let state = f.next()?.chars().next()?;
-            let ppid = f.next()?.parse().ok()?;
-            let pgrp = f.next()?.parse().ok()?;
-            Some(Entry {
-                pid,
-                ppid,
-                pgrp,
-                state,
-            })
+            parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
         })
         .collect()
 }

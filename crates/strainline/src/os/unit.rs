@@ -10,7 +10,7 @@
 //! environment.
 
 use std::ffi::OsStr;
-use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,11 +43,6 @@ fn counter() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Whether an environment variable is strainline's own (never passed on).
-pub fn own_variable(name: &OsStr) -> bool {
-    name.to_string_lossy().starts_with("STRAINLINE_")
-}
-
 impl Unit {
     /// A unit; with a cgroup when `contain` and the machine allows one.
     pub fn new(contain: bool) -> Unit {
@@ -74,31 +69,21 @@ impl Unit {
     pub fn command<S: AsRef<OsStr>>(&self, argv: &[S]) -> Command {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).stdin(Stdio::null());
-        for (k, _) in std::env::vars_os() {
-            if own_variable(&k) {
-                cmd.env_remove(k);
-            }
-        }
         let fds = self
             .group
             .as_ref()
             .map(|c| c.join_fds())
             .unwrap_or_default();
-        let mask = process::user_umask();
-        // SAFETY: only async-signal-safe calls (prctl, setpgid, umask, write) between
-        // fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                libc::umask(mask);
-                libc::setpgid(0, 0);
-                for &fd in &fds {
-                    libc::write(fd, b"0".as_ptr().cast(), 1);
-                }
-                Ok(())
-            });
-        }
+        process::prepare(&mut cmd, fds, true);
         cmd
+    }
+
+    /// A command from [`Unit::command`] with its stdout and stderr going to `log`.
+    pub fn logged<S: AsRef<OsStr>>(&self, argv: &[S], log: &Path) -> std::io::Result<Command> {
+        let out = std::fs::File::create(log)?;
+        let mut cmd = self.command(argv);
+        cmd.stdout(out.try_clone()?).stderr(out);
+        Ok(cmd)
     }
 
     /// Notes a command started from [`Unit::command`] (by std or tokio): its group is

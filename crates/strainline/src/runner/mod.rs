@@ -142,12 +142,11 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
 /// Everything that can be known before running: the suite read and checked, its
 /// placeholders set, the cases `--only` selects. Nothing is started or stored.
 pub fn prepare(args: &Options) -> anyhow::Result<(suite::Suite, Vec<suite::Case>)> {
-    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
-        return Err(config(format!(
-            "--time-scale {}: give a positive factor, e.g. 0.01",
-            args.time_scale
-        )));
-    }
+    // The command line checks it too; a runner's caller (the demo) need not.
+    crate::limits::TIME_SCALE
+        .named("--time-scale")
+        .check(args.time_scale)
+        .map_err(config)?;
     let suite = suite::load(&args.suite, args.time_scale).map_err(config)?;
     check_placeholders(&suite, args)?;
     let cases: Vec<suite::Case> = suite

@@ -82,14 +82,11 @@ pub fn build(
         program: a[0].clone(),
         why,
     };
-    let out =
-        File::create(log).map_err(|e| spawn_err(format!("log file {}: {e}", log.display())))?;
-    let errf = out.try_clone().map_err(|e| spawn_err(e.to_string()))?;
     let unit = Unit::new(true);
-    let mut cmd = unit.command(&a);
-    cmd.current_dir(spec.cwd.clone().unwrap_or_else(|| PathBuf::from(".")))
-        .stdout(out)
-        .stderr(errf);
+    let mut cmd = unit
+        .logged(&a, log)
+        .map_err(|e| spawn_err(format!("log file {}: {e}", log.display())))?;
+    cmd.current_dir(spec.cwd.clone().unwrap_or_else(|| PathBuf::from(".")));
     match unit.run(&mut cmd).map_err(|e| spawn_err(e.to_string()))? {
         Ended::Interrupted => Err(TargetError::Interrupted),
         Ended::Exited(status) if !status.success() => Err(TargetError::Build {
@@ -124,11 +121,11 @@ pub fn spawn_watched(
         program: argv[0].clone(),
         why,
     };
-    let out = File::create(log).map_err(|e| err(format!("log file {}: {e}", log.display())))?;
-    let errf = out.try_clone().map_err(|e| err(e.to_string()))?;
     let unit = Unit::new(true);
-    let mut cmd = unit.command(argv);
-    cmd.envs(env).stdout(out).stderr(errf);
+    let mut cmd = unit
+        .logged(argv, log)
+        .map_err(|e| err(format!("log file {}: {e}", log.display())))?;
+    cmd.envs(env);
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }

@@ -208,3 +208,84 @@ pub fn on_a_quiet_machine(mut body: impl FnMut()) {
         }
     }
 }
+
+/// The cgroup directories strainline `pid` made, in every hierarchy.
+pub fn groups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !p.is_dir() || p.is_symlink() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == prefix || name.starts_with(&format!("{prefix}-")) {
+                out.push(p);
+            } else if depth > 0 {
+                walk(&p, prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        Path::new("/sys/fs/cgroup"),
+        &format!("strainline-{pid}"),
+        4,
+        &mut out,
+    );
+    out
+}
+
+/// Polls until `f` holds, for at most `secs`.
+pub fn eventually(secs: f64, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    f()
+}
+
+/// Live processes (other than this test process) for which `pick(pid)` holds.
+pub fn processes_where(pick: impl Fn(u64) -> bool) -> Vec<u64> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|&pid| pid != std::process::id() as u64 && alive(pid) && pick(pid))
+        .collect()
+}
+
+/// Whether process `pid`'s command line contains `marker`.
+pub fn has_marker(pid: u64, marker: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+}
+
+/// Processes whose command line contains `marker`.
+pub fn with_marker(marker: &str) -> Vec<u64> {
+    processes_where(|pid| has_marker(pid, marker))
+}
+
+/// Writes `body` as a suite (with `TB` replaced by the testbed's path) and runs it.
+pub fn run_suite(s: &Scratch, body: &str, extra: &[&str]) -> std::process::Output {
+    let path = s.path("suite.toml");
+    std::fs::write(&path, body.replace("TB", testbed().to_str().unwrap())).unwrap();
+    let mut args = vec!["run", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    s.run(&args)
+}
+
+/// The cases of the newest run in the scratch store.
+pub fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
+    let runs: serde_json::Value =
+        serde_json::from_slice(&s.run(&["runs", "--json"]).stdout).unwrap();
+    let newest = runs[0]["id"].to_string();
+    let out = s.run(&["show", "--json", &newest]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["cases"].as_array().unwrap().clone()
+}

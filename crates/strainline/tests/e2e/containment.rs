@@ -3,66 +3,11 @@
 //! strainline killed with SIGKILL; and if the guardian was killed too, the next run
 //! empties and removes them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::*;
-
-/// The cgroup directories strainline `pid` made, in every hierarchy.
-pub fn groups_of(pid: u32) -> Vec<PathBuf> {
-    fn walk(dir: &Path, prefix: &str, depth: u32, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if !p.is_dir() || p.is_symlink() {
-                continue;
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name == prefix || name.starts_with(&format!("{prefix}-")) {
-                out.push(p);
-            } else if depth > 0 {
-                walk(&p, prefix, depth - 1, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        Path::new("/sys/fs/cgroup"),
-        &format!("strainline-{pid}"),
-        4,
-        &mut out,
-    );
-    out
-}
-
-/// Polls until `f` holds, for at most `secs`.
-fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
-}
-
-/// Processes whose command line contains `marker`.
-fn with_marker(marker: &str) -> Vec<u64> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-                && alive(*pid)
-        })
-        .collect()
-}
 
 /// The guardian strainline `pid` started.
 fn guardian_of(pid: u32) -> Option<u32> {
@@ -84,31 +29,16 @@ fn the_guardian_stops_what_a_killed_strainline_left() {
     let _bench = loaded();
     let s = Scratch::new();
     let marker = format!("319.{}", std::process::id() % 1000);
-    let daemon = suite_file(
-        &s,
-        "daemon.toml",
-        &format!(
-            "[target]\ncommand = [\"setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}\"]\nshell = true\n\
-             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
-             [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
-        ),
-    );
-    let mut child = start_run(&s, &daemon);
-    let pid = child.id();
-    assert!(
-        eventually(10, || !groups_of(pid).is_empty()
-            && !with_marker(&marker).is_empty()),
-        "the target and its setsid child never started"
-    );
+    let (mut child, pid) = start_daemon_run(&s, &marker);
     let left = with_marker(&marker);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
-        eventually(3, || left.iter().all(|p| !alive(*p))),
+        eventually(3.0, || left.iter().all(|p| !alive(*p))),
         "the killed run's setsid child {left:?} still runs"
     );
     assert!(
-        eventually(3, || groups_of(pid).is_empty()),
+        eventually(3.0, || groups_of(pid).is_empty()),
         "groups left: {:?}",
         groups_of(pid)
     );
@@ -118,6 +48,29 @@ fn suite_file(s: &Scratch, name: &str, text: &str) -> String {
     let path = s.path(name);
     std::fs::write(&path, text.replace("TB", testbed().to_str().unwrap())).unwrap();
     path.display().to_string()
+}
+
+/// A 30 s run whose target leaves a `setsid sleep MARKER` child, started in the
+/// background; returns once its cgroup and that child exist (so checks that they are
+/// gone can fail), with strainline's pid.
+fn start_daemon_run(s: &Scratch, marker: &str) -> (std::process::Child, u32) {
+    let daemon = suite_file(
+        s,
+        "daemon.toml",
+        &format!(
+            "[target]\ncommand = [\"setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}\"]\nshell = true\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
+        ),
+    );
+    let child = start_run(s, &daemon);
+    let pid = child.id();
+    assert!(
+        eventually(10.0, || !groups_of(pid).is_empty()
+            && !with_marker(marker).is_empty()),
+        "the target and its setsid child never started"
+    );
+    (child, pid)
 }
 
 /// `strainline run SUITE` in the background, quiet.
@@ -145,7 +98,7 @@ fn a_target_that_never_became_ready_leaves_no_cgroup() {
         let pid = child.id();
         // The group exists while the target waits to be ready: the check below can fail.
         assert!(
-            eventually(5, || !groups_of(pid).is_empty()),
+            eventually(5.0, || !groups_of(pid).is_empty()),
             "no cgroup was made for the target"
         );
         let out = child.wait_with_output().unwrap();
@@ -160,22 +113,7 @@ fn the_next_run_removes_what_a_killed_strainline_left() {
     on_a_quiet_machine(|| {
         let s = Scratch::new();
         let marker = format!("318.{}", std::process::id() % 1000);
-        let daemon = suite_file(
-        &s,
-        "daemon.toml",
-        &format!(
-            "[target]\ncommand = [\"setsid sleep {marker} & exec TB serve --listen 127.0.0.1:{{{{port}}}}\"]\nshell = true\n\
-             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
-             [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 10\nduration = \"30s\"\n"
-        ),
-    );
-        let mut child = start_run(&s, &daemon);
-        let pid = child.id();
-        assert!(
-            eventually(10, || !groups_of(pid).is_empty()
-                && !with_marker(&marker).is_empty()),
-            "the target and its setsid child never started"
-        );
+        let (mut child, pid) = start_daemon_run(&s, &marker);
         // Both strainline and its guardian killed outright (an OOM kill of the job).
         let guardian = guardian_of(pid).expect("a guardian process");
         // SAFETY: signalling a process this test started (through strainline).
@@ -198,7 +136,7 @@ fn the_next_run_removes_what_a_killed_strainline_left() {
         assert_exit(&out, 0);
         assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
         assert!(
-            eventually(2, || left.iter().all(|p| !alive(*p))),
+            eventually(2.0, || left.iter().all(|p| !alive(*p))),
             "the killed run's setsid child {left:?} still runs"
         );
     });

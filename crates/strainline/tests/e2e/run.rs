@@ -4,25 +4,6 @@
 
 use crate::common::*;
 
-/// Writes `body` as a suite (with `TB` replaced by the testbed's path) and runs it.
-fn run_suite(s: &Scratch, body: &str, extra: &[&str]) -> std::process::Output {
-    let path = s.path("suite.toml");
-    std::fs::write(&path, body.replace("TB", testbed().to_str().unwrap())).unwrap();
-    let mut args = vec!["run", path.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    s.run(&args)
-}
-
-/// The cases of the newest run in the scratch store.
-fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
-    let runs: serde_json::Value =
-        serde_json::from_slice(&s.run(&["runs", "--json"]).stdout).unwrap();
-    let newest = runs[0]["id"].to_string();
-    let out = s.run(&["show", "--json", &newest]);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["cases"].as_array().unwrap().clone()
-}
-
 fn metric(case: &serde_json::Value, name: &str) -> f64 {
     case["metrics"]
         .as_array()

@@ -8,19 +8,6 @@
 
 use crate::common::*;
 
-fn run_suite(s: &Scratch, body: &str) -> std::process::Output {
-    let path = s.path("suite.toml");
-    std::fs::write(&path, body.replace("TB", testbed().to_str().unwrap())).unwrap();
-    s.run(&["run", path.to_str().unwrap()])
-}
-
-/// The details of the newest run's cases.
-fn cases(s: &Scratch) -> Vec<serde_json::Value> {
-    let out = s.run(&["show", "--json", "1"]);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["cases"].as_array().unwrap().clone()
-}
-
 const SERVE: &str = r#"
 [target]
 command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "1"]
@@ -41,8 +28,7 @@ fn a_starved_generator_is_invalid_in_a_bench_case_and_ends_a_ramp_with_a_floor()
              [[test]]\nname = \"ramp\"\nkind = \"ramp\"\n\
              url = \"http://127.0.0.1:{{{{port}}}}/health\"\nthreads = 1\n\
              start = 200\nstep = 999800\nmax_steps = 2\nstep_duration = \"2s\"\n"
-        ),
-    );
+        ), &[]);
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(3), "{text}");
         assert_has(&text, "ceiling ≥ 200 req/s (generator-bound)");
@@ -50,7 +36,7 @@ fn a_starved_generator_is_invalid_in_a_bench_case_and_ends_a_ramp_with_a_floor()
             &text,
             "limiting factor: the generator, not the target, at 1000000 req/s",
         );
-        let cases = cases(&s);
+        let cases = case_metrics(&s);
         assert_eq!(cases[0]["status"], "invalid", "{}", cases[0]);
         assert_eq!(cases[1]["status"], "invalid", "{}", cases[1]);
     });
@@ -67,11 +53,10 @@ fn a_ramp_against_a_forked_worker_reports_the_workers_thread_share() {
         "[target]\ncommand = [\"TB serve --listen 127.0.0.1:{{port}} --workers 1; true\"]\nshell = true\n\
          ready = \"http://127.0.0.1:{{port}}/health\"\n\
          [[test]]\nname = \"ramp\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{port}}/health\"\n\
-         start = 3000\nstep = 1000\nmax_steps = 1\nstep_duration = \"2s\"\n",
-    );
+         start = 3000\nstep = 1000\nmax_steps = 1\nstep_duration = \"2s\"\n", &[]);
         let text = stdout(&out);
         assert!(matches!(out.status.code(), Some(0 | 3)), "{text}");
-        let step = &cases(&s)[0]["summary"]["details"]["steps"][0];
+        let step = &case_metrics(&s)[0]["summary"]["details"]["steps"][0];
         let share = step["busiest_thread"].as_f64().unwrap();
         // The shell's own threads sleep (0%); the worker serves 3000 req/s.
         assert!(share > 0.03, "busiest thread {share} in {step}\n{text}");
@@ -96,8 +81,7 @@ fn a_ready_address_that_already_answers_is_refused() {
             "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{port}\"]\n\
              ready = \"http://127.0.0.1:{port}/health\"\n\
              [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{port}/health\"\nrate = 10\nduration = \"1s\"\n"
-        ),
-    );
+        ), &[]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert_has(
