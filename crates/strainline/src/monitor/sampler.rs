@@ -84,6 +84,9 @@ pub struct Sampler {
     peak_tree: (u64, f64),
     /// The highest sum of PSS over the tree (status ticks), and when.
     peak_tree_pss: Option<(u64, f64)>,
+    /// Whether the tree's memory may have moved since PSS was last read: the cgroup's
+    /// charge moved, or a process joined or left (without a cgroup, always).
+    pss_stale: bool,
     max_processes: u64,
     max_threads: u64,
     max_fds: u64,
@@ -111,6 +114,7 @@ impl Sampler {
             samples: Vec::new(),
             peak_tree: (0, 0.0),
             peak_tree_pss: None,
+            pss_stale: true,
             max_processes: 0,
             max_threads: 0,
             max_fds: 0,
@@ -238,6 +242,9 @@ impl Sampler {
         let charge = self.cgroup.as_ref().and_then(|c| c.memory_usage());
         let rss_unchanged = charge.is_some() && charge == self.last_charge && !joined;
         self.last_charge = charge;
+        // PSS (`smaps_rollup` walks the page tables) is re-read on the same evidence.
+        self.pss_stale |= !rss_unchanged;
+        let read_pss = status_tick && self.pss_stale;
 
         let mut gone = Vec::new();
         for (&pid, p) in self.live.iter_mut() {
@@ -269,14 +276,20 @@ impl Sampler {
                 if let Some(io) = p.files.io() {
                     p.io = io;
                 }
-                p.pss_bytes = p.files.pss_bytes();
+                if read_pss {
+                    p.pss_bytes = p.files.pss_bytes();
+                }
                 if let Some(n) = p.files.fd_count() {
                     p.fds = n;
                 }
             }
         }
+        if read_pss {
+            self.pss_stale = false;
+        }
         for pid in gone {
             self.retire(pid);
+            self.pss_stale = true;
         }
 
         let mut s = Sample {
