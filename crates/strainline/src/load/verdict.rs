@@ -51,6 +51,16 @@ pub fn at_capacity(o: &Outcome) -> bool {
     thread_shares(o).any(|share| share >= CPU_BOUND)
 }
 
+/// The share of the machine's CPU time the hypervisor took during a run (0 to 1).
+pub fn stolen_share(o: &Outcome) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    if o.elapsed > 0.0 {
+        o.stolen_seconds / (o.elapsed * cores)
+    } else {
+        0.0
+    }
+}
+
 pub fn judge(o: &Outcome) -> Verdict {
     let t = &o.total;
     let achieved_rate = if o.elapsed > 0.0 {
@@ -85,8 +95,7 @@ pub fn judge(o: &Outcome) -> Verdict {
     );
     // The hypervisor taking the machine's CPU makes every process late, the generator
     // included: that lateness is the machine's (and said so below), not the generator's.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let stolen = o.elapsed > 0.0 && o.stolen_seconds > STOLEN_BOUND * o.elapsed * cores;
+    let stolen = stolen_share(o) > STOLEN_BOUND;
     if lag_p90 > LAG_BOUND_US && late >= LATE_SENDS_MIN && !stolen {
         evidence.push(line);
     } else if lag_p99 > LAG_BOUND_US {
@@ -97,7 +106,7 @@ pub fn judge(o: &Outcome) -> Verdict {
         notes.push(format!(
             "the hypervisor took {:.2} s of CPU from this machine during the run ({:.1}% of its CPU time): latency and lateness include its delays",
             o.stolen_seconds,
-            100.0 * o.stolen_seconds / (o.elapsed * cores)
+            100.0 * stolen_share(o)
         ));
     }
     // A few sends that found the pool full on a hiccup do not change the result; more
