@@ -5,7 +5,10 @@
 #     (both pinned to CPU 0), REPS times; prints requests per generator-CPU-second, the
 #     ratio strainline/wrk, and each generator's peak RSS;
 #  2. open model at 5,000 req/s: strainline and, if installed, `oha -q 5000`: achieved
-#     rate, dropped sends, p99.
+#     rate, dropped sends, p99;
+#  3. the open model's limit from one core: strainline at RATES (default 10k…70k req/s),
+#     generator CPU per request, connections opened, p99 and the verdict — the highest
+#     VALID rate is what one generator core can offer.
 # Installs nginx and wrk from Debian if missing. Loopback only; every run is bounded.
 #   bash bench/load-vs-wrk.sh
 #   REPS=1 SECONDS_PER_RUN=5 bash bench/load-vs-wrk.sh
@@ -86,3 +89,18 @@ PY
 else
   echo "oha: not installed (cargo install oha) — skipped"
 fi
+
+echo
+echo "Open model from one core: strainline -q RATE --threads 1 for ${DUR}s"
+printf '%8s %10s %8s %10s %11s %9s  %s\n' rate achieved cpu_s "µs/req" connections p99_µs verdict
+for R in ${RATES:-10000 20000 30000 40000 50000 60000 70000}; do
+  read -r ocpu orss < <(timed "$SL" --store "$WORK/s.db" load "$URL" -q "$R" --threads 1 -z "${DUR}s" --json "$WORK/r.json")
+  python3 - "$WORK/r.json" "$R" "$ocpu" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+cpu = float(sys.argv[3])
+why = "; ".join(r.split(":")[0] for r in s.get("reasons", []))
+print(f"{sys.argv[2]:>8} {s['achieved_rate']:>10.0f} {cpu:>8.2f} {1e6 * cpu / max(s['completed'], 1):>10.1f} "
+      f"{s['connections_opened']:>11} {s['latency_us']['p99']:>9}  {s['status']} {why}")
+PY
+done

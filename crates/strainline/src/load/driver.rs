@@ -157,11 +157,32 @@ async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
     }
 }
 
+/// Opens a connection for a pool that grows during the run (with the request timeout).
+/// One that fails is opened again, and its error counted, at the next request.
+async fn fresh_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
+    if ctx.command.is_some() {
+        return None;
+    }
+    match tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await {
+        Ok(Ok(c)) => {
+            slot.fd.set(Some(c.fd));
+            ctx.rec.lock().unwrap().connection_opened();
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
 impl Ctx {
     fn slot(&self) -> Rc<Slot> {
         let s = Rc::new(Slot::default());
         self.slots.borrow_mut().push(s.clone());
         s
+    }
+
+    /// The watchdog stops looking at a connection that closed for good.
+    fn forget(&self, slot: &Rc<Slot>) {
+        self.slots.borrow_mut().retain(|s| !Rc::ptr_eq(s, slot));
     }
 }
 
@@ -503,19 +524,49 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
     }
 }
 
+/// The open model's connections of one worker. Sends wait in `queue` for a connection;
+/// the pool grows when sends are still waiting after every connection has had its turn,
+/// and shrinks when connections stayed idle for a whole second (see [`open`]).
 struct Pool {
-    queue: RefCell<VecDeque<(Instant, u64)>>,
+    /// Sends waiting: intended time, sequence number, when they were queued.
+    queue: RefCell<VecDeque<(Instant, u64, Instant)>>,
     notify: Notify,
+    /// Connection tasks waiting for a send.
     idle: Cell<usize>,
+    /// Connection tasks alive, and those still opening their connection.
+    tasks: Cell<usize>,
+    opening: Cell<usize>,
+    /// Idle connections asked to close.
+    close: Cell<usize>,
     done: Cell<bool>,
 }
+
+/// New connections the pool opens at once, at most: a target that stopped accepting
+/// (its listen queue full) gets a few SYNs, not one per waiting send.
+const OPEN_AT_ONCE: usize = 8;
+/// The pool grows only while the generator is on time: a batch whose oldest send is
+/// later than this (its timer wakes within ~50 µs when it keeps up) is the generator's
+/// own backlog, which more connections would slow down further.
+const ON_TIME: Duration = Duration::from_micros(250);
+
+/// The pool grows only for a send that has waited this long, and by at most
+/// [`OPEN_AT_ONCE`] connections in this time: a stall of a few milliseconds (the
+/// hypervisor, a collection in the target) is served by the connections there are.
+const GROW_AFTER: Duration = Duration::from_millis(1);
+
+/// How often the worker looks at its own busy share.
+const SATURATION_WINDOW: Duration = Duration::from_millis(100);
 
 async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
     let slot = ctx.slot();
     let mut conn = if warm {
         warm_connect(&ctx, &slot).await
     } else {
-        None
+        // Opened at once, not at its first send: the send that made the pool grow is
+        // taken by whichever connection is free first.
+        let c = fresh_connect(&ctx, &slot).await;
+        pool.opening.set(pool.opening.get() - 1);
+        c
     };
     loop {
         let job = loop {
@@ -525,11 +576,15 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             if pool.done.get() {
                 break None;
             }
+            if pool.close.get() > 0 {
+                pool.close.set(pool.close.get() - 1);
+                break None;
+            }
             pool.idle.set(pool.idle.get() + 1);
             pool.notify.notified().await;
             pool.idle.set(pool.idle.get() - 1);
         };
-        let Some((at, seq)) = job else { return };
+        let Some((at, seq, _)) = job else { break };
         let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
         exchange(
             &ctx,
@@ -544,22 +599,52 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         )
         .await;
     }
+    pool.tasks.set(pool.tasks.get() - 1);
+    ctx.forget(&slot);
 }
 
+/// The open model on one worker: sends at their intended times into the pool's queue.
+///
+/// After each batch of due sends the connections get their turn (`yield_now` lets the
+/// runtime poll the sockets first); only sends still waiting then make the pool grow,
+/// when the oldest has waited [`GROW_AFTER`], by at most [`OPEN_AT_ONCE`] connections
+/// per [`GROW_AFTER`], and only while the
+/// generator is on time ([`ON_TIME`]) and its thread was not busy 90% of the last
+/// [`SATURATION_WINDOW`]: then the waiting sends are the target's doing.
+/// A late generator (a hiccup, the hypervisor, its own limit) dispatches its backlog
+/// in one batch; before this rule every late send found each connection still holding
+/// a response it had not read yet, the pool grew to its cap and stayed there, costing
+/// the generator more per request until the run degraded itself. Once a second,
+/// connections that stayed idle all that second (the lowest idle count seen, less one)
+/// are closed, down to the initial size.
 async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) {
     let pool = Rc::new(Pool {
         queue: RefCell::new(VecDeque::new()),
         notify: Notify::new(),
         idle: Cell::new(0),
+        tasks: Cell::new(0),
+        opening: Cell::new(0),
+        close: Cell::new(0),
         done: Cell::new(false),
     });
-    // Enough connections for ~2 ms of latency at this rate; the pool grows on demand.
+    // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
-    let mut tasks: Vec<_> = (0..initial)
+    let mut handles: Vec<_> = (0..initial)
         .map(|_| tokio::task::spawn_local(open_loop(ctx.clone(), pool.clone(), true)))
         .collect();
+    pool.tasks.set(initial);
     let timer = super::timer::PreciseTimer::new().ok();
-    for (seq, t) in share.by_ref().enumerate() {
+    let mut seq = 0u64;
+    let mut next = share.next();
+    let mut lags = Vec::new();
+    let mut low_idle = usize::MAX;
+    let mut shrink_at = ctx.start + Duration::from_secs(1);
+    // This thread's busy share over the last window: a generator at its own limit does
+    // not grow the pool (waiting sends are then its backlog, not the target's).
+    let mut window = (Instant::now(), thread_cpu_seconds());
+    let mut saturated = false;
+    let mut grown_at = ctx.start;
+    while let Some(t) = next {
         let at = ctx.start + Duration::from_secs_f64(t);
         match &timer {
             Some(tm) => tm.sleep_until(at).await,
@@ -568,28 +653,95 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         if ctx.cancel.load(Ordering::Relaxed) {
             break;
         }
-        ctx.rec
-            .lock()
-            .unwrap()
-            .lag(Instant::now().saturating_duration_since(at));
-        pool.queue.borrow_mut().push_back((at, seq as u64));
-        if pool.idle.get() == 0 {
-            if tasks.len() < cap {
-                tasks.push(tokio::task::spawn_local(open_loop(
+        // Every send due by now goes in one batch.
+        let now = Instant::now();
+        let mut batch = 0usize;
+        let first_lag = now.saturating_duration_since(at);
+        while let Some(t) = next {
+            let at = ctx.start + Duration::from_secs_f64(t);
+            if at > now {
+                break;
+            }
+            lags.push(now.saturating_duration_since(at));
+            pool.queue.borrow_mut().push_back((at, seq, now));
+            pool.notify.notify_one();
+            seq += 1;
+            batch += 1;
+            next = share.next();
+        }
+        {
+            let mut rec = ctx.rec.lock().unwrap();
+            for lag in lags.drain(..) {
+                rec.lag(lag);
+            }
+        }
+        // More sends than idle connections: the connections' turn first (those whose
+        // responses arrived take sends), then what still waits is counted.
+        if pool.queue.borrow().len() > pool.idle.get() {
+            tokio::task::yield_now().await;
+        }
+        let waiting = pool.queue.borrow().len();
+        let spare = pool.idle.get() + pool.opening.get();
+        if now >= window.0 + SATURATION_WINDOW {
+            let cpu = thread_cpu_seconds();
+            saturated =
+                (cpu - window.1) / (now - window.0).as_secs_f64() >= super::verdict::CPU_BOUND;
+            window = (now, cpu);
+        }
+        // How long the oldest send has waited for a connection (not since its intended
+        // time: a late generator's backlog has waited for the generator, not the pool).
+        let oldest = pool
+            .queue
+            .borrow()
+            .front()
+            .map(|j| Instant::now().saturating_duration_since(j.2));
+        if waiting > spare
+            && first_lag <= ON_TIME
+            && !saturated
+            && oldest.is_some_and(|w| w >= GROW_AFTER)
+            && now >= grown_at + GROW_AFTER
+        {
+            grown_at = now;
+            let short = waiting - spare;
+            pool.close.set(0);
+            let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
+            let grow = short.min(room).min(cap - pool.tasks.get());
+            for _ in 0..grow {
+                pool.tasks.set(pool.tasks.get() + 1);
+                pool.opening.set(pool.opening.get() + 1);
+                handles.push(tokio::task::spawn_local(open_loop(
                     ctx.clone(),
                     pool.clone(),
                     false,
                 )));
-            } else {
-                ctx.rec.lock().unwrap().cap_hit();
+            }
+            if pool.tasks.get() >= cap {
+                let mut rec = ctx.rec.lock().unwrap();
+                for _ in 0..short.min(batch) {
+                    rec.cap_hit();
+                }
             }
         }
-        pool.notify.notify_one();
+        low_idle = low_idle.min(pool.idle.get());
+        if now >= shrink_at {
+            let excess = low_idle
+                .saturating_sub(1)
+                .min(pool.tasks.get().saturating_sub(initial));
+            if excess > 0 {
+                pool.close.set(pool.close.get() + excess);
+                for _ in 0..excess {
+                    pool.notify.notify_one();
+                }
+            }
+            low_idle = usize::MAX;
+            shrink_at = now + Duration::from_secs(1);
+        }
     }
     pool.done.set(true);
     pool.notify.notify_waiters();
-    for t in tasks {
-        let _ = t.await;
+    handles.retain(|h| !h.is_finished());
+    for h in handles {
+        let _ = h.await;
     }
 }
 
@@ -763,7 +915,8 @@ pub fn run(
     let mut snapshot = |seconds: &mut Vec<Second>, t: f64| -> Tally {
         let mut iv = Tally::default();
         for r in &recs {
-            let part = r.lock().unwrap().take_interval();
+            let fresh = Tally::default();
+            let part = r.lock().unwrap().take_interval(fresh);
             iv.merge(&part);
         }
         total.merge(&iv);

@@ -562,3 +562,46 @@ fn a_server_that_never_accepts_cannot_hold_a_run_past_its_end() {
     let _ = srv.kill();
     let _ = srv.wait();
 }
+
+/// A generator that stops for 50 ms (SIGSTOP, as a hypervisor or a page-fault storm
+/// would) five times in a run: its backlog is sent by the connections it has and the
+/// few that open while sends wait, every send is made, and no burst of connects
+/// overflows the target's listen queue (which shows as p99 at the kernel's 1 s SYN
+/// retransmit). A pool that opened a connection per late send would open ~100 per stop.
+#[test]
+fn a_generator_hiccup_does_not_make_the_pool_spiral() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let srv = server(&[]);
+        let s = Scratch::new();
+        let json = s.path("load.json");
+        let mut child = strainline()
+            .arg("--store")
+            .arg(s.store())
+            .args(["load", "--json", json.to_str().unwrap()])
+            .args([&srv.url("/health"), "-q", "2000", "-z", "4s"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        for _ in 0..5 {
+            // SAFETY: signals to our own child.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+            std::thread::sleep(std::time::Duration::from_millis(400));
+        }
+        child.wait().unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let sum = &doc["summary"];
+        assert_eq!(sum["sent"], 8000, "{sum}");
+        assert_eq!(sum["ok"], 8000, "{sum}");
+        let opened = f(&sum["connections_opened"]);
+        assert!(opened <= 200.0, "{opened} connections opened: {sum}");
+        let p99 = f(&sum["latency_us"]["p99"]);
+        assert!(p99 < 500_000.0, "corrected p99 {p99} µs: {sum}");
+    });
+}
