@@ -47,7 +47,7 @@ curl -sf "$URL" -o /dev/null
 
 # Runs a generator pinned to CPU 0 under GNU time; prints "cpu_seconds max_rss_kib".
 timed() { taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true
-  awk '{printf "%.3f %d\n", $1 + $2, $3}' "$WORK/time"; }
+  tail -1 "$WORK/time" | awk '{printf "%.3f %d\n", $1 + $2, $3}'; }
 
 echo "Closed model, 50 connections, 1 generator thread, ${DUR}s, nginx 1 worker, 1 KiB file"
 printf '%-12s %12s %12s %14s %10s\n' tool requests cpu_s "req/cpu_s" rss_MiB

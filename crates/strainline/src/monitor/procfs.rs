@@ -69,15 +69,23 @@ pub struct Io {
     pub write_bytes: u64,
 }
 
+/// `write_bytes` is what the process dirtied in the page cache for storage; what it
+/// later truncated or deleted before writeback (`cancelled_write_bytes`: a database's
+/// recycled log segments, temporary files) never reached the disk and is subtracted.
 pub fn parse_io(text: &str) -> Io {
     let mut io = Io::default();
+    let mut cancelled = 0u64;
     for line in text.lines() {
+        let num = |v: &str| v.trim().parse().unwrap_or(0);
         if let Some(v) = line.strip_prefix("read_bytes: ") {
-            io.read_bytes = v.trim().parse().unwrap_or(0);
+            io.read_bytes = num(v);
         } else if let Some(v) = line.strip_prefix("write_bytes: ") {
-            io.write_bytes = v.trim().parse().unwrap_or(0);
+            io.write_bytes = num(v);
+        } else if let Some(v) = line.strip_prefix("cancelled_write_bytes: ") {
+            cancelled = num(v);
         }
     }
+    io.write_bytes = io.write_bytes.saturating_sub(cancelled);
     io
 }
 
@@ -278,12 +286,14 @@ mod tests {
         let s = parse_status(status);
         assert_eq!(s.hwm_bytes, 13792 * 1024);
         assert_eq!(s.ctx_switches, 7);
-        let io = parse_io("rchar: 1\nwchar: 2\nread_bytes: 4096\nwrite_bytes: 8192\n");
+        let io = parse_io(
+            "rchar: 1\nwchar: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n",
+        );
         assert_eq!(
             io,
             Io {
                 read_bytes: 4096,
-                write_bytes: 8192
+                write_bytes: 4096
             }
         );
     }

@@ -313,3 +313,25 @@ fn sigterm_saves_an_interrupted_run_and_leaves_nothing_running() {
 fn sigint_saves_an_interrupted_run_and_leaves_nothing_running() {
     interrupt_with(libc::SIGINT);
 }
+
+/// Storage written is what reached (or will reach) the disk: 32 MiB written and synced
+/// counts, 32 MiB written to a file deleted before writeback does not (the kernel's
+/// `cancelled_write_bytes`; `write_bytes` alone said 64 MiB). The shell outlives its
+/// children by 2 s: `/proc/PID/io` is read once a second, and a parent's counts include
+/// the children it reaped (`rm`, which cancels the writes, among them).
+#[test]
+fn storage_written_excludes_writes_cancelled_before_writeback() {
+    let s = Scratch::new();
+    let dir = s.path("io");
+    std::fs::create_dir(&dir).unwrap();
+    let script = format!(
+        "dd if=/dev/zero of={d}/kept bs=1M count=32 conv=fsync status=none && \
+         dd if=/dev/zero of={d}/gone bs=1M count=32 status=none && rm {d}/gone && sleep 2",
+        d = dir.display()
+    );
+    let (out, doc) = s.monitor_plain(&["sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = doc["summary"]["write_bytes"].as_f64().unwrap();
+    let mib = written / 1048576.0;
+    assert!((31.0..=34.0).contains(&mib), "written {mib:.1} MiB");
+}
