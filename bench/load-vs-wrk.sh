@@ -4,7 +4,8 @@
 #     SECONDS_PER_RUN by `wrk -t1 -c50` and by `strainline load -c 50 --threads 1`
 #     (both pinned to CPU 0), REPS times; prints requests per generator-CPU-second, the
 #     ratio strainline/wrk, and each generator's peak RSS;
-#  2. open model at 5,000 req/s: strainline and, if installed, `oha -q 5000`: achieved
+#  2. open model at 5,000 and 40,000 req/s: strainline and `oha -q R` (installed with
+#     `cargo install oha` when missing): achieved
 #     rate, dropped sends, p99;
 #  3. the open model's limit from one core: strainline at RATES (default 10k…70k req/s),
 #     generator CPU per request, connections opened, p99 and the verdict — the highest
@@ -16,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 DUR=${SECONDS_PER_RUN:-10}
+command -v oha >/dev/null || cargo install oha --locked -q || true
 if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
 fi
@@ -60,24 +62,26 @@ for i in $(seq "$REPS"); do
   printf '%-12s %12s %12s %14.0f %10.1f\n' wrk "$wreq" "$wcpu" "$(echo "$wreq / $wcpu" | bc -l)" "$(echo "$wrss / 1024" | bc -l)"
   printf '%-12s %12s %12s %14.0f %10.1f\n' strainline "$sreq" "$scpu" "$(echo "$sreq / $scpu" | bc -l)" "$(echo "$srss / 1024" | bc -l)"
   RATIOS+=("$(echo "($sreq / $scpu) / ($wreq / $wcpu)" | bc -l)")
+  WRK_MAX=$(echo "$wreq / $DUR" | bc -l)
 done
 printf 'ratio strainline/wrk (requests per generator-CPU-second):'
 for r in "${RATIOS[@]}"; do printf ' %.2f' "$r"; done; echo
 
+for R in 5000 40000; do
 echo
-echo "Open model, 5000 req/s for ${DUR}s, 1 generator thread"
-read -r ocpu orss < <(timed "$SL" --store "$WORK/s.db" load "$URL" -q 5000 --threads 1 -z "${DUR}s" --json "$WORK/o.json")
-python3 - "$WORK/o.json" "$DUR" "$ocpu" "$orss" <<'PY'
+echo "Open model, $R req/s for ${DUR}s, 1 generator thread"
+read -r ocpu orss < <(timed "$SL" --store "$WORK/s.db" load "$URL" -q "$R" --threads 1 -z "${DUR}s" --json "$WORK/o.json")
+python3 - "$WORK/o.json" "$DUR" "$ocpu" "$orss" "$R" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
-sched = 5000 * float(sys.argv[2])
+sched = float(sys.argv[5]) * float(sys.argv[2])
 print(f"strainline: achieved {s['achieved_rate']:.1f} req/s, sent {s['sent']} of {sched:.0f} scheduled "
       f"(dropped {sched - s['sent']:.0f}), ok {s['ok']}, corrected p99 {s['latency_us']['p99']} µs, "
       f"schedule lag p99 {s['schedule_lag_us']['p99']} µs, CPU {float(sys.argv[3]):.2f} s, "
       f"RSS {int(sys.argv[4]) / 1024:.1f} MiB, verdict {s['status']}")
 PY
 if command -v oha >/dev/null; then
-  read -r hcpu hrss < <(timed oha -q 5000 -z "${DUR}s" --no-tui --latency-correction --output-format json "$URL")
+  read -r hcpu hrss < <(timed oha -q "$R" -z "${DUR}s" --no-tui --latency-correction --output-format json "$URL")
   python3 - "$WORK/out" "$hcpu" "$hrss" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -89,6 +93,7 @@ PY
 else
   echo "oha: not installed (cargo install oha) — skipped"
 fi
+done
 
 echo
 echo "Open model from one core: strainline -q RATE --threads 1 for ${DUR}s"
@@ -103,4 +108,7 @@ why = "; ".join(r.split(":")[0] for r in s.get("reasons", []))
 print(f"{sys.argv[2]:>8} {s['achieved_rate']:>10.0f} {cpu:>8.2f} {1e6 * cpu / max(s['completed'], 1):>10.1f} "
       f"{s['connections_opened']:>11} {s['latency_us']['p99']:>9}  {s['status']} {why}")
 PY
+  if [ "$(python3 -c "import json; print(json.load(open('$WORK/r.json'))['summary']['status'])")" = valid ]; then OPEN_MAX=$R; fi
 done
+printf 'open-model maximum of one strainline thread (highest VALID rate): %s req/s; wrk closed-model maximum: %.0f req/s; ratio %.2f\n' \
+  "${OPEN_MAX:-0}" "$WRK_MAX" "$(echo "${OPEN_MAX:-0} / $WRK_MAX" | bc -l)"
