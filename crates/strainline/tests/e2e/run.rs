@@ -21,64 +21,84 @@ command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "1", "-
 ready = "http://127.0.0.1:{{port}}/health"
 "#;
 
+/// The testbed's capacity at `--cpu-cost 250` on one worker, measured with a closed model
+/// (8 connections, 3 s) against a fresh server: the known truth a ramp's ceiling is
+/// checked against.
+fn closed_model_capacity(s: &Scratch) -> f64 {
+    let srv = strainline_testbed::harness::RunningServer::start(
+        &testbed(),
+        &["--workers", "1", "--cpu-cost", "250"],
+    );
+    srv.client().register(1);
+    let json = s.path("closed.json");
+    let out = s.run(&[
+        "load",
+        &srv.url("/push/dev0"),
+        "-m",
+        "POST",
+        "-d",
+        "x",
+        "-c",
+        "8",
+        "--threads",
+        "1",
+        "-z",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        stdout(&out)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    doc["summary"]["achieved_rate"].as_f64().unwrap()
+}
+
 #[test]
 fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
     let _bench = measuring();
     on_a_quiet_machine(|| {
-        // The target's capacity, measured separately with a closed model.
-        let srv = strainline_testbed::harness::RunningServer::start(
-            &testbed(),
-            &["--workers", "1", "--cpu-cost", "250"],
-        );
-        srv.client().register(1);
-        let s = Scratch::new();
-        let json = s.path("closed.json");
-        let out = s.run(&[
-            "load",
-            &srv.url("/push/dev0"),
-            "-m",
-            "POST",
-            "-d",
-            "x",
-            "-c",
-            "8",
-            "--threads",
-            "1",
-            "-z",
-            "3s",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
-        assert!(
-            matches!(out.status.code(), Some(0) | Some(3)),
-            "{}",
-            stdout(&out)
-        );
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-        let capacity = doc["summary"]["achieved_rate"].as_f64().unwrap();
-        drop(srv);
-        // Steps of 5% from half the capacity: the ceiling is quantised to 5%, the rest of
-        // the ±15% is the two measurements' noise on a shared 2-core machine.
-        let step = (capacity / 20.0).round().max(5.0);
-        let start = 10.0 * step;
-        let suite = format!(
-        "{TARGET}\n[[test]]\nname = \"peak\"\nkind = \"ramp\"\nmatrix = {{ cost = [250], leak = [0] }}\n\
-         url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
-         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
-         start = {start}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
-    );
-        let out = run_suite(&s, &suite, &[]);
-        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-        let cases = case_metrics(&s);
-        let ceiling = metric(&cases[0], "ceiling");
-        eprintln!("ceiling {ceiling} vs closed-model {capacity}");
-        assert!(
-            (ceiling / capacity - 1.0).abs() <= 0.15,
-            "ceiling {ceiling} vs closed-model {capacity}\n{}",
-            stdout(&out)
-        );
-        assert_has(&stdout(&out), "limiting factor: target CPU saturated");
+        // On this VM the CPU a push costs drifts by ±10% within seconds, without any
+        // steal the guest can see (seen: 1,580–2,040 µs per push in consecutive 3 s
+        // runs). So the truth is measured before and after the ramp, and the ceiling is
+        // checked against the range the two span. If they differ by more than 20% the
+        // truth itself moved too far to judge by: the attempt is repeated.
+        for attempt in 1..=3 {
+            let s = Scratch::new();
+            let before = closed_model_capacity(&s);
+            // Steps of 5% from half the capacity: the ceiling is quantised to 5%, the
+            // rest of the ±15% is the measurements' noise on a shared 2-core machine.
+            let step = (before / 20.0).round().max(5.0);
+            let start = 10.0 * step;
+            let suite = format!(
+                "{TARGET}\n[[test]]\nname = \"peak\"\nkind = \"ramp\"\nmatrix = {{ cost = [250], leak = [0] }}\n\
+                 url = \"http://127.0.0.1:{{{{port}}}}/push/dev0\"\nbody = \"x\"\n\
+                 setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+                 start = {start}\nstep = {step}\nstep_duration = \"1500ms\"\nmax_steps = 20\nslo_p99 = \"200ms\"\n"
+            );
+            let out = run_suite(&s, &suite, &[]);
+            assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+            let ceiling = metric(&case_metrics(&s)[0], "ceiling");
+            let after = closed_model_capacity(&s);
+            let (low, high) = (before.min(after), before.max(after));
+            eprintln!("ceiling {ceiling} vs closed-model {before:.0} before, {after:.0} after");
+            if high / low > 1.2 && attempt < 3 {
+                eprintln!(
+                    "attempt {attempt}: the target's capacity moved by more than 20%: repeated"
+                );
+                continue;
+            }
+            assert!(
+                ceiling >= 0.85 * low && ceiling <= 1.15 * high,
+                "ceiling {ceiling} vs closed-model {before:.0} before, {after:.0} after\n{}",
+                stdout(&out)
+            );
+            assert_has(&stdout(&out), "limiting factor: target CPU saturated");
+            return;
+        }
     });
 }
 
