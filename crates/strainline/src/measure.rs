@@ -88,9 +88,9 @@ impl PeakSource {
     pub fn describe(self) -> &'static str {
         match self {
             PeakSource::VmHwm => "VmHWM",
-            PeakSource::RuMaxrss => "ru_maxrss (wait4)",
+            PeakSource::RuMaxrss => "wait4's ru_maxrss",
             PeakSource::SampledTreeSum => "sampled tree sum of RSS",
-            PeakSource::SampledTreePss => "sampled tree sum of PSS (smaps_rollup)",
+            PeakSource::SampledTreePss => "sampled tree sum of smaps_rollup PSS",
             PeakSource::CgroupV2MemoryPeak => "cgroup v2 memory.peak",
             PeakSource::CgroupV1MaxUsage => "cgroup v1 memory.max_usage_in_bytes",
         }

@@ -1,10 +1,8 @@
 //! Verdicts that never mislead: a generator starved on purpose is INVALID in a bench
 //! case and ends a ramp INVALID with `ceiling ≥`; the busiest thread of a target is
 //! found in its whole tree; a ready address that already answers is refused; a tree
-//! sharing memory is summed by PSS, not RSS. (The listen-queue limiting factor is
-//! unit-tested in `analysis::ramp` and `monitor::net`: end to end, against a
-//! connection-per-request target, the open model in a suite sends late at 40–100 req/s
-//! for a reason not yet found — issue #12.)
+//! sharing memory is summed by PSS, not RSS; a target with a listen backlog of 5 (Python's
+//! `http.server`, a program we did not write) is named by the kernel's overflow count.
 
 use crate::common::*;
 
@@ -126,4 +124,53 @@ fn a_tree_sharing_a_mapping_is_summed_by_pss_not_once_per_process() {
         "headline {headline:.1} MiB"
     );
     assert_has(&stderr(&out), "Peak tree PSS:");
+}
+
+/// `ListenOverflows` of this network namespace, from the kernel.
+fn listen_overflows() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")
+        .unwrap();
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let root = s.path("www");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("index.html"), "hello\n").unwrap();
+        // Python's ThreadingHTTPServer: listen(5), one connection per request (HTTP/1.0),
+        // one thread accepting. Past ~1,000 req/s connections find its accept queue full.
+        let suite = format!(
+            "[target]\ncommand = [\"python3\", \"-m\", \"http.server\", \"--bind\", \"127.0.0.1\", \"--directory\", \"{}\", \"{{{{port}}}}\"]\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
+             [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
+             start = 500\nstep = 500\nmax_steps = 10\nstep_duration = \"1500ms\"\nslo_p99 = \"200ms\"\n",
+            root.display()
+        );
+        let before = listen_overflows();
+        let out = run_suite(&s, &suite, &[]);
+        let kernel = listen_overflows() - before;
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        let details = &case_metrics(&s)[0]["summary"]["details"];
+        let steps = details["steps"].as_array().unwrap();
+        let last = steps.last().unwrap();
+        let counted = last["listen_overflows"].as_u64().unwrap();
+        assert!(
+            counted > 0 && counted <= kernel,
+            "the breaking step counted {counted} overflows, the kernel {kernel} over the run\n{text}"
+        );
+        assert_has(
+            &text,
+            &format!("limiting factor: listen queue overflowed: the kernel counted {counted} connections"),
+        );
+    });
 }
