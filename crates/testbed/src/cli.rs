@@ -163,6 +163,9 @@ struct ServeArgs {
     /// How long each stall lasts.
     #[arg(long, value_parser = duration, requires = "stall_every")]
     stall_for: Option<Duration>,
+    /// Wait this long before answering each push, without using CPU (like a downstream call).
+    #[arg(long, value_parser = duration, default_value = "0s")]
+    delay: Duration,
     /// Answer 503 beyond this many requests in flight.
     #[arg(long)]
     max_inflight: Option<usize>,
@@ -272,6 +275,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 },
                 fail_rate: a.fail_rate,
                 stall: a.stall_every.zip(a.stall_for),
+                delay: a.delay,
                 max_inflight: a.max_inflight,
                 tls: a.tls,
                 cert_out: a.cert_out,

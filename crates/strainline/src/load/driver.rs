@@ -186,11 +186,22 @@ impl Ctx {
     }
 }
 
+/// How busy the open model's pool was when a send went.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PoolLoad {
+    /// At most half of the connections it may open were busy.
+    Light,
+    /// Every connection it may open was busy.
+    Full,
+}
+
 /// When a request was meant to go and when it went.
 #[derive(Clone, Copy)]
 struct Timing {
     intended: Instant,
     sent_at: Instant,
+    /// How busy the open model's pool was when it went (`None` elsewhere).
+    load: Option<PoolLoad>,
 }
 
 /// One request on `conn` (reconnecting if needed), recorded against its intended time
@@ -203,7 +214,11 @@ async fn exchange(
     step: Option<usize>,
     at: Timing,
 ) -> bool {
-    let Timing { intended, sent_at } = at;
+    let Timing {
+        intended,
+        sent_at,
+        load,
+    } = at;
     if let Some(argv) = &ctx.command {
         return run_command(ctx, argv, step, at).await;
     }
@@ -241,6 +256,9 @@ async fn exchange(
                 done - intended,
                 done - sent_at,
             );
+            if let Some(load) = load {
+                rec.pool_response(load == PoolLoad::Full, done - sent_at);
+            }
             true
         }
         Err(kind) => {
@@ -336,6 +354,7 @@ async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64) {
             Timing {
                 intended: now,
                 sent_at: now,
+                load: None,
             },
         )
         .await;
@@ -427,6 +446,7 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
             Timing {
                 intended: now,
                 sent_at: now,
+                load: None,
             },
         )
         .await;
@@ -514,7 +534,11 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
             &mut conn,
             http::Outgoing::Rendered(&req),
             Some(step),
-            Timing { intended, sent_at },
+            Timing {
+                intended,
+                sent_at,
+                load: None,
+            },
         )
         .await;
         let think = sc.steps[step].think;
@@ -539,6 +563,8 @@ struct Pool {
     /// Idle connections asked to close.
     close: Cell<usize>,
     done: Cell<bool>,
+    /// The most connections it may open.
+    cap: usize,
 }
 
 /// New connections the pool opens at once, at most: a target that stopped accepting
@@ -588,7 +614,19 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             pool.notify.notified().await;
             pool.idle.set(pool.idle.get() - 1);
         };
-        let Some((at, seq, _)) = job else { break };
+        let Some((at, seq, _)) = job else {
+            break;
+        };
+        // How many of the cap's connections were busy as it went: the target's service
+        // time at light and at full concurrency tells whose limit the cap was (verdict).
+        let busy = (pool.tasks.get()).saturating_sub(pool.idle.get() + pool.opening.get());
+        let load = if busy >= pool.cap {
+            Some(PoolLoad::Full)
+        } else if 2 * busy <= pool.cap {
+            Some(PoolLoad::Light)
+        } else {
+            None
+        };
         let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
         exchange(
             &ctx,
@@ -599,6 +637,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             Timing {
                 intended: at,
                 sent_at: Instant::now(),
+                load,
             },
         )
         .await;
@@ -630,6 +669,7 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         opening: Cell::new(0),
         close: Cell::new(0),
         done: Cell::new(false),
+        cap,
     });
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);

@@ -59,6 +59,11 @@ pub struct Tally {
     pub corrected: Histogram<u64>,
     /// Latency from the actual send to the end of the response, µs.
     pub service: Histogram<u64>,
+    /// The open model's service time (also in `service`) of sends that went while at
+    /// most half the pool's cap was busy, and while all of it was, µs: whether the
+    /// target answered slower at the pool's full concurrency.
+    pub service_light: Histogram<u64>,
+    pub service_full: Histogram<u64>,
     /// How late the generator woke for a scheduled send, µs (open model).
     pub lag: Histogram<u64>,
     pub sent: u64,
@@ -82,6 +87,8 @@ impl Default for Tally {
         Tally {
             corrected: histogram(),
             service: histogram(),
+            service_light: histogram(),
+            service_full: histogram(),
             lag: histogram(),
             sent: 0,
             completed: 0,
@@ -105,6 +112,8 @@ impl Tally {
     pub fn merge(&mut self, o: &Tally) {
         let _ = self.corrected.add(&o.corrected);
         let _ = self.service.add(&o.service);
+        let _ = self.service_light.add(&o.service_light);
+        let _ = self.service_full.add(&o.service_full);
         let _ = self.lag.add(&o.lag);
         self.sent += o.sent;
         self.completed += o.completed;
@@ -193,6 +202,17 @@ impl Recorder {
 
     pub fn lag(&mut self, lag: Duration) {
         self.interval.lag.saturating_record(us(lag));
+    }
+
+    /// The service time of a response (also recorded by [`Recorder::response`]) whose
+    /// send went while the open model's pool was fully busy, or at most half busy.
+    pub fn pool_response(&mut self, full: bool, service: Duration) {
+        let h = if full {
+            &mut self.interval.service_full
+        } else {
+            &mut self.interval.service_light
+        };
+        h.saturating_record(us(service));
     }
 
     pub fn cap_hit(&mut self) {

@@ -61,6 +61,45 @@ pub fn stolen_share(o: &Outcome) -> f64 {
     }
 }
 
+/// How much slower the target must answer at the pool's full concurrency than at half
+/// of it or less for the pool's cap to be the target's doing.
+pub const QUEUED_FACTOR: f64 = 2.0;
+
+/// The fewest responses on each side of that comparison.
+const QUEUED_MIN: u64 = 10;
+
+/// Why the open model's pool reached its cap.
+enum CapCause {
+    /// The target answered slower with every connection busy: it queued what it was
+    /// sent. Service times (µs): its lower quartile at light load, p50 at full.
+    Target { light: u64, full: u64 },
+    /// It answered as fast with every connection busy as with few: the pool was too
+    /// small for the rate at that latency.
+    Pool { light: u64, full: u64 },
+    /// Too few responses at light or full load to tell.
+    Unknown,
+}
+
+/// Why the pool's cap was reached. By Little's law a pool whose every connection is busy
+/// holds rate × service time = cap requests. A target with headroom answers as fast
+/// with all of them busy as with few (a pool too small for its latency: the cap,
+/// strainline's setting, was the limit); a saturated target queues them and answers
+/// slower in proportion — then the cap is only where its queue showed. Compares the
+/// service time of sends that went with every connection busy (p50) against those that
+/// went with at most half busy (lower quartile: the target's answer before it queued).
+fn cap_cause(t: &super::recorder::Tally) -> CapCause {
+    let (l, f) = (&t.service_light, &t.service_full);
+    if l.len() < QUEUED_MIN || f.len() < QUEUED_MIN {
+        return CapCause::Unknown;
+    }
+    let (light, full) = (l.value_at_quantile(0.25), f.value_at_quantile(0.5));
+    if full as f64 >= QUEUED_FACTOR * light as f64 {
+        CapCause::Target { light, full }
+    } else {
+        CapCause::Pool { light, full }
+    }
+}
+
 pub fn judge(o: &Outcome) -> Verdict {
     let t = &o.total;
     let achieved_rate = if o.elapsed > 0.0 {
@@ -110,18 +149,40 @@ pub fn judge(o: &Outcome) -> Verdict {
         ));
     }
     // A few sends that found the pool full on a hiccup do not change the result; more
-    // than 1% of them do.
+    // than 1% of them do — unless the target is why (see `cap_cause`).
     if t.cap_hits > 0 {
-        let line = format!(
-            "the connection pool was at its cap for {} of {} scheduled sends (raise -c, or \
-             `connections` in a suite)",
+        let share = format!(
+            "the connection pool was at its cap for {} of {} scheduled sends",
             t.cap_hits,
             t.sent.max(t.cap_hits)
         );
-        if t.cap_hits as f64 > POOL_CAP_BOUND * t.sent.max(t.cap_hits) as f64 {
-            evidence.push(line);
-        } else {
-            notes.push(line);
+        let ms = |us: u64| us as f64 / 1e3;
+        let line = match cap_cause(t) {
+            CapCause::Target { light, full } => {
+                notes.push(format!(
+                    "{share} because the target slowed down: with every connection busy it \
+                     answered in {:.1} ms (p50), against {:.1} ms with half of them or fewer \
+                     (lower quartile) — it queued what it was sent (Little's law), the target's \
+                     limit; the corrected latency includes the wait",
+                    ms(full),
+                    ms(light)
+                ));
+                None
+            }
+            CapCause::Pool { light, full } => Some(format!(
+                "{share} while the target answered as fast as with few busy ({:.1} ms p50 \
+                 against {:.1} ms): raise -c, or `connections` in a suite",
+                ms(full),
+                ms(light)
+            )),
+            CapCause::Unknown => Some(format!("{share} (raise -c, or `connections` in a suite)")),
+        };
+        if let Some(line) = line {
+            if t.cap_hits as f64 > POOL_CAP_BOUND * t.sent.max(t.cap_hits) as f64 {
+                evidence.push(line);
+            } else {
+                notes.push(line);
+            }
         }
     }
     if o.connections_asked > 0 && o.connections_ready < o.connections_asked {
@@ -192,5 +253,42 @@ pub fn judge(o: &Outcome) -> Verdict {
         reasons,
         offered_rate,
         achieved_rate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::recorder::Tally;
+
+    fn tally(light_us: &[u64], full_us: &[u64]) -> Tally {
+        let mut t = Tally::default();
+        for &v in light_us {
+            t.service_light.record(v).unwrap();
+        }
+        for &v in full_us {
+            t.service_full.record(v).unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn a_full_pool_is_the_targets_doing_only_when_it_answered_slower() {
+        // A fixed 20 ms downstream wait: as fast with every connection busy.
+        let t = tally(&[20_000; 30], &[20_500; 300]);
+        assert!(matches!(cap_cause(&t), CapCause::Pool { .. }));
+        // One worker queueing 20 requests of 3.5 ms: ~70 ms at full concurrency.
+        let light: Vec<u64> = (1..=30).map(|i| 3_500 * i / 3).collect();
+        let t = tally(&light, &[70_000; 300]);
+        match cap_cause(&t) {
+            CapCause::Target { light, full } => {
+                assert!((light as i64 - 8_750).abs() < 1_200, "{light}");
+                assert!((full as i64 - 70_000).abs() < 100, "{full}");
+            }
+            _ => panic!("a queueing target not recognised"),
+        }
+        // Too few light responses to tell.
+        let t = tally(&[3_500; 5], &[70_000; 300]);
+        assert!(matches!(cap_cause(&t), CapCause::Unknown));
     }
 }

@@ -30,6 +30,9 @@ pub struct Knobs {
     pub fail_rate: f64,
     /// The whole server stops answering for `stall_for` once every `stall_every`.
     pub stall: Option<(Duration, Duration)>,
+    /// Every push waits this long before it is answered, costing no CPU: a downstream
+    /// call. Its service time does not depend on how many are in flight.
+    pub delay: Duration,
     /// Requests beyond this many in flight get 503.
     pub max_inflight: Option<usize>,
     /// Serve HTTPS with a self-signed certificate made at start.

@@ -142,7 +142,12 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         (Method::GET, "/health") => reply(StatusCode::OK, "ok\n"),
         (Method::GET, "/stats") => reply(StatusCode::OK, s.stats().to_string()),
         (Method::POST, "/register") => register(&s, &body).await,
-        (Method::POST, p) if p.starts_with("/push/") => push(&s, &p["/push/".len()..], body),
+        (Method::POST, p) if p.starts_with("/push/") => {
+            if !s.knobs.delay.is_zero() {
+                tokio::time::sleep(s.knobs.delay).await;
+            }
+            push(&s, &p["/push/".len()..], body)
+        }
         _ => reply(StatusCode::NOT_FOUND, "no such endpoint\n"),
     }
 }
