@@ -50,10 +50,19 @@ pub struct ProcessRecord {
     pub last_seen: f64,
     /// Highest RSS seen in a sample, bytes.
     pub peak_rss_sampled: u64,
-    /// The kernel's high-water mark (VmHWM, or ru_maxrss when strainline reaped it), bytes.
+    /// The kernel's high-water mark of the process itself (VmHWM; wait4's ru_maxrss
+    /// when strainline reaped it before any sample read VmHWM), bytes.
     pub peak_rss_exact: u64,
-    /// CPU time used, seconds (user + system).
+    /// CPU time the process itself used, seconds (user + system).
     pub cpu_seconds: f64,
+    /// CPU time of the children it waited for (the kernel's `cutime + cstime`, or
+    /// wait4's totals less its own), seconds: not its own, shown apart.
+    #[serde(default)]
+    pub children_cpu_seconds: f64,
+    /// The largest peak RSS among the children it waited for (wait4's ru_maxrss when it
+    /// exceeds the process's own high-water mark; 0 when unknown or smaller), bytes.
+    #[serde(default)]
+    pub children_peak_rss: u64,
     /// How it ended, when strainline reaped it itself (`exit 0`, `signal 9`).
     pub exit: Option<String>,
 }

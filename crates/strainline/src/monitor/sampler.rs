@@ -28,6 +28,9 @@ struct Tracked {
     hwm_bytes: u64,
     /// Proportional set size at the last status tick, when the kernel gives it.
     pss_bytes: Option<u64>,
+    /// Children of this process that the sampler saw end while it lived: their CPU
+    /// (their own and their reaped children's) and their largest peak.
+    children_seen: (f64, u64),
     record: ProcessRecord,
 }
 
@@ -164,6 +167,8 @@ impl Sampler {
             peak_rss_sampled: 0,
             peak_rss_exact: 0,
             cpu_seconds: 0.0,
+            children_cpu_seconds: 0.0,
+            children_peak_rss: 0,
             exit: None,
         };
         self.live.insert(
@@ -176,6 +181,7 @@ impl Sampler {
                 ctx_switches: 0,
                 hwm_bytes: 0,
                 pss_bytes: None,
+                children_seen: (0.0, 0),
                 record,
             },
         );
@@ -365,13 +371,30 @@ impl Sampler {
         };
         let units = kernel_units();
         let ticks = p.last.cpu_ticks + p.last.children_cpu_ticks;
-        p.record.cpu_seconds = p.last.cpu_ticks as f64 / units.clock_ticks as f64;
+        let seconds = |ticks: u64| ticks as f64 / units.clock_ticks as f64;
+        // Its own figures, and its reaped children's apart: the kernel's cutime/cstime,
+        // or what the sampler saw of children that ended, whichever knows more.
+        p.record.cpu_seconds = seconds(p.last.cpu_ticks);
+        p.record.children_cpu_seconds = seconds(p.last.children_cpu_ticks).max(p.children_seen.0);
+        p.record.children_peak_rss = p.children_seen.1;
         p.record.peak_rss_exact = p.hwm_bytes.max(p.record.peak_rss_sampled);
         if let Some(r) = self.reaped.get(&pid) {
-            // wait4 gave the final figures, including everything it reaped itself.
+            // wait4 gave the final totals, the children it reaped included; the
+            // zombie's stat said how much of it was theirs.
             self.reaped_cpu_seconds += r.cpu_seconds;
-            p.record.cpu_seconds = p.record.cpu_seconds.max(r.cpu_seconds);
-            p.record.peak_rss_exact = p.record.peak_rss_exact.max(r.maxrss_bytes);
+            if let Some(children) = r.children_cpu_seconds {
+                p.record.children_cpu_seconds = p.record.children_cpu_seconds.max(children);
+            }
+            p.record.cpu_seconds = p
+                .record
+                .cpu_seconds
+                .max(r.cpu_seconds - p.record.children_cpu_seconds);
+            // ru_maxrss is the largest of the process and the children it reaped.
+            if p.record.peak_rss_exact == 0 {
+                p.record.peak_rss_exact = r.maxrss_bytes;
+            } else if r.maxrss_bytes > p.record.peak_rss_exact {
+                p.record.children_peak_rss = p.record.children_peak_rss.max(r.maxrss_bytes);
+            }
             p.record.exit = Some(
                 ExitInfo {
                     code: r.exit,
@@ -384,6 +407,11 @@ impl Sampler {
             self.vanished_cpu_ticks += ticks;
         }
         // Otherwise its parent, still a member, now counts it in its children's time.
+        if let Some(parent) = self.live.get_mut(&p.last.ppid) {
+            let peak = p.record.peak_rss_exact.max(p.record.children_peak_rss);
+            parent.children_seen.0 += p.record.cpu_seconds + p.record.children_cpu_seconds;
+            parent.children_seen.1 = parent.children_seen.1.max(peak);
+        }
         self.gone_io.read_bytes += p.io.read_bytes;
         self.gone_io.write_bytes += p.io.write_bytes;
         self.gone_ctx += p.ctx_switches;
@@ -437,7 +465,10 @@ impl Sampler {
                 last_seen: 0.0,
                 peak_rss_sampled: 0,
                 peak_rss_exact: r.maxrss_bytes,
+                // Never sampled: wait4's totals, its children's included, are all there is.
                 cpu_seconds: r.cpu_seconds,
+                children_cpu_seconds: 0.0,
+                children_peak_rss: 0,
                 exit: Some(
                     ExitInfo {
                         code: r.exit,

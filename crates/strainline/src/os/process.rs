@@ -20,6 +20,9 @@ pub struct Reaped {
     pub maxrss_bytes: u64,
     /// ru_utime + ru_stime, seconds (includes the children it reaped).
     pub cpu_seconds: f64,
+    /// Of that, the children it reaped (its `cutime + cstime`, read from its
+    /// `/proc/PID/stat` while it was a zombie), seconds; `None` if unreadable.
+    pub children_cpu_seconds: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -160,7 +163,32 @@ pub fn sleep_until(deadline: Instant, pidfd: Option<&OwnedFd>) -> bool {
 }
 
 /// Reaps one exited child, without blocking: any child for `pid` = -1, else that one.
+/// It is looked at first without reaping (`WNOWAIT`): a zombie's `/proc/PID/stat` still
+/// holds the CPU time of the children it reaped apart from its own, which wait4 sums.
 fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
+    // SAFETY: zeroed siginfo is valid; waitid fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let (idtype, id) = if pid == -1 {
+        (libc::P_ALL, 0)
+    } else {
+        (libc::P_PID, pid as libc::id_t)
+    };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: valid pointer to a siginfo_t.
+    if unsafe { libc::waitid(idtype, id, &mut info, flags) } != 0 {
+        return None;
+    }
+    // SAFETY: si_pid is valid for the SIGCHLD siginfo waitid reports.
+    let pid = unsafe { info.si_pid() };
+    if pid <= 0 {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let children_cpu_seconds = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t))
+        .map(|s| s.children_cpu_ticks as f64 / hz);
     let mut status = 0;
     // SAFETY: zeroed rusage is valid; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -176,6 +204,7 @@ fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
             signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
             maxrss_bytes: ru.ru_maxrss as u64 * 1024,
             cpu_seconds: tv(ru.ru_utime) + tv(ru.ru_stime),
+            children_cpu_seconds,
         },
     ))
 }

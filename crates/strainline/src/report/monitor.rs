@@ -130,10 +130,12 @@ pub fn write_summary(
     )?;
     if !s.processes.is_empty() {
         writeln!(out, "Largest processes:")?;
+        // Each process's own figures; what the children it waited for used is apart (a
+        // `sh -c` or `/usr/bin/time` is not charged with its compiler's memory and CPU).
         writeln!(
             out,
-            "  {:>8}  {:>11}  {:>8}  COMMAND",
-            "PID", "PEAK RSS", "CPU s"
+            "  {:>8}  {:>11}  {:>8}  {:>22}  COMMAND",
+            "PID", "PEAK RSS", "CPU s", "REAPED CHILDREN"
         )?;
         for p in s.processes.iter().take(5) {
             let cmd = if p.cmdline.is_empty() {
@@ -142,12 +144,23 @@ pub fn write_summary(
                 &p.cmdline
             };
             let cmd: String = cmd.chars().take(60).collect();
+            let children = if p.children_cpu_seconds > 0.0 || p.children_peak_rss > 0 {
+                let peak = if p.children_peak_rss > 0 {
+                    format!(", peak {}", Bytes(p.children_peak_rss))
+                } else {
+                    String::new()
+                };
+                format!("{:.2} s{peak}", p.children_cpu_seconds)
+            } else {
+                "-".into()
+            };
             writeln!(
                 out,
-                "  {:>8}  {:>11}  {:>8.2}  {}",
+                "  {:>8}  {:>11}  {:>8.2}  {:>22}  {}",
                 p.pid,
                 Bytes(p.peak_rss_exact).to_string(),
                 p.cpu_seconds,
+                children,
                 cmd
             )?;
         }

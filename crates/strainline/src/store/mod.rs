@@ -604,8 +604,9 @@ impl Store {
             for p in processes {
                 s.execute(
                     "INSERT INTO processes (case_id, pid, ppid, name, cmdline, first_seen, last_seen,
-                                            peak_rss_sampled, peak_rss_exact, cpu_seconds, exit)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                            peak_rss_sampled, peak_rss_exact, cpu_seconds, exit,
+                                            children_cpu_seconds, children_peak_rss)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                     vals![
                         case_id,
                         p.pid as i64,
@@ -617,7 +618,9 @@ impl Store {
                         p.peak_rss_sampled,
                         p.peak_rss_exact,
                         p.cpu_seconds,
-                        p.exit.as_deref()
+                        p.exit.as_deref(),
+                        p.children_cpu_seconds,
+                        p.children_peak_rss
                     ],
                 )?;
             }

@@ -129,6 +129,14 @@ CREATE TABLE artifacts (
 );
 "#,
     ),
+    (
+        4,
+        "processes: the CPU and largest peak of the children each process reaped, apart from its own",
+        r#"
+ALTER TABLE processes ADD COLUMN children_cpu_seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE processes ADD COLUMN children_peak_rss INTEGER NOT NULL DEFAULT 0;
+"#,
+    ),
 ];
 
 /// The newest schema version this build knows.

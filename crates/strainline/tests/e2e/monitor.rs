@@ -335,3 +335,36 @@ fn storage_written_excludes_writes_cancelled_before_writeback() {
     let mib = written / 1048576.0;
     assert!((31.0..=34.0).contains(&mib), "written {mib:.1} MiB");
 }
+
+#[test]
+fn a_parent_is_not_charged_with_the_children_it_reaped() {
+    let _bench = measuring();
+    let s = Scratch::new();
+    let tb = testbed();
+    let tb = tb.to_str().unwrap();
+    // The shell waits for a child holding 64 MiB, then for one spinning a core for 1 s;
+    // its own memory is ~1 MiB and its own CPU ~0.
+    let script = format!("{tb} hold --mib 64 --ms 400; {tb} spin --seconds 1; true");
+    let (out, doc) = s.monitor_plain(&["sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let procs = doc["summary"]["processes"].as_array().unwrap();
+    let sh = procs
+        .iter()
+        .find(|p| p["name"] == "sh")
+        .unwrap_or_else(|| panic!("no sh in {procs:?}"));
+    let mib = |v: &serde_json::Value| v.as_f64().unwrap() / 1048576.0;
+    let own_peak = mib(&sh["peak_rss_exact"]);
+    let own_cpu = sh["cpu_seconds"].as_f64().unwrap();
+    let children_cpu = sh["children_cpu_seconds"].as_f64().unwrap();
+    let children_peak = mib(&sh["children_peak_rss"]);
+    assert!(own_peak < 8.0, "sh's own peak {own_peak} MiB\n{sh}");
+    assert!(own_cpu < 0.2, "sh's own CPU {own_cpu} s\n{sh}");
+    assert!(
+        (0.8..1.5).contains(&children_cpu),
+        "its children's CPU {children_cpu} s (1 s spun)\n{sh}"
+    );
+    assert!(
+        (64.0..80.0).contains(&children_peak),
+        "its children's peak {children_peak} MiB (64 MiB held)\n{sh}"
+    );
+}
