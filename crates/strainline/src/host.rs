@@ -19,6 +19,18 @@ pub fn stolen_seconds() -> f64 {
     steal as f64 / if hz > 0 { hz as f64 } else { 100.0 }
 }
 
+/// Logical CPUs online on the machine (not only those this process may use): the
+/// denominator of machine-wide shares such as steal, and of a target's CPU saturation.
+pub fn cores() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
 /// The machine a run was measured on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {
@@ -57,7 +69,7 @@ impl Host {
         Host {
             hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
             cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            cores: cores() as u32,
             memory_bytes,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
             os,

@@ -287,7 +287,7 @@ fn ramp(
     let limits = ramp::Limits {
         max_error_rate: t.max_error_rate,
         slo_p99: t.slo_p99,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+        cores: crate::host::cores() as f64,
     };
     let mut steps: Vec<ramp::Step> = Vec::new();
     r.table.push(format!(

@@ -53,7 +53,7 @@ pub fn at_capacity(o: &Outcome) -> bool {
 
 /// The share of the machine's CPU time the hypervisor took during a run (0 to 1).
 pub fn stolen_share(o: &Outcome) -> f64 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cores = crate::host::cores() as f64;
     if o.elapsed > 0.0 {
         o.stolen_seconds / (o.elapsed * cores)
     } else {
