@@ -48,8 +48,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// A metric's history across stored runs, and the change points in it.
     History(HistoryArgs),
-    /// A short tour on built-in defaults: monitors the bundled testbed's memory profile.
+    /// A short tour on built-in defaults: a benchmark, a ramp and two soaks of the bundled
+    /// testbed, with an HTML report.
     Demo,
+    /// Write a commented starter suite for a URL, a command that serves, or a benchmark
+    /// binary.
+    Init(InitArgs),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {
@@ -283,6 +287,35 @@ pub struct LoadArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    group(clap::ArgGroup::new("what").required(true).args(["url", "serve", "harness"])),
+    after_help = "Examples:\n  strainline init --url http://127.0.0.1:8080/\n  \
+                  strainline init --serve \"./server --port {{port}}\" --path /health\n  \
+                  strainline init --harness \"./bench_writes --iterations 1000\" -o writes.toml"
+)]
+pub struct InitArgs {
+    /// A service already running at this URL: strainline watches the process listening on
+    /// its port, and never stops it.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A command that serves HTTP on `{{port}}` (a free port strainline picks per case).
+    #[arg(long, value_name = "CMD")]
+    pub serve: Option<String>,
+    /// A benchmark binary that prints its results (`key=value` or JSON lines).
+    #[arg(long, value_name = "CMD")]
+    pub harness: Option<String>,
+    /// The path the tests request with --serve (and that answers when it is ready).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Where to write the suite.
+    #[arg(short, long, value_name = "FILE", default_value = "strainline.toml")]
+    pub output: PathBuf,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The suite file (TOML).
     pub suite: PathBuf,
@@ -345,7 +378,8 @@ pub struct RunsArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A run id (as listed by `strainline runs`) or a label (its newest run).
+    /// A run id (as listed by `strainline runs`), a label (its newest run), `latest`,
+    /// or `latest~N` / `LABEL~N` (N runs before the newest).
     pub run: String,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -375,8 +409,11 @@ fn parse_probability(s: &str) -> Result<f64, String> {
 #[derive(Debug, Args)]
 #[command(
     after_help = "BASELINE and CANDIDATE are run ids (12 or #12) or labels; a label stands for \
-                  every run with that label, their repetitions pooled.\n\n\
-                  Examples:\n  strainline compare v0.7.0 v0.8.0\n  \
+                  every run with that label, their repetitions pooled. `latest` is the newest \
+                  run, `latest~1` the one before it, `LABEL~N` the N-th before the newest with \
+                  that label.\n\n\
+                  Examples:\n  strainline compare latest~1 latest\n  \
+                  strainline compare v0.7.0 v0.8.0\n  \
                   strainline compare 12 15 --band latency_p99=50% --markdown compare.md\n\n\
                   Exit codes: 0 no regression · 1 a metric regressed · 2 nothing to compare, or usage."
 )]
@@ -413,7 +450,8 @@ pub struct CompareArgs {
                   strainline run suite.toml --report reports/     # all of them, at the end of a run"
 )]
 pub struct ReportArgs {
-    /// The run: its id (12 or #12) or label (the newest run with it).
+    /// The run: its id (12 or #12), label (the newest run with it), `latest`, or
+    /// `latest~N` / `LABEL~N` (N runs before the newest).
     pub run: String,
     /// One self-contained HTML file: verdict, metrics, gates and SVG charts per case.
     #[arg(long, value_name = "FILE")]

@@ -90,6 +90,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Compare(args) => commands::compare::run(&cli.store, args),
         cli::Command::History(args) => commands::history::run(&cli.store, args),
         cli::Command::Demo => commands::demo::run(&cli.store),
+        cli::Command::Init(args) => commands::init::run(args),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

@@ -118,10 +118,53 @@ pub fn format_micros(v: u64) -> String {
     format_duration(Duration::from_micros(v))
 }
 
+/// A number for people, to the four significant digits a measurement supports: whole
+/// numbers below a million as such, larger ones in words (`3.78 billion`), never `inf`.
+pub fn format_number(v: f64) -> String {
+    if !v.is_finite() {
+        return if v > 0.0 {
+            "unbounded".into()
+        } else {
+            "-".into()
+        };
+    }
+    let a = v.abs();
+    for (scale, word) in [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")] {
+        if a >= scale {
+            let x = v / scale;
+            let digits = if x.abs() < 10.0 {
+                2
+            } else if x.abs() < 100.0 {
+                1
+            } else {
+                0
+            };
+            let text = format!("{x:.digits$}");
+            let text = if text.contains('.') {
+                text.trim_end_matches('0').trim_end_matches('.')
+            } else {
+                &text
+            };
+            return format!("{text} {word}");
+        }
+    }
+    if v.fract() == 0.0 {
+        return format!("{v:.0}");
+    }
+    let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
+}
+
+/// Singular or plural: `1 process`, `3 processes`.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A metric's value with its unit, for people: `13.5 MiB`, `1.234 ms`, `935.0 req/s`.
 pub fn format_value(v: f64, unit: &str) -> String {
     if !v.is_finite() {
-        return "-".into();
+        return format_number(v);
     }
     match unit {
         "bytes" => Bytes(v.max(0.0) as u64).to_string(),
@@ -137,8 +180,9 @@ pub fn format_value(v: f64, unit: &str) -> String {
                 "no".into()
             }
         }
-        "count" | "clients" if v.fract() == 0.0 => format!("{v:.0} {unit}"),
-        "" => format!("{v:.4}"),
+        "count" => format_number(v),
+        "" => format_number(v),
+        _ if v.abs() >= 1e6 => format!("{} {unit}", format_number(v)),
         _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
         _ => format!("{v:.3} {unit}"),
     }
@@ -164,6 +208,19 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(format_number(3779705625.0), "3.78 billion");
+        assert_eq!(format_number(2_000_000.0), "2 million");
+        assert_eq!(format_number(96000.0), "96000");
+        assert_eq!(format_number(1.80161), "1.802");
+        assert_eq!(format_number(f64::INFINITY), "unbounded");
+        assert_eq!(format_value(0.0, "ratio"), "0.00%");
+        assert_eq!(format_value(6287360.0, ""), "6.29 million");
+        assert_eq!(count(1u32, "process", "processes"), "1 process");
+        assert_eq!(count(5u32, "case", "cases"), "5 cases");
+    }
 
     #[test]
     fn parses_the_documented_forms() {

@@ -12,11 +12,10 @@ use crate::exit;
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
 pub fn run(store: &Location) -> anyhow::Result<i32> {
-    let me = std::env::current_exe()?;
     let dir = store.work_dir();
     std::fs::create_dir_all(&dir)?;
     let suite = dir.join("demo-suite.toml");
-    std::fs::write(&suite, SUITE.replace("STRAINLINE", &me.to_string_lossy()))?;
+    std::fs::write(&suite, SUITE)?;
     eprintln!(
         "strainline demo: a benchmark, a ramp to the breaking point and two soaks of the bundled \
          testbed (one build leaks 4 KiB per request, and should be caught). About 40 seconds.\n"
@@ -40,13 +39,46 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
     let as_expected = cases
         .iter()
         .all(|c| (c.status == "failed") == c.name.contains("leak=4096"));
+    // The HTML report is the best thing strainline makes: the demo writes it, with the
+    // Markdown, and says where.
+    let html = dir.join("demo-report.html");
+    let markdown = dir.join("demo-report.md");
+    let written = super::report::write_reports(
+        &store,
+        &crate::cli::ReportArgs {
+            run: run.id.to_string(),
+            html: Some(html.clone()),
+            markdown: Some(markdown.clone()),
+            junit: None,
+            csv: None,
+            json: None,
+        },
+    );
     println!(
-        "\n{}\nSee it again with `strainline show demo`; list runs with `strainline runs`.",
+        "\n{}",
         if as_expected {
             "Demo as expected: the healthy build passed every test, the leaking build was caught."
         } else {
             "Demo NOT as expected: see the cases above."
         }
+    );
+    match written {
+        Ok(_) => {
+            let absolute = std::path::absolute(&html).unwrap_or(html.clone());
+            println!(
+                "\nReport: {} (Markdown: {})\n        file://{}",
+                html.display(),
+                markdown.display(),
+                absolute.display()
+            );
+        }
+        Err(e) => println!("\nThe report could not be written: {e}"),
+    }
+    println!(
+        "\nTry next:\n  \
+         strainline show latest                         the run again, from the results store\n  \
+         strainline init --url http://127.0.0.1:8080/   a starter suite for your own service\n  \
+         strainline monitor -- YOUR COMMAND             any command's whole process tree, exact peaks"
     );
     Ok(if code == exit::INTERRUPTED {
         code

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod demo;
 pub mod history;
+pub mod init;
 pub mod load;
 pub mod monitor;
 pub mod report;

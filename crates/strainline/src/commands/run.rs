@@ -25,11 +25,11 @@ pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
     };
     let (suite, cases) = runner::prepare(&options).map_err(usage)?;
     println!(
-        "{}: valid — suite '{}', {} test(s), {} case(s)",
+        "{}: valid — suite '{}', {}, {}",
         args.suite.display(),
         suite.name,
-        suite.tests.len(),
-        cases.len()
+        crate::units::count(suite.tests.len() as u64, "test", "tests"),
+        crate::units::count(cases.len() as u64, "case", "cases")
     );
     Ok(exit::PASSED)
 }

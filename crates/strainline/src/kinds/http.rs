@@ -246,7 +246,7 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
             };
             r.metrics.push(Metric::of("cpu_per_op", per_op));
             r.table.push(format!(
-                "target: {cpu:.2} cores, {per_op:.4} ms of CPU per request"
+                "target: {cpu:.2} cores, {per_op:.3} ms of CPU per request"
             ));
             judge_generator(&mut r, &run);
         }
@@ -465,21 +465,40 @@ fn soak(
                 budget,
             },
         )?;
-        let fmt = |v: f64| {
+        // Bytes for memory, counts for the rest; a projection only for a growth that
+        // is a trend (extrapolating noise over a day reads as a finding).
+        let fmt = |v: f64, rate: bool| {
             if name == "memory" {
-                crate::units::Bytes(v.max(0.0) as u64).to_string()
+                let b = crate::units::Bytes(v.abs() as u64).to_string();
+                if v < 0.0 {
+                    format!("-{b}")
+                } else {
+                    b
+                }
+            } else if rate {
+                format!("{v:.2}")
             } else {
-                format!("{v:.1}")
+                format!("{v:.0}")
             }
         };
-        l.reason = format!(
-            "{}: {}/s, {} over {} (budget {})",
-            l.reason,
-            fmt(l.slope),
-            fmt(l.projected),
-            d(t.horizon),
-            fmt(budget)
-        );
+        let trend = l.p_value < 0.01 && l.slope > 0.0;
+        l.reason = if trend {
+            format!(
+                "{}: {}/s, {} over {} (budget {})",
+                l.reason,
+                fmt(l.slope, true),
+                fmt(l.projected, false),
+                d(t.horizon),
+                fmt(budget, false)
+            )
+        } else {
+            format!(
+                "{} (budget {} over {})",
+                l.reason,
+                fmt(budget, false),
+                d(t.horizon)
+            )
+        };
         fits.insert(name.into(), serde_json::to_value(&l).unwrap_or_default());
         let warm = if l.warmup_points > 0 {
             format!("warm-up of {:.1}s dropped", l.warmup_until - run.window.0)
@@ -537,6 +556,7 @@ fn soak(
     ));
     // Capacity, the IoT seed's way.
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
+        let n = |v: f64| crate::units::format_number(v.floor());
         let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
         let ram = t.ram.unwrap_or_else(mem_available);
         let c = capacity::capacity(growth, clients, period, basis, ram);
@@ -551,15 +571,15 @@ fn soak(
             c.ram_bound.unwrap_or(1e12).min(1e12),
         ));
         r.table.push(format!(
-            "capacity: {} per client; ideal {:.0} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {:.0}, RAM bound {} ({} usable): {:.0} clients",
+            "capacity: {} per client; ideal {} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {}, RAM bound {} ({} usable): {} clients",
             crate::units::Bytes(c.bytes_per_client as u64),
-            c.ideal,
+            n(c.ideal),
             d(period),
             if ctx.last_ceiling.is_some() { "ceiling" } else { "throughput, a lower bound:" },
-            c.safe,
-            c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{b:.0} clients")),
+            n(c.safe),
+            c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{} clients", n(b))),
             crate::units::Bytes(ram as u64),
-            c.clients()
+            n(c.clients())
         ));
     }
     r.details = serde_json::json!({ "leak_fits": fits });

@@ -86,9 +86,10 @@ impl Watches {
             r.metrics
                 .push(Metric::of(&format!("watch_{name}_cpu"), cpu));
             r.table.push(format!(
-                "watch {name}: peak RSS {}, CPU {:.2} cores on average, {procs} process(es)",
+                "watch {name}: peak RSS {}, CPU {:.2} cores on average, {}",
                 crate::units::Bytes(peak),
-                cpu
+                cpu,
+                crate::units::count(procs, "process", "processes")
             ));
         }
     }

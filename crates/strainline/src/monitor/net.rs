@@ -52,9 +52,84 @@ impl TcpCounters {
     }
 }
 
+/// The inodes of the sockets listening on TCP `port` (IPv4 and IPv6), from the
+/// kernel's tables (`/proc/net/tcp`, `/proc/net/tcp6`: state 0A is LISTEN).
+fn listening_inodes(port: u16, tables: &[String]) -> Vec<u64> {
+    let want = format!("{port:04X}");
+    tables
+        .iter()
+        .flat_map(|t| t.lines().skip(1))
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = f.get(1)?.rsplit(':').next()?;
+            (local_port == want && *f.get(3)? == "0A").then(|| f.get(9)?.parse().ok())?
+        })
+        .collect()
+}
+
+/// The process listening on TCP `port`: of every process holding such a socket, the
+/// one whose parent does not (nginx's master, not its workers). `None` when no process
+/// this user may look into listens there.
+pub fn listening_process(port: u16) -> Option<u32> {
+    let tables: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    let inodes = listening_inodes(port, &tables);
+    if inodes.is_empty() {
+        return None;
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let mut holders = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .is_ok_and(|l| wanted.iter().any(|w| l.as_os_str() == w.as_str()))
+        });
+        if holds {
+            holders.push(pid);
+        }
+    }
+    let parent = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| crate::os::process::parse_stat(&t))
+            .map(|s| s.ppid)
+    };
+    holders
+        .iter()
+        .copied()
+        .find(|&p| parent(p).is_none_or(|pp| !holders.contains(&pp)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_listening_sockets_of_a_port_in_the_kernels_table() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 41234 1 0
+   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 41240 1 0
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 41300 1 0"
+            .to_string();
+        // Port 8080 (1F90): the listening socket, not the established connection.
+        assert_eq!(
+            listening_inodes(8080, std::slice::from_ref(&tcp)),
+            vec![41234]
+        );
+        assert!(listening_inodes(80, &[tcp]).is_empty());
+    }
 
     #[test]
     fn reads_a_counter_by_its_name_from_the_pair_of_lines() {

@@ -4,7 +4,7 @@
 //! `ru_maxrss`, and can be stopped. The direct child dies with strainline
 //! (`PR_SET_PDEATHSIG`), even on SIGKILL.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -81,15 +81,41 @@ pub fn become_subreaper() {
 /// Starts `argv` directly (no shell), with stdio inherited, prepared as [`prepare`]
 /// says (in strainline's own process group).
 pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnError> {
-    let program = argv[0].to_string_lossy().into_owned();
-    let mut cmd = Command::new(&argv[0]);
+    let name = argv[0].to_string_lossy().into_owned();
+    let mut cmd = Command::new(program(&argv[0]));
     cmd.args(&argv[1..]);
     // Left in strainline's process group: the monitored command stays in the
     // terminal's foreground, as under `time`.
     prepare(&mut cmd, cgroup_fds, false);
     cmd.spawn()
         .map(|c| c.id())
-        .map_err(|e| SpawnError::of(program, e))
+        .map_err(|e| SpawnError::of(name, e))
+}
+
+/// The program to start for a command's first word: the bare name `strainline` is this
+/// very binary (so `["strainline", "testbed", "serve", …]` in a suite runs the bundled
+/// testbed of the same version, installed or not); anything else as given.
+pub fn program(argv0: &OsStr) -> OsString {
+    if argv0 == "strainline" {
+        if let Ok(me) = std::env::current_exe() {
+            return me.into_os_string();
+        }
+    }
+    argv0.to_os_string()
+}
+
+/// `PATH` for a command: the user's, with this binary's directory appended, so a shell
+/// command (`shell = true`) that says `strainline` finds it even when it is not
+/// installed (appended, never first: the user's own programs keep their precedence).
+fn path_with_own_dir() -> Option<OsString> {
+    let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if !dirs.contains(&dir) {
+        dirs.push(dir);
+    }
+    std::env::join_paths(dirs).ok()
 }
 
 /// Whether an environment variable is strainline's own (never passed on).
@@ -107,6 +133,9 @@ pub fn prepare(cmd: &mut Command, cgroup_fds: Vec<RawFd>, own_group: bool) {
         if own_variable(&k) {
             cmd.env_remove(k);
         }
+    }
+    if let Some(path) = path_with_own_dir() {
+        cmd.env("PATH", path);
     }
     let mask = user_umask();
     // SAFETY: only async-signal-safe calls (prctl, umask, setpgid, write) between fork

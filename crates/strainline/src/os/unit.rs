@@ -67,7 +67,7 @@ impl Unit {
     /// terminal's Ctrl-C reaches strainline, which stops it in order), dying with
     /// strainline, with stdin closed and strainline's own variables removed.
     pub fn command<S: AsRef<OsStr>>(&self, argv: &[S]) -> Command {
-        let mut cmd = Command::new(&argv[0]);
+        let mut cmd = Command::new(process::program(argv[0].as_ref()));
         cmd.args(&argv[1..]).stdin(Stdio::null());
         let fds = self
             .group

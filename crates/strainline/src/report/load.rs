@@ -118,7 +118,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         .fold(0.0f64, |a, b| a.max(*b));
     writeln!(
         out,
-        "  {:<14}{} thread{}, CPU {:.2} s ({:.0}% of the busiest thread), {} connections opened{}",
+        "  {:<14}{} thread{}, CPU {:.2} s ({:.0}% of the busiest thread), {} opened{}",
         "Generator",
         s.threads,
         if s.threads == 1 { "" } else { "s" },
@@ -128,7 +128,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         } else {
             0.0
         },
-        s.connections_opened,
+        crate::units::count(s.connections_opened, "connection", "connections"),
         if s.model != "closed" {
             format!(", schedule lag p99 {}", us(s.schedule_lag_us.p99))
         } else {

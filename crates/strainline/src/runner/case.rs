@@ -78,11 +78,11 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     );
     kinds::analyse_log(ctx.suite, &log, &mut r);
     r.table.push(format!(
-        "target: peak RSS {} ({}), CPU {:.2} s, {} process(es)",
+        "target: peak RSS {} ({}), CPU {:.2} s, {}",
         crate::units::Bytes(summary.peak_rss.bytes),
         summary.peak_rss.source.describe(),
         summary.cpu.total_seconds,
-        summary.processes_seen
+        crate::units::count(summary.processes_seen, "process", "processes")
     ));
     r.target = Some(summary);
     Ok(r)

@@ -197,9 +197,9 @@ pub fn run(
     std::fs::create_dir_all(&work)?;
     writeln!(
         out,
-        "Suite {} — {} case(s), run #{run_id}, logs in {}",
+        "Suite {} — {}, run #{run_id}, logs in {}",
         suite.name,
-        cases.len(),
+        crate::units::count(cases.len() as u64, "case", "cases"),
         work.display()
     )?;
     let mut worst = Status::Passed;
@@ -286,10 +286,10 @@ pub fn run(
     store.finish_run(run_id, status, Some(crate::exit::of(ending)), &[])?;
     writeln!(
         out,
-        "\nSuite {}: {} — {done} of {} case(s) run; stored as run #{run_id}{}",
+        "\nSuite {}: {} — {done} of {} run; stored as run #{run_id}{}",
         suite.name,
         status.to_uppercase(),
-        cases.len(),
+        crate::units::count(cases.len() as u64, "case", "cases"),
         if interrupted {
             " (interrupted: the completed cases are saved)"
         } else {

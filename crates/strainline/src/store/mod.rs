@@ -677,6 +677,24 @@ impl Store {
 
     /// One run by id (`12` or `#12`), or the newest run with that label.
     pub fn find_run(&self, key: &str) -> Result<RunRow> {
+        if let Some((base, back)) = relative(key) {
+            // `latest`, `latest~N`, `LABEL~N`: the newest run (of that label), or the
+            // N-th before it.
+            let label = (base != "latest").then_some(base);
+            let rows = self.query(
+                &format!(
+                    "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id
+                     WHERE (CAST(?1 AS TEXT) IS NULL OR r.label = ?1)
+                     ORDER BY r.id DESC LIMIT 1 OFFSET ?2",
+                    Self::RUN_COLUMNS
+                ),
+                vals![label, back as i64],
+            )?;
+            return rows
+                .first()
+                .map(Self::run_row)
+                .ok_or_else(|| StoreError::NoSuchRun(key.to_string()));
+        }
         let row = match key.trim_start_matches('#').parse::<i64>() {
             Ok(id) => self.one(
                 &format!(
@@ -702,7 +720,7 @@ impl Store {
     /// Every run a key names: the run with that id, or all runs with that label,
     /// oldest first.
     pub fn find_runs(&self, key: &str) -> Result<Vec<RunRow>> {
-        if key.trim_start_matches('#').parse::<i64>().is_ok() {
+        if key.trim_start_matches('#').parse::<i64>().is_ok() || relative(key).is_some() {
             return Ok(vec![self.find_run(key)?]);
         }
         let rows = self.query(
@@ -820,4 +838,15 @@ fn check_ours(shown: &str, existed: bool, tables: &[String]) -> Result<()> {
 fn process_alive(pid: i64) -> bool {
     // SAFETY: kill with signal 0 only checks for existence and permission.
     pid > 0 && unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+}
+
+/// A key relative to the newest run: `latest` (0 back), `latest~N`, or `LABEL~N` (N
+/// runs before the newest of that label). `None` for an id or a plain label.
+fn relative(key: &str) -> Option<(&str, u64)> {
+    if key == "latest" {
+        return Some(("latest", 0));
+    }
+    let (base, n) = key.rsplit_once('~')?;
+    let n = n.parse().ok()?;
+    (!base.is_empty()).then_some((base, n))
 }

@@ -38,6 +38,8 @@ pub struct Gate {
     pub op: Op,
     /// The threshold in the metric's unit.
     pub value: f64,
+    /// The metric's unit, to print the measured value and the threshold in.
+    pub unit: Unit,
 }
 
 /// Parses `metric OP value` against the metrics the kind produces (`name`, unit).
@@ -89,6 +91,7 @@ fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Stri
         metric,
         op,
         value,
+        unit,
     })
 }
 
@@ -149,25 +152,17 @@ impl Gate {
         }
     }
 
-    /// The gate in words with the measured value, for reports.
+    /// The gate in words with the measured value, both in the metric's unit, for
+    /// reports: `latency_p99 < 50ms (measured 62.9 ms, needs < 50.0 ms)`.
     pub fn describe(&self, v: f64) -> String {
+        let unit = self.unit.symbol();
         format!(
             "{} (measured {}, needs {} {})",
             self.text,
-            num(v),
+            crate::units::format_value(v, unit),
             self.op.symbol(),
-            num(self.value)
+            crate::units::format_value(self.value, unit)
         )
-    }
-}
-
-/// A number for people: whole numbers as such, others to four significant digits.
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
-        format!("{v:.digits$}")
     }
 }
 

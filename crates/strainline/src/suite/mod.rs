@@ -21,7 +21,7 @@ pub use parse::parse;
 
 pub use crate::metrics::Kind;
 pub use crate::placeholders::substitute;
-pub use crate::sut::spec::{Ready, TargetSpec};
+pub use crate::sut::spec::{Attach, Ready, TargetSpec};
 
 /// The metrics a case of `kind` produces, by name and unit: what its gates may name.
 /// Patterns of the catalogue (`watch_*_cpu`, `log_*`) are filled in by the suite.

@@ -15,8 +15,8 @@ use crate::limits;
 use super::gate;
 use super::raw::{RawCompare, RawLogs, RawSuite, RawTarget, RawTest, RawWatch};
 use super::{
-    kind_metrics, log_class_metric, Bench, CompareSpec, Crash, Harness, Kind, LogSpec, Ramp, Ready,
-    Rounds, Scale, Soak, Spec, Suite, TargetSpec, Test, WatchBy, WatchSpec, Workload,
+    kind_metrics, log_class_metric, Attach, Bench, CompareSpec, Crash, Harness, Kind, LogSpec,
+    Ramp, Ready, Rounds, Scale, Soak, Spec, Suite, TargetSpec, Test, WatchBy, WatchSpec, Workload,
 };
 use crate::metrics::Unit;
 use crate::units::parse_duration;
@@ -330,20 +330,22 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
 
 /// `[target]`: what to start (or attach to), how to tell it is ready, how to stop it.
 fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
-    match (&t.command, &t.attach_pid_file) {
-        (Some(c), None) if c.get_ref().is_empty() => {
-            return Err(doc.at(
-                c.span().start,
-                "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]",
-            ))
-        }
-        (Some(_), None) | (None, Some(_)) => {}
-        _ => {
-            return Err(doc.at(
-                0,
-                "[target] needs exactly one of command = [...] (start it) or attach_pid_file = \"...\" (watch a running one)",
-            ))
-        }
+    let ways = [
+        t.command.is_some(),
+        t.attach_pid_file.is_some(),
+        t.attach_port.is_some(),
+    ];
+    if ways.iter().filter(|&&w| w).count() != 1 {
+        return Err(doc.at(
+            0,
+            "[target] needs exactly one of command = [...] (start it), attach_pid_file = \"...\" or attach_port = N (watch a running one)",
+        ));
+    }
+    if let Some(c) = t.command.as_ref().filter(|c| c.get_ref().is_empty()) {
+        return Err(doc.at(
+            c.span().start,
+            "target.command is empty: give the argv, e.g. [\"./server\", \"--port\", \"{{port}}\"]",
+        ));
     }
     let ready = match &t.ready {
         None => Ready::Delay(Duration::from_millis(500)),
@@ -388,7 +390,11 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
             .as_ref()
             .map(|c| c.get_ref().clone())
             .unwrap_or_default(),
-        attach_pid_file: t.attach_pid_file.as_ref().map(PathBuf::from),
+        attach: match (&t.attach_pid_file, t.attach_port) {
+            (Some(f), _) => Some(Attach::PidFile(PathBuf::from(f))),
+            (None, Some(port)) => Some(Attach::Port(port)),
+            (None, None) => None,
+        },
         shell: t.shell,
         env: t.env.clone(),
         cwd: t.cwd.as_ref().map(PathBuf::from),

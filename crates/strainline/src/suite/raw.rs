@@ -53,6 +53,7 @@ pub struct RawTarget {
     pub build: Option<Vec<String>>,
     pub command: Option<Spanned<Vec<String>>>,
     pub attach_pid_file: Option<String>,
+    pub attach_port: Option<u16>,
     #[serde(default)]
     pub shell: bool,
     #[serde(default)]

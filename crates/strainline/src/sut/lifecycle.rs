@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spec::{Ready, TargetSpec};
+use super::spec::{Attach, Ready, TargetSpec};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::monitor::watch::{Sink, Watcher};
 use crate::os::process;
@@ -150,18 +150,31 @@ pub fn start(
     interval: Duration,
     sink: Option<Sink>,
 ) -> Result<Running, TargetError> {
-    let running = match &spec.attach_pid_file {
-        Some(file) => {
-            let pid: u32 = std::fs::read_to_string(file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-                .filter(|&p| process::exists(p))
-                .ok_or_else(|| TargetError::Spawn {
-                    program: format!("the process in {}", file.display()),
-                    why:
-                        "no running process has that pid (is it running? is the pid file current?)"
-                            .into(),
-                })?;
+    let running = match &spec.attach {
+        Some(how) => {
+            let (pid, what) = match how {
+                Attach::PidFile(file) => (
+                    std::fs::read_to_string(file)
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .filter(|&p| process::exists(p)),
+                    (
+                        format!("the process in {}", file.display()),
+                        "no running process has that pid (is it running? is the pid file current?)",
+                    ),
+                ),
+                Attach::Port(port) => (
+                    crate::monitor::net::listening_process(*port),
+                    (
+                        format!("the process listening on port {port}"),
+                        "no process this user may look into listens on that TCP port (is it running? started by another user?)",
+                    ),
+                ),
+            };
+            let pid = pid.ok_or_else(|| TargetError::Spawn {
+                program: what.0,
+                why: what.1.into(),
+            })?;
             let _ = File::create(log);
             Running {
                 pid,

@@ -18,6 +18,16 @@ pub enum Ready {
     Delay(Duration),
 }
 
+/// How to find a running target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attach {
+    /// The process whose pid this file holds.
+    PidFile(PathBuf),
+    /// The process listening on this TCP port (the top of its tree, e.g. nginx's
+    /// master, whose workers share the socket).
+    Port(u16),
+}
+
 /// The system under test.
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
@@ -25,9 +35,9 @@ pub struct TargetSpec {
     /// argv, with `{{var}}` placeholders; run through `sh -c` when `shell`. Empty when
     /// attaching.
     pub command: Vec<String>,
-    /// Attach to the process whose pid is in this file instead of starting one: it is
-    /// watched, never stopped.
-    pub attach_pid_file: Option<PathBuf>,
+    /// Attach to a running process instead of starting one: it is watched, never
+    /// stopped.
+    pub attach: Option<Attach>,
     pub shell: bool,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,

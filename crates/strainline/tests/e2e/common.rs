@@ -289,3 +289,21 @@ pub fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["cases"].as_array().unwrap().clone()
 }
+
+/// Headless Chromium with `args` (installed by `make test`).
+pub fn chromium(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args([
+            "--user-data-dir=/tmp/strainline-test-chromium",
+            "--no-first-run",
+        ])
+        .args(args)
+        .output()
+        .expect("chromium is installed by `make test` (scripts/test-deps.sh)")
+}

@@ -6,6 +6,7 @@ mod adversarial;
 mod common;
 mod compare;
 mod containment;
+mod firsthour;
 mod load;
 mod monitor;
 mod pg;

@@ -49,23 +49,6 @@ duration = "2s"
     )
 }
 
-fn chromium(args: &[&str]) -> std::process::Output {
-    Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
-        .args([
-            "--user-data-dir=/tmp/strainline-test-chromium",
-            "--no-first-run",
-        ])
-        .args(args)
-        .output()
-        .expect("chromium is installed by `make test` (scripts/test-deps.sh)")
-}
-
 /// Share of non-white pixels and the number of distinct colours of a PNG.
 fn ink(png_path: &std::path::Path) -> (f64, usize) {
     let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());

@@ -380,34 +380,6 @@ fn every_example_suite_is_valid() {
 }
 
 #[test]
-fn the_stress_suite_example_runs_as_shipped() {
-    let _bench = loaded();
-    on_a_quiet_machine(|| {
-        // The examples call `strainline`: put the one under test first on PATH.
-        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
-            .parent()
-            .unwrap();
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let s = Scratch::new();
-        let example = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/stress-suite.toml"
-        );
-        let out = strainline()
-            .args(["--store", &s.store(), "run", example])
-            .env("PATH", path)
-            .output()
-            .unwrap();
-        assert_exit(&out, 0);
-        assert_has(&stdout(&out), "4 of 4 case(s) run");
-    });
-}
-
-#[test]
 fn a_target_that_cannot_start_makes_the_run_invalid() {
     let s = Scratch::new();
     let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"10.1.2.3:{{port}}\"]\n\

@@ -1,0 +1,377 @@
+//! `strainline init`: a commented starter suite for what the user points at — a URL
+//! already served, a command that serves, or a benchmark binary — valid as written
+//! (`strainline check` passes it), so the first suite is an edit, not a blank page.
+
+use std::path::Path;
+
+use crate::cli::InitArgs;
+use crate::exit;
+use crate::Failure;
+
+/// How the user runs it, printed at the top of every suite and after writing it.
+fn how_to_run(file: &str) -> String {
+    let steps = [
+        (
+            format!("strainline check {file}"),
+            "validate: every key, value, gate",
+        ),
+        (
+            format!("strainline run {file} --time-scale 0.05"),
+            "the same shape, 20x shorter: a first try",
+        ),
+        (
+            format!("strainline run {file}"),
+            "the real run (exit 0 passed, 1 failed, 3 invalid)",
+        ),
+        (
+            "strainline report latest --html report.html".into(),
+            "charts of the newest run",
+        ),
+        (
+            "strainline compare latest~1 latest".into(),
+            "this run against the one before",
+        ),
+    ];
+    let width = steps.iter().map(|s| s.0.chars().count()).max().unwrap_or(0);
+    steps
+        .iter()
+        .map(|(cmd, why)| format!("{cmd:<width$}  # {why}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `["a", "b c"]` as TOML.
+fn toml_array(words: &[String]) -> String {
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| toml::Value::String(w.clone()).to_string())
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// Characters that need a shell: such a command runs through `sh -c`.
+fn needs_shell(cmd: &str) -> bool {
+    cmd.contains(['|', '&', ';', '<', '>', '$', '`', '(', ')', '*', '?'])
+}
+
+/// Splits a command line into words, honouring single and double quotes and
+/// backslashes (the subset of `sh` a command line needs). `None` on an open quote.
+fn split_words(cmd: &str) -> Option<Vec<String>> {
+    let (mut words, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+    let mut chars = cmd.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None | Some('"'), '\\') => {
+                word.push(chars.next()?);
+                started = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            (_, c) => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if started {
+        words.push(word);
+    }
+    Some(words)
+}
+
+/// The `command = …` (and `shell = true`) lines for a command line.
+fn command_lines(cmd: &str) -> anyhow::Result<String> {
+    if needs_shell(cmd) {
+        return Ok(format!(
+            "command = {}\nshell = true                     # run through sh -c",
+            toml_array(&[cmd.to_string()])
+        ));
+    }
+    let words = split_words(cmd).filter(|w| !w.is_empty()).ok_or_else(|| {
+        Failure::new(
+            exit::USAGE,
+            format!("cannot split '{cmd}' into words: an unclosed quote?"),
+        )
+    })?;
+    Ok(format!("command = {}", toml_array(&words)))
+}
+
+/// The HTTP tests: a benchmark, a ramp and a soak against `url`.
+fn http_tests(url: &str) -> String {
+    format!(
+        r#"
+# How fast is it? A fixed open-model load (requests at set times, as real clients send
+# them), three times: the spread says how far one run can be trusted on this machine.
+[[test]]
+name = "bench"
+kind = "bench"
+url = "{url}"
+# method = "POST"                # and body = "…", headers = {{ "content-type" = "application/json" }}
+rate = 100                       # requests per second
+duration = "30s"
+repeat = 3
+gates = ["latency_p99 < 500ms", "error_rate < 1%"]
+
+# Where does it break? The offered rate rises step by step until the SLO, the error
+# budget or the throughput gives; the summary names the ceiling and what limited it.
+[[test]]
+name = "peak"
+kind = "ramp"
+url = "{url}"
+start = 100
+step = 100
+step_duration = "10s"
+max_steps = 20
+slo_p99 = "500ms"
+
+# Does it hold? A constant load while memory, file descriptors and threads are watched
+# for a trend. Raise the duration to hours before a release. A leak is a trend that,
+# projected over `horizon`, grows past `leak_budget`; a store or cache that is meant to
+# grow (new keys, a warming cache) needs a budget for that growth.
+[[test]]
+name = "stability"
+kind = "soak"
+url = "{url}"
+rate = 50
+duration = "10m"
+leak_budget = "10MiB"            # growth tolerated over the horizon (the default)
+horizon = "24h"                  # how far the trend is projected (the default)
+gates = ["leak = none", "error_rate < 1%"]
+"#
+    )
+}
+
+/// Paths a service commonly answers; the first that answers below 400 is the one the
+/// tests request when `--path` is not given.
+const CANDIDATE_PATHS: [&str; 5] = ["/", "/health", "/healthz", "/ping", "/status"];
+
+/// Starts `cmd` once on a free port (contained, stopped afterwards) and asks each
+/// candidate path: the first answering below 400, with what the others answered.
+fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
+    use crate::suite::{Ready, TargetSpec};
+    let port = crate::sut::lifecycle::free_port();
+    let words = if needs_shell(cmd) {
+        vec![cmd.to_string()]
+    } else {
+        split_words(cmd).unwrap_or_default()
+    };
+    let spec = TargetSpec {
+        build: None,
+        command: words,
+        attach: None,
+        shell: needs_shell(cmd),
+        env: Default::default(),
+        cwd: None,
+        ready: Ready::Tcp("127.0.0.1:{{port}}".into()),
+        ready_timeout: std::time::Duration::from_secs(30),
+        stop_signal: libc::SIGTERM,
+        stop_grace: std::time::Duration::from_secs(2),
+    };
+    let vars = std::collections::BTreeMap::from([("port".to_string(), port.to_string())]);
+    let log = std::env::temp_dir().join(format!("strainline-init-{}.log", std::process::id()));
+    let running = crate::sut::lifecycle::start(
+        &spec,
+        &vars,
+        &log,
+        std::time::Duration::from_millis(500),
+        None,
+    )
+    .map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("--serve: started `{cmd}` on port {port} to find a path it answers, but: {e}"),
+        )
+    });
+    let _ = std::fs::remove_file(&log);
+    let running = running?;
+    let mut tried = Vec::new();
+    let mut found = None;
+    for path in CANDIDATE_PATHS {
+        let status = crate::sut::lifecycle::http_get(&format!("http://127.0.0.1:{port}{path}"));
+        tried.push(format!(
+            "{path} {}",
+            status.map_or("no answer".to_string(), |s| s.to_string())
+        ));
+        if status.is_some_and(|s| s < 400) {
+            found = Some(path.to_string());
+            break;
+        }
+    }
+    let _ = running.stop(spec.stop_signal, spec.stop_grace);
+    Ok((found, tried))
+}
+
+/// The suite for `args`, and what it is for (printed after writing it).
+fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
+    let head = |what: &str| {
+        let how: String = how_to_run(file)
+            .lines()
+            .map(|l| format!("#   {l}\n"))
+            .collect();
+        format!(
+            "# A starter suite written by `strainline init` for {what}.\n\
+             # Edit the rates, durations and gates to your service's own; every key is\n\
+             # described in docs/suites.md. Run it:\n{how}\n"
+        )
+    };
+    if let Some(path) = args.path.as_deref().filter(|p| !p.starts_with('/')) {
+        return Err(Failure::new(exit::USAGE, format!("--path '{path}' must start with /")).into());
+    }
+    if let Some(url) = &args.url {
+        let parsed = url
+            .parse::<hyper::Uri>()
+            .ok()
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+            .ok_or_else(|| {
+                Failure::new(
+                    exit::USAGE,
+                    format!("--url '{url}' is not an http(s) URL with a host (e.g. http://127.0.0.1:8080/)"),
+                )
+            })?;
+        let port = parsed.port_u16().unwrap_or(match parsed.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        let text = format!(
+            "{}\n[suite]\nname = \"{}\"\n\n\
+             # The service already runs: strainline watches the process listening on port {port}\n\
+             # (and its children) during each test, and never stops it.\n\
+             [target]\nattach_port = {port}\nready = {}\n{}",
+            head(&format!("the service at {url}")),
+            suite_name(file),
+            toml::Value::String(url.clone()),
+            http_tests(url)
+        );
+        return Ok((
+            text,
+            format!(
+                "a bench, a ramp and a soak of the service at {url}, watched through port {port}"
+            ),
+        ));
+    }
+    if let Some(cmd) = &args.serve {
+        if !cmd.contains("{{port}}") {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "--serve '{cmd}' does not take {{{{port}}}}: put {{{{port}}}} where the command \
+                     takes its port (e.g. --listen 127.0.0.1:{{{{port}}}}); strainline picks a free one \
+                     for each case"
+                ),
+            )
+            .into());
+        }
+        // Without --path, the service is asked which of the usual paths it answers.
+        let (path, probed) = match &args.path {
+            Some(p) => (p.clone(), String::new()),
+            None => match probe(cmd)? {
+                (Some(p), tried) => (p, format!("# Probed at init: {}.\n", tried.join(", "))),
+                (None, tried) => (
+                    "/".to_string(),
+                    format!(
+                        "# FIX: probed at init, no usual path answered below 400 ({}): set\n\
+                         # the url of each test (and ready) to one your service answers.\n",
+                        tried.join(", ")
+                    ),
+                ),
+            },
+        };
+        let url = format!("http://127.0.0.1:{{{{port}}}}{path}");
+        let text = format!(
+            "{}\n[suite]\nname = \"{}\"\n\n\
+             # Started afresh for each case on a free port ({{{{port}}}}), watched with its whole\n\
+             # process tree, and stopped (SIGTERM, then SIGKILL to the tree) at the end.\n\
+             {probed}[target]\n{}\nready = \"{url}\"          # answered before each case starts\n\
+             ready_timeout = \"30s\"\n\n\
+             [logs]                           # counted per case in the target's output\n\
+             errors = [\"ERROR\", \"panicked\"]\nwarnings = [\"WARN\"]\n{}",
+            head(&format!("`{cmd}`")),
+            suite_name(file),
+            command_lines(cmd)?,
+            http_tests(&url)
+        );
+        return Ok((
+            text,
+            format!("a bench, a ramp and a soak of `{cmd}`, started for each case"),
+        ));
+    }
+    if let Some(cmd) = &args.harness {
+        let text = format!(
+            "{}\n[suite]\nname = \"{}\"\n\n\
+             # Your benchmark binary, run under strainline's monitor, five times. What it\n\
+             # prints as key=value numbers (`ops_per_sec=3500`) or JSON lines of numbers\n\
+             # becomes metrics you can gate on; peak_rss (exact, from the kernel), cpu_avg,\n\
+             # duration and exit_code are always measured.\n\
+             [[test]]\nname = \"harness\"\nkind = \"harness\"\n{}\nrepeat = 5\n\
+             gates = [\"exit_code = 0\"]      # e.g. add \"ops_per_sec > 1000\", \"peak_rss < 256MiB\"\n",
+            head(&format!("`{cmd}`")),
+            suite_name(file),
+            command_lines(cmd)?
+        );
+        return Ok((text, format!("five runs of `{cmd}` under the monitor")));
+    }
+    Err(Failure::new(
+        exit::USAGE,
+        "say what to test: --url URL (a service already running), --serve CMD (a command \
+         that serves on {{port}}) or --harness CMD (a benchmark binary)",
+    )
+    .into())
+}
+
+/// The suite's name: the file's stem.
+fn suite_name(file: &str) -> String {
+    Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "suite".into())
+        .replace(['"', '\\'], "")
+}
+
+pub fn run(args: InitArgs) -> anyhow::Result<i32> {
+    let out = &args.output;
+    let file = out.display().to_string();
+    if out.exists() && !args.force {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("{file} exists: give another -o FILE, or --force to replace it"),
+        )
+        .into());
+    }
+    let (text, what) = suite(&args, &file)?;
+    // What init writes must parse: a template bug is caught here, not by the user.
+    crate::suite::parse(&text, out, 1.0)
+        .map_err(|e| anyhow::anyhow!("internal error: the starter suite does not parse: {e}"))?;
+    std::fs::write(out, &text)
+        .map_err(|e| Failure::new(exit::USAGE, format!("cannot write {file}: {e}")))?;
+    println!("Wrote {file}: {what}.\n");
+    println!("Next:\n{}", how_to_run(&file));
+    Ok(exit::PASSED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_a_command_line_as_sh_would() {
+        assert_eq!(
+            split_words(r#"./server --name "my app" --x 'a b' c\ d"#).unwrap(),
+            vec!["./server", "--name", "my app", "--x", "a b", "c d"]
+        );
+        assert_eq!(split_words("a ''").unwrap(), vec!["a", ""]);
+        assert!(split_words("a 'b").is_none());
+        assert!(needs_shell("a | b") && needs_shell("x && y") && !needs_shell("a --b=c"));
+    }
+}

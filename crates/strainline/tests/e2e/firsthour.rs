@@ -1,0 +1,237 @@
+//! The first hour of a new user (issue #16): the demo leaves a report that opens in a
+//! browser and output a person reads; `latest` names the newest run; `init` writes a
+//! suite that checks and runs as written, for a command that serves and for a service
+//! already running (Python's `http.server`, a program we did not write); every example
+//! runs as shipped from a clone, shortened.
+
+use crate::common::*;
+
+#[test]
+fn the_demo_writes_a_report_that_opens_and_prints_figures_people_read() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = s.run(&["demo"]);
+        let text = stdout(&out);
+        assert_exit(&out, 0);
+        assert_has(&text, "Demo as expected");
+        // The report it names exists and renders, charts and all.
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("Report: "))
+            .unwrap_or_else(|| panic!("no report path in:\n{text}"));
+        let path = line["Report: ".len()..].split(" (").next().unwrap();
+        let path = s.path("").join(path);
+        assert!(path.exists(), "{} does not exist", path.display());
+        let url = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("file://"))
+            .unwrap_or_else(|| panic!("no file:// URL in:\n{text}"));
+        assert!(std::path::Path::new(url).exists(), "{url}");
+        let dom = chromium(&["--dump-dom", &format!("file://{url}")]);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        assert!(
+            dom.contains("<svg") && dom.contains("stability[leak=4096]"),
+            "the report did not render its cases and charts"
+        );
+        // Figures a person reads: no infinity, no raw counts of many digits, no long
+        // decimals, a unit on every gate's figures.
+        let figures = regex_lite::Regex::new(r"\d{7,}|\d\.\d{5,}|\binf\b|NaN").unwrap();
+        let bad: Vec<&str> = text.lines().filter(|l| figures.is_match(l)).collect();
+        assert!(bad.is_empty(), "unreadable figures:\n{}", bad.join("\n"));
+        let gate = regex_lite::Regex::new(r"measured ([^,]+), needs \S+ ([^)]+)\)").unwrap();
+        let mut gates = 0;
+        for c in gate.captures_iter(&text) {
+            gates += 1;
+            for figure in [&c[1], &c[2]] {
+                assert!(
+                    figure.ends_with('%')
+                        || figure.ends_with(" ms")
+                        || figure.ends_with(" µs")
+                        || figure == "yes"
+                        || figure == "no",
+                    "a gate figure without its unit: {figure}\n{text}"
+                );
+            }
+        }
+        assert!(gates >= 4, "{gates} gates described:\n{text}");
+        assert!(!text.contains("(s)") && !text.contains("(es)"), "{text}");
+        // `latest` names the demo's run; `latest~1` the one before, which is none.
+        let shown = s.run(&["show", "latest"]);
+        assert_exit(&shown, 0);
+        assert_has(&stdout(&shown), "demo");
+        let none = s.run(&["show", "latest~1"]);
+        assert_exit(&none, 2);
+        assert_has(&stderr(&none), "no run latest~1");
+    });
+}
+
+#[test]
+fn latest_and_label_offsets_name_runs_newest_first() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    for label in ["a", "b", "a"] {
+        let out = s.run(&["monitor", "-q", "--label", label, "--", "true"]);
+        assert_exit(&out, 0);
+    }
+    let id = |key: &str| {
+        let out = s.run(&["show", key, "--json"]);
+        assert_exit(&out, 0);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["run"]["id"].as_i64().unwrap_or_else(|| panic!("{doc}"))
+    };
+    assert_eq!(id("latest"), 3);
+    assert_eq!(id("latest~2"), 1);
+    assert_eq!(id("a"), 3);
+    assert_eq!(id("a~1"), 1);
+    assert_eq!(id("b~0"), 2);
+}
+
+#[test]
+fn init_writes_a_suite_for_a_serving_command_that_checks_and_runs_to_passed() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let out = s.run(&[
+            "init",
+            "--serve",
+            "strainline testbed serve --listen 127.0.0.1:{{port}}",
+        ]);
+        assert_exit(&out, 0);
+        let suite = std::fs::read_to_string(s.path("strainline.toml")).unwrap();
+        // It asked the service which usual path answers: the testbed's /health.
+        assert_has(&suite, "ready = \"http://127.0.0.1:{{port}}/health\"");
+        let check = s.run(&["check", "strainline.toml"]);
+        assert_exit(&check, 0);
+        let run = s.run(&["run", "strainline.toml", "--time-scale", "0.05"]);
+        assert_exit(&run, 0);
+        assert_has(&stdout(&run), "PASSED — 5 of 5 cases run");
+        // It refuses to write over the suite.
+        let again = s.run(&["init", "--serve", "x {{port}}"]);
+        assert_exit(&again, 2);
+        assert_has(&stderr(&again), "strainline.toml exists");
+    });
+}
+
+#[test]
+fn init_for_a_running_service_watches_the_process_on_its_port_and_leaves_it_running() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let root = s.path("www");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("index.html"), "hello\n").unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut python = std::process::Command::new("python3")
+            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+            .arg(&root)
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}/index.html");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "http.server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = s.run(&["init", "--url", &url, "-o", "py.toml"]);
+        assert_exit(&out, 0);
+        assert_has(
+            &std::fs::read_to_string(s.path("py.toml")).unwrap(),
+            &format!("attach_port = {port}"),
+        );
+        let run = s.run(&["run", "py.toml", "--only", "bench", "--time-scale", "0.05"]);
+        let text = stdout(&run);
+        // Its CPU and memory are the Python process's, found by its listening socket.
+        assert_exit(&run, 0);
+        assert_has(&text, "3 of 3 cases run");
+        // The kernel's high-water mark only rises: the last case's peak is the process's.
+        let rss = case_metrics(&s)
+            .iter()
+            .map(|c| {
+                c["metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["name"] == "peak_rss")
+                    .unwrap()["value"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .fold(0.0, f64::max);
+        let status = std::fs::read_to_string(format!("/proc/{}/status", python.id())).unwrap();
+        let hwm_kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .unwrap()
+            .trim()
+            .trim_end_matches(" kB")
+            .parse()
+            .unwrap();
+        assert!(
+            (rss / 1024.0 / hwm_kib - 1.0).abs() < 0.05,
+            "peak RSS {rss} against the kernel's VmHWM {hwm_kib} KiB\n{text}"
+        );
+        // Never stopped: it still answers.
+        assert!(
+            python.try_wait().unwrap().is_none(),
+            "http.server was stopped"
+        );
+        let _ = python.kill();
+        let _ = python.wait();
+    });
+}
+
+#[test]
+fn every_example_runs_as_shipped_from_a_clone_shortened() {
+    let _bench = loaded();
+    // (file, extra arguments): time scales that keep each under ~20 s here, every test
+    // meant to pass. Left out: the object store's unsafe writer, meant to be caught
+    // (run::crash_tests_fail_the_unsafe_store_and_pass_the_safe_one), and the IoT
+    // programme's 2 h scenario soak — 14 s of it cannot tell the allocator's warm-up
+    // from a leak (run::a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable).
+    let runs: [(&str, &[&str]); 7] = [
+        ("stress-suite", &[]),
+        ("object-store", &["--only", "crash-kill-during-commit"]),
+        ("object-store", &["--only", "perf-stress"]),
+        ("job-server-leak", &["--time-scale", "0.01"]),
+        (
+            "non-regression",
+            &["--time-scale", "0.005", "--var", "version=v1"],
+        ),
+        (
+            "iot-programme",
+            &["--time-scale", "0.002", "--only", "Bench-6"],
+        ),
+        (
+            "iot-programme",
+            &["--time-scale", "0.002", "--only", "PeakR"],
+        ),
+    ];
+    for (name, extra) in runs {
+        on_a_quiet_machine(|| {
+            let s = Scratch::new();
+            let example = format!("{}/../../examples/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            // No PATH set up: `strainline` in a suite is the binary that runs it.
+            let mut args = vec!["run", example.as_str()];
+            args.extend_from_slice(extra);
+            let out = s.run(&args);
+            assert!(
+                out.status.code() == Some(0),
+                "{name} {extra:?}: exit {:?}\n{}{}",
+                out.status.code(),
+                stdout(&out),
+                stderr(&out)
+            );
+        });
+    }
+}
