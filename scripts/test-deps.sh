@@ -3,7 +3,9 @@
 # a C compiler and pkg-config (bundled SQLite), curl (the testbed's TLS and HTTP/2
 # tests), PostgreSQL (the shared results store's tests start a real server), Chromium
 # (the HTML report is opened headless and screenshotted), xmllint (JUnit XML is
-# validated against its schema) and perf (flame graphs of the testbed).
+# validated against its schema), perf (flame graphs of the testbed), Python 3 (its
+# http.server is a target we did not write) and tmux (the live view is driven in a
+# terminal it emulates).
 set -euo pipefail
 
 need=()
@@ -15,6 +17,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v chromium >/dev/null || need+=(chromium)
 command -v xmllint >/dev/null || need+=(libxml2-utils)
 command -v perf >/dev/null || need+=(linux-perf)
+command -v python3 >/dev/null || need+=(python3)
+command -v tmux >/dev/null || need+=(tmux)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -119,6 +119,11 @@ pub struct MonitorArgs {
     #[arg(short, long)]
     pub quiet: bool,
 
+    /// No live view with --pid on a terminal (a command run after `--` keeps the
+    /// terminal for its own output and never has one).
+    #[arg(long)]
+    pub no_tui: bool,
+
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -277,9 +282,12 @@ pub struct LoadArgs {
     /// A label for the run in the store.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// No live progress line (it is only shown on a terminal anyway).
+    /// No live progress line nor live view (they are only shown on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// No live view on a terminal: the plain progress line instead.
+    #[arg(long)]
+    pub no_tui: bool,
     /// A command workload instead of HTTP: each unit of work runs this command (after
     /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
     #[arg(last = true, value_name = "CMD")]
@@ -350,6 +358,9 @@ pub struct RunArgs {
     /// run.json and csv/.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// No live view on a terminal: plain output as it happens (as in CI logs).
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 fn parse_min_change(s: &str) -> Result<f64, String> {

@@ -15,6 +15,7 @@ mod kinds;
 #[cfg(test)]
 mod layering;
 mod limits;
+mod live;
 mod load;
 mod located;
 mod measure;

@@ -184,7 +184,15 @@ pub fn format_value(v: f64, unit: &str) -> String {
         "" => format_number(v),
         _ if v.abs() >= 1e6 => format!("{} {unit}", format_number(v)),
         _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
-        _ => format!("{v:.3} {unit}"),
+        // Four significant digits, at most three decimals: 99.94 req/s, 0.031 cores.
+        _ => {
+            let digits = if v == 0.0 {
+                3
+            } else {
+                (3 - v.abs().log10().floor() as i32).clamp(0, 3) as usize
+            };
+            format!("{v:.digits$} {unit}")
+        }
     }
 }
 

@@ -30,6 +30,7 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
             vars: Vec::new(),
             report: None,
             profile: false,
+            no_tui: false,
         },
     )?;
     // The suite fails because of the leaking build, as it should; anything else is not.

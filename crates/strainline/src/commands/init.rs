@@ -113,7 +113,7 @@ fn http_tests(url: &str) -> String {
     format!(
         r#"
 # How fast is it? A fixed open-model load (requests at set times, as real clients send
-# them), three times: the spread says how far one run can be trusted on this machine.
+# them), five times: the spread says how far one run can be trusted on this machine.
 [[test]]
 name = "bench"
 kind = "bench"
@@ -121,7 +121,7 @@ url = "{url}"
 # method = "POST"                # and body = "…", headers = {{ "content-type" = "application/json" }}
 rate = 100                       # requests per second
 duration = "30s"
-repeat = 3
+repeat = 5                       # five: enough for `strainline compare` to decide (Mann–Whitney)
 gates = ["latency_p99 < 500ms", "error_rate < 1%"]
 
 # Where does it break? The offered rate rises step by step until the SLO, the error

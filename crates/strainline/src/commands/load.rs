@@ -138,7 +138,9 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     })?;
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
+    let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
     let outcome = load::run_live(&plan, !args.no_progress, "");
+    drop(live);
     let v = verdict::judge(&outcome);
     let summary = summarize(
         &loaded,

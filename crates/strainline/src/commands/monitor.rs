@@ -124,9 +124,17 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     let mut next_tick = Instant::now();
     let attached = args.pid.is_some();
     let stop_at = args.duration.map(|d| start + d);
+    // The live view only for an attached process: a command's own output keeps the
+    // terminal, as under `time`.
+    let live = crate::live::start(
+        attached && !args.no_tui && !args.quiet,
+        &format!("monitor --pid {root}"),
+    );
+    crate::live::new_case(&command.join(" "));
 
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
+        crate::live::sample(&s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {
             writeln!(w, "{}", report::csv_row(&s))?;
@@ -173,6 +181,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         }
         process::sleep_until(next_tick, pidfd.as_ref());
     }
+    drop(live);
 
     // The command has ended; stop whatever it left behind and reap it all.
     let leftovers = if attached {

@@ -43,8 +43,19 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         vars: args.vars.clone(),
         profile: args.profile,
     };
+    let live = crate::live::start(!args.no_tui, &format!("run {}", args.suite.display()));
+    let outcome = if live.is_some() {
+        // The view draws on the terminal; the plain output is printed when it ends.
+        let mut tee = crate::live::Tee::default();
+        let outcome = runner::run(store_location, &options, &mut tee);
+        drop(live);
+        std::io::Write::write_all(&mut std::io::stdout().lock(), &tee.kept)?;
+        outcome
+    } else {
+        runner::run(store_location, &options, &mut std::io::stdout().lock())
+    }
+    .map_err(usage)?;
     let mut out = std::io::stdout().lock();
-    let outcome = runner::run(store_location, &options, &mut out).map_err(usage)?;
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
         let files = super::report::all_into(&store, outcome.run_id, dir)?;

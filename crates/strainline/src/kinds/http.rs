@@ -333,6 +333,7 @@ fn ramp(
             &limits,
         );
         let f = &step.figures;
+        crate::live::step(f.offered, f.achieved, f.p99_ms, step.ok);
         r.table.push(format!(
             "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
             f.offered,

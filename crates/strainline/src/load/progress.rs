@@ -12,9 +12,23 @@ use crate::units::format_micros;
 /// asked for; `prefix` says what runs (a suite's case). A signal received by
 /// strainline stops the run; what was measured until then is kept.
 pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
-    let live = progress && std::io::stderr().is_terminal();
+    // The live view, when it draws, replaces the line.
+    let view = crate::live::on();
+    let live = progress && !view && std::io::stderr().is_terminal();
+    let rate = match &plan.model {
+        super::Model::Open { rate, .. } => Some(*rate),
+        _ => None,
+    };
+    crate::live::starting(prefix.trim(), rate.map(|r| r.at(0.0)));
     let cancel = Arc::new(AtomicBool::new(false));
     let outcome = run(plan, cancel, &crate::os::signals::interrupted, |s, _| {
+        crate::live::second(crate::live::Second {
+            offered: rate.map(|r| r.at(s.t)),
+            achieved: s.completed as f64,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            errors: s.errors,
+        });
         if live {
             let mut e = std::io::stderr().lock();
             let _ = write!(

@@ -146,7 +146,12 @@ impl Watcher {
     /// Watches a process strainline did not start (and its descendants): no cgroup, no
     /// adoption of strainline's own children.
     pub fn attach(pid: u32, interval: Duration) -> Watcher {
-        Watcher::watch(pid, None, interval, None, false)
+        Watcher::watch(pid, None, interval, None, false, false)
+    }
+
+    /// [`Watcher::attach`] for the target of a suite: its samples feed the live view.
+    pub fn attach_target(pid: u32, interval: Duration) -> Watcher {
+        Watcher::watch(pid, None, interval, None, false, true)
     }
 
     /// Starts sampling the tree of `root`, a child of strainline, every `interval`;
@@ -157,7 +162,7 @@ impl Watcher {
         interval: Duration,
         sink: Option<Sink>,
     ) -> Watcher {
-        Watcher::watch(root, cgroup, interval, sink, true)
+        Watcher::watch(root, cgroup, interval, sink, true, true)
     }
 
     fn watch(
@@ -166,6 +171,7 @@ impl Watcher {
         interval: Duration,
         mut sink: Option<Sink>,
         adopt: bool,
+        live: bool,
     ) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -199,6 +205,9 @@ impl Watcher {
             let mut next = Instant::now();
             loop {
                 let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
+                if live {
+                    crate::live::sample(&s);
+                }
                 if let Some(f) = flusher.as_mut() {
                     let _ = f.push(s.clone());
                 }

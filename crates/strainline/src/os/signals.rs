@@ -63,6 +63,15 @@ pub fn take() -> Option<Received> {
     })
 }
 
+/// Acts as a Ctrl-C from the terminal would (the live view's `q`): the run stops the
+/// way it does on SIGINT. A SIGINT is not sent: in raw mode the command under test
+/// never saw the key, and strainline stops it in order.
+pub fn interrupt() {
+    LAST.store(libc::SIGINT, Ordering::SeqCst);
+    FROM_KILL.store(false, Ordering::SeqCst);
+    COUNT.fetch_add(1, Ordering::SeqCst);
+}
+
 /// Whether any signal has arrived at all.
 pub fn interrupted() -> bool {
     COUNT.load(Ordering::SeqCst) > 0

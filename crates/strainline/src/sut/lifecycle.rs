@@ -179,7 +179,7 @@ pub fn start(
             Running {
                 pid,
                 command: vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
-                watcher: Watcher::attach(pid, interval),
+                watcher: Watcher::attach_target(pid, interval),
                 unit: None,
             }
         }

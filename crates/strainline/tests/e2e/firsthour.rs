@@ -105,7 +105,7 @@ fn init_writes_a_suite_for_a_serving_command_that_checks_and_runs_to_passed() {
         assert_exit(&check, 0);
         let run = s.run(&["run", "strainline.toml", "--time-scale", "0.05"]);
         assert_exit(&run, 0);
-        assert_has(&stdout(&run), "PASSED — 5 of 5 cases run");
+        assert_has(&stdout(&run), "PASSED — 7 of 7 cases run");
         // It refuses to write over the suite.
         let again = s.run(&["init", "--serve", "x {{port}}"]);
         assert_exit(&again, 2);
@@ -153,7 +153,7 @@ fn init_for_a_running_service_watches_the_process_on_its_port_and_leaves_it_runn
         let text = stdout(&run);
         // Its CPU and memory are the Python process's, found by its listening socket.
         assert_exit(&run, 0);
-        assert_has(&text, "3 of 3 cases run");
+        assert_has(&text, "5 of 5 cases run");
         // The kernel's high-water mark only rises: the last case's peak is the process's.
         let rss = case_metrics(&s)
             .iter()
@@ -234,4 +234,122 @@ fn every_example_runs_as_shipped_from_a_clone_shortened() {
             );
         });
     }
+}
+
+/// Runs `cmd` in a detached tmux session of 120×40 (a terminal it emulates); the
+/// session's name.
+fn tmux_start(name: &str, cmd: &str) {
+    let ok = std::process::Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            cmd,
+        ])
+        .status()
+        .expect("tmux is installed by `make test` (scripts/test-deps.sh)");
+    assert!(ok.success());
+}
+
+fn tmux_screen(name: &str) -> String {
+    let out = std::process::Command::new("tmux")
+        .args(["capture-pane", "-p", "-t", name])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_live_view_shows_rate_latency_and_memory_and_q_stops_the_run_keeping_it() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let suite = s.path("soak.toml");
+    std::fs::write(
+        &suite,
+        "[target]\ncommand = [\"strainline\", \"testbed\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\n\
+         ready = \"http://127.0.0.1:{{port}}/health\"\n\
+         [[test]]\nname = \"quick\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/health\"\nrate = 50\nduration = \"1s\"\n\
+         [[test]]\nname = \"long\"\nkind = \"soak\"\nurl = \"http://127.0.0.1:{{port}}/health\"\nrate = 50\nduration = \"60s\"\n",
+    )
+    .unwrap();
+    let session = format!("strainline-{}", std::process::id());
+    let status = s.path("status");
+    let cmd = format!(
+        "{} --store {} run {}; echo $? > {}",
+        env!("CARGO_BIN_EXE_strainline"),
+        s.store(),
+        suite.display(),
+        status.display()
+    );
+    tmux_start(&session, &cmd);
+    let kill = || {
+        let _ = std::process::Command::new("tmux")
+            .args(["kill-session", "-t", &session])
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    // Within 2 s of the soak's start the screen shows its rate, p99 and the target's RSS.
+    let started = std::time::Instant::now();
+    let mut screen = String::new();
+    while started.elapsed() < std::time::Duration::from_secs(20) {
+        screen = tmux_screen(&session);
+        if screen.contains("long") && screen.contains("Rate ") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let soak_seen = std::time::Instant::now();
+    let mut ok = false;
+    while soak_seen.elapsed() < std::time::Duration::from_secs(2) {
+        screen = tmux_screen(&session);
+        ok = screen.contains("req/s") && screen.contains("p99 ") && screen.contains("Target RSS ");
+        if ok {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if !ok {
+        kill();
+        panic!("the live view did not show the rate, p99 and RSS within 2 s:\n{screen}");
+    }
+    // `q`: the run stops, exit 130, the completed case and the partial one stored.
+    std::process::Command::new("tmux")
+        .args(["send-keys", "-t", &session, "q"])
+        .status()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !status.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let code = std::fs::read_to_string(&status).unwrap_or_default();
+    kill();
+    assert_eq!(code.trim(), "130", "exit after q: {code:?}");
+    let runs = s.run(&["show", "latest", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(doc["run"]["status"], "interrupted", "{doc}");
+    assert_eq!(doc["cases"].as_array().unwrap().len(), 2, "{doc}");
+    assert_eq!(doc["cases"][0]["status"], "passed", "{doc}");
+}
+
+#[test]
+fn without_a_terminal_no_escape_code_is_written() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let out = run_suite(
+        &s,
+        "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\"]\n\
+         ready = \"http://127.0.0.1:{{port}}/health\"\n\
+         [[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{port}}/health\"\nrate = 20\nduration = \"1s\"\n",
+        &[],
+    );
+    assert_exit(&out, 0);
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b),
+        "escape codes written to a pipe"
+    );
 }
