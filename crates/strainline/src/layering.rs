@@ -12,7 +12,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["report"],
     &["suite"],
     &["sut", "load", "monitor"],
-    &["analysis", "store"],
+    &["analysis", "store", "live"],
     &[
         "os",
         "units",
