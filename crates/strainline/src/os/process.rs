@@ -98,7 +98,13 @@ pub fn spawn(argv: &[OsString], cgroup_fds: Vec<RawFd>) -> Result<u32, SpawnErro
 pub fn program(argv0: &OsStr) -> OsString {
     if argv0 == "strainline" {
         if let Ok(me) = std::env::current_exe() {
-            return me.into_os_string();
+            // A binary replaced while it runs (a rebuild during a soak) is reached
+            // through /proc/self/exe: the forked child execs its parent's image.
+            return if me.exists() {
+                me.into_os_string()
+            } else {
+                "/proc/self/exe".into()
+            };
         }
     }
     argv0.to_os_string()
