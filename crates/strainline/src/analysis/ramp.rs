@@ -217,7 +217,7 @@ pub fn conclude(steps: &[Step], limits: &Limits) -> Conclusion {
             limiting_factor(&steps[i], limits)
         ),
         (_, Some(i)) => limiting_factor(&steps[i], limits),
-        (_, None) => "the ramp reached its last step without breaking".into(),
+        (_, None) => "none found: the ramp reached its last step without breaking (raise max_steps or step to find the ceiling)".into(),
     };
     Conclusion {
         end,
@@ -292,10 +292,9 @@ mod tests {
         let (_, c) = run(&[rec(100.0, 100.0, 1.0), rec(200.0, 200.0, 1.0)]);
         assert_eq!(c.ceiling, 200.0);
         assert_eq!(c.end, End::Held);
-        assert_eq!(
-            c.limiting_factor,
-            "the ramp reached its last step without breaking"
-        );
+        assert!(c
+            .limiting_factor
+            .starts_with("none found: the ramp reached its last step without breaking"));
     }
 
     #[test]

@@ -378,6 +378,7 @@ fn ramp(
         .push(Metric::of("max_throughput", c.max_throughput));
     let ceiling = match c.end {
         ramp::End::GeneratorBound => format!("ceiling ≥ {:.0} req/s (generator-bound)", c.ceiling),
+        ramp::End::Held => format!("ceiling ≥ {:.0} req/s (never broke)", c.ceiling),
         _ => format!("ceiling {:.0} req/s", c.ceiling),
     };
     r.table.push(format!(

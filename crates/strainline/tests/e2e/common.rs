@@ -48,6 +48,14 @@ impl Scratch {
             .clone()
             .unwrap_or_else(|| self.path("results.db").display().to_string())
     }
+    /// A directory with an `index.html`, for Python's `http.server --directory` (a
+    /// target we did not write).
+    pub fn site(&self) -> PathBuf {
+        let root = self.path("www");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("index.html"), "hello\n").unwrap();
+        root
+    }
     /// `strainline --store <scratch store> ARGS…`
     pub fn run(&self, args: &[&str]) -> Output {
         strainline()

@@ -118,9 +118,7 @@ fn init_for_a_running_service_watches_the_process_on_its_port_and_leaves_it_runn
     let _bench = loaded();
     on_a_quiet_machine(|| {
         let s = Scratch::new();
-        let root = s.path("www");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("index.html"), "hello\n").unwrap();
+        let root = s.site();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -143,9 +143,7 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
     let _bench = measuring();
     on_a_quiet_machine(|| {
         let s = Scratch::new();
-        let root = s.path("www");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(root.join("index.html"), "hello\n").unwrap();
+        let root = s.site();
         // Python's ThreadingHTTPServer: listen(5), one connection per request (HTTP/1.0),
         // one thread accepting. Past ~1,000 req/s connections find its accept queue full.
         let suite = format!(
