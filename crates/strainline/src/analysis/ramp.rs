@@ -24,6 +24,25 @@ pub struct Figures {
     /// (`ListenOverflows`, for the whole network namespace).
     #[serde(default)]
     pub listen_overflows: u64,
+    /// How many of the target's threads were waiting for a CPU, on average over the
+    /// step (their run-queue time from `schedstat`, per second).
+    #[serde(default)]
+    pub run_queue: f64,
+    /// TCP segments the kernel retransmitted during the step (`RetransSegs`, for the
+    /// whole network namespace).
+    #[serde(default)]
+    pub retransmits: u64,
+}
+
+/// The CPU the target could not get is named as the limit when its threads waited for a
+/// CPU at least this share of the time they ran (run-queue time against CPU time)…
+pub const RUN_QUEUE_SHARE: f64 = 0.5;
+/// …and at least this many thread-seconds per second (not a rounding of idle threads).
+pub const RUN_QUEUE_MIN: f64 = 0.25;
+
+/// Whether the target was short of CPU it wanted: its threads queued for a CPU.
+fn cpu_contended(s: &Figures) -> bool {
+    s.run_queue >= RUN_QUEUE_MIN && s.run_queue >= RUN_QUEUE_SHARE * s.target_cpu
 }
 
 /// What one step measured.
@@ -113,6 +132,9 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
             r.listen_overflows
         ));
     }
+    if !why.is_empty() && r.retransmits > 0 {
+        why.push(format!("{} TCP segments retransmitted", r.retransmits));
+    }
     Step {
         figures: r.clone(),
         generator: if generator_bound { "invalid" } else { "valid" }.into(),
@@ -132,6 +154,11 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
             100.0 * s.busiest_thread,
             s.target_cpu
+        )
+    } else if cpu_contended(s) {
+        format!(
+            "CPU contention: the target's threads waited for a CPU {:.2} thread-seconds per second of the step (run queue, from schedstat) while the tree used {:.2} cores — other processes on its CPUs (the generator, another service) took the time it needed",
+            s.run_queue, s.target_cpu
         )
     } else if s.listen_overflows > 0 {
         format!(
@@ -248,6 +275,8 @@ mod tests {
                 target_cpu: 0.3,
                 busiest_thread: 0.3,
                 listen_overflows: 0,
+                run_queue: 0.0,
+                retransmits: 0,
             },
             generator_invalid: None,
             generator_at_capacity: false,
@@ -353,6 +382,25 @@ mod tests {
         assert!(
             c.limiting_factor
                 .starts_with("listen queue overflowed: the kernel counted 412 connections"),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn threads_waiting_for_a_cpu_are_named_before_what_follows_from_it() {
+        let mut r = rec(1600.0, 1200.0, 1000.0);
+        r.figures.run_queue = 0.8;
+        r.figures.listen_overflows = 12;
+        r.figures.retransmits = 30;
+        let (steps, c) = run(&[rec(800.0, 800.0, 2.0), r]);
+        assert!(steps[1]
+            .why
+            .contains(&"30 TCP segments retransmitted".to_string()));
+        assert!(
+            c.limiting_factor.starts_with(
+                "CPU contention: the target's threads waited for a CPU 0.80 thread-seconds"
+            ),
             "{}",
             c.limiting_factor
         );

@@ -131,7 +131,9 @@ fn cpu_in(samples: &[Sample], (a, b): (f64, f64)) -> f64 {
 }
 
 /// CPU ticks of each thread of `pid`.
-fn thread_ticks(running: &Running) -> HashMap<u32, u64> {
+/// Each thread of the target's tree: its CPU ticks and its run-queue wait (ns, from
+/// `schedstat`; 0 where the kernel keeps none).
+fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
     let mut out = HashMap::new();
     // Thread ids are unique across the machine: one map for the whole tree (a worker
     // forked by a master, as nginx does, is where the CPU goes).
@@ -147,7 +149,11 @@ fn thread_ticks(running: &Running) -> HashMap<u32, u64> {
                 .ok()
                 .and_then(|t| crate::monitor::procfs::parse_stat(&t))
             {
-                out.insert(tid, st.cpu_ticks);
+                let waited = std::fs::read_to_string(e.path().join("schedstat"))
+                    .ok()
+                    .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+                    .unwrap_or(0);
+                out.insert(tid, (st.cpu_ticks, waited));
             }
         }
     }
@@ -168,12 +174,22 @@ fn keep_latency(r: &mut CaseResult, run: &Run) {
 }
 
 /// The busiest thread's share of a window: 1.0 = on a CPU all the time.
-fn busiest(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>, seconds: f64) -> f64 {
+/// The busiest thread's share of `seconds`, and how many threads waited for a CPU on
+/// average (run-queue time per second).
+fn busiest(
+    before: &HashMap<u32, (u64, u64)>,
+    after: &HashMap<u32, (u64, u64)>,
+    seconds: f64,
+) -> (f64, f64) {
     let hz = kernel_units().clock_ticks as f64;
-    after
-        .iter()
-        .map(|(tid, t)| (t - before.get(tid).copied().unwrap_or(0)) as f64 / hz / seconds)
-        .fold(0.0, f64::max)
+    let mut top = 0.0f64;
+    let mut waited = 0u64;
+    for (tid, (ticks, wait)) in after {
+        let (t0, w0) = before.get(tid).copied().unwrap_or((0, 0));
+        top = top.max(ticks.saturating_sub(t0) as f64 / hz / seconds);
+        waited += wait.saturating_sub(w0);
+    }
+    (top, waited as f64 / 1e9 / seconds)
 }
 
 fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
@@ -310,7 +326,11 @@ fn ramp(
         )?;
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
         // The ticks before include the engine's idle warm-up: divide by the measured window.
-        let busy = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
+        let (busy, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
+        let tcp = match (tcp_before, crate::monitor::net::tcp_counters()) {
+            (Some(b), Some(a)) => a.since(&b),
+            _ => Default::default(),
+        };
         let s = &run.summary;
         let step = ramp::judge_step(
             &ramp::StepRecord {
@@ -321,10 +341,9 @@ fn ramp(
                     error_rate: s.error_rate,
                     target_cpu: cpu_in(&samples(Some(running)), run.window),
                     busiest_thread: busy,
-                    listen_overflows: match (tcp_before, crate::monitor::net::tcp_counters()) {
-                        (Some(b), Some(a)) => a.since(&b).listen_overflows,
-                        _ => 0,
-                    },
+                    listen_overflows: tcp.listen_overflows,
+                    run_queue,
+                    retransmits: tcp.retransmitted_segments,
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),

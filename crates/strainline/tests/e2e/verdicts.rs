@@ -2,7 +2,8 @@
 //! case and ends a ramp INVALID with `ceiling ≥`; the busiest thread of a target is
 //! found in its whole tree; a ready address that already answers is refused; a tree
 //! sharing memory is summed by PSS, not RSS; a target with a listen backlog of 5 (Python's
-//! `http.server`, a program we did not write) is named by the kernel's overflow count.
+//! `http.server`, a program we did not write) is named by the kernel's overflow count;
+//! a target sharing its CPU with a hog is named CPU contention from its run-queue time.
 
 use crate::common::*;
 
@@ -169,6 +170,50 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
         assert_has(
             &text,
             &format!("limiting factor: listen queue overflowed: the kernel counted {counted} connections"),
+        );
+    });
+}
+
+#[test]
+fn a_target_sharing_its_cpu_with_a_hog_is_named_cpu_contention() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        // The target and a process spinning forever on the same CPU: the scheduler
+        // gives each half, and the target's thread waits in the run queue the rest.
+        let mut hog = std::process::Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(testbed())
+            .args(["spin", "--seconds", "120"])
+            .spawn()
+            .unwrap();
+        let out = run_suite(
+            &s,
+            "[target]\ncommand = [\"taskset\", \"-c\", \"0\", \"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--workers\", \"1\", \"--cpu-cost\", \"100\"]\n\
+             ready = \"http://127.0.0.1:{{port}}/health\"\n\
+             [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{port}}/push/dev0\"\nbody = \"x\"\n\
+             setup = [{ path = \"/register\", body = '{\"id\": \"dev0\"}' }]\n\
+             start = 200\nstep = 200\nmax_steps = 15\nstep_duration = \"1500ms\"\nslo_p99 = \"100ms\"\n",
+            &[],
+        );
+        let _ = hog.kill();
+        let _ = hog.wait();
+        let text = stdout(&out);
+        assert_exit(&out, 0);
+        assert_has(
+            &text,
+            "limiting factor: CPU contention: the target's threads waited for a CPU",
+        );
+        let steps = case_metrics(&s)[0]["summary"]["details"]["steps"].clone();
+        let last = steps.as_array().unwrap().last().unwrap().clone();
+        let (queue, cpu) = (
+            last["run_queue"].as_f64().unwrap(),
+            last["target_cpu"].as_f64().unwrap(),
+        );
+        // Half a CPU each: the target waited about as long as it ran.
+        assert!(
+            queue >= 0.5 * cpu && cpu < 0.75,
+            "run queue {queue} against {cpu} cores\n{text}"
         );
     });
 }
