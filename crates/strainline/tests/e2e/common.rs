@@ -195,13 +195,22 @@ pub fn steal_seconds() -> f64 {
         .map_or(0.0, |ticks| ticks / 100.0)
 }
 
-/// Waits (at most 2 minutes) until the hypervisor took less than 2% of the machine's
-/// CPU over the last second, twice in a row: measuring while it takes half of it (seen in
-/// CI: 48–82% during a ramp's steps for minutes) tells nothing of strainline.
+/// Seconds all tests of this binary have waited for a quiet machine so far.
+static QUIET_WAITED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Waits until the hypervisor took less than 2% of the machine's CPU over the last
+/// second, twice in a row: measuring while it takes half of it (seen in CI: 48–82%
+/// during a ramp's steps for minutes) tells nothing of strainline. At most a minute a
+/// wait and ten minutes for the whole test run, so a machine that is never quiet still
+/// finishes its tests in bounded time (their attempts then judge as before).
 fn wait_for_quiet(cores: f64) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    use std::sync::atomic::Ordering;
+    let start = std::time::Instant::now();
     let mut quiet = 0;
-    while quiet < 2 && std::time::Instant::now() < deadline {
+    while quiet < 2
+        && start.elapsed() < std::time::Duration::from_secs(60)
+        && QUIET_WAITED.load(Ordering::Relaxed) + start.elapsed().as_secs() < 600
+    {
         let before = steal_seconds();
         std::thread::sleep(std::time::Duration::from_secs(1));
         if steal_seconds() - before < 0.02 * cores {
@@ -210,6 +219,7 @@ fn wait_for_quiet(cores: f64) {
             quiet = 0;
         }
     }
+    QUIET_WAITED.fetch_add(start.elapsed().as_secs(), Ordering::Relaxed);
 }
 
 /// Runs a test that checks a measurement against a known truth. Each attempt starts once
