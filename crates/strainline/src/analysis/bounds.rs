@@ -9,3 +9,6 @@ pub const LAG_BOUND_US: u64 = 2_000;
 pub const SATURATED: f64 = 0.90;
 /// Achieved below this share of offered is a shortfall.
 pub const ACHIEVED_BOUND: f64 = 0.95;
+/// The share of the machine's CPU the hypervisor may take (steal) before a run says so,
+/// and before a broken ramp step is measured again or named the machine's.
+pub const STOLEN_BOUND: f64 = 0.01;

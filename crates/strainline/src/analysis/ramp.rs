@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::bounds::{ACHIEVED_BOUND, SATURATED};
+use super::bounds::{ACHIEVED_BOUND, SATURATED, STOLEN_BOUND};
 
 /// The figures of one step, as measured and as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +32,9 @@ pub struct Figures {
     /// whole network namespace).
     #[serde(default)]
     pub retransmits: u64,
+    /// The share of the machine's CPU the hypervisor took during the step (steal).
+    #[serde(default)]
+    pub stolen: f64,
 }
 
 /// The CPU the target could not get is named as the limit when its threads waited for a
@@ -149,6 +152,13 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
     let s = &step.figures;
     if step.generator_bound() {
         "the generator, not the target (see its evidence)".into()
+    } else if s.stolen > STOLEN_BOUND {
+        format!(
+            "the machine: the hypervisor took {:.1}% of its CPU during the step (steal, even after the step was measured again) — the target's CPU was {:.2} cores, busiest thread {:.0}%; this ceiling is its neighbours' as much as the target's: repeat on a quiet machine",
+            100.0 * s.stolen,
+            s.target_cpu,
+            100.0 * s.busiest_thread
+        )
     } else if step.target_saturated {
         format!(
             "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
@@ -277,6 +287,7 @@ mod tests {
                 listen_overflows: 0,
                 run_queue: 0.0,
                 retransmits: 0,
+                stolen: 0.0,
             },
             generator_invalid: None,
             generator_at_capacity: false,
@@ -401,6 +412,19 @@ mod tests {
             c.limiting_factor.starts_with(
                 "CPU contention: the target's threads waited for a CPU 0.80 thread-seconds"
             ),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn a_step_broken_while_the_hypervisor_took_the_cpu_names_the_machine() {
+        let mut r = rec(1600.0, 1200.0, 1000.0);
+        r.figures.stolen = 0.25;
+        let (_, c) = run(&[rec(800.0, 800.0, 2.0), r]);
+        assert!(
+            c.limiting_factor
+                .starts_with("the machine: the hypervisor took 25.0% of its CPU"),
             "{}",
             c.limiting_factor
         );

@@ -344,6 +344,7 @@ fn ramp(
                     listen_overflows: tcp.listen_overflows,
                     run_queue,
                     retransmits: tcp.retransmitted_segments,
+                    stolen: verdict::stolen_share(&run.outcome),
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),

@@ -4,14 +4,13 @@
 
 use super::driver::Outcome;
 
-pub use crate::analysis::bounds::{ACHIEVED_BOUND, LAG_BOUND_US, SATURATED as CPU_BOUND};
+pub use crate::analysis::bounds::{
+    ACHIEVED_BOUND, LAG_BOUND_US, SATURATED as CPU_BOUND, STOLEN_BOUND,
+};
 
 /// The share of scheduled sends that may find the pool at its cap before the run is
 /// INVALID.
 pub const POOL_CAP_BOUND: f64 = 0.01;
-
-/// The share of the machine's CPU time the hypervisor may take before a run says so.
-pub const STOLEN_BOUND: f64 = 0.01;
 
 /// The fewest sends late beyond the lag bound that count as evidence.
 pub const LATE_SENDS_MIN: u64 = 5;
