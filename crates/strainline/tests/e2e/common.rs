@@ -344,3 +344,14 @@ pub fn chromium(args: &[&str]) -> std::process::Output {
         .output()
         .expect("chromium is installed by `make test` (scripts/test-deps.sh)")
 }
+
+/// A child process killed (and reaped) when this is dropped — when the attempt that
+/// started it ends, passed or panicked: a retried attempt must leave nothing running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -181,12 +181,14 @@ fn a_target_sharing_its_cpu_with_a_hog_is_named_cpu_contention() {
         let s = Scratch::new();
         // The target and a process spinning forever on the same CPU: the scheduler
         // gives each half, and the target's thread waits in the run queue the rest.
-        let mut hog = std::process::Command::new("taskset")
-            .args(["-c", "0"])
-            .arg(testbed())
-            .args(["spin", "--seconds", "120"])
-            .spawn()
-            .unwrap();
+        let hog = KillOnDrop(
+            std::process::Command::new("taskset")
+                .args(["-c", "0"])
+                .arg(testbed())
+                .args(["spin", "--seconds", "120"])
+                .spawn()
+                .unwrap(),
+        );
         let out = run_suite(
             &s,
             "[target]\ncommand = [\"taskset\", \"-c\", \"0\", \"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--workers\", \"1\", \"--cpu-cost\", \"100\"]\n\
@@ -196,8 +198,7 @@ fn a_target_sharing_its_cpu_with_a_hog_is_named_cpu_contention() {
              start = 200\nstep = 200\nmax_steps = 15\nstep_duration = \"1500ms\"\nslo_p99 = \"100ms\"\n",
             &[],
         );
-        let _ = hog.kill();
-        let _ = hog.wait();
+        drop(hog);
         let text = stdout(&out);
         assert_exit(&out, 0);
         assert_has(
