@@ -151,8 +151,16 @@ pub fn format_number(v: f64) -> String {
     if v.fract() == 0.0 {
         return format!("{v:.0}");
     }
-    let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let digits = decimals(v, 6);
     format!("{v:.digits$}")
+}
+
+/// Decimals that leave four significant digits, at most `max`.
+fn decimals(v: f64, max: i32) -> usize {
+    if v == 0.0 {
+        return max.min(3) as usize;
+    }
+    (3 - v.abs().log10().floor() as i32).clamp(0, max) as usize
 }
 
 /// Singular or plural: `1 process`, `3 processes`.
@@ -186,11 +194,7 @@ pub fn format_value(v: f64, unit: &str) -> String {
         _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
         // Four significant digits, at most three decimals: 99.94 req/s, 0.031 cores.
         _ => {
-            let digits = if v == 0.0 {
-                3
-            } else {
-                (3 - v.abs().log10().floor() as i32).clamp(0, 3) as usize
-            };
+            let digits = decimals(v, 3);
             format!("{v:.digits$} {unit}")
         }
     }

@@ -91,13 +91,11 @@ fn split_words(cmd: &str) -> Option<Vec<String>> {
     Some(words)
 }
 
-/// The `command = …` (and `shell = true`) lines for a command line.
-fn command_lines(cmd: &str) -> anyhow::Result<String> {
+/// A command line as a target runs it: its argv, and whether it goes through `sh -c`
+/// (then the argv is the whole line). The same for the probe and the suite written.
+fn argv(cmd: &str) -> anyhow::Result<(Vec<String>, bool)> {
     if needs_shell(cmd) {
-        return Ok(format!(
-            "command = {}\nshell = true                     # run through sh -c",
-            toml_array(&[cmd.to_string()])
-        ));
+        return Ok((vec![cmd.to_string()], true));
     }
     let words = split_words(cmd).filter(|w| !w.is_empty()).ok_or_else(|| {
         Failure::new(
@@ -105,7 +103,20 @@ fn command_lines(cmd: &str) -> anyhow::Result<String> {
             format!("cannot split '{cmd}' into words: an unclosed quote?"),
         )
     })?;
-    Ok(format!("command = {}", toml_array(&words)))
+    Ok((words, false))
+}
+
+/// The `command = …` (and `shell = true`) lines for a command line.
+fn command_lines(cmd: &str) -> anyhow::Result<String> {
+    let (words, shell) = argv(cmd)?;
+    Ok(if shell {
+        format!(
+            "command = {}\nshell = true                     # run through sh -c",
+            toml_array(&words)
+        )
+    } else {
+        format!("command = {}", toml_array(&words))
+    })
 }
 
 /// The HTTP tests: a benchmark, a ramp and a soak against `url`.
@@ -162,16 +173,12 @@ const CANDIDATE_PATHS: [&str; 5] = ["/", "/health", "/healthz", "/ping", "/statu
 fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
     use crate::suite::{Ready, TargetSpec};
     let port = crate::sut::lifecycle::free_port();
-    let words = if needs_shell(cmd) {
-        vec![cmd.to_string()]
-    } else {
-        split_words(cmd).unwrap_or_default()
-    };
+    let (command, shell) = argv(cmd)?;
     let spec = TargetSpec {
         build: None,
-        command: words,
+        command,
         attach: None,
-        shell: needs_shell(cmd),
+        shell,
         env: Default::default(),
         cwd: None,
         ready: Ready::Tcp("127.0.0.1:{{port}}".into()),

@@ -371,7 +371,7 @@ fn ramp(
         let broke = !step.ok;
         // A step that broke while the hypervisor took the machine's CPU measured the
         // machine's neighbours: it is measured again, at most STEP_REPEATS times a ramp.
-        let stolen = verdict::stolen_share(&run.outcome);
+        let stolen = step.figures.stolen;
         if broke
             && stolen > verdict::STOLEN_BOUND
             && repeats < STEP_REPEATS

@@ -65,21 +65,15 @@ fn spark<'a>(title: String, data: &'a [u64], color: Color) -> Sparkline<'a> {
         .style(Style::default().fg(color))
 }
 
-/// Least-squares growth per second of the last samples' RSS: the leak fit as it forms.
+/// Least-squares growth per second of the kept samples' RSS (the last 600): the leak
+/// fit as it forms.
 fn rss_trend(st: &State) -> Option<f64> {
-    let n = st.samples.len();
-    if n < 8 {
+    if st.samples.len() < 8 {
         return None;
     }
     let (xs, ys): (Vec<f64>, Vec<f64>) =
         st.samples.iter().map(|s| (s.t, s.rss_bytes as f64)).unzip();
-    let (mx, my) = (
-        xs.iter().sum::<f64>() / n as f64,
-        ys.iter().sum::<f64>() / n as f64,
-    );
-    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
+    crate::analysis::stats::least_squares(&xs, &ys).map(|(slope, _)| slope)
 }
 
 pub fn draw(f: &mut Frame, st: &State, elapsed: Duration) {

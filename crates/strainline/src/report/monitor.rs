@@ -118,8 +118,9 @@ pub fn write_summary(
     if s.leftover_processes_stopped > 0 {
         writeln!(
             out,
-            "{:<20}{} process(es) the command left running were stopped",
-            "Leftovers:", s.leftover_processes_stopped
+            "{:<20}{} the command left running, stopped",
+            "Leftovers:",
+            crate::units::count(s.leftover_processes_stopped, "process", "processes")
         )?;
     }
     let o = &s.overhead;
