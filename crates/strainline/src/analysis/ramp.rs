@@ -24,6 +24,13 @@ pub struct Figures {
     /// (`ListenOverflows`, for the whole network namespace).
     #[serde(default)]
     pub listen_overflows: u64,
+    /// Connection attempts dropped at a listening socket whose accept queue was not
+    /// full (`ListenDrops` beyond `ListenOverflows`: a full SYN queue without cookies).
+    #[serde(default)]
+    pub syn_drops: u64,
+    /// SYNs the kernel answered with a cookie because a SYN queue was full.
+    #[serde(default)]
+    pub syn_cookies: u64,
     /// How many of the target's threads were waiting for a CPU, on average over the
     /// step (their run-queue time from `schedstat`, per second).
     #[serde(default)]
@@ -135,6 +142,12 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
             r.listen_overflows
         ));
     }
+    if !why.is_empty() && r.syn_drops > 0 {
+        why.push(format!("{} SYNs dropped", r.syn_drops));
+    }
+    if !why.is_empty() && r.syn_cookies > 0 {
+        why.push(format!("{} SYN cookies sent", r.syn_cookies));
+    }
     if !why.is_empty() && r.retransmits > 0 {
         why.push(format!("{} TCP segments retransmitted", r.retransmits));
     }
@@ -174,6 +187,16 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
         format!(
             "listen queue overflowed: the kernel counted {} connections that found the target's accept queue full (ListenOverflows) while it used {:.2} cores — it accepts too slowly or its listen backlog is too small, and clients wait for the 1 s SYN retransmit",
             s.listen_overflows, s.target_cpu
+        )
+    } else if s.syn_drops > 0 {
+        format!(
+            "SYNs dropped: the kernel dropped {} connection attempts at a listening socket whose accept queue was not full (ListenDrops beyond ListenOverflows) while the target used {:.2} cores — its SYN queue was full (net.ipv4.tcp_max_syn_backlog, SYN cookies off) or the kernel was short of memory, and clients wait for the 1 s SYN retransmit",
+            s.syn_drops, s.target_cpu
+        )
+    } else if s.syn_cookies > 0 {
+        format!(
+            "SYN queue full: the kernel answered {} SYNs with cookies (SyncookiesSent) while the target used {:.2} cores — connections are opened faster than they complete their handshake; raise net.ipv4.tcp_max_syn_backlog and the listen backlog, or reuse connections",
+            s.syn_cookies, s.target_cpu
         )
     } else if s.error_rate > limits.max_error_rate {
         format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
@@ -285,6 +308,8 @@ mod tests {
                 target_cpu: 0.3,
                 busiest_thread: 0.3,
                 listen_overflows: 0,
+                syn_drops: 0,
+                syn_cookies: 0,
                 run_queue: 0.0,
                 retransmits: 0,
                 stolen: 0.0,
@@ -396,6 +421,28 @@ mod tests {
             "{}",
             c.limiting_factor
         );
+    }
+
+    #[test]
+    fn syns_dropped_or_answered_with_cookies_are_named_after_an_overflow() {
+        let mut r = rec(1600.0, 1200.0, 1000.0);
+        r.figures.syn_drops = 57;
+        r.figures.syn_cookies = 9;
+        let (steps, c) = run(&[rec(800.0, 800.0, 2.0), r.clone()]);
+        assert!(steps[1].why.contains(&"57 SYNs dropped".to_string()));
+        assert!(steps[1].why.contains(&"9 SYN cookies sent".to_string()));
+        assert!(
+            c.limiting_factor
+                .starts_with("SYNs dropped: the kernel dropped 57 connection attempts"),
+            "{}",
+            c.limiting_factor
+        );
+        r.figures.syn_drops = 0;
+        let (_, c) = run(&[rec(800.0, 800.0, 2.0), r.clone()]);
+        assert!(c.limiting_factor.starts_with("SYN queue full: the kernel answered 9 SYNs"));
+        r.figures.listen_overflows = 3;
+        let (_, c) = run(&[rec(800.0, 800.0, 2.0), r]);
+        assert!(c.limiting_factor.starts_with("listen queue overflowed"));
     }
 
     #[test]

@@ -342,6 +342,8 @@ fn ramp(
                     target_cpu: cpu_in(&samples(Some(running)), run.window),
                     busiest_thread: busy,
                     listen_overflows: tcp.listen_overflows,
+                    syn_drops: tcp.syn_drops(),
+                    syn_cookies: tcp.syn_cookies,
                     run_queue,
                     retransmits: tcp.retransmitted_segments,
                     stolen: verdict::stolen_share(&run.outcome),

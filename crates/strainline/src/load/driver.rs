@@ -713,7 +713,7 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
             }
             lags.push(now.saturating_duration_since(at));
             pool.queue.borrow_mut().push_back((at, seq, now));
-            pool.notify.notify_one();
+            pool.notify.notify_last();
             seq += 1;
             batch += 1;
             next = share.next();
@@ -771,7 +771,9 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
                 }
             }
         }
-        low_idle = low_idle.min(pool.idle.get());
+        if first_lag <= ON_TIME {
+            low_idle = low_idle.min(pool.idle.get());
+        }
         if now >= shrink_at {
             let excess = low_idle
                 .saturating_sub(1)

@@ -11,7 +11,18 @@ pub struct TcpCounters {
     pub listen_overflows: u64,
     /// Connection attempts dropped at a listening socket (overflows included).
     pub listen_drops: u64,
+    /// SYNs answered with a cookie because the SYN queue was full (`SyncookiesSent`).
+    pub syn_cookies: u64,
     pub retransmitted_segments: u64,
+}
+
+impl TcpCounters {
+    /// Connection attempts a listening socket dropped with its accept queue not full: a
+    /// full SYN queue with SYN cookies off, or no memory (`ListenDrops` counts the
+    /// overflows too).
+    pub fn syn_drops(&self) -> u64 {
+        self.listen_drops.saturating_sub(self.listen_overflows)
+    }
 }
 
 /// The value of `name` in a `Prefix: names…` / `Prefix: values…` pair of lines.
@@ -33,6 +44,7 @@ pub fn tcp_counters() -> Option<TcpCounters> {
     Some(TcpCounters {
         listen_overflows: field(&netstat, "TcpExt:", "ListenOverflows")?,
         listen_drops: field(&netstat, "TcpExt:", "ListenDrops").unwrap_or(0),
+        syn_cookies: field(&netstat, "TcpExt:", "SyncookiesSent").unwrap_or(0),
         retransmitted_segments: field(&snmp, "Tcp:", "RetransSegs").unwrap_or(0),
     })
 }
@@ -45,6 +57,7 @@ impl TcpCounters {
                 .listen_overflows
                 .saturating_sub(before.listen_overflows),
             listen_drops: self.listen_drops.saturating_sub(before.listen_drops),
+            syn_cookies: self.syn_cookies.saturating_sub(before.syn_cookies),
             retransmitted_segments: self
                 .retransmitted_segments
                 .saturating_sub(before.retransmitted_segments),
@@ -137,6 +150,12 @@ mod tests {
                     IpExt: InNoRoutes\nIpExt: 0\n";
         assert_eq!(field(text, "TcpExt:", "ListenOverflows"), Some(825));
         assert_eq!(field(text, "TcpExt:", "ListenDrops"), Some(830));
+        let c = TcpCounters {
+            listen_overflows: 825,
+            listen_drops: 830,
+            ..Default::default()
+        };
+        assert_eq!(c.syn_drops(), 5, "drops beyond the overflows");
         assert_eq!(field(text, "TcpExt:", "Nope"), None);
         // The machine's own file has them.
         assert!(tcp_counters().is_some());
