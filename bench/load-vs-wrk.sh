@@ -9,7 +9,7 @@
 #     rate, dropped sends, p99;
 #  3. the open model's limit from one core: strainline at RATES (default 10k…70k req/s),
 #     generator CPU per request, connections opened, p99 and the verdict — the highest
-#     VALID rate is what one generator core can offer.
+#     rate that is VALID and achieved (≥ 95%) is what one generator core can offer.
 # Installs nginx and wrk from Debian if missing. Loopback only; every run is bounded.
 #   bash bench/load-vs-wrk.sh
 #   REPS=1 SECONDS_PER_RUN=5 bash bench/load-vs-wrk.sh
@@ -108,7 +108,9 @@ why = "; ".join(r.split(":")[0] for r in s.get("reasons", []))
 print(f"{sys.argv[2]:>8} {s['achieved_rate']:>10.0f} {cpu:>8.2f} {1e6 * cpu / max(s['completed'], 1):>10.1f} "
       f"{s['connections_opened']:>11} {s['latency_us']['p99']:>9}  {s['status']} {why}")
 PY
-  if [ "$(python3 -c "import json; print(json.load(open('$WORK/r.json'))['summary']['status'])")" = valid ]; then OPEN_MAX=$R; fi
+  # A rate counts when the run was VALID and achieved 95% of it (a VALID run that fell
+  # short found the target's limit, not the generator's).
+  if python3 -c "import json,sys; s=json.load(open('$WORK/r.json'))['summary']; sys.exit(not (s['status'] == 'valid' and s['achieved_rate'] >= 0.95 * $R))"; then OPEN_MAX=$R; fi
 done
-printf 'open-model maximum of one strainline thread (highest VALID rate): %s req/s; wrk closed-model maximum: %.0f req/s; ratio %.2f\n' \
+printf 'open-model maximum of one strainline thread (highest rate VALID and ≥ 95%% achieved): %s req/s; wrk closed-model maximum: %.0f req/s; ratio %.2f\n' \
   "${OPEN_MAX:-0}" "$WRK_MAX" "$(echo "${OPEN_MAX:-0} / $WRK_MAX" | bc -l)"

@@ -54,6 +54,9 @@ pub enum Command {
     /// Write a commented starter suite for a URL, a command that serves, or a benchmark
     /// binary.
     Init(InitArgs),
+    /// Serve as a load agent: a coordinator (`load --agents`) drives it over TLS with a
+    /// shared token (--listen), or over ssh (--stdio).
+    Agent(AgentArgs),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {
@@ -288,10 +291,44 @@ pub struct LoadArgs {
     /// No live view on a terminal: the plain progress line instead.
     #[arg(long)]
     pub no_tui: bool,
+    /// Generate the load from these agents instead of this machine, each taking an exact
+    /// slice of the schedule: tls://HOST:PORT (a `strainline agent --listen`) or
+    /// ssh://[USER@]HOST[:PORT][/PATH] (runs `strainline agent --stdio` there), comma-separated.
+    #[arg(long, value_name = "LIST")]
+    pub agents: Option<String>,
+    /// The shared token of tls:// agents (the file each agent was started with).
+    #[arg(long, value_name = "FILE", env = "STRAINLINE_AGENT_TOKEN_FILE")]
+    pub agent_token_file: Option<PathBuf>,
     /// A command workload instead of HTTP: each unit of work runs this command (after
     /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
     #[arg(last = true, value_name = "CMD")]
     pub exec: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    group(clap::ArgGroup::new("how").required(true).args(["listen", "stdio"])),
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > agent.token\n  \
+                  strainline agent --listen 0.0.0.0:7461 --token-file agent.token\n  \
+                  strainline load http://10.0.0.9:8080/ -q 30000 -z 60s \\\n    \
+                  --agents tls://10.0.0.2:7461,tls://10.0.0.3:7461 --agent-token-file agent.token"
+)]
+pub struct AgentArgs {
+    /// Listen for a coordinator on this address (TLS; the token authenticates both sides).
+    #[arg(long, value_name = "ADDR", requires = "token_file")]
+    pub listen: Option<String>,
+    /// The shared token (at least 16 bytes; the same file the coordinator is given).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Speak the protocol on stdin/stdout, for one session (what ssh:// agents run).
+    #[arg(long, conflicts_with_all = ["listen", "token_file"])]
+    pub stdio: bool,
+    /// The name reports give this agent (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Serve one coordinator's session, then exit.
+    #[arg(long, requires = "listen")]
+    pub once: bool,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["kinds"],
     &["report"],
     &["suite"],
+    &["agents"],
     &["sut", "load", "monitor"],
     &["analysis", "store", "live"],
     &[

@@ -6,6 +6,7 @@
 //! subcommand's arguments into domain specs. The layers are drawn in docs/design.md and
 //! checked by a test (`layering`).
 
+mod agents;
 mod analysis;
 pub mod cli;
 mod clock;
@@ -92,6 +93,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::History(args) => commands::history::run(&cli.store, args),
         cli::Command::Demo => commands::demo::run(&cli.store),
         cli::Command::Init(args) => commands::init::run(args),
+        cli::Command::Agent(args) => commands::agent::run(args),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

@@ -439,7 +439,9 @@ mod tests {
         );
         r.figures.syn_drops = 0;
         let (_, c) = run(&[rec(800.0, 800.0, 2.0), r.clone()]);
-        assert!(c.limiting_factor.starts_with("SYN queue full: the kernel answered 9 SYNs"));
+        assert!(c
+            .limiting_factor
+            .starts_with("SYN queue full: the kernel answered 9 SYNs"));
         r.figures.listen_overflows = 3;
         let (_, c) = run(&[rec(800.0, 800.0, 2.0), r]);
         assert!(c.limiting_factor.starts_with("listen queue overflowed"));

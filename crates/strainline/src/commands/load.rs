@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::serialization::Serializer;
 
+use crate::agents;
 use crate::cli::LoadArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
@@ -111,6 +112,38 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
     })
 }
 
+/// The agents of `--agents`, with their token; `None` for load from this machine.
+fn fleet(args: &LoadArgs, spec: &LoadSpec) -> anyhow::Result<Option<agents::Fleet>> {
+    let Some(list) = &args.agents else {
+        if args.agent_token_file.is_some()
+            && std::env::var_os("STRAINLINE_AGENT_TOKEN_FILE").is_none()
+        {
+            return Err(usage("--agent-token-file without --agents: give the agents (--agents tls://HOST:PORT,...)"));
+        }
+        return Ok(None);
+    };
+    if matches!(spec.offer, Offer::Scenario(_)) {
+        return Err(usage(
+            "--scenario with --agents is not supported yet: the scenario file and its CSV would have to be on every agent; use -q RATE or -c N",
+        ));
+    }
+    let addresses = agents::link::parse_list(list).map_err(usage)?;
+    if let Offer::Closed { connections, .. } = &spec.offer {
+        let c = connections.unwrap_or(load::spec::DEFAULT_CONNECTIONS);
+        if c < addresses.len() {
+            return Err(usage(format!(
+                "-c {c} over {} agents: each agent needs one connection at least",
+                addresses.len()
+            )));
+        }
+    }
+    let token = match &args.agent_token_file {
+        Some(p) => Some(agents::Token::read(p).map_err(usage)?),
+        None => None,
+    };
+    Ok(Some(agents::Fleet { addresses, token }))
+}
+
 pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     let spec = spec(&args)?;
     let Planned {
@@ -118,6 +151,11 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
         description,
         step_names,
     } = load::plan(&spec).map_err(|e| usage(e.to_string()))?;
+    // Agents are reached, and their clocks checked, before a run is opened in the store.
+    let fleet = match fleet(&args, &spec)? {
+        Some(f) => Some(agents::coordinator::connect(&f).map_err(usage)?),
+        None => None,
+    };
     let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
     if let Some(p) = &args.json {
         std::fs::File::create(p).map_err(|e| usage(format!("--json {}: {e}", p.display())))?;
@@ -139,7 +177,27 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
-    let outcome = load::run_live(&plan, !args.no_progress, "");
+    let outcome = match fleet {
+        None => load::run_live(&plan, !args.no_progress, ""),
+        Some(ready) => {
+            match load::live_with(&plan, !args.no_progress, "", |stop, on_second| {
+                ready.run(&spec, &plan, stop, on_second)
+            }) {
+                Ok(o) => o,
+                Err(e) => {
+                    // An agent refused the plan: no load was sent.
+                    drop(live);
+                    store.finish_run(
+                        run_id,
+                        "failed",
+                        Some(exit::USAGE),
+                        std::slice::from_ref(&e),
+                    )?;
+                    return Err(usage(e));
+                }
+            }
+        }
+    };
     drop(live);
     let v = verdict::judge(&outcome);
     let summary = summarize(

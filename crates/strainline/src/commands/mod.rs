@@ -1,5 +1,6 @@
 //! One module per subcommand, wiring the pipeline stages together.
 
+pub mod agent;
 pub mod compare;
 pub mod demo;
 pub mod history;

@@ -17,6 +17,6 @@ pub mod template;
 mod timer;
 pub mod verdict;
 
-pub use driver::{run, Model, Outcome, Plan, Second};
-pub use progress::run_live;
+pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};
+pub use progress::{live_with, run_live};
 pub use spec::{plan, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};

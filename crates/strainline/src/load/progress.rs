@@ -5,13 +5,27 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::{run, Outcome, Plan};
+use super::recorder::Tally;
+use super::{run, Outcome, Plan, Second};
 use crate::units::format_micros;
 
 /// Runs a plan, with the live line on stderr when it is a terminal and `progress` is
 /// asked for; `prefix` says what runs (a suite's case). A signal received by
 /// strainline stops the run; what was measured until then is kept.
 pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
+    live_with(plan, progress, prefix, |stop, on_second| {
+        run(plan, Arc::new(AtomicBool::new(false)), stop, on_second)
+    })
+}
+
+/// [`run_live`] with another engine (the agents' coordinator): `engine` gets the stop
+/// predicate (a signal received) and the per-second callback that draws.
+pub fn live_with<T>(
+    plan: &Plan,
+    progress: bool,
+    prefix: &str,
+    engine: impl FnOnce(&dyn Fn() -> bool, &mut dyn FnMut(&Second, &Tally)) -> T,
+) -> T {
     // The live view, when it draws, replaces the line.
     let view = crate::live::on();
     let live = progress && !view && std::io::stderr().is_terminal();
@@ -20,8 +34,7 @@ pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
         _ => None,
     };
     crate::live::starting(prefix.trim(), rate.map(|r| r.at(0.0)));
-    let cancel = Arc::new(AtomicBool::new(false));
-    let outcome = run(plan, cancel, &crate::os::signals::interrupted, |s, _| {
+    let mut on_second = |s: &Second, _: &Tally| {
         crate::live::second(crate::live::Second {
             offered: rate.map(|r| r.at(s.t)),
             achieved: s.completed as f64,
@@ -41,9 +54,10 @@ pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
             );
             let _ = e.flush();
         }
-    });
+    };
+    let out = engine(&crate::os::signals::interrupted, &mut on_second);
     if live {
         eprint!("\r\x1b[2K");
     }
-    outcome
+    out
 }

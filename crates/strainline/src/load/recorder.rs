@@ -52,26 +52,35 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
 }
 
-/// Counters and histograms for a span of time.
-#[derive(Debug, Clone)]
+/// Counters and histograms for a span of time. Serialized (an agent's interval sent to
+/// its coordinator) with each histogram in HdrHistogram's V2 encoding, base64: lossless,
+/// so merged figures are those of one histogram of every request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tally {
     /// Latency from the intended send time to the end of the response, µs.
+    #[serde(with = "hdr")]
     pub corrected: Histogram<u64>,
     /// Latency from the actual send to the end of the response, µs.
+    #[serde(with = "hdr")]
     pub service: Histogram<u64>,
     /// The open model's service time (also in `service`) of sends that went while at
     /// most half the pool's cap was busy, and while all of it was, µs: whether the
     /// target answered slower at the pool's full concurrency.
+    #[serde(with = "hdr")]
     pub service_light: Histogram<u64>,
+    #[serde(with = "hdr")]
     pub service_full: Histogram<u64>,
     /// How late the generator woke for a scheduled send, µs (open model).
+    #[serde(with = "hdr")]
     pub lag: Histogram<u64>,
     pub sent: u64,
     /// Responses received (any status).
     pub completed: u64,
     /// Successful responses: HTTP status below 400, or a command's exit 0.
     pub ok: u64,
+    #[serde(with = "pairs")]
     pub by_status: BTreeMap<u16, u64>,
+    #[serde(with = "pairs")]
     pub by_error: BTreeMap<ErrorKind, u64>,
     pub bytes_received: u64,
     /// Scheduled sends that found every connection busy with the pool at its cap.
@@ -80,6 +89,64 @@ pub struct Tally {
     /// Requests still unanswered when the run was cut at its end (or interrupted):
     /// neither a response nor an error.
     pub unfinished: u64,
+}
+
+/// A histogram as base64 of its V2 encoding (HdrHistogram's interchange format).
+pub mod hdr {
+    use base64::Engine;
+    use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+    use hdrhistogram::Histogram;
+
+    pub fn encode(h: &Histogram<u64>) -> String {
+        let mut bytes = Vec::new();
+        V2Serializer::new()
+            .serialize(h, &mut bytes)
+            .expect("a histogram serializes into memory");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("histogram: not base64: {e}"))?;
+        let mut h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| format!("histogram: not HdrHistogram V2: {e:?}"))?;
+        // Deserialized histograms grow on demand; merges need the same bounds.
+        h.auto(true);
+        Ok(h)
+    }
+
+    pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(h))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        decode(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Counts as `[key, count]` pairs: JSON object keys are strings only, and a tagged
+/// message cannot read them back as numbers.
+mod pairs {
+    use std::collections::BTreeMap;
+
+    pub fn serialize<K: serde::Serialize, S: serde::Serializer>(
+        m: &BTreeMap<K, u64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub fn deserialize<'de, K, D>(d: D) -> Result<BTreeMap<K, u64>, D::Error>
+    where
+        K: serde::Deserialize<'de> + Ord,
+        D: serde::Deserializer<'de>,
+    {
+        let pairs: Vec<(K, u64)> = serde::Deserialize::deserialize(d)?;
+        Ok(pairs.into_iter().collect())
+    }
 }
 
 impl Default for Tally {
@@ -106,6 +173,37 @@ impl Default for Tally {
 impl Tally {
     pub fn errors(&self) -> u64 {
         self.by_error.values().sum::<u64>() + self.completed - self.ok
+    }
+
+    /// This tally without `part` (a part of it): what an agent measured after the last
+    /// second it streamed is its total without those seconds.
+    pub fn minus(&self, part: &Tally) -> Tally {
+        let mut d = self.clone();
+        let _ = d.corrected.subtract(&part.corrected);
+        let _ = d.service.subtract(&part.service);
+        let _ = d.service_light.subtract(&part.service_light);
+        let _ = d.service_full.subtract(&part.service_full);
+        let _ = d.lag.subtract(&part.lag);
+        d.sent = d.sent.saturating_sub(part.sent);
+        d.completed = d.completed.saturating_sub(part.completed);
+        d.ok = d.ok.saturating_sub(part.ok);
+        for (k, v) in &part.by_status {
+            if let Some(n) = d.by_status.get_mut(k) {
+                *n = n.saturating_sub(*v);
+            }
+        }
+        d.by_status.retain(|_, n| *n > 0);
+        for (k, v) in &part.by_error {
+            if let Some(n) = d.by_error.get_mut(k) {
+                *n = n.saturating_sub(*v);
+            }
+        }
+        d.by_error.retain(|_, n| *n > 0);
+        d.bytes_received = d.bytes_received.saturating_sub(part.bytes_received);
+        d.cap_hits = d.cap_hits.saturating_sub(part.cap_hits);
+        d.connections_opened = d.connections_opened.saturating_sub(part.connections_opened);
+        d.unfinished = d.unfinished.saturating_sub(part.unfinished);
+        d
     }
 
     /// Adds another tally into this one.

@@ -33,7 +33,7 @@ fn bad(msg: impl Into<String>) -> SpecError {
 }
 
 /// How load is offered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Offer {
     /// N connections, each sending when its last response arrived (default 50).
     Closed {
@@ -52,7 +52,7 @@ pub enum Offer {
 }
 
 /// What each unit of work is.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Work {
     /// An HTTP request to `url` (its scheme, host and port also serve a scenario).
     Http {
@@ -67,7 +67,7 @@ pub enum Work {
 }
 
 /// A request body.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum BodySpec {
     Empty,
     Bytes(Vec<u8>),
@@ -79,7 +79,7 @@ pub enum BodySpec {
 }
 
 /// TLS and protocol options of the HTTP client.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClientOptions {
     pub http2: bool,
     /// Accept any certificate (self-signed test servers).
@@ -89,7 +89,7 @@ pub struct ClientOptions {
 }
 
 /// A load run, described in the domain's words.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LoadSpec {
     pub work: Work,
     pub offer: Offer,
@@ -373,6 +373,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             count: spec.count,
             timeout: spec.timeout,
             max_connections,
+            slice: super::driver::Slice::WHOLE,
         },
         description,
         step_names,

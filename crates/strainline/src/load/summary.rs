@@ -80,6 +80,66 @@ pub struct LoadSummary {
     pub generator_thread_cpu_seconds: Vec<f64>,
     /// Per scenario step.
     pub steps: Vec<StepSummary>,
+    /// Per agent, when agents generated the load (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSummary>,
+}
+
+/// One agent's figures: its share of the run, its own verdict on its generator, and its
+/// histograms (HdrHistogram V2, base64) — the merged figures are those of their sum.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentSummary {
+    pub name: String,
+    pub address: String,
+    /// Its slice of the schedule: index of `of`.
+    pub slice: usize,
+    pub of: usize,
+    pub sent: u64,
+    pub completed: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub achieved_rate: f64,
+    pub latency_us: Percentiles,
+    pub schedule_lag_us: Percentiles,
+    pub generator_thread_cpu_seconds: Vec<f64>,
+    /// Its clock minus the coordinator's, and the round trip that measured it, µs.
+    pub clock_offset_us: f64,
+    pub clock_rtt_us: f64,
+    /// `None` when it was lost before it reported.
+    pub status: Option<Validity>,
+    pub reasons: Vec<String>,
+    pub lost: Option<String>,
+    pub latency_histogram: String,
+    pub service_histogram: String,
+}
+
+fn agent_summary(a: &crate::load::AgentPart) -> AgentSummary {
+    let t = &a.total;
+    AgentSummary {
+        name: a.name.clone(),
+        address: a.address.clone(),
+        slice: a.slice.index,
+        of: a.slice.of,
+        sent: t.sent,
+        completed: t.completed,
+        ok: t.ok,
+        errors: t.errors(),
+        achieved_rate: if a.elapsed > 0.0 {
+            t.completed as f64 / a.elapsed
+        } else {
+            0.0
+        },
+        latency_us: percentiles(&t.corrected),
+        schedule_lag_us: percentiles(&t.lag),
+        generator_thread_cpu_seconds: a.thread_cpu.clone(),
+        clock_offset_us: a.clock_offset_us,
+        clock_rtt_us: a.clock_rtt_us,
+        status: a.status,
+        reasons: a.reasons.clone(),
+        lost: a.lost.clone(),
+        latency_histogram: crate::load::recorder::hdr::encode(&t.corrected),
+        service_histogram: crate::load::recorder::hdr::encode(&t.service),
+    }
 }
 
 /// One scenario step's figures.
@@ -148,7 +208,13 @@ pub fn summarize(
         connections_opened: t.connections_opened,
         cap_hits: t.cap_hits,
         unfinished: t.unfinished,
-        generator_thread_cpu_seconds: o.thread_cpu.clone(),
+        // On agents: every agent's threads (each judged its own).
+        generator_thread_cpu_seconds: if o.agents.is_empty() {
+            o.thread_cpu.clone()
+        } else {
+            o.agents.iter().flat_map(|a| a.thread_cpu.clone()).collect()
+        },
+        agents: o.agents.iter().map(agent_summary).collect(),
         steps: step_names
             .iter()
             .enumerate()

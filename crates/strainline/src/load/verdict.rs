@@ -16,7 +16,7 @@ pub const POOL_CAP_BOUND: f64 = 0.01;
 pub const LATE_SENDS_MIN: u64 = 5;
 
 /// Whose pace a run measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Validity {
     /// The target, not the generator, set the pace.
@@ -99,17 +99,10 @@ fn cap_cause(t: &super::recorder::Tally) -> CapCause {
     }
 }
 
-pub fn judge(o: &Outcome) -> Verdict {
+/// Evidence that this machine's generator was the limit, and notes that did not change
+/// the result.
+fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
     let t = &o.total;
-    let achieved_rate = if o.elapsed > 0.0 {
-        t.completed as f64 / o.elapsed
-    } else {
-        0.0
-    };
-    let offered_rate = o
-        .scheduled
-        .filter(|s| s.1 > 0.0)
-        .map(|(n, span)| n as f64 / span);
     let mut evidence = Vec::new();
     let mut notes = Vec::new();
     let lag_at = |q: f64| {
@@ -206,6 +199,50 @@ pub fn judge(o: &Outcome) -> Verdict {
             ));
         }
     }
+    (evidence, notes)
+}
+
+/// A run on agents: each agent judged its own generator; one that was the limit, or
+/// that was lost, makes the run INVALID by name.
+fn agents_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
+    let (mut evidence, mut notes) = (Vec::new(), Vec::new());
+    for a in &o.agents {
+        if let Some(lost) = &a.lost {
+            evidence.push(format!(
+                "agent {} was lost: {lost} — what it measured until then is kept, its share of the schedule after that was never sent",
+                a.name
+            ));
+            continue;
+        }
+        for r in &a.reasons {
+            match r.strip_prefix("note: ") {
+                Some(note) => notes.push(format!("agent {}: {note}", a.name)),
+                None if a.status == Some(Validity::Invalid) => {
+                    evidence.push(format!("agent {}: {r}", a.name))
+                }
+                None => notes.push(format!("agent {}: {r}", a.name)),
+            }
+        }
+    }
+    (evidence, notes)
+}
+
+pub fn judge(o: &Outcome) -> Verdict {
+    let t = &o.total;
+    let achieved_rate = if o.elapsed > 0.0 {
+        t.completed as f64 / o.elapsed
+    } else {
+        0.0
+    };
+    let offered_rate = o
+        .scheduled
+        .filter(|s| s.1 > 0.0)
+        .map(|(n, span)| n as f64 / span);
+    let (evidence, notes) = if o.agents.is_empty() {
+        generator_evidence(o)
+    } else {
+        agents_evidence(o)
+    };
     if t.ok == 0 {
         let mut why: Vec<String> = t
             .by_error
@@ -214,16 +251,21 @@ pub fn judge(o: &Outcome) -> Verdict {
             .collect();
         let what = if o.exit_codes { "exit" } else { "HTTP" };
         why.extend(t.by_status.iter().map(|(s, v)| format!("{what} {s} {v}")));
+        let mut reasons = vec![format!(
+            "no request succeeded ({})",
+            if why.is_empty() {
+                "nothing was sent".into()
+            } else {
+                why.join(", ")
+            }
+        )];
+        // Why nothing was sent, when the generator knows (an agent lost).
+        if !o.agents.is_empty() {
+            reasons.extend(evidence);
+        }
         return Verdict {
             status: Validity::Failed,
-            reasons: vec![format!(
-                "no request succeeded ({})",
-                if why.is_empty() {
-                    "nothing was sent".into()
-                } else {
-                    why.join(", ")
-                }
-            )],
+            reasons,
             offered_rate,
             achieved_rate,
         };

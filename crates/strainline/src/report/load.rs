@@ -135,6 +135,28 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             String::new()
         }
     )?;
+    for a in &s.agents {
+        let state = match (&a.lost, a.status) {
+            (Some(_), _) => "LOST".to_string(),
+            (None, Some(Validity::Invalid)) => "INVALID".into(),
+            (None, Some(Validity::Failed)) => "failed".into(),
+            _ => "valid".into(),
+        };
+        writeln!(
+            out,
+            "  {:<14}{} (slice {}/{}): {} sent, {:.1} req/s, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
+            "Agent",
+            a.name,
+            a.slice + 1,
+            a.of,
+            a.sent,
+            a.achieved_rate,
+            us(a.latency_us.p99),
+            us(a.schedule_lag_us.p99),
+            a.generator_thread_cpu_seconds.iter().sum::<f64>(),
+            a.clock_offset_us
+        )?;
+    }
     if s.unfinished > 0 {
         writeln!(
             out,

@@ -1,0 +1,305 @@
+//! `strainline agent`: a load generator a coordinator drives. It answers the clock
+//! exchange, runs its slice of the plan from the start time it was given (in its own
+//! clock), streams each second's tally, and reports its whole run with its own verdict
+//! on its generator. It stops its load when the coordinator says so, goes away, or is
+//! silent longer than the lease — never an orphan load.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
+
+use super::auth::Token;
+use super::wire::{self, FromAgent, Job, Report, ToAgent, PROTOCOL};
+use crate::load::{self, verdict};
+
+/// Test-only: milliseconds added to this agent's clock readings, to inject a clock
+/// offset (documented in docs/agents.md).
+pub const CLOCK_SKEW_ENV: &str = "STRAINLINE_AGENT_CLOCK_SKEW_MS";
+
+fn skew_ns() -> i64 {
+    std::env::var(CLOCK_SKEW_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |ms| (ms * 1e6) as i64)
+}
+
+/// This agent's clock: the machine's, plus the test-only skew.
+fn clock_ns() -> i64 {
+    wire::unix_ns() + skew_ns()
+}
+
+/// Who the agent is.
+pub struct Identity {
+    pub name: String,
+    /// Over TLS: the shared token, and the session's keying material.
+    pub auth: Option<(Token, [u8; 32])>,
+}
+
+/// Serves `strainline agent --listen`: one coordinator at a time (another is refused
+/// while a run is on), until killed — or after one session with `once`.
+pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let acceptor = super::link::acceptor()?;
+        eprintln!("strainline agent {name}: listening on {local} (TLS, token)");
+        let busy = Arc::new(AtomicBool::new(false));
+        loop {
+            let (tcp, peer) = listener.accept().await.map_err(|e| e.to_string())?;
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            let (token, name, busy) = (token.clone(), name.clone(), busy.clone());
+            let session = async move {
+                let tls =
+                    match tokio::time::timeout(super::link::CONNECT_TIMEOUT, acceptor.accept(tcp))
+                        .await
+                    {
+                        Ok(Ok(t)) => t,
+                        _ => {
+                            eprintln!("agent {name}: {peer}: no TLS handshake");
+                            return;
+                        }
+                    };
+                let Ok(ekm) = super::auth::keying_material(tls.get_ref().1) else {
+                    return;
+                };
+                let (r, w) = tokio::io::split(tls);
+                let id = Identity {
+                    name: name.clone(),
+                    auth: Some((token, ekm)),
+                };
+                if let Err(e) = session(BufReader::new(r), w, &id, &busy).await {
+                    eprintln!("agent {name}: {peer}: {e}");
+                }
+            };
+            if once {
+                session.await;
+                return Ok(());
+            }
+            tokio::spawn(session);
+        }
+    })
+}
+
+/// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
+pub fn serve_stdio(name: String) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let id = Identity { name, auth: None };
+        let busy = AtomicBool::new(false);
+        session(
+            BufReader::new(tokio::io::stdin()),
+            tokio::io::stdout(),
+            &id,
+            &busy,
+        )
+        .await
+    })
+}
+
+/// One coordinator's session: hello, clock exchanges, at most one run.
+async fn session<R, W>(mut r: R, mut w: W, id: &Identity, busy: &AtomicBool) -> Result<(), String>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let refuse = |why: String| FromAgent::Refused { why };
+    let Some(ToAgent::Hello {
+        protocol,
+        strainline,
+        proof,
+    }) = wire::recv(&mut r).await.map_err(|e| e.to_string())?
+    else {
+        return Err("the first message was not a hello".into());
+    };
+    if protocol != PROTOCOL {
+        let why = format!(
+            "this agent speaks agent protocol {PROTOCOL} (strainline {}), the coordinator speaks {protocol} (strainline {strainline}): run the same strainline version on both",
+            env!("CARGO_PKG_VERSION")
+        );
+        let _ = wire::send(&mut w, &refuse(why.clone())).await;
+        return Err(why);
+    }
+    let agent_proof = match &id.auth {
+        Some((token, ekm)) => {
+            if !proof.is_some_and(|p| token.verify("coordinator", ekm, &p)) {
+                let why = "the coordinator's token does not match this agent's (--token-file)";
+                let _ = wire::send(&mut w, &refuse(why.into())).await;
+                return Err(why.into());
+            }
+            Some(token.proof("agent", ekm))
+        }
+        None => None,
+    };
+    if busy.swap(true, Ordering::SeqCst) {
+        let why = "busy: another coordinator's run is on";
+        let _ = wire::send(&mut w, &refuse(why.into())).await;
+        return Err(why.into());
+    }
+    struct Release<'a>(&'a AtomicBool);
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+    let _release = Release(busy);
+    wire::send(
+        &mut w,
+        &FromAgent::Welcome {
+            protocol: PROTOCOL,
+            strainline: env!("CARGO_PKG_VERSION").into(),
+            name: id.name.clone(),
+            cores: crate::host::cores(),
+            proof: agent_proof,
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    // Every message out goes through one writer task.
+    let (out, mut outq) = mpsc::unbounded_channel::<FromAgent>();
+    let writer = tokio::spawn(async move {
+        while let Some(m) = outq.recv().await {
+            if wire::send(&mut w, &m).await.is_err() {
+                break;
+            }
+        }
+    });
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut run: Option<std::thread::JoinHandle<()>> = None;
+    let mut lease = Duration::from_secs(3600);
+    let mut heard = Instant::now();
+    loop {
+        let wait = lease.saturating_sub(heard.elapsed());
+        let msg = match tokio::time::timeout(wait, wire::recv::<_, ToAgent>(&mut r)).await {
+            Err(_) => {
+                eprintln!(
+                    "agent {}: nothing from the coordinator for {:.1} s (lease): load stopped",
+                    id.name,
+                    lease.as_secs_f64()
+                );
+                break;
+            }
+            Ok(Ok(Some(m))) => m,
+            // The coordinator went away (or sent garbage): stop.
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                eprintln!("agent {}: {e}", id.name);
+                break;
+            }
+        };
+        heard = Instant::now();
+        match msg {
+            ToAgent::Clock { id } => {
+                let _ = out.send(FromAgent::Clock {
+                    id,
+                    unix_ns: clock_ns(),
+                });
+            }
+            ToAgent::Run(job) if run.is_none() => {
+                lease = Duration::from_millis(job.lease_ms.max(500));
+                match start(*job, cancel.clone(), out.clone()) {
+                    Ok(h) => run = Some(h),
+                    Err(why) => {
+                        let _ = out.send(FromAgent::Failed { why });
+                    }
+                }
+            }
+            ToAgent::Run(_) => {
+                let _ = out.send(FromAgent::Failed {
+                    why: "a run is already on in this session".into(),
+                });
+            }
+            ToAgent::Renew => {}
+            ToAgent::Stop => cancel.store(true, Ordering::Relaxed),
+            ToAgent::Hello { .. } => {}
+        }
+        if run.as_ref().is_some_and(|h| h.is_finished()) {
+            // Its report is queued; the coordinator closes when it has read it.
+            lease = Duration::from_secs(10);
+        }
+    }
+    cancel.store(true, Ordering::Relaxed);
+    if let Some(h) = run {
+        // The run ends within its request timeout once cancelled.
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    drop(out);
+    let _ = writer.await;
+    Ok(())
+}
+
+/// Checks the job's plan and starts its run on a thread; `Ready` is sent once checked.
+fn start(
+    job: Job,
+    cancel: Arc<AtomicBool>,
+    out: mpsc::UnboundedSender<FromAgent>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let mut planned = load::plan(&job.spec).map_err(|e| e.to_string())?;
+    if job.slice.of == 0 || job.slice.index >= job.slice.of {
+        return Err(format!(
+            "slice {} of {} does not exist",
+            job.slice.index, job.slice.of
+        ));
+    }
+    planned.plan.slice = job.slice;
+    let ahead = job.start_unix_ns - clock_ns();
+    if ahead < 0 {
+        return Err(format!(
+            "the start time was {:.1} ms ago by this agent's clock",
+            -ahead as f64 / 1e6
+        ));
+    }
+    let start = Instant::now() + Duration::from_nanos(ahead as u64);
+    eprintln!(
+        "agent: slice {} of {} of {}, starting in {:.2} s",
+        job.slice.index + 1,
+        job.slice.of,
+        planned.description,
+        ahead as f64 / 1e9
+    );
+    let _ = out.send(FromAgent::Ready);
+    Ok(std::thread::spawn(move || {
+        let mut index = 0u64;
+        let seconds = out.clone();
+        let outcome = load::run_from(&planned.plan, start, cancel, &|| false, |_, tally| {
+            index += 1;
+            let _ = seconds.send(FromAgent::Second {
+                index,
+                tally: Box::new(tally.clone()),
+            });
+        });
+        let v = verdict::judge(&outcome);
+        eprintln!(
+            "agent: done: {} sent, {} completed, {} errors; its generator {:?}",
+            outcome.total.sent,
+            outcome.total.completed,
+            outcome.total.errors(),
+            v.status
+        );
+        let _ = out.send(FromAgent::Done(Box::new(Report {
+            total: outcome.total,
+            steps: outcome.steps,
+            elapsed: outcome.elapsed,
+            thread_cpu: outcome.thread_cpu,
+            connections_asked: outcome.connections_asked,
+            connections_ready: outcome.connections_ready,
+            threads: outcome.threads,
+            stolen_seconds: outcome.stolen_seconds,
+            interrupted: outcome.interrupted,
+            status: v.status,
+            reasons: v.reasons,
+        })));
+    }))
+}

@@ -1,0 +1,114 @@
+//! Who is on the other end of an agent connection. TLS encrypts; a shared token
+//! authenticates both sides without certificates to distribute: each proves it knows
+//! the token with an HMAC of the TLS session's exported keying material (RFC 5705), so
+//! the token never crosses the wire and a proof cannot be replayed on another session —
+//! a man in the middle holds two sessions with different keying material. The agent's
+//! certificate is self-signed and made at start; the proofs, not the certificate, say
+//! who it is.
+
+use std::path::Path;
+
+use ring::hmac;
+
+/// The exporter label both sides use (RFC 5705 `label`).
+const LABEL: &[u8] = b"EXPORTER-strainline-agent";
+
+/// The shortest token accepted, bytes.
+const MIN_TOKEN: usize = 16;
+
+/// A shared secret, read from a file (surrounding whitespace ignored).
+#[derive(Clone)]
+pub struct Token(Vec<u8>);
+
+impl Token {
+    pub fn read(path: &Path) -> Result<Token, String> {
+        let text =
+            std::fs::read(path).map_err(|e| format!("token file {}: {e}", path.display()))?;
+        let t = text.trim_ascii().to_vec();
+        if t.len() < MIN_TOKEN {
+            return Err(format!(
+                "token file {}: {} bytes, fewer than {MIN_TOKEN}: make one with `head -c 32 /dev/urandom | base64 > {}` and give the same file to the agents",
+                path.display(),
+                t.len(),
+                path.display()
+            ));
+        }
+        Ok(Token(t))
+    }
+
+    #[cfg(test)]
+    pub fn from_bytes(b: &[u8]) -> Token {
+        Token(b.to_vec())
+    }
+
+    /// The proof that `role` ("coordinator" or "agent") knows the token, bound to the
+    /// session whose keying material is `ekm`.
+    pub fn proof(&self, role: &str, ekm: &[u8]) -> String {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        let mut msg = role.as_bytes().to_vec();
+        msg.push(0);
+        msg.extend_from_slice(ekm);
+        hex(hmac::sign(&key, &msg).as_ref())
+    }
+
+    /// Whether `proof` is `role`'s proof for this session (compared in constant time).
+    pub fn verify(&self, role: &str, ekm: &[u8], proof: &str) -> bool {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        let mut msg = role.as_bytes().to_vec();
+        msg.push(0);
+        msg.extend_from_slice(ekm);
+        unhex(proof).is_some_and(|tag| hmac::verify(&key, &msg, &tag).is_ok())
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The session's keying material, 32 bytes, from either side's TLS connection.
+pub fn keying_material<D>(conn: &rustls::ConnectionCommon<D>) -> Result<[u8; 32], String> {
+    conn.export_keying_material([0u8; 32], LABEL, None)
+        .map_err(|e| format!("TLS keying material: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_holds_for_its_role_session_and_token_only() {
+        let t = Token::from_bytes(b"0123456789abcdef-secret");
+        let ekm = [7u8; 32];
+        let p = t.proof("coordinator", &ekm);
+        assert!(t.verify("coordinator", &ekm, &p));
+        assert!(!t.verify("agent", &ekm, &p), "a proof is for one role");
+        assert!(!t.verify("coordinator", &[8u8; 32], &p), "and one session");
+        let other = Token::from_bytes(b"0123456789abcdef-other!");
+        assert!(!other.verify("coordinator", &ekm, &p), "and one token");
+        assert!(!t.verify("coordinator", &ekm, "zz"));
+    }
+
+    #[test]
+    fn a_short_token_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "short\n").unwrap();
+        let e = Token::read(&f).err().unwrap();
+        assert!(
+            e.contains("5 bytes") && e.contains("head -c 32 /dev/urandom"),
+            "{e}"
+        );
+        std::fs::write(&f, "  0123456789abcdef0123\n").unwrap();
+        assert!(Token::read(&f).is_ok());
+    }
+}

@@ -1,0 +1,432 @@
+//! The coordinator's side of a run on agents: connect and authenticate every agent,
+//! measure each one's clock offset (refusing the run when one is beyond the
+//! schedule-lag bound), give each its slice of the plan and one absolute start time,
+//! then merge what they stream — losslessly, histograms added, not averaged — into the
+//! same [`Outcome`] a run on one machine produces, so gates, reports and the verdict
+//! read it unchanged. An agent that dies, hangs or is cut off makes the run INVALID
+//! with its name and the time; the others are stopped and everything measured is kept.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::auth::Token;
+use super::link::{self, Address, Link, Reader, Writer};
+use super::wire::{self, FromAgent, Job, Report, ToAgent};
+use crate::load::recorder::Tally;
+use crate::load::verdict::LAG_BOUND_US;
+use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
+
+/// Where the agents are and the token that opens them.
+pub struct Fleet {
+    pub addresses: Vec<Address>,
+    pub token: Option<Token>,
+}
+
+/// An agent silent this long is lost; it stops its own load after the same time
+/// without hearing from the coordinator.
+pub const LEASE: Duration = Duration::from_secs(3);
+
+/// The largest clock offset accepted, µs: the schedule-lag bound — an agent whose clock
+/// is further off sends its whole schedule that much early or late.
+pub const CLOCK_BOUND_US: u64 = LAG_BOUND_US;
+
+/// How far ahead of now the run starts: time for every agent to get the plan and open
+/// its connections.
+const LEAD: Duration = Duration::from_millis(1500);
+
+/// Clock exchanges per agent; the one with the shortest round trip is kept.
+const CLOCK_ROUNDS: u32 = 8;
+
+enum Event {
+    Second(usize, u64, Box<Tally>),
+    Done(usize, Box<Report>),
+    Lost(usize, String),
+}
+
+/// What the coordinator knows of one agent as the run goes.
+struct Part {
+    name: String,
+    address: String,
+    offset_ns: i64,
+    rtt_ns: i64,
+    streamed: Tally,
+    report: Option<Report>,
+    lost: Option<String>,
+}
+
+/// Agents connected, authenticated and with their clocks checked: no load sent yet.
+pub struct Ready {
+    rt: tokio::runtime::Runtime,
+    links: Vec<Link>,
+    parts: Vec<Part>,
+}
+
+/// Connects to every agent and measures its clock. `Err` names each agent that could
+/// not be reached or refused, or whose clock is beyond the bound.
+pub fn connect(fleet: &Fleet) -> Result<Ready, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (links, parts) = rt.block_on(connect_all(fleet))?;
+    Ok(Ready { rt, links, parts })
+}
+
+impl Ready {
+    /// Runs `plan` (checked from `spec`) on the agents. `Err` when an agent refused the
+    /// plan: still before any load was sent.
+    pub fn run(
+        self,
+        spec: &LoadSpec,
+        plan: &Plan,
+        stop: &dyn Fn() -> bool,
+        progress: impl FnMut(&Second, &Tally),
+    ) -> Result<Outcome, String> {
+        let Ready { rt, links, parts } = self;
+        rt.block_on(coordinate(spec, plan, links, parts, stop, progress))
+    }
+}
+
+async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
+    // Connect to all at once.
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, a) in fleet.addresses.iter().enumerate() {
+        let (a, token) = (a.clone(), fleet.token.clone());
+        tasks.spawn(async move { (i, link::connect(&a, token.as_ref()).await) });
+    }
+    let mut links: Vec<Option<Link>> = (0..fleet.addresses.len()).map(|_| None).collect();
+    let mut errors = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        match r.map_err(|e| e.to_string())? {
+            (i, Ok(l)) => links[i] = Some(l),
+            (_, Err(e)) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    let mut links: Vec<Link> = links.into_iter().map(|l| l.expect("connected")).collect();
+    let mut parts = Vec::with_capacity(links.len());
+    for (l, a) in links.iter_mut().zip(&fleet.addresses) {
+        let (offset_ns, rtt_ns) = clock(l).await?;
+        let off_us = offset_ns.unsigned_abs() as f64 / 1e3;
+        if offset_ns.unsigned_abs() > CLOCK_BOUND_US * 1000 {
+            return Err(format!(
+                "agent {} ({}): its clock is {:.1} ms {} this machine's (measured over a {:.2} ms round trip; the bound is {:.1} ms, the schedule-lag bound): synchronise the clocks (chrony or systemd-timesyncd on both machines) and run again — no load was sent",
+                l.name,
+                a.label(),
+                off_us / 1e3,
+                if offset_ns > 0 { "ahead of" } else { "behind" },
+                rtt_ns as f64 / 1e6,
+                CLOCK_BOUND_US as f64 / 1e3
+            ));
+        }
+        parts.push(Part {
+            name: l.name.clone(),
+            address: a.label(),
+            offset_ns,
+            rtt_ns,
+            streamed: Tally::default(),
+            report: None,
+            lost: None,
+        });
+    }
+    Ok((links, parts))
+}
+
+async fn coordinate(
+    spec: &LoadSpec,
+    plan: &Plan,
+    mut links: Vec<Link>,
+    mut parts: Vec<Part>,
+    stop: &dyn Fn() -> bool,
+    mut progress: impl FnMut(&Second, &Tally),
+) -> Result<Outcome, String> {
+    let n = links.len();
+    // One start for all, in each agent's own clock.
+    let start_ns = wire::unix_ns() + LEAD.as_nanos() as i64;
+    let start = Instant::now() + LEAD;
+    for (i, l) in links.iter_mut().enumerate() {
+        let job = Job {
+            spec: spec.clone(),
+            slice: Slice { index: i, of: n },
+            start_unix_ns: start_ns + parts[i].offset_ns,
+            lease_ms: LEASE.as_millis() as u64,
+        };
+        wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
+            .await
+            .map_err(|e| format!("agent {}: sending the plan: {e}", l.name))?;
+    }
+    for l in links.iter_mut() {
+        match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
+            Ok(Ok(Some(FromAgent::Ready))) => {}
+            Ok(Ok(Some(FromAgent::Failed { why }))) => {
+                return Err(format!("agent {} cannot run the plan: {why}", l.name));
+            }
+            _ => return Err(format!("agent {} did not accept the plan in time", l.name)),
+        }
+    }
+    // Readers forward what agents say; writers stay here (renew, stop).
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let mut writers: Vec<Option<Writer>> = Vec::with_capacity(n);
+    let mut children = Vec::new();
+    for (i, l) in links.into_iter().enumerate() {
+        writers.push(Some(l.writer));
+        children.push(l.child);
+        tokio::spawn(read_agent(i, l.reader, tx.clone()));
+    }
+    drop(tx);
+    let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+    let mut seconds = Vec::new();
+    let mut ended = vec![false; n];
+    let mut stopping = false;
+    let mut interrupted = false;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut renewed = Instant::now();
+    // However the agents behave, the run ends: its length, the request timeout, slack.
+    let give_up = plan
+        .duration
+        .map(|d| start + d + plan.timeout + Duration::from_secs(15));
+    while ended.iter().any(|e| !e) {
+        tokio::select! {
+            ev = events.recv() => {
+                let Some(ev) = ev else { break };
+                match ev {
+                    Event::Second(i, index, tally) => {
+                        parts[i].streamed.merge(&tally);
+                        pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
+                    }
+                    Event::Done(i, report) => {
+                        parts[i].report = Some(*report);
+                        ended[i] = true;
+                    }
+                    Event::Lost(i, why) => {
+                        if !ended[i] {
+                            let at = Instant::now().saturating_duration_since(start).as_secs_f64();
+                            parts[i].lost = Some(format!("{why}, {at:.1} s into the run"));
+                            ended[i] = true;
+                            writers[i] = None;
+                            if !stopping {
+                                stopping = true;
+                                stop_agents(&mut writers).await;
+                            }
+                        }
+                    }
+                }
+                flush(&mut pending, &ended, &mut seconds, &mut progress, false);
+            }
+            _ = tick.tick() => {
+                if !stopping && stop() {
+                    stopping = true;
+                    interrupted = true;
+                    stop_agents(&mut writers).await;
+                }
+                if renewed.elapsed() >= Duration::from_secs(1) {
+                    renewed = Instant::now();
+                    for w in writers.iter_mut() {
+                        let gone = match w {
+                            Some(w) => wire::send(w, &ToAgent::Renew).await.is_err(),
+                            None => false,
+                        };
+                        if gone {
+                            *w = None;
+                        }
+                    }
+                }
+                if give_up.is_some_and(|g| Instant::now() >= g) {
+                    for (i, e) in ended.iter_mut().enumerate() {
+                        if !*e {
+                            parts[i].lost = Some("did not finish its part in time".into());
+                            *e = true;
+                        }
+                    }
+                    stop_agents(&mut writers).await;
+                    writers.iter_mut().for_each(|w| *w = None);
+                }
+            }
+        }
+    }
+    flush(&mut pending, &ended, &mut seconds, &mut progress, true);
+    for w in writers.iter_mut().flatten() {
+        use tokio::io::AsyncWriteExt;
+        // TLS's close_notify: the agent sees a session that ended, not a cut.
+        let _ = tokio::time::timeout(Duration::from_secs(1), w.shutdown()).await;
+    }
+    drop(writers);
+    // ssh processes end with their session.
+    for c in children.iter_mut().flatten() {
+        let _ = c.start_kill();
+    }
+    Ok(merge(plan, parts, seconds, start, interrupted))
+}
+
+/// Sends `Stop` to every agent still connected.
+async fn stop_agents(writers: &mut [Option<Writer>]) {
+    for w in writers.iter_mut().flatten() {
+        let _ = wire::send(w, &ToAgent::Stop).await;
+    }
+}
+
+/// Forwards one agent's messages; its silence beyond the lease, an error or the end of
+/// its stream before its report makes it lost.
+async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>) {
+    loop {
+        let ev = match tokio::time::timeout(LEASE, wire::recv::<_, FromAgent>(&mut r)).await {
+            Err(_) => Event::Lost(i, format!("silent for {} s", LEASE.as_secs())),
+            Ok(Err(e)) => Event::Lost(i, format!("connection failed ({e})")),
+            Ok(Ok(None)) => Event::Lost(i, "closed the connection before reporting".into()),
+            Ok(Ok(Some(FromAgent::Second { index, tally }))) => Event::Second(i, index, tally),
+            Ok(Ok(Some(FromAgent::Done(report)))) => {
+                let _ = tx.send(Event::Done(i, report));
+                return;
+            }
+            Ok(Ok(Some(FromAgent::Failed { why }))) => Event::Lost(i, format!("failed: {why}")),
+            Ok(Ok(Some(_))) => continue,
+        };
+        let lost = matches!(ev, Event::Lost(..));
+        if tx.send(ev).is_err() || lost {
+            return;
+        }
+    }
+}
+
+/// The clock offset (agent − coordinator) and round trip, ns, of the exchange with the
+/// shortest round trip.
+async fn clock(l: &mut Link) -> Result<(i64, i64), String> {
+    let mut best: Option<(i64, i64)> = None;
+    for id in 0..CLOCK_ROUNDS {
+        let t0 = wire::unix_ns();
+        wire::send(&mut l.writer, &ToAgent::Clock { id })
+            .await
+            .map_err(|e| format!("agent {}: {e}", l.name))?;
+        let reply = tokio::time::timeout(
+            link::CONNECT_TIMEOUT,
+            wire::recv::<_, FromAgent>(&mut l.reader),
+        )
+        .await
+        .map_err(|_| format!("agent {}: no clock reading", l.name))?
+        .map_err(|e| format!("agent {}: {e}", l.name))?;
+        let t1 = wire::unix_ns();
+        let Some(FromAgent::Clock { id: got, unix_ns }) = reply else {
+            return Err(format!("agent {}: expected a clock reading", l.name));
+        };
+        if got != id {
+            continue;
+        }
+        let (offset, rtt) = (unix_ns - (t0 + t1) / 2, t1 - t0);
+        if best.is_none_or(|(_, r)| rtt < r) {
+            best = Some((offset, rtt));
+        }
+    }
+    best.ok_or_else(|| format!("agent {}: no clock reading", l.name))
+}
+
+/// Merges the seconds every agent still running has sent (or all, at the `end`); a
+/// second some agent is late for is merged once three newer ones exist.
+fn flush(
+    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
+    ended: &[bool],
+    seconds: &mut Vec<Second>,
+    progress: &mut impl FnMut(&Second, &Tally),
+    end: bool,
+) {
+    while let Some((&index, got)) = pending.first_key_value() {
+        let newest = *pending.keys().next_back().expect("not empty");
+        let complete = got.iter().zip(ended).all(|(g, e)| g.is_some() || *e);
+        if !(end || complete || newest >= index + 3) {
+            break;
+        }
+        let (_, got) = pending.pop_first().expect("not empty");
+        let mut iv = Tally::default();
+        for t in got.iter().flatten() {
+            iv.merge(t);
+        }
+        let s = Second::of(index as f64, &iv);
+        progress(&s, &iv);
+        seconds.push(s);
+    }
+}
+
+/// The run's outcome from the agents' parts: each agent's total (its report, or what
+/// it streamed until it was lost), the seconds merged, each agent's own verdict kept.
+fn merge(
+    plan: &Plan,
+    parts: Vec<Part>,
+    mut seconds: Vec<Second>,
+    start: Instant,
+    interrupted: bool,
+) -> Outcome {
+    let mut total = Tally::default();
+    let mut steps: Vec<Tally> = Vec::new();
+    let mut tail = Tally::default();
+    let mut elapsed: f64 = 0.0;
+    let of = parts.len();
+    let mut agents = Vec::new();
+    let (mut asked, mut ready, mut threads) = (0, 0, 0);
+    for (i, p) in parts.into_iter().enumerate() {
+        let (part_total, part_elapsed, cpu, status, reasons) = match &p.report {
+            Some(r) => {
+                // What it measured after its last streamed second.
+                tail.merge(&r.total.minus(&p.streamed));
+                if steps.len() < r.steps.len() {
+                    steps.resize_with(r.steps.len(), Tally::default);
+                }
+                for (s, t) in steps.iter_mut().zip(&r.steps) {
+                    s.merge(t);
+                }
+                asked += r.connections_asked;
+                ready += r.connections_ready;
+                threads += r.threads;
+                (
+                    r.total.clone(),
+                    r.elapsed,
+                    r.thread_cpu.clone(),
+                    Some(r.status),
+                    r.reasons.clone(),
+                )
+            }
+            None => (
+                p.streamed.clone(),
+                start.elapsed().as_secs_f64(),
+                Vec::new(),
+                None,
+                Vec::new(),
+            ),
+        };
+        total.merge(&part_total);
+        elapsed = elapsed.max(part_elapsed);
+        agents.push(AgentPart {
+            name: p.name,
+            address: p.address,
+            slice: Slice { index: i, of },
+            clock_offset_us: p.offset_ns as f64 / 1e3,
+            clock_rtt_us: p.rtt_ns as f64 / 1e3,
+            total: part_total,
+            elapsed: part_elapsed,
+            thread_cpu: cpu,
+            status,
+            reasons,
+            lost: p.lost,
+        });
+    }
+    if tail.sent + tail.completed + tail.errors() > 0 {
+        seconds.push(Second::of(elapsed, &tail));
+    }
+    Outcome {
+        total,
+        steps,
+        seconds,
+        elapsed,
+        scheduled: crate::load::driver::scheduled(plan),
+        thread_cpu: Vec::new(),
+        connections_asked: asked,
+        connections_ready: ready,
+        threads,
+        exit_codes: plan.command.is_some(),
+        interrupted,
+        stolen_seconds: 0.0,
+        agents,
+    }
+}
