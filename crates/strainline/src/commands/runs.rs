@@ -76,6 +76,32 @@ pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
     })())
 }
 
+/// The per-agent breakdown a load case on agents stored (see `load --agents`).
+fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io::Result<()> {
+    let Some(agents) = summary.and_then(|s| s["agents"].as_array()) else {
+        return Ok(());
+    };
+    writeln!(out, "  agents:")?;
+    for a in agents {
+        let state = match (a["lost"].as_str(), a["status"].as_str()) {
+            (Some(why), _) => format!("LOST: {why}"),
+            (None, Some(s)) => s.to_string(),
+            _ => "-".into(),
+        };
+        writeln!(
+            out,
+            "    {:<12} slice {}/{}  {} sent  {:.1} req/s  p99 {}  {state}",
+            a["name"].as_str().unwrap_or("?"),
+            a["slice"].as_u64().unwrap_or(0) + 1,
+            a["of"].as_u64().unwrap_or(0),
+            a["sent"].as_u64().unwrap_or(0),
+            a["achieved_rate"].as_f64().unwrap_or(0.0),
+            crate::units::format_micros(a["latency_us"]["p99"].as_u64().unwrap_or(0)),
+        )?;
+    }
+    Ok(())
+}
+
 pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
     let store = open(store)?;
     let run = store
@@ -130,6 +156,7 @@ pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
                     for m in &c.metrics {
                         writeln!(out, "  {:<24} {:>16.4} {}", m.name, m.value, m.unit)?;
                     }
+                    write_agents(&mut out, c.summary.as_ref())?;
                 }
             }
         }

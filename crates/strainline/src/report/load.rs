@@ -111,7 +111,8 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
-    let cpu: f64 = s.generator_thread_cpu_seconds.iter().sum();
+    // (An empty sum is -0.0.)
+    let cpu: f64 = s.generator_thread_cpu_seconds.iter().sum::<f64>() + 0.0;
     let busiest = s
         .generator_thread_cpu_seconds
         .iter()
@@ -153,7 +154,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             a.achieved_rate,
             us(a.latency_us.p99),
             us(a.schedule_lag_us.p99),
-            a.generator_thread_cpu_seconds.iter().sum::<f64>(),
+            a.generator_thread_cpu_seconds.iter().sum::<f64>() + 0.0,
             a.clock_offset_us
         )?;
     }

@@ -3,6 +3,7 @@
 //! link time down. Run through `make test`, which builds both binaries first.
 
 mod adversarial;
+mod agents;
 mod common;
 mod compare;
 mod containment;

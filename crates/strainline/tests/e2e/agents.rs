@@ -1,0 +1,552 @@
+//! Load from several agents, each on its own "host": a network namespace this test
+//! creates, joined to the others by a bridge on private addresses (10.213.N.0/24) that
+//! exist only inside this machine. The target runs in a namespace of its own.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::common::*;
+
+/// Namespaces on a bridge: `hosts[0]` for the target, the rest for agents; this
+/// machine's side of the bridge is `.1`. Everything is removed when dropped.
+struct Hosts {
+    prefix: String,
+    bridge: String,
+    names: Vec<String>,
+    net: String,
+}
+
+impl Hosts {
+    fn new(count: usize) -> Hosts {
+        // Unique per test process and call: names are at most 15 characters.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = (std::process::id() % 10_000) * 10 + k % 10;
+        let prefix = format!("sl{id}");
+        let net = format!("10.213.{}", 1 + (id % 250));
+        let h = Hosts {
+            bridge: format!("{prefix}br"),
+            names: (0..count).map(|i| format!("{prefix}h{i}")).collect(),
+            prefix,
+            net,
+        };
+        h.ip(&["link", "add", &h.bridge, "type", "bridge"]);
+        h.ip(&["addr", "add", &format!("{}.1/24", h.net), "dev", &h.bridge]);
+        h.ip(&["link", "set", &h.bridge, "up"]);
+        for (i, ns) in h.names.iter().enumerate() {
+            let veth = format!("{}v{i}", h.prefix);
+            h.ip(&["netns", "add", ns]);
+            h.ip(&[
+                "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", ns,
+            ]);
+            h.ip(&["link", "set", &veth, "master", &h.bridge, "up"]);
+            h.ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{}/24", h.addr(i)),
+                "dev",
+                "eth0",
+            ]);
+            h.ip(&["-n", ns, "link", "set", "eth0", "up"]);
+            h.ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        h
+    }
+
+    fn ip(&self, args: &[&str]) {
+        let o = Command::new("ip")
+            .args(args)
+            .output()
+            .expect("iproute2 (make test installs it)");
+        assert!(o.status.success(), "ip {args:?}: {}", stderr(&o));
+    }
+
+    fn addr(&self, i: usize) -> String {
+        format!("{}.{}", self.net, 10 + i)
+    }
+
+    /// `argv` run inside host `i`.
+    fn command(&self, i: usize, argv: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.names[i]]).args(argv);
+        c
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+    }
+}
+
+/// A token file in the scratch directory.
+fn token(s: &Scratch) -> PathBuf {
+    let p = s.path("agent.token");
+    std::fs::write(&p, "e2e-test-token-0123456789abcdef\n").unwrap();
+    p
+}
+
+/// `strainline agent --listen` on host `i` (port 7461), its log in the scratch dir.
+fn agent(h: &Hosts, i: usize, s: &Scratch, env: &[(&str, &str)]) -> KillOnDrop {
+    let log = std::fs::File::create(s.path(&format!("agent{i}.log"))).unwrap();
+    let listen = format!("{}:7461", h.addr(i));
+    let tok = token(s);
+    let mut c = h.command(
+        i,
+        &[
+            env!("CARGO_BIN_EXE_strainline"),
+            "agent",
+            "--listen",
+            &listen,
+            "--token-file",
+            tok.to_str().unwrap(),
+            "--name",
+            &format!("a{i}"),
+        ],
+    );
+    c.envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(log);
+    let child = KillOnDrop(c.spawn().unwrap());
+    assert!(
+        eventually(10.0, || std::fs::read_to_string(
+            s.path(&format!("agent{i}.log"))
+        )
+        .is_ok_and(|l| l.contains("listening"))),
+        "agent {i} did not start"
+    );
+    child
+}
+
+/// The testbed serving on host 0, port 8080.
+fn target(h: &Hosts, extra: &[&str]) -> KillOnDrop {
+    let listen = format!("{}:8080", h.addr(0));
+    let tb = testbed();
+    let mut argv = vec![
+        tb.to_str().unwrap(),
+        "serve",
+        "--listen",
+        &listen,
+        "--allow-non-loopback",
+    ];
+    argv.extend_from_slice(extra);
+    let child = KillOnDrop(
+        h.command(0, &argv)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("{listen}");
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(&url).is_ok()),
+        "the testbed did not start in its namespace"
+    );
+    child
+}
+
+fn agents_list(h: &Hosts, agents: std::ops::Range<usize>) -> String {
+    agents
+        .map(|i| format!("tls://{}:7461", h.addr(i)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn json(s: &Scratch, name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(s.path(name)).unwrap()).unwrap()
+}
+
+fn decode(b64: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine;
+    use hdrhistogram::serialization::Deserializer;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    Deserializer::new().deserialize(&mut &bytes[..]).unwrap()
+}
+
+#[test]
+fn three_agents_send_the_one_schedule_exactly_and_merge_it_losslessly() {
+    let _l = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let h = Hosts::new(4);
+        let _t = target(&h, &[]);
+        let _a: Vec<_> = (1..4).map(|i| agent(&h, i, &s, &[])).collect();
+        let url = format!("http://{}:8080/health", h.addr(0));
+        let tok = token(&s);
+        let o = s.run(&[
+            "load",
+            &url,
+            "-q",
+            "3000",
+            "-z",
+            "6s",
+            "--threads",
+            "1",
+            "--no-tui",
+            "--agents",
+            &agents_list(&h, 1..4),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+            "--json",
+            "out.json",
+        ]);
+        assert_exit(&o, 0);
+        let d = json(&s, "out.json");
+        let sum = &d["summary"];
+        let agents = sum["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), 3);
+        // The single-machine schedule: 3,000/s for 6 s; each agent a third, exactly.
+        assert_eq!(sum["sent"], 18_000, "{}", stdout(&o));
+        let mut merged =
+            hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for a in agents {
+            assert_eq!(a["sent"], 6_000, "{a}");
+            assert_eq!(a["status"], "valid", "{a}");
+            let rate = a["achieved_rate"].as_f64().unwrap();
+            assert!((rate - 1000.0).abs() <= 10.0, "agent rate {rate}");
+            merged
+                .add(decode(a["latency_histogram"].as_str().unwrap()))
+                .unwrap();
+        }
+        let completed: u64 = agents
+            .iter()
+            .map(|a| a["completed"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum["completed"].as_u64(), Some(completed));
+        assert_eq!(merged.len(), completed);
+        // The merged p99 is the p99 of the agents' histograms added, not an average.
+        assert_eq!(
+            sum["latency_us"]["p99"].as_u64(),
+            Some(merged.value_at_quantile(0.99))
+        );
+        assert_eq!(sum["latency_us"]["max"].as_u64(), Some(merged.max()));
+        let achieved = sum["achieved_rate"].as_f64().unwrap();
+        assert!((achieved - 3000.0).abs() <= 30.0, "achieved {achieved}");
+        let per_second: u64 = d["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["sent"].as_u64().unwrap())
+            .sum();
+        assert_eq!(per_second, 18_000, "the merged seconds hold every send");
+        // The stored run keeps the per-agent breakdown.
+        let shown = s.run(&["show", "latest"]);
+        for name in ["a1", "a2", "a3"] {
+            assert_has(&stdout(&shown), name);
+        }
+    });
+}
+
+#[test]
+fn an_agent_killed_mid_run_makes_the_run_invalid_by_name_and_the_rest_stop() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    let _t = target(&h, &[]);
+    let _a1 = agent(&h, 1, &s, &[]);
+    let mut a2 = agent(&h, 2, &s, &[]);
+    let url = format!("http://{}:8080/health", h.addr(0));
+    let tok = token(&s);
+    let mut run = strainline()
+        .args([
+            "--store",
+            &s.store(),
+            "load",
+            &url,
+            "-q",
+            "1000",
+            "-z",
+            "20s",
+            "--no-tui",
+        ])
+        .args([
+            "--agents",
+            &agents_list(&h, 1..3),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ])
+        .args(["--json", s.path("out.json").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let begun = std::time::Instant::now();
+    // Killed once it is sending (its log says it started).
+    assert!(eventually(15.0, || std::fs::read_to_string(
+        s.path("agent2.log")
+    )
+    .is_ok_and(|l| l.contains("starting in"))));
+    // 1.5 s until the start, then 3 s of load (~1,500 requests from it).
+    std::thread::sleep(std::time::Duration::from_millis(4500));
+    a2.0.kill().unwrap();
+    let o = run.wait_with_output().unwrap();
+    // Over well before its 20 s: the other agent was stopped, not waited for.
+    assert!(
+        begun.elapsed().as_secs_f64() < 15.0,
+        "{:?}",
+        begun.elapsed()
+    );
+    assert_exit(&o, 3);
+    let out = stdout(&o);
+    assert_has(&out, "agent a2 was lost");
+    let d = json(&s, "out.json");
+    let agents = d["summary"]["agents"].as_array().unwrap();
+    let (a1, a2s) = (&agents[0], &agents[1]);
+    assert!(
+        a2s["lost"]
+            .as_str()
+            .is_some_and(|w| w.contains("s into the run")),
+        "{a2s}"
+    );
+    // What the lost agent measured until then is kept; the other stopped early.
+    assert!(a2s["completed"].as_u64().unwrap() >= 1000, "{a2s}");
+    let sent1 = a1["sent"].as_u64().unwrap();
+    assert!(
+        sent1 > 1000 && sent1 < 8000,
+        "the surviving agent sent {sent1} of its 10,000"
+    );
+    assert_eq!(a1["lost"], serde_json::Value::Null);
+    // The partial result is stored.
+    let runs = s.run(&["runs"]);
+    assert_has(&stdout(&runs), "invalid");
+}
+
+#[test]
+fn a_starved_agent_makes_the_run_invalid_naming_it() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    let _t = target(&h, &[]);
+    let _a1 = agent(&h, 1, &s, &[]);
+    let a2 = agent(&h, 2, &s, &[]);
+    // Agent 2 gets 10% of one CPU (a cgroup v1 CFS quota): alive, but it cannot keep
+    // its schedule of 2,000 sends a second.
+    let cg = PathBuf::from(format!(
+        "/sys/fs/cgroup/cpu/strainline-e2e-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&cg).unwrap();
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _rm = Remove(cg.clone());
+    std::fs::write(cg.join("cpu.cfs_period_us"), "100000").unwrap();
+    std::fs::write(cg.join("cpu.cfs_quota_us"), "10000").unwrap();
+    // `ip netns exec` runs the agent as its child.
+    let agent_pid = processes_where(|p| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .is_ok_and(|st| st.split_whitespace().nth(3) == Some(&a2.0.id().to_string()))
+    });
+    for p in agent_pid.iter().copied().chain([u64::from(a2.0.id())]) {
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task")).unwrap();
+        for t in tasks.flatten() {
+            let _ = std::fs::write(cg.join("tasks"), t.file_name().to_str().unwrap());
+        }
+    }
+    let url = format!("http://{}:8080/health", h.addr(0));
+    let tok = token(&s);
+    let o = s.run(&[
+        "load",
+        &url,
+        "-q",
+        "4000",
+        "-z",
+        "4s",
+        "--threads",
+        "1",
+        "--no-tui",
+        "--agents",
+        &agents_list(&h, 1..3),
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "--json",
+        "out.json",
+    ]);
+    assert_exit(&o, 3);
+    let out = stdout(&o);
+    // Named as evidence (notes read "- note: agent …"); the other agent is not.
+    assert_has(&out, "    - agent a2: the generator sent late");
+    assert!(!out.contains("    - agent a1: "), "{out}");
+    let d = json(&s, "out.json");
+    let agents = d["summary"]["agents"].as_array().unwrap();
+    assert_eq!(agents[0]["status"], "valid", "{}", agents[0]);
+    assert_eq!(agents[1]["status"], "invalid", "{}", agents[1]);
+}
+
+#[test]
+fn an_agent_whose_clock_is_off_is_refused_before_any_load() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(2);
+    let _t = target(&h, &[]);
+    let _a = agent(&h, 1, &s, &[("STRAINLINE_AGENT_CLOCK_SKEW_MS", "40")]);
+    let url = format!("http://{}:8080/health", h.addr(0));
+    let tok = token(&s);
+    let o = s.run(&[
+        "load",
+        &url,
+        "-q",
+        "100",
+        "-z",
+        "2s",
+        "--no-tui",
+        "--agents",
+        &agents_list(&h, 1..2),
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert_has(&stderr(&o), "agent a1");
+    assert_has(&stderr(&o), "its clock is 40.0 ms ahead of this machine's");
+    assert_has(&stderr(&o), "no load was sent");
+    let log = std::fs::read_to_string(s.path("agent1.log")).unwrap();
+    assert!(
+        !log.contains("starting in"),
+        "the agent was given a run:\n{log}"
+    );
+    assert!(
+        !stdout(&s.run(&["runs"])).contains("load"),
+        "a run was stored"
+    );
+}
+
+#[test]
+fn a_wrong_token_or_another_protocol_version_is_refused_with_both_named() {
+    let s = Scratch::new();
+    let h = Hosts::new(2);
+    let _a = agent(&h, 1, &s, &[]);
+    let other = s.path("other.token");
+    std::fs::write(&other, "another-token-0123456789abcdef").unwrap();
+    let o = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "-q",
+        "10",
+        "-z",
+        "1s",
+        "--no-tui",
+        "--agents",
+        &agents_list(&h, 1..2),
+        "--agent-token-file",
+        other.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert_has(&stderr(&o), "token does not match");
+    // An agent speaking another protocol version (a coordinator of another release).
+    let mut agent = strainline()
+        .args(["agent", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    agent
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"{\"type\":\"hello\",\"protocol\":99,\"strainline\":\"9.9.9\",\"proof\":null}\n",
+        )
+        .unwrap();
+    let o = agent.wait_with_output().unwrap();
+    let reply = stdout(&o);
+    assert_has(&reply, "refused");
+    assert_has(&reply, "agent protocol 1");
+    assert_has(&reply, "speaks 99 (strainline 9.9.9)");
+}
+
+/// Stands in for OpenSSH on this one machine: `ssh [-o X] [-p N] DEST CMD…` runs CMD
+/// here. What strainline hands to ssh is checked; ssh itself is not under test.
+fn fake_ssh(s: &Scratch) -> PathBuf {
+    let dir = s.path("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ssh = dir.join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\n\
+         echo \"$@\" >> \"$(dirname \"$0\")/ssh.log\"\n\
+         while [ $# -gt 0 ]; do case \"$1\" in -o|-p) shift 2;; *) break;; esac; done\n\
+         shift\n\
+         exec \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[test]
+fn ssh_agents_run_strainline_agent_stdio_through_the_users_ssh() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = KillOnDrop(
+        Command::new(testbed())
+            .args(["serve", "--addr-file", s.path("addr").to_str().unwrap()])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(eventually(10.0, || s.path("addr").exists()));
+    let addr = std::fs::read_to_string(s.path("addr")).unwrap();
+    let bin = fake_ssh(&s);
+    let me = env!("CARGO_BIN_EXE_strainline");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = strainline()
+        .env("PATH", path)
+        .args([
+            "--store",
+            &s.store(),
+            "load",
+            &format!("http://{}/health", addr.trim()),
+        ])
+        .args([
+            "-q",
+            "400",
+            "-z",
+            "2s",
+            "--no-tui",
+            "--json",
+            s.path("out.json").to_str().unwrap(),
+        ])
+        .args([
+            "--agents",
+            &format!("ssh://load@hosta:2222{me},ssh://hostb{me}"),
+        ])
+        .output()
+        .unwrap();
+    drop(tb);
+    assert_exit(&o, 0);
+    let calls = std::fs::read_to_string(bin.join("ssh.log")).unwrap();
+    assert_has(
+        &calls,
+        &format!("-o BatchMode=yes -p 2222 load@hosta {me} agent --stdio"),
+    );
+    assert_has(
+        &calls,
+        &format!("-o BatchMode=yes hostb {me} agent --stdio"),
+    );
+    let d = json(&s, "out.json");
+    assert_eq!(d["summary"]["sent"], 800);
+    let agents = d["summary"]["agents"].as_array().unwrap();
+    assert_eq!(agents[0]["sent"], 400);
+    assert_eq!(agents[0]["address"], "load@hosta");
+    // The agents' sessions ended with the run: no strainline agent is left.
+    assert!(eventually(5.0, || processes_where(|p| {
+        std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.contains("agent\0--stdio"))
+    })
+    .is_empty()));
+}
