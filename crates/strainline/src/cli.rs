@@ -291,18 +291,29 @@ pub struct LoadArgs {
     /// No live view on a terminal: the plain progress line instead.
     #[arg(long)]
     pub no_tui: bool,
-    /// Generate the load from these agents instead of this machine, each taking an exact
-    /// slice of the schedule: tls://HOST:PORT (a `strainline agent --listen`) or
-    /// ssh://[USER@]HOST[:PORT][/PATH] (runs `strainline agent --stdio` there), comma-separated.
-    #[arg(long, value_name = "LIST")]
-    pub agents: Option<String>,
-    /// The shared token of tls:// agents (the file each agent was started with).
-    #[arg(long, value_name = "FILE", env = "STRAINLINE_AGENT_TOKEN_FILE")]
-    pub agent_token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub agents: AgentsArgs,
     /// A command workload instead of HTTP: each unit of work runs this command (after
     /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
     #[arg(last = true, value_name = "CMD")]
     pub exec: Vec<String>,
+}
+
+/// Where the load comes from when not from this machine.
+#[derive(Debug, Args, Default)]
+pub struct AgentsArgs {
+    /// Generate the load from these agents instead of this machine, each taking an exact
+    /// slice of the schedule: tls://HOST:PORT (a `strainline agent --listen`) or
+    /// ssh://[USER@]HOST[:PORT][/PATH] (runs `strainline agent --stdio` there), comma-separated.
+    #[arg(long = "agents", value_name = "LIST")]
+    pub list: Option<String>,
+    /// The shared token of tls:// agents (the file each agent was started with).
+    #[arg(
+        long = "agent-token-file",
+        value_name = "FILE",
+        env = "STRAINLINE_AGENT_TOKEN_FILE"
+    )]
+    pub token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -398,6 +409,10 @@ pub struct RunArgs {
     /// No live view on a terminal: plain output as it happens (as in CI logs).
     #[arg(long)]
     pub no_tui: bool,
+    /// Every HTTP test's load from these agents (the target still runs here: its URL
+    /// must be one the agents reach).
+    #[command(flatten)]
+    pub agents: AgentsArgs,
 }
 
 fn parse_min_change(s: &str) -> Result<f64, String> {

@@ -20,6 +20,12 @@ const MIN_TOKEN: usize = 16;
 #[derive(Clone)]
 pub struct Token(Vec<u8>);
 
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(hidden)")
+    }
+}
+
 impl Token {
     pub fn read(path: &Path) -> Result<Token, String> {
         let text =
@@ -66,7 +72,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

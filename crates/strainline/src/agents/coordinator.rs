@@ -19,9 +19,39 @@ use crate::load::verdict::LAG_BOUND_US;
 use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
 
 /// Where the agents are and the token that opens them.
+#[derive(Debug, Clone)]
 pub struct Fleet {
     pub addresses: Vec<Address>,
     pub token: Option<Token>,
+}
+
+impl Fleet {
+    /// `--agents LIST` and `--agent-token-file FILE`.
+    pub fn new(list: &str, token_file: Option<&std::path::Path>) -> Result<Fleet, String> {
+        let addresses = link::parse_list(list)?;
+        let token = token_file.map(Token::read).transpose()?;
+        Ok(Fleet { addresses, token })
+    }
+
+    /// Whether `spec` can be split over these agents, with the fix when not.
+    pub fn check(&self, spec: &LoadSpec) -> Result<(), String> {
+        match &spec.offer {
+            crate::load::Offer::Scenario(_) => Err(
+                "a scenario over agents is not supported yet: its file and CSV would have to be on every agent; use a rate (-q, `rate`) or connections (-c, `connections`)".into(),
+            ),
+            crate::load::Offer::Closed { connections, .. }
+                if connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS)
+                    < self.addresses.len() =>
+            {
+                Err(format!(
+                    "{} connections over {} agents: each agent needs one connection at least",
+                    connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS),
+                    self.addresses.len()
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// An agent silent this long is lost; it stops its own load after the same time

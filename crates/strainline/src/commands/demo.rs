@@ -31,6 +31,7 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
             report: None,
             profile: false,
             no_tui: false,
+            agents: Default::default(),
         },
     )?;
     // The suite fails because of the leaking build, as it should; anything else is not.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::Serializer;
 
 use crate::agents;
-use crate::cli::LoadArgs;
+use crate::cli::{AgentsArgs, LoadArgs};
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::load::schedule::Rate;
@@ -112,36 +112,20 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
     })
 }
 
-/// The agents of `--agents`, with their token; `None` for load from this machine.
-fn fleet(args: &LoadArgs, spec: &LoadSpec) -> anyhow::Result<Option<agents::Fleet>> {
-    let Some(list) = &args.agents else {
-        if args.agent_token_file.is_some()
-            && std::env::var_os("STRAINLINE_AGENT_TOKEN_FILE").is_none()
-        {
+/// The agents of `--agents`, with their token, checked against the spec; `None` for
+/// load from this machine.
+pub fn fleet(args: &AgentsArgs, spec: Option<&LoadSpec>) -> anyhow::Result<Option<agents::Fleet>> {
+    let Some(list) = &args.list else {
+        if args.token_file.is_some() && std::env::var_os("STRAINLINE_AGENT_TOKEN_FILE").is_none() {
             return Err(usage("--agent-token-file without --agents: give the agents (--agents tls://HOST:PORT,...)"));
         }
         return Ok(None);
     };
-    if matches!(spec.offer, Offer::Scenario(_)) {
-        return Err(usage(
-            "--scenario with --agents is not supported yet: the scenario file and its CSV would have to be on every agent; use -q RATE or -c N",
-        ));
+    let fleet = agents::Fleet::new(list, args.token_file.as_deref()).map_err(usage)?;
+    if let Some(spec) = spec {
+        fleet.check(spec).map_err(usage)?;
     }
-    let addresses = agents::link::parse_list(list).map_err(usage)?;
-    if let Offer::Closed { connections, .. } = &spec.offer {
-        let c = connections.unwrap_or(load::spec::DEFAULT_CONNECTIONS);
-        if c < addresses.len() {
-            return Err(usage(format!(
-                "-c {c} over {} agents: each agent needs one connection at least",
-                addresses.len()
-            )));
-        }
-    }
-    let token = match &args.agent_token_file {
-        Some(p) => Some(agents::Token::read(p).map_err(usage)?),
-        None => None,
-    };
-    Ok(Some(agents::Fleet { addresses, token }))
+    Ok(Some(fleet))
 }
 
 pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
@@ -152,7 +136,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
         step_names,
     } = load::plan(&spec).map_err(|e| usage(e.to_string()))?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
-    let fleet = match fleet(&args, &spec)? {
+    let fleet = match fleet(&args.agents, Some(&spec))? {
         Some(f) => Some(agents::coordinator::connect(&f).map_err(usage)?),
         None => None,
     };

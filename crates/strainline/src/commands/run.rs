@@ -22,6 +22,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
         only: None,
         vars: args.vars,
         profile: false,
+        agents: None,
     };
     let (suite, cases) = runner::prepare(&options).map_err(usage)?;
     println!(
@@ -42,6 +43,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         only: args.only.clone(),
         vars: args.vars.clone(),
         profile: args.profile,
+        agents: super::load::fleet(&args.agents, None)?,
     };
     let live = crate::live::start(!args.no_tui, &format!("run {}", args.suite.display()));
     let outcome = if live.is_some() {

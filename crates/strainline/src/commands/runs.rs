@@ -78,7 +78,12 @@ pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
 
 /// The per-agent breakdown a load case on agents stored (see `load --agents`).
 fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io::Result<()> {
-    let Some(agents) = summary.and_then(|s| s["agents"].as_array()) else {
+    // A load run's summary, or a suite case's details.
+    let Some(agents) = summary.and_then(|s| {
+        s["agents"]
+            .as_array()
+            .or_else(|| s["details"]["agents"].as_array())
+    }) else {
         return Ok(());
     };
     writeln!(out, "  agents:")?;

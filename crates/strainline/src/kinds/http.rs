@@ -87,7 +87,19 @@ fn drive(
     let spec = load_spec(ctx, rate, connections, duration, count);
     let planned = load::plan(&spec)?;
     // A live line on a terminal: a soak of hours shows it is alive.
-    let outcome = load::run_live(&planned.plan, true, &format!("{} ", ctx.case.name));
+    let prefix = format!("{} ", ctx.case.name);
+    let outcome = match ctx.agents {
+        None => load::run_live(&planned.plan, true, &prefix),
+        Some(fleet) => {
+            // Each run (a ramp's step) is one session of every agent.
+            fleet.check(&spec).map_err(anyhow::Error::msg)?;
+            let ready = crate::agents::coordinator::connect(fleet).map_err(anyhow::Error::msg)?;
+            load::live_with(&planned.plan, true, &prefix, |stop, on_second| {
+                ready.run(&spec, &planned.plan, stop, on_second)
+            })
+            .map_err(anyhow::Error::msg)?
+        }
+    };
     // The measured window: the load engine's own clock starts after its warm-up.
     let t1 = running.map_or(outcome.elapsed, |r| {
         r.watcher.started.elapsed().as_secs_f64()
@@ -102,6 +114,9 @@ fn drive(
         &v,
         &planned.step_names,
     );
+    if !summary.agents.is_empty() {
+        *ctx.agent_parts.borrow_mut() = summary.agents.clone();
+    }
     Ok(Run {
         outcome,
         verdict: v,

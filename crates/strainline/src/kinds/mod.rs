@@ -150,6 +150,10 @@ pub struct CaseCtx<'a> {
     /// Record the target's CPU stacks during the case (a flame graph).
     pub profile: bool,
     pub case_id: i64,
+    /// The HTTP load comes from these agents (`run --agents`).
+    pub agents: Option<&'a crate::agents::Fleet>,
+    /// The agents' parts of the case's last load run (kept in its stored details).
+    pub agent_parts: std::cell::RefCell<Vec<crate::load::summary::AgentSummary>>,
 }
 
 impl CaseCtx<'_> {

@@ -39,6 +39,41 @@ pub struct Options {
     pub vars: Vec<(String, String)>,
     /// Profile every case's target (flame graphs).
     pub profile: bool,
+    /// Every HTTP test's load from these agents instead of this machine.
+    pub agents: Option<crate::agents::Fleet>,
+}
+
+/// A case whose load came from agents keeps their parts of its last load run in its
+/// details, and says how each did.
+fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::AgentSummary]) {
+    if parts.is_empty() {
+        return;
+    }
+    if !result.details.is_object() {
+        result.details = serde_json::json!({});
+    }
+    result.details["agents"] = serde_json::to_value(parts).unwrap_or_default();
+    for a in parts {
+        result.table.push(format!(
+            "agent {} (slice {}/{}): {} sent, {:.1} req/s, {}",
+            a.name,
+            a.slice + 1,
+            a.of,
+            a.sent,
+            a.achieved_rate,
+            match (&a.lost, a.status) {
+                (Some(why), _) => format!("LOST: {why}"),
+                (None, Some(s)) => format!(
+                    "its generator {}",
+                    serde_json::to_value(s)
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or("?")
+                ),
+                _ => "-".into(),
+            }
+        ));
+    }
 }
 
 /// How a suite's run ended.
@@ -248,8 +283,11 @@ pub fn run(
             store: store_location.clone(),
             profile: test.profile || args.profile,
             case_id,
+            agents: args.agents.as_ref(),
+            agent_parts: Default::default(),
         };
         let mut result = case::outcome(&ctx);
+        keep_agents(&mut result, &ctx.agent_parts.borrow());
         debug_assert_catalogued(test.kind, &result);
         if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
             if let Err(e) = kinds::apply_gates(test, &mut result) {

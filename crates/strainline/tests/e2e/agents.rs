@@ -3,7 +3,7 @@
 //! exist only inside this machine. The target runs in a namespace of its own.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::common::*;
 
@@ -144,7 +144,7 @@ fn target(h: &Hosts, extra: &[&str]) -> KillOnDrop {
             .spawn()
             .unwrap(),
     );
-    let url = format!("{listen}");
+    let url = listen.clone();
     assert!(
         eventually(10.0, || std::net::TcpStream::connect(&url).is_ok()),
         "the testbed did not start in its namespace"
@@ -256,7 +256,7 @@ fn an_agent_killed_mid_run_makes_the_run_invalid_by_name_and_the_rest_stop() {
     let mut a2 = agent(&h, 2, &s, &[]);
     let url = format!("http://{}:8080/health", h.addr(0));
     let tok = token(&s);
-    let mut run = strainline()
+    let run = strainline()
         .args([
             "--store",
             &s.store(),
@@ -549,4 +549,57 @@ fn ssh_agents_run_strainline_agent_stdio_through_the_users_ssh() {
             .is_ok_and(|c| c.contains("agent\0--stdio"))
     })
     .is_empty()));
+}
+
+#[test]
+fn a_suites_soak_on_agents_flags_the_injected_leak_from_the_merged_requests() {
+    let _l = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let h = Hosts::new(3);
+        let _a: Vec<_> = (1..3).map(|i| agent(&h, i, &s, &[])).collect();
+        // The target runs here, on this machine's side of the bridge, where agents reach it.
+        let here = format!("{}.1", h.net);
+        let suite = format!(
+            "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"{here}:{{{{port}}}}\", \"--allow-non-loopback\", \"--workers\", \"1\", \"--cpu-cost\", \"1\", \"--leak-bytes\", \"4096\"]\n\
+             ready = \"http://{here}:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"stability\"\nkind = \"soak\"\n\
+             url = \"http://{here}:{{{{port}}}}/push/dev0\"\nbody = \"x\"\nconnections = 8\n\
+             setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+             rate = 300\nduration = \"6s\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n"
+        );
+        let tok = token(&s);
+        let out = run_suite(
+            &s,
+            &suite,
+            &[
+                "--no-tui",
+                "--agents",
+                &agents_list(&h, 1..3),
+                "--agent-token-file",
+                tok.to_str().unwrap(),
+            ],
+        );
+        assert_exit(&out, 1);
+        let cases = case_metrics(&s);
+        let metric = |name: &str| {
+            cases[0]["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == name)
+                .and_then(|m| m["value"].as_f64())
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let per_op = metric("retained_per_op");
+        assert!(
+            (per_op / 4096.0 - 1.0).abs() <= 0.25,
+            "retained {per_op} bytes per push\n{}",
+            stdout(&out)
+        );
+        assert_eq!(metric("leak"), 1.0);
+        for a in ["a1", "a2"] {
+            assert_has(&stdout(&s.run(&["show", "latest"])), a);
+        }
+    });
 }
