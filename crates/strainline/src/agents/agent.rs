@@ -143,18 +143,14 @@ where
         }
         None => None,
     };
-    if busy.swap(true, Ordering::SeqCst) {
-        let why = "busy: another coordinator's run is on";
-        let _ = wire::send(&mut w, &refuse(why.into())).await;
-        return Err(why.into());
-    }
+    // Only a run makes the agent busy: a watch session runs beside it.
     struct Release<'a>(&'a AtomicBool);
     impl Drop for Release<'_> {
         fn drop(&mut self) {
             self.0.store(false, Ordering::SeqCst);
         }
     }
-    let _release = Release(busy);
+    let mut _release = None;
     wire::send(
         &mut w,
         &FromAgent::Welcome {
@@ -178,6 +174,7 @@ where
     });
     let cancel = Arc::new(AtomicBool::new(false));
     let mut run: Option<std::thread::JoinHandle<()>> = None;
+    let mut watch = None;
     let mut lease = Duration::from_secs(3600);
     let mut heard = Instant::now();
     loop {
@@ -207,7 +204,13 @@ where
                     unix_ns: clock_ns(),
                 });
             }
+            ToAgent::Run(_) if run.is_none() && busy.swap(true, Ordering::SeqCst) => {
+                let _ = out.send(FromAgent::Failed {
+                    why: "busy: another coordinator's run is on".into(),
+                });
+            }
             ToAgent::Run(job) if run.is_none() => {
+                _release = Some(Release(busy));
                 lease = Duration::from_millis(job.lease_ms.max(500));
                 match start(*job, cancel.clone(), out.clone()) {
                     Ok(h) => run = Some(h),
@@ -220,6 +223,43 @@ where
                 let _ = out.send(FromAgent::Failed {
                     why: "a run is already on in this session".into(),
                 });
+            }
+            ToAgent::Watch {
+                attach,
+                interval_ms,
+            } if watch.is_none() => {
+                lease = super::coordinator::LEASE;
+                match crate::sut::lifecycle::resolve(&attach) {
+                    Ok((pid, command)) => {
+                        let interval = Duration::from_millis(interval_ms.clamp(10, 60_000));
+                        let w = crate::monitor::watch::Watcher::attach(pid, interval);
+                        let _ = out.send(FromAgent::Watching { pid, command });
+                        let (done, stopped) = tokio::sync::oneshot::channel();
+                        let streamer =
+                            tokio::spawn(stream_samples(w.shared.clone(), out.clone(), stopped));
+                        watch = Some((w, done, streamer));
+                    }
+                    Err(e) => {
+                        let _ = out.send(FromAgent::Failed { why: e.to_string() });
+                    }
+                }
+            }
+            ToAgent::Watch { .. } => {
+                let _ = out.send(FromAgent::Failed {
+                    why: "already watching in this session".into(),
+                });
+            }
+            ToAgent::Unwatch => {
+                if let Some((w, done, streamer)) = watch.take() {
+                    // The last samples go first, then the summary.
+                    let _ = done.send(());
+                    let _ = streamer.await;
+                    let summary =
+                        tokio::task::spawn_blocking(move || w.finish(Vec::new(), "watched").0)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    let _ = out.send(FromAgent::Watched(Box::new(summary)));
+                }
             }
             ToAgent::Renew => {}
             ToAgent::Stop => cancel.store(true, Ordering::Relaxed),
@@ -238,6 +278,44 @@ where
     drop(out);
     let _ = writer.await;
     Ok(())
+}
+
+/// Sends the watched process's new samples every 250 ms (and how it ended, once it
+/// has), and what is left when told to stop.
+async fn stream_samples(
+    shared: std::sync::Arc<std::sync::Mutex<crate::monitor::watch::Shared>>,
+    out: mpsc::UnboundedSender<FromAgent>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut last_t = f64::NEG_INFINITY;
+    let mut told_exit = false;
+    loop {
+        let stop = tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(250)) => false,
+            _ = &mut stopped => true,
+        };
+        let (samples, exit) = {
+            let sh = shared.lock().unwrap();
+            let fresh: Vec<_> = sh
+                .samples
+                .iter()
+                .filter(|x| x.t > last_t)
+                .cloned()
+                .collect();
+            (fresh, sh.root_exit.clone())
+        };
+        if let Some(s) = samples.last() {
+            last_t = s.t;
+        }
+        let exit = exit.filter(|_| !told_exit);
+        if !samples.is_empty() || exit.is_some() {
+            told_exit |= exit.is_some();
+            let _ = out.send(FromAgent::Samples { samples, exit });
+        }
+        if stop {
+            return;
+        }
+    }
 }
 
 /// Checks the job's plan and starts its run on a thread; `Ready` is sent once checked.

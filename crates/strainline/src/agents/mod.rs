@@ -2,12 +2,14 @@
 //! machine ([`agent`]); the coordinator ([`coordinator`]) reaches them ([`link`]: TLS
 //! with a shared token ([`auth`]), or ssh), gives each an exact slice of the one plan and
 //! one start time, and merges what they stream ([`wire`]) into the outcome a run on one
-//! machine would have — with each agent's own verdict on its generator kept.
+//! machine would have — with each agent's own verdict on its generator kept. An agent on
+//! the target's machine can also watch the target there ([`watch`]).
 
 pub mod agent;
 mod auth;
 pub mod coordinator;
 pub mod link;
+pub mod watch;
 mod wire;
 
 pub use auth::Token;

@@ -9,6 +9,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use crate::load::recorder::Tally;
 use crate::load::verdict::Validity;
 use crate::load::{LoadSpec, Slice};
+use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::sut::spec::Attach;
 
 /// The protocol's version; bumped on any change to the messages.
 pub const PROTOCOL: u32 = 1;
@@ -31,6 +33,14 @@ pub enum ToAgent {
         id: u32,
     },
     Run(Box<Job>),
+    /// Watch a process on the agent's machine (and its descendants), every
+    /// `interval_ms`, streaming its samples.
+    Watch {
+        attach: Attach,
+        interval_ms: u64,
+    },
+    /// Stop watching; the agent answers with the summary.
+    Unwatch,
     /// The coordinator is alive: the agent's lease is extended.
     Renew,
     /// Stop sending (in-flight requests finish), report, end.
@@ -74,6 +84,19 @@ pub enum FromAgent {
         tally: Box<Tally>,
     },
     Done(Box<Report>),
+    /// Watching: the process's pid and command line on the agent's machine.
+    Watching {
+        pid: u32,
+        command: String,
+    },
+    /// Samples taken since the last message (`t` from when watching began), and how the
+    /// process ended once it has.
+    Samples {
+        samples: Vec<Sample>,
+        exit: Option<ExitInfo>,
+    },
+    /// The watch's summary, after `Unwatch`.
+    Watched(Box<MonitorSummary>),
     /// The job could not run.
     Failed {
         why: String,

@@ -178,6 +178,7 @@ fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
         build: None,
         command,
         attach: None,
+        host: None,
         shell,
         env: Default::default(),
         cwd: None,
@@ -194,6 +195,7 @@ fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
         &log,
         std::time::Duration::from_millis(500),
         None,
+        &|_, _, _| Err("init starts its target here".into()),
     )
     .map_err(|e| {
         Failure::new(

@@ -41,7 +41,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn keep(&mut self, s: Sample) {
+    /// Keeps a sample (thinned evenly past [`KEPT`]).
+    pub fn keep(&mut self, s: Sample) {
         self.seen += 1;
         if !self.seen.is_multiple_of(self.stride.max(1)) {
             return;
@@ -132,9 +133,15 @@ impl<F: FnMut(&[Sample]) -> anyhow::Result<()>> Flusher<F> {
     }
 }
 
+/// How a watcher whose sampler runs elsewhere (an agent on the target's host) ends:
+/// stop it there and get its summary (`None` when it cannot be had: the agent lost).
+pub type RemoteEnd = Box<dyn FnOnce() -> Option<MonitorSummary> + Send>;
+
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     pub shared: Arc<Mutex<Shared>>,
+    /// A sampler on another host: what ends it (its samples arrive in `shared`).
+    remote: Option<RemoteEnd>,
     /// Taken by [`Watcher::finish`]; a watcher dropped without it (a target that never
     /// became ready) still stops its thread, and so removes its cgroup.
     thread: Option<std::thread::JoinHandle<Sampler>>,
@@ -152,6 +159,19 @@ impl Watcher {
     /// [`Watcher::attach`] for the target of a suite: its samples feed the live view.
     pub fn attach_target(pid: u32, interval: Duration) -> Watcher {
         Watcher::watch(pid, None, interval, None, false, true)
+    }
+
+    /// A watcher whose samples another thread puts in `shared` as they arrive from a
+    /// sampler elsewhere (an agent); `end` stops that sampler and returns its summary.
+    pub fn remote(shared: Arc<Mutex<Shared>>, interval: Duration, end: RemoteEnd) -> Watcher {
+        Watcher {
+            stop: Arc::new(AtomicBool::new(false)),
+            shared,
+            remote: Some(end),
+            thread: None,
+            started: Instant::now(),
+            interval,
+        }
     }
 
     /// Starts sampling the tree of `root`, a child of strainline, every `interval`;
@@ -235,6 +255,7 @@ impl Watcher {
         Watcher {
             stop,
             shared,
+            remote: None,
             thread: Some(thread),
             started,
             interval,
@@ -248,6 +269,37 @@ impl Watcher {
 
     /// Stops watching and returns the summary and every sample.
     pub fn finish(mut self, command: Vec<String>, status: &str) -> (MonitorSummary, Vec<Sample>) {
+        if let Some(end) = self.remote.take() {
+            let summary = end();
+            let shared = std::mem::take(&mut *self.shared.lock().unwrap());
+            // Lost with its agent: no figures (the samples that arrived are kept).
+            let summary = summary.unwrap_or_else(|| {
+                let sampler = Sampler::new(
+                    SamplerConfig {
+                        root: 0,
+                        adopter: None,
+                        detail_every: 1,
+                        status_every: 1,
+                        top_n: 0,
+                    },
+                    None,
+                    self.started,
+                );
+                sampler.finish(Ending {
+                    command: command.clone(),
+                    label: None,
+                    exit: ExitInfo {
+                        code: None,
+                        signal: None,
+                    },
+                    status: "lost: the agent watching it stopped answering".into(),
+                    interval_seconds: self.interval.as_secs_f64(),
+                    overhead_cpu_seconds: 0.0,
+                    leftover_processes_stopped: 0,
+                })
+            });
+            return (summary, shared.samples);
+        }
         let sampler = self.stop_thread().expect("finish runs once");
         let shared = std::mem::take(&mut *self.shared.lock().unwrap());
         let exit = shared.root_exit.unwrap_or(ExitInfo {

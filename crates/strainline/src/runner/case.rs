@@ -36,10 +36,25 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     };
     let log = ctx.dir.join("target.log");
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
-    let running = lifecycle::start(spec, &ctx.vars, &log, t.interval, Some(ctx.sample_sink()))?;
-    let profiler = ctx
-        .profile
-        .then(|| crate::monitor::profile::start(running.pid, &ctx.dir));
+    let remote = |host: &str, how: &crate::sut::spec::Attach, every| match ctx.agents {
+        Some(fleet) => crate::agents::watch::remote(fleet, host, how, every),
+        None => Err(format!(
+            "[target] host = \"{host}\" is an agent's machine: run with --agents naming it"
+        )),
+    };
+    let running = lifecycle::start(
+        spec,
+        &ctx.vars,
+        &log,
+        t.interval,
+        Some(ctx.sample_sink()),
+        &remote,
+    )?;
+    // perf profiles this machine's processes only.
+    let profiler = ctx.profile.then(|| match &running.host {
+        Some(h) => Err(format!("the target runs on agent {h}'s machine")),
+        None => crate::monitor::profile::start(running.pid, &ctx.dir),
+    });
     let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
     let outcome = kinds::run_http(ctx, Some(&running));
     let flame = profiler.map(|p| match p {
@@ -50,6 +65,7 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         Err(why) => (crate::monitor::profile::FlameInfo::missing(why), None),
     });
     let crashed = running.exited();
+    let host = running.host.clone();
     let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
     let mut r = outcome?;
     watches.finish(&mut r);
@@ -78,7 +94,10 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     );
     kinds::analyse_log(ctx.suite, &log, &mut r);
     r.table.push(format!(
-        "target: peak RSS {} ({}), CPU {:.2} s, {}",
+        "target{}: peak RSS {} ({}), CPU {:.2} s, {}",
+        host.map_or(String::new(), |h| format!(
+            " (on {h}, watched by its agent)"
+        )),
         crate::units::Bytes(summary.peak_rss.bytes),
         summary.peak_rss.source.describe(),
         summary.cpu.total_seconds,

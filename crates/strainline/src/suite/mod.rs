@@ -391,6 +391,32 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
     }
 
     #[test]
+    fn a_target_on_an_agents_host_is_attached_to_never_started() {
+        let e = refused("[target]\n", "[target]\nhost = \"a1\"\n");
+        assert!(
+            e.starts_with(
+                "s.toml:3:8: [target] host = \"...\" watches a process on that agent's machine"
+            ),
+            "{e}"
+        );
+        let s = parse(
+            &SUITE.replace(
+                "command = [\"strainline-testbed\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--workers\", \"{{workers}}\"]",
+                "host = \"a1\"\nattach_pid_file = \"/run/iot.pid\"",
+            ),
+            Path::new("s.toml"),
+            1.0,
+        )
+        .unwrap();
+        let t = s.target.unwrap();
+        assert_eq!(t.host.as_deref(), Some("a1"));
+        assert_eq!(
+            t.attach,
+            Some(crate::sut::spec::Attach::PidFile("/run/iot.pid".into()))
+        );
+    }
+
+    #[test]
     fn a_key_of_another_kind_is_refused_where_it_is_written() {
         let e = refused("rate = 200", "rate = 200\nslo_p99 = \"5ms\"");
         assert!(

@@ -341,6 +341,12 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
             "[target] needs exactly one of command = [...] (start it), attach_pid_file = \"...\" or attach_port = N (watch a running one)",
         ));
     }
+    if let (Some(h), true) = (&t.host, t.command.is_some()) {
+        return Err(doc.at(
+            h.span().start,
+            "[target] host = \"...\" watches a process on that agent's machine, which strainline does not start: use attach_pid_file = \"...\" or attach_port = N there (and run with --agents naming that agent)",
+        ));
+    }
     if let Some(c) = t.command.as_ref().filter(|c| c.get_ref().is_empty()) {
         return Err(doc.at(
             c.span().start,
@@ -395,6 +401,7 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
             (None, Some(port)) => Some(Attach::Port(port)),
             (None, None) => None,
         },
+        host: t.host.as_ref().map(|h| h.get_ref().clone()),
         shell: t.shell,
         env: t.env.clone(),
         cwd: t.cwd.as_ref().map(PathBuf::from),

@@ -105,6 +105,8 @@ pub struct Running {
     /// What holds its whole tree; `None` for a process strainline attached to (never
     /// stopped by it).
     unit: Option<Unit>,
+    /// The agent on whose machine it runs (its pid is that machine's).
+    pub host: Option<String>,
 }
 
 /// Starts a command with its output going to `log`, in a containment unit of its own,
@@ -139,51 +141,80 @@ pub fn spawn_watched(
         command: argv.to_vec(),
         watcher: Watcher::start(pid, unit.cgroup(), interval, sink),
         unit: Some(unit),
+        host: None,
     })
 }
 
-/// Starts the suite's target and waits until it is ready.
+/// The running process `how` names on this machine: its pid and command line.
+pub fn resolve(how: &Attach) -> Result<(u32, String), TargetError> {
+    let (pid, what) = match how {
+        Attach::PidFile(file) => (
+            std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .filter(|&p| process::exists(p)),
+            (
+                format!("the process in {}", file.display()),
+                "no running process has that pid (is it running? is the pid file current?)",
+            ),
+        ),
+        Attach::Port(port) => (
+            crate::monitor::net::listening_process(*port),
+            (
+                format!("the process listening on port {port}"),
+                "no process this user may look into listens on that TCP port (is it running? started by another user?)",
+            ),
+        ),
+    };
+    let pid = pid.ok_or_else(|| TargetError::Spawn {
+        program: what.0,
+        why: what.1.into(),
+    })?;
+    Ok((pid, crate::monitor::procfs::cmdline(pid)))
+}
+
+/// Watches a process on an agent's machine: its pid there, its command line, and a
+/// watcher fed by that agent (`Err` says why not).
+pub type Remote<'a> = &'a dyn Fn(&str, &Attach, Duration) -> Result<(u32, String, Watcher), String>;
+
+/// Starts the suite's target (or attaches to it, here or through `remote` on an
+/// agent's machine) and waits until it is ready.
 pub fn start(
     spec: &TargetSpec,
     vars: &BTreeMap<String, String>,
     log: &Path,
     interval: Duration,
     sink: Option<Sink>,
+    remote: Remote,
 ) -> Result<Running, TargetError> {
-    let running = match &spec.attach {
-        Some(how) => {
-            let (pid, what) = match how {
-                Attach::PidFile(file) => (
-                    std::fs::read_to_string(file)
-                        .ok()
-                        .and_then(|t| t.trim().parse().ok())
-                        .filter(|&p| process::exists(p)),
-                    (
-                        format!("the process in {}", file.display()),
-                        "no running process has that pid (is it running? is the pid file current?)",
-                    ),
-                ),
-                Attach::Port(port) => (
-                    crate::monitor::net::listening_process(*port),
-                    (
-                        format!("the process listening on port {port}"),
-                        "no process this user may look into listens on that TCP port (is it running? started by another user?)",
-                    ),
-                ),
-            };
-            let pid = pid.ok_or_else(|| TargetError::Spawn {
-                program: what.0,
-                why: what.1.into(),
-            })?;
+    let running = match (&spec.attach, &spec.host) {
+        (Some(how), Some(host)) => {
+            let (pid, command, watcher) =
+                remote(host, how, interval).map_err(|why| TargetError::Spawn {
+                    program: format!("the target on agent {host}"),
+                    why,
+                })?;
             let _ = File::create(log);
             Running {
                 pid,
-                command: vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
-                watcher: Watcher::attach_target(pid, interval),
+                command: vec![format!("pid {pid} on {host}"), command],
+                watcher,
                 unit: None,
+                host: Some(host.clone()),
             }
         }
-        None => {
+        (Some(how), None) => {
+            let (pid, command) = resolve(how)?;
+            let _ = File::create(log);
+            Running {
+                pid,
+                command: vec![format!("pid {pid}"), command],
+                watcher: Watcher::attach_target(pid, interval),
+                unit: None,
+                host: None,
+            }
+        }
+        (None, _) => {
             if let Some(addr) = answering(&spec.ready, vars) {
                 return Err(TargetError::Occupied { addr });
             }
@@ -330,6 +361,10 @@ impl Running {
     /// Every process of the target's tree now: its cgroup's members, else the root and
     /// its descendants.
     pub fn pids(&self) -> Vec<u32> {
+        // Another machine's processes are not in this one's /proc.
+        if self.host.is_some() {
+            return Vec::new();
+        }
         self.unit
             .as_ref()
             .and_then(|u| u.cgroup())

@@ -19,7 +19,7 @@ pub enum Ready {
 }
 
 /// How to find a running target.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Attach {
     /// The process whose pid this file holds.
     PidFile(PathBuf),
@@ -38,6 +38,8 @@ pub struct TargetSpec {
     /// Attach to a running process instead of starting one: it is watched, never
     /// stopped.
     pub attach: Option<Attach>,
+    /// The agent on whose machine the attached process runs (`None`: this machine).
+    pub host: Option<String>,
     pub shell: bool,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,

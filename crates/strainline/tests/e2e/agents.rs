@@ -3,7 +3,7 @@
 //! exist only inside this machine. The target runs in a namespace of its own.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 
@@ -601,5 +601,103 @@ fn a_suites_soak_on_agents_flags_the_injected_leak_from_the_merged_requests() {
         for a in ["a1", "a2"] {
             assert_has(&stdout(&s.run(&["show", "latest"])), a);
         }
+    });
+}
+
+/// A soak of a testbed already running on host 0, watched there by agent a0, loaded
+/// by agents a0 and a1.
+fn remote_soak(leak: u32) -> (Output, Vec<serde_json::Value>, Scratch) {
+    let s = Scratch::new();
+    let h = Hosts::new(2);
+    let listen = format!("{}:8080", h.addr(0));
+    let tb = testbed();
+    let leak_s = leak.to_string();
+    let target = KillOnDrop(
+        h.command(
+            0,
+            &[
+                tb.to_str().unwrap(),
+                "serve",
+                "--listen",
+                &listen,
+                "--allow-non-loopback",
+                "--workers",
+                "1",
+                "--cpu-cost",
+                "1",
+                "--leak-bytes",
+                &leak_s,
+            ],
+        )
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    // `ip netns exec` execs the command: the child is the testbed.
+    std::fs::write(s.path("target.pid"), target.0.id().to_string()).unwrap();
+    assert!(eventually(10.0, || std::net::TcpStream::connect(&listen).is_ok()));
+    let _a: Vec<_> = (0..2).map(|i| agent(&h, i, &s, &[])).collect();
+    let suite = format!(
+        "[target]\nhost = \"a0\"\nattach_pid_file = \"{pid}\"\nready = \"http://{listen}/health\"\n\
+         [[test]]\nname = \"stability\"\nkind = \"soak\"\n\
+         url = \"http://{listen}/push/dev0\"\nbody = \"x\"\nconnections = 8\n\
+         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+         rate = 300\nduration = \"6s\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n",
+        pid = s.path("target.pid").display()
+    );
+    let tok = token(&s);
+    let out = run_suite(
+        &s,
+        &suite,
+        &[
+            "--no-tui",
+            "--agents",
+            &agents_list(&h, 0..2),
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    );
+    let cases = case_metrics(&s);
+    drop(target);
+    (out, cases, s)
+}
+
+fn metric_of(case: &serde_json::Value, name: &str) -> f64 {
+    case["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["value"].as_f64())
+        .unwrap_or_else(|| panic!("no {name} in {case}"))
+}
+
+#[test]
+fn a_target_on_another_host_is_watched_by_its_agent_and_its_leak_measured() {
+    let _l = measuring();
+    on_a_quiet_machine(|| {
+        let (out, cases, s) = remote_soak(4096);
+        assert_exit(&out, 1);
+        let per_op = metric_of(&cases[0], "retained_per_op");
+        assert!(
+            (per_op / 4096.0 - 1.0).abs() <= 0.10,
+            "retained {per_op} bytes per push\n{}",
+            stdout(&out)
+        );
+        assert_eq!(metric_of(&cases[0], "leak"), 1.0);
+        // The figures are the remote process's: it is named with its host, and its
+        // memory (a testbed holding 7 MiB of leaked pushes) is there.
+        assert_has(&stdout(&out), "on a0");
+        assert!(
+            metric_of(&cases[0], "peak_rss") > 7.0 * 1048576.0,
+            "{}",
+            stdout(&out)
+        );
+        drop(s);
+    });
+    on_a_quiet_machine(|| {
+        let (out, cases, _s) = remote_soak(0);
+        assert_exit(&out, 0);
+        assert_eq!(metric_of(&cases[0], "leak"), 0.0, "{}", stdout(&out));
     });
 }
