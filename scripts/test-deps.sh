@@ -4,7 +4,8 @@
 # tests), PostgreSQL (the shared results store's tests start a real server), Chromium
 # (the HTML report is opened headless and screenshotted), xmllint (JUnit XML is
 # validated against its schema), perf (flame graphs of the testbed), Python 3 (its
-# http.server is a target we did not write), tmux (the live view is driven in a
+# http.server is a target we did not write; its YAML parser reads the Kubernetes
+# manifest), tmux (the live view is driven in a
 # terminal it emulates) and iproute2 (load agents run on "hosts" that are network
 # namespaces joined by a bridge).
 set -euo pipefail
@@ -19,6 +20,7 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v xmllint >/dev/null || need+=(libxml2-utils)
 command -v perf >/dev/null || need+=(linux-perf)
 command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -94,6 +94,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Demo => commands::demo::run(&cli.store),
         cli::Command::Init(args) => commands::init::run(args),
         cli::Command::Agent(args) => commands::agent::run(args),
+        cli::Command::Agents(cmd) => commands::agent::agents(cmd),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

@@ -38,14 +38,11 @@ pub struct Identity {
     pub auth: Option<(Token, [u8; 32])>,
 }
 
-/// Serves `strainline agent --listen`: one coordinator at a time (another is refused
-/// while a run is on), until killed — or after one session with `once`.
+/// Serves `strainline agent --listen`: one coordinator's run at a time (another is
+/// refused while a run is on; watch sessions run beside it), until killed — or after
+/// one session with `once`.
 pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async move {
+    runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| format!("--listen {addr}: {e}"))?;
@@ -55,32 +52,14 @@ pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Resul
         let busy = Arc::new(AtomicBool::new(false));
         loop {
             let (tcp, peer) = listener.accept().await.map_err(|e| e.to_string())?;
-            let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            let (token, name, busy) = (token.clone(), name.clone(), busy.clone());
-            let session = async move {
-                let tls =
-                    match tokio::time::timeout(super::link::CONNECT_TIMEOUT, acceptor.accept(tcp))
-                        .await
-                    {
-                        Ok(Ok(t)) => t,
-                        _ => {
-                            eprintln!("agent {name}: {peer}: no TLS handshake");
-                            return;
-                        }
-                    };
-                let Ok(ekm) = super::auth::keying_material(tls.get_ref().1) else {
-                    return;
-                };
-                let (r, w) = tokio::io::split(tls);
-                let id = Identity {
-                    name: name.clone(),
-                    auth: Some((token, ekm)),
-                };
-                if let Err(e) = session(BufReader::new(r), w, &id, &busy).await {
-                    eprintln!("agent {name}: {peer}: {e}");
-                }
-            };
+            let session = serve_tls(
+                tcp,
+                peer.to_string(),
+                acceptor.clone(),
+                token.clone(),
+                name.clone(),
+                busy.clone(),
+            );
             if once {
                 session.await;
                 return Ok(());
@@ -90,13 +69,77 @@ pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Resul
     })
 }
 
-/// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
-pub fn serve_stdio(name: String) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// Serves `strainline agent --connect`: dials the coordinator (again every second
+/// until `patience` runs out: a pod may start before its coordinator listens), serves
+/// that one session over the connection — TLS server on a socket it opened — and ends.
+pub fn serve_connect(
+    addr: &str,
+    token: Token,
+    name: String,
+    patience: Duration,
+) -> Result<(), String> {
+    runtime()?.block_on(async move {
+        let acceptor = super::link::acceptor()?;
+        let until = Instant::now() + patience;
+        let tcp = loop {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(t) => break t,
+                Err(e) if Instant::now() >= until => {
+                    return Err(format!(
+                        "--connect {addr}: {e} (for {} s)",
+                        patience.as_secs()
+                    ))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        };
+        eprintln!("strainline agent {name}: connected to the coordinator at {addr}");
+        let busy = Arc::new(AtomicBool::new(false));
+        serve_tls(tcp, addr.to_string(), acceptor, token, name, busy).await;
+        Ok(())
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async move {
+        .map_err(|e| e.to_string())
+}
+
+/// One session over TCP, this agent the TLS server whoever dialed.
+async fn serve_tls(
+    tcp: tokio::net::TcpStream,
+    peer: String,
+    acceptor: tokio_rustls::TlsAcceptor,
+    token: Token,
+    name: String,
+    busy: Arc<AtomicBool>,
+) {
+    let _ = tcp.set_nodelay(true);
+    let tls = match tokio::time::timeout(super::link::CONNECT_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(t)) => t,
+        _ => {
+            eprintln!("agent {name}: {peer}: no TLS handshake");
+            return;
+        }
+    };
+    let Ok(ekm) = super::auth::keying_material(tls.get_ref().1) else {
+        return;
+    };
+    let (r, w) = tokio::io::split(tls);
+    let id = Identity {
+        name: name.clone(),
+        auth: Some((token, ekm)),
+    };
+    if let Err(e) = session(BufReader::new(r), w, &id, &busy).await {
+        eprintln!("agent {name}: {peer}: {e}");
+    }
+}
+
+/// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
+pub fn serve_stdio(name: String) -> Result<(), String> {
+    runtime()?.block_on(async move {
         let id = Identity { name, auth: None };
         let busy = AtomicBool::new(false);
         session(

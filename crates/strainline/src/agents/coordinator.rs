@@ -33,6 +33,17 @@ impl Fleet {
         Ok(Fleet { addresses, token })
     }
 
+    /// How many agents there are (those that dial in included).
+    pub fn count(&self) -> usize {
+        self.addresses
+            .iter()
+            .map(|a| match a {
+                Address::Listen { count, .. } => *count,
+                _ => 1,
+            })
+            .sum()
+    }
+
     /// Whether `spec` can be split over these agents, with the fix when not.
     pub fn check(&self, spec: &LoadSpec) -> Result<(), String> {
         match &spec.offer {
@@ -41,12 +52,12 @@ impl Fleet {
             ),
             crate::load::Offer::Closed { connections, .. }
                 if connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS)
-                    < self.addresses.len() =>
+                    < self.count() =>
             {
                 Err(format!(
                     "{} connections over {} agents: each agent needs one connection at least",
                     connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS),
-                    self.addresses.len()
+                    self.count()
                 ))
             }
             _ => Ok(()),
@@ -65,6 +76,9 @@ pub const CLOCK_BOUND_US: u64 = LAG_BOUND_US;
 /// How far ahead of now the run starts: time for every agent to get the plan and open
 /// its connections.
 const LEAD: Duration = Duration::from_millis(1500);
+
+/// How long the coordinator waits for agents that dial in (pods being scheduled).
+const DIAL_IN_WAIT: Duration = Duration::from_secs(300);
 
 /// Clock exchanges per agent; the one with the shortest round trip is kept.
 const CLOCK_ROUNDS: u32 = 8;
@@ -120,26 +134,38 @@ impl Ready {
 }
 
 async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
-    // Connect to all at once.
+    // Connect to all at once (agents that dial in are accepted).
     let mut tasks = tokio::task::JoinSet::new();
     for (i, a) in fleet.addresses.iter().enumerate() {
         let (a, token) = (a.clone(), fleet.token.clone());
-        tasks.spawn(async move { (i, link::connect(&a, token.as_ref()).await) });
+        tasks.spawn(async move {
+            let links = match &a {
+                Address::Listen { addr, count } => {
+                    link::accept(addr, *count, token.as_ref(), DIAL_IN_WAIT).await
+                }
+                _ => link::connect(&a, token.as_ref()).await.map(|l| vec![l]),
+            };
+            (
+                i,
+                links.map(|ls| ls.into_iter().map(|l| (l, a.clone())).collect::<Vec<_>>()),
+            )
+        });
     }
-    let mut links: Vec<Option<Link>> = (0..fleet.addresses.len()).map(|_| None).collect();
+    let mut found: Vec<Vec<(Link, Address)>> =
+        (0..fleet.addresses.len()).map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     while let Some(r) = tasks.join_next().await {
         match r.map_err(|e| e.to_string())? {
-            (i, Ok(l)) => links[i] = Some(l),
+            (i, Ok(ls)) => found[i] = ls,
             (_, Err(e)) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         return Err(errors.join("\n"));
     }
-    let mut links: Vec<Link> = links.into_iter().map(|l| l.expect("connected")).collect();
+    let (mut links, addresses): (Vec<Link>, Vec<Address>) = found.into_iter().flatten().unzip();
     let mut parts = Vec::with_capacity(links.len());
-    for (l, a) in links.iter_mut().zip(&fleet.addresses) {
+    for (l, a) in links.iter_mut().zip(&addresses) {
         let (offset_ns, rtt_ns) = clock(l).await?;
         let off_us = offset_ns.unsigned_abs() as f64 / 1e3;
         if offset_ns.unsigned_abs() > CLOCK_BOUND_US * 1000 {

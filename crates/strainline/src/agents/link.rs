@@ -38,6 +38,12 @@ pub enum Address {
         /// The strainline binary on that host.
         program: String,
     },
+    /// `count` agents dial this address (`strainline agent --connect`, e.g. the pods
+    /// of a Kubernetes Indexed Job).
+    Listen {
+        addr: String,
+        count: usize,
+    },
 }
 
 impl Address {
@@ -46,6 +52,7 @@ impl Address {
         match self {
             Address::Tls { host, port } => format!("{host}:{port}"),
             Address::Ssh { destination, .. } => destination.clone(),
+            Address::Listen { addr, .. } => format!("listen://{addr}"),
         }
     }
 }
@@ -74,6 +81,22 @@ fn parse(s: &str) -> Result<Address, String> {
             .filter(|p| *p > 0)
             .ok_or_else(|| format!("agent '{s}': '{p}' is not a port (1-65535)"))
     };
+    if let Some(rest) = s.strip_prefix("listen://") {
+        let (addr, count) = rest.split_once("?count=").ok_or_else(|| {
+            format!("agent '{s}': how many agents dial in? (expected listen://HOST:PORT?count=N)")
+        })?;
+        let count = count
+            .parse::<usize>()
+            .ok()
+            .filter(|c| *c > 0)
+            .ok_or_else(|| format!("agent '{s}': count '{count}' is not a positive number"))?;
+        let port = addr.rsplit_once(':').map(|(_, p)| p).unwrap_or("");
+        port_of(port)?;
+        return Ok(Address::Listen {
+            addr: addr.to_string(),
+            count,
+        });
+    }
     if let Some(rest) = s.strip_prefix("ssh://") {
         let (hostpart, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -148,17 +171,8 @@ async fn open(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
                 .map_err(|e| {
                     format!("cannot connect: {e} (is `strainline agent --listen` running there?)")
                 })?;
-            let _ = tcp.set_nodelay(true);
-            let mut cfg = crate::load::http::tls_config(None, true, false)?;
-            cfg.alpn_protocols = vec![ALPN.to_vec()];
-            let name = rustls::pki_types::ServerName::try_from("strainline-agent")
-                .expect("a valid DNS name");
-            let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
-                .connect(name, tcp)
-                .await
-                .map_err(|e| format!("TLS handshake: {e}"))?;
-            let ekm = auth::keying_material(tls.get_ref().1)?;
-            (Box::new(tls), Some(ekm), None)
+            let (tls, ekm) = tls_client(tcp).await?;
+            (tls, Some(ekm), None)
         }
         Address::Ssh {
             destination,
@@ -184,7 +198,77 @@ async fn open(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
             let inp = child.stdin.take().expect("piped");
             (Box::new(tokio::io::join(out, inp)), None, Some(child))
         }
+        Address::Listen { .. } => return Err("a listen:// address is accepted, not dialed".into()),
     };
+    hello(stream, ekm, child, token).await
+}
+
+/// The TLS client end of an agent connection (whichever side dialed), and the session's
+/// keying material for the token's proofs.
+async fn tls_client(tcp: tokio::net::TcpStream) -> Result<(Box<dyn Stream>, [u8; 32]), String> {
+    let _ = tcp.set_nodelay(true);
+    let mut cfg = crate::load::http::tls_config(None, true, false)?;
+    cfg.alpn_protocols = vec![ALPN.to_vec()];
+    let name =
+        rustls::pki_types::ServerName::try_from("strainline-agent").expect("a valid DNS name");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    let ekm = auth::keying_material(tls.get_ref().1)?;
+    Ok((Box::new(tls), ekm))
+}
+
+/// Waits up to `wait` for `count` agents to dial `addr` (`strainline agent --connect`),
+/// and greets each; they are ordered by name (`agent-0`, `agent-1`, … from a Job's
+/// completion index).
+pub async fn accept(
+    addr: &str,
+    count: usize,
+    token: Option<&Token>,
+    wait: Duration,
+) -> Result<Vec<Link>, String> {
+    let token =
+        token.ok_or("agents that dial in need the shared token: --agent-token-file FILE")?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("listen://{addr}: {e}"))?;
+    eprintln!("waiting for {count} agent(s) to dial {addr}");
+    let until = tokio::time::Instant::now() + wait;
+    let mut links = Vec::new();
+    while links.len() < count {
+        let (tcp, peer) = tokio::time::timeout_at(until, listener.accept())
+            .await
+            .map_err(|_| {
+                format!(
+                    "listen://{addr}: {} of {count} agents dialed in within {} s (are the pods running? `kubectl logs` shows why not)",
+                    links.len(),
+                    wait.as_secs()
+                )
+            })?
+            .map_err(|e| e.to_string())?;
+        let greeted = async {
+            let (tls, ekm) = tls_client(tcp).await?;
+            hello(tls, Some(ekm), None, Some(token)).await
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, greeted).await {
+            Ok(Ok(l)) => links.push(l),
+            Ok(Err(e)) => eprintln!("agent from {peer}: {e}"),
+            Err(_) => eprintln!("agent from {peer}: no greeting in time"),
+        }
+    }
+    links.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(links)
+}
+
+/// The hello exchange on a fresh stream: the protocol version both ways, and the
+/// token's proofs over TLS.
+async fn hello(
+    stream: Box<dyn Stream>,
+    ekm: Option<[u8; 32]>,
+    child: Option<tokio::process::Child>,
+    token: Option<&Token>,
+) -> Result<Link, String> {
     let (r, mut writer) = tokio::io::split(stream);
     let mut reader = BufReader::new(r);
     let proof = match (ekm, token) {

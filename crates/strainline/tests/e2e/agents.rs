@@ -701,3 +701,124 @@ fn a_target_on_another_host_is_watched_by_its_agent_and_its_leak_measured() {
         assert_eq!(metric_of(&cases[0], "leak"), 0.0, "{}", stdout(&out));
     });
 }
+
+#[test]
+fn agents_that_dial_in_like_a_kubernetes_jobs_pods_take_their_slices_by_index() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    let _t = target(&h, &[]);
+    let tok = token(&s);
+    let coordinator = format!("{}.1:7470", h.net);
+    // Started before the coordinator listens: they keep dialing.
+    let pods: Vec<_> = [(1, "1"), (2, "0")]
+        .iter()
+        .map(|(host, index)| {
+            let log = std::fs::File::create(s.path(&format!("pod{index}.log"))).unwrap();
+            KillOnDrop(
+                h.command(
+                    *host,
+                    &[
+                        env!("CARGO_BIN_EXE_strainline"),
+                        "agent",
+                        "--connect",
+                        &coordinator,
+                        "--token-file",
+                        tok.to_str().unwrap(),
+                    ],
+                )
+                .env("JOB_COMPLETION_INDEX", index)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let url = format!("http://{}:8080/health", h.addr(0));
+    let o = s.run(&[
+        "load",
+        &url,
+        "-q",
+        "600",
+        "-z",
+        "2s",
+        "--no-tui",
+        "--agents",
+        &format!("listen://{coordinator}?count=2"),
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "--json",
+        "out.json",
+    ]);
+    assert_exit(&o, 0);
+    let d = json(&s, "out.json");
+    let agents = d["summary"]["agents"].as_array().unwrap();
+    // Ordered by their Job index, whatever order they dialed in.
+    assert_eq!(agents[0]["name"], "agent-0");
+    assert_eq!(agents[1]["name"], "agent-1");
+    assert_eq!(d["summary"]["sent"], 1200);
+    // A pod's agent serves one run and exits (the Job completes).
+    for mut p in pods {
+        assert!(
+            eventually(10.0, || p.0.try_wait().unwrap().is_some()),
+            "an agent pod did not exit"
+        );
+    }
+}
+
+#[test]
+fn the_kubernetes_manifest_is_an_indexed_job_of_agents_that_dial_the_coordinator() {
+    let o = strainline()
+        .args([
+            "agents",
+            "manifest",
+            "--count",
+            "4",
+            "--coordinator",
+            "10.0.0.5:7461",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    // Read by a YAML parser we did not write.
+    let mut py = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 (make test installs it, with python3-yaml)");
+    use std::io::Write;
+    py.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    let parsed = py.wait_with_output().unwrap();
+    assert!(parsed.status.success(), "not YAML:\n{}", stdout(&o));
+    let job: serde_json::Value = serde_json::from_slice(&parsed.stdout).unwrap();
+    assert_eq!(job["apiVersion"], "batch/v1");
+    assert_eq!(job["kind"], "Job");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], 4);
+    assert_eq!(spec["parallelism"], 4);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let c = &pod["containers"][0];
+    assert_eq!(
+        c["args"],
+        serde_json::json!([
+            "agent",
+            "--connect",
+            "10.0.0.5:7461",
+            "--token-file",
+            "/etc/strainline/token"
+        ])
+    );
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/etc/strainline");
+    assert_eq!(
+        pod["volumes"][0]["secret"]["secretName"],
+        "strainline-agent-token"
+    );
+}
