@@ -309,9 +309,9 @@ pub enum AgentsCommand {
     /// with kubectl; the token comes from a Secret you create from the token file).
     #[command(after_help = "Example:\n  \
         kubectl create secret generic strainline-agent-token --from-file=token=agent.token\n  \
-        strainline agents manifest --count 3 --coordinator 10.0.0.5:7461 | kubectl apply -f -\n  \
-        strainline load http://my-service:8080/ -q 30000 -z 5m \\\n    \
-        --agents 'listen://0.0.0.0:7461?count=3' --agent-token-file agent.token")]
+        strainline agents manifest --count 3 --coordinator COORDINATOR:7461 | kubectl apply -f -\n  \
+        strainline load URL -q 30000 -z 5m \\\n    \
+        --agents 'listen://ADDR:7461?count=3' --agent-token-file agent.token")]
     Manifest(ManifestArgs),
 }
 
@@ -359,9 +359,9 @@ pub struct AgentsArgs {
 #[command(
     group(clap::ArgGroup::new("how").required(true).args(["listen", "connect", "stdio"])),
     after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > agent.token\n  \
-                  strainline agent --listen 0.0.0.0:7461 --token-file agent.token\n  \
-                  strainline load http://10.0.0.9:8080/ -q 30000 -z 60s \\\n    \
-                  --agents tls://10.0.0.2:7461,tls://10.0.0.3:7461 --agent-token-file agent.token"
+                  strainline agent --listen ADDR:7461 --token-file agent.token\n  \
+                  strainline load URL -q 30000 -z 60s \\\n    \
+                  --agents tls://HOST1:7461,tls://HOST2:7461 --agent-token-file agent.token"
 )]
 pub struct AgentArgs {
     /// Listen for a coordinator on this address (TLS; the token authenticates both sides).

@@ -119,6 +119,11 @@ pub fn connect(fleet: &Fleet) -> Result<Ready, String> {
 }
 
 impl Ready {
+    /// How many agents answered.
+    pub fn count(&self) -> usize {
+        self.links.len()
+    }
+
     /// Runs `plan` (checked from `spec`) on the agents. `Err` when an agent refused the
     /// plan: still before any load was sent.
     pub fn run(

@@ -67,8 +67,7 @@ pub fn parse_list(list: &str) -> Result<Vec<Address>, String> {
         .collect::<Result<_, _>>()?;
     if addrs.is_empty() {
         return Err(
-            "--agents: no agent given (expected e.g. tls://10.0.0.2:7461,ssh://load@10.0.0.3)"
-                .into(),
+            "--agents: no agent given (expected e.g. tls://HOST:7461,ssh://USER@HOST)".into(),
         );
     }
     Ok(addrs)

@@ -130,16 +130,21 @@ pub fn fleet(args: &AgentsArgs, spec: Option<&LoadSpec>) -> anyhow::Result<Optio
 
 pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     let spec = spec(&args)?;
+    let mut planned = load::plan(&spec).map_err(|e| usage(e.to_string()))?;
+    // Agents are reached, and their clocks checked, before a run is opened in the store.
+    let fleet = match fleet(&args.agents, Some(&spec))? {
+        Some(f) => {
+            let ready = agents::coordinator::connect(&f).map_err(usage)?;
+            planned.on_agents(ready.count());
+            Some(ready)
+        }
+        None => None,
+    };
     let Planned {
         plan,
         description,
         step_names,
-    } = load::plan(&spec).map_err(|e| usage(e.to_string()))?;
-    // Agents are reached, and their clocks checked, before a run is opened in the store.
-    let fleet = match fleet(&args.agents, Some(&spec))? {
-        Some(f) => Some(agents::coordinator::connect(&f).map_err(usage)?),
-        None => None,
-    };
+    } = planned;
     let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
     if let Some(p) = &args.json {
         std::fs::File::create(p).map_err(|e| usage(format!("--json {}: {e}", p.display())))?;

@@ -85,7 +85,7 @@ fn drive(
     count: Option<u64>,
 ) -> anyhow::Result<Run> {
     let spec = load_spec(ctx, rate, connections, duration, count);
-    let planned = load::plan(&spec)?;
+    let mut planned = load::plan(&spec)?;
     // A live line on a terminal: a soak of hours shows it is alive.
     let prefix = format!("{} ", ctx.case.name);
     let outcome = match ctx.agents {
@@ -94,6 +94,7 @@ fn drive(
             // Each run (a ramp's step) is one session of every agent.
             fleet.check(&spec).map_err(anyhow::Error::msg)?;
             let ready = crate::agents::coordinator::connect(fleet).map_err(anyhow::Error::msg)?;
+            planned.on_agents(ready.count());
             load::live_with(&planned.plan, true, &prefix, |stop, on_second| {
                 ready.run(&spec, &planned.plan, stop, on_second)
             })

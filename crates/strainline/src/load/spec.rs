@@ -130,6 +130,22 @@ pub struct Planned {
     pub step_names: Vec<String>,
 }
 
+impl Planned {
+    /// The description of the plan run by `n` agents (each with its own threads).
+    pub fn on_agents(&mut self, n: usize) {
+        let threads = self.plan.threads;
+        let mine = format!(
+            ", {threads} thread{}, ",
+            if threads == 1 { "" } else { "s" }
+        );
+        self.description = self.description.replacen(
+            &mine,
+            &format!(", {n} agent{}, ", if n == 1 { "" } else { "s" }),
+            1,
+        );
+    }
+}
+
 /// Where HTTP requests go: the URL resolved once, TLS set up.
 fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), SpecError> {
     let uri: Uri = url.parse().map_err(|e| {
