@@ -822,3 +822,34 @@ fn the_kubernetes_manifest_is_an_indexed_job_of_agents_that_dial_the_coordinator
         "strainline-agent-token"
     );
 }
+
+#[test]
+fn a_run_on_agents_is_stored_whole_in_postgresql_too() {
+    let _l = loaded();
+    let s = Scratch::postgres();
+    let h = Hosts::new(3);
+    let _t = target(&h, &[]);
+    let _a: Vec<_> = (1..3).map(|i| agent(&h, i, &s, &[])).collect();
+    let url = format!("http://{}:8080/health", h.addr(0));
+    let tok = token(&s);
+    let o = s.run(&[
+        "load",
+        &url,
+        "-q",
+        "400",
+        "-z",
+        "2s",
+        "--no-tui",
+        "--label",
+        "pg-agents",
+        "--agents",
+        &agents_list(&h, 1..3),
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let shown = stdout(&s.run(&["show", "pg-agents"]));
+    assert_has(&shown, "agents:");
+    assert_has(&shown, "a1           slice 1/2  400 sent");
+    assert_has(&shown, "a2           slice 2/2  400 sent");
+}
