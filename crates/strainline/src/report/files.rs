@@ -152,6 +152,19 @@ pub fn markdown(r: &RunData) -> String {
             md(&key.join(", "))
         );
     }
+    for c in &r.cases {
+        let rows = c.agent_rows();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "\n**Load agents of {}**\n", md(&c.row.name));
+        let _ = writeln!(s, "| {} |", super::run::AGENT_COLUMNS.join(" | "));
+        let _ = writeln!(s, "|{}", "---|".repeat(super::run::AGENT_COLUMNS.len()));
+        for row in rows {
+            let cells: Vec<String> = row.iter().map(|x| md(x)).collect();
+            let _ = writeln!(s, "| {} |", cells.join(" | "));
+        }
+    }
     let failed: Vec<(String, String)> = r
         .cases
         .iter()

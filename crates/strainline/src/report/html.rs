@@ -292,6 +292,22 @@ fn case_section(s: &mut String, c: &CaseData) {
         }
         s.push_str("</table>");
     }
+    let agents = c.agent_rows();
+    if !agents.is_empty() {
+        s.push_str("<table><tr>");
+        for h in super::run::AGENT_COLUMNS {
+            let _ = write!(s, "<th>{}</th>", escape(h));
+        }
+        s.push_str("</tr>");
+        for row in agents {
+            s.push_str("<tr>");
+            for cell in row {
+                let _ = write!(s, "<td>{}</td>", escape(&cell));
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</table>");
+    }
     if let Some(table) = c.detail("/table").and_then(|t| t.as_array()) {
         if !table.is_empty() {
             s.push_str("<pre>");

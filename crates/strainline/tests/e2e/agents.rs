@@ -238,10 +238,15 @@ fn three_agents_send_the_one_schedule_exactly_and_merge_it_losslessly() {
             .map(|x| x["sent"].as_u64().unwrap())
             .sum();
         assert_eq!(per_second, 18_000, "the merged seconds hold every send");
-        // The stored run keeps the per-agent breakdown.
+        // The stored run keeps the per-agent breakdown, and the reports show it.
         let shown = s.run(&["show", "latest"]);
-        for name in ["a1", "a2", "a3"] {
+        let r = s.run(&["report", "latest", "--markdown", "r.md"]);
+        assert_exit(&r, 0);
+        let md = std::fs::read_to_string(s.path("r.md")).unwrap();
+        assert_has(&md, "| agent | slice | sent | achieved |");
+        for (i, name) in ["a1", "a2", "a3"].iter().enumerate() {
             assert_has(&stdout(&shown), name);
+            assert_has(&md, &format!("| {name} | {}/3 | 6000 |", i + 1));
         }
     });
 }
