@@ -361,12 +361,62 @@ async fn stream_samples(
     }
 }
 
+/// The files a job brought (a scenario and its CSV), in a directory of their own,
+/// removed with this.
+struct JobFiles(Option<std::path::PathBuf>);
+
+impl JobFiles {
+    fn write(files: &[(String, String)]) -> Result<JobFiles, String> {
+        if files.is_empty() {
+            return Ok(JobFiles(None));
+        }
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "strainline-agent-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let made = JobFiles(Some(dir.clone()));
+        for (name, content) in files {
+            let rel = std::path::Path::new(name);
+            // Only plain relative names: a job never writes outside its directory.
+            if rel.is_absolute()
+                || rel
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                return Err(format!(
+                    "the job's file '{name}' is not a plain relative name"
+                ));
+            }
+            let path = dir.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for JobFiles {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// Checks the job's plan and starts its run on a thread; `Ready` is sent once checked.
 fn start(
-    job: Job,
+    mut job: Job,
     cancel: Arc<AtomicBool>,
     out: mpsc::UnboundedSender<FromAgent>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
+    let files = JobFiles::write(&job.files)?;
+    if let (Some(dir), load::Offer::Scenario(p)) = (&files.0, &mut job.spec.offer) {
+        *p = dir.join(&*p);
+    }
     let mut planned = load::plan(&job.spec).map_err(|e| e.to_string())?;
     if job.slice.of == 0 || job.slice.index >= job.slice.of {
         return Err(format!(
@@ -392,6 +442,7 @@ fn start(
     );
     let _ = out.send(FromAgent::Ready);
     Ok(std::thread::spawn(move || {
+        let _files = files;
         let mut index = 0u64;
         let seconds = out.clone();
         let outcome = load::run_from(&planned.plan, start, cancel, &|| false, |_, tally| {

@@ -47,12 +47,9 @@ impl Fleet {
     /// Whether `spec` can be split over these agents, with the fix when not.
     pub fn check(&self, spec: &LoadSpec) -> Result<(), String> {
         match &spec.offer {
-            crate::load::Offer::Scenario(_) => Err(
-                "a scenario over agents is not supported yet: its file and CSV would have to be on every agent; use a rate (-q, `rate`) or connections (-c, `connections`)".into(),
-            ),
+            crate::load::Offer::Scenario(path) => scenario_files(path).map(|_| ()),
             crate::load::Offer::Closed { connections, .. }
-                if connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS)
-                    < self.count() =>
+                if connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS) < self.count() =>
             {
                 Err(format!(
                     "{} connections over {} agents: each agent needs one connection at least",
@@ -63,6 +60,37 @@ impl Fleet {
             _ => Ok(()),
         }
     }
+}
+
+/// The name a scenario file has on the agents.
+const SCENARIO_FILE: &str = "scenario.toml";
+
+/// A scenario and the CSV it names, to be sent to the agents: (name, content) pairs.
+/// The CSV must be named relative to the scenario, inside its directory.
+fn scenario_files(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut files = vec![(SCENARIO_FILE.to_string(), text.clone())];
+    let csv = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| t.get("csv").and_then(|c| c.as_str()).map(String::from));
+    if let Some(csv) = csv {
+        let rel = std::path::Path::new(&csv);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(format!(
+                "{}: csv = \"{csv}\" is outside the scenario's directory: agents get the scenario and its CSV, so name the CSV relative to the scenario, inside its directory",
+                path.display()
+            ));
+        }
+        let file = path.parent().unwrap_or(std::path::Path::new(".")).join(rel);
+        let content =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        files.push((csv, content));
+    }
+    Ok(files)
 }
 
 /// An agent silent this long is lost; it stops its own load after the same time
@@ -206,6 +234,16 @@ async fn coordinate(
     mut progress: impl FnMut(&Second, &Tally),
 ) -> Result<Outcome, String> {
     let n = links.len();
+    // A scenario travels with the plan; the agents read it from their own copy.
+    let (spec, files) = match &spec.offer {
+        crate::load::Offer::Scenario(path) => {
+            let files = scenario_files(path)?;
+            let mut s = spec.clone();
+            s.offer = crate::load::Offer::Scenario(SCENARIO_FILE.into());
+            (s, files)
+        }
+        _ => (spec.clone(), Vec::new()),
+    };
     // One start for all, in each agent's own clock.
     let start_ns = wire::unix_ns() + LEAD.as_nanos() as i64;
     let start = Instant::now() + LEAD;
@@ -215,6 +253,7 @@ async fn coordinate(
             slice: Slice { index: i, of: n },
             start_unix_ns: start_ns + parts[i].offset_ns,
             lease_ms: LEASE.as_millis() as u64,
+            files: files.clone(),
         };
         wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
             .await

@@ -16,17 +16,25 @@ use crate::sut::spec::Attach;
 
 /// The agent of `fleet` named `host` (its name, or its address as given).
 async fn find(fleet: &Fleet, host: &str) -> Result<Link, String> {
-    let mut names = Vec::new();
+    let mut seen = Vec::new();
     for a in &fleet.addresses {
-        let l = link::connect(a, fleet.token.as_ref()).await?;
-        if l.name == host || a.label() == host {
-            return Ok(l);
+        // Agents that dial in (listen://) serve one run each: not a watch.
+        if matches!(a, link::Address::Listen { .. }) {
+            continue;
         }
-        names.push(l.name.clone());
+        match link::connect(a, fleet.token.as_ref()).await {
+            Ok(l) if l.name == host || a.label() == host => return Ok(l),
+            Ok(l) => seen.push(l.name.clone()),
+            Err(e) => seen.push(format!("{} ({e})", a.label())),
+        }
     }
     Err(format!(
-        "no agent named '{host}' among --agents (they are: {})",
-        names.join(", ")
+        "no agent named '{host}' among the tls:// and ssh:// agents of --agents (found: {})",
+        if seen.is_empty() {
+            "none".to_string()
+        } else {
+            seen.join(", ")
+        }
     ))
 }
 

@@ -56,6 +56,10 @@ pub struct Job {
     pub start_unix_ns: i64,
     /// The agent stops its load when it heard nothing from the coordinator this long.
     pub lease_ms: u64,
+    /// Files the plan reads (a scenario and its CSV): name relative to the scenario's
+    /// directory, and content. The agent writes them to a directory of its own.
+    #[serde(default)]
+    pub files: Vec<(String, String)>,
 }
 
 /// What an agent sends.

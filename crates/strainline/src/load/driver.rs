@@ -161,9 +161,15 @@ impl Second {
 /// model and scenarios).
 pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
     match &plan.model {
+        // This slice's clients' share (their schedules are alike).
         Model::Scenario(sc) => plan
             .duration
-            .and_then(|d| sc.scheduled(d).map(|n| (n, d.as_secs_f64())))
+            .and_then(|d| {
+                sc.scheduled(d).map(|n| {
+                    let mine = plan.slice.share(sc.clients) as f64 / sc.clients.max(1) as f64;
+                    ((n as f64 * mine).round() as u64, d.as_secs_f64())
+                })
+            })
             .filter(|(n, _)| *n > 0),
         Model::Open { rate, .. } => {
             let span = match (plan.duration, plan.count) {
