@@ -85,12 +85,16 @@ fn a_a_runs_flag_nothing_and_the_v2_profile_is_flagged_in_each_of_three_trials()
     on_a_quiet_machine(|| {
         let s = Scratch::new();
         let suite = ab_suite("kind = \"bench\"\nrepeat = 6\nrate = 200\nduration = \"1s\"");
-        let a: Vec<i64> = (0..5)
-            .map(|i| run_version(&s, &suite, "v1", 300, &format!("a{i}")))
-            .collect();
-        let b: Vec<i64> = (0..3)
-            .map(|i| run_version(&s, &suite, "v2", 300, &format!("b{i}")))
-            .collect();
+        // Interleaved (v1 v2 v1 v2 v1 v2 v1 v1), so that each A/B pair ran side by side:
+        // the CPU a push costs drifts ±10% within a minute on this VM, and a block of
+        // v1 runs then a block of v2 runs compared the drift too (CI saw 1.74× for 1.5×).
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..5 {
+            a.push(run_version(&s, &suite, "v1", 300, &format!("a{i}")));
+            if i < 3 {
+                b.push(run_version(&s, &suite, "v2", 300, &format!("b{i}")));
+            }
+        }
         // A/A: every pair of the five runs of one version.
         for i in 0..a.len() {
             for j in i + 1..a.len() {
