@@ -599,15 +599,7 @@ fn a_suites_soak_on_agents_flags_the_injected_leak_from_the_merged_requests() {
         );
         assert_exit(&out, 1);
         let cases = case_metrics(&s);
-        let metric = |name: &str| {
-            cases[0]["metrics"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["name"] == name)
-                .and_then(|m| m["value"].as_f64())
-                .unwrap_or_else(|| panic!("no {name}"))
-        };
+        let metric = |name: &str| metric_of(&cases[0], name);
         let per_op = metric("retained_per_op");
         assert!(
             (per_op / 4096.0 - 1.0).abs() <= 0.25,
