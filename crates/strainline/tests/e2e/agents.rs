@@ -346,16 +346,13 @@ fn a_starved_agent_makes_the_run_invalid_naming_it() {
     let _l = loaded();
     // Under the hypervisor's steal the lateness would be the machine's, not the cgroup's.
     on_a_quiet_machine(|| {
-        let s = Scratch::new();
-        let rig = Rig::new(&s, 2, &[]);
-        let a2 = &rig.agents[1];
         // Agent 2 gets 10% of one CPU (a cgroup v1 CFS quota): alive, but it cannot keep
-        // its schedule of 2,000 sends a second.
+        // its schedule of 2,000 sends a second. The group is removed after the agents
+        // are stopped (declared first, dropped last: a group with tasks cannot go).
         let cg = PathBuf::from(format!(
             "/sys/fs/cgroup/cpu/strainline-e2e-{}",
             std::process::id()
         ));
-        std::fs::create_dir_all(&cg).unwrap();
         struct Remove(PathBuf);
         impl Drop for Remove {
             fn drop(&mut self) {
@@ -363,6 +360,10 @@ fn a_starved_agent_makes_the_run_invalid_naming_it() {
             }
         }
         let _rm = Remove(cg.clone());
+        std::fs::create_dir_all(&cg).unwrap();
+        let s = Scratch::new();
+        let rig = Rig::new(&s, 2, &[]);
+        let a2 = &rig.agents[1];
         std::fs::write(cg.join("cpu.cfs_period_us"), "100000").unwrap();
         std::fs::write(cg.join("cpu.cfs_quota_us"), "10000").unwrap();
         // `ip netns exec` runs the agent as its child.
