@@ -44,6 +44,13 @@ pub struct Host {
     pub os: String,
 }
 
+/// This machine's host name (empty when it cannot be read).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 impl Host {
     /// Reads the running machine.
     pub fn current() -> Host {
@@ -67,7 +74,7 @@ impl Host {
             .map(|v| v.trim_matches('"').to_string())
             .unwrap_or_else(|| "Linux".into());
         Host {
-            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+            hostname: hostname(),
             cpu_model,
             cores: cores() as u32,
             memory_bytes,

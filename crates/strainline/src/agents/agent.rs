@@ -200,7 +200,6 @@ where
             protocol: PROTOCOL,
             strainline: env!("CARGO_PKG_VERSION").into(),
             name: id.name.clone(),
-            cores: crate::host::cores(),
             proof: agent_proof,
         },
     )
@@ -468,8 +467,6 @@ fn start(
             connections_asked: outcome.connections_asked,
             connections_ready: outcome.connections_ready,
             threads: outcome.threads,
-            stolen_seconds: outcome.stolen_seconds,
-            interrupted: outcome.interrupted,
             status: v.status,
             reasons: v.reasons,
         })));

@@ -290,7 +290,6 @@ async fn hello(
             strainline,
             name,
             proof,
-            ..
         }) => {
             if protocol != PROTOCOL {
                 return Err(format!(

@@ -70,7 +70,6 @@ pub enum FromAgent {
         protocol: u32,
         strainline: String,
         name: String,
-        cores: usize,
         proof: Option<String>,
     },
     Refused {
@@ -117,8 +116,6 @@ pub struct Report {
     pub connections_asked: usize,
     pub connections_ready: usize,
     pub threads: usize,
-    pub stolen_seconds: f64,
-    pub interrupted: bool,
     pub status: Validity,
     pub reasons: Vec<String>,
 }

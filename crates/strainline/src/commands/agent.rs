@@ -30,9 +30,9 @@ fn default_name() -> String {
     if let Ok(i) = std::env::var("JOB_COMPLETION_INDEX") {
         return format!("agent-{}", i.trim());
     }
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "agent".into())
+    Some(crate::host::hostname())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "agent".into())
 }
 
 pub fn agents(cmd: AgentsCommand) -> anyhow::Result<i32> {

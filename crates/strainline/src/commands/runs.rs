@@ -76,33 +76,14 @@ pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
     })())
 }
 
-/// The per-agent breakdown a load case on agents stored (see `load --agents`).
+/// The per-agent breakdown a case on agents stored (see `load --agents`).
 fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io::Result<()> {
-    // A load run's summary, or a suite case's details.
-    let Some(agents) = summary.and_then(|s| {
-        s["agents"]
-            .as_array()
-            .or_else(|| s["details"]["agents"].as_array())
-    }) else {
-        return Ok(());
-    };
-    writeln!(out, "  agents:")?;
-    for a in agents {
-        let state = match (a["lost"].as_str(), a["status"].as_str()) {
-            (Some(why), _) => format!("LOST: {why}"),
-            (None, Some(s)) => s.to_string(),
-            _ => "-".into(),
-        };
-        writeln!(
-            out,
-            "    {:<12} slice {}/{}  {} sent  {:.1} req/s  p99 {}  {state}",
-            a["name"].as_str().unwrap_or("?"),
-            a["slice"].as_u64().unwrap_or(0) + 1,
-            a["of"].as_u64().unwrap_or(0),
-            a["sent"].as_u64().unwrap_or(0),
-            a["achieved_rate"].as_f64().unwrap_or(0.0),
-            crate::units::format_micros(a["latency_us"]["p99"].as_u64().unwrap_or(0)),
-        )?;
+    let rows = summary.map_or_else(Vec::new, crate::report::run::agent_rows);
+    if !rows.is_empty() {
+        writeln!(out, "  agents:")?;
+    }
+    for row in rows {
+        writeln!(out, "    agent {}", crate::report::run::agent_line(&row))?;
     }
     Ok(())
 }

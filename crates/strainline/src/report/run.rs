@@ -21,6 +21,54 @@ pub const AGENT_COLUMNS: [&str; 9] = [
     "its generator",
 ];
 
+/// The agents of a stored summary — a load run's (`agents`) or a suite case's
+/// (`details.agents`) — one row each under [`AGENT_COLUMNS`]: the one rendering of an
+/// agent's part for `show`, the case's table and the reports.
+pub fn agent_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
+    let Some(agents) = summary["agents"]
+        .as_array()
+        .or_else(|| summary["details"]["agents"].as_array())
+    else {
+        return Vec::new();
+    };
+    let us = |v: &serde_json::Value| crate::units::format_micros(v.as_u64().unwrap_or(0));
+    agents
+        .iter()
+        .map(|a| {
+            let cpu: f64 = a["generator_thread_cpu_seconds"]
+                .as_array()
+                .map_or(0.0, |c| c.iter().filter_map(|x| x.as_f64()).sum());
+            vec![
+                a["name"].as_str().unwrap_or("?").to_string(),
+                format!(
+                    "{}/{}",
+                    a["slice"].as_u64().unwrap_or(0) + 1,
+                    a["of"].as_u64().unwrap_or(0)
+                ),
+                a["sent"].as_u64().unwrap_or(0).to_string(),
+                format!("{:.1} req/s", a["achieved_rate"].as_f64().unwrap_or(0.0)),
+                us(&a["latency_us"]["p99"]),
+                us(&a["schedule_lag_us"]["p99"]),
+                format!("{:.2} s", cpu + 0.0),
+                format!("{:+.0} µs", a["clock_offset_us"].as_f64().unwrap_or(0.0)),
+                match (a["lost"].as_str(), a["status"].as_str()) {
+                    (Some(why), _) => format!("LOST: {why}"),
+                    (None, Some(s)) => s.to_string(),
+                    _ => "-".into(),
+                },
+            ]
+        })
+        .collect()
+}
+
+/// An agent's row as a line: `a1 slice 1/2: 400 sent, 199.8 req/s, p99 …, valid`.
+pub fn agent_line(row: &[String]) -> String {
+    format!(
+        "{} slice {}: {} sent, {}, p99 {}, lag p99 {}, CPU {}, clock {}, {}",
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8]
+    )
+}
+
 pub struct CaseData {
     pub row: CaseRow,
     pub samples: Vec<Sample>,
@@ -69,41 +117,7 @@ impl CaseData {
     /// The load agents that generated the case's load (a load run's summary, or a suite
     /// case's details), one row each under [`AGENT_COLUMNS`]; empty without agents.
     pub fn agent_rows(&self) -> Vec<Vec<String>> {
-        let Some(agents) = self
-            .detail("/agents")
-            .or_else(|| self.detail("/details/agents"))
-            .and_then(|a| a.as_array())
-        else {
-            return Vec::new();
-        };
-        let us = |v: &serde_json::Value| crate::units::format_micros(v.as_u64().unwrap_or(0));
-        agents
-            .iter()
-            .map(|a| {
-                let cpu: f64 = a["generator_thread_cpu_seconds"]
-                    .as_array()
-                    .map_or(0.0, |c| c.iter().filter_map(|x| x.as_f64()).sum());
-                vec![
-                    a["name"].as_str().unwrap_or("?").to_string(),
-                    format!(
-                        "{}/{}",
-                        a["slice"].as_u64().unwrap_or(0) + 1,
-                        a["of"].as_u64().unwrap_or(0)
-                    ),
-                    a["sent"].as_u64().unwrap_or(0).to_string(),
-                    format!("{:.1} req/s", a["achieved_rate"].as_f64().unwrap_or(0.0)),
-                    us(&a["latency_us"]["p99"]),
-                    us(&a["schedule_lag_us"]["p99"]),
-                    format!("{:.2} s", cpu + 0.0),
-                    format!("{:+.0} µs", a["clock_offset_us"].as_f64().unwrap_or(0.0)),
-                    match (a["lost"].as_str(), a["status"].as_str()) {
-                        (Some(why), _) => format!("LOST: {why}"),
-                        (None, Some(s)) => s.to_string(),
-                        _ => "-".into(),
-                    },
-                ]
-            })
-            .collect()
+        self.row.summary.as_ref().map_or_else(Vec::new, agent_rows)
     }
 
     pub fn series(&self, name: &str) -> Option<&[(f64, f64)]> {

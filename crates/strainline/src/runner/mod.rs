@@ -53,26 +53,10 @@ fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::Ag
         result.details = serde_json::json!({});
     }
     result.details["agents"] = serde_json::to_value(parts).unwrap_or_default();
-    for a in parts {
-        result.table.push(format!(
-            "agent {} (slice {}/{}): {} sent, {:.1} req/s, {}",
-            a.name,
-            a.slice + 1,
-            a.of,
-            a.sent,
-            a.achieved_rate,
-            match (&a.lost, a.status) {
-                (Some(why), _) => format!("LOST: {why}"),
-                (None, Some(s)) => format!(
-                    "its generator {}",
-                    serde_json::to_value(s)
-                        .unwrap_or_default()
-                        .as_str()
-                        .unwrap_or("?")
-                ),
-                _ => "-".into(),
-            }
-        ));
+    for row in crate::report::run::agent_rows(&result.details) {
+        result
+            .table
+            .push(format!("agent {}", crate::report::run::agent_line(&row)));
     }
 }
 

@@ -195,6 +195,39 @@ impl Rig {
     }
 }
 
+/// The soak both suites on agents run against the testbed at `base` (its 4 KiB leak per
+/// push caught, or no leak passed).
+fn soak_test(base: &str) -> String {
+    format!(
+        "[[test]]\nname = \"stability\"\nkind = \"soak\"\n\
+         url = \"{base}/push/dev0\"\nbody = \"x\"\nconnections = 8\n\
+         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
+         rate = 300\nduration = \"6s\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n"
+    )
+}
+
+/// `strainline run SUITE --no-tui` with the load from the agents on `agents` hosts.
+fn run_suite_on_agents(
+    s: &Scratch,
+    suite: &str,
+    h: &Hosts,
+    agents: std::ops::Range<usize>,
+) -> Output {
+    let tok = token(s);
+    let list = agents_list(h, agents);
+    run_suite(
+        s,
+        suite,
+        &[
+            "--no-tui",
+            "--agents",
+            &list,
+            "--agent-token-file",
+            tok.to_str().unwrap(),
+        ],
+    )
+}
+
 fn json(s: &Scratch, name: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(s.path(name)).unwrap()).unwrap()
 }
@@ -581,23 +614,10 @@ fn a_suites_soak_on_agents_flags_the_injected_leak_from_the_merged_requests() {
         let suite = format!(
             "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"{here}:{{{{port}}}}\", \"--allow-non-loopback\", \"--workers\", \"1\", \"--cpu-cost\", \"1\", \"--leak-bytes\", \"4096\"]\n\
              ready = \"http://{here}:{{{{port}}}}/health\"\n\
-             [[test]]\nname = \"stability\"\nkind = \"soak\"\n\
-             url = \"http://{here}:{{{{port}}}}/push/dev0\"\nbody = \"x\"\nconnections = 8\n\
-             setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
-             rate = 300\nduration = \"6s\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n"
+             {}",
+            soak_test(&format!("http://{here}:{{{{port}}}}"))
         );
-        let tok = token(&s);
-        let out = run_suite(
-            &s,
-            &suite,
-            &[
-                "--no-tui",
-                "--agents",
-                &agents_list(&h, 1..3),
-                "--agent-token-file",
-                tok.to_str().unwrap(),
-            ],
-        );
+        let out = run_suite_on_agents(&s, &suite, &h, 1..3);
         assert_exit(&out, 1);
         let cases = case_metrics(&s);
         let metric = |name: &str| metric_of(&cases[0], name);
@@ -649,24 +669,11 @@ fn remote_soak(leak: u32) -> (Output, Vec<serde_json::Value>, Scratch) {
     let _a: Vec<_> = (0..2).map(|i| agent(&h, i, &s, &[])).collect();
     let suite = format!(
         "[target]\nhost = \"a0\"\nattach_pid_file = \"{pid}\"\nready = \"http://{listen}/health\"\n\
-         [[test]]\nname = \"stability\"\nkind = \"soak\"\n\
-         url = \"http://{listen}/push/dev0\"\nbody = \"x\"\nconnections = 8\n\
-         setup = [{{ path = \"/register\", body = '{{\"id\": \"dev0\"}}' }}]\n\
-         rate = 300\nduration = \"6s\"\nleak_budget = \"10MiB\"\nhorizon = \"24h\"\ngates = [\"leak = none\"]\n",
+         {}",
+        soak_test(&format!("http://{listen}")),
         pid = s.path("target.pid").display()
     );
-    let tok = token(&s);
-    let out = run_suite(
-        &s,
-        &suite,
-        &[
-            "--no-tui",
-            "--agents",
-            &agents_list(&h, 0..2),
-            "--agent-token-file",
-            tok.to_str().unwrap(),
-        ],
-    );
+    let out = run_suite_on_agents(&s, &suite, &h, 0..2);
     let cases = case_metrics(&s);
     drop(target);
     (out, cases, s)
@@ -846,8 +853,8 @@ fn a_run_on_agents_is_stored_whole_in_postgresql_too() {
     assert_exit(&o, 0);
     let shown = stdout(&s.run(&["show", "pg-agents"]));
     assert_has(&shown, "agents:");
-    assert_has(&shown, "a1           slice 1/2  400 sent");
-    assert_has(&shown, "a2           slice 2/2  400 sent");
+    assert_has(&shown, "agent a1 slice 1/2: 400 sent");
+    assert_has(&shown, "agent a2 slice 2/2: 400 sent");
 }
 
 #[test]
