@@ -663,7 +663,53 @@ struct Pool {
     done: Cell<bool>,
     /// The most connections it may open.
     cap: usize,
+    /// The target's service time: recent (a moving average over the last ~16
+    /// responses) and the lowest mean of a window of [`SATURATION_WINDOW`] (≥ 20
+    /// responses) so far — what it answers in when it has headroom.
+    service: Cell<f64>,
+    floor: Cell<f64>,
+    /// The window being summed for `floor`: seconds and responses.
+    window: Cell<(f64, u32)>,
 }
+
+impl Pool {
+    /// Notes the service time of one response.
+    fn served(&self, seconds: f64) {
+        let s = self.service.get();
+        self.service.set(if s == 0.0 {
+            seconds
+        } else {
+            s + (seconds - s) / 16.0
+        });
+        let (sum, n) = self.window.get();
+        self.window.set((sum + seconds, n + 1));
+    }
+
+    /// Closes a window: its mean lowers the floor when it has enough responses.
+    fn window_ends(&self) {
+        let (sum, n) = self.window.get();
+        if n >= 20 {
+            let mean = sum / f64::from(n);
+            if self.floor.get() == 0.0 || mean < self.floor.get() {
+                self.floor.set(mean);
+            }
+            self.window.set((0.0, 0));
+        }
+    }
+
+    /// The target answers less than twice as slowly as it does with headroom, as far
+    /// as this run has seen one: beyond that it queues what it is sent (Little's law),
+    /// and more connections would only move the queue from this generator into the
+    /// target, costing both sides more per request. Until a floor is known (20
+    /// responses) the pool keeps its initial size: a target's first answers on fresh
+    /// connections are its slowest, and growing on them spiralled to the cap.
+    fn target_has_headroom(&self) -> bool {
+        self.floor.get() > 0.0 && self.service.get() < QUEUED * self.floor.get()
+    }
+}
+
+/// How much slower than its floor the target answers before the pool stops growing.
+const QUEUED: f64 = 2.0;
 
 /// New connections the pool opens at once, at most: a target that stopped accepting
 /// (its listen queue full) gets a few SYNs, not one per waiting send.
@@ -726,6 +772,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             None
         };
         let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
+        let sent_at = Instant::now();
         exchange(
             &ctx,
             &slot,
@@ -734,11 +781,12 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             None,
             Timing {
                 intended: at,
-                sent_at: Instant::now(),
+                sent_at,
                 load,
             },
         )
         .await;
+        pool.served(sent_at.elapsed().as_secs_f64());
     }
     pool.tasks.set(pool.tasks.get() - 1);
     ctx.forget(&slot);
@@ -751,7 +799,9 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
 /// when the oldest has waited [`GROW_AFTER`], by at most [`OPEN_AT_ONCE`] connections
 /// per [`GROW_AFTER`], and only while the
 /// generator is on time ([`ON_TIME`]) and its thread was not busy 90% of the last
-/// [`SATURATION_WINDOW`]: then the waiting sends are the target's doing.
+/// [`SATURATION_WINDOW`], and only while the target answers about as fast as it does
+/// with headroom ([`Pool::target_has_headroom`]): then the waiting sends are the pool's
+/// doing, and a connection more is a send more in flight.
 /// A late generator (a hiccup, the hypervisor, its own limit) dispatches its backlog
 /// in one batch; before this rule every late send found each connection still holding
 /// a response it had not read yet, the pool grew to its cap and stayed there, costing
@@ -768,6 +818,9 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         close: Cell::new(0),
         done: Cell::new(false),
         cap,
+        service: Cell::new(0.0),
+        floor: Cell::new(0.0),
+        window: Cell::new((0.0, 0)),
     });
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
@@ -834,6 +887,7 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
             saturated =
                 (cpu - window.1) / (now - window.0).as_secs_f64() >= super::verdict::CPU_BOUND;
             window = (now, cpu);
+            pool.window_ends();
         }
         // How long the oldest send has waited for a connection (not since its intended
         // time: a late generator's backlog has waited for the generator, not the pool).
@@ -842,30 +896,34 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
             .borrow()
             .front()
             .map(|j| Instant::now().saturating_duration_since(j.2));
-        if waiting > spare
+        let short = waiting.saturating_sub(spare);
+        if short > 0
             && first_lag <= ON_TIME
             && !saturated
             && oldest.is_some_and(|w| w >= GROW_AFTER)
             && now >= grown_at + GROW_AFTER
         {
             grown_at = now;
-            let short = waiting - spare;
-            pool.close.set(0);
-            let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
-            let grow = short.min(room).min(cap - pool.tasks.get());
-            for _ in 0..grow {
-                pool.tasks.set(pool.tasks.get() + 1);
-                pool.opening.set(pool.opening.get() + 1);
-                handles.push(tokio::task::spawn_local(open_loop(
-                    ctx.clone(),
-                    pool.clone(),
-                    false,
-                )));
-            }
-            if pool.tasks.get() >= cap {
-                let mut rec = ctx.rec.lock().unwrap();
-                for _ in 0..short.min(batch) {
-                    rec.cap_hit();
+            if !pool.target_has_headroom() {
+                ctx.rec.lock().unwrap().held(short.min(batch) as u64);
+            } else {
+                pool.close.set(0);
+                let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
+                let grow = short.min(room).min(cap - pool.tasks.get());
+                for _ in 0..grow {
+                    pool.tasks.set(pool.tasks.get() + 1);
+                    pool.opening.set(pool.opening.get() + 1);
+                    handles.push(tokio::task::spawn_local(open_loop(
+                        ctx.clone(),
+                        pool.clone(),
+                        false,
+                    )));
+                }
+                if pool.tasks.get() >= cap {
+                    let mut rec = ctx.rec.lock().unwrap();
+                    for _ in 0..short.min(batch) {
+                        rec.cap_hit();
+                    }
                 }
             }
         }
@@ -1150,5 +1208,58 @@ pub fn run_from(
         interrupted: cancel.load(Ordering::Relaxed),
         stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
         agents: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> Pool {
+        Pool {
+            queue: RefCell::new(VecDeque::new()),
+            notify: Notify::new(),
+            idle: Cell::new(0),
+            tasks: Cell::new(0),
+            opening: Cell::new(0),
+            close: Cell::new(0),
+            done: Cell::new(false),
+            cap: 10,
+            service: Cell::new(0.0),
+            floor: Cell::new(0.0),
+            window: Cell::new((0.0, 0)),
+        }
+    }
+
+    #[test]
+    fn the_pool_grows_only_while_the_target_answers_under_twice_its_floor() {
+        let p = pool();
+        // No floor before a window of 20 responses: the pool keeps its size.
+        for _ in 0..19 {
+            p.served(0.000_1);
+        }
+        p.window_ends();
+        assert!(!p.target_has_headroom());
+        p.served(0.000_1);
+        p.window_ends();
+        assert!((p.floor.get() - 0.000_1).abs() < 1e-12);
+        assert!(p.target_has_headroom());
+        // A target at a steady 0.19 ms (under twice its floor) still takes connections.
+        for _ in 0..100 {
+            p.served(0.000_19);
+        }
+        assert!(p.target_has_headroom());
+        // Queued: ~2 ms responses make the recent average cross twice the floor.
+        for _ in 0..8 {
+            p.served(0.002);
+        }
+        assert!(!p.target_has_headroom());
+        // A slower window does not raise the floor; recovering ends the brake.
+        p.window_ends();
+        assert!((p.floor.get() - 0.000_1).abs() < 1e-12);
+        for _ in 0..100 {
+            p.served(0.000_1);
+        }
+        assert!(p.target_has_headroom());
     }
 }

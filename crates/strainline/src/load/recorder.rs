@@ -85,6 +85,10 @@ pub struct Tally {
     pub bytes_received: u64,
     /// Scheduled sends that found every connection busy with the pool at its cap.
     pub cap_hits: u64,
+    /// Scheduled sends that found every connection busy while the pool held its size
+    /// because the target answered at least twice as slowly as its fastest (it queued).
+    #[serde(default)]
+    pub held: u64,
     pub connections_opened: u64,
     /// Requests still unanswered when the run was cut at its end (or interrupted):
     /// neither a response nor an error.
@@ -164,6 +168,7 @@ impl Default for Tally {
             by_error: BTreeMap::new(),
             bytes_received: 0,
             cap_hits: 0,
+            held: 0,
             connections_opened: 0,
             unfinished: 0,
         }
@@ -201,6 +206,7 @@ impl Tally {
         d.by_error.retain(|_, n| *n > 0);
         d.bytes_received = d.bytes_received.saturating_sub(part.bytes_received);
         d.cap_hits = d.cap_hits.saturating_sub(part.cap_hits);
+        d.held = d.held.saturating_sub(part.held);
         d.connections_opened = d.connections_opened.saturating_sub(part.connections_opened);
         d.unfinished = d.unfinished.saturating_sub(part.unfinished);
         d
@@ -224,6 +230,7 @@ impl Tally {
         }
         self.bytes_received += o.bytes_received;
         self.cap_hits += o.cap_hits;
+        self.held += o.held;
         self.connections_opened += o.connections_opened;
         self.unfinished += o.unfinished;
     }
@@ -315,6 +322,10 @@ impl Recorder {
 
     pub fn cap_hit(&mut self) {
         self.interval.cap_hits += 1;
+    }
+
+    pub fn held(&mut self, sends: u64) {
+        self.interval.held += sends;
     }
 
     pub fn connection_opened(&mut self) {

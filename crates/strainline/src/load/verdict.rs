@@ -187,6 +187,28 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
             }
         }
     }
+    // The pool held its size because the target queued: the target's limit, a note.
+    if t.held > 0 {
+        let (light, all) = (&t.service_light, &t.service);
+        let ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(q) as f64 / 1e3
+            }
+        };
+        notes.push(format!(
+            "the connection pool held its size for {} of {} scheduled sends because the \
+             target slowed down: it answered in {:.1} ms (p50), against {:.1} ms with few \
+             connections busy (lower quartile) — it queued what it was sent (Little's law), \
+             and more connections would only have moved the queue into it; the corrected \
+             latency includes the wait",
+            t.held,
+            t.sent.max(t.held),
+            ms(all, 0.5),
+            ms(light, 0.25)
+        ));
+    }
     if o.connections_asked > 0 && o.connections_ready < o.connections_asked {
         evidence.push(format!(
             "only {} of {} connections were open when the clock started: the target \

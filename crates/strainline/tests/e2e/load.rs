@@ -116,15 +116,18 @@ fn a_pool_too_small_for_a_target_with_headroom_is_invalid() {
 }
 
 #[test]
-fn a_pool_at_its_cap_because_the_target_saturated_is_the_targets_limit() {
+fn a_pool_held_because_the_target_saturated_is_the_targets_limit() {
     let _bench = measuring();
     on_a_quiet_machine(|| {
         // One worker at ~3.5 ms of CPU a push serves ~280 req/s; offered 400 with at most
-        // 20 connections, its queue fills them: the target, not the pool, is the limit.
+        // 20 connections: the target, not the pool, is the limit.
         let srv = server(&["--cpu-cost", "500", "--workers", "1"]);
         let (out, doc) = capped_pushes(&srv, "400", "20");
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{text}");
+        // The pool stops growing once the target answers twice as slowly as its floor
+        // (it queued): held, not at its cap.
+        assert_has(&text, "held its size for");
         assert_has(&text, "because the target slowed down");
         assert_eq!(doc["summary"]["status"], "valid");
         let achieved = doc["summary"]["achieved_rate"].as_f64().unwrap();
