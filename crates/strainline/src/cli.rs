@@ -61,6 +61,10 @@ pub enum Command {
     /// dial the coordinator.
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Workloads from access logs: `characterize` what production sends, `compare` two
+    /// workloads dimension by dimension.
+    #[command(subcommand)]
+    Workload(WorkloadCommand),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {
@@ -313,6 +317,79 @@ pub enum AgentsCommand {
         strainline load URL -q 30000 -z 5m \\\n    \
         --agents 'listen://ADDR:7461?count=3' --agent-token-file agent.token")]
     Manifest(ManifestArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Read access logs (nginx/Apache Common or Combined, JSON lines; gzip accepted) and
+    /// report the request mix by route, the arrival rate and its variance, the status
+    /// mix and the clients.
+    #[command(after_help = "Examples:\n  \
+        strainline workload characterize /var/log/nginx/access.log\n  \
+        strainline workload characterize access.log.1.gz access.log --by hour --json profile.json\n  \
+        strainline workload characterize app.jsonl --json-fields time=ts,path=uri --route '^/files/(.+)$'")]
+    Characterize(CharacterizeArgs),
+    /// Compare workload B (e.g. the target's access log during a test) with A (e.g.
+    /// production): mix, status, rate, peak rate, dispersion and sizes, each against a
+    /// tolerance (exit 0 similar, 1 differs).
+    #[command(after_help = "Examples:\n  \
+        strainline workload compare production.log test.log\n  \
+        strainline workload compare access.log access.log --by hour --a-window '2026-11-22 09' --b-window '2026-11-22 18'\n  \
+        strainline workload compare prod.log test.log --tolerance mix=2,rate=5%,dispersion=20%")]
+    Compare(WorkloadCompareArgs),
+}
+
+/// How logs are read: shared by characterize and compare.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Split into windows aligned to UTC: minute, hour, day, or a duration (15m).
+    #[arg(long, value_name = "WINDOW")]
+    pub by: Option<String>,
+    /// A route template for paths the built-in rules miss: a regular expression whose
+    /// capture groups become {NAME} (named groups) or {id}. Repeatable, tried in order.
+    #[arg(long = "route", value_name = "REGEX")]
+    pub routes: Vec<String>,
+    /// JSON lines: which keys hold what, NAME=KEY,… (names: time, method, path, request,
+    /// status, bytes, duration, client).
+    #[arg(long, value_name = "SPEC")]
+    pub json_fields: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CharacterizeArgs {
+    /// Access logs, read in order as one workload.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// Write the profile as JSON (schema strainline.workload.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadCompareArgs {
+    /// The reference workload's log (e.g. production).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The workload compared with it (e.g. the target's log during a test).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// With --by: compare only A's window whose label starts with this (e.g. '2026-11-22 09').
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub a_window: Option<String>,
+    /// With --by: B's window whose label starts with this.
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub b_window: Option<String>,
+    /// How much each dimension may differ: mix=POINTS,rate=%,dispersion=%,size=%
+    /// (defaults mix=3,rate=10%,dispersion=25%,size=10%).
+    #[arg(long, value_name = "SPEC")]
+    pub tolerance: Option<String>,
+    /// Write the comparison as JSON (schema strainline.workload-compare.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

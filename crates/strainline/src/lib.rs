@@ -30,6 +30,7 @@ mod store;
 pub mod suite;
 mod sut;
 mod units;
+mod workload;
 
 /// Exit codes: a documented contract (README, "Exit codes").
 pub mod exit {
@@ -95,6 +96,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Init(args) => commands::init::run(args),
         cli::Command::Agent(args) => commands::agent::run(args),
         cli::Command::Agents(cmd) => commands::agent::agents(cmd),
+        cli::Command::Workload(cmd) => commands::workload::run(cmd),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

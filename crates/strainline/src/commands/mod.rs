@@ -10,6 +10,7 @@ pub mod monitor;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod workload;
 
 /// A closed pipe (`strainline runs | head`) ends the output quietly.
 pub fn quiet_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {

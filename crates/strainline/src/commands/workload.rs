@@ -1,0 +1,104 @@
+//! `strainline workload characterize|compare`: access logs in, a profile or a
+//! comparison out (terminal, and JSON with a schema).
+
+use std::path::Path;
+
+use crate::cli::{LogArgs, WorkloadCommand};
+use crate::exit;
+use crate::workload::{self, compare, render, Characterization, Options};
+use crate::Failure;
+
+pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
+    match cmd {
+        WorkloadCommand::Characterize(a) => {
+            let opts = options(&a.read)?;
+            let c = workload::characterize(&a.logs, &opts).map_err(input)?;
+            print!("{}", render::characterization(&c));
+            if let Some(path) = &a.json {
+                write_json(path, &c)?;
+            }
+            Ok(exit::PASSED)
+        }
+        WorkloadCommand::Compare(a) => {
+            let opts = options(&a.read)?;
+            let tol = match &a.tolerance {
+                Some(t) => compare::Tolerance::default().with(t).map_err(usage)?,
+                None => compare::Tolerance::default(),
+            };
+            let ca = workload::characterize(std::slice::from_ref(&a.a), &opts).map_err(input)?;
+            let cb = workload::characterize(std::slice::from_ref(&a.b), &opts).map_err(input)?;
+            let (pa, la) = pick(&ca, &a.a, a.a_window.as_deref())?;
+            let (pb, lb) = pick(&cb, &a.b, a.b_window.as_deref())?;
+            let c = compare::compare(pa, pb, &la, &lb, tol);
+            print!("{}", render::comparison(&c));
+            if let Some(path) = &a.json {
+                write_json(path, &c)?;
+            }
+            Ok(if c.similar {
+                exit::PASSED
+            } else {
+                exit::FAILED
+            })
+        }
+    }
+}
+
+fn options(r: &LogArgs) -> anyhow::Result<Options> {
+    let mut fields = workload::parse::JsonFields::default();
+    if let Some(spec) = &r.json_fields {
+        fields = fields.with(spec).map_err(usage)?;
+    }
+    Ok(Options {
+        fields,
+        routes: workload::route::Routes::new(&r.routes).map_err(usage)?,
+        by: r
+            .by
+            .as_deref()
+            .map(workload::window_seconds)
+            .transpose()
+            .map_err(usage)?,
+    })
+}
+
+/// The whole log, or its window whose label starts with `window`.
+fn pick<'a>(
+    c: &'a Characterization,
+    file: &Path,
+    window: Option<&str>,
+) -> anyhow::Result<(&'a workload::profile::Profile, String)> {
+    let name = file.display().to_string();
+    match window {
+        None => Ok((&c.all, name)),
+        Some(w) => c
+            .windows
+            .iter()
+            .find(|p| p.window.starts_with(w))
+            .map(|p| (p, format!("{name} [{}]", p.window)))
+            .ok_or_else(|| {
+                usage(format!(
+                    "{name} has no window starting '{w}'; its windows: {}",
+                    c.windows
+                        .iter()
+                        .map(|p| p.window.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }),
+    }
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| usage(format!("--json {}: {e}", path.display())))?;
+    Ok(())
+}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    Failure::new(exit::USAGE, msg).into()
+}
+
+/// A log that cannot be read is bad input: exit 2 with the message.
+fn input(msg: String) -> anyhow::Error {
+    usage(msg)
+}

@@ -1,0 +1,662 @@
+//! Access-log lines into requests. Reads nginx/Apache Common and Combined Log Format
+//! (with or without a trailing response time: `$request_time` in seconds or `%D` in
+//! microseconds) and JSON lines with configurable field names; gzip is recognized by its
+//! magic bytes. The format is detected from the first lines; a malformed line later is
+//! counted and kept as an example, never fatal — production logs have them.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// One logged request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// When the request arrived, seconds since the Unix epoch: the logged time less the
+    /// response time when the log has one (nginx and Apache log when a request ends).
+    pub time: f64,
+    pub method: String,
+    /// The path without its query string.
+    pub path: String,
+    pub query: Option<String>,
+    pub status: u16,
+    /// Response body bytes (`-` is 0).
+    pub bytes: u64,
+    /// Response time, seconds.
+    pub duration: Option<f64>,
+    /// The client: its address, or the field chosen with `client=`.
+    pub client: String,
+}
+
+/// The formats tried, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Format {
+    /// `host ident user [time] "request" status bytes "referer" "agent" [time-taken]`.
+    Combined,
+    /// `host ident user [time] "request" status bytes [time-taken]`.
+    Common,
+    /// One JSON object per line.
+    Json(JsonFields),
+}
+
+impl Format {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Combined => "Combined Log Format",
+            Format::Common => "Common Log Format",
+            Format::Json(_) => "JSON lines",
+        }
+    }
+}
+
+/// Which JSON keys hold what. Each has defaults tried in order; `--json-fields
+/// time=ts,path=uri` puts the user's key first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonFields {
+    pub time: Vec<String>,
+    pub method: Vec<String>,
+    pub path: Vec<String>,
+    /// A whole request line (`GET /x HTTP/1.1`), when method and path are not apart.
+    pub request: Vec<String>,
+    pub status: Vec<String>,
+    pub bytes: Vec<String>,
+    /// Seconds, unless the key ends in `_ms` (milliseconds) or `_us` (microseconds).
+    pub duration: Vec<String>,
+    pub client: Vec<String>,
+}
+
+fn keys(k: &[&str]) -> Vec<String> {
+    k.iter().map(|s| s.to_string()).collect()
+}
+
+impl Default for JsonFields {
+    fn default() -> JsonFields {
+        JsonFields {
+            time: keys(&[
+                "time",
+                "timestamp",
+                "@timestamp",
+                "ts",
+                "msec",
+                "time_iso8601",
+            ]),
+            method: keys(&["method", "request_method", "verb"]),
+            path: keys(&["path", "uri", "request_uri", "url"]),
+            request: keys(&["request"]),
+            status: keys(&["status", "status_code", "code"]),
+            bytes: keys(&[
+                "bytes",
+                "body_bytes_sent",
+                "bytes_sent",
+                "size",
+                "response_size",
+            ]),
+            duration: keys(&[
+                "request_time",
+                "duration",
+                "response_time",
+                "elapsed",
+                "duration_ms",
+                "latency_ms",
+                "duration_us",
+            ]),
+            client: keys(&["client", "remote_addr", "ip", "client_ip", "remote_ip"]),
+        }
+    }
+}
+
+impl JsonFields {
+    /// Applies `name=key,...` (names: time, method, path, request, status, bytes,
+    /// duration, client).
+    pub fn with(mut self, spec: &str) -> Result<JsonFields, String> {
+        for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
+            let (name, key) = pair.split_once('=').ok_or_else(|| {
+                format!("--json-fields: '{pair}' is not NAME=KEY (e.g. time=ts,path=uri)")
+            })?;
+            let list = match name.trim() {
+                "time" => &mut self.time,
+                "method" => &mut self.method,
+                "path" => &mut self.path,
+                "request" => &mut self.request,
+                "status" => &mut self.status,
+                "bytes" => &mut self.bytes,
+                "duration" => &mut self.duration,
+                "client" => &mut self.client,
+                other => {
+                    return Err(format!(
+                        "--json-fields: unknown name '{other}' (known: time, method, path, \
+                         request, status, bytes, duration, client)"
+                    ))
+                }
+            };
+            list.insert(0, key.trim().to_string());
+        }
+        Ok(self)
+    }
+}
+
+/// Parses one line in a format; `Err` says what is wrong with it.
+pub fn parse_line(line: &str, format: &Format) -> Result<Entry, String> {
+    match format {
+        Format::Combined => clf(line, true),
+        Format::Common => clf(line, false),
+        Format::Json(f) => json(line, f),
+    }
+}
+
+/// Common and Combined: `host ident user [time] "request" status bytes …`.
+fn clf(line: &str, combined: bool) -> Result<Entry, String> {
+    let mut rest = line.trim_end();
+    let word = |rest: &mut &str| -> Option<String> {
+        let r = rest.trim_start();
+        let end = r.find(' ').unwrap_or(r.len());
+        let w = r[..end].to_string();
+        *rest = &r[end..];
+        (!w.is_empty()).then_some(w)
+    };
+    let client = word(&mut rest).ok_or("empty line")?;
+    word(&mut rest).ok_or("no ident field")?;
+    word(&mut rest).ok_or("no user field")?;
+    let r = rest.trim_start();
+    let r = r.strip_prefix('[').ok_or("no [time] field")?;
+    let end = r.find(']').ok_or("the [time] field is not closed")?;
+    let logged = clf_time(&r[..end])?;
+    let (request, r) = quoted(r[end + 1..].trim_start()).ok_or("no quoted request")?;
+    let mut rest = r;
+    let status = word(&mut rest)
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|s| (100..600).contains(s))
+        .ok_or("no HTTP status after the request")?;
+    let bytes = word(&mut rest).ok_or("no size field")?;
+    let bytes = if bytes == "-" {
+        0
+    } else {
+        bytes
+            .parse()
+            .map_err(|_| format!("size '{bytes}' is not a number"))?
+    };
+    let mut r = rest.trim_start();
+    if combined {
+        let (_referer, r2) = quoted(r).ok_or("no quoted referer (not Combined)")?;
+        let (_agent, r3) = quoted(r2.trim_start()).ok_or("no quoted user agent")?;
+        r = r3.trim_start();
+    } else if r.starts_with('"') {
+        return Err("quoted fields after the size (Combined, not Common)".into());
+    }
+    // An optional response time: seconds with a point (nginx `$request_time`),
+    // microseconds without (Apache `%D`).
+    let duration = match r.split_whitespace().next() {
+        None => None,
+        Some(t) if t.contains('.') => Some(
+            t.parse::<f64>()
+                .map_err(|_| format!("response time '{t}' is not a number"))?,
+        ),
+        Some(t) => match t.parse::<u64>() {
+            Ok(us) => Some(us as f64 / 1e6),
+            Err(_) if t == "-" => None,
+            Err(_) => return Err(format!("unexpected '{t}' after the last field")),
+        },
+    };
+    let (method, target) = request_line(&request)?;
+    let (path, query) = split_query(&target);
+    // A whole-second log time is when the request ended, truncated: taking a
+    // sub-second response time from it would move requests into the previous second.
+    let taken = duration.unwrap_or(0.0);
+    let taken = if logged.fract() == 0.0 {
+        taken.round()
+    } else {
+        taken
+    };
+    Ok(Entry {
+        time: logged - taken,
+        method,
+        path,
+        query,
+        status,
+        bytes,
+        duration,
+        client,
+    })
+}
+
+/// A `"…"` field with `\"` escapes; the text and what follows it.
+fn quoted(s: &str) -> Option<(String, &str)> {
+    let s = s.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some((_, n)) = chars.next() {
+                    out.push(n);
+                }
+            }
+            '"' => return Some((out, &s[i + 1..])),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// `GET /path?q HTTP/1.1` into its method and target.
+fn request_line(r: &str) -> Result<(String, String), String> {
+    let mut parts = r.split(' ');
+    let method = parts.next().unwrap_or("");
+    let target = parts
+        .next()
+        .ok_or_else(|| format!("request '{r}' has no path"))?;
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("request '{r}' does not start with a method"));
+    }
+    // An absolute URI (a proxy's log) keeps its path only.
+    let target = match target.find("://") {
+        Some(i) => {
+            let after = &target[i + 3..];
+            &after[after.find('/').unwrap_or(after.len())..]
+        }
+        None => target,
+    };
+    if !target.starts_with('/') && target != "*" {
+        return Err(format!("request target '{target}' is not a path"));
+    }
+    Ok((method.to_string(), target.to_string()))
+}
+
+fn split_query(target: &str) -> (String, Option<String>) {
+    match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), Some(q.to_string())),
+        None => (target.to_string(), None),
+    }
+}
+
+/// `10/Oct/2000:13:55:36 -0700` (optionally with fractional seconds) into epoch seconds.
+pub fn clf_time(s: &str) -> Result<f64, String> {
+    let bad = || format!("time '{s}' is not like 10/Oct/2000:13:55:36 -0700");
+    let (stamp, zone) = s.split_once(' ').ok_or_else(bad)?;
+    let mut it = stamp.splitn(4, [':', '/']);
+    let day: i64 = it.next().and_then(|d| d.parse().ok()).ok_or_else(bad)?;
+    let month = it.next().ok_or_else(bad)?;
+    let month = MONTHS
+        .iter()
+        .position(|m| m.eq_ignore_ascii_case(month))
+        .ok_or_else(bad)? as i64
+        + 1;
+    let year: i64 = it.next().and_then(|y| y.parse().ok()).ok_or_else(bad)?;
+    let clock = it.next().ok_or_else(bad)?;
+    let secs = clock_seconds(clock).ok_or_else(bad)?;
+    let offset = zone_offset(zone).ok_or_else(bad)?;
+    Ok(days_from_civil(year, month, day) as f64 * 86_400.0 + secs - offset)
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// `13:55:36` or `13:55:36.123` into seconds of the day.
+fn clock_seconds(c: &str) -> Option<f64> {
+    let mut p = c.splitn(3, ':');
+    let h: f64 = p.next()?.parse().ok()?;
+    let m: f64 = p.next()?.parse().ok()?;
+    let s: f64 = p.next()?.parse().ok()?;
+    (h < 24.0 && m < 60.0 && s < 61.0).then_some(h * 3600.0 + m * 60.0 + s)
+}
+
+/// `-0700`, `+02:00` or `Z` into seconds east of UTC.
+fn zone_offset(z: &str) -> Option<f64> {
+    if z == "Z" || z.is_empty() {
+        return Some(0.0);
+    }
+    let sign = match z.as_bytes()[0] {
+        b'+' => 1.0,
+        b'-' => -1.0,
+        _ => return None,
+    };
+    let digits: String = z[1..].chars().filter(|c| *c != ':').collect();
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let h: f64 = digits[..2].parse().ok()?;
+    let m: f64 = digits[2..].parse().ok()?;
+    Some(sign * (h * 3600.0 + m * 60.0))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// RFC 3339 / ISO 8601 (`2026-11-22T10:00:00.123+01:00`) into epoch seconds.
+fn iso_time(s: &str) -> Option<f64> {
+    let (date, rest) = s.split_at_checked(10)?;
+    let mut d = date.split('-');
+    let y: i64 = d.next()?.parse().ok()?;
+    let m: i64 = d.next()?.parse().ok()?;
+    let day: i64 = d.next()?.parse().ok()?;
+    let rest = rest.strip_prefix(['T', ' '])?;
+    let zone_at = rest
+        .find(['Z', '+'])
+        .or_else(|| rest.rfind('-'))
+        .unwrap_or(rest.len());
+    let secs = clock_seconds(&rest[..zone_at])?;
+    let offset = zone_offset(&rest[zone_at..])?;
+    (1..=12).contains(&m).then_some(())?;
+    Some(days_from_civil(y, m, day) as f64 * 86_400.0 + secs - offset)
+}
+
+fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    let obj = v.as_object().ok_or("not a JSON object")?;
+    fn first<'a>(
+        obj: &'a serde_json::Map<String, serde_json::Value>,
+        names: &'a [String],
+    ) -> Option<(&'a String, &'a serde_json::Value)> {
+        names.iter().find_map(|n| obj.get(n).map(|v| (n, v)))
+    }
+    let first = |names| first(obj, names);
+    let (_, t) =
+        first(&f.time).ok_or_else(|| format!("no time field (tried {})", f.time.join(", ")))?;
+    let time = match t {
+        // Epoch seconds, or milliseconds when it is that large (JavaScript's Date.now()).
+        serde_json::Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if x > 1e11 {
+                x / 1e3
+            } else {
+                x
+            }
+        }
+        serde_json::Value::String(s) => match s.parse::<f64>() {
+            Ok(x) => x,
+            Err(_) => iso_time(s)
+                .or_else(|| clf_time(s).ok())
+                .ok_or_else(|| format!("time '{s}' is neither epoch seconds, ISO 8601 nor CLF"))?,
+        },
+        other => return Err(format!("time {other} is not a number or a string")),
+    };
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let number = |v: &serde_json::Value| -> Option<f64> {
+        match v {
+            serde_json::Value::Number(n) => n.as_f64(),
+            serde_json::Value::String(s) => s.parse().ok(),
+            _ => None,
+        }
+    };
+    let (method, target) = match (first(&f.method), first(&f.path)) {
+        (Some((_, m)), Some((_, p))) => (text(m), text(p)),
+        _ => {
+            let (_, r) = first(&f.request).ok_or_else(|| {
+                format!(
+                    "no method and path fields (tried {} and {}) nor a request line ({})",
+                    f.method.join(", "),
+                    f.path.join(", "),
+                    f.request.join(", ")
+                )
+            })?;
+            request_line(&text(r))?
+        }
+    };
+    let target = request_line(&format!("{method} {target}"))?.1;
+    let status = first(&f.status)
+        .and_then(|(_, v)| number(v))
+        .map(|s| s as u16)
+        .filter(|s| (100..600).contains(s))
+        .ok_or_else(|| format!("no HTTP status (tried {})", f.status.join(", ")))?;
+    let bytes = first(&f.bytes).and_then(|(_, v)| number(v)).unwrap_or(0.0) as u64;
+    let duration = first(&f.duration).and_then(|(k, v)| {
+        let x = number(v)?;
+        Some(if k.ends_with("_ms") {
+            x / 1e3
+        } else if k.ends_with("_us") {
+            x / 1e6
+        } else {
+            x
+        })
+    });
+    let client = first(&f.client).map(|(_, v)| text(v)).unwrap_or_default();
+    let (path, query) = split_query(&target);
+    Ok(Entry {
+        time: time - duration.unwrap_or(0.0),
+        method,
+        path,
+        query,
+        status,
+        bytes,
+        duration,
+        client,
+    })
+}
+
+/// Lines a format must read among the first ones to be chosen.
+const DETECT_LINES: usize = 50;
+
+/// The format most of the first lines parse as; `Err` names every format tried and
+/// shows the first line.
+pub fn detect(first: &[String], fields: &JsonFields, file: &str) -> Result<Format, String> {
+    let candidates = [
+        Format::Combined,
+        Format::Common,
+        Format::Json(fields.clone()),
+    ];
+    let lines: Vec<&String> = first.iter().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return Err(format!("{file}: empty, no access-log lines"));
+    }
+    let best = candidates
+        .iter()
+        .map(|f| (f, lines.iter().filter(|l| parse_line(l, f).is_ok()).count()))
+        .max_by_key(|(_, n)| *n)
+        .expect("candidates");
+    if best.1 * 2 > lines.len() {
+        return Ok(best.0.clone());
+    }
+    let shown: String = lines[0].chars().take(120).collect();
+    let why = candidates
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: {}",
+                f.name(),
+                parse_line(lines[0], f).err().unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(format!(
+        "{file} is not an access log strainline reads: fewer than half of its first {} lines \
+         parse as nginx/Apache Combined Log Format, Common Log Format (each with an optional \
+         trailing response time) or JSON lines. Line 1 is `{shown}` ({why}). For JSON with \
+         other key names, map them with --json-fields time=KEY,path=KEY,…",
+        lines.len()
+    ))
+}
+
+/// Opens a log, plain or gzip (by its magic bytes), as lines of bytes.
+pub fn open(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
+    let mut file = std::fs::File::open(path)?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic)?;
+    let head = std::io::Cursor::new(magic[..n].to_vec());
+    let chained = head.chain(file);
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(chained),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, chained))
+    })
+}
+
+/// A line that did not parse: where, why, and its start.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Malformed {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+    pub text: String,
+}
+
+/// How many malformed lines are kept as examples.
+pub const EXAMPLES: usize = 5;
+
+/// Reads every line of `path`, calling `each` with the parsed requests; malformed lines
+/// (bad syntax, invalid UTF-8, binary) go to `bad` (counted; the first few kept).
+pub fn read(
+    path: &Path,
+    fields: &JsonFields,
+    bad: &mut (u64, Vec<Malformed>),
+    mut each: impl FnMut(Entry),
+) -> Result<(Format, u64), String> {
+    let name = path.display().to_string();
+    let mut r = open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut buf = Vec::new();
+    let mut first = Vec::new();
+    let mut lines = 0u64;
+    let mut format: Option<Format> = None;
+    let mut pending: Vec<(u64, Result<String, ()>)> = Vec::new();
+    let mut handle =
+        |no: u64, line: Result<String, ()>, format: &Format, bad: &mut (u64, Vec<Malformed>)| {
+            let outcome = match &line {
+                Ok(l) if l.trim().is_empty() => return,
+                Ok(l) => parse_line(l, format),
+                Err(()) => Err("not UTF-8 text (binary?)".to_string()),
+            };
+            match outcome {
+                Ok(e) => each(e),
+                Err(reason) => {
+                    bad.0 += 1;
+                    if bad.1.len() < EXAMPLES {
+                        let text = line
+                            .map(|l| l.chars().take(80).collect())
+                            .unwrap_or_default();
+                        bad.1.push(Malformed {
+                            file: name.clone(),
+                            line: no,
+                            reason,
+                            text,
+                        });
+                    }
+                }
+            }
+        };
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("{name}: line {}: {e}", lines + 1))?;
+        if n == 0 {
+            break;
+        }
+        lines += 1;
+        while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            buf.pop();
+        }
+        let line = String::from_utf8(buf.clone()).map_err(|_| ());
+        match &format {
+            Some(f) => handle(lines, line, f, bad),
+            None => {
+                if let Ok(l) = &line {
+                    if !l.trim().is_empty() {
+                        first.push(l.clone());
+                    }
+                }
+                pending.push((lines, line));
+                if first.len() >= DETECT_LINES {
+                    let f = detect(&first, fields, &name)?;
+                    for (no, l) in pending.drain(..) {
+                        handle(no, l, &f, bad);
+                    }
+                    format = Some(f);
+                }
+            }
+        }
+    }
+    let f = match format {
+        Some(f) => f,
+        None => {
+            let f = detect(&first, fields, &name)?;
+            for (no, l) in pending.drain(..) {
+                handle(no, l, &f, bad);
+            }
+            f
+        }
+    };
+    Ok((f, lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combined_with_nginx_request_time_is_read_as_the_arrival() {
+        let l = r#"10.0.0.7 - - [22/Nov/2026:10:00:01 +0100] "POST /push/dev-1234?x=1 HTTP/1.1" 201 512 "-" "curl/8.0" 0.250"#;
+        let e = parse_line(l, &Format::Combined).unwrap();
+        // 2026-11-22T09:00:01Z = 1795338001; arrival 0.25 s before the log time.
+        // A whole-second log time: a response time under half a second is not taken off.
+        assert_eq!(e.time, 1_795_338_001.0);
+        assert_eq!(e.method, "POST");
+        assert_eq!(e.path, "/push/dev-1234");
+        assert_eq!(e.query.as_deref(), Some("x=1"));
+        assert_eq!((e.status, e.bytes, e.duration), (201, 512, Some(0.25)));
+        assert_eq!(e.client, "10.0.0.7");
+        // Common is not Combined, and the reverse.
+        assert!(parse_line(l, &Format::Common).is_err());
+        let c = r#"::1 - bob [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 - 2500"#;
+        let e = parse_line(c, &Format::Common).unwrap();
+        assert_eq!(e.duration, Some(0.0025)); // Apache %D: microseconds
+        assert_eq!(e.bytes, 0);
+        assert!(parse_line(c, &Format::Combined).is_err());
+        // The Apache documentation's example time: 971211336 s.
+        assert_eq!(
+            clf_time("10/Oct/2000:13:55:36 -0700").unwrap(),
+            971_211_336.0
+        );
+    }
+
+    #[test]
+    fn json_lines_with_default_and_mapped_fields() {
+        let f = JsonFields::default();
+        let e = parse_line(
+            r#"{"time":"2026-11-22T09:00:01.500Z","request":"GET /u/42 HTTP/1.1","status":"200","body_bytes_sent":10,"request_time":0.5,"remote_addr":"1.2.3.4"}"#,
+            &Format::Json(f.clone()),
+        )
+        .unwrap();
+        assert!((e.time - 1_795_338_001.0).abs() < 1e-6);
+        assert_eq!(
+            (e.method.as_str(), e.path.as_str(), e.status),
+            ("GET", "/u/42", 200)
+        );
+        let f = f.with("time=at,path=route,duration=took_ms").unwrap();
+        let e = parse_line(
+            r#"{"at":1795338001000,"method":"PUT","route":"/x","code":204,"took_ms":12}"#,
+            &Format::Json(f),
+        )
+        .unwrap();
+        assert!((e.time - (1_795_338_001.0 - 0.012)).abs() < 1e-6);
+        assert_eq!((e.status, e.duration), (204, Some(0.012)));
+        assert!(JsonFields::default().with("when=x").is_err());
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_log_is_refused_naming_the_formats() {
+        let lines = vec!["[package]".to_string(), "name = \"x\"".to_string()];
+        let e = detect(&lines, &JsonFields::default(), "Cargo.toml").unwrap_err();
+        for f in [
+            "Combined Log Format",
+            "Common Log Format",
+            "JSON lines",
+            "Cargo.toml",
+        ] {
+            assert!(e.contains(f), "{e}");
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! A workload's profile from its requests, in one pass and bounded memory (state per
+//! route, per second of the span and per client — never per line): the request mix by
+//! route, the arrival rate over time with its variance (index of dispersion at several
+//! window sizes, and whether arrivals look Poisson), the status mix, and the clients'
+//! session shape. The questions are those of the *Systems Performance* seed: does the
+//! test load resemble production, and in its variance too, not only its mean?
+
+use std::collections::{BTreeMap, HashMap};
+
+use hdrhistogram::Histogram;
+
+use serde::Serialize;
+
+use super::parse::Entry;
+use super::route::Routes;
+
+/// Window sizes (seconds) at which the dispersion of arrivals is measured.
+pub const DISPERSION_WINDOWS: [u64; 3] = [1, 10, 60];
+/// Windows needed for a dispersion figure (fewer say too little).
+const MIN_WINDOWS: usize = 5;
+/// |z| beyond which the counts are not those of a Poisson process (about 3 in 1,000 by
+/// chance).
+const POISSON_Z: f64 = 3.0;
+/// Observed identifier sets kept per route (a uniform sample), for scenarios.
+const VALUES_KEPT: usize = 256;
+/// Routes kept apart; the rest (a scanner's random paths) are summed as one, so that
+/// memory stays bounded whatever the log holds.
+pub const MAX_ROUTES: usize = 2000;
+/// Where routes beyond [`MAX_ROUTES`] go.
+pub const OTHER_ROUTES: &str = "(other routes)";
+
+/// Percentiles of a distribution.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct Spread {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// A distribution: a histogram to two significant digits (1%, a few KiB, growing with
+/// the largest value seen) and the exact extremes, so that a constant (every response
+/// of a route 800 bytes) reads exactly and no percentile reads beyond what was seen.
+#[derive(Clone)]
+struct Dist {
+    h: Histogram<u64>,
+    min: u64,
+    max: u64,
+}
+
+impl Dist {
+    fn new() -> Dist {
+        Dist {
+            h: Histogram::new(2).expect("two significant digits"),
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn add(&mut self, v: u64) {
+        // Auto-resizing: `record` grows the histogram (`saturating_record` would clamp).
+        let _ = self.h.record(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    fn spread(&self, scale: f64) -> Spread {
+        if self.h.is_empty() {
+            return Spread::default();
+        }
+        let q = |x: f64| self.h.value_at_quantile(x).clamp(self.min, self.max) as f64 / scale;
+        Spread {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: self.max as f64 / scale,
+        }
+    }
+}
+
+/// One route's share of the workload.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct RouteStats {
+    pub method: String,
+    pub route: String,
+    pub requests: u64,
+    /// Of all requests, percent.
+    pub share: f64,
+    /// Response body bytes.
+    pub bytes: Spread,
+    /// Response time, ms (when the log has it).
+    pub time_ms: Option<Spread>,
+    /// A few paths seen, for the reader.
+    pub examples: Vec<String>,
+    /// A uniform sample of the identifier values its placeholders stood for (one list
+    /// per request sampled), for `workload scenario`.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub values: Vec<Vec<String>>,
+}
+
+/// Arrivals counted in windows of one size.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Dispersion {
+    pub window_seconds: u64,
+    pub windows: usize,
+    /// Variance over mean of the counts: 1 for a Poisson process, ≫ 1 for bursts, ≈ 0
+    /// for a constant rate.
+    pub index: f64,
+    /// The busiest window over the mean one.
+    pub peak_to_mean: f64,
+    /// How far the index is from a Poisson process's 1, in standard errors.
+    pub z: f64,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct RateStats {
+    /// Requests per second over the span.
+    pub mean: f64,
+    /// Of the per-second counts.
+    pub per_second: Spread,
+    pub per_minute_max: f64,
+    pub dispersion: Vec<Dispersion>,
+    /// Arrivals indistinguishable from a Poisson process (|z| ≤ 3 at every window with
+    /// enough of them).
+    pub poisson: bool,
+    /// Counts per `step_seconds` from `start`, for charts.
+    pub series_step_seconds: u64,
+    pub series: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ClientStats {
+    pub distinct: u64,
+    pub requests_per_client: Spread,
+    /// Between a client's consecutive requests, ms.
+    pub gap_ms: Spread,
+}
+
+/// A workload over one span of time.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Profile {
+    /// The window's label (`--by`), or `all`.
+    pub window: String,
+    pub requests: u64,
+    /// First and last arrival, epoch seconds.
+    pub start: f64,
+    pub end: f64,
+    pub span_seconds: f64,
+    pub rate: RateStats,
+    pub mix: Vec<RouteStats>,
+    /// Status code, requests, percent.
+    pub status: Vec<(u16, u64, f64)>,
+    pub clients: Option<ClientStats>,
+    /// The log had response times.
+    pub has_times: bool,
+}
+
+struct RouteAcc {
+    requests: u64,
+    bytes: Dist,
+    time_us: Dist,
+    examples: Vec<String>,
+    values: Vec<Vec<String>>,
+}
+
+/// Accumulates one window's requests.
+pub struct Builder {
+    label: String,
+    routes: HashMap<(String, String), RouteAcc>,
+    seconds: HashMap<i64, u32>,
+    status: BTreeMap<u16, u64>,
+    clients: HashMap<String, (u64, f64)>,
+    gaps_us: Dist,
+    requests: u64,
+    first: f64,
+    last: f64,
+    /// Some arrival time has a fraction of a second.
+    fractional: bool,
+    has_times: bool,
+    rng: u64,
+}
+
+impl Builder {
+    pub fn new(label: impl Into<String>) -> Builder {
+        Builder {
+            label: label.into(),
+            routes: HashMap::new(),
+            seconds: HashMap::new(),
+            status: BTreeMap::new(),
+            clients: HashMap::new(),
+            gaps_us: Dist::new(),
+            requests: 0,
+            first: f64::INFINITY,
+            last: f64::NEG_INFINITY,
+            fractional: false,
+            has_times: false,
+            rng: 0x5eed,
+        }
+    }
+
+    pub fn add(&mut self, e: &Entry, routes: &Routes) {
+        self.requests += 1;
+        self.first = self.first.min(e.time);
+        self.last = self.last.max(e.time);
+        self.fractional |= e.time.fract() != 0.0;
+        *self.seconds.entry(e.time.floor() as i64).or_default() += 1;
+        *self.status.entry(e.status).or_default() += 1;
+        let mut routed = routes.route(&e.path);
+        let mut key = (e.method.clone(), routed.route);
+        if self.routes.len() >= MAX_ROUTES && !self.routes.contains_key(&key) {
+            key = ("*".into(), OTHER_ROUTES.into());
+            routed.values.clear();
+        }
+        let acc = self.routes.entry(key).or_insert_with(|| RouteAcc {
+            requests: 0,
+            bytes: Dist::new(),
+            time_us: Dist::new(),
+            examples: Vec::new(),
+            values: Vec::new(),
+        });
+        acc.requests += 1;
+        acc.bytes.add(e.bytes);
+        if let Some(d) = e.duration {
+            self.has_times = true;
+            acc.time_us.add((d * 1e6).round().max(0.0) as u64);
+        }
+        if acc.examples.len() < 3 && !acc.examples.contains(&e.path) {
+            acc.examples.push(e.path.clone());
+        }
+        if !routed.values.is_empty() {
+            // Reservoir sampling: every request's values equally likely to be kept.
+            if acc.values.len() < VALUES_KEPT {
+                acc.values.push(routed.values);
+            } else {
+                self.rng = splitmix(self.rng);
+                let j = (self.rng % acc.requests) as usize;
+                if j < VALUES_KEPT {
+                    acc.values[j] = routed.values;
+                }
+            }
+        }
+        if !e.client.is_empty() {
+            let c = self.clients.entry(e.client.clone()).or_insert((0, e.time));
+            if c.0 > 0 {
+                let gap = (e.time - c.1).abs();
+                self.gaps_us.add((gap * 1e6) as u64);
+            }
+            c.0 += 1;
+            c.1 = c.1.max(e.time);
+        }
+    }
+
+    pub fn finish(self) -> Profile {
+        let n = self.requests;
+        let (lo, hi) = if n == 0 {
+            (0, 0)
+        } else {
+            (self.first.floor() as i64, self.last.floor() as i64)
+        };
+        let mut counts: Vec<u32> = (lo..=hi)
+            .map(|s| self.seconds.get(&s).copied().unwrap_or(0))
+            .collect();
+        let span = if n < 2 {
+            1.0
+        } else if self.fractional {
+            (self.last - self.first) * n as f64 / (n - 1) as f64
+        } else {
+            (hi - lo + 1) as f64
+        };
+        let series = counts.clone();
+        // A log starts and ends within a second: its first and last seconds are partial,
+        // and would read as a dip in the rate (and as variance that is not there).
+        if counts.len() > 4 {
+            counts.pop();
+            counts.remove(0);
+        }
+        let mean = if series.len() > 4 {
+            counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64
+        } else {
+            n as f64 / span
+        };
+        let dispersion: Vec<Dispersion> = DISPERSION_WINDOWS
+            .iter()
+            .filter_map(|&w| dispersion(&counts, w as usize))
+            .collect();
+        let poisson = !dispersion.is_empty() && dispersion.iter().all(|d| d.z.abs() <= POISSON_Z);
+        let mut per_second = Dist::new();
+        for &c in &counts {
+            per_second.add(u64::from(c));
+        }
+        let per_minute_max = counts
+            .chunks(60)
+            .filter(|c| c.len() == 60)
+            .map(|c| c.iter().map(|&x| f64::from(x)).sum::<f64>() / 60.0)
+            .fold(0.0, f64::max);
+        let (series_step_seconds, series) = thin(series);
+        let mut mix: Vec<RouteStats> = self
+            .routes
+            .into_iter()
+            .map(|((method, route), a)| RouteStats {
+                method,
+                route,
+                requests: a.requests,
+                share: 100.0 * a.requests as f64 / n.max(1) as f64,
+                bytes: a.bytes.spread(1.0),
+                time_ms: (!a.time_us.is_empty()).then(|| a.time_us.spread(1e3)),
+                examples: a.examples,
+                values: a.values,
+            })
+            .collect();
+        mix.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.route.cmp(&b.route)));
+        let clients = (!self.clients.is_empty()).then(|| {
+            let mut per = Dist::new();
+            for (c, _) in self.clients.values() {
+                per.add(*c);
+            }
+            ClientStats {
+                distinct: self.clients.len() as u64,
+                requests_per_client: per.spread(1.0),
+                gap_ms: self.gaps_us.spread(1e3),
+            }
+        });
+        Profile {
+            window: self.label,
+            requests: n,
+            start: if n == 0 { 0.0 } else { self.first },
+            end: if n == 0 { 0.0 } else { self.last },
+            span_seconds: span,
+            rate: RateStats {
+                mean,
+                per_second: per_second.spread(1.0),
+                per_minute_max,
+                dispersion,
+                poisson,
+                series_step_seconds,
+                series,
+            },
+            mix,
+            status: self
+                .status
+                .iter()
+                .map(|(s, c)| (*s, *c, 100.0 * *c as f64 / n.max(1) as f64))
+                .collect(),
+            clients,
+            has_times: self.has_times,
+        }
+    }
+}
+
+/// The index of dispersion of arrivals counted in windows of `w` seconds.
+pub fn dispersion(per_second: &[u32], w: usize) -> Option<Dispersion> {
+    let sums: Vec<f64> = per_second
+        .chunks(w)
+        .filter(|c| c.len() == w)
+        .map(|c| c.iter().map(|&x| f64::from(x)).sum())
+        .collect();
+    let k = sums.len();
+    if k < MIN_WINDOWS {
+        return None;
+    }
+    let mean = sums.iter().sum::<f64>() / k as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    let var = sums.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
+    let index = var / mean;
+    let peak = sums.iter().copied().fold(0.0, f64::max);
+    Some(Dispersion {
+        window_seconds: w as u64,
+        windows: k,
+        index,
+        peak_to_mean: peak / mean,
+        // (k−1)·D is χ² with k−1 degrees of freedom for a Poisson process: mean k−1,
+        // variance 2(k−1), so D has standard error √(2/(k−1)).
+        z: (index - 1.0) / (2.0 / (k - 1) as f64).sqrt(),
+    })
+}
+
+/// At most ~2,000 points for a chart: per second, or summed over longer steps.
+fn thin(series: Vec<u32>) -> (u64, Vec<u32>) {
+    const POINTS: usize = 2000;
+    let step = series.len().div_ceil(POINTS).max(1);
+    if step == 1 {
+        return (1, series);
+    }
+    (
+        step as u64,
+        series.chunks(step).map(|c| c.iter().sum()).collect(),
+    )
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispersion_of_known_counts() {
+        // Constant: no variance.
+        let d = dispersion(&[10; 50], 1).unwrap();
+        assert_eq!(d.index, 0.0);
+        assert!(d.z < -POISSON_Z);
+        // Alternating 0/20: mean 10, sample variance 100·50/49.
+        let alt: Vec<u32> = (0..50).map(|i| if i % 2 == 0 { 0 } else { 20 }).collect();
+        let d = dispersion(&alt, 1).unwrap();
+        assert!((d.index - 10.0 * 50.0 / 49.0).abs() < 1e-9, "{}", d.index);
+        assert_eq!(d.peak_to_mean, 2.0);
+        // In windows of 10 s the alternation cancels out.
+        assert_eq!(dispersion(&alt, 10).unwrap().index, 0.0);
+        assert!(dispersion(&alt, 60).is_none());
+    }
+}
