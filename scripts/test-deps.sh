@@ -23,6 +23,7 @@ command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
+command -v nginx >/dev/null || need+=(nginx-light)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -61,9 +61,11 @@ impl Tolerance {
                 "rate" => self.rate = frac()?,
                 "dispersion" => self.dispersion = frac()?,
                 "size" => self.size = frac()?,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "--tolerance: unknown dimension '{other}' (known: mix, rate, dispersion, size)"
-                )),
+                ))
+                }
             }
         }
         Ok(self)

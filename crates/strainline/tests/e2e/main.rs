@@ -15,3 +15,4 @@ mod report;
 mod run;
 mod store;
 mod verdicts;
+mod workload;

@@ -1,0 +1,289 @@
+//! Workloads from access logs, against a real one: nginx (Debian package, installed by
+//! `make test`) logs what strainline sends it — a known mix at known rates, Poisson or
+//! evenly spaced — and `workload characterize` / `compare` must find that in nginx's
+//! own log.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+/// nginx on a free loopback port, logging in Combined format with `$request_time`.
+struct Nginx {
+    dir: PathBuf,
+    port: u16,
+    _process: KillOnDrop,
+}
+
+impl Nginx {
+    fn start(s: &Scratch) -> Nginx {
+        let dir = s.path("nginx");
+        std::fs::create_dir_all(dir.join("www")).unwrap();
+        std::fs::write(dir.join("www/health"), "ok\n").unwrap();
+        std::fs::write(dir.join("www/state"), "s".repeat(800)).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.display();
+        std::fs::write(
+            dir.join("nginx.conf"),
+            format!(
+                r#"worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  log_format timed '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time';
+  access_log {d}/access.log timed;
+  client_body_temp_path {d}/body;
+  server {{
+    listen 127.0.0.1:{port};
+    root {d}/www;
+    location /health {{ }}
+    location ~ ^/devices/[^/]+/state$ {{ try_files /state =404; }}
+    location /push/ {{ return 201 "accepted"; }}
+  }}
+}}
+"#
+            ),
+        )
+        .unwrap();
+        // nginx's worker drops to `nobody` when run as root: it must read the files.
+        let _ = Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(s.dir.path())
+            .status();
+        let process = Command::new("nginx")
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .arg("-p")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx is installed by `make test` (scripts/test-deps.sh)");
+        let n = Nginx {
+            dir,
+            port,
+            _process: KillOnDrop(process),
+        };
+        assert!(
+            eventually(5.0, || std::net::TcpStream::connect(("127.0.0.1", port))
+                .is_ok()),
+            "nginx did not listen"
+        );
+        n
+    }
+
+    /// Moves the access log to `name` and has nginx reopen a fresh one.
+    fn rotate(&self, name: &str) -> PathBuf {
+        let to = self.dir.join(name);
+        std::fs::rename(self.dir.join("access.log"), &to).unwrap();
+        let pid = std::fs::read_to_string(self.dir.join("nginx.pid")).unwrap();
+        let ok = Command::new("kill")
+            .args(["-USR1", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        assert!(eventually(5.0, || self.dir.join("access.log").exists()));
+        to
+    }
+}
+
+/// Drives nginx for `secs` with 60% pushes (120/s), 30% state reads (60/s) and 10% health
+/// checks (20/s) — three open-model generators at once, Poisson or evenly spaced.
+fn drive(s: &Scratch, n: &Nginx, secs: u32, poisson: Option<u64>) {
+    let base = format!("http://127.0.0.1:{}", n.port);
+    let parts = [
+        ("/push/dev-1234", "120", true),
+        ("/devices/dev-77/state", "60", false),
+        ("/health", "20", false),
+    ];
+    let children: Vec<_> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, (path, rate, post))| {
+            let mut c = strainline();
+            c.arg("--store")
+                .arg(s.path(&format!("drive{i}.db")))
+                .args(["load", &format!("{base}{path}"), "-q", rate])
+                .args(["-z", &format!("{secs}s"), "--threads", "1"]);
+            if *post {
+                c.args(["-m", "POST", "-d", "x"]);
+            }
+            if let Some(seed) = poisson {
+                c.args(["--poisson", "--seed", &(seed + i as u64).to_string()]);
+            }
+            KillOnDrop(
+                c.stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.0.wait().unwrap().success());
+    }
+}
+
+fn characterize(s: &Scratch, log: &Path) -> serde_json::Value {
+    let json = s.path("profile.json");
+    let out = s.run(&[
+        "workload",
+        "characterize",
+        log.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "Combined Log Format");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+#[test]
+fn nginx_logs_of_a_known_mix_are_characterized_and_compared() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let n = Nginx::start(&s);
+        drive(&s, &n, 20, Some(1));
+        let poisson_a = n.rotate("poisson-a.log");
+        drive(&s, &n, 20, Some(11));
+        let poisson_b = n.rotate("poisson-b.log");
+        drive(&s, &n, 20, None);
+        let constant = n.rotate("constant.log");
+
+        let doc = characterize(&s, &poisson_a);
+        // The committed schema describes the document.
+        let schema: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../schemas/workload.v1.schema.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let errors: Vec<String> = jsonschema::validator_for(&schema)
+            .unwrap()
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+
+        let all = &doc["all"];
+        assert_eq!(doc["malformed"], 0);
+        // The mix: 60/30/10 within 2 points, by route template.
+        let share = |route: &str| {
+            all["mix"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["route"] == route)
+                .unwrap_or_else(|| panic!("no {route} in {:#}", all["mix"]))["share"]
+                .as_f64()
+                .unwrap()
+        };
+        for (route, want) in [
+            ("/push/{id}", 60.0),
+            ("/devices/{id}/state", 30.0),
+            ("/health", 10.0),
+        ] {
+            let got = share(route);
+            assert!((got - want).abs() <= 2.0, "{route}: {got}% (want {want}%)");
+        }
+        // The rate the generators sent (a Poisson stream's count is itself random: the
+        // truth is what they sent over their 20 s), within 2%.
+        let sent = doc["requests"].as_f64().unwrap() / 20.0;
+        let mean = all["rate"]["mean"].as_f64().unwrap();
+        assert!(
+            (mean - sent).abs() <= 0.02 * sent,
+            "mean rate {mean}, sent {sent}/s"
+        );
+        assert!((sent - 200.0).abs() <= 10.0, "sent {sent}/s");
+        // Sizes as nginx sent them: every state read 800 bytes.
+        let state = all["mix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["route"] == "/devices/{id}/state")
+            .unwrap();
+        assert_eq!(state["bytes"]["p50"], 800.0);
+        // Poisson arrivals read as such; evenly spaced ones as far more regular.
+        let index =
+            |d: &serde_json::Value| d["all"]["rate"]["dispersion"][0]["index"].as_f64().unwrap();
+        let d_poisson = index(&doc);
+        assert!(
+            (0.4..=1.8).contains(&d_poisson),
+            "Poisson index {d_poisson}"
+        );
+        let d_constant = index(&characterize(&s, &constant));
+        assert!(d_constant < 0.25, "constant-rate index {d_constant}");
+
+        // Two Poisson runs of the same mix are similar; a constant rate differs in
+        // dispersion (and only there among mix, rate and sizes).
+        let cmp = |a: &Path, b: &Path| {
+            let json = s.path("cmp.json");
+            let out = s.run(&[
+                "workload",
+                "compare",
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+            (out, doc)
+        };
+        let (out, doc) = cmp(&poisson_a, &poisson_b);
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "SIMILAR");
+        assert_eq!(doc["similar"], true);
+        let (out, doc) = cmp(&poisson_a, &constant);
+        assert_exit(&out, 1);
+        assert_has(&stdout(&out), "DIFFERS in");
+        let differs = |name: &str| {
+            doc["dimensions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["name"] == name)
+                .unwrap()["differs"]
+                .as_bool()
+                .unwrap()
+        };
+        assert!(differs("dispersion"), "{:#}", doc["dimensions"]);
+        for same in ["mix", "rate", "sizes", "status"] {
+            assert!(!differs(same), "{same}: {:#}", doc["dimensions"]);
+        }
+    });
+}
+
+#[test]
+fn a_file_that_is_not_an_access_log_is_refused_naming_the_formats() {
+    let s = Scratch::new();
+    let path = s.path("suite.toml");
+    std::fs::write(&path, "[target]\ncommand = \"x\"\n").unwrap();
+    let out = s.run(&["workload", "characterize", path.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    for f in [
+        "Combined Log Format",
+        "Common Log Format",
+        "JSON lines",
+        "suite.toml",
+    ] {
+        assert_has(&err, f);
+    }
+    let out = s.run(&[
+        "workload",
+        "characterize",
+        s.path("missing.log").to_str().unwrap(),
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "missing.log");
+}
