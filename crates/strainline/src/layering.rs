@@ -12,7 +12,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["report"],
     &["suite"],
     &["agents"],
-    &["sut", "load", "monitor"],
+    &["sut", "load", "monitor", "workload"],
     &["analysis", "store", "live"],
     &[
         "os",
