@@ -365,6 +365,9 @@ pub struct CharacterizeArgs {
     /// Write the profile as JSON (schema strainline.workload.v1).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write an HTML report: the rate over time, the dispersion by window size, the mix.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

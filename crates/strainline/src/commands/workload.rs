@@ -17,6 +17,11 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
             if let Some(path) = &a.json {
                 write_json(path, &c)?;
             }
+            if let Some(path) = &a.html {
+                std::fs::write(path, crate::report::workload::characterization_report(&c))
+                    .map_err(|e| usage(format!("--html {}: {e}", path.display())))?;
+                println!("HTML report: {}", path.display());
+            }
             Ok(exit::PASSED)
         }
         WorkloadCommand::Compare(a) => {

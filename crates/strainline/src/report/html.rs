@@ -22,7 +22,7 @@ svg.chart{display:block;margin:1em 0;max-width:100%;height:auto;font-size:12px}\
 .chart-title{font-weight:bold;font-size:14px}.axis-label{font-size:12px}.tick{fill:#555;font-size:11px}\
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}.note{color:#666}";
 
-fn page(title: &str, body: &str) -> String {
+pub(super) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\

@@ -8,6 +8,7 @@ pub mod load;
 pub mod monitor;
 pub mod run;
 pub mod svg;
+pub mod workload;
 
 /// A machine-readable document: its schema, the run and the strainline that wrote it,
 /// then the body's own fields.

@@ -26,6 +26,11 @@ const VALUES_KEPT: usize = 256;
 /// Routes kept apart; the rest (a scanner's random paths) are summed as one, so that
 /// memory stays bounded whatever the log holds.
 pub const MAX_ROUTES: usize = 2000;
+/// Clients followed at most: beyond, one in two (then four, …) is followed, chosen by
+/// a hash of its address, and the distinct count is scaled up (adaptive sampling): a
+/// log with millions of addresses is read in bounded memory, and each followed client's
+/// requests and gaps are all seen.
+const MAX_CLIENTS: usize = 65_536;
 /// Where routes beyond [`MAX_ROUTES`] go.
 pub const OTHER_ROUTES: &str = "(other routes)";
 
@@ -134,7 +139,10 @@ pub struct RateStats {
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ClientStats {
+    /// Exact when `sampled_one_in` is 1, else an estimate.
     pub distinct: u64,
+    /// One client in this many was followed (1: all of them).
+    pub sampled_one_in: u64,
     pub requests_per_client: Spread,
     /// Between a client's consecutive requests, ms.
     pub gap_ms: Spread,
@@ -173,7 +181,10 @@ pub struct Builder {
     routes: HashMap<(String, String), RouteAcc>,
     seconds: HashMap<i64, u32>,
     status: BTreeMap<u16, u64>,
-    clients: HashMap<String, (u64, f64)>,
+    /// Followed clients by a hash of their address: requests, latest arrival.
+    clients: HashMap<u64, (u64, f64)>,
+    /// A client is followed when the low `client_level` bits of its hash are 0.
+    client_level: u32,
     gaps_us: Dist,
     requests: u64,
     first: f64,
@@ -192,6 +203,7 @@ impl Builder {
             seconds: HashMap::new(),
             status: BTreeMap::new(),
             clients: HashMap::new(),
+            client_level: 0,
             gaps_us: Dist::new(),
             requests: 0,
             first: f64::INFINITY,
@@ -244,7 +256,19 @@ impl Builder {
             }
         }
         if !e.client.is_empty() {
-            let c = self.clients.entry(e.client.clone()).or_insert((0, e.time));
+            let h = hash(&e.client);
+            if h & ((1u64 << self.client_level) - 1) != 0 {
+                return;
+            }
+            if self.clients.len() >= MAX_CLIENTS && !self.clients.contains_key(&h) {
+                self.client_level += 1;
+                let mask = (1u64 << self.client_level) - 1;
+                self.clients.retain(|k, _| k & mask == 0);
+                if h & mask != 0 {
+                    return;
+                }
+            }
+            let c = self.clients.entry(h).or_insert((0, e.time));
             if c.0 > 0 {
                 let gap = (e.time - c.1).abs();
                 self.gaps_us.add((gap * 1e6) as u64);
@@ -319,7 +343,8 @@ impl Builder {
                 per.add(*c);
             }
             ClientStats {
-                distinct: self.clients.len() as u64,
+                distinct: (self.clients.len() as u64) << self.client_level,
+                sampled_one_in: 1 << self.client_level,
                 requests_per_client: per.spread(1.0),
                 gap_ms: self.gaps_us.spread(1e3),
             }
@@ -393,6 +418,15 @@ fn thin(series: Vec<u32>) -> (u64, Vec<u32>) {
     )
 }
 
+/// FNV-1a, then mixed: a stable 64-bit hash of a client's address.
+fn hash(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    splitmix(h)
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -403,6 +437,38 @@ fn splitmix(mut z: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_beyond_the_limit_are_sampled_and_counted_within_a_few_percent() {
+        let routes = Routes::default();
+        let mut b = Builder::new("x");
+        let n = 300_000u64;
+        for i in 0..n {
+            for k in 0..2 {
+                b.add(
+                    &Entry {
+                        time: (i / 1000) as f64 + f64::from(k) * 0.5,
+                        method: "GET".into(),
+                        path: "/".into(),
+                        query: None,
+                        status: 200,
+                        bytes: 1,
+                        duration: None,
+                        client: format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255),
+                    },
+                    &routes,
+                );
+            }
+        }
+        assert!(b.clients.len() <= MAX_CLIENTS);
+        let c = b.finish().clients.unwrap();
+        assert!(c.sampled_one_in >= 4, "{c:?}");
+        let err = (c.distinct as f64 - n as f64).abs() / n as f64;
+        assert!(err < 0.05, "{} of {n}", c.distinct);
+        // Every followed client's two requests were seen.
+        assert_eq!(c.requests_per_client.p50, 2.0);
+        assert_eq!(c.requests_per_client.max, 2.0);
+    }
 
     #[test]
     fn dispersion_of_known_counts() {

@@ -128,8 +128,13 @@ fn profile(o: &mut String, p: &Profile) {
     if let Some(c) = &p.clients {
         let _ = writeln!(
             o,
-            "  Clients       {} distinct; requests per client p50 {:.0}, p90 {:.0}, max {:.0}; gap between a client's requests p50 {}, p90 {}",
+            "  Clients       {} distinct{}; requests per client p50 {:.0}, p90 {:.0}, max {:.0}; gap between a client's requests p50 {}, p90 {}",
             format_number(c.distinct as f64),
+            if c.sampled_one_in > 1 {
+                format!(" (estimated: one client in {} followed)", c.sampled_one_in)
+            } else {
+                String::new()
+            },
             c.requests_per_client.p50,
             c.requests_per_client.p90,
             c.requests_per_client.max,

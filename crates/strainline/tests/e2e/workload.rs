@@ -132,15 +132,29 @@ fn drive(s: &Scratch, n: &Nginx, secs: u32, poisson: Option<u64>) {
 
 fn characterize(s: &Scratch, log: &Path) -> serde_json::Value {
     let json = s.path("profile.json");
+    let html = s.path("profile.html");
     let out = s.run(&[
         "workload",
         "characterize",
         log.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
     ]);
     assert_exit(&out, 0);
     assert_has(&stdout(&out), "Combined Log Format");
+    // The report: the rate over time, the dispersion, the mix as bars, every route.
+    let page = std::fs::read_to_string(html).unwrap();
+    for needle in [
+        "Requests per second over the span",
+        "Index of dispersion (variance over mean",
+        "Share of requests by route",
+        "/devices/{id}/state",
+    ] {
+        assert_has(&page, needle);
+    }
+    assert!(!page.contains("NaN") && !page.contains(">inf"), "{page}");
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
 
