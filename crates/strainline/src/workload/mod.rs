@@ -128,26 +128,13 @@ pub fn window_seconds(s: &str) -> Result<u64, String> {
 pub fn window_label(start: i64, w: u64) -> String {
     let days = start.div_euclid(86_400);
     let sod = start.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = crate::clock::civil_from_days(days);
     let (h, min, s) = (sod / 3600, sod % 3600 / 60, sod % 60);
     if w < 60 {
         format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02}:{s:02} UTC")
     } else {
         format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02} UTC")
     }
-}
-
-/// The date of a day since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::parse::Entry;
 use super::route::Routes;
+use crate::load::schedule::splitmix;
 
 /// Window sizes (seconds) at which the dispersion of arrivals is measured.
 pub const DISPERSION_WINDOWS: [u64; 3] = [1, 10, 60];
@@ -425,13 +426,6 @@ fn hash(s: &str) -> u64 {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     splitmix(h)
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
