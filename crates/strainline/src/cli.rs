@@ -242,6 +242,15 @@ pub struct LoadArgs {
     /// The URL gives the scheme, host and port; the steps give the paths.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "ramp", "connections", "body", "body_file", "body_bytes", "think"])]
     pub scenario: Option<PathBuf>,
+    /// Replay an access log (the formats of `workload characterize`): each logged
+    /// request sent at its logged time from the first, in the open model; the URL gives
+    /// the scheme, host and port, the log the methods and paths. -d/--body-bytes is the
+    /// body of POST, PUT and PATCH (bodies are not in access logs).
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["rate", "ramp", "scenario", "poisson", "think"])]
+    pub replay: Option<PathBuf>,
+    /// With --replay: how much faster than logged (2 = twice as fast).
+    #[arg(long, value_name = "X", requires = "replay", default_value_t = 1.0)]
+    pub speed: f64,
     /// Open model: Poisson arrivals instead of evenly spaced ones.
     #[arg(long)]
     pub poisson: bool,

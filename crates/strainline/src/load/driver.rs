@@ -25,8 +25,13 @@ use crate::os::unit::Unit;
 pub enum Model {
     /// N connections, each sending its next request when the last completes.
     Closed { connections: usize, think: Duration },
-    /// Requests at intended times, whatever the target does.
-    Open { rate: Rate, arrivals: Arrivals },
+    /// Requests at intended times, whatever the target does: from a rate, or a
+    /// replayed log's times and requests (`rate` is then its mean, for the pool's size).
+    Open {
+        rate: Rate,
+        arrivals: Arrivals,
+        replay: Option<Arc<super::replay::Replay>>,
+    },
     /// Virtual clients running the steps of a scenario, each on its own connection.
     Scenario(Arc<Scenario>),
 }
@@ -171,6 +176,14 @@ pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
                 })
             })
             .filter(|(n, _)| *n > 0),
+        Model::Open {
+            replay: Some(r), ..
+        } => {
+            let until = plan.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
+            let n = r.times.iter().take_while(|&&t| t < until).count() as u64;
+            let n = plan.count.map_or(n, |c| n.min(c));
+            Some((plan.slice.share(n), r.span().min(until)))
+        }
         Model::Open { rate, .. } => {
             let span = match (plan.duration, plan.count) {
                 (Some(d), Some(n)) => d.as_secs_f64().min(rate.time_of(n as f64)),
@@ -670,6 +683,8 @@ struct Pool {
     floor: Cell<f64>,
     /// The window being summed for `floor`: seconds and responses.
     window: Cell<(f64, u32)>,
+    /// A replayed log's requests, by schedule position (instead of the template).
+    replay: Option<Arc<super::replay::Replay>>,
 }
 
 impl Pool {
@@ -771,7 +786,10 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         } else {
             None
         };
-        let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
+        let out = match &pool.replay {
+            Some(r) => http::Outgoing::Rendered(&r.requests[seq as usize]),
+            None => http::Outgoing::Template(&ctx.template, &ctx.prepared, seq),
+        };
         let sent_at = Instant::now();
         exchange(
             &ctx,
@@ -808,7 +826,13 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
 /// the generator more per request until the run degraded itself. Once a second,
 /// connections that stayed idle all that second (the lowest idle count seen, less one)
 /// are closed, down to the initial size.
-async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) {
+async fn open(
+    ctx: Rc<Ctx>,
+    mut share: Share,
+    cap: usize,
+    rate_per_worker: f64,
+    replay: Option<Arc<super::replay::Replay>>,
+) {
     let pool = Rc::new(Pool {
         queue: RefCell::new(VecDeque::new()),
         notify: Notify::new(),
@@ -821,6 +845,7 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
         service: Cell::new(0.0),
         floor: Cell::new(0.0),
         window: Cell::new((0.0, 0)),
+        replay: replay.clone(),
     });
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
@@ -863,7 +888,9 @@ async fn open(ctx: Rc<Ctx>, mut share: Share, cap: usize, rate_per_worker: f64) 
                 break;
             }
             lags.push(now.saturating_duration_since(at));
-            pool.queue.borrow_mut().push_back((at, seq, now));
+            // A replayed request is the one at this position of the log.
+            let id = if replay.is_some() { share.position() } else { seq };
+            pool.queue.borrow_mut().push_back((at, id, now));
             pool.notify.notify_last();
             seq += 1;
             batch += 1;
@@ -1103,21 +1130,35 @@ pub fn run_from(
                                     .collect();
                                 join(tasks).await;
                             }
-                            Model::Open { rate, arrivals } => {
+                            Model::Open {
+                                rate,
+                                arrivals,
+                                replay,
+                            } => {
                                 // Thread w of this slice is worker index + of·w of
                                 // of·threads in the one global schedule.
-                                let share = Share::new(
-                                    rate,
-                                    arrivals,
-                                    slice.index + slice.of * w,
-                                    slice.of * threads,
-                                    plan.count,
-                                    plan.duration,
-                                );
+                                let (worker, workers) = (slice.index + slice.of * w, slice.of * threads);
+                                let share = match &replay {
+                                    Some(r) => Share::explicit(
+                                        r.times.clone(),
+                                        worker,
+                                        workers,
+                                        plan.count,
+                                        plan.duration,
+                                    ),
+                                    None => Share::new(
+                                        rate,
+                                        arrivals,
+                                        worker,
+                                        workers,
+                                        plan.count,
+                                        plan.duration,
+                                    ),
+                                };
                                 let cap = per_thread(slice_connections(plan.max_connections).max(threads), w).max(1);
                                 let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
                                     / (slice.of * threads) as f64;
-                                open(ctx, share, cap, per_worker).await;
+                                open(ctx, share, cap, per_worker, replay).await;
                             }
                         } };
                         tokio::select! {
@@ -1228,6 +1269,7 @@ mod tests {
             service: Cell::new(0.0),
             floor: Cell::new(0.0),
             window: Cell::new((0.0, 0)),
+            replay: None,
         }
     }
 

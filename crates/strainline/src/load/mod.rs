@@ -9,6 +9,7 @@ mod h1;
 pub mod http;
 mod progress;
 pub mod recorder;
+pub mod replay;
 pub mod scenario;
 pub mod schedule;
 pub mod spec;

@@ -90,6 +90,10 @@ pub struct Share {
     quota: Option<u64>,
     /// Stop at this time, seconds.
     until: Option<f64>,
+    /// A replayed log's intended times (the global schedule, sorted), instead of a rate.
+    times: Option<std::sync::Arc<Vec<f64>>>,
+    /// The global position of the send last returned.
+    last: u64,
 }
 
 impl Share {
@@ -119,7 +123,28 @@ impl Share {
             rng: splitmix(seed),
             quota,
             until: until.map(|d| d.as_secs_f64()),
+            times: None,
+            last: 0,
         }
+    }
+
+    /// A share of explicit times (a replayed log's): worker `w` of `n` takes positions
+    /// ≡ w (mod n), like every other schedule.
+    pub fn explicit(
+        times: std::sync::Arc<Vec<f64>>,
+        worker: usize,
+        workers: usize,
+        total: Option<u64>,
+        until: Option<Duration>,
+    ) -> Share {
+        let mut s = Share::new(Rate::Constant(1.0), Arrivals::Uniform, worker, workers, total, until);
+        s.times = Some(times);
+        s
+    }
+
+    /// The global position of the send last returned (a replayed request's index).
+    pub fn position(&self) -> u64 {
+        self.last
     }
 
     fn uniform01(&mut self) -> f64 {
@@ -144,6 +169,16 @@ impl Iterator for Share {
         if self.quota.is_some_and(|q| self.k >= q) {
             return None;
         }
+        if let Some(times) = &self.times {
+            let n = self.worker + self.k * self.workers;
+            let t = *times.get(n as usize)?;
+            if self.until.is_some_and(|u| t >= u) {
+                return None;
+            }
+            self.k += 1;
+            self.last = n;
+            return Some(t);
+        }
         // The position of this send in the global count of requests.
         let n = match self.arrivals {
             Arrivals::Uniform => (self.worker + self.k * self.workers) as f64,
@@ -162,6 +197,7 @@ impl Iterator for Share {
             return None;
         }
         self.k += 1;
+        self.last = n as u64;
         Some(t)
     }
 }
@@ -190,6 +226,19 @@ mod tests {
         for (i, t) in all.iter().enumerate() {
             assert!((t - i as f64 / 1000.0).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn explicit_times_are_split_by_position_and_cut_at_the_end() {
+        let times = std::sync::Arc::new(vec![0.0, 0.1, 0.15, 0.7, 1.2, 2.5]);
+        let mut got: Vec<(f64, u64)> = (0..2)
+            .flat_map(|w| {
+                let mut s = Share::explicit(times.clone(), w, 2, None, Some(Duration::from_secs(2)));
+                std::iter::from_fn(move || s.next().map(|t| (t, s.position()))).collect::<Vec<_>>()
+            })
+            .collect();
+        got.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(got, [(0.0, 0), (0.1, 1), (0.15, 2), (0.7, 3), (1.2, 4)]);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub enum Offer {
     },
     /// A scenario file's virtual clients.
     Scenario(PathBuf),
+    /// A log's requests at their logged times (the open model).
+    Replay(super::replay::ReplayLog),
 }
 
 /// What each unit of work is.
@@ -116,7 +118,7 @@ impl LoadSpec {
     pub fn model_name(&self) -> &'static str {
         match self.offer {
             Offer::Closed { .. } => "closed",
-            Offer::Open { .. } => "open",
+            Offer::Open { .. } | Offer::Replay(_) => "open",
             Offer::Scenario(_) => "scenario",
         }
     }
@@ -247,8 +249,8 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             headers,
             body,
         } => (url.as_str(), None, method.as_str(), &headers[..], body),
-        Work::Command(_) if matches!(spec.offer, Offer::Scenario(_)) => {
-            return Err(bad("a scenario is for HTTP: give a URL, not a command"))
+        Work::Command(_) if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) => {
+            return Err(bad("a scenario or a replay is for HTTP: give a URL, not a command"))
         }
         // A command workload sends no HTTP; the target below is never used.
         Work::Command(argv) => (
@@ -264,9 +266,13 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
     }
     let (target, uri) = resolve(url, &spec.client)?;
     let template = template(&uri, method, headers, body)?;
-    let duration = match (spec.duration, spec.count) {
-        (None, None) => Some(DEFAULT_DURATION),
-        (d, _) => d,
+    let duration = match (spec.duration, spec.count, &spec.offer) {
+        // A replay lasts as long as its log (divided by the speed).
+        (None, None, Offer::Replay(log)) => Some(Duration::from_secs_f64(
+            log.times.last().copied().unwrap_or(0.0) + 0.001,
+        )),
+        (None, None, _) => Some(DEFAULT_DURATION),
+        (d, _, _) => d,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut threads = spec.threads.unwrap_or(cores).max(1);
@@ -284,6 +290,45 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             );
             step_names = sc.steps.iter().map(|s| s.name.clone()).collect();
             (Model::Scenario(Arc::new(sc)), d)
+        }
+        Offer::Replay(log) => {
+            let body = match body {
+                BodySpec::Empty => Bytes::new(),
+                BodySpec::Bytes(b) => Bytes::from(b.clone()),
+                BodySpec::Random { len, seed } => {
+                    let mut z = *seed;
+                    Bytes::from(
+                        (0..*len)
+                            .map(|_| {
+                                z = super::schedule::splitmix(z);
+                                b'a' + (z % 26) as u8
+                            })
+                            .collect::<Vec<u8>>(),
+                    )
+                }
+            };
+            let replay = super::replay::Replay::new(log, &template.headers, body).map_err(bad)?;
+            let span = replay.span().max(1e-3);
+            let mean = replay.requests.len() as f64 / span;
+            if mean < threads as f64 {
+                threads = (mean.floor() as usize).max(1);
+            }
+            let d = format!(
+                "replay of {} at speed {}: {} requests over {} (mean {:.1} req/s)",
+                log.source,
+                log.speed,
+                replay.requests.len(),
+                crate::units::format_duration(Duration::from_secs_f64(span)),
+                mean
+            );
+            (
+                Model::Open {
+                    rate: Rate::Constant(mean),
+                    arrivals: Arrivals::Uniform,
+                    replay: Some(Arc::new(replay)),
+                },
+                d,
+            )
         }
         Offer::Open { rate, poisson, .. } => {
             let arrivals = match poisson {
@@ -310,6 +355,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
                 Model::Open {
                     rate: *rate,
                     arrivals,
+                    replay: None,
                 },
                 d,
             )
@@ -344,6 +390,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
         (Model::Open { .. }, Offer::Open { pool_cap, .. }) => {
             pool_cap.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit)
         }
+        (Model::Open { .. }, Offer::Replay(_)) => DEFAULT_POOL_CAP.min(cap_limit),
         (Model::Closed { connections, .. }, _) => *connections,
         (Model::Scenario(sc), _) => {
             if sc.clients as usize > cap_limit {

@@ -37,7 +37,9 @@ error_log {d}/error.log;
 events {{ worker_connections 1024; }}
 http {{
   log_format timed '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time';
+  log_format timing escape=json '{{"msec":$msec,"request_time":$request_time,"request":"$request","status":$status}}';
   access_log {d}/access.log timed;
+  access_log {d}/timing.log timing;
   client_body_temp_path {d}/body;
   server {{
     listen 127.0.0.1:{port};
@@ -300,4 +302,88 @@ fn a_file_that_is_not_an_access_log_is_refused_naming_the_formats() {
     ]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "missing.log");
+}
+
+#[test]
+fn a_replayed_log_is_sent_whole_at_its_logged_offsets_divided_by_the_speed() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let n = Nginx::start(&s);
+        // 300 requests at random times over 60 s (millisecond timestamps, JSON lines):
+        // GETs of three paths and POSTs.
+        let mut z: u64 = 42;
+        let mut next = || {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x ^ (x >> 31)
+        };
+        let mut offsets: Vec<f64> = (0..300).map(|_| (next() % 60_000) as f64 / 1e3).collect();
+        offsets.sort_by(f64::total_cmp);
+        offsets[0] = 0.0;
+        let paths = ["/health", "/devices/dev-1/state", "/devices/dev-2/state?x=1"];
+        let mut log = String::new();
+        let mut sent_paths = Vec::new();
+        for (i, t) in offsets.iter().enumerate() {
+            let (method, path) = if i % 5 == 4 {
+                ("POST", "/push/dev-9".to_string())
+            } else {
+                ("GET", paths[i % 3].to_string())
+            };
+            sent_paths.push(format!("{method} {path}"));
+            log.push_str(&format!(
+                "{{\"time\":{:.3},\"method\":\"{method}\",\"path\":\"{path}\",\"status\":200}}\n",
+                1_795_338_000.0 + t
+            ));
+        }
+        let replayed = s.path("replayed.jsonl");
+        std::fs::write(&replayed, log).unwrap();
+        let json = s.path("load.json");
+        let out = s.run(&[
+            "load",
+            &format!("http://127.0.0.1:{}", n.port),
+            "--replay",
+            replayed.to_str().unwrap(),
+            "--speed",
+            "10",
+            "-d",
+            "x",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "replay of");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(doc["summary"]["sent"], 300, "{}", stdout(&out));
+        assert_eq!(doc["summary"]["ok"], 300, "{}", stdout(&out));
+        // nginx's own clock: each request arrived at its logged offset / 10.
+        let timing = std::fs::read_to_string(n.dir.join("timing.log")).unwrap();
+        let mut seen: Vec<(f64, String)> = timing
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let at = v["msec"].as_f64().unwrap() - v["request_time"].as_f64().unwrap();
+                let req = v["request"].as_str().unwrap();
+                (at, req.rsplit_once(' ').unwrap().0.to_string())
+            })
+            .collect();
+        seen.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(seen.len(), 300);
+        let mut got: Vec<&String> = seen.iter().map(|x| &x.1).collect();
+        let mut want: Vec<&String> = sent_paths.iter().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "every logged request, once");
+        let t0 = seen[0].0;
+        let worst = seen
+            .iter()
+            .zip(&offsets)
+            .map(|((at, _), t)| ((at - t0) - t / 10.0).abs())
+            .fold(0.0, f64::max);
+        // nginx logs milliseconds; the generator's lateness is tens of µs.
+        assert!(worst < 0.02, "a request arrived {worst:.3} s off its logged offset / 10");
+    });
 }
