@@ -252,9 +252,14 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
 /// by the speed, and its method and path. A log with one-second timestamps spreads each
 /// second's requests evenly over it, in their logged order (the order within a second
 /// is all such a log knows).
-fn replay_log(path: &std::path::Path, speed: f64) -> anyhow::Result<crate::load::replay::ReplayLog> {
+fn replay_log(
+    path: &std::path::Path,
+    speed: f64,
+) -> anyhow::Result<crate::load::replay::ReplayLog> {
     if !(speed.is_finite() && speed > 0.0) {
-        return Err(usage(format!("--speed {speed}: give a positive number (2 = twice as fast)")));
+        return Err(usage(format!(
+            "--speed {speed}: give a positive number (2 = twice as fast)"
+        )));
     }
     let fields = crate::workload::parse::JsonFields::default();
     let mut bad = (0u64, Vec::new());
@@ -294,9 +299,9 @@ fn replay_log(path: &std::path::Path, speed: f64) -> anyhow::Result<crate::load:
             }
         }
         let n = (j - i) as f64;
-        for k in i..j {
-            let within = if whole { (k - i) as f64 / n } else { 0.0 };
-            times.push((entries[k].0 - t0 + within) / speed);
+        for (k, e) in entries[i..j].iter().enumerate() {
+            let within = if whole { k as f64 / n } else { 0.0 };
+            times.push((e.0 - t0 + within) / speed);
         }
         i = j;
     }

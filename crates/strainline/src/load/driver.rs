@@ -889,7 +889,11 @@ async fn open(
             }
             lags.push(now.saturating_duration_since(at));
             // A replayed request is the one at this position of the log.
-            let id = if replay.is_some() { share.position() } else { seq };
+            let id = if replay.is_some() {
+                share.position()
+            } else {
+                seq
+            };
             pool.queue.borrow_mut().push_back((at, id, now));
             pool.notify.notify_last();
             seq += 1;

@@ -47,8 +47,13 @@ impl Replay {
             .iter()
             .enumerate()
             .map(|(i, (m, path))| {
-                let method = Method::from_bytes(m.as_bytes())
-                    .map_err(|_| format!("{}: request {}: '{m}' is not an HTTP method", log.source, i + 1))?;
+                let method = Method::from_bytes(m.as_bytes()).map_err(|_| {
+                    format!(
+                        "{}: request {}: '{m}' is not an HTTP method",
+                        log.source,
+                        i + 1
+                    )
+                })?;
                 if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
                     return Err(format!(
                         "{}: request {}: '{}' is not a path that can be sent",

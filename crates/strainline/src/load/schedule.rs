@@ -137,7 +137,14 @@ impl Share {
         total: Option<u64>,
         until: Option<Duration>,
     ) -> Share {
-        let mut s = Share::new(Rate::Constant(1.0), Arrivals::Uniform, worker, workers, total, until);
+        let mut s = Share::new(
+            Rate::Constant(1.0),
+            Arrivals::Uniform,
+            worker,
+            workers,
+            total,
+            until,
+        );
         s.times = Some(times);
         s
     }
@@ -233,7 +240,8 @@ mod tests {
         let times = std::sync::Arc::new(vec![0.0, 0.1, 0.15, 0.7, 1.2, 2.5]);
         let mut got: Vec<(f64, u64)> = (0..2)
             .flat_map(|w| {
-                let mut s = Share::explicit(times.clone(), w, 2, None, Some(Duration::from_secs(2)));
+                let mut s =
+                    Share::explicit(times.clone(), w, 2, None, Some(Duration::from_secs(2)));
                 std::iter::from_fn(move || s.next().map(|t| (t, s.position()))).collect::<Vec<_>>()
             })
             .collect();

@@ -250,7 +250,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             body,
         } => (url.as_str(), None, method.as_str(), &headers[..], body),
         Work::Command(_) if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) => {
-            return Err(bad("a scenario or a replay is for HTTP: give a URL, not a command"))
+            return Err(bad(
+                "a scenario or a replay is for HTTP: give a URL, not a command",
+            ))
         }
         // A command workload sends no HTTP; the target below is never used.
         Work::Command(argv) => (

@@ -323,7 +323,11 @@ fn a_replayed_log_is_sent_whole_at_its_logged_offsets_divided_by_the_speed() {
         let mut offsets: Vec<f64> = (0..300).map(|_| (next() % 60_000) as f64 / 1e3).collect();
         offsets.sort_by(f64::total_cmp);
         offsets[0] = 0.0;
-        let paths = ["/health", "/devices/dev-1/state", "/devices/dev-2/state?x=1"];
+        let paths = [
+            "/health",
+            "/devices/dev-1/state",
+            "/devices/dev-2/state?x=1",
+        ];
         let mut log = String::new();
         let mut sent_paths = Vec::new();
         for (i, t) in offsets.iter().enumerate() {
@@ -384,6 +388,9 @@ fn a_replayed_log_is_sent_whole_at_its_logged_offsets_divided_by_the_speed() {
             .map(|((at, _), t)| ((at - t0) - t / 10.0).abs())
             .fold(0.0, f64::max);
         // nginx logs milliseconds; the generator's lateness is tens of µs.
-        assert!(worst < 0.02, "a request arrived {worst:.3} s off its logged offset / 10");
+        assert!(
+            worst < 0.02,
+            "a request arrived {worst:.3} s off its logged offset / 10"
+        );
     });
 }
