@@ -82,3 +82,44 @@ impl Replay {
         self.times.last().copied().unwrap_or(0.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(requests: &[(&str, &str)]) -> ReplayLog {
+        ReplayLog {
+            source: "access.log".into(),
+            speed: 1.0,
+            times: (0..requests.len()).map(|i| i as f64).collect(),
+            requests: requests
+                .iter()
+                .map(|(m, p)| (m.to_string(), p.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn hostile_request_lines_are_refused_and_bodies_go_with_their_methods() {
+        let body = Bytes::from_static(b"x");
+        let r = Replay::new(
+            &log(&[("GET", "/a?b=1"), ("POST", "/p")]),
+            &[],
+            body.clone(),
+        )
+        .unwrap();
+        assert!(r.requests[0].body.is_empty());
+        assert_eq!(r.requests[1].body, body);
+        assert_eq!(r.span(), 1.0);
+        for (m, p, why) in [
+            ("GET", "/a b", "not a path"),
+            ("GET", "/a\r\nHost: evil", "not a path"),
+            ("GET", "relative", "not a path"),
+            ("G(T", "/", "not an HTTP method"),
+        ] {
+            let e = Replay::new(&log(&[(m, p)]), &[], body.clone()).unwrap_err();
+            assert!(e.contains(why) && e.contains("request 1"), "{e}");
+        }
+        assert!(Replay::new(&log(&[]), &[], body).is_err());
+    }
+}

@@ -302,6 +302,21 @@ fn a_file_that_is_not_an_access_log_is_refused_naming_the_formats() {
     ]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "missing.log");
+    // The same for a replay, before anything is sent; and a speed that is no speed.
+    let url = "http://127.0.0.1:9";
+    let out = s.run(&["load", url, "--replay", path.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "Combined Log Format");
+    let out = s.run(&[
+        "load",
+        url,
+        "--replay",
+        path.to_str().unwrap(),
+        "--speed",
+        "0",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "--speed 0");
 }
 
 #[test]
