@@ -12,7 +12,17 @@ use crate::common::*;
 struct Nginx {
     dir: PathBuf,
     port: u16,
-    _process: KillOnDrop,
+    process: KillOnDrop,
+}
+
+impl Drop for Nginx {
+    /// SIGTERM, so that the master stops its workers before it exits: SIGKILL (what
+    /// `KillOnDrop` sends) would leave the workers running, orphaned.
+    fn drop(&mut self) {
+        let pid = self.process.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        eventually(10.0, || matches!(self.process.0.try_wait(), Ok(Some(_))));
+    }
 }
 
 impl Nginx {
@@ -70,7 +80,7 @@ http {{
         let n = Nginx {
             dir,
             port,
-            _process: KillOnDrop(process),
+            process: KillOnDrop(process),
         };
         assert!(
             eventually(5.0, || std::net::TcpStream::connect(("127.0.0.1", port))
