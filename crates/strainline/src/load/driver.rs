@@ -688,6 +688,23 @@ struct Pool {
 }
 
 impl Pool {
+    fn new(cap: usize, replay: Option<Arc<super::replay::Replay>>) -> Pool {
+        Pool {
+            queue: RefCell::new(VecDeque::new()),
+            notify: Notify::new(),
+            idle: Cell::new(0),
+            tasks: Cell::new(0),
+            opening: Cell::new(0),
+            close: Cell::new(0),
+            done: Cell::new(false),
+            cap,
+            service: Cell::new(0.0),
+            floor: Cell::new(0.0),
+            window: Cell::new((0.0, 0)),
+            replay,
+        }
+    }
+
     /// Notes the service time of one response.
     fn served(&self, seconds: f64) {
         let s = self.service.get();
@@ -833,20 +850,7 @@ async fn open(
     rate_per_worker: f64,
     replay: Option<Arc<super::replay::Replay>>,
 ) {
-    let pool = Rc::new(Pool {
-        queue: RefCell::new(VecDeque::new()),
-        notify: Notify::new(),
-        idle: Cell::new(0),
-        tasks: Cell::new(0),
-        opening: Cell::new(0),
-        close: Cell::new(0),
-        done: Cell::new(false),
-        cap,
-        service: Cell::new(0.0),
-        floor: Cell::new(0.0),
-        window: Cell::new((0.0, 0)),
-        replay: replay.clone(),
-    });
+    let pool = Rc::new(Pool::new(cap, replay.clone()));
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
     let mut handles: Vec<_> = (0..initial)
@@ -1261,20 +1265,7 @@ mod tests {
     use super::*;
 
     fn pool() -> Pool {
-        Pool {
-            queue: RefCell::new(VecDeque::new()),
-            notify: Notify::new(),
-            idle: Cell::new(0),
-            tasks: Cell::new(0),
-            opening: Cell::new(0),
-            close: Cell::new(0),
-            done: Cell::new(false),
-            cap: 10,
-            service: Cell::new(0.0),
-            floor: Cell::new(0.0),
-            window: Cell::new((0.0, 0)),
-            replay: None,
-        }
+        Pool::new(10, None)
     }
 
     #[test]

@@ -26,6 +26,38 @@ pub struct Entry {
     pub client: String,
 }
 
+impl Entry {
+    /// A request logged at `logged` (when it ended) that took `duration`: it arrived
+    /// that much earlier — except that a log time of one-second resolution (`whole`)
+    /// is truncated, and taking a sub-second response time from it would move the
+    /// request into the previous second, so only whole seconds of it are taken then.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        logged: f64,
+        whole: bool,
+        duration: Option<f64>,
+        method: String,
+        target: &str,
+        status: u16,
+        bytes: u64,
+        client: String,
+    ) -> Entry {
+        let taken = duration.unwrap_or(0.0);
+        let taken = if whole { taken.round() } else { taken };
+        let (path, query) = split_query(target);
+        Entry {
+            time: logged - taken,
+            method,
+            path,
+            query,
+            status,
+            bytes,
+            duration,
+            client,
+        }
+    }
+}
+
 /// The formats tried, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Format {
@@ -159,6 +191,7 @@ fn clf(line: &str, combined: bool) -> Result<Entry, String> {
     let r = r.strip_prefix('[').ok_or("no [time] field")?;
     let end = r.find(']').ok_or("the [time] field is not closed")?;
     let logged = clf_time(&r[..end])?;
+    let whole = !r[..end].contains('.');
     let (request, r) = quoted(r[end + 1..].trim_start()).ok_or("no quoted request")?;
     let mut rest = r;
     let status = word(&mut rest)
@@ -196,25 +229,9 @@ fn clf(line: &str, combined: bool) -> Result<Entry, String> {
         },
     };
     let (method, target) = request_line(&request)?;
-    let (path, query) = split_query(&target);
-    // A whole-second log time is when the request ended, truncated: taking a
-    // sub-second response time from it would move requests into the previous second.
-    let taken = duration.unwrap_or(0.0);
-    let taken = if logged.fract() == 0.0 {
-        taken.round()
-    } else {
-        taken
-    };
-    Ok(Entry {
-        time: logged - taken,
-        method,
-        path,
-        query,
-        status,
-        bytes,
-        duration,
-        client,
-    })
+    Ok(Entry::new(
+        logged, whole, duration, method, &target, status, bytes, client,
+    ))
 }
 
 /// A `"…"` field with `\"` escapes; the text and what follows it.
@@ -360,6 +377,13 @@ fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
     let first = |names| first(obj, names);
     let (_, t) =
         first(&f.time).ok_or_else(|| format!("no time field (tried {})", f.time.join(", ")))?;
+    // Whether the time has one-second resolution (an integer of seconds, a text
+    // without a fraction): then only whole seconds of a response time are taken off.
+    let whole = match t {
+        serde_json::Value::Number(n) => n.is_i64() && n.as_f64().unwrap_or(0.0) <= 1e11,
+        serde_json::Value::String(s) => !s.contains('.'),
+        _ => false,
+    };
     let time = match t {
         // Epoch seconds, or milliseconds when it is that large (JavaScript's Date.now()).
         serde_json::Value::Number(n) => {
@@ -421,17 +445,9 @@ fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
         })
     });
     let client = first(&f.client).map(|(_, v)| text(v)).unwrap_or_default();
-    let (path, query) = split_query(&target);
-    Ok(Entry {
-        time: time - duration.unwrap_or(0.0),
-        method,
-        path,
-        query,
-        status,
-        bytes,
-        duration,
-        client,
-    })
+    Ok(Entry::new(
+        time, whole, duration, method, &target, status, bytes, client,
+    ))
 }
 
 /// Lines a format must read among the first ones to be chosen.
