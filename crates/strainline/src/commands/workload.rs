@@ -12,7 +12,7 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
     match cmd {
         WorkloadCommand::Characterize(a) => {
             let opts = options(&a.read)?;
-            let c = workload::characterize(&a.logs, &opts).map_err(input)?;
+            let c = workload::characterize(&a.logs, &opts).map_err(usage)?;
             print!("{}", render::characterization(&c));
             if let Some(path) = &a.json {
                 write_json(path, &c)?;
@@ -30,8 +30,8 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
                 Some(t) => compare::Tolerance::default().with(t).map_err(usage)?,
                 None => compare::Tolerance::default(),
             };
-            let ca = workload::characterize(std::slice::from_ref(&a.a), &opts).map_err(input)?;
-            let cb = workload::characterize(std::slice::from_ref(&a.b), &opts).map_err(input)?;
+            let ca = workload::characterize(std::slice::from_ref(&a.a), &opts).map_err(usage)?;
+            let cb = workload::characterize(std::slice::from_ref(&a.b), &opts).map_err(usage)?;
             let (pa, la) = pick(&ca, &a.a, a.a_window.as_deref())?;
             let (pb, lb) = pick(&cb, &a.b, a.b_window.as_deref())?;
             let c = compare::compare(pa, pb, &la, &lb, tol);
@@ -101,9 +101,4 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()>
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
     Failure::new(exit::USAGE, msg).into()
-}
-
-/// A log that cannot be read is bad input: exit 2 with the message.
-fn input(msg: String) -> anyhow::Error {
-    usage(msg)
 }

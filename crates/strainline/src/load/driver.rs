@@ -939,7 +939,10 @@ async fn open(
             && now >= grown_at + GROW_AFTER
         {
             grown_at = now;
-            if !pool.target_has_headroom() {
+            if pool.floor.get() == 0.0 {
+                // No floor yet: the pool keeps its starting size, and says nothing of
+                // the target.
+            } else if !pool.target_has_headroom() {
                 ctx.rec.lock().unwrap().held(short.min(batch) as u64);
             } else {
                 pool.close.set(0);

@@ -334,6 +334,10 @@ mod tests {
     use crate::workload::route::Routes;
 
     fn profile(per_second: &[u32], health_every: u32) -> Profile {
+        profile_sized(per_second, health_every, 100)
+    }
+
+    fn profile_sized(per_second: &[u32], health_every: u32, bytes: u64) -> Profile {
         let mut b = Builder::new("x");
         let routes = Routes::default();
         let mut i = 0;
@@ -345,19 +349,17 @@ mod tests {
                 } else {
                     format!("/item/{i}")
                 };
-                b.add(
-                    &Entry {
-                        time: s as f64,
-                        method: "GET".into(),
-                        path,
-                        query: None,
-                        status: 200,
-                        bytes: 100,
-                        duration: None,
-                        client: String::new(),
-                    },
-                    &routes,
-                );
+                let e = Entry {
+                    time: s as f64,
+                    method: "GET".into(),
+                    path,
+                    query: None,
+                    status: 200,
+                    bytes,
+                    duration: None,
+                    client: String::new(),
+                };
+                b.add(&e, &routes.route(&e.path));
             }
         }
         b.finish()
@@ -387,6 +389,20 @@ mod tests {
         let mix = m.dimensions.iter().find(|d| d.name == "mix").unwrap();
         assert!((mix.distance - 10.0).abs() < 1e-9, "{mix:?}");
         assert!(mix.differs);
+        // Responses 20% larger: sizes differ (tolerance 10%), nothing else does.
+        let big = compare(
+            &a,
+            &profile_sized(&varying, 10, 120),
+            "a",
+            "b",
+            Tolerance::default(),
+        );
+        let sizes = big.dimensions.iter().find(|d| d.name == "sizes").unwrap();
+        assert!(
+            (sizes.distance - 0.2).abs() < 1e-9 && sizes.differs,
+            "{sizes:?}"
+        );
+        assert!(big.dimensions.iter().filter(|d| d.differs).count() == 1);
     }
 
     #[test]

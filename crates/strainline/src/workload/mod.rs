@@ -63,13 +63,14 @@ pub fn characterize(files: &[PathBuf], opts: &Options) -> Result<Characterizatio
     for f in files {
         let (format, n) = parse::read(f, &opts.fields, &mut bad, |e| {
             requests += 1;
-            all.add(&e, &opts.routes);
+            let routed = opts.routes.route(&e.path);
+            all.add(&e, &routed);
             if let Some(w) = opts.by {
                 let key = (e.time / w as f64).floor() as i64;
                 windows
                     .entry(key)
                     .or_insert_with(|| Builder::new(window_label(key * w as i64, w)))
-                    .add(&e, &opts.routes);
+                    .add(&e, &routed);
             }
         })?;
         formats.push(format.name().to_string());

@@ -450,18 +450,38 @@ fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
     ))
 }
 
+/// The format of the first lines, which are then handled in order.
+fn settle(
+    pending: &mut Vec<(u64, Option<String>)>,
+    fields: &JsonFields,
+    name: &str,
+    bad: &mut (u64, Vec<Malformed>),
+    handle: &mut impl FnMut(u64, Option<&str>, &Format, &mut (u64, Vec<Malformed>)),
+) -> Result<Format, String> {
+    let first: Vec<&str> = pending.iter().filter_map(|(_, l)| l.as_deref()).collect();
+    let f = detect(&first, fields, name)?;
+    for (no, l) in pending.drain(..) {
+        handle(no, l.as_deref(), &f, bad);
+    }
+    Ok(f)
+}
+
 /// Lines a format must read among the first ones to be chosen.
 const DETECT_LINES: usize = 50;
 
 /// The format most of the first lines parse as; `Err` names every format tried and
 /// shows the first line.
-pub fn detect(first: &[String], fields: &JsonFields, file: &str) -> Result<Format, String> {
+pub fn detect(first: &[&str], fields: &JsonFields, file: &str) -> Result<Format, String> {
     let candidates = [
         Format::Combined,
         Format::Common,
         Format::Json(fields.clone()),
     ];
-    let lines: Vec<&String> = first.iter().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = first
+        .iter()
+        .copied()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     if lines.is_empty() {
         return Err(format!("{file}: empty, no access-log lines"));
     }
@@ -534,30 +554,30 @@ pub fn read(
     let name = path.display().to_string();
     let mut r = open(path).map_err(|e| format!("{name}: {e}"))?;
     let mut buf = Vec::new();
-    let mut first = Vec::new();
     let mut lines = 0u64;
     let mut format: Option<Format> = None;
-    let mut pending: Vec<(u64, Result<String, ()>)> = Vec::new();
+    // The first lines, kept until the format is known (`None`: not UTF-8).
+    let mut pending: Vec<(u64, Option<String>)> = Vec::new();
+    let mut text_lines = 0;
     let mut handle =
-        |no: u64, line: Result<String, ()>, format: &Format, bad: &mut (u64, Vec<Malformed>)| {
-            let outcome = match &line {
-                Ok(l) if l.trim().is_empty() => return,
-                Ok(l) => parse_line(l, format),
-                Err(()) => Err("not UTF-8 text (binary?)".to_string()),
+        |no: u64, line: Option<&str>, format: &Format, bad: &mut (u64, Vec<Malformed>)| {
+            let outcome = match line {
+                Some(l) if l.trim().is_empty() => return,
+                Some(l) => parse_line(l, format),
+                None => Err("not UTF-8 text (binary?)".to_string()),
             };
             match outcome {
                 Ok(e) => each(e),
                 Err(reason) => {
                     bad.0 += 1;
                     if bad.1.len() < EXAMPLES {
-                        let text = line
-                            .map(|l| l.chars().take(80).collect())
-                            .unwrap_or_default();
                         bad.1.push(Malformed {
                             file: name.clone(),
                             line: no,
                             reason,
-                            text,
+                            text: line
+                                .map(|l| l.chars().take(80).collect())
+                                .unwrap_or_default(),
                         });
                     }
                 }
@@ -575,35 +595,23 @@ pub fn read(
         while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             buf.pop();
         }
-        let line = String::from_utf8(buf.clone()).map_err(|_| ());
+        let line = std::str::from_utf8(&buf).ok();
         match &format {
             Some(f) => handle(lines, line, f, bad),
             None => {
-                if let Ok(l) = &line {
-                    if !l.trim().is_empty() {
-                        first.push(l.clone());
-                    }
+                if line.is_some_and(|l| !l.trim().is_empty()) {
+                    text_lines += 1;
                 }
-                pending.push((lines, line));
-                if first.len() >= DETECT_LINES {
-                    let f = detect(&first, fields, &name)?;
-                    for (no, l) in pending.drain(..) {
-                        handle(no, l, &f, bad);
-                    }
-                    format = Some(f);
+                pending.push((lines, line.map(str::to_string)));
+                if text_lines >= DETECT_LINES {
+                    format = Some(settle(&mut pending, fields, &name, bad, &mut handle)?);
                 }
             }
         }
     }
     let f = match format {
         Some(f) => f,
-        None => {
-            let f = detect(&first, fields, &name)?;
-            for (no, l) in pending.drain(..) {
-                handle(no, l, &f, bad);
-            }
-            f
-        }
+        None => settle(&mut pending, fields, &name, bad, &mut handle)?,
     };
     Ok((f, lines))
 }
@@ -664,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_log_is_refused_naming_the_formats() {
-        let lines = vec!["[package]".to_string(), "name = \"x\"".to_string()];
+        let lines = ["[package]", "name = \"x\""];
         let e = detect(&lines, &JsonFields::default(), "Cargo.toml").unwrap_err();
         for f in [
             "Combined Log Format",

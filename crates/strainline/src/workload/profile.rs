@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::parse::Entry;
-use super::route::Routes;
+use super::route::Routed;
 use crate::load::schedule::splitmix;
 
 /// Window sizes (seconds) at which the dispersion of arrivals is measured.
@@ -215,18 +215,19 @@ impl Builder {
         }
     }
 
-    pub fn add(&mut self, e: &Entry, routes: &Routes) {
+    /// Adds a request whose route the caller found (once, for every builder it feeds).
+    pub fn add(&mut self, e: &Entry, routed: &Routed) {
         self.requests += 1;
         self.first = self.first.min(e.time);
         self.last = self.last.max(e.time);
         self.fractional |= e.time.fract() != 0.0;
         *self.seconds.entry(e.time.floor() as i64).or_default() += 1;
         *self.status.entry(e.status).or_default() += 1;
-        let mut routed = routes.route(&e.path);
-        let mut key = (e.method.clone(), routed.route);
+        let mut key = (e.method.clone(), routed.route.clone());
+        let mut values = &routed.values[..];
         if self.routes.len() >= MAX_ROUTES && !self.routes.contains_key(&key) {
             key = ("*".into(), OTHER_ROUTES.into());
-            routed.values.clear();
+            values = &[];
         }
         let acc = self.routes.entry(key).or_insert_with(|| RouteAcc {
             requests: 0,
@@ -244,15 +245,15 @@ impl Builder {
         if acc.examples.len() < 3 && !acc.examples.contains(&e.path) {
             acc.examples.push(e.path.clone());
         }
-        if !routed.values.is_empty() {
+        if !values.is_empty() {
             // Reservoir sampling: every request's values equally likely to be kept.
             if acc.values.len() < VALUES_KEPT {
-                acc.values.push(routed.values);
+                acc.values.push(values.to_vec());
             } else {
                 self.rng = splitmix(self.rng);
                 let j = (self.rng % acc.requests) as usize;
                 if j < VALUES_KEPT {
-                    acc.values[j] = routed.values;
+                    acc.values[j] = values.to_vec();
                 }
             }
         }
@@ -431,6 +432,7 @@ fn hash(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::route::Routes;
 
     #[test]
     fn clients_beyond_the_limit_are_sampled_and_counted_within_a_few_percent() {
@@ -450,7 +452,7 @@ mod tests {
                         duration: None,
                         client: format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255),
                     },
-                    &routes,
+                    &routes.route("/"),
                 );
             }
         }
@@ -462,6 +464,59 @@ mod tests {
         // Every followed client's two requests were seen.
         assert_eq!(c.requests_per_client.p50, 2.0);
         assert_eq!(c.requests_per_client.max, 2.0);
+    }
+
+    #[test]
+    fn session_gaps_response_times_and_the_busiest_minute_are_the_logs() {
+        let routes = Routes::default();
+        let mut b = Builder::new("x");
+        // 180 s: 2 clients, each every 2 s (gap 2,000 ms), 10 ms and 30 ms responses;
+        // in the second minute a third client adds 60 requests (1 a second more).
+        for t in 0..180u32 {
+            for (c, ms) in [("a", 10.0), ("b", 30.0)] {
+                if t % 2 == 0 {
+                    let e = entry(f64::from(t), c, ms);
+                    b.add(&e, &routes.route(&e.path));
+                }
+            }
+            if (60..120).contains(&t) {
+                let e = entry(f64::from(t), "c", 10.0);
+                b.add(&e, &routes.route(&e.path));
+            }
+        }
+        let p = b.finish();
+        let c = p.clients.unwrap();
+        assert_eq!((c.distinct, c.sampled_one_in), (3, 1));
+        assert_eq!(c.requests_per_client.max, 90.0);
+        // Gaps: 2 s for a and b (178 of them), 1 s for c (59): p50 2,000 ms.
+        assert_eq!(c.gap_ms.p50, 2000.0);
+        assert_eq!(c.gap_ms.max, 2000.0);
+        // Percentiles to two significant digits (within 1%), the maximum exact.
+        let t = p.mix[0].time_ms.as_ref().unwrap();
+        assert!((t.p50 - 10.0).abs() <= 0.1, "{t:?}");
+        assert!((t.p90 - 30.0).abs() <= 0.3, "{t:?}");
+        assert_eq!(t.max, 30.0);
+        // Per second: 1 or 2 (even seconds) plus 1 in the second minute: the busiest
+        // whole minute averages 2 a second.
+        assert!(
+            (p.rate.per_minute_max - 2.0).abs() < 0.05,
+            "{}",
+            p.rate.per_minute_max
+        );
+        assert!(p.has_times);
+    }
+
+    fn entry(time: f64, client: &str, ms: f64) -> Entry {
+        Entry {
+            time,
+            method: "GET".into(),
+            path: "/x".into(),
+            query: None,
+            status: 200,
+            bytes: 1,
+            duration: Some(ms / 1e3),
+            client: client.into(),
+        }
     }
 
     #[test]
