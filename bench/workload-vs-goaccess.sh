@@ -67,5 +67,5 @@ if /usr/bin/time -f '%e %U %S %M' -o "$WORK/time" timeout "$GT" goaccess "$LOG" 
   printf '%-34s %8s %8s %12s\n' "goaccess --log-format=COMBINED" "$gw" "$gc" "$gr"
   awk -v a="$w" -v b="$gw" -v ra="$r" -v rb="$gr" 'BEGIN { printf "ratio strainline/goaccess: time %.2f, peak RSS %.2f\n", a / b, ra / rb }'
 else
-  echo "goaccess did not finish within ${GT}s (peak RSS so far $(awk '{printf "%.0f", $4 / 1024}' "$WORK/time") MiB)"
+  echo "goaccess did not finish within ${GT}s (peak RSS so far $(tail -1 "$WORK/time" | awk '{printf "%.0f", $4 / 1024}') MiB)"
 fi
