@@ -62,7 +62,7 @@ pub enum Command {
     #[command(subcommand)]
     Agents(AgentsCommand),
     /// Workloads from access logs: `characterize` what production sends, `compare` two
-    /// workloads dimension by dimension.
+    /// workloads dimension by dimension, write a `scenario` that reproduces one.
     #[command(subcommand)]
     Workload(WorkloadCommand),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
@@ -346,6 +346,35 @@ pub enum WorkloadCommand {
         strainline workload compare access.log access.log --by hour --a-window '2026-11-22 09' --b-window '2026-11-22 18'\n  \
         strainline workload compare prod.log test.log --tolerance mix=2,rate=5%,dispersion=20%")]
     Compare(WorkloadCompareArgs),
+    /// Write a scenario that reproduces a log's workload: its mix as weighted steps
+    /// sending the observed requests, its arrivals as the log's own per-second counts
+    /// (the rate with its variance). Run it with `strainline load URL --scenario FILE`.
+    #[command(after_help = "Examples:\n  \
+        strainline workload scenario access.log -o production.toml\n  \
+        strainline workload scenario access.log --by hour --window '2026-11-22 18' --scale 2 -o peak-x2.toml\n  \
+        strainline workload scenario access.log --constant -o average.toml")]
+    Scenario(WorkloadScenarioArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadScenarioArgs {
+    /// Access logs, read in order as one workload.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// With --by: the window whose label starts with this (e.g. '2026-11-22 18').
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub window: Option<String>,
+    /// Multiply the rate (2 = twice the logged rate).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub scale: f64,
+    /// The mean rate evenly spaced: the variance removed (for comparison).
+    #[arg(long)]
+    pub constant: bool,
+    /// Where to write the scenario (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// How logs are read: shared by characterize and compare.

@@ -1,5 +1,5 @@
-//! `strainline workload characterize|compare`: access logs in, a profile or a
-//! comparison out (terminal, and JSON with a schema).
+//! `strainline workload characterize|compare|scenario`: access logs in, a profile, a
+//! comparison (terminal, and JSON with a schema) or a scenario file out.
 
 use std::path::Path;
 
@@ -44,6 +44,45 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
             } else {
                 exit::FAILED
             })
+        }
+        WorkloadCommand::Scenario(a) => {
+            if !(a.scale.is_finite() && a.scale > 0.0) {
+                return Err(usage(format!(
+                    "--scale {}: give a positive factor (2 = twice the logged rate)",
+                    a.scale
+                )));
+            }
+            let opts = options(&a.read)?;
+            let c = workload::characterize(&a.logs, &opts).map_err(usage)?;
+            let source = a
+                .logs
+                .iter()
+                .map(|l| l.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let (p, _) = pick(&c, &a.logs[0], a.window.as_deref())?;
+            let shape = workload::scenario::Shape {
+                scale: a.scale,
+                constant: a.constant,
+            };
+            let text = workload::scenario::write(p, &source, shape).map_err(usage)?;
+            match &a.output {
+                Some(path) => {
+                    std::fs::write(path, &text)
+                        .map_err(|e| usage(format!("-o {}: {e}", path.display())))?;
+                    eprintln!(
+                        "scenario: {} ({} steps, mean {:.1} req/s × {}{}): strainline load URL --scenario {}",
+                        path.display(),
+                        text.matches("[[step]]").count(),
+                        p.rate.mean,
+                        a.scale,
+                        if a.constant { ", constant" } else { "" },
+                        path.display()
+                    );
+                }
+                None => print!("{text}"),
+            }
+            Ok(exit::PASSED)
         }
     }
 }

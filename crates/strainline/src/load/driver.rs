@@ -15,9 +15,9 @@ use tokio::sync::Notify;
 
 use super::http::{self, Conn, Target, Template};
 use super::recorder::{ErrorKind, Recorder, Tally};
+use super::replay::Requests;
 use super::scenario::{Scenario, When};
-use super::schedule::{Arrivals, Rate, Share};
-use super::template::Vars;
+use super::schedule::{splitmix, Arrivals, Rate, Share};
 use crate::os::unit::Unit;
 
 /// How load is offered.
@@ -25,12 +25,13 @@ use crate::os::unit::Unit;
 pub enum Model {
     /// N connections, each sending its next request when the last completes.
     Closed { connections: usize, think: Duration },
-    /// Requests at intended times, whatever the target does: from a rate, or a
-    /// replayed log's times and requests (`rate` is then its mean, for the pool's size).
+    /// Requests at intended times, whatever the target does: from a rate, a replayed
+    /// log's times or a workload's per-second counts (`rate` is then their mean, for the
+    /// pool's size). `requests`: what each position sends, when not the template.
     Open {
         rate: Rate,
         arrivals: Arrivals,
-        replay: Option<Arc<super::replay::Replay>>,
+        requests: Option<Arc<Requests>>,
     },
     /// Virtual clients running the steps of a scenario, each on its own connection.
     Scenario(Arc<Scenario>),
@@ -176,23 +177,20 @@ pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
                 })
             })
             .filter(|(n, _)| *n > 0),
-        Model::Open {
-            replay: Some(r), ..
-        } => {
-            let until = plan.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
-            let n = r.times.iter().take_while(|&&t| t < until).count() as u64;
-            let n = plan.count.map_or(n, |c| n.min(c));
-            Some((plan.slice.share(n), r.span().min(until)))
-        }
-        Model::Open { rate, .. } => {
-            let span = match (plan.duration, plan.count) {
-                (Some(d), Some(n)) => d.as_secs_f64().min(rate.time_of(n as f64)),
+        Model::Open { rate, arrivals, .. } => {
+            let mut span = match (plan.duration, plan.count) {
+                (Some(d), Some(n)) => d.as_secs_f64().min(arrivals.time_of(rate, n as f64)),
                 (Some(d), None) => d.as_secs_f64(),
-                (None, Some(n)) => rate.time_of(n as f64),
+                (None, Some(n)) => arrivals.time_of(rate, n as f64),
                 (None, None) => 0.0,
             };
+            let n = arrivals.count_by(rate, span).round() as u64;
+            if let Arrivals::Listed(times) = arrivals {
+                // A replay sends nothing after its log's last request.
+                span = span.min(times.last().copied().unwrap_or(0.0));
+            }
             // This slice's positions of the global schedule.
-            Some((plan.slice.share(rate.count_by(span).round() as u64), span))
+            Some((plan.slice.share(plan.count.map_or(n, |c| n.min(c))), span))
         }
         Model::Closed { .. } => None,
     }
@@ -500,34 +498,8 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
     }
     let mut seq = 0u64;
     let mut rng = (sc.seed ^ client.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
-    let run = |i: usize, seq: u64| {
-        let st = &sc.steps[i];
-        let vars = Vars {
-            client,
-            seq,
-            row: sc.row(client),
-            random: &sc.random,
-        };
-        let mut body = Vec::new();
-        if let Some(b) = &st.body {
-            b.render(&vars, &mut body);
-        }
-        http::Rendered {
-            method: st.method.clone(),
-            path: st.path.render_string(&vars),
-            headers: st
-                .headers
-                .iter()
-                .filter_map(|(k, t)| {
-                    Some((
-                        k.clone(),
-                        hyper::header::HeaderValue::from_str(&t.render_string(&vars)).ok()?,
-                    ))
-                })
-                .collect(),
-            body: bytes::Bytes::from(body),
-        }
-    };
+    let run =
+        |i: usize, seq: u64| sc.request(i, client, seq, splitmix(sc.seed ^ client ^ (seq << 24)));
     let over = |ctx: &Ctx| {
         ctx.cancel.load(Ordering::Relaxed)
             || ctx.deadline.is_some_and(|d| Instant::now() >= d)
@@ -683,12 +655,12 @@ struct Pool {
     floor: Cell<f64>,
     /// The window being summed for `floor`: seconds and responses.
     window: Cell<(f64, u32)>,
-    /// A replayed log's requests, by schedule position (instead of the template).
-    replay: Option<Arc<super::replay::Replay>>,
+    /// What each schedule position sends, when not the template.
+    requests: Option<Arc<Requests>>,
 }
 
 impl Pool {
-    fn new(cap: usize, replay: Option<Arc<super::replay::Replay>>) -> Pool {
+    fn new(cap: usize, requests: Option<Arc<Requests>>) -> Pool {
         Pool {
             queue: RefCell::new(VecDeque::new()),
             notify: Notify::new(),
@@ -701,7 +673,7 @@ impl Pool {
             service: Cell::new(0.0),
             floor: Cell::new(0.0),
             window: Cell::new((0.0, 0)),
-            replay,
+            requests,
         }
     }
 
@@ -803,9 +775,13 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         } else {
             None
         };
-        let out = match &pool.replay {
-            Some(r) => http::Outgoing::Rendered(&r.requests[seq as usize]),
-            None => http::Outgoing::Template(&ctx.template, &ctx.prepared, seq),
+        let drawn = pool.requests.as_ref().map(|r| r.at(seq));
+        let (out, step) = match &drawn {
+            Some((r, step)) => (http::Outgoing::Rendered(r.as_ref()), *step),
+            None => (
+                http::Outgoing::Template(&ctx.template, &ctx.prepared, seq),
+                None,
+            ),
         };
         let sent_at = Instant::now();
         exchange(
@@ -813,7 +789,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             &slot,
             &mut conn,
             out,
-            None,
+            step,
             Timing {
                 intended: at,
                 sent_at,
@@ -848,9 +824,10 @@ async fn open(
     mut share: Share,
     cap: usize,
     rate_per_worker: f64,
-    replay: Option<Arc<super::replay::Replay>>,
+    requests: Option<Arc<Requests>>,
 ) {
-    let pool = Rc::new(Pool::new(cap, replay.clone()));
+    let by_position = requests.is_some();
+    let pool = Rc::new(Pool::new(cap, requests));
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
     let mut handles: Vec<_> = (0..initial)
@@ -892,12 +869,8 @@ async fn open(
                 break;
             }
             lags.push(now.saturating_duration_since(at));
-            // A replayed request is the one at this position of the log.
-            let id = if replay.is_some() {
-                share.position()
-            } else {
-                seq
-            };
+            // A replayed or drawn request is the one at this position of the schedule.
+            let id = if by_position { share.position() } else { seq };
             pool.queue.borrow_mut().push_back((at, id, now));
             pool.notify.notify_last();
             seq += 1;
@@ -1035,9 +1008,27 @@ pub fn run(
     stop: &dyn Fn() -> bool,
     progress: impl FnMut(&Second, &Tally),
 ) -> Outcome {
-    // Connections are opened first; the clock starts for everyone at once.
-    let start = Instant::now() + Duration::from_millis(200);
-    run_from(plan, start, cancel, stop, progress)
+    // Connections are opened first; the clock starts for everyone at once. Per-second
+    // arrivals start on a second of the wall clock, so that the seconds of the schedule
+    // are the seconds of the target's access log (`workload compare` counts those).
+    let mut lead = Duration::from_millis(200);
+    if let Model::Open {
+        arrivals: Arrivals::PerSecond { .. },
+        ..
+    } = plan.model
+    {
+        let into = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos();
+        let to_next = Duration::from_secs(1) - Duration::from_nanos(u64::from(into));
+        lead = if to_next < lead {
+            to_next + Duration::from_secs(1)
+        } else {
+            to_next
+        };
+    }
+    run_from(plan, Instant::now() + lead, cancel, stop, progress)
 }
 
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator
@@ -1144,32 +1135,23 @@ pub fn run_from(
                             Model::Open {
                                 rate,
                                 arrivals,
-                                replay,
+                                requests,
                             } => {
                                 // Thread w of this slice is worker index + of·w of
                                 // of·threads in the one global schedule.
                                 let (worker, workers) = (slice.index + slice.of * w, slice.of * threads);
-                                let share = match &replay {
-                                    Some(r) => Share::explicit(
-                                        r.times.clone(),
-                                        worker,
-                                        workers,
-                                        plan.count,
-                                        plan.duration,
-                                    ),
-                                    None => Share::new(
-                                        rate,
-                                        arrivals,
-                                        worker,
-                                        workers,
-                                        plan.count,
-                                        plan.duration,
-                                    ),
-                                };
+                                let share = Share::new(
+                                    rate,
+                                    arrivals,
+                                    worker,
+                                    workers,
+                                    plan.count,
+                                    plan.duration,
+                                );
                                 let cap = per_thread(slice_connections(plan.max_connections).max(threads), w).max(1);
                                 let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
                                     / (slice.of * threads) as f64;
-                                open(ctx, share, cap, per_worker, replay).await;
+                                open(ctx, share, cap, per_worker, requests).await;
                             }
                         } };
                         tokio::select! {

@@ -106,6 +106,7 @@ impl Template {
 }
 
 /// A request made for one send (scenario steps, whose text changes per request).
+#[derive(Clone)]
 pub struct Rendered {
     pub method: Method,
     pub path: String,

@@ -1,6 +1,7 @@
-//! A log's requests sent again at their logged times (`load --replay`): the times and
-//! the requests, checked once into what the open model sends. The log is read by the
-//! command (`workload::parse`); here it is only offsets and request lines.
+//! What the open model sends by schedule position instead of its one template: a log's
+//! requests sent again at their logged times (`load --replay`; the log is read by the
+//! command, here it is only offsets and request lines, checked once), or a workload
+//! scenario's weighted steps drawn per position.
 
 use std::sync::Arc;
 
@@ -9,6 +10,9 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 
 use super::http::Rendered;
+use super::scenario::{Scenario, When};
+use super::schedule::splitmix;
+use std::borrow::Cow;
 
 /// What `--replay` read: offsets from the first request (seconds, already divided by
 /// the speed, sorted) and each request's method and path (with its query).
@@ -20,25 +24,60 @@ pub struct ReplayLog {
     pub requests: Vec<(String, String)>,
 }
 
-/// The requests ready to send, by position in the schedule.
-pub struct Replay {
-    pub times: Arc<Vec<f64>>,
-    pub requests: Vec<Rendered>,
+/// What the open model sends at each position of its schedule, when not the template:
+/// a replayed log's requests, or a workload scenario's steps drawn by weight.
+pub enum Requests {
+    Listed(Vec<Rendered>),
+    Drawn(Draw),
 }
 
-impl std::fmt::Debug for Replay {
+impl std::fmt::Debug for Requests {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Replay({} requests)", self.requests.len())
+        match self {
+            Requests::Listed(r) => write!(f, "Listed({} requests)", r.len()),
+            Requests::Drawn(d) => write!(f, "Drawn({} steps)", d.scenario.steps.len()),
+        }
     }
 }
 
-impl Replay {
-    /// Checks every request line; `body` goes with the methods that carry one.
-    pub fn new(
+/// A scenario's weighted steps, one drawn for each position (seeded by the position,
+/// so every thread and agent draws the same request for it).
+pub struct Draw {
+    scenario: Arc<Scenario>,
+    /// Running totals of the weights, with the step each ends.
+    cumulative: Vec<(u64, usize)>,
+}
+
+impl Draw {
+    pub fn new(scenario: Arc<Scenario>) -> Draw {
+        let mut total = 0;
+        let cumulative = scenario
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.when {
+                When::Weight(w) => {
+                    total += u64::from(w);
+                    Some((total, i))
+                }
+                _ => None,
+            })
+            .collect();
+        Draw {
+            scenario,
+            cumulative,
+        }
+    }
+}
+
+impl Requests {
+    /// Checks every request line of a replayed log; `body` goes with the methods that
+    /// carry one.
+    pub fn replayed(
         log: &ReplayLog,
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
-    ) -> Result<Replay, String> {
+    ) -> Result<Requests, String> {
         if log.times.is_empty() || log.times.len() != log.requests.len() {
             return Err(format!("{}: no request to replay", log.source));
         }
@@ -54,7 +93,7 @@ impl Replay {
                         i + 1
                     )
                 })?;
-                if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                if !sendable(path) {
                     return Err(format!(
                         "{}: request {}: '{}' is not a path that can be sent",
                         log.source,
@@ -71,16 +110,30 @@ impl Replay {
                 })
             })
             .collect::<Result<_, String>>()?;
-        Ok(Replay {
-            times: Arc::new(log.times.clone()),
-            requests,
-        })
+        Ok(Requests::Listed(requests))
     }
 
-    /// The span of the schedule, seconds.
-    pub fn span(&self) -> f64 {
-        self.times.last().copied().unwrap_or(0.0)
+    /// The request at this position of the schedule, and its scenario step.
+    pub fn at(&self, position: u64) -> (Cow<'_, Rendered>, Option<usize>) {
+        match self {
+            Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
+            Requests::Drawn(d) => {
+                let h = splitmix(d.scenario.seed ^ splitmix(position));
+                let total = d.cumulative.last().map_or(1, |c| c.0);
+                let pick = h % total;
+                let k = d.cumulative.partition_point(|c| c.0 <= pick);
+                let step = d.cumulative[k.min(d.cumulative.len() - 1)].1;
+                let r = d.scenario.request(step, position, position, splitmix(h));
+                (Cow::Owned(r), Some(step))
+            }
+        }
     }
+}
+
+/// A path an HTTP/1.1 request line can carry as it is: absolute, no space or control
+/// byte (a logged path could otherwise inject headers).
+pub fn sendable(path: &str) -> bool {
+    path.starts_with('/') && !path.bytes().any(|b| b <= b' ' || b == 0x7f)
 }
 
 #[cfg(test)]
@@ -102,24 +155,23 @@ mod tests {
     #[test]
     fn hostile_request_lines_are_refused_and_bodies_go_with_their_methods() {
         let body = Bytes::from_static(b"x");
-        let r = Replay::new(
+        let r = Requests::replayed(
             &log(&[("GET", "/a?b=1"), ("POST", "/p")]),
             &[],
             body.clone(),
         )
         .unwrap();
-        assert!(r.requests[0].body.is_empty());
-        assert_eq!(r.requests[1].body, body);
-        assert_eq!(r.span(), 1.0);
+        assert!(r.at(0).0.body.is_empty());
+        assert_eq!(r.at(1).0.body, body);
         for (m, p, why) in [
             ("GET", "/a b", "not a path"),
             ("GET", "/a\r\nHost: evil", "not a path"),
             ("GET", "relative", "not a path"),
             ("G(T", "/", "not an HTTP method"),
         ] {
-            let e = Replay::new(&log(&[(m, p)]), &[], body.clone()).unwrap_err();
+            let e = Requests::replayed(&log(&[(m, p)]), &[], body.clone()).unwrap_err();
             assert!(e.contains(why) && e.contains("request 1"), "{e}");
         }
-        assert!(Replay::new(&log(&[]), &[], body).is_err());
+        assert!(Requests::replayed(&log(&[]), &[], body).is_err());
     }
 }

@@ -1,18 +1,22 @@
 //! Scenarios: N virtual clients, each running steps — `once` (e.g. register), `every`
 //! PERIOD (e.g. push data every 200 s), or a weighted mix with think times — with
 //! templated paths, headers and bodies. This is the IoT seed's device emulator, built
-//! in. The file is TOML; mistakes are reported as `FILE:LINE:COLUMN: what is wrong`.
+//! in. Or, with `[arrivals]`, no clients: requests at an open-model rate (a constant, or
+//! so many in each second — what `workload scenario` writes from an access log), each
+//! one a step drawn by weight. The file is TOML; mistakes are reported as
+//! `FILE:LINE:COLUMN: what is wrong`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use hyper::header::HeaderName;
+use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::template::{RandomPool, Text};
+use super::http::Rendered;
+use super::template::{RandomPool, Text, Vars};
 use crate::units::parse_duration;
 
 /// When a step runs.
@@ -34,14 +38,40 @@ pub struct Step {
     pub think: Duration,
     pub method: Method,
     pub path: Text,
+    /// `paths`: literal paths, one picked at random for each request (instead of `path`).
+    pub observed: Vec<String>,
     pub headers: Vec<(HeaderName, Text)>,
     pub body: Option<Text>,
+}
+
+/// Open-model arrivals of a scenario without clients.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrive {
+    /// So many requests in each second (already scaled), the list repeated.
+    PerSecond(Vec<u32>),
+    /// A constant rate, evenly spaced or Poisson.
+    Rate { rate: f64, poisson: bool },
+}
+
+impl Arrive {
+    /// Requests per second on average.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Arrive::PerSecond(c) => {
+                c.iter().map(|&x| f64::from(x)).sum::<f64>() / c.len().max(1) as f64
+            }
+            Arrive::Rate { rate, .. } => *rate,
+        }
+    }
 }
 
 /// A checked scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// Virtual clients (0 with `arrivals`).
     pub clients: u64,
+    /// `[arrivals]`: requests at these times, each a step drawn by weight.
+    pub arrivals: Option<Arrive>,
     /// Clients start evenly spread over this.
     pub ramp_up: Duration,
     /// CSV rows (header excluded); client i uses row i mod rows.
@@ -67,6 +97,40 @@ impl Scenario {
 
     pub fn row(&self, i: u64) -> Option<&[String]> {
         (!self.rows.is_empty()).then(|| self.rows[(i % self.rows.len() as u64) as usize].as_slice())
+    }
+
+    /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
+    /// paths.
+    pub fn request(&self, i: usize, client: u64, seq: u64, pick: u64) -> Rendered {
+        let st = &self.steps[i];
+        let vars = Vars {
+            client,
+            seq,
+            row: self.row(client),
+            random: &self.random,
+        };
+        let mut body = Vec::new();
+        if let Some(b) = &st.body {
+            b.render(&vars, &mut body);
+        }
+        Rendered {
+            method: st.method.clone(),
+            path: match st.observed.len() {
+                0 => st.path.render_string(&vars),
+                n => st.observed[(pick % n as u64) as usize].clone(),
+            },
+            headers: st
+                .headers
+                .iter()
+                .filter_map(|(k, t)| {
+                    Some((
+                        k.clone(),
+                        HeaderValue::from_str(&t.render_string(&vars)).ok()?,
+                    ))
+                })
+                .collect(),
+            body: bytes::Bytes::from(body),
+        }
     }
 
     /// Requests the scenario offers within `d` — each client's `once` steps and its
@@ -99,11 +163,21 @@ impl Scenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScenario {
-    clients: Spanned<i64>,
+    clients: Option<Spanned<i64>>,
     ramp_up: Option<Spanned<String>>,
     csv: Option<Spanned<String>>,
     seed: Option<u64>,
-    step: Vec<RawStep>,
+    arrivals: Option<Spanned<RawArrivals>>,
+    step: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArrivals {
+    per_second: Option<Spanned<Vec<Spanned<i64>>>>,
+    rate: Option<Spanned<f64>>,
+    poisson: Option<bool>,
+    scale: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -115,7 +189,8 @@ struct RawStep {
     weight: Option<Spanned<i64>>,
     think: Option<Spanned<String>>,
     method: Option<Spanned<String>>,
-    path: Spanned<String>,
+    path: Option<Spanned<String>>,
+    paths: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     headers: BTreeMap<String, Spanned<String>>,
     body: Option<Spanned<String>>,
@@ -136,13 +211,29 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
     let duration = |s: &Spanned<String>, key: &str| {
         parse_duration(s.get_ref()).map_err(|e| at(s.span().start, format!("{key}: {e}")))
     };
-    let clients = *raw.clients.get_ref();
-    if clients < 1 {
-        return Err(at(
-            raw.clients.span().start,
-            "clients must be at least 1".into(),
-        ));
-    }
+    let seed = raw.seed.unwrap_or(1);
+    let arrivals = raw
+        .arrivals
+        .as_ref()
+        .map(|a| arrivals(a, seed, &at))
+        .transpose()?;
+    let clients = match (&raw.clients, &arrivals) {
+        (Some(c), None) if *c.get_ref() >= 1 => *c.get_ref() as u64,
+        (Some(c), None) => return Err(at(c.span().start, "clients must be at least 1".into())),
+        (None, None) => {
+            return Err(at(
+                0,
+                "say who sends: clients = N (virtual clients), or an [arrivals] table (an open-model rate)".into(),
+            ))
+        }
+        (Some(c), Some(_)) => {
+            return Err(at(
+                c.span().start,
+                "clients: with [arrivals] the requests come at the arrival times, not from clients; remove clients".into(),
+            ))
+        }
+        (None, Some(_)) => 0,
+    };
     let ramp_up = raw
         .ramp_up
         .as_ref()
@@ -180,9 +271,55 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
         return Err(at(0, "a scenario needs at least one [[step]]".into()));
     }
     let mut steps = Vec::new();
-    for (i, st) in raw.step.iter().enumerate() {
+    for (i, spanned) in raw.step.iter().enumerate() {
+        let (st, here) = (spanned.get_ref(), spanned.span().start);
         let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-        let pos = st.path.span().start;
+        let (pos, observed) = match (&st.path, &st.paths) {
+            (Some(p), None) => {
+                if !p.get_ref().starts_with('/') {
+                    return Err(at(
+                        p.span().start,
+                        format!("path: '{}' must start with /", p.get_ref()),
+                    ));
+                }
+                (p.span().start, Vec::new())
+            }
+            (None, Some(list)) if !list.get_ref().is_empty() => {
+                for p in list.get_ref() {
+                    if !super::replay::sendable(p.get_ref()) {
+                        return Err(at(
+                            p.span().start,
+                            format!(
+                                "paths: '{}' must start with / and hold no space or control character",
+                                crate::units::printable(p.get_ref())
+                            ),
+                        ));
+                    }
+                }
+                let v = list.get_ref().iter().map(|p| p.get_ref().clone()).collect();
+                (list.span().start, v)
+            }
+            (None, Some(list)) => {
+                return Err(at(
+                    list.span().start,
+                    "paths: give at least one path".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(at(
+                    here,
+                    format!(
+                        "step '{name}': give a path (a template) or paths (a list to pick from)"
+                    ),
+                ))
+            }
+            (Some(p), Some(_)) => {
+                return Err(at(
+                    p.span().start,
+                    format!("step '{name}': give either path or paths, not both"),
+                ))
+            }
+        };
         let once = st.once.as_ref().is_some_and(|o| *o.get_ref());
         let when = match (once, &st.every, &st.weight) {
             (true, None, None) => When::Once,
@@ -196,9 +333,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
                 }
                 When::Every(p)
             }
-            (false, None, Some(w)) if *w.get_ref() >= 1 => When::Weight(*w.get_ref() as u32),
+            (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {
+                When::Weight(*w.get_ref() as u32)
+            }
             (false, None, Some(w)) => {
-                return Err(at(w.span().start, "weight must be at least 1".into()))
+                return Err(at(
+                    w.span().start,
+                    "weight must be from 1 to 4294967295".into(),
+                ))
             }
             (false, None, None) => {
                 let msg = format!(
@@ -213,6 +355,18 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
                 ))
             }
         };
+        if arrivals.is_some() && !matches!(when, When::Weight(_)) {
+            return Err(at(
+                pos,
+                format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
+            ));
+        }
+        if let (Some(_), Some(t)) = (&arrivals, &st.think) {
+            return Err(at(
+                t.span().start,
+                "think: with [arrivals] requests come at the arrival times; there is no client to pause".into(),
+            ));
+        }
         let method = match &st.method {
             Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
                 at(
@@ -223,12 +377,6 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
             None if st.body.is_some() => Method::POST,
             None => Method::GET,
         };
-        if !st.path.get_ref().starts_with('/') {
-            return Err(at(
-                pos,
-                format!("path: '{}' must start with /", st.path.get_ref()),
-            ));
-        }
         let mut headers = Vec::new();
         for (k, v) in &st.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
@@ -249,20 +397,88 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
                 .transpose()?
                 .unwrap_or_default(),
             method,
-            path: template(&st.path)?,
+            path: match &st.path {
+                Some(p) => template(p)?,
+                None => Text::parse("", &[]).expect("empty"),
+            },
+            observed,
             headers,
             body: st.body.as_ref().map(template).transpose()?,
         });
     }
-    let seed = raw.seed.unwrap_or(1);
     Ok(Scenario {
-        clients: clients as u64,
+        clients,
+        arrivals,
         ramp_up,
         rows,
         seed,
         steps,
         random: RandomPool::new(seed),
     })
+}
+
+/// Checks `[arrivals]`: `per_second = [...]` or `rate = N` (with `poisson`), times
+/// `scale` (counts rounded at random, seeded, so a fraction is kept on average).
+fn arrivals(
+    a: &Spanned<RawArrivals>,
+    seed: u64,
+    at: &dyn Fn(usize, String) -> String,
+) -> Result<Arrive, String> {
+    let start = a.span().start;
+    let a = a.get_ref();
+    let scale = match &a.scale {
+        Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => *s.get_ref(),
+        Some(s) => {
+            return Err(at(
+                s.span().start,
+                "scale must be a positive number (2.0: twice the rate)".into(),
+            ))
+        }
+        None => 1.0,
+    };
+    match (&a.per_second, &a.rate) {
+        (Some(list), None) => {
+            if a.poisson.is_some() {
+                return Err(at(
+                    list.span().start,
+                    "poisson: the per-second counts already say how many come in each second (uniformly within it); poisson goes with rate".into(),
+                ));
+            }
+            let mut z = super::schedule::splitmix(seed);
+            let mut counts = Vec::with_capacity(list.get_ref().len());
+            for c in list.get_ref() {
+                if !(0..=10_000_000).contains(c.get_ref()) {
+                    return Err(at(
+                        c.span().start,
+                        "per_second: a count must be from 0 to 10000000".into(),
+                    ));
+                }
+                let x = *c.get_ref() as f64 * scale;
+                z = super::schedule::splitmix(z);
+                let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+                counts.push((x.floor() + f64::from(u < x.fract())) as u32);
+            }
+            if counts.iter().all(|&c| c == 0) {
+                return Err(at(
+                    list.span().start,
+                    "per_second: the counts send nothing; give at least one request".into(),
+                ));
+            }
+            Ok(Arrive::PerSecond(counts))
+        }
+        (None, Some(r)) if r.get_ref().is_finite() && *r.get_ref() > 0.0 => Ok(Arrive::Rate {
+            rate: r.get_ref() * scale,
+            poisson: a.poisson.unwrap_or(false),
+        }),
+        (None, Some(r)) => Err(at(
+            r.span().start,
+            "rate must be a positive number of requests per second".into(),
+        )),
+        _ => Err(at(
+            start,
+            "[arrivals]: give either per_second = [counts…] or rate = N".into(),
+        )),
+    }
 }
 
 /// RFC 4180 CSV: comma-separated, fields optionally in double quotes ("" escapes a quote).
@@ -357,6 +573,90 @@ body = "{{random 512}}"
         let no_when = IOT.replace("once = true\n", "");
         let e = parse(&no_when, Path::new("iot.toml")).unwrap_err();
         assert!(e.contains("say when it runs"), "{e}");
+    }
+
+    const OPEN: &str = r#"
+[arrivals]
+per_second = [3, 0, 5]
+scale = 1.5
+
+[[step]]
+weight = 3
+paths = ["/items/1?full=1", "/items/2"]
+
+[[step]]
+weight = 1
+method = "POST"
+path = "/push/{{seq}}"
+"#;
+
+    #[test]
+    fn open_arrivals_draw_steps_by_weight_and_are_checked() {
+        let s = parse(OPEN, Path::new("w.toml")).unwrap();
+        assert_eq!(s.clients, 0);
+        // 4.5 and 7.5 are rounded at random, seeded: to 4 or 5, and 7 or 8.
+        match &s.arrivals {
+            Some(Arrive::PerSecond(c)) => {
+                assert!(matches!(c[..], [4 | 5, 0, 7 | 8]), "{c:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.steps[0].observed, ["/items/1?full=1", "/items/2"]);
+        let draw = super::super::replay::Draw::new(std::sync::Arc::new(s));
+        let requests = super::super::replay::Requests::Drawn(draw);
+        let mut posts = 0;
+        for n in 0..4000 {
+            let (r, step) = requests.at(n);
+            assert_eq!(step, Some(if r.method == Method::POST { 1 } else { 0 }));
+            if r.method == Method::POST {
+                assert_eq!(r.path, format!("/push/{n}"));
+                posts += 1;
+            } else {
+                assert!(r.path.starts_with("/items/"), "{}", r.path);
+            }
+            // The same position draws the same request on every thread and agent.
+            assert_eq!(requests.at(n).0.path, r.path);
+        }
+        // One in four, within 4 standard deviations (σ ≈ 27).
+        assert!((posts as i64 - 1000).abs() < 110, "{posts}");
+        for (from, to, why) in [
+            (
+                "[arrivals]",
+                "clients = 3\n[arrivals]",
+                "with [arrivals] the requests come",
+            ),
+            (
+                "weight = 1\n",
+                "once = true\n",
+                "every step is drawn by its weight",
+            ),
+            ("[3, 0, 5]", "[0, 0]", "the counts send nothing"),
+            ("[3, 0, 5]", "[3, -1]", "a count must be from 0"),
+            (
+                "scale = 1.5",
+                "scale = 0.0",
+                "scale must be a positive number",
+            ),
+            (
+                "per_second = [3, 0, 5]",
+                "rate = 10.0\nper_second = [1]",
+                "either per_second",
+            ),
+            (
+                "\"/items/2\"",
+                "\"/items/2 HTTP/1.1\\r\\nHost: x\"",
+                "no space or control",
+            ),
+            ("path = \"/push/{{seq}}\"", "", "give a path"),
+        ] {
+            let e = parse(&OPEN.replacen(from, to, 1), Path::new("w.toml")).unwrap_err();
+            assert!(
+                e.contains(why) && e.starts_with("w.toml:"),
+                "{from} → {to}: {e}"
+            );
+        }
+        let e = parse("[[step]]\nweight = 1\npath = \"/\"\n", Path::new("w.toml")).unwrap_err();
+        assert!(e.contains("say who sends"), "{e}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! so a stalled target cannot hide its stall (no coordinated omission). Each worker
 //! thread gets its own share of the schedule, with no shared state.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Offered load over the run.
@@ -62,12 +63,63 @@ impl Rate {
 }
 
 /// How arrivals are spread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arrivals {
     /// Evenly spaced, like wrk2.
     Uniform,
     /// A Poisson process (exponential gaps), seeded for reproducibility.
     Poisson { seed: u64 },
+    /// Listed times, sorted (a replayed log's); the rate is not used.
+    Listed(Arc<Vec<f64>>),
+    /// So many sends in each second, in order, the list repeated when the run outlasts
+    /// it; each second's sends at seeded uniformly random instants within it (a
+    /// workload scenario's: the log's rate with its variance at every window ≥ 1 s).
+    PerSecond { counts: Arc<Vec<u32>>, seed: u64 },
+}
+
+impl Arrivals {
+    /// Sends scheduled before `t` seconds at `rate`.
+    pub fn count_by(&self, rate: &Rate, t: f64) -> f64 {
+        match self {
+            Arrivals::Uniform | Arrivals::Poisson { .. } => rate.count_by(t),
+            Arrivals::Listed(times) => times.iter().take_while(|&&x| x < t).count() as f64,
+            Arrivals::PerSecond { counts, .. } => {
+                let whole = t.max(0.0).floor() as usize;
+                let pass: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+                let (passes, rest) = (whole / counts.len(), whole % counts.len());
+                let done: u64 = counts[..rest].iter().map(|&c| u64::from(c)).sum();
+                let part = f64::from(counts[rest % counts.len()]) * t.fract();
+                (passes as u64 * pass + done) as f64 + part
+            }
+        }
+    }
+
+    /// The time by which `n` sends are scheduled (the inverse of `count_by`).
+    pub fn time_of(&self, rate: &Rate, n: f64) -> f64 {
+        match self {
+            Arrivals::Listed(times) => times
+                .get((n as usize).saturating_sub(1))
+                .or(times.last())
+                .copied()
+                .unwrap_or(0.0),
+            Arrivals::PerSecond { counts, .. } => {
+                let pass: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+                let passes = (n / pass).floor();
+                let mut left = n - passes * pass;
+                let mut t = passes * counts.len() as f64;
+                for &c in counts.iter() {
+                    let c = f64::from(c);
+                    if left <= c {
+                        return t + if c > 0.0 { left / c } else { 0.0 };
+                    }
+                    left -= c;
+                    t += 1.0;
+                }
+                t
+            }
+            _ => rate.time_of(n),
+        }
+    }
 }
 
 /// One worker's share of an open-model schedule: an iterator of intended send times
@@ -90,10 +142,13 @@ pub struct Share {
     quota: Option<u64>,
     /// Stop at this time, seconds.
     until: Option<f64>,
-    /// A replayed log's intended times (the global schedule, sorted), instead of a rate.
-    times: Option<std::sync::Arc<Vec<f64>>>,
     /// The global position of the send last returned.
     last: u64,
+    /// Per-second arrivals: the second being sent, the position of its first send,
+    /// and its instants (made when this worker first has a send in it).
+    second: u64,
+    second_start: u64,
+    instants: Vec<f64>,
 }
 
 impl Share {
@@ -109,7 +164,7 @@ impl Share {
         let quota = total.map(|t| t / n + u64::from(w < t % n));
         let seed = match arrivals {
             Arrivals::Poisson { seed } => seed,
-            Arrivals::Uniform => 0,
+            _ => 0,
         };
         Share {
             rate,
@@ -123,33 +178,14 @@ impl Share {
             rng: splitmix(seed),
             quota,
             until: until.map(|d| d.as_secs_f64()),
-            times: None,
             last: 0,
+            second: 0,
+            second_start: 0,
+            instants: Vec::new(),
         }
     }
 
-    /// A share of explicit times (a replayed log's): worker `w` of `n` takes positions
-    /// ≡ w (mod n), like every other schedule.
-    pub fn explicit(
-        times: std::sync::Arc<Vec<f64>>,
-        worker: usize,
-        workers: usize,
-        total: Option<u64>,
-        until: Option<Duration>,
-    ) -> Share {
-        let mut s = Share::new(
-            Rate::Constant(1.0),
-            Arrivals::Uniform,
-            worker,
-            workers,
-            total,
-            until,
-        );
-        s.times = Some(times);
-        s
-    }
-
-    /// The global position of the send last returned (a replayed request's index).
+    /// The global position of the send last returned (which request a replay sends).
     pub fn position(&self) -> u64 {
         self.last
     }
@@ -158,6 +194,31 @@ impl Share {
         self.rng = splitmix(self.rng);
         // (0, 1]: never 0, so ln() is finite.
         ((self.rng >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+}
+
+impl Share {
+    /// The instant of send `position` of a per-second schedule: the seconds before it
+    /// are skipped by their counts; its own second's instants are drawn (seeded by the
+    /// second, so every worker draws the same ones) and sorted.
+    fn within_second(&mut self, counts: &[u32], seed: u64, position: u64) -> f64 {
+        let count = |s: u64| u64::from(counts[(s % counts.len() as u64) as usize]);
+        while position >= self.second_start + count(self.second) {
+            self.second_start += count(self.second);
+            self.second += 1;
+            self.instants.clear();
+        }
+        if self.instants.is_empty() {
+            let mut z = splitmix(seed ^ splitmix(self.second));
+            self.instants = (0..count(self.second))
+                .map(|_| {
+                    z = splitmix(z);
+                    (z >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .collect();
+            self.instants.sort_by(f64::total_cmp);
+        }
+        self.second as f64 + self.instants[(position - self.second_start) as usize]
     }
 }
 
@@ -176,19 +237,26 @@ impl Iterator for Share {
         if self.quota.is_some_and(|q| self.k >= q) {
             return None;
         }
-        if let Some(times) = &self.times {
-            let n = self.worker + self.k * self.workers;
-            let t = *times.get(n as usize)?;
+        let position = self.worker + self.k * self.workers;
+        let t = match &self.arrivals {
+            Arrivals::Listed(times) => Some(*times.get(position as usize)?),
+            Arrivals::PerSecond { counts, seed } => {
+                let (counts, seed) = (counts.clone(), *seed);
+                Some(self.within_second(&counts, seed, position))
+            }
+            _ => None,
+        };
+        if let Some(t) = t {
             if self.until.is_some_and(|u| t >= u) {
                 return None;
             }
             self.k += 1;
-            self.last = n;
+            self.last = position;
             return Some(t);
         }
         // The position of this send in the global count of requests.
         let n = match self.arrivals {
-            Arrivals::Uniform => (self.worker + self.k * self.workers) as f64,
+            Arrivals::Uniform => position as f64,
             Arrivals::Poisson { .. } => loop {
                 // The global stream's next gap; this worker's arrivals are every
                 // `workers`-th (a draw costs ~10 ns: cheap next to a send).
@@ -198,6 +266,7 @@ impl Iterator for Share {
                     break self.cum;
                 }
             },
+            Arrivals::Listed(_) | Arrivals::PerSecond { .. } => unreachable!("timed above"),
         };
         let t = self.rate.time_of(n);
         if self.until.is_some_and(|u| t >= u) {
@@ -240,13 +309,51 @@ mod tests {
         let times = std::sync::Arc::new(vec![0.0, 0.1, 0.15, 0.7, 1.2, 2.5]);
         let mut got: Vec<(f64, u64)> = (0..2)
             .flat_map(|w| {
-                let mut s =
-                    Share::explicit(times.clone(), w, 2, None, Some(Duration::from_secs(2)));
+                let mut s = Share::new(
+                    Rate::Constant(1.0),
+                    Arrivals::Listed(times.clone()),
+                    w,
+                    2,
+                    None,
+                    Some(Duration::from_secs(2)),
+                );
                 std::iter::from_fn(move || s.next().map(|t| (t, s.position()))).collect::<Vec<_>>()
             })
             .collect();
         got.sort_by(|a, b| a.0.total_cmp(&b.0));
         assert_eq!(got, [(0.0, 0), (0.1, 1), (0.15, 2), (0.7, 3), (1.2, 4)]);
+    }
+
+    #[test]
+    fn per_second_counts_are_kept_in_every_second_and_repeated() {
+        let counts = Arc::new(vec![3, 0, 7, 1]);
+        let arrivals = Arrivals::PerSecond {
+            counts: counts.clone(),
+            seed: 5,
+        };
+        let until = Some(Duration::from_secs(10));
+        let rate = Rate::Constant(2.75);
+        let mut all: Vec<(f64, u64)> = (0..3)
+            .flat_map(|w| {
+                let mut s = Share::new(rate, arrivals.clone(), w, 3, None, until);
+                std::iter::from_fn(move || s.next().map(|t| (t, s.position()))).collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Ten seconds: two and a half passes of the list.
+        let per_second: Vec<usize> = (0..10)
+            .map(|s| all.iter().filter(|(t, _)| t.floor() as usize == s).count())
+            .collect();
+        assert_eq!(per_second, [3, 0, 7, 1, 3, 0, 7, 1, 3, 0]);
+        // In time order the positions are the global schedule's, each once…
+        assert!(all.iter().enumerate().all(|(i, (_, p))| *p == i as u64));
+        // …and one worker alone sends the same instants; a pass's repeat draws new ones.
+        let one: Vec<f64> = Share::new(rate, arrivals.clone(), 0, 1, None, until).collect();
+        assert_eq!(one, all.iter().map(|x| x.0).collect::<Vec<_>>());
+        assert_ne!(one[0].fract(), one[11].fract());
+        assert_eq!(arrivals.count_by(&rate, 10.0), 25.0);
+        assert_eq!(arrivals.count_by(&rate, 2.5), 6.5);
+        assert_eq!(arrivals.time_of(&rate, 6.5), 2.5);
     }
 
     #[test]

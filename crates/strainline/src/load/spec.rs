@@ -268,14 +268,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
     }
     let (target, uri) = resolve(url, &spec.client)?;
     let template = template(&uri, method, headers, body)?;
-    let duration = match (spec.duration, spec.count, &spec.offer) {
-        // A replay lasts as long as its log (divided by the speed).
-        (None, None, Offer::Replay(log)) => Some(Duration::from_secs_f64(
-            log.times.last().copied().unwrap_or(0.0) + 0.001,
-        )),
-        (None, None, _) => Some(DEFAULT_DURATION),
-        (d, _, _) => d,
-    };
+    // A replay lasts as long as its log (divided by the speed), a per-second
+    // scenario as long as its list: set below with the offer.
+    let mut natural = DEFAULT_DURATION;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut threads = spec.threads.unwrap_or(cores).max(1);
     let nofile = crate::os::process::raise_nofile() as usize;
@@ -283,15 +278,55 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
     let mut step_names = Vec::new();
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
-            let sc = scenario::load(path).map_err(bad)?;
-            let d = format!(
-                "scenario {} ({} clients, {} steps)",
-                path.display(),
-                sc.clients,
-                sc.steps.len()
-            );
+            let sc = Arc::new(scenario::load(path).map_err(bad)?);
             step_names = sc.steps.iter().map(|s| s.name.clone()).collect();
-            (Model::Scenario(Arc::new(sc)), d)
+            match &sc.arrivals {
+                None => {
+                    let d = format!(
+                        "scenario {} ({} clients, {} steps)",
+                        path.display(),
+                        sc.clients,
+                        sc.steps.len()
+                    );
+                    (Model::Scenario(sc), d)
+                }
+                Some(a) => {
+                    let mean = a.mean();
+                    threads = threads.min((mean.floor() as usize).max(1));
+                    let (arrivals, how) = match a {
+                        scenario::Arrive::PerSecond(counts) => {
+                            natural = Duration::from_secs(counts.len() as u64);
+                            (
+                                Arrivals::PerSecond {
+                                    counts: Arc::new(counts.clone()),
+                                    seed: sc.seed,
+                                },
+                                format!("{} s of per-second counts", counts.len()),
+                            )
+                        }
+                        scenario::Arrive::Rate { poisson: true, .. } => {
+                            (Arrivals::Poisson { seed: sc.seed }, "Poisson".to_string())
+                        }
+                        scenario::Arrive::Rate { .. } => {
+                            (Arrivals::Uniform, "evenly spaced".to_string())
+                        }
+                    };
+                    let d = format!(
+                        "scenario {} (open model, {how}, mean {mean:.1} req/s, {} steps)",
+                        path.display(),
+                        sc.steps.len()
+                    );
+                    let requests = super::replay::Requests::Drawn(super::replay::Draw::new(sc));
+                    (
+                        Model::Open {
+                            rate: Rate::Constant(mean),
+                            arrivals,
+                            requests: Some(Arc::new(requests)),
+                        },
+                        d,
+                    )
+                }
+            }
         }
         Offer::Replay(log) => {
             let body = match body {
@@ -309,9 +344,12 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
                     )
                 }
             };
-            let replay = super::replay::Replay::new(log, &template.headers, body).map_err(bad)?;
-            let span = replay.span().max(1e-3);
-            let mean = replay.requests.len() as f64 / span;
+            let requests =
+                super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;
+            let last = log.times.last().copied().unwrap_or(0.0);
+            natural = Duration::from_secs_f64(last + 0.001);
+            let span = last.max(1e-3);
+            let mean = log.times.len() as f64 / span;
             if mean < threads as f64 {
                 threads = (mean.floor() as usize).max(1);
             }
@@ -319,15 +357,15 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
                 "replay of {} at speed {}: {} requests over {} (mean {:.1} req/s)",
                 log.source,
                 log.speed,
-                replay.requests.len(),
+                log.times.len(),
                 crate::units::format_duration(Duration::from_secs_f64(span)),
                 mean
             );
             (
                 Model::Open {
                     rate: Rate::Constant(mean),
-                    arrivals: Arrivals::Uniform,
-                    replay: Some(Arc::new(replay)),
+                    arrivals: Arrivals::Listed(Arc::new(log.times.clone())),
+                    requests: Some(Arc::new(requests)),
                 },
                 d,
             )
@@ -357,7 +395,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
                 Model::Open {
                     rate: *rate,
                     arrivals,
-                    replay: None,
+                    requests: None,
                 },
                 d,
             )
@@ -392,7 +430,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
         (Model::Open { .. }, Offer::Open { pool_cap, .. }) => {
             pool_cap.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit)
         }
-        (Model::Open { .. }, Offer::Replay(_)) => DEFAULT_POOL_CAP.min(cap_limit),
+        (Model::Open { .. }, Offer::Replay(_) | Offer::Scenario(_)) => {
+            DEFAULT_POOL_CAP.min(cap_limit)
+        }
         (Model::Closed { connections, .. }, _) => *connections,
         (Model::Scenario(sc), _) => {
             if sc.clients as usize > cap_limit {
@@ -404,6 +444,10 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             sc.clients as usize
         }
         _ => unreachable!("the model follows the offer"),
+    };
+    let duration = match (spec.duration, spec.count) {
+        (None, None) => Some(natural),
+        (d, _) => d,
     };
     if let Some(d) = duration {
         description.push_str(&format!(" for {}", crate::units::format_duration(d)));

@@ -70,15 +70,29 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         pline(out, "", &s.latency_us)?;
     }
     if !s.steps.is_empty() {
+        // As wide as the longest name (a workload scenario's are routes).
+        let w = s
+            .steps
+            .iter()
+            .map(|st| st.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(12);
         writeln!(
             out,
-            "  {:<14}{:>9} {:>9} {:>7} {:>9} {:>9}",
-            "Steps", "sent", "ok", "errors", "p50", "p99"
+            "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
+            "Steps",
+            "sent",
+            "ok",
+            "errors",
+            "p50",
+            "p99",
+            w = w + 2
         )?;
         for st in &s.steps {
             writeln!(
                 out,
-                "    {:<12}{:>9} {:>9} {:>7} {:>9} {:>9}",
+                "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
                 st.name,
                 st.sent,
                 st.ok,

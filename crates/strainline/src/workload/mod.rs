@@ -1,12 +1,14 @@
-//! Workloads from production access logs: what the requests were (`characterize`), and
-//! how far another workload is from them (`compare`). The input side of the pipeline:
-//! a test's load is only as good as its resemblance to what the target really serves.
+//! Workloads from production access logs: what the requests were (`characterize`), how
+//! far another workload is from them (`compare`), and a scenario that sends them again
+//! (`scenario`). The input side of the pipeline: a test's load is only as good as its
+//! resemblance to what the target really serves.
 
 pub mod compare;
 pub mod parse;
 pub mod profile;
 pub mod render;
 pub mod route;
+pub mod scenario;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

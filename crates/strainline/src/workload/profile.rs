@@ -22,8 +22,8 @@ const MIN_WINDOWS: usize = 5;
 /// |z| beyond which the counts are not those of a Poisson process (about 3 in 1,000 by
 /// chance).
 const POISSON_Z: f64 = 3.0;
-/// Observed identifier sets kept per route (a uniform sample), for scenarios.
-const VALUES_KEPT: usize = 256;
+/// Requests (path and query) kept per route, a uniform sample, for scenarios.
+const SAMPLE_KEPT: usize = 256;
 /// Routes kept apart; the rest (a scanner's random paths) are summed as one, so that
 /// memory stays bounded whatever the log holds.
 pub const MAX_ROUTES: usize = 2000;
@@ -102,10 +102,10 @@ pub struct RouteStats {
     pub time_ms: Option<Spread>,
     /// A few paths seen, for the reader.
     pub examples: Vec<String>,
-    /// A uniform sample of the identifier values its placeholders stood for (one list
-    /// per request sampled), for `workload scenario`.
+    /// A uniform sample of its requests' targets as sent (path and query: the route
+    /// filled with observed values), for `workload scenario`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub values: Vec<Vec<String>>,
+    pub sample: Vec<String>,
 }
 
 /// Arrivals counted in windows of one size.
@@ -136,6 +136,11 @@ pub struct RateStats {
     /// Counts per `step_seconds` from `start`, for charts.
     pub series_step_seconds: u64,
     pub series: Vec<u32>,
+    /// Requests in each second, the partial first and last included (a scenario sends
+    /// them as logged, so that the seconds a profile reads are the log's), for
+    /// `workload scenario`; not in the JSON.
+    #[serde(skip)]
+    pub per_second_counts: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -173,7 +178,7 @@ struct RouteAcc {
     bytes: Dist,
     time_us: Dist,
     examples: Vec<String>,
-    values: Vec<Vec<String>>,
+    sample: Vec<String>,
 }
 
 /// Accumulates one window's requests.
@@ -224,17 +229,15 @@ impl Builder {
         *self.seconds.entry(e.time.floor() as i64).or_default() += 1;
         *self.status.entry(e.status).or_default() += 1;
         let mut key = (e.method.clone(), routed.route.clone());
-        let mut values = &routed.values[..];
         if self.routes.len() >= MAX_ROUTES && !self.routes.contains_key(&key) {
             key = ("*".into(), OTHER_ROUTES.into());
-            values = &[];
         }
         let acc = self.routes.entry(key).or_insert_with(|| RouteAcc {
             requests: 0,
             bytes: Dist::new(),
             time_us: Dist::new(),
             examples: Vec::new(),
-            values: Vec::new(),
+            sample: Vec::new(),
         });
         acc.requests += 1;
         acc.bytes.add(e.bytes);
@@ -245,16 +248,18 @@ impl Builder {
         if acc.examples.len() < 3 && !acc.examples.contains(&e.path) {
             acc.examples.push(e.path.clone());
         }
-        if !values.is_empty() {
-            // Reservoir sampling: every request's values equally likely to be kept.
-            if acc.values.len() < VALUES_KEPT {
-                acc.values.push(values.to_vec());
-            } else {
-                self.rng = splitmix(self.rng);
-                let j = (self.rng % acc.requests) as usize;
-                if j < VALUES_KEPT {
-                    acc.values[j] = values.to_vec();
-                }
+        // Reservoir sampling: every request equally likely to be kept.
+        let target = || match &e.query {
+            Some(q) => format!("{}?{q}", e.path),
+            None => e.path.clone(),
+        };
+        if acc.sample.len() < SAMPLE_KEPT {
+            acc.sample.push(target());
+        } else {
+            self.rng = splitmix(self.rng);
+            let j = (self.rng % acc.requests) as usize;
+            if j < SAMPLE_KEPT {
+                acc.sample[j] = target();
             }
         }
         if !e.client.is_empty() {
@@ -298,6 +303,7 @@ impl Builder {
             (hi - lo + 1) as f64
         };
         let series = counts.clone();
+        let per_second_counts = series.clone();
         // A log starts and ends within a second: its first and last seconds are partial,
         // and would read as a dip in the rate (and as variance that is not there).
         if counts.len() > 4 {
@@ -335,7 +341,7 @@ impl Builder {
                 bytes: a.bytes.spread(1.0),
                 time_ms: (!a.time_us.is_empty()).then(|| a.time_us.spread(1e3)),
                 examples: a.examples,
-                values: a.values,
+                sample: a.sample,
             })
             .collect();
         mix.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.route.cmp(&b.route)));
@@ -365,6 +371,7 @@ impl Builder {
                 poisson,
                 series_step_seconds,
                 series,
+                per_second_counts,
             },
             mix,
             status: self

@@ -142,6 +142,21 @@ fn drive(s: &Scratch, n: &Nginx, secs: u32, poisson: Option<u64>) {
     }
 }
 
+/// What the committed schema `schemas/NAME.v1.schema.json` finds wrong in `doc`.
+fn schema_errors(name: &str, doc: &serde_json::Value) -> Vec<String> {
+    let path = format!(
+        "{}/../../schemas/{name}.v1.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
+
 fn characterize(s: &Scratch, log: &Path) -> serde_json::Value {
     let json = s.path("profile.json");
     let html = s.path("profile.html");
@@ -185,19 +200,7 @@ fn nginx_logs_of_a_known_mix_are_characterized_and_compared() {
 
         let doc = characterize(&s, &poisson_a);
         // The committed schema describes the document.
-        let schema: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../schemas/workload.v1.schema.json"
-            ))
-            .unwrap(),
-        )
-        .unwrap();
-        let errors: Vec<String> = jsonschema::validator_for(&schema)
-            .unwrap()
-            .iter_errors(&doc)
-            .map(|e| format!("{e} at {}", e.instance_path()))
-            .collect();
+        let errors = schema_errors("workload", &doc);
         assert!(errors.is_empty(), "{errors:#?}");
 
         let all = &doc["all"];
@@ -267,6 +270,11 @@ fn nginx_logs_of_a_known_mix_are_characterized_and_compared() {
         };
         let (out, doc) = cmp(&poisson_a, &poisson_b);
         assert_exit(&out, 0);
+        assert!(
+            schema_errors("workload-compare", &doc).is_empty(),
+            "{:#?}",
+            schema_errors("workload-compare", &doc)
+        );
         assert_has(&stdout(&out), "SIMILAR");
         assert_eq!(doc["similar"], true);
         let (out, doc) = cmp(&poisson_a, &constant);
@@ -417,5 +425,162 @@ fn a_replayed_log_is_sent_whole_at_its_logged_offsets_divided_by_the_speed() {
             worst < 0.02,
             "a request arrived {worst:.3} s off its logged offset / 10"
         );
+    });
+}
+
+#[test]
+fn a_scenario_made_from_nginx_s_log_reproduces_its_mix_rate_and_variance() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let n = Nginx::start(&s);
+        let base = format!("http://127.0.0.1:{}", n.port);
+        // Production: the Poisson 60/30/10 mix at 200 req/s for 24 s, and two bursts of
+        // pushes (+300 req/s for 4 s from 6 s and from 15 s) from other devices.
+        let bursts = std::thread::spawn({
+            let (s_dir, url) = (s.path("burst.db"), format!("{base}/push/dev-55"));
+            move || {
+                // From 6 s, and 5 s after the first burst's 4 s: from 15 s.
+                for wait in [6, 5] {
+                    std::thread::sleep(std::time::Duration::from_secs(wait));
+                    let out = strainline()
+                        .arg("--store")
+                        .arg(&s_dir)
+                        .args(["load", &url, "-q", "300", "-z", "4s", "--threads", "1"])
+                        .args(["-m", "POST", "-d", "x"])
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+        });
+        drive(&s, &n, 24, Some(3));
+        bursts.join().unwrap();
+        let production = n.rotate("production.log");
+
+        // The scenario, and one with the variance removed.
+        let made = |name: &str, extra: &[&str]| {
+            let path = s.path(name);
+            let mut args = vec![
+                "workload",
+                "scenario",
+                production.to_str().unwrap(),
+                "-o",
+                path.to_str().unwrap(),
+            ];
+            args.extend_from_slice(extra);
+            let out = s.run(&args);
+            assert_exit(&out, 0);
+            path
+        };
+        let varied = made("production.toml", &[]);
+        let constant = made("constant.toml", &["--constant"]);
+        let text = std::fs::read_to_string(&varied).unwrap();
+        assert_has(&text, "per_second = [");
+        assert_has(&text, "\"/push/dev-55\"");
+        assert_has(&std::fs::read_to_string(&constant).unwrap(), "rate = ");
+
+        // Each sent to nginx; its log rotated after each.
+        let run = |scenario: &Path, extra: &[&str], log: &str| {
+            let mut args = vec!["load", &base, "--scenario", scenario.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let out = s.run(&args);
+            assert_exit(&out, 0);
+            n.rotate(log)
+        };
+        let replayed = run(&varied, &[], "reproduced.log");
+        // The constant rate runs as long as the list has seconds.
+        let seconds: usize = text
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.contains('"'))
+            .map(|l| l.matches(',').count())
+            .sum();
+        let flat = run(&constant, &["-z", &format!("{seconds}s")], "constant.log");
+
+        let compare = |b: &Path| {
+            let json = s.path("cmp.json");
+            let out = s.run(&[
+                "workload",
+                "compare",
+                production.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+            (out, doc)
+        };
+        let profile = |log: &Path| {
+            let json = s.path("p.json");
+            let out = s.run(&[
+                "workload",
+                "characterize",
+                log.to_str().unwrap(),
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            assert_exit(&out, 0);
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+            doc["all"].clone()
+        };
+        let (a, b) = (profile(&production), profile(&replayed));
+        // Mix: every route within 2 points.
+        for r in a["mix"].as_array().unwrap() {
+            let other = b["mix"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["route"] == r["route"] && x["method"] == r["method"])
+                .unwrap_or_else(|| panic!("{} not reproduced: {:#}", r["route"], b["mix"]));
+            let (sa, sb) = (
+                r["share"].as_f64().unwrap(),
+                other["share"].as_f64().unwrap(),
+            );
+            assert!((sa - sb).abs() <= 2.0, "{}: {sa}% vs {sb}%", r["route"]);
+        }
+        // Mean rate within 2%, the one-second index of dispersion within 15%.
+        let (ma, mb) = (
+            a["rate"]["mean"].as_f64().unwrap(),
+            b["rate"]["mean"].as_f64().unwrap(),
+        );
+        assert!((ma - mb).abs() <= 0.02 * ma, "mean {ma} vs {mb}");
+        let index = |p: &serde_json::Value| p["rate"]["dispersion"][0]["index"].as_f64().unwrap();
+        let (da, db) = (index(&a), index(&b));
+        eprintln!(
+            "round trip: mean {ma:.1} vs {mb:.1} req/s, index of dispersion {da:.2} vs {db:.2}"
+        );
+        assert!(da > 5.0, "production's bursts: index {da}");
+        assert!(
+            (da - db).abs() <= 0.15 * da,
+            "index of dispersion {da} vs {db}"
+        );
+        let (out, doc) = compare(&replayed);
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), "SIMILAR");
+        assert_eq!(doc["similar"], true);
+
+        // The constant rate: the same mix and mean, not the same variance.
+        let (out, doc) = compare(&flat);
+        assert_exit(&out, 1);
+        let differs = |name: &str| {
+            doc["dimensions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["name"] == name)
+                .unwrap()["differs"]
+                .as_bool()
+                .unwrap()
+        };
+        assert!(differs("dispersion"), "{:#}", doc["dimensions"]);
+        for same in ["mix", "rate"] {
+            assert!(!differs(same), "{same}: {:#}", doc["dimensions"]);
+        }
     });
 }
