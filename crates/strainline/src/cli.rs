@@ -65,6 +65,9 @@ pub enum Command {
     /// workloads dimension by dimension, write a `scenario` that reproduces one.
     #[command(subcommand)]
     Workload(WorkloadCommand),
+    /// Store the results of another benchmark tool as a run (one case per benchmark, one
+    /// repetition per sample), for compare, history, reports and gates.
+    Import(ImportArgs),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {
@@ -354,6 +357,31 @@ pub enum WorkloadCommand {
         strainline workload scenario access.log --by hour --window '2026-11-22 18' --scale 2 -o peak-x2.toml\n  \
         strainline workload scenario access.log --constant -o average.toml")]
     Scenario(WorkloadScenarioArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "FORMAT: auto, hyperfine, criterion, google-benchmark, jmh, go, \
+    pytest-benchmark, benchmarkdotnet, junit.\n\n\
+    Examples:\n  \
+    hyperfine --export-json bench.json './app' && strainline import hyperfine bench.json --label main\n  \
+    strainline import criterion target/criterion --label pr-42\n  \
+    go test -bench . -count 10 -benchmem > go.txt && strainline import auto go.txt\n  \
+    strainline compare main pr-42"
+)]
+pub struct ImportArgs {
+    /// The tool's format, or `auto` to detect it from each file.
+    pub format: String,
+    /// Result files (a directory for Criterion: its `new/sample.json` files are read).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Label of the run (e.g. the branch or version), for compare and history.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// The suite the run belongs to (compare --baseline pairs runs of one suite);
+    /// default: the format's name.
+    #[arg(long)]
+    pub suite: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["report"],
     &["suite"],
     &["agents"],
-    &["sut", "load", "monitor", "workload"],
+    &["sut", "load", "monitor", "workload", "import"],
     &["analysis", "store", "live"],
     &[
         "os",

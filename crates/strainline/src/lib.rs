@@ -12,6 +12,7 @@ pub mod cli;
 mod clock;
 mod commands;
 mod host;
+mod import;
 mod kinds;
 #[cfg(test)]
 mod layering;
@@ -97,6 +98,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Agent(args) => commands::agent::run(args),
         cli::Command::Agents(cmd) => commands::agent::agents(cmd),
         cli::Command::Workload(cmd) => commands::workload::run(cmd),
+        cli::Command::Import(args) => commands::import::run(&cli.store, args),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

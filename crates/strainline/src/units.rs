@@ -180,6 +180,11 @@ pub fn format_value(v: f64, unit: &str) -> String {
         "ms" if v.abs() < 1.0 => format!("{:.1} µs", v * 1000.0),
         "ms" => format!("{v:.2} ms"),
         "s" => format_duration(Duration::from_secs_f64(v.max(0.0))),
+        // Time per operation of an imported benchmark: four significant digits.
+        "ns" if v.abs() >= 1e9 => format!("{:.4} s", v / 1e9),
+        "ns" if v.abs() >= 1e6 => format!("{:.4} ms", v / 1e6),
+        "ns" if v.abs() >= 1e3 => format!("{:.4} µs", v / 1e3),
+        "ns" => format!("{v:.4} ns"),
         "ratio" => format!("{:.2}%", 100.0 * v),
         "finding" => {
             if v > 0.0 {

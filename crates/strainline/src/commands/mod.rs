@@ -4,6 +4,7 @@ pub mod agent;
 pub mod compare;
 pub mod demo;
 pub mod history;
+pub mod import;
 pub mod init;
 pub mod load;
 pub mod monitor;

@@ -8,6 +8,7 @@ mod common;
 mod compare;
 mod containment;
 mod firsthour;
+mod import;
 mod load;
 mod monitor;
 mod pg;

@@ -1,0 +1,123 @@
+//! `strainline import FORMAT FILE...`: another tool's results read ([`crate::import`])
+//! and stored as one run, printed as a table of what was stored.
+
+use crate::cli::ImportArgs;
+use crate::exit;
+use crate::host::{git_state, Host};
+use crate::import::{self, Format};
+use crate::store::{Location, NewRun, Store};
+use crate::units::format_value;
+use crate::Failure;
+
+pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
+    let usage = |m: String| anyhow::Error::from(Failure::new(exit::USAGE, m));
+    let format = match args.format.as_str() {
+        "auto" => None,
+        f => Some(Format::parse(f).ok_or_else(|| {
+            usage(format!(
+                "import: unknown format '{f}' (expected auto, {})",
+                Format::ALL.map(Format::name).join(", ")
+            ))
+        })?),
+    };
+    let imported = import::read_all(format, &args.files).map_err(usage)?;
+    let store = Store::open(location).map_err(|e| usage(e.to_string()))?;
+    let host = Host::current();
+    let cwd = std::env::current_dir()?;
+    let git = git_state(&cwd);
+    let formats: Vec<&str> = {
+        let mut f: Vec<&str> = imported.files.iter().map(|(_, f)| f.name()).collect();
+        f.dedup();
+        f
+    };
+    let suite = args.suite.clone().unwrap_or_else(|| formats.join("+"));
+    let command = format!(
+        "import {} {}",
+        formats.join("+"),
+        imported
+            .files
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let run_id = store.begin_run(&NewRun {
+        kind: "import",
+        label: args.label.as_deref(),
+        suite: Some(&suite),
+        command: &command,
+        cwd: &cwd,
+        git: git.as_ref(),
+        host: &host,
+    })?;
+    println!(
+        "Imported {} ({}) as run #{run_id}{}",
+        formats.join(", "),
+        imported.files.len(),
+        args.label
+            .as_deref()
+            .map(|l| format!(" [{l}]"))
+            .unwrap_or_default()
+    );
+    let width = imported
+        .benches
+        .iter()
+        .map(|b| b.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(9, 60);
+    println!(
+        "  {:<width$}  {:>7}  median of each metric",
+        "benchmark", "samples"
+    );
+    let mut failed = 0;
+    for b in &imported.benches {
+        for (rep, sample) in b.samples.iter().enumerate() {
+            let case = store.begin_case(run_id, &b.name, "import", None, rep as u32)?;
+            let summary = serde_json::json!({ "imported": suite, "sample": rep });
+            store.finish_case(case, b.status, sample, &[], &summary)?;
+        }
+        if b.samples.is_empty() {
+            // A failed benchmark that produced no figure is still a case.
+            let case = store.begin_case(run_id, &b.name, "import", None, 0)?;
+            store.finish_case(case, b.status, &[], &[], &serde_json::json!({}))?;
+        }
+        failed += usize::from(b.status != "passed");
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        for m in b.samples.iter().flatten() {
+            if !names.iter().any(|(n, _)| *n == m.name) {
+                names.push((&m.name, &m.unit));
+            }
+        }
+        let medians: Vec<String> = names
+            .iter()
+            .map(|(n, unit)| {
+                let mut xs: Vec<f64> = b
+                    .samples
+                    .iter()
+                    .flatten()
+                    .filter(|m| m.name == *n)
+                    .map(|m| m.value)
+                    .collect();
+                xs.sort_by(f64::total_cmp);
+                format!("{n} {}", format_value(xs[xs.len() / 2], unit))
+            })
+            .collect();
+        println!(
+            "  {:<width$}  {:>7}  {}{}",
+            crate::units::printable(&b.name),
+            b.samples.len(),
+            medians.join(", "),
+            if b.status == "passed" { "" } else { "  FAILED" }
+        );
+    }
+    let status = if failed > 0 { "failed" } else { "passed" };
+    store.finish_run(run_id, status, Some(0), &[])?;
+    println!(
+        "  {} benchmarks stored in {}; compare with `strainline compare BASELINE {}`",
+        imported.benches.len(),
+        store.location(),
+        args.label.as_deref().unwrap_or(&format!("{run_id}"))
+    );
+    Ok(exit::PASSED)
+}

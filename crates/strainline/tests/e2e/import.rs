@@ -1,0 +1,195 @@
+//! `strainline import`: files the real tools wrote (fixtures, with the commands that
+//! made them in their README) become runs that `compare` judges — an A/A pair of each
+//! tool is not flagged, a deliberately slower build is.
+
+use std::path::PathBuf;
+
+use crate::common::*;
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/import"
+    ))
+    .join(rel)
+}
+
+/// The files of one version of one tool's fixture.
+fn files(tool: &str, version: &str) -> Vec<String> {
+    let p = match tool {
+        "criterion" => vec![fixture(&format!("criterion/{version}"))],
+        "junit" => (1..=8)
+            .map(|i| fixture(&format!("junit/{version}/run{i}.xml")))
+            .collect(),
+        "go" => vec![fixture(&format!("go/{version}.txt"))],
+        _ => vec![fixture(&format!("{tool}/{version}.json"))],
+    };
+    p.iter().map(|p| p.display().to_string()).collect()
+}
+
+#[test]
+fn every_tool_s_results_compare_a_a_unchanged_and_a_slower_build_regressed() {
+    let s = Scratch::new();
+    for (tool, format, case, metric) in [
+        ("hyperfine", "hyperfine", "./work.sh", "time"),
+        (
+            "google-benchmark",
+            "google-benchmark",
+            "BM_Sum/4096",
+            "cpu_time",
+        ),
+        ("criterion", "criterion", "sum 10000", "time"),
+        ("go", "go", "BenchmarkSum", "time"),
+        (
+            "pytest-benchmark",
+            "pytest-benchmark",
+            "test_sum.py::test_sum",
+            "time",
+        ),
+        ("junit", "junit", "test_work.test_sort", "time"),
+        (
+            "jmh",
+            "jmh",
+            "org.example.SumBenchmark.sum(size=4096)",
+            "time",
+        ),
+        (
+            "benchmarkdotnet",
+            "benchmarkdotnet",
+            "JobServer.Benchmarks.JobBenchmarks.RunJob(Jobs: 100)",
+            "allocated",
+        ),
+    ] {
+        for (version, how) in [("fast-a", "auto"), ("fast-b", format), ("slow", "auto")] {
+            let label = format!("{tool}-{version}");
+            let mut args = vec!["import", how];
+            let fs = files(tool, version);
+            args.extend(fs.iter().map(String::as_str));
+            args.extend(["--label", &label, "--suite", tool]);
+            let out = s.run(&args);
+            assert_exit(&out, 0);
+            assert_has(&stdout(&out), case);
+        }
+        let json = s.path("cmp.json");
+        let compare = |b: &str| {
+            s.run(&[
+                "compare",
+                &format!("{tool}-fast-a"),
+                &format!("{tool}-{b}"),
+                "--json",
+                json.to_str().unwrap(),
+            ])
+        };
+        let out = compare("fast-b");
+        assert_exit(&out, 0);
+        let out = compare("slow");
+        assert_exit(&out, 1);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let row = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["case"] == case && r["metric"] == metric)
+            .unwrap_or_else(|| panic!("{tool}: no {case} {metric} in {:#}", doc["rows"]));
+        assert_eq!(row["verdict"], "regressed", "{tool}: {row:#}");
+    }
+}
+
+#[test]
+fn samples_units_and_names_are_the_tools() {
+    let s = Scratch::new();
+    // Google Benchmark: ten repetitions, real and CPU time in ns, items per second.
+    let out = s.run(&["import", "auto", &files("google-benchmark", "fast-a")[0]]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert_has(&text, "BM_Sum/4096       10");
+    assert_has(&text, "items_per_second");
+    // go: eight -count lines, the -2 suffix dropped, B/op and allocs/op kept.
+    let out = s.run(&["import", "go", &files("go", "fast-a")[0]]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert_has(&text, "BenchmarkSum          8");
+    assert_has(&text, "allocations 0");
+    assert!(!text.contains("BenchmarkSum-2"), "{text}");
+    // pytest-benchmark keeps every round (3,000): folded into 50 batch means.
+    let out = s.run(&["import", "pytest", &files("pytest-benchmark", "fast-a")[0]]);
+    assert_has(&stdout(&out), "test_sum.py::test_sum       50");
+    // The figures match the tool's own: the stored median of hyperfine's times is the
+    // median it reported, in ns.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files("hyperfine", "fast-a")[0]).unwrap())
+            .unwrap();
+    let mut times: Vec<f64> = doc["results"][0]["times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let out = s.run(&[
+        "import",
+        "hyperfine",
+        &files("hyperfine", "fast-a")[0],
+        "--label",
+        "h",
+    ]);
+    assert_exit(&out, 0);
+    let want = format!("{:.4} ms", times[times.len() / 2] * 1e3);
+    assert_has(&stdout(&out), &want);
+}
+
+#[test]
+fn a_file_in_another_format_or_a_newer_schema_is_refused_naming_what_was_expected() {
+    let s = Scratch::new();
+    let hyperfine = &files("hyperfine", "fast-a")[0];
+    let out = s.run(&["import", "jmh", hyperfine]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert_has(&err, "fast-a.json: not jmh output");
+    assert_has(&err, "JMH -rf json");
+    // Google Benchmark's schema version 2 does not exist yet: refused, not misread.
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&files("google-benchmark", "fast-a")[0]).unwrap(),
+    )
+    .unwrap();
+    doc["context"]["json_schema_version"] = 2.into();
+    let newer = s.path("newer.json");
+    std::fs::write(&newer, doc.to_string()).unwrap();
+    let out = s.run(&["import", "auto", newer.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "a newer schema: json_schema_version 2; strainline reads 1",
+    );
+    // Not a benchmark file at all: every format named.
+    let toml = s.path("suite.toml");
+    std::fs::write(&toml, "[suite]\nname = \"x\"\n").unwrap();
+    let out = s.run(&["import", "auto", toml.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    for f in [
+        "hyperfine",
+        "criterion",
+        "google-benchmark",
+        "jmh",
+        "go",
+        "pytest-benchmark",
+        "benchmarkdotnet",
+        "junit",
+    ] {
+        assert_has(&stderr(&out), f);
+    }
+    // Hostile XML: an unclosed element is an error with its place, not a panic.
+    let bad = s.path("bad.xml");
+    std::fs::write(
+        &bad,
+        "<testsuite><testcase name=\"a\" time=\"x1\"/></testsuite>",
+    )
+    .unwrap();
+    let out = s.run(&["import", "junit", bad.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "time 'x1' is not a number of seconds");
+    // Nothing was stored by the refused imports.
+    let out = s.run(&["runs"]);
+    assert!(!stdout(&out).contains("import"), "{}", stdout(&out));
+}
