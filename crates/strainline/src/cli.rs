@@ -670,14 +670,19 @@ fn parse_probability(s: &str) -> Result<f64, String> {
                   that label.\n\n\
                   Examples:\n  strainline compare latest~1 latest\n  \
                   strainline compare v0.7.0 v0.8.0\n  \
-                  strainline compare 12 15 --band latency_p99=50% --markdown compare.md\n\n\
+                  strainline compare 12 15 --band latency_p99=50% --markdown compare.md\n  \
+                  strainline compare --baseline main latest --markdown comment.md\n\n\
                   Exit codes: 0 no regression · 1 a metric regressed · 2 nothing to compare, or usage."
 )]
 pub struct CompareArgs {
-    /// The run (id) or label to compare against.
-    pub baseline: String,
-    /// The run (id) or label under judgement.
-    pub candidate: String,
+    /// BASELINE CANDIDATE (run ids or labels); with --baseline, only CANDIDATE
+    /// (default: latest).
+    #[arg(value_name = "RUN", num_args = 0..=2)]
+    pub versions: Vec<String>,
+    /// Compare with the newest run of this label (e.g. main) in the candidate's suite,
+    /// or else with the newest run of the git merge-base of this branch and HEAD.
+    #[arg(long, value_name = "LABEL-or-BRANCH")]
+    pub baseline: Option<String>,
     /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT for all.
     /// Regressed needs the change beyond it. Overrides the suite's `[compare]` bands.
     #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band)]

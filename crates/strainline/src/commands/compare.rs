@@ -117,13 +117,88 @@ fn policy(store: &Store, candidate: &[RunRow], args: &CompareArgs) -> anyhow::Re
     Ok(policy)
 }
 
+/// The baseline `--baseline KEY` names for the candidate: the newest run labelled KEY
+/// in the candidate's suite, else the newest run (of that suite) whose commit is the
+/// git merge-base of KEY and HEAD — what a pull request is judged against.
+fn baseline_for(
+    store: &Store,
+    key: &str,
+    candidate: &[RunRow],
+) -> anyhow::Result<(String, Vec<RunRow>)> {
+    let newest = candidate
+        .last()
+        .expect("find_runs returns at least one run");
+    let suite = newest.suite.clone();
+    let same_suite = |r: &RunRow| r.suite == suite && !candidate.iter().any(|c| c.id == r.id);
+    let all = store.runs_in_order(None, None)?;
+    if let Some(r) = all
+        .iter()
+        .rev()
+        .find(|r| r.label.as_deref() == Some(key) && same_suite(r))
+    {
+        return Ok((format!("{key} (run #{})", r.id), vec![r.clone()]));
+    }
+    let cwd = std::env::current_dir()?;
+    let base = std::process::Command::new("git")
+        .args(["merge-base", key, "HEAD"])
+        .current_dir(&cwd)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|c| !c.is_empty());
+    if let Some(commit) = &base {
+        if let Some(r) = all
+            .iter()
+            .rev()
+            .find(|r| r.git_commit.as_deref() == Some(commit) && same_suite(r))
+        {
+            return Ok((
+                format!(
+                    "{key} (merge-base {}, run #{})",
+                    &commit[..commit.len().min(12)],
+                    r.id
+                ),
+                vec![r.clone()],
+            ));
+        }
+    }
+    let suite_text = suite
+        .as_deref()
+        .map(|s| format!(" of suite '{s}'"))
+        .unwrap_or_default();
+    Err(Failure::new(
+        exit::USAGE,
+        format!(
+            "no baseline '{key}': no run labelled '{key}'{suite_text}{} in the store at {} — store one on the main branch first (e.g. `strainline run SUITE --label {key}`)",
+            match &base {
+                Some(c) => format!(", and no run of its merge-base commit {}", &c[..c.len().min(12)]),
+                None => ", and it is not a git branch here".to_string(),
+            },
+            store.location()
+        ),
+    )
+    .into())
+}
+
 pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let base_runs = runs(&store, &args.baseline)?;
-    let cand_runs = runs(&store, &args.candidate)?;
+    let usage = |m: &str| anyhow::Error::from(Failure::new(exit::USAGE, m.to_string()));
+    let (base_key, cand_key) = match (&args.baseline, args.versions.as_slice()) {
+        (None, [b, c]) => (b.clone(), c.clone()),
+        (Some(_), []) => (String::new(), "latest".to_string()),
+        (Some(_), [c]) => (String::new(), c.clone()),
+        (None, _) => return Err(usage("compare: give BASELINE and CANDIDATE (run ids or labels), or --baseline LABEL [CANDIDATE]")),
+        (Some(_), _) => return Err(usage("compare: with --baseline, give only the CANDIDATE")),
+    };
+    let cand_runs = runs(&store, &cand_key)?;
+    let (base_key, base_runs) = match &args.baseline {
+        Some(key) => baseline_for(&store, key, &cand_runs)?,
+        None => (base_key.clone(), runs(&store, &base_key)?),
+    };
     let (baseline, candidate) = (
-        version(&args.baseline, &base_runs),
-        version(&args.candidate, &cand_runs),
+        version(&base_key, &base_runs),
+        version(&cand_key, &cand_runs),
     );
     let fingerprints = |rs: &[RunRow]| {
         let mut f: Vec<String> = rs.iter().map(|r| r.fingerprint.clone()).collect();
@@ -180,9 +255,9 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
             exit::USAGE,
             format!(
                 "nothing to compare: no case ran in both versions (baseline {}: {}; candidate {}: {})",
-                args.baseline,
+                base_key,
                 cases(&b),
-                args.candidate,
+                cand_key,
                 cases(&c)
             ),
         )

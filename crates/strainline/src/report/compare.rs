@@ -156,34 +156,22 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
 
 use super::files::md;
 
-/// The Markdown report.
+/// The Markdown report, read in ten seconds on a pull request: the verdict first, then
+/// only the metrics that changed (regressed, improved, inconclusive); the unchanged
+/// ones and the method folded below.
 pub fn to_markdown(c: &Comparison) -> String {
-    let mut s = String::from("## strainline compare\n\n");
-    for l in header_lines(c) {
-        if l.starts_with("ENVIRONMENT MISMATCH") {
-            s.push_str(&format!("> **{}**\n\n", md(&l)));
-        } else {
-            s.push_str(&format!("{}\n\n", md(&l)));
-        }
+    let mut s = format!("### strainline: {}\n\n", md(&summary_line(c)));
+    if let Some(m) = &c.environment_mismatch {
+        s.push_str(&format!("> **ENVIRONMENT MISMATCH: {}**\n\n", md(m)));
     }
-    s.push_str(&format!("**{}**\n\n", md(&summary_line(c))));
-    for n in &c.notes {
-        s.push_str(&format!("- note: {}\n", md(n)));
-    }
-    if !c.notes.is_empty() {
-        s.push('\n');
-    }
-    s.push_str(
-        "| case | metric | baseline | candidate | % of previous | 95% CI | p (adj) | verdict |\n",
-    );
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
-    for r in &c.rows {
+    let header = "| case | metric | baseline | candidate | change | 95% CI | p (adj) | verdict |\n|---|---|---:|---:|---:|---:|---:|---|\n";
+    let row = |r: &Row| {
         let verdict = match r.verdict {
             Verdict::Regressed => format!("**REGRESSED** ({})", md(&r.why)),
             Verdict::Inconclusive => format!("inconclusive ({})", md(&r.why)),
             v => v.word().to_string(),
         };
-        s.push_str(&format!(
+        format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             md(&r.case),
             md(&r.metric),
@@ -193,8 +181,45 @@ pub fn to_markdown(c: &Comparison) -> String {
             ci(r),
             p(r),
             verdict
-        ));
+        )
+    };
+    let (changed, same): (Vec<&Row>, Vec<&Row>) =
+        c.rows.iter().partition(|r| r.verdict != Verdict::Unchanged);
+    if changed.is_empty() {
+        s.push_str("No metric changed beyond its band.\n\n");
+    } else {
+        s.push_str(header);
+        for r in &changed {
+            s.push_str(&row(r));
+        }
+        s.push('\n');
     }
+    for n in &c.notes {
+        s.push_str(&format!("- note: {}\n", md(n)));
+    }
+    if !c.notes.is_empty() {
+        s.push('\n');
+    }
+    if !same.is_empty() {
+        s.push_str(&format!(
+            "<details><summary>{} unchanged metric{}</summary>\n\n{header}",
+            same.len(),
+            if same.len() == 1 { "" } else { "s" }
+        ));
+        for r in &same {
+            s.push_str(&row(r));
+        }
+        s.push_str("\n</details>\n\n");
+    }
+    s.push_str(&format!(
+        "<sub>{}</sub>\n",
+        header_lines(c)
+            .iter()
+            .filter(|l| !l.starts_with("ENVIRONMENT MISMATCH"))
+            .map(|l| md(l))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    ));
     s
 }
 

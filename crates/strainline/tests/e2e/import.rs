@@ -193,3 +193,73 @@ fn a_file_in_another_format_or_a_newer_schema_is_refused_naming_what_was_expecte
     let out = s.run(&["runs"]);
     assert!(!stdout(&out).contains("import"), "{}", stdout(&out));
 }
+
+#[test]
+fn the_baseline_is_the_newest_run_of_the_label_or_of_the_merge_base_commit() {
+    let s = Scratch::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(s.dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "main"]);
+    let import = |version: &str, extra: &[&str]| {
+        let fs = files("google-benchmark", version);
+        let mut args = vec!["import", "google-benchmark", &fs[0], "--suite", "gb"];
+        args.extend_from_slice(extra);
+        let out = s.run(&args);
+        assert_exit(&out, 0);
+    };
+    // On main, unlabelled (its commit is recorded); then a pull request's branch.
+    import("fast-a", &[]);
+    git(&["checkout", "-q", "-b", "pr"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "pr"]);
+    import("slow", &["--label", "pr"]);
+    let md = s.path("comment.md");
+    let out = s.run(&[
+        "compare",
+        "--baseline",
+        "main",
+        "pr",
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 1);
+    // No run is labelled main: the merge-base commit's run (#1) is the baseline.
+    assert_has(&stdout(&out), "merge-base");
+    assert_has(&stdout(&out), "run #1");
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.starts_with("### strainline: REGRESSION"), "{text}");
+    assert_has(&text, "**REGRESSED**");
+    // A run labelled main (newer, A/A) is preferred to the merge-base; without a
+    // candidate, the newest run is judged.
+    import("fast-b", &["--label", "main"]);
+    import("fast-a", &["--label", "pr"]);
+    let out = s.run(&["compare", "--baseline", "main"]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "main (run #3)");
+    // Another suite's runs are never the baseline.
+    let out = s.run(&[
+        "import",
+        "hyperfine",
+        &files("hyperfine", "fast-a")[0],
+        "--label",
+        "h",
+    ]);
+    assert_exit(&out, 0);
+    let out = s.run(&["compare", "--baseline", "nightly", "h"]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "no baseline 'nightly': no run labelled 'nightly' of suite 'hyperfine'",
+    );
+}
