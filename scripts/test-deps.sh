@@ -6,8 +6,9 @@
 # validated against its schema), perf (flame graphs of the testbed), Python 3 (its
 # http.server is a target we did not write; its YAML parser reads the Kubernetes
 # manifest), tmux (the live view is driven in a
-# terminal it emulates) and iproute2 (load agents run on "hosts" that are network
-# namespaces joined by a bridge).
+# terminal it emulates), iproute2 (load agents run on "hosts" that are network
+# namespaces joined by a bridge), nginx (a target we did not write, with its access log)
+# and jq (the GitHub Action's comment script).
 set -euo pipefail
 
 need=()
@@ -24,6 +25,7 @@ python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)
+command -v jq >/dev/null || need+=(jq)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -2,6 +2,7 @@
 //! `strainline-testbed`, whose behaviour is known in advance. One test binary, to keep
 //! link time down. Run through `make test`, which builds both binaries first.
 
+mod action;
 mod adversarial;
 mod agents;
 mod common;
