@@ -8,7 +8,7 @@
 # manifest), tmux (the live view is driven in a
 # terminal it emulates), iproute2 (load agents run on "hosts" that are network
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
-# and jq (the GitHub Action's comment script).
+# jq (the GitHub Action's comment script) and Prometheus (it scrapes --metrics-listen).
 set -euo pipefail
 
 need=()
@@ -26,6 +26,7 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v jq >/dev/null || need+=(jq)
+command -v prometheus >/dev/null || need+=(prometheus)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""
@@ -40,4 +41,8 @@ $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 # The tests start their own PostgreSQL; the package's cluster is not needed.
 if command -v pg_lsclusters >/dev/null; then
   $sudo systemctl disable --now postgresql >/dev/null 2>&1 || $sudo service postgresql stop >/dev/null 2>&1 || true
+fi
+# Nor the package's Prometheus service: the test starts its own, on a free port.
+if command -v prometheus >/dev/null; then
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || $sudo service prometheus stop >/dev/null 2>&1 || true
 fi

@@ -137,6 +137,8 @@ pub struct MonitorArgs {
     /// terminal for its own output and never has one).
     #[arg(long)]
     pub no_tui: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
 
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD")]
@@ -313,10 +315,39 @@ pub struct LoadArgs {
     pub no_tui: bool,
     #[command(flatten)]
     pub agents: AgentsArgs,
+    #[command(flatten)]
+    pub export: ExportArgs,
+    /// Watch the target's process tree (its RSS, CPU, threads, FDs: in the summary and
+    /// the live figures) — the server's PID on this machine.
+    #[arg(long, value_name = "PID", value_parser = parse_pid)]
+    pub pid: Option<u32>,
     /// A command workload instead of HTTP: each unit of work runs this command (after
     /// `--`) to its end; exit 0 is success (e.g. a client binary, `redis-benchmark`).
     #[arg(last = true, value_name = "CMD")]
     pub exec: Vec<String>,
+}
+
+/// Live figures for Prometheus and OpenTelemetry (load, run, monitor).
+#[derive(Debug, Args, Default, Clone)]
+pub struct ExportArgs {
+    /// Serve the live figures at http://ADDR/metrics in the Prometheus text format
+    /// (requests by status, latency histogram, offered and achieved rate, the target's
+    /// RSS, CPU, threads and FDs, the generator's CPU and lag), e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Push the same figures over OTLP/HTTP (JSON) every 5 s and at the end, e.g.
+    /// http://127.0.0.1:4318/v1/metrics.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+}
+
+impl ExportArgs {
+    pub fn targets(&self) -> crate::live::export::Targets {
+        crate::live::export::Targets {
+            listen: self.metrics_listen.clone(),
+            otlp: self.otlp.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -604,6 +635,8 @@ pub struct RunArgs {
     pub no_tui: bool,
     /// Every HTTP test's load from these agents (the target still runs here: its URL
     /// must be one the agents reach).
+    #[command(flatten)]
+    pub export: ExportArgs,
     #[command(flatten)]
     pub agents: AgentsArgs,
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// One tick of the process-tree monitor. Cumulative counters (I/O, context switches)
 /// include the processes of the tree that have already exited.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Seconds since the monitor started.
     pub t: f64,

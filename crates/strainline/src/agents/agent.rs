@@ -444,7 +444,11 @@ fn start(
         let _files = files;
         let mut index = 0u64;
         let seconds = out.clone();
-        let outcome = load::run_from(&planned.plan, start, cancel, &|| false, |_, tally| {
+        let outcome = load::run_from(&planned.plan, start, cancel, &|| false, |s, tally| {
+            // Whole seconds only: the last, partial one arrives in the report's totals.
+            if s.t.fract() != 0.0 {
+                return;
+            }
             index += 1;
             let _ = seconds.send(FromAgent::Second {
                 index,

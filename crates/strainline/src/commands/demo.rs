@@ -31,6 +31,7 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
             report: None,
             profile: false,
             no_tui: false,
+            export: Default::default(),
             agents: Default::default(),
         },
     )?;

@@ -169,6 +169,17 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     })?;
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
+    let export = crate::live::export::start(&args.export.targets()).map_err(usage)?;
+    let watcher = match args.pid {
+        Some(pid) if crate::os::process::exists(pid) => {
+            Some(crate::monitor::watch::Watcher::attach_target(
+                pid,
+                std::time::Duration::from_millis(500),
+            ))
+        }
+        Some(pid) => return Err(usage(format!("--pid {pid}: no such process"))),
+        None => None,
+    };
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
     let outcome = match fleet {
         None => load::run_live(&plan, !args.no_progress, ""),
@@ -192,6 +203,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
         }
     };
     drop(live);
+    let target = watcher.map(|w| w.finish(Vec::new(), "watched").0);
+    drop(export);
     let v = verdict::judge(&outcome);
     let summary = summarize(
         &loaded,
@@ -245,6 +258,17 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
         std::fs::write(p, report::to_json(&summary, &outcome.seconds, Some(run_id)))?;
     }
     report::write_summary(&mut std::io::stdout().lock(), &summary, Some(run_id))?;
+    if let Some(t) = &target {
+        println!(
+            "  Target pid {}: peak RSS {} (tree, sampled), CPU {:.2} s ({:.2} cores on average), at most {} threads and {} FDs",
+            t.root_pid,
+            crate::units::Bytes(t.peak_tree_rss_sampled.bytes),
+            t.cpu.total_seconds,
+            t.cpu.avg_cores,
+            t.max_threads,
+            t.max_fds
+        );
+    }
     Ok(code)
 }
 

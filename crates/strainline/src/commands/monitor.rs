@@ -126,6 +126,8 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     let stop_at = args.duration.map(|d| start + d);
     // The live view only for an attached process: a command's own output keeps the
     // terminal, as under `time`.
+    let _export = crate::live::export::start(&args.export.targets())
+        .map_err(|e| Failure::new(exit::USAGE, e))?;
     let live = crate::live::start(
         attached && !args.no_tui && !args.quiet,
         &format!("monitor --pid {root}"),

@@ -45,6 +45,8 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         profile: args.profile,
         agents: super::load::fleet(&args.agents, None)?,
     };
+    let _export = crate::live::export::start(&args.export.targets())
+        .map_err(|e| crate::Failure::new(crate::exit::USAGE, e))?;
     let live = crate::live::start(!args.no_tui, &format!("run {}", args.suite.display()));
     let outcome = if live.is_some() {
         // The view draws on the terminal; the plain output is printed when it ends.

@@ -5,8 +5,10 @@
 //! ends the run the way a SIGINT does (partial result kept, exit 130).
 //!
 //! Off unless the command asked for it and stdout is a terminal: CI logs keep the plain
-//! lines, and no escape code is ever written to a pipe or a file.
+//! lines, and no escape code is ever written to a pipe or a file. The same feed goes to
+//! [`export`] (Prometheus, OTLP) when a command asks for it.
 
+pub mod export;
 mod view;
 
 use std::collections::VecDeque;
@@ -92,6 +94,7 @@ pub fn starting(case: &str, offered: Option<f64>) {
 
 /// A sample of the target's tree.
 pub fn sample(s: &Sample) {
+    export::sample(s);
     if on() {
         push(&mut state().lock().unwrap().samples, s.clone());
     }

@@ -1213,6 +1213,10 @@ pub fn run_from(
     let last = snapshot(&mut seconds, elapsed);
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
         seconds.pop();
+    } else if let Some(s) = seconds.last() {
+        // The last, partial second (its `t` is not a whole second): the live figures
+        // end with the run's totals.
+        progress(s, &last);
     }
     let mut steps: Vec<Tally> = Vec::new();
     for r in &recs {

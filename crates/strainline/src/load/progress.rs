@@ -34,7 +34,23 @@ pub fn live_with<T>(
         _ => None,
     };
     crate::live::starting(prefix.trim(), rate.map(|r| r.at(0.0)));
-    let mut on_second = |s: &Second, _: &Tally| {
+    let mut on_second = |s: &Second, iv: &Tally| {
+        if crate::live::export::on() {
+            crate::live::export::second(&crate::live::export::LoadSecond {
+                sent: iv.sent,
+                completed: iv.completed,
+                by_status: &iv.by_status,
+                by_error: iv.by_error.iter().map(|(k, n)| (k.name(), *n)).collect(),
+                corrected: &iv.corrected,
+                lag: &iv.lag,
+                offered: rate.map(|r| r.at(s.t)),
+            });
+        }
+        // The run's last, partial second goes to the exported counters only: as a
+        // second of the view it would read as a drop in the rate.
+        if s.t.fract() != 0.0 {
+            return;
+        }
         crate::live::second(crate::live::Second {
             offered: rate.map(|r| r.at(s.t)),
             achieved: s.completed as f64,

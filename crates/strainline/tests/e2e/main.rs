@@ -11,6 +11,7 @@ mod containment;
 mod firsthour;
 mod import;
 mod load;
+mod metrics;
 mod monitor;
 mod pg;
 mod report;

@@ -1,0 +1,508 @@
+//! Live figures for Prometheus and OpenTelemetry: `--metrics-listen ADDR` serves them in
+//! the Prometheus text format at `/metrics`, `--otlp URL` pushes them over OTLP/HTTP
+//! (JSON) every few seconds and at the end. Fed by the same calls as the terminal view
+//! (a second of load, a sample of the target); a 48-hour soak is watched in Grafana.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+
+use crate::measure::Sample;
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Upper bounds of the latency histogram's buckets, seconds (Prometheus' `le`).
+pub const BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// The figures, cumulative since the start (counters) or the latest (gauges).
+#[derive(Debug, Default, Clone)]
+pub struct Figures {
+    pub sent: u64,
+    pub by_status: BTreeMap<u16, u64>,
+    pub by_error: BTreeMap<String, u64>,
+    /// Responses per bucket (not cumulative), the last one past the largest bound.
+    pub latency_buckets: [u64; BUCKETS.len() + 1],
+    pub latency_sum_seconds: f64,
+    pub latency_count: u64,
+    pub offered_rate: Option<f64>,
+    pub achieved_rate: f64,
+    pub lag_p99_seconds: f64,
+    pub target: Option<Sample>,
+}
+
+fn figures() -> &'static Mutex<Figures> {
+    static F: OnceLock<Mutex<Figures>> = OnceLock::new();
+    F.get_or_init(|| Mutex::new(Figures::default()))
+}
+
+/// One second of load, as the generator counted it.
+pub struct LoadSecond<'a> {
+    pub sent: u64,
+    pub completed: u64,
+    pub by_status: &'a BTreeMap<u16, u64>,
+    pub by_error: Vec<(&'static str, u64)>,
+    /// Corrected latency, µs.
+    pub corrected: &'a Histogram<u64>,
+    /// Schedule lag, µs.
+    pub lag: &'a Histogram<u64>,
+    pub offered: Option<f64>,
+}
+
+/// Whether figures are being exported (the feeders skip their work otherwise).
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// A second of load ended.
+pub fn second(interval: &LoadSecond) {
+    if !on() {
+        return;
+    }
+    let mut f = figures().lock().unwrap();
+    f.sent += interval.sent;
+    for (s, n) in interval.by_status {
+        *f.by_status.entry(*s).or_default() += n;
+    }
+    for (k, n) in &interval.by_error {
+        *f.by_error.entry(k.to_string()).or_default() += n;
+    }
+    for v in interval.corrected.iter_recorded() {
+        let secs = v.value_iterated_to() as f64 / 1e6;
+        let n = v.count_at_value();
+        let i = BUCKETS
+            .iter()
+            .position(|&b| secs <= b)
+            .unwrap_or(BUCKETS.len());
+        f.latency_buckets[i] += n;
+        f.latency_sum_seconds += secs * n as f64;
+        f.latency_count += n;
+    }
+    f.offered_rate = interval.offered;
+    f.achieved_rate = interval.completed as f64;
+    f.lag_p99_seconds = interval.lag.value_at_quantile(0.99) as f64 / 1e6;
+}
+
+/// A sample of the target's tree.
+pub fn sample(s: &Sample) {
+    if on() {
+        let mut s = s.clone();
+        s.top.clear();
+        figures().lock().unwrap().target = Some(s);
+    }
+}
+
+/// CPU seconds strainline itself used (the generator's cost).
+fn own_cpu_seconds() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The figures in the Prometheus text exposition format (0.0.4).
+pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
+    let mut o = String::new();
+    let head = |o: &mut String, name: &str, kind: &str, help: &str| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    head(
+        &mut o,
+        "strainline_requests_sent_total",
+        "counter",
+        "Requests sent.",
+    );
+    let _ = writeln!(o, "strainline_requests_sent_total {}", f.sent);
+    head(
+        &mut o,
+        "strainline_requests_total",
+        "counter",
+        "Responses by HTTP status (a command's exit code).",
+    );
+    for (s, n) in &f.by_status {
+        let _ = writeln!(o, "strainline_requests_total{{status=\"{s}\"}} {n}");
+    }
+    head(
+        &mut o,
+        "strainline_errors_total",
+        "counter",
+        "Requests that got no response, by kind.",
+    );
+    for (k, n) in &f.by_error {
+        let _ = writeln!(o, "strainline_errors_total{{kind=\"{k}\"}} {n}");
+    }
+    head(
+        &mut o,
+        "strainline_latency_seconds",
+        "histogram",
+        "Latency from the intended send time (coordinated-omission corrected).",
+    );
+    let mut cum = 0;
+    for (i, b) in BUCKETS.iter().enumerate() {
+        cum += f.latency_buckets[i];
+        let _ = writeln!(o, "strainline_latency_seconds_bucket{{le=\"{b}\"}} {cum}");
+    }
+    cum += f.latency_buckets[BUCKETS.len()];
+    let _ = writeln!(o, "strainline_latency_seconds_bucket{{le=\"+Inf\"}} {cum}");
+    let _ = writeln!(
+        o,
+        "strainline_latency_seconds_sum {}",
+        f.latency_sum_seconds
+    );
+    let _ = writeln!(o, "strainline_latency_seconds_count {}", f.latency_count);
+    if let Some(r) = f.offered_rate {
+        head(
+            &mut o,
+            "strainline_offered_rate",
+            "gauge",
+            "Requests per second the schedule offered in the last second.",
+        );
+        let _ = writeln!(o, "strainline_offered_rate {r}");
+    }
+    head(
+        &mut o,
+        "strainline_achieved_rate",
+        "gauge",
+        "Responses in the last second.",
+    );
+    let _ = writeln!(o, "strainline_achieved_rate {}", f.achieved_rate);
+    head(
+        &mut o,
+        "strainline_schedule_lag_p99_seconds",
+        "gauge",
+        "How late the generator sent, p99 of the last second (open model).",
+    );
+    let _ = writeln!(
+        o,
+        "strainline_schedule_lag_p99_seconds {}",
+        f.lag_p99_seconds
+    );
+    head(
+        &mut o,
+        "strainline_generator_cpu_seconds_total",
+        "counter",
+        "CPU strainline itself used.",
+    );
+    let _ = writeln!(o, "strainline_generator_cpu_seconds_total {generator_cpu}");
+    if let Some(t) = &f.target {
+        for (name, help, v) in [
+            (
+                "strainline_target_rss_bytes",
+                "Resident memory of the target's process tree.",
+                t.rss_bytes as f64,
+            ),
+            (
+                "strainline_target_cpu_cores",
+                "CPU of the target's tree, cores.",
+                t.cpu_cores,
+            ),
+            (
+                "strainline_target_threads",
+                "Threads of the target's tree.",
+                t.threads as f64,
+            ),
+            (
+                "strainline_target_fds",
+                "Open file descriptors of the target's tree.",
+                t.fds as f64,
+            ),
+            (
+                "strainline_target_processes",
+                "Live processes in the target's tree.",
+                f64::from(t.processes),
+            ),
+        ] {
+            head(&mut o, name, "gauge", help);
+            let _ = writeln!(o, "{name} {v}");
+        }
+    }
+    o
+}
+
+/// The figures as an OTLP/HTTP JSON `ExportMetricsServiceRequest`.
+pub fn otlp(f: &Figures, generator_cpu: f64, start_ns: u64) -> serde_json::Value {
+    use serde_json::json;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    let point = |v: f64, attrs: serde_json::Value| json!({"startTimeUnixNano": start_ns.to_string(), "timeUnixNano": now.to_string(), "asDouble": v, "attributes": attrs});
+    let attr = |k: &str, v: String| json!([{"key": k, "value": {"stringValue": v}}]);
+    let sum = |name: &str, unit: &str, points: Vec<serde_json::Value>| json!({"name": name, "unit": unit, "sum": {"aggregationTemporality": 2, "isMonotonic": true, "dataPoints": points}});
+    let gauge = |name: &str, unit: &str, v: f64| json!({"name": name, "unit": unit, "gauge": {"dataPoints": [point(v, json!([]))]}});
+    let mut metrics = vec![
+        sum(
+            "strainline_requests_sent",
+            "{request}",
+            vec![point(f.sent as f64, json!([]))],
+        ),
+        sum(
+            "strainline_requests",
+            "{request}",
+            f.by_status
+                .iter()
+                .map(|(s, n)| point(*n as f64, attr("status", s.to_string())))
+                .collect(),
+        ),
+        sum(
+            "strainline_errors",
+            "{request}",
+            f.by_error
+                .iter()
+                .map(|(k, n)| point(*n as f64, attr("kind", k.clone())))
+                .collect(),
+        ),
+        json!({"name": "strainline_latency", "unit": "s", "histogram": {"aggregationTemporality": 2, "dataPoints": [{
+            "startTimeUnixNano": start_ns.to_string(), "timeUnixNano": now.to_string(),
+            "count": f.latency_count.to_string(), "sum": f.latency_sum_seconds,
+            "bucketCounts": f.latency_buckets.iter().map(u64::to_string).collect::<Vec<_>>(),
+            "explicitBounds": BUCKETS.to_vec(), "attributes": []}]}}),
+        gauge("strainline_achieved_rate", "{request}/s", f.achieved_rate),
+        gauge("strainline_schedule_lag_p99", "s", f.lag_p99_seconds),
+        sum(
+            "strainline_generator_cpu",
+            "s",
+            vec![point(generator_cpu, json!([]))],
+        ),
+    ];
+    if let Some(r) = f.offered_rate {
+        metrics.push(gauge("strainline_offered_rate", "{request}/s", r));
+    }
+    if let Some(t) = &f.target {
+        metrics.push(gauge("strainline_target_rss", "By", t.rss_bytes as f64));
+        metrics.push(gauge("strainline_target_cpu", "{core}", t.cpu_cores));
+        metrics.push(gauge(
+            "strainline_target_threads",
+            "{thread}",
+            t.threads as f64,
+        ));
+        metrics.push(gauge("strainline_target_fds", "{fd}", t.fds as f64));
+    }
+    json!({"resourceMetrics": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "strainline"}}]},
+        "scopeMetrics": [{"scope": {"name": "strainline", "version": env!("CARGO_PKG_VERSION")}, "metrics": metrics}]
+    }]})
+}
+
+/// Where the figures go.
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    pub listen: Option<String>,
+    pub otlp: Option<String>,
+}
+
+/// The running exporters; dropping it sends a last OTLP push and stops them.
+pub struct Export {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    otlp: Option<(SocketAddr, String, String)>,
+    start_ns: u64,
+}
+
+/// An `http://HOST:PORT/PATH` URL's address, Host header and path.
+fn http_url(url: &str) -> Result<(SocketAddr, String, String), String> {
+    use std::net::ToSocketAddrs;
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        format!("--otlp '{url}': give an http:// URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318/v1/metrics (https is not supported: use a local collector)")
+    })?;
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/v1/metrics"),
+    };
+    let addr = host
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("--otlp '{url}': cannot resolve '{host}' (HOST:PORT)"))?;
+    Ok((addr, host.to_string(), path.to_string()))
+}
+
+fn push(to: &(SocketAddr, String, String), body: &str) -> std::io::Result<()> {
+    let mut s = TcpStream::connect_timeout(&to.0, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(
+        s,
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        to.2,
+        to.1,
+        body.len()
+    )?;
+    let mut reply = [0u8; 64];
+    let _ = s.read(&mut reply)?;
+    Ok(())
+}
+
+/// Starts what `targets` asks for; `None` when it asks for nothing.
+pub fn start(targets: &Targets) -> Result<Option<Export>, String> {
+    if targets.listen.is_none() && targets.otlp.is_none() {
+        return Ok(None);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    let start_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    if let Some(addr) = &targets.listen {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            format!("--metrics-listen {addr}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464)")
+        })?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || serve(listener, &stop)));
+    }
+    let receiver = targets.otlp.as_deref().map(http_url).transpose()?;
+    if let Some(to) = receiver.clone() {
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut last = std::time::Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= Duration::from_secs(5) {
+                    last = std::time::Instant::now();
+                    let f = figures().lock().unwrap().clone();
+                    let _ = push(&to, &otlp(&f, own_cpu_seconds(), start_ns).to_string());
+                }
+            }
+        }));
+    }
+    *figures().lock().unwrap() = Figures::default();
+    ON.store(true, Ordering::SeqCst);
+    Ok(Some(Export {
+        stop,
+        threads,
+        otlp: receiver,
+        start_ns,
+    }))
+}
+
+fn serve(listener: TcpListener, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut s, _)) => {
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]);
+                let path = req.split_whitespace().nth(1).unwrap_or("/");
+                let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
+                    let f = figures().lock().unwrap().clone();
+                    ("200 OK", prometheus(&f, own_cpu_seconds()))
+                } else {
+                    ("404 Not Found", "strainline serves /metrics\n".to_string())
+                };
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        // The last figures, whole: a push receiver sees the run's totals.
+        if let Some(to) = &self.otlp {
+            let f = figures().lock().unwrap().clone();
+            if let Err(e) = push(to, &otlp(&f, own_cpu_seconds(), self.start_ns).to_string()) {
+                eprintln!("note: the last OTLP push to {} failed: {e}", to.1);
+            }
+        }
+        ON.store(false, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_the_grafana_dashboard_queries_is_exported() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../docs/grafana-dashboard.json")).unwrap();
+        let mut f = Figures {
+            offered_rate: Some(1.0),
+            target: Some(Sample::default()),
+            ..Figures::default()
+        };
+        f.by_status.insert(200, 1);
+        f.by_error.insert("timeout".into(), 1);
+        let text = prometheus(&f, 0.0);
+        let mut checked = 0;
+        for panel in dashboard["panels"].as_array().unwrap() {
+            for t in panel["targets"].as_array().unwrap() {
+                let expr = t["expr"].as_str().unwrap();
+                for name in expr
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.starts_with("strainline_"))
+                {
+                    assert!(
+                        text.contains(&format!("{name}{{")) || text.contains(&format!("{name} ")),
+                        "{name} (in {expr}) is not exported"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 12, "{checked}");
+    }
+
+    #[test]
+    fn the_text_format_has_cumulative_buckets_and_every_series() {
+        let mut f = Figures {
+            sent: 10,
+            latency_count: 9,
+            latency_sum_seconds: 0.03,
+            offered_rate: Some(10.0),
+            ..Figures::default()
+        };
+        f.by_status.insert(200, 9);
+        f.by_error.insert("timeout".into(), 1);
+        f.latency_buckets[3] = 4; // ≤ 1 ms
+        f.latency_buckets[6] = 5; // ≤ 10 ms
+        let text = prometheus(&f, 1.5);
+        for line in [
+            "strainline_requests_total{status=\"200\"} 9",
+            "strainline_errors_total{kind=\"timeout\"} 1",
+            "strainline_latency_seconds_bucket{le=\"0.0005\"} 0",
+            "strainline_latency_seconds_bucket{le=\"0.001\"} 4",
+            "strainline_latency_seconds_bucket{le=\"0.01\"} 9",
+            "strainline_latency_seconds_bucket{le=\"+Inf\"} 9",
+            "strainline_latency_seconds_count 9",
+            "strainline_offered_rate 10",
+            "strainline_generator_cpu_seconds_total 1.5",
+            "# TYPE strainline_latency_seconds histogram",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        // No target watched: no target series.
+        assert!(!text.contains("strainline_target_rss_bytes"));
+        let doc = otlp(&f, 1.5, 1);
+        let metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+            .as_array()
+            .unwrap();
+        let requests = metrics
+            .iter()
+            .find(|m| m["name"] == "strainline_requests")
+            .unwrap();
+        assert_eq!(requests["sum"]["dataPoints"][0]["asDouble"], 9.0);
+        assert_eq!(requests["sum"]["aggregationTemporality"], 2);
+    }
+}

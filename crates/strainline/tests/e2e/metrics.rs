@@ -1,0 +1,272 @@
+//! Live figures where teams watch them: a real Prometheus server (Debian package,
+//! installed by `make test`) scrapes `strainline load --metrics-listen`, and a local
+//! OTLP/HTTP receiver gets `--otlp` pushes; both must hold the run's own figures.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use crate::common::*;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP GET of a loopback URL's body.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
+/// The OTLP/HTTP receiver: keeps every pushed body.
+fn receiver(bodies: Arc<Mutex<Vec<serde_json::Value>>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut r = BufReader::new(stream.try_clone().unwrap());
+            let (mut line, mut length) = (String::new(), 0usize);
+            r.read_line(&mut line).unwrap();
+            assert!(line.starts_with("POST /v1/metrics "), "{line}");
+            loop {
+                let mut h = String::new();
+                r.read_line(&mut h).unwrap();
+                if h == "\r\n" {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            r.read_exact(&mut body).unwrap();
+            bodies
+                .lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+        }
+    });
+    port
+}
+
+/// One OTLP metric's data points.
+fn otlp_points<'a>(doc: &'a serde_json::Value, name: &str) -> &'a Vec<serde_json::Value> {
+    let metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+        .as_array()
+        .unwrap();
+    let m = metrics
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    m.get("sum")
+        .or(m.get("gauge"))
+        .or(m.get("histogram"))
+        .unwrap()["dataPoints"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_same() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let tb_port = free_port();
+        let target = KillOnDrop(
+            Command::new(testbed())
+                .args(["serve", "--listen", &format!("127.0.0.1:{tb_port}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        assert!(eventually(5.0, || get(tb_port, "/health").is_some()));
+        // Prometheus scraping strainline every second.
+        let (metrics_port, prom_port) = (free_port(), free_port());
+        let cfg = s.path("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: strainline\n    static_configs:\n      - targets: ['127.0.0.1:{metrics_port}']\n"
+            ),
+        )
+        .unwrap();
+        let _prometheus = KillOnDrop(
+            Command::new("prometheus")
+                .arg(format!("--config.file={}", cfg.display()))
+                .arg(format!("--storage.tsdb.path={}", s.path("tsdb").display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("prometheus is installed by `make test` (scripts/test-deps.sh)"),
+        );
+        assert!(
+            eventually(20.0, || get(prom_port, "/-/ready").is_some()),
+            "prometheus not ready"
+        );
+        let pushes = Arc::new(Mutex::new(Vec::new()));
+        let otlp_port = receiver(pushes.clone());
+
+        let json = s.path("load.json");
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let out = s.run(&[
+            "load",
+            &format!("http://127.0.0.1:{tb_port}/health"),
+            "-q",
+            "200",
+            "-z",
+            "20s",
+            "--metrics-listen",
+            &format!("127.0.0.1:{metrics_port}"),
+            "--otlp",
+            &format!("http://127.0.0.1:{otlp_port}/v1/metrics"),
+            "--pid",
+            &target.0.id().to_string(),
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_exit(&out, 0);
+        assert_has(&stdout(&out), &format!("Target pid {}", target.0.id()));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let achieved = doc["summary"]["achieved_rate"].as_f64().unwrap();
+        let completed = doc["summary"]["completed"].as_f64().unwrap();
+
+        // Prometheus' own rate of the request counter over the steady middle of the run.
+        let query = |q: &str, extra: &str| -> serde_json::Value {
+            let enc: String = q
+                .bytes()
+                .map(|b| match b {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            let body = get(
+                prom_port,
+                &format!("/api/v1/query_range?query={enc}{extra}"),
+            )
+            .unwrap();
+            serde_json::from_str(&body).unwrap()
+        };
+        // From 11 s: the 5 s window then lies wholly after the series began (the process
+        // starts, plans and connects first).
+        let range = format!(
+            "&start={:.0}&end={:.0}&step=1",
+            started + 11.0,
+            started + 18.0
+        );
+        let r = query("sum(rate(strainline_requests_total[5s]))", &range);
+        let values: Vec<f64> = r["data"]["result"][0]["values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r:#}"))
+            .iter()
+            .map(|v| v[1].as_str().unwrap().parse().unwrap())
+            .collect();
+        assert!(values.len() >= 6, "{r:#}");
+        let rate = values.iter().sum::<f64>() / values.len() as f64;
+        assert!(
+            (rate - achieved).abs() <= 0.02 * achieved,
+            "Prometheus rate {rate:.1} vs the run's achieved {achieved:.1} req/s ({values:?})"
+        );
+        // The target's RSS series: one point a scrape, the testbed's size.
+        let r = query("strainline_target_rss_bytes", &range);
+        let rss: Vec<f64> = r["data"]["result"][0]["values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r:#}"))
+            .iter()
+            .map(|v| v[1].as_str().unwrap().parse().unwrap())
+            .collect();
+        assert!(rss.len() >= 6, "{r:#}");
+        let status = std::fs::read_to_string(format!("/proc/{}/status", target.0.id())).unwrap();
+        let vm_rss_kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .unwrap()
+            .trim()
+            .trim_end_matches(" kB")
+            .trim()
+            .parse()
+            .unwrap();
+        let last = *rss.last().unwrap();
+        assert!(
+            (last - vm_rss_kib * 1024.0).abs() <= 0.2 * vm_rss_kib * 1024.0,
+            "RSS series ends at {last}, the kernel says {vm_rss_kib} KiB"
+        );
+
+        // OTLP: pushes every 5 s, the last one at the end with the run's totals.
+        let pushes = pushes.lock().unwrap();
+        assert!(pushes.len() >= 4, "{} pushes", pushes.len());
+        let last = pushes.last().unwrap();
+        let responses: f64 = otlp_points(last, "strainline_requests")
+            .iter()
+            .map(|p| p["asDouble"].as_f64().unwrap())
+            .sum();
+        assert_eq!(responses, completed, "the last push holds every response");
+        let hist = &otlp_points(last, "strainline_latency")[0];
+        assert_eq!(
+            hist["count"].as_str().unwrap().parse::<f64>().unwrap(),
+            completed
+        );
+        assert!(
+            otlp_points(last, "strainline_target_rss")[0]["asDouble"]
+                .as_f64()
+                .unwrap()
+                > 1e6
+        );
+    });
+}
+
+#[test]
+fn a_busy_metrics_address_or_a_bad_otlp_url_is_refused_before_the_run() {
+    let s = Scratch::new();
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let out = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "-q",
+        "10",
+        "-z",
+        "1s",
+        "--metrics-listen",
+        &addr,
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), &format!("--metrics-listen {addr}"));
+    let out = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "-q",
+        "10",
+        "-z",
+        "1s",
+        "--otlp",
+        "https://collector:4318",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "give an http:// URL of an OTLP/HTTP receiver",
+    );
+}
