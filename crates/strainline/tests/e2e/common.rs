@@ -355,3 +355,12 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -9,14 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::*;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A plain HTTP GET of a loopback URL's body.
 fn get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;

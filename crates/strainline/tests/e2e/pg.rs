@@ -5,7 +5,7 @@
 //! process (parent-death signal on a thread that never exits); clusters left by killed
 //! test processes are removed at the next start.
 
-use std::net::TcpListener;
+use crate::common::free_port;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -84,14 +84,6 @@ fn chown_tree(path: &Path, who: Option<(u32, u32)>) {
     if let Some((uid, gid)) = who {
         std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Removes clusters whose test process is gone.

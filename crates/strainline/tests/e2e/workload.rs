@@ -157,6 +157,33 @@ fn schema_errors(name: &str, doc: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// `workload compare A B --json`: the output and the document.
+fn compare_logs(s: &Scratch, a: &Path, b: &Path) -> (std::process::Output, serde_json::Value) {
+    let json = s.path("cmp.json");
+    let out = s.run(&[
+        "workload",
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let doc = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (out, doc)
+}
+
+/// Whether a comparison's dimension differs.
+fn differs(doc: &serde_json::Value, name: &str) -> bool {
+    doc["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap()["differs"]
+        .as_bool()
+        .unwrap()
+}
+
 fn characterize(s: &Scratch, log: &Path) -> serde_json::Value {
     let json = s.path("profile.json");
     let html = s.path("profile.html");
@@ -254,20 +281,7 @@ fn nginx_logs_of_a_known_mix_are_characterized_and_compared() {
 
         // Two Poisson runs of the same mix are similar; a constant rate differs in
         // dispersion (and only there among mix, rate and sizes).
-        let cmp = |a: &Path, b: &Path| {
-            let json = s.path("cmp.json");
-            let out = s.run(&[
-                "workload",
-                "compare",
-                a.to_str().unwrap(),
-                b.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
-            ]);
-            let doc: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-            (out, doc)
-        };
+        let cmp = |a: &Path, b: &Path| compare_logs(&s, a, b);
         let (out, doc) = cmp(&poisson_a, &poisson_b);
         assert_exit(&out, 0);
         assert!(
@@ -280,16 +294,7 @@ fn nginx_logs_of_a_known_mix_are_characterized_and_compared() {
         let (out, doc) = cmp(&poisson_a, &constant);
         assert_exit(&out, 1);
         assert_has(&stdout(&out), "DIFFERS in");
-        let differs = |name: &str| {
-            doc["dimensions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|d| d["name"] == name)
-                .unwrap()["differs"]
-                .as_bool()
-                .unwrap()
-        };
+        let differs = |name: &str| differs(&doc, name);
         assert!(differs("dispersion"), "{:#}", doc["dimensions"]);
         for same in ["mix", "rate", "sizes", "status"] {
             assert!(!differs(same), "{same}: {:#}", doc["dimensions"]);
@@ -501,20 +506,7 @@ fn a_scenario_made_from_nginx_s_log_reproduces_its_mix_rate_and_variance() {
             .sum();
         let flat = run(&constant, &["-z", &format!("{seconds}s")], "constant.log");
 
-        let compare = |b: &Path| {
-            let json = s.path("cmp.json");
-            let out = s.run(&[
-                "workload",
-                "compare",
-                production.to_str().unwrap(),
-                b.to_str().unwrap(),
-                "--json",
-                json.to_str().unwrap(),
-            ]);
-            let doc: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-            (out, doc)
-        };
+        let compare = |b: &Path| compare_logs(&s, &production, b);
         let profile = |log: &Path| {
             let json = s.path("p.json");
             let out = s.run(&[
@@ -568,16 +560,7 @@ fn a_scenario_made_from_nginx_s_log_reproduces_its_mix_rate_and_variance() {
         // The constant rate: the same mix and mean, not the same variance.
         let (out, doc) = compare(&flat);
         assert_exit(&out, 1);
-        let differs = |name: &str| {
-            doc["dimensions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|d| d["name"] == name)
-                .unwrap()["differs"]
-                .as_bool()
-                .unwrap()
-        };
+        let differs = |name: &str| differs(&doc, name);
         assert!(differs("dispersion"), "{:#}", doc["dimensions"]);
         for same in ["mix", "rate"] {
             assert!(!differs(same), "{same}: {:#}", doc["dimensions"]);
