@@ -143,8 +143,6 @@ fn listen_overflows() -> u64 {
 fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
     let _bench = measuring();
     on_a_quiet_machine(|| {
-        let s = Scratch::new();
-        let root = s.site();
         // Python's ThreadingHTTPServer: listen(5), one connection per request (HTTP/1.0),
         // one thread accepting. Past ~1,000 req/s connections find its accept queue full.
         let suite = format!(
@@ -152,11 +150,25 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
              ready = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
              [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
              start = 500\nstep = 500\nmax_steps = 10\nstep_duration = \"1500ms\"\nslo_p99 = \"200ms\"\n",
-            root.display()
+            "{ROOT}"
         );
-        let before = listen_overflows();
-        let out = run_suite(&s, &suite, &[]);
-        let kernel = listen_overflows() - before;
+        // Whether the accept queue overflows depends on the pool: when Python saturates
+        // first, its queue stays in the generator (the pool holds its size) and the
+        // kernel counts nothing — that run did not test the backlog, and is repeated.
+        let (mut kept, mut kernel) = (None, 0);
+        for attempt in 1..=4 {
+            let s = Scratch::new();
+            let suite = suite.replace("{ROOT}", &s.site().display().to_string());
+            let before = listen_overflows();
+            let o = run_suite(&s, &suite, &[]);
+            kernel = listen_overflows() - before;
+            kept = Some((s, o));
+            if kernel > 0 {
+                break;
+            }
+            eprintln!("attempt {attempt}: the kernel counted no overflow (Python saturated first): repeated");
+        }
+        let (s, out) = kept.unwrap();
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{text}");
         let details = &case_metrics(&s)[0]["summary"]["details"];
