@@ -50,10 +50,11 @@ pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
         git: git.as_ref(),
         host: &host,
     })?;
+    let n = imported.files.len();
     println!(
-        "Imported {} ({}) as run #{run_id}{}",
+        "Imported {} ({n} file{}) as run #{run_id}{}",
         formats.join(", "),
-        imported.files.len(),
+        if n == 1 { "" } else { "s" },
         args.label
             .as_deref()
             .map(|l| format!(" [{l}]"))
