@@ -144,7 +144,8 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
         let completed = doc["summary"]["completed"].as_f64().unwrap();
 
         // Prometheus' own rate of the request counter over the steady middle of the run.
-        let query = |q: &str, extra: &str| -> serde_json::Value {
+        // A range query's values (at least six points).
+        let query = |q: &str, extra: &str| -> Vec<f64> {
             let enc: String = q
                 .bytes()
                 .map(|b| match b {
@@ -159,7 +160,15 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
                 &format!("/api/v1/query_range?query={enc}{extra}"),
             )
             .unwrap();
-            serde_json::from_str(&body).unwrap()
+            let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let values: Vec<f64> = r["data"]["result"][0]["values"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{q}: {r:#}"))
+                .iter()
+                .map(|v| v[1].as_str().unwrap().parse().unwrap())
+                .collect();
+            assert!(values.len() >= 6, "{q}: {r:#}");
+            values
         };
         // From 11 s: the 5 s window then lies wholly after the series began (the process
         // starts, plans and connects first).
@@ -168,28 +177,14 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
             started + 11.0,
             started + 18.0
         );
-        let r = query("sum(rate(strainline_requests_total[5s]))", &range);
-        let values: Vec<f64> = r["data"]["result"][0]["values"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{r:#}"))
-            .iter()
-            .map(|v| v[1].as_str().unwrap().parse().unwrap())
-            .collect();
-        assert!(values.len() >= 6, "{r:#}");
+        let values = query("sum(rate(strainline_requests_total[5s]))", &range);
         let rate = values.iter().sum::<f64>() / values.len() as f64;
         assert!(
             (rate - achieved).abs() <= 0.02 * achieved,
             "Prometheus rate {rate:.1} vs the run's achieved {achieved:.1} req/s ({values:?})"
         );
         // The target's RSS series: one point a scrape, the testbed's size.
-        let r = query("strainline_target_rss_bytes", &range);
-        let rss: Vec<f64> = r["data"]["result"][0]["values"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{r:#}"))
-            .iter()
-            .map(|v| v[1].as_str().unwrap().parse().unwrap())
-            .collect();
-        assert!(rss.len() >= 6, "{r:#}");
+        let rss = query("strainline_target_rss_bytes", &range);
         let status = std::fs::read_to_string(format!("/proc/{}/status", target.0.id())).unwrap();
         let vm_rss_kib: f64 = status
             .lines()
