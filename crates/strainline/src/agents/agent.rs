@@ -446,7 +446,7 @@ fn start(
         let seconds = out.clone();
         let outcome = load::run_from(&planned.plan, start, cancel, &|| false, |s, tally| {
             // Whole seconds only: the last, partial one arrives in the report's totals.
-            if s.t.fract() != 0.0 {
+            if s.partial() {
                 return;
             }
             index += 1;

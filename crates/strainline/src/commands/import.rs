@@ -93,15 +93,15 @@ pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
         let medians: Vec<String> = names
             .iter()
             .map(|(n, unit)| {
-                let mut xs: Vec<f64> = b
+                let xs: Vec<f64> = b
                     .samples
                     .iter()
                     .flatten()
                     .filter(|m| m.name == *n)
                     .map(|m| m.value)
                     .collect();
-                xs.sort_by(f64::total_cmp);
-                format!("{n} {}", format_value(xs[xs.len() / 2], unit))
+                let median = crate::analysis::stats::median(&xs).expect("a metric seen once");
+                format!("{n} {}", format_value(median, unit))
             })
             .collect();
         println!(

@@ -129,33 +129,20 @@ pub fn google_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
                 sample.push(Metric::new("items_per_second", x, "items/s", "higher"));
             }
         }
-        push_sample(&mut out, name, sample, failed);
+        super::push_sample(&mut out, name, sample, failed);
     }
     Ok(out)
 }
 
-/// Adds a sample to the bench of that name (tools list repetitions one by one).
-pub fn push_sample(out: &mut Vec<Bench>, name: String, sample: Vec<Metric>, failed: bool) {
-    let status = if failed { "failed" } else { "passed" };
-    match out.iter_mut().find(|b| b.name == name) {
-        Some(b) => {
-            if !sample.is_empty() {
-                b.samples.push(sample);
-            }
-            if failed {
-                b.status = status;
-            }
-        }
-        None => out.push(Bench {
-            name,
-            samples: if sample.is_empty() {
-                vec![]
-            } else {
-                vec![sample]
-            },
-            status,
-        }),
-    }
+/// JMH's `rawData` (one list of iterations per fork) as one list.
+fn every_iteration(raw: &Value) -> Vec<f64> {
+    raw.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(Value::as_f64)
+        .collect()
 }
 
 /// JMH: one repetition per measurement iteration of every fork (`rawData`); the
@@ -201,33 +188,14 @@ pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
                 Ok(time_ns("time", x * ns))
             }
         };
-        let raw: Vec<f64> = pm["rawData"]
-            .as_array()
-            .map(|forks| {
-                forks
-                    .iter()
-                    .filter_map(Value::as_array)
-                    .flatten()
-                    .filter_map(Value::as_f64)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let raw = every_iteration(&pm["rawData"]);
         let raw = if raw.is_empty() {
             vec![number(pm, "score", &name)?]
         } else {
             raw
         };
         let alloc = &r["secondaryMetrics"]["·gc.alloc.rate.norm"];
-        let alloc_raw: Vec<f64> = alloc["rawData"]
-            .as_array()
-            .map(|f| {
-                f.iter()
-                    .filter_map(Value::as_array)
-                    .flatten()
-                    .filter_map(Value::as_f64)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let alloc_raw = every_iteration(&alloc["rawData"]);
         let mut samples = Vec::new();
         for (i, x) in raw.iter().enumerate() {
             let mut s = vec![metric(*x)?];

@@ -113,6 +113,30 @@ fn batch_means(samples: Vec<Vec<Metric>>) -> Vec<Vec<Metric>> {
         .collect()
 }
 
+/// Adds a sample to the bench of that name (tools list repetitions one by one).
+fn push_sample(out: &mut Vec<Bench>, name: String, sample: Vec<Metric>, failed: bool) {
+    let status = if failed { "failed" } else { "passed" };
+    match out.iter_mut().find(|b| b.name == name) {
+        Some(b) => {
+            if !sample.is_empty() {
+                b.samples.push(sample);
+            }
+            if failed {
+                b.status = status;
+            }
+        }
+        None => out.push(Bench {
+            name,
+            samples: if sample.is_empty() {
+                vec![]
+            } else {
+                vec![sample]
+            },
+            status,
+        }),
+    }
+}
+
 /// A time per operation, stored in nanoseconds.
 pub fn time_ns(name: &str, ns: f64) -> Metric {
     Metric::new(name, ns, "ns", "lower")
@@ -121,7 +145,11 @@ pub fn time_ns(name: &str, ns: f64) -> Metric {
 /// Reads one file (or Criterion directory) in `format`, or detects it.
 pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>), String> {
     let shown = path.display().to_string();
-    let criterion_files = json::criterion_files(path);
+    let criterion_files = if path.is_dir() {
+        json::criterion_files(path)
+    } else {
+        Vec::new()
+    };
     if path.is_dir() && criterion_files.is_empty() {
         return Err(format!(
             "{shown}: a directory, and no Criterion sample.json below it"
@@ -215,14 +243,12 @@ pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> Result<Imported, S
         let (f, bs) = read(format, p)?;
         files.push((p.clone(), f));
         for b in bs {
-            match benches.iter_mut().find(|x| x.name == b.name) {
-                Some(x) => {
-                    x.samples.extend(b.samples);
-                    if b.status != "passed" {
-                        x.status = b.status;
-                    }
-                }
-                None => benches.push(b),
+            let failed = b.status != "passed";
+            if b.samples.is_empty() {
+                push_sample(&mut benches, b.name.clone(), Vec::new(), failed);
+            }
+            for sample in b.samples {
+                push_sample(&mut benches, b.name.clone(), sample, failed);
             }
         }
     }

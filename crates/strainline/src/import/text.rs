@@ -62,7 +62,7 @@ pub fn go_test(text: &str) -> Result<Vec<Bench>, String> {
     for (p, name, metrics) in rows.iter().cloned() {
         let fail = failed.contains(&name);
         let name = if prefix { format!("{p}/{name}") } else { name };
-        super::json::push_sample(&mut out, name, metrics, fail);
+        super::push_sample(&mut out, name, metrics, fail);
     }
     Ok(out)
 }
@@ -92,7 +92,7 @@ pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
         let sample = time
             .map(|t| vec![time_ns("time", t * 1e9)])
             .unwrap_or_default();
-        super::json::push_sample(out, name, sample, failed);
+        super::push_sample(out, name, sample, failed);
     };
     loop {
         let event = reader

@@ -100,15 +100,6 @@ pub fn sample(s: &Sample) {
     }
 }
 
-/// CPU seconds strainline itself used (the generator's cost).
-fn own_cpu_seconds() -> f64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage fills the struct it is given.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// The figures in the Prometheus text exposition format (0.0.4).
 pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
     let mut o = String::new();
@@ -370,7 +361,10 @@ pub fn start(targets: &Targets) -> Result<Option<Export>, String> {
                 if last.elapsed() >= Duration::from_secs(5) {
                     last = std::time::Instant::now();
                     let f = figures().lock().unwrap().clone();
-                    let _ = push(&to, &otlp(&f, own_cpu_seconds(), start_ns).to_string());
+                    let _ = push(
+                        &to,
+                        &otlp(&f, crate::os::process::own_cpu_seconds(), start_ns).to_string(),
+                    );
                 }
             }
         }));
@@ -397,7 +391,10 @@ fn serve(listener: TcpListener, stop: &AtomicBool) {
                 let path = req.split_whitespace().nth(1).unwrap_or("/");
                 let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
                     let f = figures().lock().unwrap().clone();
-                    ("200 OK", prometheus(&f, own_cpu_seconds()))
+                    (
+                        "200 OK",
+                        prometheus(&f, crate::os::process::own_cpu_seconds()),
+                    )
                 } else {
                     ("404 Not Found", "strainline serves /metrics\n".to_string())
                 };
@@ -421,7 +418,10 @@ impl Drop for Export {
         // The last figures, whole: a push receiver sees the run's totals.
         if let Some(to) = &self.otlp {
             let f = figures().lock().unwrap().clone();
-            if let Err(e) = push(to, &otlp(&f, own_cpu_seconds(), self.start_ns).to_string()) {
+            if let Err(e) = push(
+                to,
+                &otlp(&f, crate::os::process::own_cpu_seconds(), self.start_ns).to_string(),
+            ) {
                 eprintln!("note: the last OTLP push to {} failed: {e}", to.1);
             }
         }

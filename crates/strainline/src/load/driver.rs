@@ -141,6 +141,12 @@ pub struct AgentPart {
 }
 
 impl Second {
+    /// The run's last interval, cut at its end: it ends at the elapsed time, every other
+    /// at a whole second from the start (`progress` gets it too, for totals).
+    pub fn partial(&self) -> bool {
+        self.t.fract() != 0.0
+    }
+
     /// The second ending at `t` whose tally is `iv`.
     pub fn of(t: f64, iv: &Tally) -> Second {
         let q = |p: f64| {
@@ -1214,7 +1220,7 @@ pub fn run_from(
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
         seconds.pop();
     } else if let Some(s) = seconds.last() {
-        // The last, partial second (its `t` is not a whole second): the live figures
+        // The last, partial second ([`Second::partial`]): the exported live figures
         // end with the run's totals.
         progress(s, &last);
     }

@@ -48,7 +48,7 @@ pub fn live_with<T>(
         }
         // The run's last, partial second goes to the exported counters only: as a
         // second of the view it would read as a drop in the rate.
-        if s.t.fract() != 0.0 {
+        if s.partial() {
             return;
         }
         crate::live::second(crate::live::Second {

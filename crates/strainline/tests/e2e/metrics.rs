@@ -195,6 +195,16 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
             .trim()
             .parse()
             .unwrap();
+        // The target's threads, as the kernel counts them (the testbed's are fixed).
+        let threads = query("strainline_target_threads", &range);
+        let kernel_threads: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(*threads.last().unwrap(), kernel_threads);
         let last = *rss.last().unwrap();
         assert!(
             (last - vm_rss_kib * 1024.0).abs() <= 0.2 * vm_rss_kib * 1024.0,

@@ -5,6 +5,8 @@
 //! `http.server`, a program we did not write) is named by the kernel's overflow count;
 //! a target sharing its CPU with a hog is named CPU contention from its run-queue time.
 
+use std::path::Path;
+
 use crate::common::*;
 
 const SERVE: &str = r#"
@@ -145,20 +147,22 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
     on_a_quiet_machine(|| {
         // Python's ThreadingHTTPServer: listen(5), one connection per request (HTTP/1.0),
         // one thread accepting. Past ~1,000 req/s connections find its accept queue full.
-        let suite = format!(
-            "[target]\ncommand = [\"python3\", \"-m\", \"http.server\", \"--bind\", \"127.0.0.1\", \"--directory\", \"{}\", \"{{{{port}}}}\"]\n\
-             ready = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
-             [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
-             start = 500\nstep = 500\nmax_steps = 10\nstep_duration = \"1500ms\"\nslo_p99 = \"200ms\"\n",
-            "{ROOT}"
-        );
+        let suite = |root: &Path| {
+            format!(
+                "[target]\ncommand = [\"python3\", \"-m\", \"http.server\", \"--bind\", \"127.0.0.1\", \"--directory\", \"{}\", \"{{{{port}}}}\"]\n\
+                 ready = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
+                 [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/index.html\"\n\
+                 start = 500\nstep = 500\nmax_steps = 10\nstep_duration = \"1500ms\"\nslo_p99 = \"200ms\"\n",
+                root.display()
+            )
+        };
         // Whether the accept queue overflows depends on the pool: when Python saturates
         // first, its queue stays in the generator (the pool holds its size) and the
         // kernel counts nothing — that run did not test the backlog, and is repeated.
         let (mut kept, mut kernel) = (None, 0);
         for attempt in 1..=4 {
             let s = Scratch::new();
-            let suite = suite.replace("{ROOT}", &s.site().display().to_string());
+            let suite = suite(&s.site());
             let before = listen_overflows();
             let o = run_suite(&s, &suite, &[]);
             kernel = listen_overflows() - before;
