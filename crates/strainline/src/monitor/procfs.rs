@@ -266,7 +266,8 @@ mod tests {
     fn parses_stat_with_awkward_command_names() {
         // A command name with spaces and a closing parenthesis, as `prctl` allows.
         let text = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 120 0 0 0 \
-                    7 3 11 2 20 0 3 0 98765 10000000 2560 18446744073709551615";
+                    7 3 11 2 20 0 3 0 98765 10000000 2560 18446744073709551615 \
+                    94000000000000 94000000100000 140730000000000";
         let s = parse_stat(text).unwrap();
         assert_eq!(s.pid, 4242);
         assert_eq!(s.comm, "my (odd) name");
@@ -277,6 +278,7 @@ mod tests {
         assert_eq!(s.num_threads, 3);
         assert_eq!(s.start_ticks, 98765);
         assert_eq!(s.rss_pages, 2560);
+        assert_eq!(s.start_stack, 140730000000000);
     }
 
     #[test]

@@ -254,6 +254,7 @@ impl Sampler {
 
         let mut gone = Vec::new();
         for (&pid, p) in self.live.iter_mut() {
+            let stack_before = p.last.start_stack;
             let read = if full_stat {
                 p.files.stat().map(|st| p.last = st)
             } else if rss_unchanged {
@@ -265,8 +266,9 @@ impl Sampler {
                 gone.push(pid);
                 continue;
             }
-            if full_stat && p.last.comm != p.record.name {
-                // It called exec since we first saw it.
+            if full_stat && (p.last.comm != p.record.name || p.last.start_stack != stack_before) {
+                // It called exec since the last read (a forked child seen before its exec
+                // keeps its parent's command line until then).
                 p.record.name = p.last.comm.clone();
                 p.record.cmdline = procfs::cmdline(pid);
             }

@@ -292,6 +292,11 @@ pub struct Stat {
     /// Start time after boot, in clock ticks: with the pid, it names a process uniquely.
     pub start_ticks: u64,
     pub rss_pages: u64,
+    /// Where the stack began (`startstack`): set by `exec` from the new program's
+    /// arguments and environment (and randomized), fixed afterwards, so a change says the
+    /// process called exec even when its name stayed (a program re-executing itself).
+    /// 0 when the kernel hides it (a process strainline may not trace).
+    pub start_stack: u64,
 }
 
 /// Parses the text of `/proc/PID/stat`. The command name is in parentheses and may
@@ -316,6 +321,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         num_threads: num(20)?,
         start_ticks: num(22)?,
         rss_pages: num(24)?,
+        start_stack: num(28).unwrap_or(0),
     })
 }
 

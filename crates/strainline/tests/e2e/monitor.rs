@@ -127,6 +127,41 @@ fn setsid_daemon(flags: &[&str]) {
     assert!(!alive(pid), "the daemon {pid} survived strainline");
 }
 
+/// A process seen before it calls exec is named by what it ran afterwards, even when
+/// exec keeps its name (a program re-executing itself, as the daemon above did when the
+/// machine was slow enough for the monitor to see its child between fork and exec).
+#[test]
+fn a_process_that_execs_under_the_same_name_is_named_by_its_new_command() {
+    let s = Scratch::new();
+    let json = s.path("exec.json");
+    let out = s.run(&[
+        "monitor",
+        "-q",
+        "--interval",
+        "50ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        // The marker appears only once the shell expands it, in the new command line.
+        "M=after-; sleep 0.5; exec sh -c 'sleep 0.6' ${M}exec",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let cmdlines: Vec<&str> = doc["summary"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cmdline"].as_str().unwrap())
+        .collect();
+    assert!(
+        cmdlines.iter().any(|c| c.contains("after-exec")),
+        "the root's command line after exec is not in {cmdlines:?}"
+    );
+}
+
 #[test]
 fn exit_status_is_passed_through() {
     let s = Scratch::new();
