@@ -23,6 +23,81 @@ fn get(port: u16, path: &str) -> Option<String> {
     head.starts_with("HTTP/1.1 200").then(|| body.to_string())
 }
 
+/// A plain HTTP POST of a JSON body; true on a 2xx answer.
+fn post(port: u16, path: &str, body: &str) -> bool {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.starts_with("HTTP/1.1 2")
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A process's CPU time (user + system, all threads) as the kernel counts it.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    // Fields 14 and 15 (utime, stime); f[0] is field 3.
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// A Prometheus query's URL form.
+fn encoded(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A range query's values (at least six points).
+fn query(prom_port: u16, q: &str, range: &str) -> Vec<f64> {
+    let body = get(
+        prom_port,
+        &format!("/api/v1/query_range?query={}{range}", encoded(q)),
+    )
+    .unwrap();
+    let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let values: Vec<f64> = r["data"]["result"][0]["values"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{q}: {r:#}"))
+        .iter()
+        .map(|v| v[1].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(values.len() >= 6, "{q}: {r:#}");
+    values
+}
+
+/// An instant query's value.
+fn instant_value(prom_port: u16, q: &str, at: &str) -> f64 {
+    let body = get(
+        prom_port,
+        &format!("/api/v1/query?query={}{at}", encoded(q)),
+    )
+    .unwrap();
+    let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+    r["data"]["result"][0]["value"][1]
+        .as_str()
+        .unwrap_or_else(|| panic!("{q}: {r:#}"))
+        .parse()
+        .unwrap()
+}
+
 /// The OTLP/HTTP receiver: keeps every pushed body.
 fn receiver(bodies: Arc<Mutex<Vec<serde_json::Value>>>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -74,20 +149,24 @@ fn otlp_points<'a>(doc: &'a serde_json::Value, name: &str) -> &'a Vec<serde_json
 }
 
 #[test]
-fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_same() {
+fn prometheus_scrapes_a_load_s_rate_the_target_s_figures_and_the_generator_s_cpu_and_otlp_gets_the_same(
+) {
     let _bench = loaded();
     on_a_quiet_machine(|| {
         let s = Scratch::new();
         let tb_port = free_port();
+        // Each push hashes 400 KiB: the target's CPU is large enough to check.
         let target = KillOnDrop(
             Command::new(testbed())
                 .args(["serve", "--listen", &format!("127.0.0.1:{tb_port}")])
+                .args(["--cpu-cost", "100"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),
         );
         assert!(eventually(5.0, || get(tb_port, "/health").is_some()));
+        assert!(post(tb_port, "/register", r#"{"id":"d1"}"#));
         // Prometheus scraping strainline every second.
         let (metrics_port, prom_port) = (free_port(), free_port());
         let cfg = s.path("prometheus.yml");
@@ -116,75 +195,111 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
         let otlp_port = receiver(pushes.clone());
 
         let json = s.path("load.json");
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        let out = s.run(&[
-            "load",
-            &format!("http://127.0.0.1:{tb_port}/health"),
-            "-q",
-            "200",
-            "-z",
-            "20s",
-            "--metrics-listen",
-            &format!("127.0.0.1:{metrics_port}"),
-            "--otlp",
-            &format!("http://127.0.0.1:{otlp_port}/v1/metrics"),
-            "--pid",
-            &target.0.id().to_string(),
-            "--json",
-            json.to_str().unwrap(),
-        ]);
+        let started = now();
+        let load = strainline()
+            .arg("--store")
+            .arg(s.store())
+            .args([
+                "load",
+                &format!("http://127.0.0.1:{tb_port}/push/d1"),
+                "-m",
+                "POST",
+                "-d",
+                "x",
+                "-q",
+                "200",
+                "-z",
+                "20s",
+                "--metrics-listen",
+                &format!("127.0.0.1:{metrics_port}"),
+                "--otlp",
+                &format!("http://127.0.0.1:{otlp_port}/v1/metrics"),
+                "--pid",
+                &target.0.id().to_string(),
+                "--json",
+                json.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The kernel's own counters during the steady part, read when Prometheus'
+        // range below begins and ends: the target's CPU ticks, its open descriptors and
+        // strainline's own CPU.
+        let at = |t: f64| {
+            std::thread::sleep(std::time::Duration::from_secs_f64(
+                (started + t - now()).max(0.0),
+            ));
+            (
+                now(),
+                cpu_seconds(target.0.id()),
+                std::fs::read_dir(format!("/proc/{}/fd", target.0.id()))
+                    .unwrap()
+                    .count() as f64,
+                cpu_seconds(load.id()),
+            )
+        };
+        let (t0, target_cpu0, _, _) = at(11.0);
+        let (t1, target_cpu1, fds, generator_cpu) = at(18.0);
+        let out = load.wait_with_output().unwrap();
         assert_exit(&out, 0);
         assert_has(&stdout(&out), &format!("Target pid {}", target.0.id()));
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let achieved = doc["summary"]["achieved_rate"].as_f64().unwrap();
         let completed = doc["summary"]["completed"].as_f64().unwrap();
+        assert_eq!(
+            doc["summary"]["ok"].as_f64(),
+            Some(completed),
+            "every push answered 200"
+        );
 
         // Prometheus' own rate of the request counter over the steady middle of the run.
-        // A range query's values (at least six points).
-        let query = |q: &str, extra: &str| -> Vec<f64> {
-            let enc: String = q
-                .bytes()
-                .map(|b| match b {
-                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => {
-                        (b as char).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect();
-            let body = get(
-                prom_port,
-                &format!("/api/v1/query_range?query={enc}{extra}"),
-            )
-            .unwrap();
-            let r: serde_json::Value = serde_json::from_str(&body).unwrap();
-            let values: Vec<f64> = r["data"]["result"][0]["values"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{q}: {r:#}"))
-                .iter()
-                .map(|v| v[1].as_str().unwrap().parse().unwrap())
-                .collect();
-            assert!(values.len() >= 6, "{q}: {r:#}");
-            values
-        };
         // From 11 s: the 5 s window then lies wholly after the series began (the process
         // starts, plans and connects first).
-        let range = format!(
-            "&start={:.0}&end={:.0}&step=1",
-            started + 11.0,
-            started + 18.0
+        let range = format!("&start={t0:.3}&end={t1:.3}&step=1");
+        let values = query(
+            prom_port,
+            "sum(rate(strainline_requests_total[5s]))",
+            &range,
         );
-        let values = query("sum(rate(strainline_requests_total[5s]))", &range);
         let rate = values.iter().sum::<f64>() / values.len() as f64;
         assert!(
             (rate - achieved).abs() <= 0.02 * achieved,
             "Prometheus rate {rate:.1} vs the run's achieved {achieved:.1} req/s ({values:?})"
         );
+        // The target's CPU, averaged over the range, against its ticks in the kernel.
+        let cores = query(prom_port, "strainline_target_cpu_cores", &range);
+        let exported = cores.iter().sum::<f64>() / cores.len() as f64;
+        let kernel = (target_cpu1 - target_cpu0) / (t1 - t0);
+        assert!(
+            kernel > 0.05,
+            "the pushes cost the target {kernel:.3} cores"
+        );
+        assert!(
+            (exported - kernel).abs() <= 0.15 * kernel + 0.01,
+            "target CPU exported {exported:.3} cores, the kernel counted {kernel:.3} ({cores:?})"
+        );
+        // Descriptors and the generator's CPU at the range's end (a scrape is at most a
+        // second old; strainline's CPU grows by a few hundredths of a second a second).
+        let instant = format!("&time={t1:.3}");
+        let exported_fds = instant_value(prom_port, "strainline_target_fds", &instant);
+        assert!(
+            (exported_fds - fds).abs() <= 2.0,
+            "target FDs exported {exported_fds}, /proc/PID/fd holds {fds}"
+        );
+        let exported_cpu = instant_value(
+            prom_port,
+            "strainline_generator_cpu_seconds_total",
+            &instant,
+        );
+        assert!(
+            exported_cpu <= generator_cpu + 0.02
+                && exported_cpu >= generator_cpu - 0.1 - 0.1 * generator_cpu,
+            "generator CPU exported {exported_cpu:.3} s, the kernel counted {generator_cpu:.3} s"
+        );
         // The target's RSS series: one point a scrape, the testbed's size.
-        let rss = query("strainline_target_rss_bytes", &range);
+        let rss = query(prom_port, "strainline_target_rss_bytes", &range);
         let status = std::fs::read_to_string(format!("/proc/{}/status", target.0.id())).unwrap();
         let vm_rss_kib: f64 = status
             .lines()
@@ -196,7 +311,7 @@ fn prometheus_scrapes_a_load_s_rate_and_the_target_s_memory_and_otlp_gets_the_sa
             .parse()
             .unwrap();
         // The target's threads, as the kernel counts them (the testbed's are fixed).
-        let threads = query("strainline_target_threads", &range);
+        let threads = query(prom_port, "strainline_target_threads", &range);
         let kernel_threads: f64 = status
             .lines()
             .find_map(|l| l.strip_prefix("Threads:"))
