@@ -132,7 +132,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         attached && !args.no_tui && !args.quiet,
         &format!("monitor --pid {root}"),
     );
-    crate::live::new_case(&command.join(" "));
+    crate::live::new_case(&command.join(" "), None);
 
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);

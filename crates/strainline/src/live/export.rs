@@ -37,6 +37,8 @@ pub struct Figures {
     pub achieved_rate: f64,
     pub lag_p99_seconds: f64,
     pub target: Option<Sample>,
+    /// The suite case (or monitored command) running now.
+    pub case: Option<String>,
 }
 
 fn figures() -> &'static Mutex<Figures> {
@@ -89,6 +91,21 @@ pub fn second(interval: &LoadSecond) {
     f.offered_rate = interval.offered;
     f.achieved_rate = interval.completed as f64;
     f.lag_p99_seconds = interval.lag.value_at_quantile(0.99) as f64 / 1e6;
+}
+
+/// A case starts: the figures that follow are its (the counters keep adding up over the
+/// run; the `strainline_case_info` series says which case each stretch of them is).
+pub fn case(name: &str) {
+    if on() {
+        figures().lock().unwrap().case = Some(name.to_string());
+    }
+}
+
+/// A label value in the text format: backslash, double quote and newline escaped.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// A sample of the target's tree.
@@ -184,6 +201,19 @@ pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
         "CPU strainline itself used.",
     );
     let _ = writeln!(o, "strainline_generator_cpu_seconds_total {generator_cpu}");
+    if let Some(case) = &f.case {
+        head(
+            &mut o,
+            "strainline_case_info",
+            "gauge",
+            "The suite case (or monitored command) running now: always 1, named by its label.",
+        );
+        let _ = writeln!(
+            o,
+            "strainline_case_info{{case=\"{}\"}} 1",
+            label_value(case)
+        );
+    }
     if let Some(t) = &f.target {
         for (name, help, v) in [
             (
@@ -267,6 +297,9 @@ pub fn otlp(f: &Figures, generator_cpu: f64, start_ns: u64) -> serde_json::Value
     ];
     if let Some(r) = f.offered_rate {
         metrics.push(gauge("strainline_offered_rate", "{request}/s", r));
+    }
+    if let Some(case) = &f.case {
+        metrics.push(json!({"name": "strainline_case_info", "gauge": {"dataPoints": [point(1.0, attr("case", case.clone()))]}}));
     }
     if let Some(t) = &f.target {
         metrics.push(gauge("strainline_target_rss", "By", t.rss_bytes as f64));
@@ -440,6 +473,7 @@ mod tests {
         let mut f = Figures {
             offered_rate: Some(1.0),
             target: Some(Sample::default()),
+            case: Some("case".into()),
             ..Figures::default()
         };
         f.by_status.insert(200, 1);
@@ -504,5 +538,29 @@ mod tests {
             .unwrap();
         assert_eq!(requests["sum"]["dataPoints"][0]["asDouble"], 9.0);
         assert_eq!(requests["sum"]["aggregationTemporality"], 2);
+    }
+
+    #[test]
+    fn the_running_case_is_a_label_escaped_for_the_text_format() {
+        let f = Figures {
+            case: Some("push \"hot\" path\\x\nnext".into()),
+            ..Figures::default()
+        };
+        let text = prometheus(&f, 0.0);
+        assert!(
+            text.lines()
+                .any(|l| l == r#"strainline_case_info{case="push \"hot\" path\\x\nnext"} 1"#),
+            "{text}"
+        );
+        let doc = otlp(&f, 0.0, 1);
+        let info = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "strainline_case_info")
+            .unwrap();
+        let attr = &info["gauge"]["dataPoints"][0]["attributes"][0];
+        assert_eq!(attr["key"], "case");
+        assert_eq!(attr["value"]["stringValue"], "push \"hot\" path\\x\nnext");
     }
 }

@@ -121,11 +121,16 @@ pub fn line(text: &str) {
     }
 }
 
-/// A new case starts: its own samples and steps.
-pub fn new_case(name: &str) {
+/// A new case starts (the `[i/n]` of a suite's cases, when in one): its own samples and
+/// steps, and its name on the exported figures.
+pub fn new_case(name: &str, of: Option<(usize, usize)>) {
+    export::case(name);
     if on() {
         let mut st = state().lock().unwrap();
-        st.case = name.to_string();
+        st.case = match of {
+            Some((i, n)) => format!("[{i}/{n}] {name}"),
+            None => name.to_string(),
+        };
         st.samples.clear();
         st.steps.clear();
         st.seconds.clear();

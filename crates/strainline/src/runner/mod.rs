@@ -239,7 +239,7 @@ pub fn run(
         }
         vars.insert("port".into(), lifecycle::free_port().to_string());
         vars.insert("dir".into(), dir.display().to_string());
-        crate::live::new_case(&format!("[{}/{}] {}", i + 1, cases.len(), case.name));
+        crate::live::new_case(&case.name, Some((i + 1, cases.len())));
         writeln!(
             out,
             "\n[{}/{}] {} ({})",

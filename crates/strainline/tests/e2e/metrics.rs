@@ -382,3 +382,72 @@ fn a_busy_metrics_address_or_a_bad_otlp_url_is_refused_before_the_run() {
         "give an http:// URL of an OTLP/HTTP receiver",
     );
 }
+
+/// A suite's cases are told apart on the scraped figures: `strainline_case_info` names
+/// the case running at each scrape.
+#[test]
+fn a_suite_s_scrapes_name_the_case_that_is_running() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let metrics_port = free_port();
+    let suite = s.path("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"
+[suite]
+name = "two"
+[target]
+command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}"]
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+[[test]]
+name = "first \"quoted\" case"
+kind = "bench"
+url = "http://127.0.0.1:{{{{port}}}}/health"
+rate = 50
+duration = "3s"
+[[test]]
+name = "second"
+kind = "bench"
+url = "http://127.0.0.1:{{{{port}}}}/health"
+rate = 50
+duration = "3s"
+"#,
+            tb = testbed().display()
+        ),
+    )
+    .unwrap();
+    let run = strainline()
+        .arg("--store")
+        .arg(s.store())
+        .args(["run", suite.to_str().unwrap(), "--metrics-listen"])
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut run = KillOnDrop(run);
+    while run.0.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        if let Some(text) = get(metrics_port, "/metrics") {
+            seen.extend(
+                text.lines()
+                    .filter(|l| l.starts_with("strainline_case_info{"))
+                    .map(str::to_string),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let status = run.0.wait().unwrap();
+    assert!(status.success(), "the suite failed: {status}");
+    let seen: Vec<String> = seen.into_iter().collect();
+    assert_eq!(
+        seen,
+        [
+            r#"strainline_case_info{case="first \"quoted\" case"} 1"#,
+            r#"strainline_case_info{case="second"} 1"#,
+        ],
+        "the case label at each scrape"
+    );
+}
