@@ -244,9 +244,11 @@ async fn coordinate(
         }
         _ => (spec.clone(), Vec::new()),
     };
-    // One start for all, in each agent's own clock.
-    let start_ns = wire::unix_ns() + LEAD.as_nanos() as i64;
-    let start = Instant::now() + LEAD;
+    // One start for all, in each agent's own clock (per-second arrivals: on a second of
+    // this machine's clock, as on one machine).
+    let lead = crate::load::driver::lead(plan, LEAD);
+    let start_ns = wire::unix_ns() + lead.as_nanos() as i64;
+    let start = Instant::now() + lead;
     for (i, l) in links.iter_mut().enumerate() {
         let job = Job {
             spec: spec.clone(),

@@ -1014,27 +1014,31 @@ pub fn run(
     stop: &dyn Fn() -> bool,
     progress: impl FnMut(&Second, &Tally),
 ) -> Outcome {
-    // Connections are opened first; the clock starts for everyone at once. Per-second
-    // arrivals start on a second of the wall clock, so that the seconds of the schedule
-    // are the seconds of the target's access log (`workload compare` counts those).
-    let mut lead = Duration::from_millis(200);
-    if let Model::Open {
+    // Connections are opened first; the clock starts for everyone at once.
+    let lead = lead(plan, Duration::from_millis(200));
+    run_from(plan, Instant::now() + lead, cancel, stop, progress)
+}
+
+/// How long from now the clock of `plan` starts: `at_least`, or for per-second arrivals
+/// the next second of the wall clock at least that far away, so that the seconds of the
+/// schedule are the seconds of the target's access log (`workload compare` counts those).
+pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
+    let Model::Open {
         arrivals: Arrivals::PerSecond { .. },
         ..
     } = plan.model
-    {
-        let into = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos();
-        let to_next = Duration::from_secs(1) - Duration::from_nanos(u64::from(into));
-        lead = if to_next < lead {
-            to_next + Duration::from_secs(1)
-        } else {
-            to_next
-        };
+    else {
+        return at_least;
+    };
+    let into = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    let mut to_next = Duration::from_secs(1) - Duration::from_nanos(u64::from(into));
+    while to_next < at_least {
+        to_next += Duration::from_secs(1);
     }
-    run_from(plan, Instant::now() + lead, cancel, stop, progress)
+    to_next
 }
 
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator

@@ -342,6 +342,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
                     "weight must be from 1 to 4294967295".into(),
                 ))
             }
+            // With arrivals every step is drawn by weight: 1 unless said.
+            (false, None, None) if arrivals.is_some() => When::Weight(1),
             (false, None, None) => {
                 let msg = format!(
                     "step '{name}': say when it runs: once = true, every = \"200s\" or weight = 1"

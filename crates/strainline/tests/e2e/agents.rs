@@ -934,3 +934,80 @@ fn a_stall_of_the_target_shows_in_the_merged_latency_as_on_one_machine() {
         );
     });
 }
+
+/// A per-second scenario over agents starts on a second of the wall clock, as on one
+/// machine: a server on this machine's side of the bridge counts the requests arriving
+/// in each second of its own clock, and they are the listed counts.
+#[test]
+fn a_per_second_scenario_over_agents_keeps_its_counts_in_the_target_s_seconds() {
+    use std::io::{BufRead, BufReader, Write};
+    let _l = loaded();
+    let s = Scratch::new();
+    let rig = Rig::new(&s, 2, &[]);
+    let listener = std::net::TcpListener::bind(format!("{}.1:0", rig.h.net)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let arrivals = std::sync::Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let seen = arrivals.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 {
+                    if line == "\r\n" {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .unwrap()
+                            .as_secs_f64();
+                        seen.lock().unwrap().push(now);
+                        if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    line.clear();
+                }
+            });
+        }
+    });
+    let scenario = s.path("seconds.toml");
+    std::fs::write(
+        &scenario,
+        "[arrivals]\nper_second = [50, 150, 50, 150]\n\n[[step]]\nname = \"get\"\npath = \"/x\"\n",
+    )
+    .unwrap();
+    let url = format!("http://{}.1:{port}", rig.h.net);
+    let list = agents_list(&rig.h, 1..3);
+    let o = s.run(&[
+        "load",
+        &url,
+        "--no-tui",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        rig.tok.to_str().unwrap(),
+        "--scenario",
+        scenario.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let times = arrivals.lock().unwrap().clone();
+    assert_eq!(times.len(), 400, "{}", stdout(&o));
+    let first = times.iter().copied().fold(f64::MAX, f64::min).floor();
+    let mut counts = [0u32; 5];
+    for t in &times {
+        counts[((t - first) as usize).min(4)] += 1;
+    }
+    // A request sent in the last tenth of a millisecond of a second may arrive in the next.
+    let expected = [50, 150, 50, 150, 0];
+    assert!(
+        counts
+            .iter()
+            .zip(expected)
+            .all(|(&c, e)| (i64::from(c) - e).abs() <= 2),
+        "requests per second of the target's clock: {counts:?}, listed [50, 150, 50, 150]"
+    );
+}
