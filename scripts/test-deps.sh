@@ -8,7 +8,8 @@
 # manifest), tmux (the live view is driven in a
 # terminal it emulates), iproute2 (load agents run on "hosts" that are network
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
-# jq (the GitHub Action's comment script) and Prometheus (it scrapes --metrics-listen).
+# jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen) and
+# nftables (a lossy link: a namespace's firewall drops a known share of packets).
 set -euo pipefail
 
 need=()
@@ -27,6 +28,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v jq >/dev/null || need+=(jq)
 command -v prometheus >/dev/null || need+=(prometheus)
+command -v nft >/dev/null || need+=(nftables)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

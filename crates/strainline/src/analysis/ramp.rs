@@ -73,6 +73,21 @@ pub struct Limits {
     pub slo_p99: Option<std::time::Duration>,
     /// Cores of the machine the target runs on.
     pub cores: f64,
+    /// How long each step lasts, seconds.
+    pub step_seconds: f64,
+}
+
+/// Packet loss is named the limit when the kernel retransmitted at least this share of
+/// a step's requests: a lost segment waits for a retransmission (a tail-loss probe or a
+/// timeout of 200 ms at least), so for losses to move the p99, at least 1% of the
+/// requests must have waited for one.
+pub const RETRANSMIT_SHARE: f64 = 0.01;
+
+/// Whether the step's retransmissions can explain its tail: enough of them for 1% of
+/// its requests.
+fn lossy(s: &Figures, limits: &Limits) -> bool {
+    let requests = s.achieved.max(s.offered) * limits.step_seconds;
+    s.retransmits > 0 && s.retransmits as f64 >= RETRANSMIT_SHARE * requests
 }
 
 /// A step with its verdict, as stored in the case's details.
@@ -198,6 +213,14 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             "SYN queue full: the kernel answered {} SYNs with cookies (SyncookiesSent) while the target used {:.2} cores — connections are opened faster than they complete their handshake; raise net.ipv4.tcp_max_syn_backlog and the listen backlog, or reuse connections",
             s.syn_cookies, s.target_cpu
         )
+    } else if lossy(s, limits) {
+        format!(
+            "packet loss: the kernel retransmitted {} TCP segments during the step ({:.1}% of its requests; RetransSegs) — each lost segment waits for a retransmission, 200 ms at least after a timeout, which is the tail the step shows (p99 {:.1} ms, errors {:.2}%); look at the network path: a lossy link, a full queue on a NIC or switch, a firewall dropping",
+            s.retransmits,
+            100.0 * s.retransmits as f64 / (s.achieved.max(s.offered) * limits.step_seconds),
+            s.p99_ms,
+            100.0 * s.error_rate
+        )
     } else if s.error_rate > limits.max_error_rate {
         format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
     } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
@@ -296,6 +319,7 @@ mod tests {
         max_error_rate: 0.01,
         slo_p99: Some(std::time::Duration::from_millis(100)),
         cores: 2.0,
+        step_seconds: 10.0,
     };
 
     fn rec(offered: f64, achieved: f64, p99_ms: f64) -> StepRecord {
@@ -445,6 +469,30 @@ mod tests {
         r.figures.listen_overflows = 3;
         let (_, c) = run(&[rec(800.0, 800.0, 2.0), r]);
         assert!(c.limiting_factor.starts_with("listen queue overflowed"));
+    }
+
+    #[test]
+    fn retransmissions_for_one_request_in_a_hundred_are_named_packet_loss() {
+        // 1,000 req/s for 10 s: 100 retransmits are 1% of the requests, enough to make
+        // the p99; 99 are not, and the latency itself is named.
+        let mut r = rec(1000.0, 1000.0, 250.0);
+        r.figures.retransmits = 100;
+        let (steps, c) = run(&[rec(500.0, 500.0, 2.0), r.clone()]);
+        assert!(!steps[1].ok);
+        assert!(
+            c.limiting_factor.starts_with(
+                "packet loss: the kernel retransmitted 100 TCP segments during the step (1.0% of its requests"
+            ),
+            "{}",
+            c.limiting_factor
+        );
+        r.figures.retransmits = 99;
+        let (_, c) = run(&[rec(500.0, 500.0, 2.0), r]);
+        assert!(
+            c.limiting_factor.starts_with("latency: p99 250.0 ms"),
+            "{}",
+            c.limiting_factor
+        );
     }
 
     #[test]

@@ -320,6 +320,7 @@ fn ramp(
         max_error_rate: t.max_error_rate,
         slo_p99: t.slo_p99,
         cores: crate::host::cores() as f64,
+        step_seconds: t.step_duration.as_secs_f64(),
     };
     let mut steps: Vec<ramp::Step> = Vec::new();
     r.table.push(format!(

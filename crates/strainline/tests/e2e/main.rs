@@ -13,6 +13,7 @@ mod import;
 mod load;
 mod metrics;
 mod monitor;
+mod netns;
 mod pg;
 mod report;
 mod run;

@@ -3,7 +3,9 @@
 //! found in its whole tree; a ready address that already answers is refused; a tree
 //! sharing memory is summed by PSS, not RSS; a target with a listen backlog of 5 (Python's
 //! `http.server`, a program we did not write) is named by the kernel's overflow count;
-//! a target sharing its CPU with a hog is named CPU contention from its run-queue time.
+//! a target sharing its CPU with a hog is named CPU contention from its run-queue time;
+//! a target behind a lossy link (nftables dropping 3% of the requests' segments) is named
+//! packet loss with the kernel's retransmission count, held to the firewall's own count.
 
 use std::path::Path;
 
@@ -188,6 +190,71 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
             &format!("limiting factor: listen queue overflowed: the kernel counted {counted} connections"),
         );
     });
+}
+
+/// The firewall rule's packet counter in namespace `ns`.
+fn dropped(h: &crate::netns::Hosts, ns: usize) -> u64 {
+    let o = h
+        .command(ns, &["nft", "list", "table", "inet", "loss"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let after = text
+        .split("counter packets ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no counter in {text}"));
+    after.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_target_behind_a_lossy_link_is_named_packet_loss_with_the_kernel_s_retransmissions() {
+    let _bench = measuring();
+    // The target on a "host" of its own whose firewall drops 3% of the segments carrying
+    // a request (IP length > 80: not the bare ACKs), counting them: the known truth.
+    let h = crate::netns::Hosts::new(1);
+    let mut nft = h
+        .command(0, &["nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft (make test installs nftables)");
+    use std::io::Write;
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"table inet loss {\n chain input {\n  type filter hook input priority 0;\n  \
+              tcp dport 8080 ip length > 80 numgen random mod 100 < 3 counter drop\n }\n}\n",
+        )
+        .unwrap();
+    assert!(nft.wait().unwrap().success(), "nft refused the rule");
+    let addr = h.addr(0);
+    let suite = format!(
+        "[target]\ncommand = [\"ip\", \"netns\", \"exec\", \"{ns}\", \"TB\", \"serve\", \"--listen\", \"{addr}:8080\", \"--allow-non-loopback\"]\n\
+         ready = \"http://{addr}:8080/health\"\n\
+         [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://{addr}:8080/health\"\n\
+         start = 300\nstep = 300\nmax_steps = 3\nstep_duration = \"3s\"\nslo_p99 = \"50ms\"\n",
+        ns = h.names[0]
+    );
+    let s = Scratch::new();
+    let out = run_suite(&s, &suite, &[]);
+    let text = stdout(&out);
+    // 3% of the requests wait for a retransmission: the first step breaks its SLO.
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let details = &case_metrics(&s)[0]["summary"]["details"];
+    let step = &details["steps"].as_array().unwrap()[0];
+    let counted = step["retransmits"].as_u64().unwrap();
+    let dropped = dropped(&h, 0);
+    // Every dropped segment is sent again once (a retransmission dropped again is
+    // counted twice by both); the drops in the step's last moments are retransmitted
+    // after it, and the ready probe's before it.
+    assert!(
+        dropped > 0 && counted >= dropped * 8 / 10 && counted <= dropped + 3,
+        "the step counted {counted} retransmissions, the firewall dropped {dropped}\n{text}"
+    );
+    assert_has(
+        &text,
+        &format!("packet loss: the kernel retransmitted {counted} TCP segments during the step"),
+    );
 }
 
 #[test]
