@@ -332,7 +332,7 @@ fn ramp(
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
         let before = thread_ticks(running);
-        let tcp_before = crate::monitor::net::tcp_counters();
+        let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
         let run = drive(
             ctx,
             Some(running),
@@ -344,10 +344,7 @@ fn ramp(
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
         // The ticks before include the engine's idle warm-up: divide by the measured window.
         let (busy, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
-        let tcp = match (tcp_before, crate::monitor::net::tcp_counters()) {
-            (Some(b), Some(a)) => a.since(&b),
-            _ => Default::default(),
-        };
+        let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);
         let s = &run.summary;
         let step = ramp::judge_step(
             &ramp::StepRecord {

@@ -1,8 +1,10 @@
-//! The kernel's own TCP counters (`/proc/net/netstat`, `/proc/net/snmp`) for the
-//! network namespace strainline runs in: a listen queue that overflowed, SYNs dropped,
-//! segments retransmitted. Sampled before and after a ramp step, they name a limit no
-//! process-level figure shows: a target that accepts too slowly (a `listen(5)` backlog)
-//! makes clients wait for the kernel's 1 s SYN retransmit while its CPU is idle.
+//! The kernel's own TCP counters (`/proc/PID/net/netstat`, `…/snmp`): a listen queue
+//! that overflowed, SYNs dropped, segments retransmitted. Sampled before and after a ramp
+//! step, they name a limit no process-level figure shows: a target that accepts too
+//! slowly (a `listen(5)` backlog) makes clients wait for the kernel's 1 s SYN retransmit
+//! while its CPU is idle. The counters are per network namespace, so they are read in
+//! strainline's and in the target's (a container's, an `ip netns exec`'s): its listening
+//! socket overflows in its own, and both ends retransmit.
 
 /// Counters since boot; subtract two readings for a window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -37,10 +39,54 @@ fn field(text: &str, prefix: &str, name: &str) -> Option<u64> {
     None
 }
 
-/// The counters now; `None` where `/proc/net` cannot be read.
-pub fn tcp_counters() -> Option<TcpCounters> {
-    let netstat = std::fs::read_to_string("/proc/net/netstat").ok()?;
-    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+/// The counters of every network namespace involved, by the namespace's inode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces(std::collections::BTreeMap<u64, TcpCounters>);
+
+/// The counters now in strainline's network namespace and in those of the `target`'s
+/// processes, each namespace read once (through its first process: `/proc/PID/net` is
+/// that process's namespace's). Namespaces that cannot be read are left out.
+pub fn tcp_counters(target: &[u32]) -> Namespaces {
+    use std::os::unix::fs::MetadataExt;
+    let mut all = Namespaces::default();
+    let dirs = std::iter::once("/proc/self".to_string())
+        .chain(target.iter().map(|pid| format!("/proc/{pid}")));
+    for dir in dirs {
+        let Ok(ns) = std::fs::metadata(format!("{dir}/ns/net")) else {
+            continue;
+        };
+        if all.0.contains_key(&ns.ino()) {
+            continue;
+        }
+        if let Some(c) = read_counters(&dir) {
+            all.0.insert(ns.ino(), c);
+        }
+    }
+    all
+}
+
+impl Namespaces {
+    /// What happened between `before` and `self`, summed over the namespaces read both
+    /// times (one that appeared since has no window).
+    pub fn since(&self, before: &Namespaces) -> TcpCounters {
+        let mut sum = TcpCounters::default();
+        for (ns, now) in &self.0 {
+            if let Some(b) = before.0.get(ns) {
+                let d = now.since(b);
+                sum.listen_overflows += d.listen_overflows;
+                sum.listen_drops += d.listen_drops;
+                sum.syn_cookies += d.syn_cookies;
+                sum.retransmitted_segments += d.retransmitted_segments;
+            }
+        }
+        sum
+    }
+}
+
+/// One namespace's counters through a process directory (`/proc/self`, `/proc/PID`).
+fn read_counters(dir: &str) -> Option<TcpCounters> {
+    let netstat = std::fs::read_to_string(format!("{dir}/net/netstat")).ok()?;
+    let snmp = std::fs::read_to_string(format!("{dir}/net/snmp")).unwrap_or_default();
     Some(TcpCounters {
         listen_overflows: field(&netstat, "TcpExt:", "ListenOverflows")?,
         listen_drops: field(&netstat, "TcpExt:", "ListenDrops").unwrap_or(0),
@@ -157,7 +203,8 @@ mod tests {
         };
         assert_eq!(c.syn_drops(), 5, "drops beyond the overflows");
         assert_eq!(field(text, "TcpExt:", "Nope"), None);
-        // The machine's own file has them.
-        assert!(tcp_counters().is_some());
+        // strainline's own namespace has them, read once however often it is named.
+        let me = std::process::id();
+        assert_eq!(tcp_counters(&[me, me]).0.len(), 1);
     }
 }
