@@ -409,13 +409,26 @@ impl Sampler {
             self.vanished_cpu_ticks += ticks;
         }
         // Otherwise its parent, still a member, now counts it in its children's time.
+        let mut io = p.io;
         if let Some(parent) = self.live.get_mut(&p.last.ppid) {
             let peak = p.record.peak_rss_exact.max(p.record.children_peak_rss);
             parent.children_seen.0 += p.record.cpu_seconds + p.record.children_cpu_seconds;
             parent.children_seen.1 = parent.children_seen.1.max(peak);
+            // And in its I/O: the kernel adds a reaped child's to its parent's
+            // `/proc/PID/io`. Read the parent now; what it did not take (a parent that
+            // let the kernel reap for it) stays counted here.
+            if let Some(now) = parent.files.io() {
+                if now.read_bytes.saturating_sub(parent.io.read_bytes) >= io.read_bytes {
+                    io.read_bytes = 0;
+                }
+                if now.write_bytes.saturating_sub(parent.io.write_bytes) >= io.write_bytes {
+                    io.write_bytes = 0;
+                }
+                parent.io = now;
+            }
         }
-        self.gone_io.read_bytes += p.io.read_bytes;
-        self.gone_io.write_bytes += p.io.write_bytes;
+        self.gone_io.read_bytes += io.read_bytes;
+        self.gone_io.write_bytes += io.write_bytes;
         self.gone_ctx += p.ctx_switches;
         self.finished.push(p.record);
     }

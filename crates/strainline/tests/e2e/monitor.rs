@@ -371,6 +371,33 @@ fn storage_written_excludes_writes_cancelled_before_writeback() {
     assert!((31.0..=34.0).contains(&mib), "written {mib:.1} MiB");
 }
 
+/// A reaped child's storage I/O moves into its parent's `/proc/PID/io`: counted once.
+/// A subshell runs `dd` (64 MiB, synced) and outlives it by 1.5 s, long enough to be
+/// read with dd's bytes in it; then the shell reaps the subshell and outlives it by 1 s.
+/// Counting each process's last reading as well as its parents' said 136 MiB.
+#[test]
+fn storage_written_by_a_grandchild_is_counted_once_through_its_reapers() {
+    let s = Scratch::new();
+    let dir = s.path("io");
+    std::fs::create_dir(&dir).unwrap();
+    let script = format!(
+        "(dd if=/dev/zero of={d}/f bs=1M count=64 conv=fsync status=none; sleep 1.5); sleep 1",
+        d = dir.display()
+    );
+    let (out, doc) = s.monitor_plain(&["sh", "-c", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mib = doc["summary"]["write_bytes"].as_f64().unwrap() / 1048576.0;
+    assert!((63.5..=66.0).contains(&mib), "written {mib:.1} MiB");
+    // The cumulative series never goes back.
+    let series: Vec<f64> = doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["write_bytes"].as_f64().unwrap())
+        .collect();
+    assert!(series.windows(2).all(|w| w[1] >= w[0]), "{series:?}");
+}
+
 #[test]
 fn a_parent_is_not_charged_with_the_children_it_reaped() {
     let _bench = measuring();
