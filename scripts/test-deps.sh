@@ -8,8 +8,9 @@
 # manifest), tmux (the live view is driven in a
 # terminal it emulates), iproute2 (load agents run on "hosts" that are network
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
-# jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen) and
-# nftables (a lossy link: a namespace's firewall drops a known share of packets).
+# jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
+# nftables (a lossy link: a namespace's firewall drops a known share of packets) and
+# redis-server (a target that daemonises).
 set -euo pipefail
 
 need=()
@@ -29,6 +30,7 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v jq >/dev/null || need+=(jq)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v nft >/dev/null || need+=(nftables)
+command -v redis-server >/dev/null || need+=(redis-server)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""
@@ -44,7 +46,9 @@ $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 if command -v pg_lsclusters >/dev/null; then
   $sudo systemctl disable --now postgresql >/dev/null 2>&1 || $sudo service postgresql stop >/dev/null 2>&1 || true
 fi
-# Nor the package's Prometheus service: the test starts its own, on a free port.
-if command -v prometheus >/dev/null; then
-  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || $sudo service prometheus stop >/dev/null 2>&1 || true
-fi
+# Nor the package's Prometheus or Redis service: the tests start their own, on free ports.
+for service in prometheus redis-server; do
+  if command -v "$service" >/dev/null; then
+    $sudo systemctl disable --now "$service" >/dev/null 2>&1 || $sudo service "$service" stop >/dev/null 2>&1 || true
+  fi
+done

@@ -193,6 +193,7 @@ async fn open(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
             let mut child = cmd
                 .spawn()
                 .map_err(|e| format!("cannot run ssh: {e} (is the OpenSSH client installed?)"))?;
+            crate::os::process::note_born(child.id().unwrap_or(0));
             let out = child.stdout.take().expect("piped");
             let inp = child.stdin.take().expect("piped");
             (Box::new(tokio::io::join(out, inp)), None, Some(child))

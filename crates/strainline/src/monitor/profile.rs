@@ -76,6 +76,7 @@ pub fn start(pid: u32, dir: &Path) -> Result<Profiler, String> {
             ),
             _ => format!("perf could not be started: {e}"),
         })?;
+    crate::os::process::note_born(child.id());
     // perf fails at once when it may not attach (perf_event_paranoid, no permission).
     std::thread::sleep(Duration::from_millis(300));
     if let Ok(Some(status)) = child.try_wait() {
@@ -127,6 +128,7 @@ impl Profiler {
         while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        crate::os::process::note_gone(self.child.id());
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
             let _ = self.child.wait();
@@ -145,10 +147,12 @@ impl Profiler {
         let mut text = Vec::new();
         match script {
             Ok(mut c) => {
+                crate::os::process::note_born(c.id());
                 if let Some(mut out) = c.stdout.take() {
                     let _ = out.read_to_end(&mut text);
                 }
                 let _ = c.wait();
+                crate::os::process::note_gone(c.id());
             }
             Err(e) => return (FlameInfo::missing(format!("perf script failed: {e}")), None),
         }

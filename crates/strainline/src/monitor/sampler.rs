@@ -134,6 +134,14 @@ impl Sampler {
         self.live.keys().copied().collect()
     }
 
+    /// The live members now: (pid, parent).
+    pub fn members(&self) -> Vec<(u32, u32)> {
+        self.live
+            .iter()
+            .map(|(&pid, p)| (pid, p.last.ppid))
+            .collect()
+    }
+
     /// Live members whose parent is `parent` (for strainline: the ones it must reap).
     pub fn children_of(&self, parent: u32) -> Vec<u32> {
         self.live
@@ -212,6 +220,15 @@ impl Sampler {
                 continue;
             }
             if let Some(st) = procfs::read_stat(pid) {
+                // strainline's own children by birth (other units, the guardian, perf)
+                // are not orphans it adopted from this tree.
+                let born = Some(st.ppid) == self.cfg.adopter
+                    && pid != self.cfg.root
+                    && crate::os::process::born_here(pid);
+                if born {
+                    self.outsiders.insert(pid, st.start_ticks);
+                    continue;
+                }
                 candidates.push((pid, st.ppid));
                 starts.insert(pid, st.start_ticks);
             }
@@ -224,6 +241,23 @@ impl Sampler {
                 self.track(pid, t);
             } else {
                 self.outsiders.insert(pid, starts[&pid]);
+            }
+        }
+        // A command strainline started can be seen before it is noted as its own (the
+        // pid is known once it runs): it leaves the tree when noted.
+        let strays: Vec<u32> = self
+            .live
+            .iter()
+            .filter(|(&pid, p)| {
+                Some(p.last.ppid) == self.cfg.adopter
+                    && pid != self.cfg.root
+                    && crate::os::process::born_here(pid)
+            })
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in strays {
+            if let Some(p) = self.live.remove(&pid) {
+                self.outsiders.insert(pid, p.last.start_ticks);
             }
         }
         let live: HashSet<u32> = all.into_iter().collect();

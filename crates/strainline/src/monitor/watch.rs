@@ -33,6 +33,10 @@ pub type Sink = Box<dyn FnMut(&[Sample]) + Send>;
 pub struct Shared {
     /// How the root ended, once it has.
     pub root_exit: Option<ExitInfo>,
+    /// The tree's live processes at the last sample: (pid, parent).
+    pub tree: Vec<(u32, u32)>,
+    /// The root exited 0 leaving processes in the tree.
+    pub daemonised: bool,
     /// The samples, thinned evenly to at most [`KEPT`].
     pub samples: Vec<Sample>,
     /// One sample in `stride` is kept.
@@ -231,10 +235,13 @@ impl Watcher {
                 if let Some(f) = flusher.as_mut() {
                     let _ = f.push(s.clone());
                 }
+                let tree = sampler.members();
                 let mut shared = shared2.lock().unwrap();
-                if exit.is_some() {
-                    shared.root_exit = exit;
+                if let Some(e) = exit {
+                    shared.daemonised = e.code == Some(0) && !tree.is_empty();
+                    shared.root_exit = Some(e);
                 }
+                shared.tree = tree;
                 shared.keep(s);
                 drop(shared);
                 if stop2.load(Ordering::Relaxed) {
@@ -265,6 +272,16 @@ impl Watcher {
     /// How the root ended, if it has.
     pub fn root_exit(&self) -> Option<ExitInfo> {
         self.shared.lock().unwrap().root_exit.clone()
+    }
+
+    /// Whether the root exited 0 leaving processes in the tree.
+    pub fn daemonised(&self) -> bool {
+        self.shared.lock().unwrap().daemonised
+    }
+
+    /// The tree's live processes at the last sample: (pid, parent).
+    pub fn tree(&self) -> Vec<(u32, u32)> {
+        self.shared.lock().unwrap().tree.clone()
     }
 
     /// Stops watching and returns the summary and every sample.

@@ -43,6 +43,7 @@ fn start() -> Option<ChildStdin> {
     }
     let mut child = cmd.spawn().ok()?;
     PID.store(child.id(), std::sync::atomic::Ordering::Relaxed);
+    crate::os::process::note_born(child.id());
     child.stdin.take()
 }
 

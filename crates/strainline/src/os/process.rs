@@ -70,6 +70,30 @@ pub fn user_umask() -> libc::mode_t {
     USER_UMASK.load(std::sync::atomic::Ordering::Relaxed) as libc::mode_t
 }
 
+/// The processes strainline started itself — every unit's commands, the guardian, perf,
+/// ssh to agents: its children by birth. As child subreaper it also becomes the parent
+/// of orphans from the trees it watches (a daemon whose launcher exited); only those are
+/// adopted into a watched tree.
+static BORN: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Notes a process strainline just started.
+pub fn note_born(pid: u32) {
+    if pid != 0 {
+        BORN.lock().unwrap().insert(pid);
+    }
+}
+
+/// A process strainline started is over (its pid may be used again).
+pub fn note_gone(pid: u32) {
+    BORN.lock().unwrap().remove(&pid);
+}
+
+/// Whether strainline started `pid` itself (rather than adopting it).
+pub fn born_here(pid: u32) -> bool {
+    BORN.lock().unwrap().contains(&pid)
+}
+
 /// Makes this process the subreaper of everything it starts from now on.
 pub fn become_subreaper() {
     // SAFETY: prctl with these arguments has no memory effects.
@@ -246,15 +270,20 @@ fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
 
 /// Reaps every child that has exited, without blocking.
 pub fn reap_exited() -> Vec<(u32, Reaped)> {
-    std::iter::from_fn(|| reap_one(-1)).collect()
+    let reaped: Vec<(u32, Reaped)> = std::iter::from_fn(|| reap_one(-1)).collect();
+    reaped.iter().for_each(|r| note_gone(r.0));
+    reaped
 }
 
 /// Reaps those of `pids` that have exited, without blocking, leaving other children
 /// (commands another part of strainline is waiting for) alone.
 pub fn reap_these(pids: &[u32]) -> Vec<(u32, Reaped)> {
-    pids.iter()
+    let reaped: Vec<(u32, Reaped)> = pids
+        .iter()
         .filter_map(|&p| reap_one(p as libc::pid_t))
-        .collect()
+        .collect();
+    reaped.iter().for_each(|r| note_gone(r.0));
+    reaped
 }
 
 /// Sends `sig` to `pid`; a process that is already gone is not an error.

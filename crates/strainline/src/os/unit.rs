@@ -92,6 +92,7 @@ impl Unit {
         if pid == 0 {
             return;
         }
+        process::note_born(pid);
         self.roots.lock().unwrap().push(pid);
         if self.group.is_none() {
             guardian::tell(&format!("+pg {pid}"));
@@ -106,6 +107,7 @@ impl Unit {
         }
         // SAFETY: kill with a negative pid signals a process group.
         unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        process::note_gone(pid);
         self.roots.lock().unwrap().retain(|&r| r != pid);
         if self.group.is_none() {
             guardian::tell(&format!("-pg {pid}"));

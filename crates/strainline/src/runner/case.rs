@@ -64,7 +64,8 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         ),
         Err(why) => (crate::monitor::profile::FlameInfo::missing(why), None),
     });
-    let crashed = running.exited();
+    let crashed = running.exited().map(|_| running.ending());
+    let daemons = running.daemonised().then(|| running.daemons());
     let host = running.host.clone();
     let (summary, _) = running.stop(spec.stop_signal, spec.stop_grace);
     let mut r = outcome?;
@@ -78,15 +79,24 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         r.flamegraph = Some(info);
         r.folded = folded;
     }
-    if let Some(exit) = crashed {
+    if let Some(how) = crashed {
         r.fail(
             Status::Crashed,
             format!(
-                "the target exited during the case ({}); its last lines:\n{}",
-                exit.describe(),
+                "the target exited during the case ({how}); its last lines:\n{}",
                 lifecycle::tail(&log, 15)
             ),
         );
+    }
+    if let Some(daemons) = daemons.filter(|d| !d.is_empty()) {
+        let named: Vec<String> = daemons
+            .iter()
+            .map(|(pid, cmd)| format!("pid {pid} `{cmd}`"))
+            .collect();
+        r.table.push(format!(
+            "target daemonised: its command exited 0 leaving {} running — watched, judged and stopped as the target",
+            named.join(", ")
+        ));
     }
     r.metrics.push(
         Metric::of("peak_rss", summary.peak_rss.bytes as f64)

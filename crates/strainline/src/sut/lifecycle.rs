@@ -107,6 +107,10 @@ pub struct Running {
     unit: Option<Unit>,
     /// The agent on whose machine it runs (its pid is that machine's).
     pub host: Option<String>,
+    /// Whether a command that exits 0 leaving processes in its unit has daemonised, its
+    /// processes being the target from then on (a suite's target), or has simply ended
+    /// (a harness, whose leftovers are stopped).
+    daemons: bool,
 }
 
 /// Starts a command with its output going to `log`, in a containment unit of its own,
@@ -142,6 +146,7 @@ pub fn spawn_watched(
         watcher: Watcher::start(pid, unit.cgroup(), interval, sink),
         unit: Some(unit),
         host: None,
+        daemons: false,
     })
 }
 
@@ -201,6 +206,7 @@ pub fn start(
                 watcher,
                 unit: None,
                 host: Some(host.clone()),
+                daemons: false,
             }
         }
         (Some(how), None) => {
@@ -212,6 +218,7 @@ pub fn start(
                 watcher: Watcher::attach_target(pid, interval),
                 unit: None,
                 host: None,
+                daemons: false,
             }
         }
         (None, _) => {
@@ -219,7 +226,9 @@ pub fn start(
                 return Err(TargetError::Occupied { addr });
             }
             let a = argv(&spec.command, spec.shell, vars);
-            spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval, sink)?
+            let mut r = spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval, sink)?;
+            r.daemons = true;
+            r
         }
     };
     let deadline = Instant::now() + spec.ready_timeout;
@@ -238,11 +247,11 @@ pub fn start(
             running.kill();
             return Err(TargetError::Interrupted);
         }
-        if let Some(e) = running.watcher.root_exit() {
+        if running.exited().is_some() {
             let t = tail(log, 20);
             running.kill();
             return Err(TargetError::DiedAtStart {
-                exit: e.describe(),
+                exit: running.ending(),
                 tail: t,
             });
         }
@@ -347,15 +356,48 @@ pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
 
 impl Running {
     /// How the target ended, if it has (unexpectedly, while a case ran). An attached
-    /// process is not strainline's child: its exit is seen, its status is not.
+    /// process is not strainline's child: its exit is seen, its status is not. A target
+    /// whose command daemonised has ended when nothing of what it left runs any more.
     pub fn exited(&self) -> Option<ExitInfo> {
         match self.unit.is_some() {
-            true => self.watcher.root_exit(),
+            true => {
+                let exit = self.watcher.root_exit()?;
+                if self.daemonised() && !self.watcher.tree().is_empty() {
+                    return None;
+                }
+                Some(exit)
+            }
             false => (!process::exists(self.pid)).then_some(ExitInfo {
                 code: None,
                 signal: None,
             }),
         }
+    }
+
+    /// Whether the target's command exited 0 leaving processes behind (nginx's master,
+    /// `redis-server --daemonize yes`, `pg_ctl start`): what it left is the target —
+    /// watched, judged and stopped as it — as systemd's `Type=forking` takes it.
+    pub fn daemonised(&self) -> bool {
+        self.daemons && self.watcher.daemonised()
+    }
+
+    /// How the target ended, in words (see [`Running::exited`]).
+    pub fn ending(&self) -> String {
+        match self.exited() {
+            Some(_) if self.daemonised() => "every process its command had left running in the background ended; the command itself had exited 0".into(),
+            Some(e) => e.describe(),
+            None => "still running".into(),
+        }
+    }
+
+    /// The processes the target's command left when it daemonised, with their command
+    /// lines: the tops of what remains of its tree (nginx's master, not its workers).
+    pub fn daemons(&self) -> Vec<(u32, String)> {
+        let tree = self.watcher.tree();
+        tree.iter()
+            .filter(|(_, parent)| !tree.iter().any(|(p, _)| p == parent))
+            .map(|&(pid, _)| (pid, crate::monitor::procfs::cmdline(pid)))
+            .collect()
     }
 
     /// Every process of the target's tree now: its cgroup's members, else the root and
@@ -370,13 +412,24 @@ impl Running {
             .and_then(|u| u.cgroup())
             .and_then(|g| g.pids())
             .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| process::tree(self.pid))
+            .unwrap_or_else(|| match self.daemonised() {
+                // Without a cgroup, the daemon is found as the watcher follows it.
+                true => self.watcher.tree().iter().map(|t| t.0).collect(),
+                false => process::tree(self.pid),
+            })
     }
 
     /// SIGKILL to the target's whole tree (never to an attached process).
     pub fn kill(&self) {
         if let Some(u) = &self.unit {
             u.kill();
+            // A daemon that left the command's process group (`setsid`) without a
+            // cgroup to hold it is where the watcher followed it.
+            if self.daemonised() {
+                for (pid, _) in self.watcher.tree() {
+                    process::signal(pid, libc::SIGKILL);
+                }
+            }
         }
     }
 
@@ -389,7 +442,15 @@ impl Running {
             return watcher.finish(command, "completed");
         }
         if self.exited().is_none() {
-            process::signal(self.pid, signal);
+            // A daemonised target is asked to stop through the processes its command
+            // left (nginx's master stops its workers), as its own scripts would.
+            match self.daemonised() {
+                true => self
+                    .daemons()
+                    .iter()
+                    .for_each(|&(pid, _)| process::signal(pid, signal)),
+                false => process::signal(self.pid, signal),
+            }
             let deadline = Instant::now() + grace;
             while self.exited().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));

@@ -8,6 +8,7 @@ mod agents;
 mod common;
 mod compare;
 mod containment;
+mod daemons;
 mod firsthour;
 mod import;
 mod load;
