@@ -241,6 +241,14 @@ impl Watcher {
                     shared.daemonised = e.code == Some(0) && !tree.is_empty();
                     shared.root_exit = Some(e);
                 }
+                // A process strainline attached to is not its child: its end is seen as
+                // its absence (by pid and start time, so a reused pid is not it).
+                if !adopt && shared.root_exit.is_none() && !tree.iter().any(|t| t.0 == root) {
+                    shared.root_exit = Some(ExitInfo {
+                        code: None,
+                        signal: None,
+                    });
+                }
                 shared.tree = tree;
                 shared.keep(s);
                 drop(shared);

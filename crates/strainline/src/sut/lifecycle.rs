@@ -356,7 +356,7 @@ pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
 
 impl Running {
     /// How the target ended, if it has (unexpectedly, while a case ran). An attached
-    /// process is not strainline's child: its exit is seen, its status is not. A target
+    /// process is not strainline's child: its end is seen, its status is not. A target
     /// whose command daemonised has ended when nothing of what it left runs any more.
     pub fn exited(&self) -> Option<ExitInfo> {
         match self.unit.is_some() {
@@ -367,10 +367,8 @@ impl Running {
                 }
                 Some(exit)
             }
-            false => (!process::exists(self.pid)).then_some(ExitInfo {
-                code: None,
-                signal: None,
-            }),
+            // Attached, here or on an agent's machine: the watcher there saw it go.
+            false => self.watcher.root_exit(),
         }
     }
 
@@ -385,6 +383,7 @@ impl Running {
     pub fn ending(&self) -> String {
         match self.exited() {
             Some(_) if self.daemonised() => "every process its command had left running in the background ended; the command itself had exited 0".into(),
+            Some(_) if self.unit.is_none() => "the process strainline attached to is gone; its exit status is its parent's to see".into(),
             Some(e) => e.describe(),
             None => "still running".into(),
         }

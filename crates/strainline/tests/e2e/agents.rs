@@ -933,3 +933,96 @@ fn a_per_second_scenario_over_agents_keeps_its_counts_in_the_target_s_seconds() 
         "requests per second of the target's clock: {counts:?}, listed [50, 150, 50, 150]"
     );
 }
+
+/// A target on an agent's machine that dies during a case is a crash, seen by the
+/// agent: here the agent and the target share a PID namespace of their own, as another
+/// host would, so the target's pid means something else (or nothing) on this machine.
+#[test]
+fn a_remote_target_that_dies_mid_case_is_a_crash_seen_by_its_agent() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(2);
+    let listen = format!("{}:8080", h.addr(0));
+    let tok = token(&s);
+    let pid_file = s.path("target.pid");
+    let log = std::fs::File::create(s.path("agent0.log")).unwrap();
+    // In host 0: a fresh PID namespace (its own /proc) holding the testbed and agent a0,
+    // all of it killed with `unshare` (the agent is the namespace's init).
+    let script = format!(
+        "{tb} serve --listen {listen} --allow-non-loopback > /dev/null 2>&1 & echo $! > {pid}; \
+         exec {sl} agent --listen {a}:7461 --token-file {tok} --name a0",
+        tb = testbed().display(),
+        pid = pid_file.display(),
+        sl = env!("CARGO_BIN_EXE_strainline"),
+        a = h.addr(0),
+        tok = tok.display(),
+    );
+    let _host0 = KillOnDrop(
+        h.command(
+            0,
+            &[
+                "unshare",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "--mount-proc",
+                "sh",
+                "-c",
+                &script,
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap(),
+    );
+    assert!(
+        eventually(10.0, || std::fs::read_to_string(s.path("agent0.log"))
+            .is_ok_and(|l| l.contains("listening"))),
+        "agent 0 did not start in its PID namespace"
+    );
+    let inner: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(inner < 10, "pid {inner} is the namespace's own");
+    let _a1 = agent(&h, 1, &s, &[]);
+    // Killed 1.5 s into the 4 s case (once the testbed has answered 150 pushes'
+    // worth of time), from this machine, where it has another pid.
+    let target: Vec<u64> = with_marker(&listen)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.starts_with("strainline-te"))
+        })
+        .collect();
+    assert_eq!(
+        target.len(),
+        1,
+        "the testbed, found by its address: {:?}",
+        target
+            .iter()
+            .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+            .collect::<Vec<_>>()
+    );
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(target[0] as i32, libc::SIGKILL) };
+    });
+    let suite = format!(
+        "[target]\nhost = \"a0\"\nattach_pid_file = \"{pid}\"\nready = \"http://{listen}/health\"\n\
+         [[test]]\nname = \"health\"\nkind = \"bench\"\nurl = \"http://{listen}/health\"\n\
+         rate = 100\nduration = \"4s\"\n",
+        pid = pid_file.display()
+    );
+    let out = run_suite_on_agents(&s, &suite, &h, 0..2);
+    killer.join().unwrap();
+    let text = stdout(&out);
+    assert_exit(&out, 4);
+    assert_has(
+        &text,
+        "the target exited during the case (the process strainline attached to is gone",
+    );
+}
