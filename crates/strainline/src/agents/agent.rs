@@ -42,6 +42,7 @@ pub struct Identity {
 /// refused while a run is on; watch sessions run beside it), until killed — or after
 /// one session with `once`.
 pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Result<(), String> {
+    stop_on_signals(&name);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -78,6 +79,7 @@ pub fn serve_connect(
     name: String,
     patience: Duration,
 ) -> Result<(), String> {
+    stop_on_signals(&name);
     runtime()?.block_on(async move {
         let acceptor = super::link::acceptor()?;
         let until = Instant::now() + patience;
@@ -98,6 +100,25 @@ pub fn serve_connect(
         serve_tls(tcp, addr.to_string(), acceptor, token, name, busy).await;
         Ok(())
     })
+}
+
+/// Stops the agent on SIGTERM, SIGINT or SIGHUP with its own handlers: as a
+/// container's PID 1 (a Kubernetes pod) it would otherwise ignore SIGTERM and hold the
+/// pod for its whole grace period. What it started (a command workload's units) dies
+/// with it.
+fn stop_on_signals(name: &str) {
+    crate::os::signals::install();
+    let name = name.to_string();
+    std::thread::spawn(move || loop {
+        if let Some(r) = crate::os::signals::take() {
+            eprintln!(
+                "strainline agent {name}: stopped by {}",
+                crate::measure::signal_name(r.signal)
+            );
+            std::process::exit(128 + r.signal);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -139,6 +160,7 @@ async fn serve_tls(
 
 /// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
 pub fn serve_stdio(name: String) -> Result<(), String> {
+    stop_on_signals(&name);
     runtime()?.block_on(async move {
         let id = Identity { name, auth: None };
         let busy = AtomicBool::new(false);

@@ -1026,3 +1026,58 @@ fn a_remote_target_that_dies_mid_case_is_a_crash_seen_by_its_agent() {
         "the target exited during the case (the process strainline attached to is gone",
     );
 }
+
+/// An agent that is its PID namespace's init — a Kubernetes pod's main process — stops
+/// on SIGTERM (an init's signals without a handler are ignored, and the pod would be
+/// held for its grace period, then killed).
+#[test]
+fn an_agent_as_pid_1_stops_on_sigterm() {
+    let s = Scratch::new();
+    let tok = token(&s);
+    let log = std::fs::File::create(s.path("agent.log")).unwrap();
+    let port = free_port().to_string();
+    let mut pod = KillOnDrop(
+        std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+            .arg(env!("CARGO_BIN_EXE_strainline"))
+            .args([
+                "agent",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--token-file",
+            ])
+            .arg(&tok)
+            .args(["--name", "pod"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        eventually(10.0, || std::fs::read_to_string(s.path("agent.log"))
+            .is_ok_and(|l| l.contains("listening"))),
+        "the agent did not start"
+    );
+    let agent: Vec<u64> = with_marker(&format!("127.0.0.1:{port}"))
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|st| {
+                st.lines()
+                    .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1"))
+            })
+        })
+        .collect();
+    assert_eq!(agent.len(), 1, "the agent, pid 1 of its namespace");
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(agent[0] as i32, libc::SIGTERM) };
+    assert!(
+        eventually(3.0, || !alive(agent[0])),
+        "the agent ignored SIGTERM as its namespace's init"
+    );
+    let status = pod.0.wait().unwrap();
+    assert!(!status.success(), "{status}");
+    assert_has(
+        &std::fs::read_to_string(s.path("agent.log")).unwrap(),
+        "stopped by SIGTERM",
+    );
+}
