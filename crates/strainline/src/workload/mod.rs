@@ -303,6 +303,10 @@ mod tests {
         text.push_str("\u{1}\u{2}garbage\n");
         let mut bytes = text.into_bytes();
         bytes.extend_from_slice(b"\xff\xfe binary\n");
+        // A line of 1 MiB: malformed, its rest skipped, the next line read.
+        bytes.extend(std::iter::repeat_n(b'a', 1 << 20));
+        bytes.push(b'\n');
+        bytes.extend_from_slice(synthetic(&[1], 4).as_bytes());
         let d = tempdir::Dir::new();
         let p = d.0.join("mixed.log");
         std::fs::write(&p, &bytes).unwrap();
@@ -311,18 +315,30 @@ mod tests {
             ..Options::default()
         };
         let c = characterize(std::slice::from_ref(&p), &opts).unwrap();
-        assert_eq!(c.requests, 6000);
-        assert_eq!(c.malformed, 3);
+        assert_eq!(c.requests, 6001);
+        assert_eq!(c.malformed, 4);
         assert_eq!(c.malformed_examples[0].line, 6001);
         assert!(c.malformed_examples[2].reason.contains("UTF-8"));
+        assert_eq!(c.malformed_examples[3].line, 6004);
+        assert!(c.malformed_examples[3]
+            .reason
+            .starts_with("longer than 64 KiB"));
         assert_eq!(c.windows.len(), 2);
         assert_eq!(c.windows[0].window, "2026-11-22 09:00 UTC");
-        assert_eq!(c.windows[0].requests, 3000);
+        // (the line after the long one is at the log's first second)
+        assert_eq!(c.windows[0].requests, 3001);
         // A file that is no log at all: one error naming the formats.
         let (_e, q) = write("[package]\nname = \"x\"\n", "Cargo.toml");
         let err = characterize(&[q], &Options::default()).unwrap_err();
         assert!(
             err.contains("Common Log Format") && err.contains("JSON lines"),
+            "{err}"
+        );
+        // Nor is a file without a newline in its first 64 KiB.
+        let (_f, r) = write(&"x".repeat(200_000), "blob.bin");
+        let err = characterize(&[r], &Options::default()).unwrap_err();
+        assert!(
+            err.ends_with("is not an access log strainline reads: line 1 is longer than 64 KiB: not an access log line"),
             "{err}"
         );
     }

@@ -543,6 +543,45 @@ pub struct Malformed {
 /// How many malformed lines are kept as examples.
 pub const EXAMPLES: usize = 5;
 
+/// The longest line read, bytes: an access log's lines are a few hundred bytes (nginx
+/// refuses request headers beyond 8 KiB by default); a longer one is malformed, and its
+/// rest is skipped unread into memory, so a file without newlines (a binary, a corrupt
+/// log) is read in bounded memory.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Reads one line into `buf` (without its newline), keeping at most `max` bytes and
+/// skipping the rest. Returns the bytes consumed (0 at the end) and whether it was cut.
+fn read_line_bounded(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, bool)> {
+    let (mut consumed, mut cut) = (0, false);
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((consumed, cut));
+        }
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        let line_part = &chunk[..if done { take - 1 } else { take }];
+        buf.extend_from_slice(&line_part[..line_part.len().min(room)]);
+        cut |= line_part.len() > room;
+        r.consume(take);
+        consumed += take;
+        if done {
+            return Ok((consumed, cut));
+        }
+    }
+}
+
 /// Reads every line of `path`, calling `each` with the parsed requests; malformed lines
 /// (bad syntax, invalid UTF-8, binary) go to `bad` (counted; the first few kept).
 pub fn read(
@@ -585,14 +624,28 @@ pub fn read(
         };
     loop {
         buf.clear();
-        let n = r
-            .read_until(b'\n', &mut buf)
+        let (n, cut) = read_line_bounded(&mut *r, &mut buf, MAX_LINE)
             .map_err(|e| format!("{name}: line {}: {e}", lines + 1))?;
         if n == 0 {
             break;
         }
         lines += 1;
-        while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        if cut {
+            bad.0 += 1;
+            if bad.1.len() < EXAMPLES {
+                bad.1.push(Malformed {
+                    file: name.clone(),
+                    line: lines,
+                    reason: format!(
+                        "longer than {} KiB: not an access log line",
+                        MAX_LINE / 1024
+                    ),
+                    text: String::from_utf8_lossy(&buf[..buf.len().min(80)]).into_owned(),
+                });
+            }
+            continue;
+        }
+        while buf.last().is_some_and(|b| *b == b'\r') {
             buf.pop();
         }
         let line = std::str::from_utf8(&buf).ok();
@@ -611,6 +664,14 @@ pub fn read(
     }
     let f = match format {
         Some(f) => f,
+        // Nothing but over-long lines: not a log (a binary without newlines, say).
+        None if text_lines == 0 && !bad.1.is_empty() => {
+            let first = &bad.1[0];
+            return Err(format!(
+                "{name} is not an access log strainline reads: line {} is {}",
+                first.line, first.reason
+            ));
+        }
         None => settle(&mut pending, fields, &name, bad, &mut handle)?,
     };
     Ok((f, lines))
