@@ -131,16 +131,18 @@ fn a_tree_sharing_a_mapping_is_summed_by_pss_not_once_per_process() {
     assert_has(&stderr(&out), "Peak tree PSS:");
 }
 
-/// `ListenOverflows` of this network namespace, from the kernel.
-fn listen_overflows() -> u64 {
-    let text = std::fs::read_to_string("/proc/net/netstat").unwrap();
-    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+/// A counter of this network namespace's TCP statistics, from the kernel: `name` in
+/// the `prefix` pair of lines of `file` (`/proc/net/netstat`, `/proc/net/snmp`).
+fn tcp_counter(file: &str, prefix: &str, name: &str) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
     let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
-    let i = names
-        .split_whitespace()
-        .position(|n| n == "ListenOverflows")
-        .unwrap();
+    let i = names.split_whitespace().position(|n| n == name).unwrap();
     values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+fn listen_overflows() -> u64 {
+    tcp_counter("/proc/net/netstat", "TcpExt:", "ListenOverflows")
 }
 
 #[test]
@@ -194,14 +196,7 @@ fn a_listen_backlog_of_five_driven_past_it_is_named_with_the_kernels_count() {
 
 /// `RetransSegs` of strainline's (this test's) network namespace.
 fn retransmitted() -> u64 {
-    let text = std::fs::read_to_string("/proc/net/snmp").unwrap();
-    let mut lines = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let (names, values) = (lines.next().unwrap(), lines.next().unwrap());
-    let i = names
-        .split_whitespace()
-        .position(|n| n == "RetransSegs")
-        .unwrap();
-    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+    tcp_counter("/proc/net/snmp", "Tcp:", "RetransSegs")
 }
 
 /// The packet counters of the firewall's rules in namespace `ns`, in order.
