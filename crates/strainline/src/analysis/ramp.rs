@@ -180,6 +180,16 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
     let s = &step.figures;
     if step.generator_bound() {
         "the generator, not the target (see its evidence)".into()
+    } else if lossy(s, limits) {
+        // Before the machine's steal: retransmissions for 1% of the requests are what a
+        // p99 shows, whatever the hypervisor took.
+        format!(
+            "packet loss: the kernel retransmitted {} TCP segments during the step ({:.1}% of its requests; RetransSegs) — each lost segment waits for a retransmission, 200 ms at least after a timeout, which is the tail the step shows (p99 {:.1} ms, errors {:.2}%); look at the network path: a lossy link, a full queue on a NIC or switch, a firewall dropping",
+            s.retransmits,
+            100.0 * s.retransmits as f64 / (s.achieved.max(s.offered) * limits.step_seconds),
+            s.p99_ms,
+            100.0 * s.error_rate
+        )
     } else if s.stolen > STOLEN_BOUND {
         format!(
             "the machine: the hypervisor took {:.1}% of its CPU during the step (steal, even after the step was measured again) — the target's CPU was {:.2} cores, busiest thread {:.0}%; this ceiling is its neighbours' as much as the target's: repeat on a quiet machine",
@@ -212,14 +222,6 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
         format!(
             "SYN queue full: the kernel answered {} SYNs with cookies (SyncookiesSent) while the target used {:.2} cores — connections are opened faster than they complete their handshake; raise net.ipv4.tcp_max_syn_backlog and the listen backlog, or reuse connections",
             s.syn_cookies, s.target_cpu
-        )
-    } else if lossy(s, limits) {
-        format!(
-            "packet loss: the kernel retransmitted {} TCP segments during the step ({:.1}% of its requests; RetransSegs) — each lost segment waits for a retransmission, 200 ms at least after a timeout, which is the tail the step shows (p99 {:.1} ms, errors {:.2}%); look at the network path: a lossy link, a full queue on a NIC or switch, a firewall dropping",
-            s.retransmits,
-            100.0 * s.retransmits as f64 / (s.achieved.max(s.offered) * limits.step_seconds),
-            s.p99_ms,
-            100.0 * s.error_rate
         )
     } else if s.error_rate > limits.max_error_rate {
         format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)

@@ -35,8 +35,10 @@ pub struct Shared {
     pub root_exit: Option<ExitInfo>,
     /// The tree's live processes at the last sample: (pid, parent).
     pub tree: Vec<(u32, u32)>,
-    /// The root exited 0 leaving processes in the tree.
+    /// The root exited 0 leaving processes in the tree, on its own.
     pub daemonised: bool,
+    /// strainline has begun stopping the tree: an exit from now on is the stop's.
+    pub stopping: bool,
     /// The samples, thinned evenly to at most [`KEPT`].
     pub samples: Vec<Sample>,
     /// One sample in `stride` is kept.
@@ -238,7 +240,7 @@ impl Watcher {
                 let tree = sampler.members();
                 let mut shared = shared2.lock().unwrap();
                 if let Some(e) = exit {
-                    shared.daemonised = e.code == Some(0) && !tree.is_empty();
+                    shared.daemonised = e.code == Some(0) && !tree.is_empty() && !shared.stopping;
                     shared.root_exit = Some(e);
                 }
                 // A process strainline attached to is not its child: its end is seen as
@@ -282,9 +284,15 @@ impl Watcher {
         self.shared.lock().unwrap().root_exit.clone()
     }
 
-    /// Whether the root exited 0 leaving processes in the tree.
+    /// Whether the root exited 0 leaving processes in the tree, on its own.
     pub fn daemonised(&self) -> bool {
         self.shared.lock().unwrap().daemonised
+    }
+
+    /// strainline begins stopping the tree: the root's exit from now on is not a
+    /// daemon's launcher returning (a server leaving a child when asked to stop).
+    pub fn stopping(&self) {
+        self.shared.lock().unwrap().stopping = true;
     }
 
     /// The tree's live processes at the last sample: (pid, parent).

@@ -420,6 +420,7 @@ impl Running {
 
     /// SIGKILL to the target's whole tree (never to an attached process).
     pub fn kill(&self) {
+        self.watcher.stopping();
         if let Some(u) = &self.unit {
             u.kill();
             // A daemon that left the command's process group (`setsid`) without a
@@ -440,6 +441,7 @@ impl Running {
             } = self;
             return watcher.finish(command, "completed");
         }
+        self.watcher.stopping();
         if self.exited().is_none() {
             // A daemonised target is asked to stop through the processes its command
             // left (nginx's master stops its workers), as its own scripts would.
