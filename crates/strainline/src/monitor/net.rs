@@ -72,11 +72,7 @@ impl Namespaces {
         let mut sum = TcpCounters::default();
         for (ns, now) in &self.0 {
             if let Some(b) = before.0.get(ns) {
-                let d = now.since(b);
-                sum.listen_overflows += d.listen_overflows;
-                sum.listen_drops += d.listen_drops;
-                sum.syn_cookies += d.syn_cookies;
-                sum.retransmitted_segments += d.retransmitted_segments;
+                sum += now.since(b);
             }
         }
         sum
@@ -93,6 +89,15 @@ fn read_counters(dir: &str) -> Option<TcpCounters> {
         syn_cookies: field(&netstat, "TcpExt:", "SyncookiesSent").unwrap_or(0),
         retransmitted_segments: field(&snmp, "Tcp:", "RetransSegs").unwrap_or(0),
     })
+}
+
+impl std::ops::AddAssign for TcpCounters {
+    fn add_assign(&mut self, d: TcpCounters) {
+        self.listen_overflows += d.listen_overflows;
+        self.listen_drops += d.listen_drops;
+        self.syn_cookies += d.syn_cookies;
+        self.retransmitted_segments += d.retransmitted_segments;
+    }
 }
 
 impl TcpCounters {

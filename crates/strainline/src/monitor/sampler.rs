@@ -134,6 +134,12 @@ impl Sampler {
         self.live.keys().copied().collect()
     }
 
+    /// Whether `pid`, a child of strainline, is one it started itself (another unit's
+    /// command, the guardian, perf) rather than an orphan it adopted from this tree.
+    fn born_child(&self, pid: u32, ppid: u32) -> bool {
+        Some(ppid) == self.cfg.adopter && pid != self.cfg.root && crate::os::process::born_here(pid)
+    }
+
     /// The live members now: (pid, parent).
     pub fn members(&self) -> Vec<(u32, u32)> {
         self.live
@@ -220,12 +226,7 @@ impl Sampler {
                 continue;
             }
             if let Some(st) = procfs::read_stat(pid) {
-                // strainline's own children by birth (other units, the guardian, perf)
-                // are not orphans it adopted from this tree.
-                let born = Some(st.ppid) == self.cfg.adopter
-                    && pid != self.cfg.root
-                    && crate::os::process::born_here(pid);
-                if born {
+                if self.born_child(pid, st.ppid) {
                     self.outsiders.insert(pid, st.start_ticks);
                     continue;
                 }
@@ -248,11 +249,7 @@ impl Sampler {
         let strays: Vec<u32> = self
             .live
             .iter()
-            .filter(|(&pid, p)| {
-                Some(p.last.ppid) == self.cfg.adopter
-                    && pid != self.cfg.root
-                    && crate::os::process::born_here(pid)
-            })
+            .filter(|(&pid, p)| self.born_child(pid, p.last.ppid))
             .map(|(&pid, _)| pid)
             .collect();
         for pid in strays {

@@ -255,6 +255,7 @@ fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
     if got <= 0 {
         return None;
     }
+    note_gone(got as u32);
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Some((
         got as u32,
@@ -270,20 +271,15 @@ fn reap_one(pid: libc::pid_t) -> Option<(u32, Reaped)> {
 
 /// Reaps every child that has exited, without blocking.
 pub fn reap_exited() -> Vec<(u32, Reaped)> {
-    let reaped: Vec<(u32, Reaped)> = std::iter::from_fn(|| reap_one(-1)).collect();
-    reaped.iter().for_each(|r| note_gone(r.0));
-    reaped
+    std::iter::from_fn(|| reap_one(-1)).collect()
 }
 
 /// Reaps those of `pids` that have exited, without blocking, leaving other children
 /// (commands another part of strainline is waiting for) alone.
 pub fn reap_these(pids: &[u32]) -> Vec<(u32, Reaped)> {
-    let reaped: Vec<(u32, Reaped)> = pids
-        .iter()
+    pids.iter()
         .filter_map(|&p| reap_one(p as libc::pid_t))
-        .collect();
-    reaped.iter().for_each(|r| note_gone(r.0));
-    reaped
+        .collect()
 }
 
 /// Sends `sig` to `pid`; a process that is already gone is not an error.

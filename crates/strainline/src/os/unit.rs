@@ -178,6 +178,7 @@ impl Unit {
         let mut child = self.spawn(cmd)?;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
+                process::note_gone(child.id());
                 return Ok(Ended::Exited(status));
             }
             if signals::interrupted() {

@@ -392,10 +392,18 @@ impl Running {
     /// The processes the target's command left when it daemonised, with their command
     /// lines: the tops of what remains of its tree (nginx's master, not its workers).
     pub fn daemons(&self) -> Vec<(u32, String)> {
+        self.daemon_pids()
+            .into_iter()
+            .map(|pid| (pid, crate::monitor::procfs::cmdline(pid)))
+            .collect()
+    }
+
+    /// The pids of [`Running::daemons`].
+    fn daemon_pids(&self) -> Vec<u32> {
         let tree = self.watcher.tree();
         tree.iter()
             .filter(|(_, parent)| !tree.iter().any(|(p, _)| p == parent))
-            .map(|&(pid, _)| (pid, crate::monitor::procfs::cmdline(pid)))
+            .map(|&(pid, _)| pid)
             .collect()
     }
 
@@ -447,9 +455,9 @@ impl Running {
             // left (nginx's master stops its workers), as its own scripts would.
             match self.daemonised() {
                 true => self
-                    .daemons()
-                    .iter()
-                    .for_each(|&(pid, _)| process::signal(pid, signal)),
+                    .daemon_pids()
+                    .into_iter()
+                    .for_each(|pid| process::signal(pid, signal)),
                 false => process::signal(self.pid, signal),
             }
             let deadline = Instant::now() + grace;
