@@ -277,7 +277,7 @@ async fn coordinate(
     for (i, l) in links.into_iter().enumerate() {
         writers.push(Some(l.writer));
         children.push(l.child);
-        tokio::spawn(read_agent(i, l.reader, tx.clone()));
+        tokio::spawn(read_agent(i, l.reader, tx.clone(), start));
     }
     drop(tx);
     let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
@@ -372,10 +372,13 @@ async fn stop_agents(writers: &mut [Option<Writer>]) {
 }
 
 /// Forwards one agent's messages; its silence beyond the lease, an error or the end of
-/// its stream before its report makes it lost.
-async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>) {
+/// its stream before its report makes it lost. Before the run starts (a lead of up to
+/// 2.5 s when per-second arrivals wait for a second of the clock) an agent has nothing
+/// to say: the lease counts from the start.
+async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>, start: Instant) {
     loop {
-        let ev = match tokio::time::timeout(LEASE, wire::recv::<_, FromAgent>(&mut r)).await {
+        let patience = LEASE + start.saturating_duration_since(Instant::now());
+        let ev = match tokio::time::timeout(patience, wire::recv::<_, FromAgent>(&mut r)).await {
             Err(_) => Event::Lost(i, format!("silent for {} s", LEASE.as_secs())),
             Ok(Err(e)) => Event::Lost(i, format!("connection failed ({e})")),
             Ok(Ok(None)) => Event::Lost(i, "closed the connection before reporting".into()),

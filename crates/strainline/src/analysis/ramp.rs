@@ -85,9 +85,12 @@ pub const RETRANSMIT_SHARE: f64 = 0.01;
 
 /// Whether the step's retransmissions can explain its tail: enough of them for 1% of
 /// its requests.
+/// Not when the listen queue or the SYN queue overflowed: the clients' SYNs they dropped
+/// are among the retransmissions, and they are the cause named.
 fn lossy(s: &Figures, limits: &Limits) -> bool {
     let requests = s.achieved.max(s.offered) * limits.step_seconds;
-    s.retransmits > 0 && s.retransmits as f64 >= RETRANSMIT_SHARE * requests
+    let handshakes = s.listen_overflows + s.syn_drops + s.syn_cookies > 0;
+    !handshakes && s.retransmits > 0 && s.retransmits as f64 >= RETRANSMIT_SHARE * requests
 }
 
 /// A step with its verdict, as stored in the case's details.
@@ -485,6 +488,15 @@ mod tests {
             c.limiting_factor.starts_with(
                 "packet loss: the kernel retransmitted 100 TCP segments during the step (1.0% of its requests"
             ),
+            "{}",
+            c.limiting_factor
+        );
+        // A listen queue that overflowed explains them (its dropped SYNs are resent).
+        let mut q = r.clone();
+        q.figures.listen_overflows = 40;
+        let (_, c) = run(&[rec(500.0, 500.0, 2.0), q]);
+        assert!(
+            c.limiting_factor.starts_with("listen queue overflowed"),
             "{}",
             c.limiting_factor
         );
