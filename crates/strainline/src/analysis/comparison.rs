@@ -4,12 +4,15 @@
 //! repetitions, Benjamini–Hochberg adjusted over all metrics compared at once) **and**
 //! beyond the metric's tolerance band (the IoT seed's rule: up to 120% of the
 //! resources, down to 80% of the throughput is fine). Too few repetitions to ever reach
-//! significance is said plainly: inconclusive.
+//! significance is said plainly: inconclusive. Versions measured in pairs (a paired
+//! session: [`super::paired`]) are judged on the pairs' ratios instead, and every row
+//! says the smallest change its data could have seen.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::paired::{self, Looks, PairedTest};
 use super::stats::median;
 use super::twosample::{benjamini_hochberg, bootstrap_ratio_ci, mann_whitney, mann_whitney_floor};
 
@@ -76,6 +79,19 @@ pub struct Pair {
     pub direction: String,
     pub baseline: Vec<f64>,
     pub candidate: Vec<f64>,
+    /// `baseline[i]` and `candidate[i]` were measured together (adjacent in time).
+    pub paired: bool,
+}
+
+/// How a row was tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Two independent sets of repetitions: Mann–Whitney U, bootstrap interval.
+    MannWhitney,
+    /// Pairs measured together: Student's t of the log-ratios, a confidence sequence
+    /// over the session's looks.
+    PairedT,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,6 +115,17 @@ pub struct Row {
     pub verdict: Verdict,
     /// Why, in words.
     pub why: String,
+    pub method: Method,
+    /// The relative change this comparison would have flagged with 80% probability
+    /// (0.031 = ±3.1%), before the adjustment for the number of metrics.
+    pub detectable: Option<f64>,
+    /// Paired rows: the spread of the pairs' ratios (standard deviation of the
+    /// log-ratios; 0.02 ≈ ±2%), the machine's noise as this comparison saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_noise: Option<f64>,
+    /// Paired rows not yet decided: about how many pairs in all would decide.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs_to_decide: Option<usize>,
 }
 
 /// How to judge.
@@ -108,6 +135,9 @@ pub struct Policy {
     pub default_band: f64,
     /// Per-metric bands, by metric name.
     pub bands: BTreeMap<String, f64>,
+    /// Paired data looked at by a session after every pair: the looks planned (the
+    /// interval then holds over all of them). `None`: looked at once.
+    pub looks: Option<Looks>,
 }
 
 impl Default for Policy {
@@ -116,6 +146,7 @@ impl Default for Policy {
             alpha: DEFAULT_ALPHA,
             default_band: DEFAULT_BAND,
             bands: BTreeMap::new(),
+            looks: None,
         }
     }
 }
@@ -153,41 +184,7 @@ impl Policy {
 /// Judges every pair. The family for the multiple-testing adjustment is every pair
 /// that has a direction and enough data to be tested.
 pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
-    let mut rows: Vec<Row> = pairs
-        .iter()
-        .map(|p| {
-            let (b, c) = (Side::of(&p.baseline), Side::of(&p.candidate));
-            let ratio = if b.median != 0.0 && b.median.is_finite() {
-                Some(c.median / b.median)
-            } else if c.median == b.median {
-                Some(1.0)
-            } else {
-                None
-            };
-            let ratio_ci = bootstrap_ratio_ci(&p.baseline, &p.candidate, 0.95, RESAMPLES);
-            let identical = b.min == b.max && c.min == c.max && b.min == c.min;
-            let test = if identical {
-                Some(1.0)
-            } else {
-                mann_whitney(&p.baseline, &p.candidate).map(|m| m.p)
-            };
-            Row {
-                case: p.case.clone(),
-                metric: p.metric.clone(),
-                unit: p.unit.clone(),
-                direction: p.direction.clone(),
-                baseline: b,
-                candidate: c,
-                ratio,
-                ratio_ci,
-                p: test,
-                p_adjusted: None,
-                band: policy.band(&p.metric),
-                verdict: Verdict::Info,
-                why: String::new(),
-            }
-        })
-        .collect();
+    let mut rows: Vec<Row> = pairs.iter().map(|p| row(p, policy)).collect();
     let tested: Vec<usize> = (0..rows.len())
         .filter(|&i| rows[i].direction != "none" && rows[i].p.is_some())
         .collect();
@@ -204,6 +201,88 @@ pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
         (r.verdict, r.why) = decide(r, policy.alpha);
     }
     rows
+}
+
+/// One metric's figures before the verdict: paired when the data are pairs that can be
+/// compared as ratios, else two independent samples.
+fn row(p: &Pair, policy: &Policy) -> Row {
+    let (b, c) = (Side::of(&p.baseline), Side::of(&p.candidate));
+    let identical = b.min == b.max && c.min == c.max && b.min == c.min;
+    let tested = p
+        .paired
+        .then(|| paired::paired(&p.baseline, &p.candidate, policy.looks, policy.alpha))
+        .flatten();
+    let band = policy.band(&p.metric);
+    let mut r = Row {
+        case: p.case.clone(),
+        metric: p.metric.clone(),
+        unit: p.unit.clone(),
+        direction: p.direction.clone(),
+        ratio: None,
+        ratio_ci: None,
+        p: None,
+        p_adjusted: None,
+        band,
+        verdict: Verdict::Info,
+        why: String::new(),
+        method: Method::MannWhitney,
+        detectable: None,
+        pair_noise: None,
+        pairs_to_decide: None,
+        baseline: b,
+        candidate: c,
+    };
+    match tested {
+        Some(t) => paired_figures(&mut r, &t, band, identical),
+        None => {
+            r.ratio = if r.baseline.median != 0.0 && r.baseline.median.is_finite() {
+                Some(r.candidate.median / r.baseline.median)
+            } else if r.candidate.median == r.baseline.median {
+                Some(1.0)
+            } else {
+                None
+            };
+            r.ratio_ci = bootstrap_ratio_ci(&p.baseline, &p.candidate, 0.95, RESAMPLES);
+            r.p = if identical {
+                Some(1.0)
+            } else {
+                mann_whitney(&p.baseline, &p.candidate).map(|m| m.p)
+            };
+            r.detectable = if identical {
+                Some(0.0)
+            } else {
+                paired::detectable_unpaired(&p.baseline, &p.candidate, policy.alpha)
+            };
+        }
+    }
+    r
+}
+
+fn paired_figures(r: &mut Row, t: &PairedTest, band: Option<f64>, identical: bool) {
+    r.method = Method::PairedT;
+    r.ratio = Some(t.ratio);
+    r.ratio_ci = Some(t.ci);
+    r.p = Some(if identical { 1.0 } else { t.p });
+    r.detectable = Some(t.detectable);
+    r.pair_noise = Some(t.sd_log);
+    r.pairs_to_decide = band
+        .filter(|&b| !identical && !paired::decided(t.ci, b))
+        .and_then(|b| paired::pairs_to_decide(t, b));
+}
+
+/// Whether a row's verdict is settled for a paired session: shown-only metrics and
+/// identical values always are; a paired row when its interval lies entirely inside
+/// the band or entirely beyond it.
+pub fn settled(r: &Row) -> bool {
+    let identical = r.baseline.min == r.baseline.max
+        && r.candidate.min == r.candidate.max
+        && r.baseline.min == r.candidate.min;
+    match (r.direction.as_str(), r.band, r.ratio_ci) {
+        ("none", _, _) | (_, None, _) => true,
+        _ if identical => true,
+        (_, Some(band), Some(ci)) if r.method == Method::PairedT => paired::decided(ci, band),
+        _ => false,
+    }
 }
 
 fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
@@ -226,7 +305,10 @@ fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
     if identical {
         return (Verdict::Unchanged, "identical values".into());
     }
-    let floor = mann_whitney_floor(nb, nc);
+    let floor = match r.method {
+        Method::MannWhitney => mann_whitney_floor(nb, nc),
+        Method::PairedT => 0.0,
+    };
     if nb < 2 || nc < 2 || floor > alpha {
         return (
             Verdict::Inconclusive,
@@ -272,14 +354,60 @@ fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
         (false, true, _) | (false, _, true) => (
             Verdict::Inconclusive,
             format!(
-                "beyond the band but not significant (adjusted p {}): more repetitions would tell",
-                p_text(p)
+                "beyond the band but not significant (adjusted p {}): {}",
+                p_text(p),
+                match r.pairs_to_decide {
+                    Some(n) => format!("about {n} pairs in all would likely decide it"),
+                    None => "more repetitions would tell".into(),
+                }
             ),
         ),
         (false, false, false) => (
             Verdict::Unchanged,
-            format!("within the ±{:.0}% band, not significant", 100.0 * band),
+            format!(
+                "within the ±{:.0}% band, not significant{}",
+                100.0 * band,
+                seen(r, band)
+            ),
         ),
+    }
+}
+
+/// What an `unchanged` could have seen: "; this comparison would have seen a change of
+/// ±3.1% or more", and when that is wider than the band, that the noise hid the band.
+fn seen(r: &Row, band: f64) -> String {
+    let Some(d) = r.detectable.filter(|d| d.is_finite()) else {
+        return String::new();
+    };
+    let mut s = format!(
+        "; this comparison would have seen a change of ±{} or more",
+        percent(d)
+    );
+    if d > band {
+        s.push_str(&format!(
+            " — wider than the ±{:.0}% band: the noise could hide a change the band asks about; {}",
+            100.0 * band,
+            match (r.method, r.pairs_to_decide) {
+                (Method::PairedT, Some(n)) => format!("about {n} pairs in all would decide it"),
+                (Method::PairedT, None) => "more pairs would tell".into(),
+                (Method::MannWhitney, _) => {
+                    "measure both versions in one paired session (`strainline run SUITE --baseline … --candidate …`)".into()
+                }
+            }
+        ));
+    }
+    s
+}
+
+/// A relative change for people: 3.1%, 0.42%, 25%.
+pub fn percent(x: f64) -> String {
+    let p = 100.0 * x;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
     }
 }
 
@@ -304,6 +432,7 @@ mod tests {
             direction: direction.into(),
             baseline: b.to_vec(),
             candidate: c.to_vec(),
+            paired: false,
         }
     }
 
@@ -422,5 +551,49 @@ mod tests {
             &Policy::default(),
         );
         assert_eq!(rows[0].verdict, Verdict::Info);
+    }
+
+    #[test]
+    fn pairs_see_a_small_change_that_the_machine_hides_between_runs() {
+        // The machine's speed moves ±10% from pair to pair; within a pair the candidate
+        // costs 5% more, ±0.5%. Unpaired, the 5% is lost in the noise; paired, it is
+        // a regression beyond a 3% band.
+        let machine = [1.0, 1.12, 0.91, 1.05, 0.95, 1.09, 0.88, 1.02, 0.97, 1.1];
+        let within = [
+            1.05, 1.046, 1.054, 1.051, 1.048, 1.053, 1.047, 1.05, 1.052, 1.049,
+        ];
+        let b: Vec<f64> = machine.to_vec();
+        let c: Vec<f64> = machine.iter().zip(within).map(|(m, w)| m * w).collect();
+        let mut policy = Policy::default();
+        policy.bands.insert("cpu_per_op".into(), 0.03);
+        let mut p = pair("cpu_per_op", "lower", &b, &c);
+        let rows = judge(std::slice::from_ref(&p), &policy);
+        assert_ne!(rows[0].verdict, Verdict::Regressed, "{}", rows[0].why);
+        assert_eq!(rows[0].method, Method::MannWhitney);
+        assert!(rows[0].detectable.unwrap() > 0.05);
+        p.paired = true;
+        let rows = judge(&[p], &policy);
+        assert_eq!(rows[0].method, Method::PairedT);
+        assert_eq!(rows[0].verdict, Verdict::Regressed, "{}", rows[0].why);
+        let (lo, hi) = rows[0].ratio_ci.unwrap();
+        assert!(lo > 1.04 && hi < 1.06, "{lo}–{hi}");
+        assert!(rows[0].detectable.unwrap() < 0.01);
+        assert!(settled(&rows[0]));
+    }
+
+    #[test]
+    fn an_unchanged_verdict_says_what_it_could_have_seen() {
+        let b = [1.0, 1.2, 0.9, 1.1, 0.95, 1.05];
+        let c = [1.02, 1.15, 0.93, 1.08, 0.97, 1.1];
+        let mut policy = Policy::default();
+        policy.bands.insert("cpu_per_op".into(), 0.03);
+        let rows = judge(&[pair("cpu_per_op", "lower", &b, &c)], &policy);
+        assert_eq!(rows[0].verdict, Verdict::Unchanged, "{}", rows[0].why);
+        assert!(
+            rows[0].why.contains("would have seen a change of ±")
+                && rows[0].why.contains("wider than the ±3% band"),
+            "{}",
+            rows[0].why
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Turning measurements into verdicts: statistics ([`stats`], [`twosample`]), leaks
+//! Turning measurements into verdicts: statistics ([`stats`], [`twosample`], [`paired`]), leaks
 //! ([`leak`]), version comparisons ([`comparison`]), change points across a history
 //! ([`changepoint`]), the ramp's ceiling, knee and limiting factor ([`ramp`]), and the
 //! shared saturation bounds ([`bounds`]), capacity ([`capacity`]) and the rounds
@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod changepoint;
 pub mod comparison;
 pub mod leak;
+pub mod paired;
 pub mod ramp;
 pub mod rounds;
 pub mod stats;

@@ -8,7 +8,7 @@ use std::io::Write;
 use crate::analysis::comparison::{judge, Pair, Policy, Verdict};
 use crate::cli::CompareArgs;
 use crate::exit;
-use crate::report::compare::{self as report, Comparison, Version};
+use crate::report::compare::{self as report, Comparison, Mode, Session, Version};
 use crate::store::{Location, RunRow, Store, StoreError};
 use crate::Failure;
 
@@ -32,7 +32,8 @@ pub fn usable(status: &str) -> bool {
     matches!(status, "passed" | "failed" | "completed")
 }
 
-type Values = BTreeMap<(String, String), (String, String, Vec<f64>)>;
+/// Every metric's values with their repetition numbers, by (case, metric).
+type Values = BTreeMap<(String, String), (String, String, Vec<(i64, f64)>)>;
 
 /// Every metric's values over the runs' repetitions, by (case, metric).
 fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> anyhow::Result<Values> {
@@ -50,11 +51,38 @@ fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> anyhow::Re
                 let e = out
                     .entry((case_key(&case.name, &case.test_kind).to_string(), m.name))
                     .or_insert_with(|| (m.unit, m.direction, Vec::new()));
-                e.2.push(m.value);
+                e.2.push((case.repetition, m.value));
             }
         }
     }
     Ok(out)
+}
+
+/// The paired session two single runs were measured in, when they were: each run's
+/// settings name the other (`paired.with`), written by `strainline run --baseline …
+/// --candidate …`.
+fn paired_session(
+    store: &Store,
+    base: &[RunRow],
+    cand: &[RunRow],
+) -> anyhow::Result<Option<Session>> {
+    let ([b], [c]) = (base, cand) else {
+        return Ok(None);
+    };
+    let Some(settings) = store.run_settings(c.id)? else {
+        return Ok(None);
+    };
+    let Ok(session) = serde_json::from_value::<Session>(settings["paired"].clone()) else {
+        return Ok(None);
+    };
+    Ok((session.with == b.id).then_some(session))
+}
+
+/// The values of the repetitions both sides measured, in pairs.
+fn aligned(xs: &[(i64, f64)], ys: &[(i64, f64)]) -> (Vec<f64>, Vec<f64>) {
+    xs.iter()
+        .filter_map(|(rep, x)| ys.iter().find(|y| y.0 == *rep).map(|y| (*x, y.1)))
+        .unzip()
 }
 
 fn runs(store: &Store, key: &str) -> anyhow::Result<Vec<RunRow>> {
@@ -227,17 +255,26 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     let mut notes = Vec::new();
     let b = gather(&store, &base_runs, &mut notes)?;
     let c = gather(&store, &cand_runs, &mut notes)?;
+    let session = paired_session(&store, &base_runs, &cand_runs)?;
     let pairs: Vec<Pair> = b
         .iter()
         .filter_map(|((case, metric), (unit, direction, xs))| {
             let (_, _, ys) = c.get(&(case.clone(), metric.clone()))?;
+            let (baseline, candidate) = match session {
+                Some(_) => aligned(xs, ys),
+                None => (
+                    xs.iter().map(|v| v.1).collect(),
+                    ys.iter().map(|v| v.1).collect(),
+                ),
+            };
             Some(Pair {
                 case: case.clone(),
                 metric: metric.clone(),
                 unit: unit.clone(),
                 direction: direction.clone(),
-                baseline: xs.clone(),
-                candidate: ys.clone(),
+                baseline,
+                candidate,
+                paired: session.is_some(),
             })
         })
         .collect();
@@ -263,7 +300,8 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let policy = policy(&store, &cand_runs, &args)?;
+    let mut policy = policy(&store, &cand_runs, &args)?;
+    policy.looks = session.and_then(|s| s.looks);
     let rows = judge(&pairs, &policy);
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
     let mut comparison = Comparison {
@@ -276,6 +314,8 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         rows,
         verdict: if regressed { "regressed" } else { "ok" },
         flame_diff: None,
+        mode: session.map_or(Mode::Separate, |s| s.mode),
+        machine: session.and_then(|s| s.machine),
     };
     if let Some(path) = &args.html {
         comparison.flame_diff = flame_difference(&store, &base_runs, &cand_runs, path)?;

@@ -5,7 +5,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::analysis::comparison::{p_text, Row, Verdict};
+use crate::analysis::comparison::{p_text, percent, Method, Row, Verdict};
+use crate::analysis::paired::Looks;
 use crate::units::format_value;
 
 /// One side of a comparison, as stored.
@@ -15,6 +16,53 @@ pub struct Version {
     pub key: String,
     pub runs: Vec<i64>,
     pub hosts: Vec<String>,
+}
+
+/// How the two versions were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// In separate runs (`run` once per version): independent samples.
+    Separate,
+    /// In one session, each pair's two members adjacent in time, their order drawn
+    /// per pair (A B or B A) from a seeded stream.
+    Interleaved,
+    /// In one session, every baseline repetition first, then every candidate one
+    /// (one after the other, as separate runs would be): independent samples.
+    Sequential,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Separate => "separate runs",
+            Mode::Interleaved => "interleaved pairs",
+            Mode::Sequential => "one after the other",
+        }
+    }
+}
+
+/// What the machine did during a paired session: its noise, for the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct MachineNoise {
+    /// Share of the machine's CPU time the hypervisor took (steal) during the session.
+    pub steal: f64,
+    /// The session's length, seconds.
+    pub seconds: f64,
+}
+
+/// What a paired session stores with each of its two runs (`settings.paired`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Session {
+    /// The other run of the session.
+    pub with: i64,
+    pub mode: Mode,
+    /// The seed of the pairs' order.
+    pub seed: u64,
+    /// The looks the session planned (paired modes).
+    pub looks: Option<Looks>,
+    #[serde(default)]
+    pub machine: Option<MachineNoise>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,6 +81,11 @@ pub struct Comparison {
     /// A differential flame graph of the two versions (file name), when both profiled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flame_diff: Option<String>,
+    /// How the versions were measured.
+    pub mode: Mode,
+    /// The machine's noise during a paired session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineNoise>,
 }
 
 impl Comparison {
@@ -72,6 +125,16 @@ fn p(r: &Row) -> String {
     r.p_adjusted.map_or("-".into(), p_text)
 }
 
+/// The change the row could have seen, for judged rows.
+fn seen(r: &Row) -> String {
+    match r.detectable {
+        Some(d) if r.band.is_some() && r.direction != "none" && d.is_finite() => {
+            format!("±{}", percent(d))
+        }
+        _ => "-".into(),
+    }
+}
+
 fn header_lines(c: &Comparison) -> Vec<String> {
     let runs = |v: &Version| {
         v.runs
@@ -91,8 +154,35 @@ fn header_lines(c: &Comparison) -> Vec<String> {
         c.candidate.key,
         runs(&c.candidate)
     ));
+    let paired = c.rows.iter().any(|r| r.method == Method::PairedT);
     lines.push(format!(
-        "regressed only when significant (Mann–Whitney U, Benjamini–Hochberg adjusted p < {}) and beyond the metric's band",
+        "measured as {}{}",
+        c.mode.name(),
+        match (c.mode, c.rows.iter().map(|r| r.baseline.n).max()) {
+            (Mode::Interleaved, Some(n)) =>
+                format!(", {n} pairs: each pair under the same conditions of the machine"),
+            _ => String::new(),
+        }
+    ));
+    if let Some(m) = &c.machine {
+        lines.push(format!(
+            "machine: the hypervisor took {:.1}% of its CPU over the {:.0} s session{}",
+            100.0 * m.steal,
+            m.seconds,
+            if m.steal > 0.05 {
+                " — a noisy machine"
+            } else {
+                ""
+            }
+        ));
+    }
+    lines.push(format!(
+        "regressed only when significant ({}, Benjamini–Hochberg adjusted p < {}) and beyond the metric's band; 'seen' is the change each row would flag with 80% probability",
+        if paired {
+            "paired t of the pairs' log-ratios, a confidence sequence over every look"
+        } else {
+            "Mann–Whitney U"
+        },
         c.alpha
     ));
     lines
@@ -128,19 +218,20 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
             writeln!(out, "\n{case}")?;
             writeln!(
                 out,
-                "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8}  verdict",
-                "metric", "baseline", "candidate", "% of prev", "95% CI", "p (adj)"
+                "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8} {:>7}  verdict",
+                "metric", "baseline", "candidate", "% of prev", "95% CI", "p (adj)", "seen"
             )?;
         }
         writeln!(
             out,
-            "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8}  {}",
+            "  {:<22} {:>20} {:>20} {:>9} {:>11} {:>8} {:>7}  {}",
             r.metric,
             side_text(r, false),
             side_text(r, true),
             pct(r),
             ci(r),
             p(r),
+            seen(r),
             r.verdict.word()
         )?;
         // Why, for every verdict that is not plainly "no change": a significant change
@@ -161,10 +252,28 @@ use super::files::md;
 /// ones and the method folded below.
 pub fn to_markdown(c: &Comparison) -> String {
     let mut s = format!("### strainline: {}\n\n", md(&summary_line(c)));
+    let detectable: Vec<f64> = c
+        .rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::Info)
+        .filter_map(|r| r.detectable.filter(|d| d.is_finite()))
+        .collect();
+    let range = match (
+        detectable.iter().copied().reduce(f64::min),
+        detectable.iter().copied().reduce(f64::max),
+    ) {
+        (Some(lo), Some(hi)) => format!(
+            "; the smallest change each judged metric could have seen: ±{} to ±{} (column *seen*)",
+            percent(lo),
+            percent(hi)
+        ),
+        _ => String::new(),
+    };
+    s.push_str(&format!("Measured as **{}**{range}.\n\n", c.mode.name()));
     if let Some(m) = &c.environment_mismatch {
         s.push_str(&format!("> **ENVIRONMENT MISMATCH: {}**\n\n", md(m)));
     }
-    let header = "| case | metric | baseline | candidate | change | 95% CI | p (adj) | verdict |\n|---|---|---:|---:|---:|---:|---:|---|\n";
+    let header = "| case | metric | baseline | candidate | change | 95% CI | p (adj) | seen | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
     let row = |r: &Row| {
         let verdict = match r.verdict {
             Verdict::Regressed => format!("**REGRESSED** ({})", md(&r.why)),
@@ -172,7 +281,7 @@ pub fn to_markdown(c: &Comparison) -> String {
             v => v.word().to_string(),
         };
         format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             md(&r.case),
             md(&r.metric),
             md(&side_text(r, false)),
@@ -180,6 +289,7 @@ pub fn to_markdown(c: &Comparison) -> String {
             pct(r),
             ci(r),
             p(r),
+            seen(r),
             verdict
         )
     };

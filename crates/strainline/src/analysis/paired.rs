@@ -1,0 +1,465 @@
+//! Paired comparisons: the two versions measured side by side in time (interleaved
+//! pairs), each pair under the same conditions of the machine, judged by the ratio
+//! candidate / baseline *within* each pair. A noisy machine moves both members of a
+//! pair together, so the pairs' ratios vary far less than the runs do — that is what
+//! lets a 2-core VM see a 5% change.
+//!
+//! The statistic is Student's one-sample t of the pairs' log-ratios. Because a paired
+//! session looks at the data after every pair and stops once the verdict is decided,
+//! the interval is a **confidence sequence over the planned looks**: a Pocock boundary
+//! (one critical value for every look) calibrated by simulating the t statistic over
+//! the same looks for 20,000 seeded normal sequences. The t statistic of normal data
+//! does not depend on the variance, so the boundary holds whatever the machine's noise:
+//! the chance that any look excludes the true ratio is α. A fixed design (one look) uses
+//! Student's t quantile exactly.
+//!
+//! Every result also says what it could have seen: the **minimum detectable effect**,
+//! the change that this look would flag with 80% probability.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::twosample::t_two_sided;
+
+/// Sequences simulated to calibrate a boundary.
+const SIMULATIONS: usize = 20_000;
+/// The power at which the detectable change is stated.
+pub const POWER: f64 = 0.8;
+
+/// When a paired session looks at its data: at `first` pairs, then after every
+/// `every` more, up to `last`. A comparison of stored pairs looked once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Looks {
+    pub first: usize,
+    pub last: usize,
+    pub every: usize,
+}
+
+impl Looks {
+    /// After every pair from `first` to `last`.
+    pub fn every_pair(first: usize, last: usize) -> Looks {
+        Looks {
+            first,
+            last,
+            every: 1,
+        }
+    }
+
+    /// One look at `n` pairs (a fixed design).
+    pub fn once(n: usize) -> Looks {
+        Looks::every_pair(n, n)
+    }
+
+    /// Whether the plan looks at `n` pairs.
+    pub fn at(&self, n: usize) -> bool {
+        n >= self.first && n <= self.last && (n - self.first) % self.every.max(1) == 0
+    }
+
+    /// The number of looks.
+    pub fn count(&self) -> usize {
+        (self.last.saturating_sub(self.first)) / self.every.max(1) + 1
+    }
+}
+
+/// The null distribution of the largest |t| over a set of looks: what every critical
+/// value and p-value of a sequential comparison is read from.
+struct Boundary {
+    /// The largest |t| over the looks of each simulated sequence, ascending.
+    max_abs_t: Vec<f64>,
+}
+
+impl Boundary {
+    fn simulate(looks: Looks) -> Boundary {
+        let mut rng =
+            Normal::new(0x5eed_0f_b0_0da7 ^ (looks.first as u64) << 32 ^ looks.last as u64);
+        let mut max_abs_t = Vec::with_capacity(SIMULATIONS);
+        for _ in 0..SIMULATIONS {
+            // Welford's running mean and variance; t read at every look.
+            let (mut mean, mut m2, mut top) = (0.0f64, 0.0f64, 0.0f64);
+            for n in 1..=looks.last {
+                let x = rng.next();
+                let d = x - mean;
+                mean += d / n as f64;
+                m2 += d * (x - mean);
+                if looks.at(n) {
+                    let sd = (m2 / (n - 1) as f64).sqrt();
+                    top = top.max((mean / (sd / (n as f64).sqrt())).abs());
+                }
+            }
+            max_abs_t.push(top);
+        }
+        max_abs_t.sort_by(f64::total_cmp);
+        Boundary { max_abs_t }
+    }
+
+    /// The critical |t| that the largest |t| exceeds with probability `alpha`.
+    fn critical(&self, alpha: f64) -> f64 {
+        let k = (((1.0 - alpha) * self.max_abs_t.len() as f64).ceil() as usize)
+            .clamp(1, self.max_abs_t.len());
+        self.max_abs_t[k - 1]
+    }
+
+    /// P(largest |t| ≥ t) under no change.
+    fn p(&self, t: f64) -> f64 {
+        let below = self.max_abs_t.partition_point(|&x| x < t.abs());
+        ((self.max_abs_t.len() - below) as f64 / self.max_abs_t.len() as f64)
+            .max(1.0 / self.max_abs_t.len() as f64)
+    }
+}
+
+/// Boundaries already simulated, by looks: a session asks after every pair.
+fn boundary<T>(looks: Looks, read: impl FnOnce(&Boundary) -> T) -> T {
+    static CACHE: Mutex<Option<HashMap<Looks, Boundary>>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let map = cache.get_or_insert_with(HashMap::new);
+    read(
+        map.entry(looks)
+            .or_insert_with(|| Boundary::simulate(looks)),
+    )
+}
+
+/// Standard normal deviates from a seeded stream (Box–Muller over splitmix64).
+struct Normal {
+    state: u64,
+    spare: Option<f64>,
+}
+
+impl Normal {
+    fn new(seed: u64) -> Normal {
+        Normal {
+            state: seed,
+            spare: None,
+        }
+    }
+
+    fn uniform(&mut self) -> f64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn next(&mut self) -> f64 {
+        if let Some(s) = self.spare.take() {
+            return s;
+        }
+        let (u, v) = (self.uniform(), self.uniform());
+        let r = (-2.0 * u.ln()).sqrt();
+        let a = 2.0 * std::f64::consts::PI * v;
+        self.spare = Some(r * a.sin());
+        r * a.cos()
+    }
+}
+
+/// The quantile of Student's t with `df` degrees of freedom that a two-sided test
+/// exceeds with probability `p` (bisection on the exact distribution).
+pub fn t_critical(df: f64, p: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1e3f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_two_sided(mid, df) > p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The one-sided quantile for the stated power: P(T ≤ q) = POWER.
+fn power_quantile(df: f64) -> f64 {
+    t_critical(df, 2.0 * (1.0 - POWER))
+}
+
+/// The comparison of `n` pairs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PairedTest {
+    pub n: usize,
+    /// Mean and sample standard deviation of ln(candidate / baseline) over the pairs.
+    pub mean_log: f64,
+    pub sd_log: f64,
+    /// exp(mean log-ratio): the candidate as a share of the baseline.
+    pub ratio: f64,
+    /// The interval of that ratio (a confidence sequence over the looks).
+    pub ci: (f64, f64),
+    /// Two-sided p of "no change", over the looks.
+    pub p: f64,
+    /// The critical |t| used.
+    pub critical: f64,
+    /// The relative change this look would flag with 80% probability (0.031 = ±3.1%).
+    pub detectable: f64,
+}
+
+/// Paired comparison of `baseline[i]` with `candidate[i]`, looked at as `looks` plans
+/// (`None`: once, now). `None` when fewer than 3 pairs or a value is not positive
+/// (log-ratios need both sides above zero).
+pub fn paired(
+    baseline: &[f64],
+    candidate: &[f64],
+    looks: Option<Looks>,
+    alpha: f64,
+) -> Option<PairedTest> {
+    let n = baseline.len().min(candidate.len());
+    if n < 3
+        || baseline[..n]
+            .iter()
+            .chain(&candidate[..n])
+            .any(|v| !(*v > 0.0 && v.is_finite()))
+    {
+        return None;
+    }
+    let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let se = sd / (n as f64).sqrt();
+    let df = (n - 1) as f64;
+    let looks = looks
+        .filter(|l| l.first >= 3 && l.at(n) && l.count() > 1)
+        .unwrap_or(Looks::once(n));
+    let t = if se > 0.0 {
+        mean / se
+    } else if mean == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    let (critical, p) = if looks.count() == 1 {
+        (t_critical(df, alpha), t_two_sided(t, df))
+    } else {
+        boundary(looks, |b| (b.critical(alpha), b.p(t)))
+    };
+    Some(PairedTest {
+        n,
+        mean_log: mean,
+        sd_log: sd,
+        ratio: mean.exp(),
+        ci: ((mean - critical * se).exp(), (mean + critical * se).exp()),
+        p,
+        critical,
+        detectable: ((critical + power_quantile(df)) * se).exp() - 1.0,
+    })
+}
+
+/// The relative change that a Mann–Whitney comparison of two independent samples
+/// would flag with 80% probability: the t-test's detectable effect on the logs, with
+/// Welch's standard error and degrees of freedom, widened by the rank test's
+/// efficiency against t on normal data (3/π). `None` with fewer than 2 values a side
+/// or a value not above zero.
+pub fn detectable_unpaired(baseline: &[f64], candidate: &[f64], alpha: f64) -> Option<f64> {
+    let logs = |v: &[f64]| -> Option<Vec<f64>> {
+        (v.len() >= 2 && v.iter().all(|x| *x > 0.0 && x.is_finite()))
+            .then(|| v.iter().map(|x| x.ln()).collect())
+    };
+    let (b, c) = (logs(baseline)?, logs(candidate)?);
+    let mv = |v: &[f64]| {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+        (var, v.len() as f64)
+    };
+    let ((vb, nb), (vc, nc)) = (mv(&b), mv(&c));
+    let (qb, qc) = (vb / nb, vc / nc);
+    let se = (qb + qc).sqrt();
+    if se == 0.0 {
+        return Some(0.0);
+    }
+    let df = (qb + qc).powi(2) / (qb * qb / (nb - 1.0) + qc * qc / (nc - 1.0));
+    let efficiency = (3.0 / std::f64::consts::PI).sqrt();
+    Some(((t_critical(df, alpha) + power_quantile(df)) * se / efficiency).exp() - 1.0)
+}
+
+/// Whether a paired interval has settled the verdict for a band: entirely inside it
+/// (no change beyond the band) or entirely beyond it (a change beyond the band).
+pub fn decided(ci: (f64, f64), band: f64) -> bool {
+    let (lo, hi) = ci;
+    (lo >= 1.0 - band && hi <= 1.0 + band) || lo > 1.0 + band || hi < 1.0 - band
+}
+
+/// About how many pairs in all would settle the verdict for `band`, when the spread of
+/// the pairs stays as it is: enough for the interval's half-width to fit between the
+/// estimate and the nearest edge of the band.
+pub fn pairs_to_decide(t: &PairedTest, band: f64) -> Option<usize> {
+    let edges = [(1.0 - band).ln(), (1.0 + band).ln()];
+    let margin = edges
+        .iter()
+        .map(|e| (t.mean_log - e).abs())
+        .fold(f64::INFINITY, f64::min);
+    if margin <= 0.0 || !margin.is_finite() {
+        return None;
+    }
+    let n = (t.critical * t.sd_log / margin).powi(2).ceil();
+    (n.is_finite() && n < 1e7).then_some((n as usize).max(t.n + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn student_quantiles_match_tables() {
+        // SciPy: scipy.stats.t.ppf(0.975, [4, 9, 29]) = 2.776445, 2.262157, 2.045230.
+        for (df, q) in [(4.0, 2.776445), (9.0, 2.262157), (29.0, 2.045230)] {
+            assert!((t_critical(df, 0.05) - q).abs() < 1e-5, "df {df}");
+        }
+        // One-sided 80%: scipy.stats.t.ppf(0.8, 9) = 0.883404.
+        assert!((power_quantile(9.0) - 0.883404).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_paired_t_matches_r() {
+        // SciPy: x = [10.1, 9.8, 10.4, 10.0, 9.9, 10.2]; y = [10.6, 10.1, 10.9, 10.4, 10.5, 10.6]
+        //   scipy.stats.ttest_rel(np.log(y), np.log(x)): t = 10.77937, df = 5, p = 0.00011915.
+        let x = [10.1, 9.8, 10.4, 10.0, 9.9, 10.2];
+        let y = [10.6, 10.1, 10.9, 10.4, 10.5, 10.6];
+        let t = paired(&x, &y, None, 0.05).unwrap();
+        let tstat = t.mean_log / (t.sd_log / 6f64.sqrt());
+        assert!((tstat - 10.77937).abs() < 1e-4, "{tstat}");
+        assert!((t.p - 0.00011915).abs() < 1e-7, "{}", t.p);
+        assert!(t.ci.0 > 1.0 && t.ratio > 1.035 && t.ratio < 1.045);
+    }
+
+    #[test]
+    fn pocock_constants_match_the_published_values() {
+        // With many pairs per look t is nearly normal: Pocock's (1977) constants for
+        // equally spaced looks at two-sided α = 0.05 are 2.178 (2 looks) and 2.413 (5).
+        for (looks, c) in [(2, 2.178), (5, 2.413)] {
+            let plan = Looks {
+                first: 150,
+                last: 150 * looks,
+                every: 150,
+            };
+            let b = boundary(plan, |b| b.critical(0.05));
+            assert!((b - c).abs() < 0.03, "{looks} looks: {b} vs {c}");
+        }
+        let twenty = boundary(Looks::every_pair(5, 24), |b| b.critical(0.05));
+        let once = t_critical(23.0, 0.05);
+        assert!(
+            twenty > once + 0.3,
+            "looking 20 times costs: {twenty} vs {once}"
+        );
+    }
+
+    /// Synthetic A/A comparisons looked at after every pair: how often does any look
+    /// call a change?
+    fn false_alarms(adjusted: bool, seed: u64) -> f64 {
+        let looks = Looks::every_pair(5, 24);
+        let mut rng = Normal::new(seed);
+        let mut alarms = 0;
+        for _ in 0..1000 {
+            let b: Vec<f64> = (0..looks.last).map(|_| (0.05 * rng.next()).exp()).collect();
+            let c: Vec<f64> = (0..looks.last).map(|_| (0.05 * rng.next()).exp()).collect();
+            let any = (looks.first..=looks.last).any(|n| {
+                let t = paired(&b[..n], &c[..n], adjusted.then_some(looks), 0.05).unwrap();
+                t.p < 0.05
+            });
+            alarms += any as usize;
+        }
+        alarms as f64 / 1000.0
+    }
+
+    #[test]
+    fn twenty_looks_keep_the_false_alarm_rate_at_alpha() {
+        let rate = false_alarms(true, 7);
+        assert!(rate <= 0.06, "sequential false alarms {rate}");
+        // Without the boundary, looking 20 times calls far more changes that are not.
+        let naive = false_alarms(false, 7);
+        assert!(naive > 0.12, "naive false alarms {naive}");
+    }
+
+    /// The effect at which a fixed test flags a change in 80% of synthetic comparisons,
+    /// by bisection: the truth the printed detectable change is checked against.
+    fn simulated_detectable(test: impl Fn(&[f64], &[f64]) -> bool, sd: f64, n: usize) -> f64 {
+        let (mut lo, mut hi) = (0.0f64, 10.0 * sd);
+        for _ in 0..14 {
+            let effect = 0.5 * (lo + hi);
+            let mut rng = Normal::new(11);
+            let hits = (0..600)
+                .filter(|_| {
+                    let b: Vec<f64> = (0..n).map(|_| (sd * rng.next()).exp()).collect();
+                    let c: Vec<f64> = (0..n)
+                        .map(|_| effect + (sd * rng.next()))
+                        .map(f64::exp)
+                        .collect();
+                    test(&b, &c)
+                })
+                .count();
+            if hits as f64 / 600.0 < POWER {
+                lo = effect;
+            } else {
+                hi = effect;
+            }
+        }
+        (0.5 * (lo + hi)).exp() - 1.0
+    }
+
+    fn median_printed(print: impl Fn(&[f64], &[f64]) -> f64, sd: f64, n: usize) -> f64 {
+        let mut rng = Normal::new(3);
+        let mut v: Vec<f64> = (0..301)
+            .map(|_| {
+                let b: Vec<f64> = (0..n).map(|_| (sd * rng.next()).exp()).collect();
+                let c: Vec<f64> = (0..n).map(|_| (sd * rng.next()).exp()).collect();
+                print(&b, &c)
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[150]
+    }
+
+    #[test]
+    fn the_printed_detectable_change_matches_a_simulation() {
+        // Paired, one look at 12 pairs; and a sequential plan's last look.
+        for looks in [None, Some(Looks::every_pair(5, 12))] {
+            let printed = median_printed(
+                |b, c| paired(b, c, looks, 0.05).unwrap().detectable,
+                0.03,
+                12,
+            );
+            let truth = simulated_detectable(
+                |b, c| {
+                    let t = paired(b, c, looks, 0.05).unwrap();
+                    t.ci.0 > 1.0 || t.ci.1 < 1.0
+                },
+                0.03,
+                12,
+            );
+            let off = printed / truth - 1.0;
+            assert!(
+                off.abs() < 0.2,
+                "{looks:?}: printed {printed:.4} vs simulated {truth:.4}"
+            );
+        }
+        // Unpaired, Mann–Whitney over 8 and 8 repetitions.
+        let printed = median_printed(|b, c| detectable_unpaired(b, c, 0.05).unwrap(), 0.05, 8);
+        let truth = simulated_detectable(
+            |b, c| super::super::twosample::mann_whitney(b, c).unwrap().p < 0.05,
+            0.05,
+            8,
+        );
+        let off = printed / truth - 1.0;
+        assert!(
+            off.abs() < 0.2,
+            "unpaired: printed {printed:.4} vs simulated {truth:.4}"
+        );
+    }
+
+    #[test]
+    fn decided_means_inside_or_beyond_the_band() {
+        assert!(decided((0.99, 1.02), 0.03));
+        assert!(decided((1.04, 1.07), 0.03));
+        assert!(!decided((1.01, 1.05), 0.03));
+        assert!(!decided((0.9, 1.1), 0.03));
+        let t = PairedTest {
+            n: 6,
+            mean_log: 0.05f64.ln_1p(),
+            sd_log: 0.03,
+            ratio: 1.05,
+            ci: (1.01, 1.09),
+            p: 0.01,
+            critical: 2.5,
+            detectable: 0.04,
+        };
+        // Margin to the 3% edge ≈ 0.0192 in logs: (2.5 × 0.03 / 0.0192)² ≈ 15.3 → 16.
+        assert_eq!(pairs_to_decide(&t, 0.03), Some(16));
+    }
+}
