@@ -146,7 +146,22 @@ fn cpu_in(samples: &[Sample], (a, b): (f64, f64)) -> f64 {
     }
 }
 
-/// CPU ticks of each thread of `pid`.
+/// The target tree's CPU seconds during a run of the load engine: from the scheduler's
+/// clocks read just before and just after it (nanoseconds; the cgroup's microseconds),
+/// else — a process came or went between the readings, or the target is on another
+/// machine — from the monitor's samples over the run's window (clock ticks).
+fn cpu_seconds_of(
+    running: Option<&Running>,
+    before: Option<&crate::sut::lifecycle::CpuReading>,
+    run: &Run,
+) -> f64 {
+    let exact = running
+        .zip(before)
+        .and_then(|(r, b)| b.until(&r.cpu_now()?))
+        .map(|(cpu, _wall)| cpu);
+    exact.unwrap_or_else(|| cpu_in(&samples(running), run.window) * (run.window.1 - run.window.0))
+}
+
 /// Each thread of the target's tree: its CPU ticks and its run-queue wait (ns, from
 /// `schedstat`; 0 where the kernel keeps none).
 fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
@@ -263,13 +278,18 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
             } else {
                 Some(w.connections.unwrap_or(10))
             };
+            let before = running.and_then(Running::cpu_now);
             let run = drive(ctx, running, b.rate, conns, Some(b.duration), None)?;
+            let cpu_s = cpu_seconds_of(running, before.as_ref(), &run);
             load_metrics(ctx, &mut r, &run.summary);
             keep_latency(&mut r, &run);
             r.phases.push(("load".into(), run.window.0));
             r.phases.push(("end".into(), run.window.1));
-            let cpu = cpu_in(&samples(running), run.window);
-            let cpu_s = cpu * (run.window.1 - run.window.0);
+            let cpu = if run.outcome.elapsed > 0.0 {
+                cpu_s / run.outcome.elapsed
+            } else {
+                0.0
+            };
             r.metrics.push(Metric::of("target_cpu", cpu));
             let per_op = if run.outcome.total.completed > 0 {
                 1000.0 * cpu_s / run.outcome.total.completed as f64
@@ -332,6 +352,7 @@ fn ramp(
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
         let before = thread_ticks(running);
+        let cpu_before = running.cpu_now();
         let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
         let run = drive(
             ctx,
@@ -353,7 +374,8 @@ fn ramp(
                     achieved: s.achieved_rate,
                     p99_ms: s.latency_us.p99 as f64 / 1000.0,
                     error_rate: s.error_rate,
-                    target_cpu: cpu_in(&samples(Some(running)), run.window),
+                    target_cpu: cpu_seconds_of(Some(running), cpu_before.as_ref(), &run)
+                        / run.outcome.elapsed.max(1e-9),
                     busiest_thread: busy,
                     listen_overflows: tcp.listen_overflows,
                     syn_drops: tcp.syn_drops(),

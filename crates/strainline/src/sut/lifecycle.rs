@@ -354,7 +354,67 @@ pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
         .ok()
 }
 
+/// The target tree's CPU time at one instant, to the microsecond or better.
+#[derive(Debug, Clone)]
+pub struct CpuReading {
+    pub at: std::time::Instant,
+    /// CPU seconds so far.
+    pub seconds: f64,
+    /// The processes it summed (sorted); empty when a cgroup counted the whole tree.
+    pids: Vec<u32>,
+}
+
+impl CpuReading {
+    /// CPU seconds and wall seconds from `self` to `later`, when both read the same
+    /// processes (a process that ended or started between them would be miscounted:
+    /// `None`, and the caller uses the sampled figure).
+    pub fn until(&self, later: &CpuReading) -> Option<(f64, f64)> {
+        (self.pids == later.pids && later.seconds >= self.seconds).then(|| {
+            (
+                later.seconds - self.seconds,
+                later.at.duration_since(self.at).as_secs_f64(),
+            )
+        })
+    }
+}
+
 impl Running {
+    /// The tree's CPU time now: the cgroup's `usage_usec`, else the sum of every
+    /// process's scheduler clock (nanoseconds, [`process::cpu_nanos`]) and the clock
+    /// ticks of the children each has reaped. `None` on another machine.
+    pub fn cpu_now(&self) -> Option<CpuReading> {
+        if self.host.is_some() {
+            return None;
+        }
+        let at = std::time::Instant::now();
+        if let Some(us) = self
+            .unit
+            .as_ref()
+            .and_then(|u| u.cgroup())
+            .and_then(|g| g.cpu_usage_usec())
+        {
+            return Some(CpuReading {
+                at,
+                seconds: us as f64 / 1e6,
+                pids: Vec::new(),
+            });
+        }
+        let mut pids = self.pids();
+        pids.sort_unstable();
+        let hz = crate::monitor::procfs::kernel_units().clock_ticks as f64;
+        let mut seconds = 0.0;
+        for &pid in &pids {
+            let own = process::cpu_nanos(pid)? as f64 / 1e9;
+            let reaped = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| process::parse_stat(&t))?
+                .children_cpu_ticks as f64
+                / hz;
+            seconds += own + reaped;
+        }
+        Some(CpuReading { at, seconds, pids })
+    }
+
     /// How the target ended, if it has (unexpectedly, while a case ran). An attached
     /// process is not strainline's child: its end is seen, its status is not. A target
     /// whose command daemonised has ended when nothing of what it left runs any more.
