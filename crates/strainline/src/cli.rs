@@ -639,6 +639,67 @@ pub struct RunArgs {
     pub export: ExportArgs,
     #[command(flatten)]
     pub agents: AgentsArgs,
+    #[command(flatten)]
+    pub pairing: PairingArgs,
+}
+
+/// Two versions in one paired session: `--baseline` and `--candidate` each set the
+/// `{{NAME}}` values of one version.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Two versions in one session")]
+pub struct PairingArgs {
+    /// The baseline version's value of a `{{NAME}}` (repeatable), e.g.
+    /// --baseline server=./v0.7.0/server. With --candidate: a paired session.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var, requires = "candidate")]
+    pub baseline: Vec<(String, String)>,
+    /// The candidate version's value of a `{{NAME}}` (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var, requires = "baseline")]
+    pub candidate: Vec<(String, String)>,
+    /// interleaved: pairs adjacent in time, order drawn per pair; sequential: every
+    /// baseline run, then every candidate run (as separate runs would).
+    #[arg(long, default_value = "interleaved", value_parser = ["interleaved", "sequential"], requires = "baseline")]
+    pub mode: String,
+    /// At most this many pairs per case (sequential: exactly this many of each).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=1000), requires = "baseline")]
+    pub pairs: u32,
+    /// Pairs before the first look at the verdict.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=1000), requires = "baseline")]
+    pub min_pairs: u32,
+    /// Wall time for the whole session, shared by its cases: a case still undecided
+    /// when its share is spent stops there (inconclusive, saying how many pairs would
+    /// decide).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "baseline")]
+    pub budget: Option<Duration>,
+    /// Seed of the pairs' order (default: from the clock; printed and stored).
+    #[arg(long, requires = "baseline")]
+    pub seed: Option<u64>,
+    /// The baseline run's label (the candidate's is --label, default "candidate").
+    #[arg(long, default_value = "baseline", requires = "baseline")]
+    pub baseline_label: String,
+    /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT.
+    #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band, requires = "baseline")]
+    pub bands: Vec<(String, f64)>,
+    /// Significance level (default 0.05, or the suite's [compare] alpha).
+    #[arg(long, value_name = "P", value_parser = parse_probability, requires = "baseline")]
+    pub alpha: Option<f64>,
+}
+
+impl Default for PairingArgs {
+    /// No paired session (what a plain `run` gets).
+    fn default() -> PairingArgs {
+        PairingArgs {
+            baseline: Vec::new(),
+            candidate: Vec::new(),
+            mode: "interleaved".into(),
+            pairs: 20,
+            min_pairs: 5,
+            budget: None,
+            seed: None,
+            baseline_label: "baseline".into(),
+            bands: Vec::new(),
+            alpha: None,
+        }
+    }
 }
 
 fn parse_min_change(s: &str) -> Result<f64, String> {

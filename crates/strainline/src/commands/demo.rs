@@ -33,6 +33,7 @@ pub fn run(store: &Location) -> anyhow::Result<i32> {
             no_tui: false,
             export: Default::default(),
             agents: Default::default(),
+            pairing: Default::default(),
         },
     )?;
     // The suite fails because of the leaking build, as it should; anything else is not.

@@ -2,6 +2,8 @@
 //! suite, its outcome becomes the exit code; `--report DIR` writes every report after.
 
 use crate::cli::{CheckArgs, RunArgs};
+use crate::report::compare::Mode;
+use crate::runner::paired::{run_paired, Pairing};
 use crate::runner::{self, ConfigError};
 use crate::store::{Location, Store};
 use crate::{exit, Failure};
@@ -47,6 +49,9 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
     };
     let _export = crate::live::export::start(&args.export.targets())
         .map_err(|e| crate::Failure::new(crate::exit::USAGE, e))?;
+    if !args.pairing.baseline.is_empty() {
+        return paired(store_location, options, &args);
+    }
     let live = crate::live::start(!args.no_tui, &format!("run {}", args.suite.display()));
     let outcome = if live.is_some() {
         // The view draws on the terminal; the plain output is printed when it ends.
@@ -67,4 +72,50 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         writeln!(out, "Reports: {} files in {}", files.len(), dir.display())?;
     }
     Ok(exit::of(outcome.ending))
+}
+
+/// `run SUITE --baseline … --candidate …`: a paired session of two versions; exit 1
+/// when a metric regressed, else the suite's own code.
+fn paired(store_location: &Location, options: runner::Options, args: &RunArgs) -> anyhow::Result<i32> {
+    let a = &args.pairing;
+    let seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let pairing = Pairing {
+        baseline: a.baseline.clone(),
+        candidate: a.candidate.clone(),
+        baseline_label: a.baseline_label.clone(),
+        candidate_label: args.label.clone().unwrap_or_else(|| "candidate".into()),
+        mode: if a.mode == "sequential" {
+            Mode::Sequential
+        } else {
+            Mode::Interleaved
+        },
+        min_pairs: a.min_pairs as usize,
+        max_pairs: a.pairs as usize,
+        budget: a.budget,
+        seed,
+        bands: a.bands.clone(),
+        alpha: a.alpha,
+    };
+    let outcome = run_paired(
+        store_location,
+        &options,
+        &pairing,
+        &mut std::io::stdout().lock(),
+    )
+    .map_err(usage)?;
+    if let Some(dir) = &args.report {
+        let store = Store::open(store_location)?;
+        let files = super::report::all_into(&store, outcome.candidate_run, dir)?;
+        println!("Reports of the candidate's run: {} files in {}", files.len(), dir.display());
+    }
+    let code = exit::of(outcome.ending);
+    Ok(if code == exit::PASSED && outcome.regressed {
+        exit::FAILED
+    } else {
+        code
+    })
 }

@@ -5,6 +5,7 @@
 //! only turns arguments into [`Options`] and the [`Outcome`] into an exit code.
 
 mod case;
+pub mod paired;
 mod spread;
 
 use std::io::Write;
@@ -198,22 +199,8 @@ pub fn run(
 ) -> anyhow::Result<Outcome> {
     let (suite, cases) = prepare(args)?;
     let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
-    let host = Host::current();
-    let cwd = std::env::current_dir()?;
-    let git = git_state(&cwd);
-    let run_id = store.begin_run(&NewRun {
-        kind: "suite",
-        label: args.label.as_deref(),
-        suite: Some(&suite.name),
-        command: &format!("run {}", args.suite.display()),
-        cwd: &cwd,
-        git: git.as_ref(),
-        host: &host,
-    })?;
-    store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
+    let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
     signals::install();
-    let work = store_location.work_dir().join(format!("run-{run_id}"));
-    std::fs::create_dir_all(&work)?;
     writeln!(
         out,
         "Suite {} — {}, run #{run_id}, logs in {}",
@@ -226,65 +213,22 @@ pub fn run(
     let mut groups: std::collections::BTreeMap<String, Vec<Vec<Metric>>> = Default::default();
     let mut done = 0;
     let mut last_ceiling = None;
+    let into = RunInto {
+        store: &store,
+        location: store_location,
+        suite: &suite,
+        args,
+        run_id,
+        work: &work,
+    };
     for (i, case) in cases.iter().enumerate() {
         if signals::interrupted() {
             break;
         }
-        let test = &suite.tests[case.test];
-        let dir = work.join(format!("case-{:03}", i + 1));
-        std::fs::create_dir_all(&dir)?;
-        let mut vars = case.vars.clone();
-        for (k, v) in &args.vars {
-            vars.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        vars.insert("port".into(), lifecycle::free_port().to_string());
-        vars.insert("dir".into(), dir.display().to_string());
-        crate::live::new_case(&case.name, Some((i + 1, cases.len())));
-        writeln!(
-            out,
-            "\n[{}/{}] {} ({})",
-            i + 1,
-            cases.len(),
-            crate::units::printable(&case.name),
-            test.kind.name()
-        )?;
-        out.flush()?;
-        let params = serde_json::to_string(&case.vars)?;
-        let case_id = store.begin_case(
-            run_id,
-            &case.name,
-            test.kind.name(),
-            Some(&params),
-            case.repetition,
-        )?;
-        let ctx = kinds::CaseCtx {
-            suite: &suite,
-            test,
-            case,
-            vars,
-            dir: dir.clone(),
-            last_ceiling,
-            store: store_location.clone(),
-            profile: test.profile || args.profile,
-            case_id,
-            agents: args.agents.as_ref(),
-            agent_parts: Default::default(),
+        let Some(result) = into.execute(case, &[], (i + 1, cases.len()), &mut last_ceiling, out)?
+        else {
+            break;
         };
-        let mut result = case::outcome(&ctx);
-        keep_agents(&mut result, &ctx.agent_parts.borrow());
-        debug_assert_catalogued(test.kind, &result);
-        if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
-            if let Err(e) = kinds::apply_gates(test, &mut result) {
-                store.finish_run(run_id, "failed", Some(2), std::slice::from_ref(&e))?;
-                return Err(config(format!("{}: {e}", args.suite.display())));
-            }
-        }
-        if test.kind == Kind::Ramp {
-            last_ceiling = result.metric("ceiling").or(last_ceiling);
-        }
-        if signals::interrupted() && result.metrics.is_empty() {
-            break; // stopped before it measured anything: not a result
-        }
         worst = worst.max(result.status);
         done += 1;
         let group = case
@@ -295,8 +239,6 @@ pub fn run(
             .entry(group)
             .or_default()
             .push(result.metrics.clone());
-        print_case(out, &result)?;
-        store_case(&store, case_id, &result)?;
     }
     spread::print(out, &groups)?;
     let interrupted = signals::interrupted();
@@ -320,6 +262,115 @@ pub fn run(
         }
     )?;
     Ok(Outcome { run_id, ending })
+}
+
+/// Opens a run of the suite in the store (its host, directory and commit recorded, the
+/// suite's `[compare]` settings kept) and its work directory.
+fn begin(
+    store: &Store,
+    location: &Location,
+    suite: &suite::Suite,
+    args: &Options,
+    label: Option<&str>,
+) -> anyhow::Result<(i64, PathBuf)> {
+    let host = Host::current();
+    let cwd = std::env::current_dir()?;
+    let git = git_state(&cwd);
+    let run_id = store.begin_run(&NewRun {
+        kind: "suite",
+        label,
+        suite: Some(&suite.name),
+        command: &format!("run {}", args.suite.display()),
+        cwd: &cwd,
+        git: git.as_ref(),
+        host: &host,
+    })?;
+    store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
+    let work = location.work_dir().join(format!("run-{run_id}"));
+    std::fs::create_dir_all(&work)?;
+    Ok((run_id, work))
+}
+
+/// A run being written: where its cases go.
+struct RunInto<'a> {
+    store: &'a Store,
+    location: &'a Location,
+    suite: &'a suite::Suite,
+    args: &'a Options,
+    run_id: i64,
+    work: &'a std::path::Path,
+}
+
+impl RunInto<'_> {
+    /// Runs one case into the run — its own directory, its variables (the case's, then
+    /// `extra`, then `--var`), its kind, its gates — prints it and stores it at once.
+    /// `None` when a signal stopped it before it measured anything (not a result).
+    fn execute(
+        &self,
+        case: &suite::Case,
+        extra: &[(String, String)],
+        (nth, of): (usize, usize),
+        last_ceiling: &mut Option<f64>,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<Option<CaseResult>> {
+        let (store, suite, args) = (self.store, self.suite, self.args);
+        let test = &suite.tests[case.test];
+        let dir = self.work.join(format!("case-{nth:03}"));
+        std::fs::create_dir_all(&dir)?;
+        let mut vars = case.vars.clone();
+        for (k, v) in extra.iter().chain(&args.vars) {
+            vars.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        vars.insert("port".into(), lifecycle::free_port().to_string());
+        vars.insert("dir".into(), dir.display().to_string());
+        crate::live::new_case(&case.name, Some((nth, of)));
+        writeln!(
+            out,
+            "\n[{nth}/{of}] {} ({})",
+            crate::units::printable(&case.name),
+            test.kind.name()
+        )?;
+        out.flush()?;
+        let params = serde_json::to_string(&case.vars)?;
+        let case_id = store.begin_case(
+            self.run_id,
+            &case.name,
+            test.kind.name(),
+            Some(&params),
+            case.repetition,
+        )?;
+        let ctx = kinds::CaseCtx {
+            suite,
+            test,
+            case,
+            vars,
+            dir,
+            last_ceiling: *last_ceiling,
+            store: self.location.clone(),
+            profile: test.profile || args.profile,
+            case_id,
+            agents: args.agents.as_ref(),
+            agent_parts: Default::default(),
+        };
+        let mut result = case::outcome(&ctx);
+        keep_agents(&mut result, &ctx.agent_parts.borrow());
+        debug_assert_catalogued(test.kind, &result);
+        if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
+            if let Err(e) = kinds::apply_gates(test, &mut result) {
+                store.finish_run(self.run_id, "failed", Some(2), std::slice::from_ref(&e))?;
+                return Err(config(format!("{}: {e}", args.suite.display())));
+            }
+        }
+        if test.kind == Kind::Ramp {
+            *last_ceiling = result.metric("ceiling").or(*last_ceiling);
+        }
+        if signals::interrupted() && result.metrics.is_empty() {
+            return Ok(None);
+        }
+        print_case(out, &result)?;
+        store_case(store, case_id, &result)?;
+        Ok(Some(result))
+    }
 }
 
 /// Commits a finished case at once: a crash of strainline later loses nothing of it.

@@ -1,0 +1,407 @@
+//! A paired session: two versions of the target measured in one sitting, so that the
+//! machine's noise — the hypervisor's steal, neighbours, frequency — falls on both.
+//! Interleaved (the default), each pair runs the baseline and the candidate one right
+//! after the other, in an order drawn per pair from a seeded stream (A B or B A, so
+//! neither version always runs second, on a warmer machine); after every pair from the
+//! `min` on, the pairs' ratios are judged ([`crate::analysis::paired`]) and the session
+//! stops once every judged metric's interval lies inside its band or beyond it, or when
+//! the pairs or the time budget are spent. One after the other (`sequential`) runs every
+//! baseline repetition, then every candidate one — what separate runs do — for
+//! measuring what pairing gains.
+//!
+//! Both versions are stored as ordinary runs (labelled, each naming the other in its
+//! settings), so `compare`, `history`, the reports and the GitHub Action read them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::{begin, config, prepare, Ending, Options, RunInto};
+use crate::analysis::comparison::{judge, settled, Method, Pair, Policy, Row, Verdict};
+use crate::analysis::paired::Looks;
+use crate::kinds::{CaseResult, Status};
+use crate::os::signals;
+use crate::report::compare::{self as report, Comparison, MachineNoise, Mode, Session, Version};
+use crate::store::{Location, Store};
+use crate::suite;
+
+/// How to pair two versions.
+#[derive(Debug, Clone)]
+pub struct Pairing {
+    /// `{{NAME}}` values of each version (on top of `--var`).
+    pub baseline: Vec<(String, String)>,
+    pub candidate: Vec<(String, String)>,
+    pub baseline_label: String,
+    pub candidate_label: String,
+    pub mode: Mode,
+    /// Pairs before the first look, and at most.
+    pub min_pairs: usize,
+    pub max_pairs: usize,
+    /// Wall time for the whole session (shared evenly by its cases).
+    pub budget: Option<Duration>,
+    pub seed: u64,
+    /// `--band METRIC=X` and `--alpha` over the suite's `[compare]`.
+    pub bands: Vec<(String, f64)>,
+    pub alpha: Option<f64>,
+}
+
+/// What a paired session produced.
+#[derive(Debug, Clone)]
+pub struct PairedOutcome {
+    pub candidate_run: i64,
+    pub ending: Ending,
+    pub regressed: bool,
+}
+
+/// One version's side of a case: its results by pair number.
+#[derive(Default)]
+struct Side {
+    results: BTreeMap<usize, CaseResult>,
+}
+
+fn usable(r: &CaseResult) -> bool {
+    matches!(r.status, Status::Passed | Status::Failed)
+}
+
+/// The comparable metrics of one case's pairs so far: values of the pairs in which both
+/// versions measured.
+fn pairs_of(case: &str, a: &Side, b: &Side, paired: bool) -> Vec<Pair> {
+    let both: Vec<usize> = a
+        .results
+        .iter()
+        .filter(|(k, r)| usable(r) && b.results.get(k).is_some_and(usable))
+        .map(|(k, _)| *k)
+        .collect();
+    let Some(first) = both.first() else {
+        return Vec::new();
+    };
+    let value = |side: &Side, k: usize, name: &str| side.results[&k].metric(name);
+    a.results[first]
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let xs: Vec<f64> = both.iter().filter_map(|&k| value(a, k, &m.name)).collect();
+            let ys: Vec<f64> = both.iter().filter_map(|&k| value(b, k, &m.name)).collect();
+            (xs.len() == both.len() && ys.len() == both.len()).then(|| Pair {
+                case: case.to_string(),
+                metric: m.name.clone(),
+                unit: m.unit.clone(),
+                direction: m.direction.clone(),
+                baseline: xs,
+                candidate: ys,
+                paired,
+            })
+        })
+        .collect()
+}
+
+/// The name that pairs a case across versions: without the suite's repetition suffix.
+fn group_name(case: &suite::Case, repeat: u32) -> String {
+    if repeat > 1 {
+        case.name
+            .rsplit_once('#')
+            .map_or(case.name.clone(), |(g, _)| g.to_string())
+    } else {
+        case.name.clone()
+    }
+}
+
+/// A seeded stream of coin flips: which version of a pair runs first.
+struct Coin(u64);
+
+impl Coin {
+    fn baseline_first(&mut self) -> bool {
+        self.0 = crate::load::schedule::splitmix(self.0);
+        self.0 >> 63 == 0
+    }
+}
+
+fn policy(suite: &suite::Suite, p: &Pairing) -> Policy {
+    let mut policy = Policy::default();
+    if let Some(a) = suite.compare.alpha {
+        policy.alpha = a;
+    }
+    if let Some(b) = suite.compare.band {
+        policy.default_band = b;
+    }
+    policy.bands.extend(suite.compare.bands.clone());
+    for (metric, band) in &p.bands {
+        if metric == "default" {
+            policy.default_band = *band;
+        } else {
+            policy.bands.insert(metric.clone(), *band);
+        }
+    }
+    if let Some(a) = p.alpha {
+        policy.alpha = a;
+    }
+    if p.mode == Mode::Interleaved {
+        policy.looks = Some(Looks::every_pair(p.min_pairs, p.max_pairs));
+    }
+    policy
+}
+
+/// Runs a suite's cases as a paired session of two versions, printing as it goes and
+/// the comparison at the end.
+pub fn run_paired(
+    location: &Location,
+    args: &Options,
+    p: &Pairing,
+    out: &mut dyn Write,
+) -> anyhow::Result<PairedOutcome> {
+    if p.min_pairs < 3 || p.max_pairs < p.min_pairs {
+        return Err(config(format!(
+            "--min-pairs {} and --pairs {}: need 3 ≤ --min-pairs ≤ --pairs (3 pairs are the fewest a paired t can judge)",
+            p.min_pairs, p.max_pairs
+        )));
+    }
+    // Every name either version sets is known to the placeholder check.
+    let mut checked = args.clone();
+    checked.vars.extend(p.baseline.iter().chain(&p.candidate).cloned());
+    let (suite, cases) = prepare(&checked)?;
+    let groups: Vec<(String, &suite::Case)> = cases
+        .iter()
+        .filter(|c| c.repetition == 0)
+        .map(|c| (group_name(c, suite.tests[c.test].repeat), c))
+        .collect();
+    let store = Store::open(location).map_err(|e| config(e.to_string()))?;
+    let (base_id, base_work) = begin(&store, location, &suite, args, Some(&p.baseline_label))?;
+    let (cand_id, cand_work) = begin(&store, location, &suite, args, Some(&p.candidate_label))?;
+    let policy = policy(&suite, p);
+    let session = |with: i64, machine: Option<MachineNoise>| {
+        serde_json::json!({
+            "compare": suite.compare,
+            "paired": Session {
+                with,
+                mode: p.mode,
+                seed: p.seed,
+                looks: policy.looks,
+                machine,
+            },
+        })
+    };
+    store.set_run_settings(base_id, &session(cand_id, None))?;
+    store.set_run_settings(cand_id, &session(base_id, None))?;
+    signals::install();
+    let started = Instant::now();
+    let steal_before = crate::host::stolen_seconds();
+    writeln!(
+        out,
+        "Suite {} — {} of {} against {}, {} (seed {}), {} to {} pairs{}: baseline run #{base_id}, candidate run #{cand_id}",
+        suite.name,
+        crate::units::count(groups.len() as u64, "case", "cases"),
+        p.candidate_label,
+        p.baseline_label,
+        p.mode.name(),
+        p.seed,
+        p.min_pairs,
+        p.max_pairs,
+        p.budget
+            .map(|b| format!(" within {}", crate::units::format_duration(b)))
+            .unwrap_or_default()
+    )?;
+    let base = RunInto {
+        store: &store,
+        location,
+        suite: &suite,
+        args,
+        run_id: base_id,
+        work: &base_work,
+    };
+    let cand = RunInto {
+        run_id: cand_id,
+        work: &cand_work,
+        ..base
+    };
+    let mut coin = Coin(p.seed);
+    let mut worst = Status::Passed;
+    let mut all_pairs = Vec::new();
+    let mut notes = Vec::new();
+    let per_case = p.budget.map(|b| b / groups.len().max(1) as u32);
+    let mut last_ceiling = (None, None);
+    let total = groups.len() * p.max_pairs * 2;
+    let mut nth = 0;
+    'cases: for (name, template) in &groups {
+        let case_start = Instant::now();
+        let (mut a, mut b) = (Side::default(), Side::default());
+        let sides = [(&base, &p.baseline), (&cand, &p.candidate)];
+        // The order of every run of this case: (pair, side).
+        let mut order: Vec<(usize, usize)> = Vec::new();
+        match p.mode {
+            Mode::Sequential => {
+                order.extend((1..=p.max_pairs).map(|k| (k, 0)));
+                order.extend((1..=p.max_pairs).map(|k| (k, 1)));
+            }
+            _ => {
+                for k in 1..=p.max_pairs {
+                    let first = if coin.baseline_first() { 0 } else { 1 };
+                    order.push((k, first));
+                    order.push((k, 1 - first));
+                }
+            }
+        }
+        let mut stopped_by = None;
+        for (i, &(k, side)) in order.iter().enumerate() {
+            if signals::interrupted() {
+                break 'cases;
+            }
+            let (into, vars) = sides[side];
+            let case = suite::Case {
+                test: template.test,
+                name: format!("{name}#{k}"),
+                vars: template.vars.clone(),
+                repetition: k as u32 - 1,
+            };
+            nth += 1;
+            let ceiling = if side == 0 {
+                &mut last_ceiling.0
+            } else {
+                &mut last_ceiling.1
+            };
+            let label = if side == 0 {
+                &p.baseline_label
+            } else {
+                &p.candidate_label
+            };
+            write!(out, "\n{label}:")?;
+            let Some(result) = into.execute(&case, vars, (nth, total), ceiling, out)? else {
+                break 'cases;
+            };
+            worst = worst.max(result.status);
+            if !usable(&result) {
+                notes.push(format!(
+                    "{label} {} left out of the pairs: it is {}",
+                    case.name,
+                    result.status.name()
+                ));
+            }
+            if side == 0 { &mut a } else { &mut b }.results.insert(k, result);
+            // A pair is complete after its second run: look.
+            let complete = p.mode != Mode::Sequential && i % 2 == 1;
+            if !complete || k < p.min_pairs {
+                continue;
+            }
+            let rows = judge(&pairs_of(name, &a, &b, true), &policy);
+            write_look(out, k, &rows)?;
+            if !rows.is_empty() && rows.iter().all(settled) {
+                stopped_by = Some(format!("decided after {k} pairs"));
+                break;
+            }
+            if per_case.is_some_and(|b| case_start.elapsed() >= b) && k < p.max_pairs {
+                stopped_by = Some(format!("time budget spent after {k} pairs"));
+                break;
+            }
+        }
+        if let Some(why) = stopped_by {
+            writeln!(out, "  {name}: {why}")?;
+        }
+        all_pairs.extend(pairs_of(name, &a, &b, p.mode == Mode::Interleaved));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let machine = MachineNoise {
+        steal: ((crate::host::stolen_seconds() - steal_before)
+            / (seconds * crate::host::cores() as f64))
+            .clamp(0.0, 1.0),
+        seconds,
+    };
+    store.set_run_settings(base_id, &session(cand_id, Some(machine)))?;
+    store.set_run_settings(cand_id, &session(base_id, Some(machine)))?;
+    let interrupted = signals::interrupted();
+    let ending = if interrupted {
+        Ending::Interrupted
+    } else {
+        Ending::Completed(worst)
+    };
+    let code = crate::exit::of(ending);
+    store.finish_run(base_id, ending.name(), Some(code), &[])?;
+    store.finish_run(cand_id, ending.name(), Some(code), &[])?;
+    let rows = judge(&all_pairs, &policy);
+    let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
+    let host = crate::host::Host::current();
+    let version = |key: &str, id: i64| Version {
+        key: key.to_string(),
+        runs: vec![id],
+        hosts: vec![format!("{} ({})", host.hostname, host.fingerprint())],
+    };
+    let comparison = Comparison {
+        schema: "strainline.compare.v1",
+        baseline: version(&p.baseline_label, base_id),
+        candidate: version(&p.candidate_label, cand_id),
+        environment_mismatch: None,
+        alpha: policy.alpha,
+        notes,
+        rows,
+        verdict: if regressed { "regressed" } else { "ok" },
+        flame_diff: None,
+        mode: p.mode,
+        machine: Some(machine),
+    };
+    writeln!(out)?;
+    report::write_table(out, &comparison)?;
+    write_noise(out, &comparison.rows)?;
+    writeln!(
+        out,
+        "\nPaired session: {} — baseline run #{base_id}, candidate run #{cand_id}{}; `strainline compare {base_id} {cand_id}` shows it again",
+        if regressed { "REGRESSION".to_string() } else { ending.name().to_uppercase() },
+        if interrupted {
+            " (interrupted: the completed cases are saved)"
+        } else {
+            ""
+        }
+    )?;
+    Ok(PairedOutcome {
+        candidate_run: cand_id,
+        ending,
+        regressed,
+    })
+}
+
+/// One look: the judged metrics' ratios and intervals so far, on one line.
+fn write_look(out: &mut dyn Write, k: usize, rows: &[Row]) -> std::io::Result<()> {
+    let figures: Vec<String> = rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::Info && r.method == Method::PairedT)
+        .filter_map(|r| {
+            let (lo, hi) = r.ratio_ci?;
+            Some(format!(
+                "{} {:.1}% [{:.1}–{:.1}]{}",
+                r.metric,
+                100.0 * r.ratio?,
+                100.0 * lo,
+                100.0 * hi,
+                if settled(r) { "" } else { "…" }
+            ))
+        })
+        .collect();
+    writeln!(out, "  look at {k} pairs: {}", figures.join(", "))
+}
+
+/// The noise the pairs saw through: for the resource and throughput metrics, how much
+/// the baseline alone varied from pair to pair (what separate runs must see through)
+/// against how much the pairs' ratios varied.
+fn write_noise(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
+    for r in rows.iter().filter(|r| {
+        r.method == Method::PairedT
+            && r.band.is_some()
+            && !r.metric.starts_with("latency_")
+            && !r.metric.starts_with("service_")
+    }) {
+        let Some(ratio_sd) = r.pair_noise else {
+            continue;
+        };
+        let logs: Vec<f64> = r.baseline.values.iter().map(|v| v.ln()).collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+            / (logs.len().max(2) - 1) as f64)
+            .sqrt();
+        writeln!(
+            out,
+            "noise of {} {}: the baseline varied ±{:.1}% from pair to pair, the pairs' ratios ±{:.1}%",
+            r.case,
+            r.metric,
+            100.0 * sd,
+            100.0 * ratio_sd
+        )?;
+    }
+    Ok(())
+}
