@@ -56,6 +56,14 @@ enum Cmd {
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
     },
+    /// A noisy neighbour for --seconds: each of --threads threads alternates random
+    /// spells (0.5–2 s) of CPU work, memory-bandwidth work and idleness.
+    Noise {
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
     /// Sleep for --seconds.
     Idle {
         #[arg(long, default_value_t = 2.0)]
@@ -224,6 +232,10 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         }
         Cmd::Spin { seconds } => {
             fixtures::spin(seconds);
+            0
+        }
+        Cmd::Noise { seconds, threads } => {
+            fixtures::noise(seconds, threads);
             0
         }
         Cmd::Idle { seconds } => {

@@ -109,6 +109,56 @@ pub fn spin(seconds: f64) {
     println!("spin_result={}", x % 10);
 }
 
+/// A noisy neighbour, for --seconds: each of `threads` threads alternates spells of
+/// CPU-heavy work, memory-bandwidth-heavy work (copying a 64 MiB buffer, far beyond the
+/// caches) and idleness, each spell 0.5–2 s long and its kind drawn at random (seeded
+/// per thread), so the machine's load keeps changing on no period a measurement window
+/// could average away — what a shared CI machine's neighbours do. Ends by itself.
+pub fn noise(seconds: f64, threads: usize) {
+    let end = Instant::now() + Duration::from_secs_f64(seconds);
+    let workers: Vec<_> = (0..threads.max(1))
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut from = vec![1u8; 64 << 20];
+                let mut to = vec![0u8; 64 << 20];
+                let mut state = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1);
+                let mut draw = move || {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                };
+                while Instant::now() < end {
+                    let spell = Duration::from_millis(500 + draw() % 1500);
+                    let second = (Instant::now() + spell).min(end);
+                    match draw() % 3 {
+                        0 => {
+                            let mut x = t as u64;
+                            while Instant::now() < second {
+                                for i in 0..10_000u64 {
+                                    x = std::hint::black_box(
+                                        x.wrapping_mul(6364136223846793005).wrapping_add(i),
+                                    );
+                                }
+                            }
+                        }
+                        1 => {
+                            while Instant::now() < second {
+                                to.copy_from_slice(&from);
+                                std::mem::swap(&mut from, &mut to);
+                            }
+                        }
+                        _ => std::thread::sleep(second.saturating_duration_since(Instant::now())),
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+}
+
 /// Sleeps for `seconds`.
 pub fn idle(seconds: f64) {
     std::thread::sleep(Duration::from_secs_f64(seconds));
