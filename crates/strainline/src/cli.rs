@@ -655,9 +655,12 @@ pub struct PairingArgs {
     /// The candidate version's value of a `{{NAME}}` (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var, requires = "baseline")]
     pub candidate: Vec<(String, String)>,
-    /// interleaved: pairs adjacent in time, order drawn per pair; sequential: every
-    /// baseline run, then every candidate run (as separate runs would).
-    #[arg(long, default_value = "interleaved", value_parser = ["interleaved", "sequential"], requires = "baseline")]
+    /// duet: both versions at once, each target on its own CPU (bench tests of a suite
+    /// with a [target], 2 CPUs or more); interleaved: pairs adjacent in time, order
+    /// drawn per pair (any test); auto: a duet where possible, else interleaved;
+    /// sequential: every baseline run, then every candidate run (as separate runs
+    /// would: for measuring what pairing gains).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "duet", "interleaved", "sequential"], requires = "baseline")]
     pub mode: String,
     /// At most this many pairs per case (sequential: exactly this many of each).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=1000), requires = "baseline")]
@@ -690,7 +693,7 @@ impl Default for PairingArgs {
         PairingArgs {
             baseline: Vec::new(),
             candidate: Vec::new(),
-            mode: "interleaved".into(),
+            mode: "auto".into(),
             pairs: 20,
             min_pairs: 5,
             budget: None,

@@ -264,7 +264,7 @@ fn paired_figures(r: &mut Row, t: &PairedTest, band: Option<f64>, identical: boo
     r.ratio_ci = Some(t.ci);
     r.p = Some(if identical { 1.0 } else { t.p });
     r.detectable = Some(t.detectable);
-    r.pair_noise = Some(t.sd_log);
+    r.pair_noise = Some(t.spread_log);
     r.pairs_to_decide = band
         .filter(|&b| !identical && !paired::decided(t.ci, b))
         .and_then(|b| paired::pairs_to_decide(t, b));

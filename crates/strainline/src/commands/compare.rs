@@ -260,9 +260,10 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         .iter()
         .filter_map(|((case, metric), (unit, direction, xs))| {
             let (_, _, ys) = c.get(&(case.clone(), metric.clone()))?;
-            let (baseline, candidate) = match session {
-                Some(_) => aligned(xs, ys),
-                None => (
+            let paired = session.is_some_and(|s| s.mode != Mode::Sequential);
+            let (baseline, candidate) = match paired {
+                true => aligned(xs, ys),
+                false => (
                     xs.iter().map(|v| v.1).collect(),
                     ys.iter().map(|v| v.1).collect(),
                 ),
@@ -274,7 +275,7 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
                 direction: direction.clone(),
                 baseline,
                 candidate,
-                paired: session.is_some(),
+                paired,
             })
         })
         .collect();

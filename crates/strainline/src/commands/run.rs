@@ -76,7 +76,11 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
 
 /// `run SUITE --baseline … --candidate …`: a paired session of two versions; exit 1
 /// when a metric regressed, else the suite's own code.
-fn paired(store_location: &Location, options: runner::Options, args: &RunArgs) -> anyhow::Result<i32> {
+fn paired(
+    store_location: &Location,
+    options: runner::Options,
+    args: &RunArgs,
+) -> anyhow::Result<i32> {
     let a = &args.pairing;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -88,10 +92,11 @@ fn paired(store_location: &Location, options: runner::Options, args: &RunArgs) -
         candidate: a.candidate.clone(),
         baseline_label: a.baseline_label.clone(),
         candidate_label: args.label.clone().unwrap_or_else(|| "candidate".into()),
-        mode: if a.mode == "sequential" {
-            Mode::Sequential
-        } else {
-            Mode::Interleaved
+        mode: match a.mode.as_str() {
+            "sequential" => Some(Mode::Sequential),
+            "duet" => Some(Mode::Duet),
+            "interleaved" => Some(Mode::Interleaved),
+            _ => None,
         },
         min_pairs: a.min_pairs as usize,
         max_pairs: a.pairs as usize,
@@ -110,7 +115,11 @@ fn paired(store_location: &Location, options: runner::Options, args: &RunArgs) -
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
         let files = super::report::all_into(&store, outcome.candidate_run, dir)?;
-        println!("Reports of the candidate's run: {} files in {}", files.len(), dir.display());
+        println!(
+            "Reports of the candidate's run: {} files in {}",
+            files.len(),
+            dir.display()
+        );
     }
     let code = exit::of(outcome.ending);
     Ok(if code == exit::PASSED && outcome.regressed {

@@ -86,6 +86,12 @@ fn drive(
 ) -> anyhow::Result<Run> {
     let spec = load_spec(ctx, rate, connections, duration, count);
     let mut planned = load::plan(&spec)?;
+    if let Some(duet) = ctx.duet {
+        // Both versions' loads start on the same second of the clock (the engine starts
+        // on a whole second): the other side must be ready too.
+        duet.together
+            .meet(duet.side, std::time::Duration::from_secs(120));
+    }
     // A live line on a terminal: a soak of hours shows it is alive.
     let prefix = format!("{} ", ctx.case.name);
     let outcome = match ctx.agents {

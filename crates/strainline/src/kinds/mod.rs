@@ -154,6 +154,50 @@ pub struct CaseCtx<'a> {
     pub agents: Option<&'a crate::agents::Fleet>,
     /// The agents' parts of the case's last load run (kept in its stored details).
     pub agent_parts: std::cell::RefCell<Vec<crate::load::summary::AgentSummary>>,
+    /// Run at the same time as the other version's case (a duet): its target pinned to
+    /// its own CPUs, its load started together with the other's.
+    pub duet: Option<&'a Duet>,
+}
+
+/// One side of a duet: two versions' cases run at once, so that whatever the machine
+/// does during the window falls on both.
+#[derive(Debug)]
+pub struct Duet {
+    /// The CPUs this side's target is pinned to.
+    pub cpus: Vec<usize>,
+    /// Which side this is (0 baseline, 1 candidate).
+    pub side: usize,
+    /// Where both sides meet before their loads start.
+    pub together: std::sync::Arc<Rendezvous>,
+}
+
+/// A one-shot meeting point of two sides that tolerates a side that never comes (its
+/// target failed to start): each side arrives once, and waiting ends when both have
+/// arrived or after a timeout.
+#[derive(Debug, Default)]
+pub struct Rendezvous {
+    arrived: std::sync::Mutex<[bool; 2]>,
+    all: std::sync::Condvar,
+}
+
+impl Rendezvous {
+    /// Marks `side` as arrived (again is harmless) and wakes the other.
+    pub fn arrive(&self, side: usize) {
+        let mut a = self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+        a[side.min(1)] = true;
+        self.all.notify_all();
+    }
+
+    /// Arrives and waits for the other side, at most `timeout`; whether it came.
+    pub fn meet(&self, side: usize, timeout: std::time::Duration) -> bool {
+        self.arrive(side);
+        let a = self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+        let (a, _) = self
+            .all
+            .wait_timeout_while(a, timeout, |a| !(a[0] && a[1]))
+            .unwrap_or_else(|e| e.into_inner());
+        a[0] && a[1]
+    }
 }
 
 impl CaseCtx<'_> {

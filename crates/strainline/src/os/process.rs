@@ -406,6 +406,30 @@ pub fn cpu_nanos(pid: u32) -> Option<u64> {
     }
 }
 
+/// Pins every thread of `pids` to `cpus` (threads they start later inherit it). Best
+/// effort: a thread that ended meanwhile is skipped.
+pub fn pin(pids: &[u32], cpus: &[usize]) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity take it by
+    // reference with its own size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        for pid in pids {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for tid in dir
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            {
+                libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
+    }
+}
+
 /// The default time a process gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
 

@@ -30,6 +30,9 @@ pub enum Mode {
     /// In one session, every baseline repetition first, then every candidate one
     /// (one after the other, as separate runs would be): independent samples.
     Sequential,
+    /// In one session, both versions at once, each target on its own CPUs, their loads
+    /// started together: each pair measured over the same window of time.
+    Duet,
 }
 
 impl Mode {
@@ -38,6 +41,7 @@ impl Mode {
             Mode::Separate => "separate runs",
             Mode::Interleaved => "interleaved pairs",
             Mode::Sequential => "one after the other",
+            Mode::Duet => "duet (both at once)",
         }
     }
 }

@@ -50,6 +50,11 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         Some(ctx.sample_sink()),
         &remote,
     )?;
+    if let Some(duet) = ctx.duet {
+        if std::env::var_os("XPIN").is_none() {
+            crate::os::process::pin(&running.pids(), &duet.cpus);
+        }
+    }
     // perf profiles this machine's processes only.
     let profiler = ctx.profile.then(|| match &running.host {
         Some(h) => Err(format!("the target runs on agent {h}'s machine")),

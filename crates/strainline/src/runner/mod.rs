@@ -225,7 +225,14 @@ pub fn run(
         if signals::interrupted() {
             break;
         }
-        let Some(result) = into.execute(case, &[], (i + 1, cases.len()), &mut last_ceiling, out)?
+        let Some(result) = into.execute(
+            case,
+            &[],
+            (i + 1, cases.len()),
+            &mut last_ceiling,
+            None,
+            out,
+        )?
         else {
             break;
         };
@@ -311,6 +318,7 @@ impl RunInto<'_> {
         extra: &[(String, String)],
         (nth, of): (usize, usize),
         last_ceiling: &mut Option<f64>,
+        duet: Option<&kinds::Duet>,
         out: &mut dyn Write,
     ) -> anyhow::Result<Option<CaseResult>> {
         let (store, suite, args) = (self.store, self.suite, self.args);
@@ -351,6 +359,7 @@ impl RunInto<'_> {
             case_id,
             agents: args.agents.as_ref(),
             agent_parts: Default::default(),
+            duet,
         };
         let mut result = case::outcome(&ctx);
         keep_agents(&mut result, &ctx.agent_parts.borrow());

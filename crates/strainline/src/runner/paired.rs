@@ -33,7 +33,8 @@ pub struct Pairing {
     pub candidate: Vec<(String, String)>,
     pub baseline_label: String,
     pub candidate_label: String,
-    pub mode: Mode,
+    /// `None`: a duet where the suite and the machine allow one, else interleaved.
+    pub mode: Option<Mode>,
     /// Pairs before the first look, and at most.
     pub min_pairs: usize,
     pub max_pairs: usize,
@@ -106,6 +107,46 @@ fn group_name(case: &suite::Case, repeat: u32) -> String {
     }
 }
 
+/// Why these cases cannot run as a duet, if they cannot: a duet runs bench tests of a
+/// suite with a [target], each version's target on a CPU of its own.
+fn duet_refusal(suite: &suite::Suite, groups: &[(String, &suite::Case)]) -> Option<String> {
+    let cores = crate::host::cores();
+    if cores < 2 {
+        return Some(format!(
+            "a duet runs both versions at once, each on a CPU of its own, and this machine has {cores}"
+        ));
+    }
+    if suite.target.is_none() {
+        return Some("a duet starts two targets, and the suite has no [target]".into());
+    }
+    groups
+        .iter()
+        .find(|(_, c)| suite.tests[c.test].kind != suite::Kind::Bench)
+        .map(|(name, c)| {
+            format!(
+                "test '{name}' is a {} test, and a duet runs bench tests (one fixed load at each version, started together)",
+                suite.tests[c.test].kind.name()
+            )
+        })
+}
+
+/// The runs of one case in order: each step is one run `(pair, side)`, or two run at
+/// once (a duet).
+fn steps(mode: Mode, pairs: usize, coin: &mut Coin) -> Vec<Vec<(usize, usize)>> {
+    match mode {
+        Mode::Sequential => (0..2)
+            .flat_map(|side| (1..=pairs).map(move |k| vec![(k, side)]))
+            .collect(),
+        Mode::Duet => (1..=pairs).map(|k| vec![(k, 0), (k, 1)]).collect(),
+        Mode::Interleaved | Mode::Separate => (1..=pairs)
+            .flat_map(|k| {
+                let first = usize::from(!coin.baseline_first());
+                [vec![(k, first)], vec![(k, 1 - first)]]
+            })
+            .collect(),
+    }
+}
+
 /// A seeded stream of coin flips: which version of a pair runs first.
 struct Coin(u64);
 
@@ -116,7 +157,7 @@ impl Coin {
     }
 }
 
-fn policy(suite: &suite::Suite, p: &Pairing) -> Policy {
+fn policy(suite: &suite::Suite, p: &Pairing, mode: Mode) -> Policy {
     let mut policy = Policy::default();
     if let Some(a) = suite.compare.alpha {
         policy.alpha = a;
@@ -135,7 +176,7 @@ fn policy(suite: &suite::Suite, p: &Pairing) -> Policy {
     if let Some(a) = p.alpha {
         policy.alpha = a;
     }
-    if p.mode == Mode::Interleaved {
+    if mode != Mode::Sequential {
         policy.looks = Some(Looks::every_pair(p.min_pairs, p.max_pairs));
     }
     policy
@@ -157,23 +198,40 @@ pub fn run_paired(
     }
     // Every name either version sets is known to the placeholder check.
     let mut checked = args.clone();
-    checked.vars.extend(p.baseline.iter().chain(&p.candidate).cloned());
+    checked
+        .vars
+        .extend(p.baseline.iter().chain(&p.candidate).cloned());
     let (suite, cases) = prepare(&checked)?;
     let groups: Vec<(String, &suite::Case)> = cases
         .iter()
         .filter(|c| c.repetition == 0)
         .map(|c| (group_name(c, suite.tests[c.test].repeat), c))
         .collect();
+    let refusal = duet_refusal(&suite, &groups);
+    let mode = match (p.mode, &refusal) {
+        (Some(Mode::Duet), Some(why)) => {
+            return Err(config(format!(
+                "{}: --mode duet: {why}; use --mode interleaved",
+                args.suite.display()
+            )))
+        }
+        (Some(m), _) => m,
+        (None, Some(why)) => {
+            writeln!(out, "interleaved pairs, not a duet: {why}")?;
+            Mode::Interleaved
+        }
+        (None, None) => Mode::Duet,
+    };
     let store = Store::open(location).map_err(|e| config(e.to_string()))?;
     let (base_id, base_work) = begin(&store, location, &suite, args, Some(&p.baseline_label))?;
     let (cand_id, cand_work) = begin(&store, location, &suite, args, Some(&p.candidate_label))?;
-    let policy = policy(&suite, p);
+    let policy = policy(&suite, p, mode);
     let session = |with: i64, machine: Option<MachineNoise>| {
         serde_json::json!({
             "compare": suite.compare,
             "paired": Session {
                 with,
-                mode: p.mode,
+                mode,
                 seed: p.seed,
                 looks: policy.looks,
                 machine,
@@ -192,7 +250,7 @@ pub fn run_paired(
         crate::units::count(groups.len() as u64, "case", "cases"),
         p.candidate_label,
         p.baseline_label,
-        p.mode.name(),
+        mode.name(),
         p.seed,
         p.min_pairs,
         p.max_pairs,
@@ -218,70 +276,122 @@ pub fn run_paired(
     let mut all_pairs = Vec::new();
     let mut notes = Vec::new();
     let per_case = p.budget.map(|b| b / groups.len().max(1) as u32);
-    let mut last_ceiling = (None, None);
+    let mut ceilings = [None, None];
     let total = groups.len() * p.max_pairs * 2;
     let mut nth = 0;
+    let vars = [&p.baseline, &p.candidate];
+    let labels = [&p.baseline_label, &p.candidate_label];
     'cases: for (name, template) in &groups {
         let case_start = Instant::now();
-        let (mut a, mut b) = (Side::default(), Side::default());
-        let sides = [(&base, &p.baseline), (&cand, &p.candidate)];
-        // The order of every run of this case: (pair, side).
-        let mut order: Vec<(usize, usize)> = Vec::new();
-        match p.mode {
-            Mode::Sequential => {
-                order.extend((1..=p.max_pairs).map(|k| (k, 0)));
-                order.extend((1..=p.max_pairs).map(|k| (k, 1)));
-            }
-            _ => {
-                for k in 1..=p.max_pairs {
-                    let first = if coin.baseline_first() { 0 } else { 1 };
-                    order.push((k, first));
-                    order.push((k, 1 - first));
-                }
-            }
-        }
+        let mut sides = [Side::default(), Side::default()];
         let mut stopped_by = None;
-        for (i, &(k, side)) in order.iter().enumerate() {
+        for step in steps(mode, p.max_pairs, &mut coin) {
             if signals::interrupted() {
                 break 'cases;
             }
-            let (into, vars) = sides[side];
+            let k = step[0].0;
             let case = suite::Case {
                 test: template.test,
                 name: format!("{name}#{k}"),
                 vars: template.vars.clone(),
                 repetition: k as u32 - 1,
             };
-            nth += 1;
-            let ceiling = if side == 0 {
-                &mut last_ceiling.0
+            let mut results: Vec<(usize, Option<CaseResult>)> = Vec::new();
+            if step.len() == 1 {
+                let side = step[0].1;
+                nth += 1;
+                write!(out, "\n{}:", labels[side])?;
+                let into = if side == 0 { &base } else { &cand };
+                let r = into.execute(
+                    &case,
+                    vars[side],
+                    (nth, total),
+                    &mut ceilings[side],
+                    None,
+                    out,
+                )?;
+                results.push((side, r));
             } else {
-                &mut last_ceiling.1
-            };
-            let label = if side == 0 {
-                &p.baseline_label
-            } else {
-                &p.candidate_label
-            };
-            write!(out, "\n{label}:")?;
-            let Some(result) = into.execute(&case, vars, (nth, total), ceiling, out)? else {
-                break 'cases;
-            };
-            worst = worst.max(result.status);
-            if !usable(&result) {
-                notes.push(format!(
-                    "{label} {} left out of the pairs: it is {}",
-                    case.name,
-                    result.status.name()
-                ));
+                // A duet: both at once, each target on its own CPUs (swapped every
+                // pair, so neither version keeps the better one), loads started together.
+                let together = std::sync::Arc::new(crate::kinds::Rendezvous::default());
+                let cpus = |side: usize| vec![(side + k) % 2];
+                let outs = std::thread::scope(|scope| {
+                    let handles: Vec<_> = [0usize, 1]
+                        .map(|side| {
+                            let (case, together) = (&case, together.clone());
+                            let ceiling = ceilings[side];
+                            let run_id = if side == 0 { base_id } else { cand_id };
+                            let work = if side == 0 { &base_work } else { &cand_work };
+                            let (suite, vars) = (&suite, vars[side]);
+                            scope.spawn(move || -> anyhow::Result<(Vec<u8>, Option<CaseResult>)> {
+                                let duet = crate::kinds::Duet {
+                                    cpus: cpus(side),
+                                    side,
+                                    together,
+                                };
+                                // Its own connection: the two sides store at once.
+                                let store = Store::open(location)?;
+                                let into = RunInto {
+                                    store: &store,
+                                    location,
+                                    suite,
+                                    args,
+                                    run_id,
+                                    work,
+                                };
+                                let mut text = format!("\n{}:", labels[side]).into_bytes();
+                                let mut ceiling = ceiling;
+                                let r = into.execute(
+                                    case,
+                                    vars,
+                                    (nth + side + 1, total),
+                                    &mut ceiling,
+                                    Some(&duet),
+                                    &mut text,
+                                );
+                                duet.together.arrive(side);
+                                Ok((text, r?))
+                            })
+                        })
+                        .into();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err(anyhow::anyhow!("a duet side panicked")))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                nth += 2;
+                for (side, o) in outs.into_iter().enumerate() {
+                    let (text, r) = o?;
+                    out.write_all(&text)?;
+                    results.push((side, r));
+                }
             }
-            if side == 0 { &mut a } else { &mut b }.results.insert(k, result);
-            // A pair is complete after its second run: look.
-            let complete = p.mode != Mode::Sequential && i % 2 == 1;
+            for (side, r) in results {
+                let Some(result) = r else {
+                    break 'cases;
+                };
+                worst = worst.max(result.status);
+                if !usable(&result) {
+                    notes.push(format!(
+                        "{} {} left out of the pairs: it is {}",
+                        labels[side],
+                        case.name,
+                        result.status.name()
+                    ));
+                }
+                sides[side].results.insert(k, result);
+            }
+            // Look once the pair is complete.
+            let complete =
+                mode != Mode::Sequential && sides.iter().all(|s| s.results.contains_key(&k));
             if !complete || k < p.min_pairs {
                 continue;
             }
-            let rows = judge(&pairs_of(name, &a, &b, true), &policy);
+            let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), &policy);
             write_look(out, k, &rows)?;
             if !rows.is_empty() && rows.iter().all(settled) {
                 stopped_by = Some(format!("decided after {k} pairs"));
@@ -295,7 +405,12 @@ pub fn run_paired(
         if let Some(why) = stopped_by {
             writeln!(out, "  {name}: {why}")?;
         }
-        all_pairs.extend(pairs_of(name, &a, &b, p.mode == Mode::Interleaved));
+        all_pairs.extend(pairs_of(
+            name,
+            &sides[0],
+            &sides[1],
+            mode != Mode::Sequential,
+        ));
     }
     let seconds = started.elapsed().as_secs_f64();
     let machine = MachineNoise {
@@ -333,7 +448,7 @@ pub fn run_paired(
         rows,
         verdict: if regressed { "regressed" } else { "ok" },
         flame_diff: None,
-        mode: p.mode,
+        mode,
         machine: Some(machine),
     };
     writeln!(out)?;

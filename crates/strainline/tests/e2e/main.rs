@@ -15,6 +15,7 @@ mod load;
 mod metrics;
 mod monitor;
 mod netns;
+mod paired;
 mod pg;
 mod report;
 mod run;
