@@ -662,11 +662,15 @@ pub struct PairingArgs {
     /// would: for measuring what pairing gains).
     #[arg(long, default_value = "auto", value_parser = ["auto", "duet", "interleaved", "sequential"], requires = "baseline")]
     pub mode: String,
+    /// A duet's CPUs: shared (both targets may run on every CPU) or split (each target
+    /// pinned to half of them, the halves swapped every pair).
+    #[arg(long, default_value = "shared", value_parser = ["shared", "split"], requires = "baseline")]
+    pub duet_cpus: String,
     /// At most this many pairs per case (sequential: exactly this many of each).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=1000), requires = "baseline")]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=200), requires = "baseline")]
     pub pairs: u32,
     /// Pairs before the first look at the verdict.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=1000), requires = "baseline")]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=200), requires = "baseline")]
     pub min_pairs: u32,
     /// Wall time for the whole session, shared by its cases: a case still undecided
     /// when its share is spent stops there (inconclusive, saying how many pairs would
@@ -694,6 +698,7 @@ impl Default for PairingArgs {
             baseline: Vec::new(),
             candidate: Vec::new(),
             mode: "auto".into(),
+            duet_cpus: "shared".into(),
             pairs: 20,
             min_pairs: 5,
             budget: None,

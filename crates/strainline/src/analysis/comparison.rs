@@ -89,9 +89,9 @@ pub struct Pair {
 pub enum Method {
     /// Two independent sets of repetitions: Mann–Whitney U, bootstrap interval.
     MannWhitney,
-    /// Pairs measured together: Student's t of the log-ratios, a confidence sequence
-    /// over the session's looks.
-    PairedT,
+    /// Pairs measured together: Wilcoxon's signed-rank test of the log-ratios with the
+    /// Hodges–Lehmann estimate, a confidence sequence over the session's looks.
+    SignedRank,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -185,8 +185,10 @@ impl Policy {
 /// that has a direction and enough data to be tested.
 pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
     let mut rows: Vec<Row> = pairs.iter().map(|p| row(p, policy)).collect();
+    // Identical values are no test (nothing could have differed): they do not widen
+    // the family.
     let tested: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].direction != "none" && rows[i].p.is_some())
+        .filter(|&i| rows[i].direction != "none" && rows[i].p.is_some() && !identical(&rows[i]))
         .collect();
     let adjusted = benjamini_hochberg(
         &tested
@@ -207,7 +209,7 @@ pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
 /// compared as ratios, else two independent samples.
 fn row(p: &Pair, policy: &Policy) -> Row {
     let (b, c) = (Side::of(&p.baseline), Side::of(&p.candidate));
-    let identical = b.min == b.max && c.min == c.max && b.min == c.min;
+    let same = b.min == b.max && c.min == c.max && b.min == c.min;
     let tested = p
         .paired
         .then(|| paired::paired(&p.baseline, &p.candidate, policy.looks, policy.alpha))
@@ -233,7 +235,7 @@ fn row(p: &Pair, policy: &Policy) -> Row {
         candidate: c,
     };
     match tested {
-        Some(t) => paired_figures(&mut r, &t, band, identical),
+        Some(t) => paired_figures(&mut r, &t, band, same),
         None => {
             r.ratio = if r.baseline.median != 0.0 && r.baseline.median.is_finite() {
                 Some(r.candidate.median / r.baseline.median)
@@ -243,12 +245,12 @@ fn row(p: &Pair, policy: &Policy) -> Row {
                 None
             };
             r.ratio_ci = bootstrap_ratio_ci(&p.baseline, &p.candidate, 0.95, RESAMPLES);
-            r.p = if identical {
+            r.p = if same {
                 Some(1.0)
             } else {
                 mann_whitney(&p.baseline, &p.candidate).map(|m| m.p)
             };
-            r.detectable = if identical {
+            r.detectable = if same {
                 Some(0.0)
             } else {
                 paired::detectable_unpaired(&p.baseline, &p.candidate, policy.alpha)
@@ -259,7 +261,7 @@ fn row(p: &Pair, policy: &Policy) -> Row {
 }
 
 fn paired_figures(r: &mut Row, t: &PairedTest, band: Option<f64>, identical: bool) {
-    r.method = Method::PairedT;
+    r.method = Method::SignedRank;
     r.ratio = Some(t.ratio);
     r.ratio_ci = Some(t.ci);
     r.p = Some(if identical { 1.0 } else { t.p });
@@ -270,17 +272,20 @@ fn paired_figures(r: &mut Row, t: &PairedTest, band: Option<f64>, identical: boo
         .and_then(|b| paired::pairs_to_decide(t, b));
 }
 
+fn identical(r: &Row) -> bool {
+    r.baseline.min == r.baseline.max
+        && r.candidate.min == r.candidate.max
+        && r.baseline.min == r.candidate.min
+}
+
 /// Whether a row's verdict is settled for a paired session: shown-only metrics and
 /// identical values always are; a paired row when its interval lies entirely inside
 /// the band or entirely beyond it.
 pub fn settled(r: &Row) -> bool {
-    let identical = r.baseline.min == r.baseline.max
-        && r.candidate.min == r.candidate.max
-        && r.baseline.min == r.candidate.min;
     match (r.direction.as_str(), r.band, r.ratio_ci) {
         ("none", _, _) | (_, None, _) => true,
-        _ if identical => true,
-        (_, Some(band), Some(ci)) if r.method == Method::PairedT => paired::decided(ci, band),
+        _ if identical(r) => true,
+        (_, Some(band), Some(ci)) if r.method == Method::SignedRank => paired::decided(ci, band),
         _ => false,
     }
 }
@@ -307,7 +312,7 @@ fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
     }
     let floor = match r.method {
         Method::MannWhitney => mann_whitney_floor(nb, nc),
-        Method::PairedT => 0.0,
+        Method::SignedRank => 0.0,
     };
     if nb < 2 || nc < 2 || floor > alpha {
         return (
@@ -388,8 +393,8 @@ fn seen(r: &Row, band: f64) -> String {
             " — wider than the ±{:.0}% band: the noise could hide a change the band asks about; {}",
             100.0 * band,
             match (r.method, r.pairs_to_decide) {
-                (Method::PairedT, Some(n)) => format!("about {n} pairs in all would decide it"),
-                (Method::PairedT, None) => "more pairs would tell".into(),
+                (Method::SignedRank, Some(n)) => format!("about {n} pairs in all would decide it"),
+                (Method::SignedRank, None) => "more pairs would tell".into(),
                 (Method::MannWhitney, _) => {
                     "measure both versions in one paired session (`strainline run SUITE --baseline … --candidate …`)".into()
                 }
@@ -573,7 +578,7 @@ mod tests {
         assert!(rows[0].detectable.unwrap() > 0.05);
         p.paired = true;
         let rows = judge(&[p], &policy);
-        assert_eq!(rows[0].method, Method::PairedT);
+        assert_eq!(rows[0].method, Method::SignedRank);
         assert_eq!(rows[0].verdict, Verdict::Regressed, "{}", rows[0].why);
         let (lo, hi) = rows[0].ratio_ci.unwrap();
         assert!(lo > 1.04 && hi < 1.06, "{lo}–{hi}");

@@ -30,13 +30,18 @@ const SIMULATIONS: usize = 20_000;
 pub const POWER: f64 = 0.8;
 
 /// When a paired session looks at its data: at `first` pairs, then after every
-/// `every` more, up to `last`. A comparison of stored pairs looked once.
+/// `every` more, and at `last`. A comparison of stored pairs looked once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Looks {
     pub first: usize,
     pub last: usize,
     pub every: usize,
 }
+
+/// How many looks a session plans: each look costs the interval width (the boundary
+/// rises with their number: 1.96 for one, 2.41 for 5, about 2.6 for 10), and a session
+/// that looks after every one of 80 pairs pays for 76.
+pub const LOOKS: usize = 10;
 
 impl Looks {
     /// After every pair from `first` to `last`.
@@ -48,6 +53,15 @@ impl Looks {
         }
     }
 
+    /// About [`LOOKS`] looks, evenly spaced from `first` to `last`.
+    pub fn spread(first: usize, last: usize) -> Looks {
+        Looks {
+            first,
+            last,
+            every: (last.saturating_sub(first)).div_ceil(LOOKS - 1).max(1),
+        }
+    }
+
     /// One look at `n` pairs (a fixed design).
     pub fn once(n: usize) -> Looks {
         Looks::every_pair(n, n)
@@ -55,12 +69,15 @@ impl Looks {
 
     /// Whether the plan looks at `n` pairs.
     pub fn at(&self, n: usize) -> bool {
-        n >= self.first && n <= self.last && (n - self.first) % self.every.max(1) == 0
+        n >= self.first
+            && n <= self.last
+            && ((n - self.first) % self.every.max(1) == 0 || n == self.last)
     }
 
-    /// The number of looks.
-    pub fn count(&self) -> usize {
-        (self.last.saturating_sub(self.first)) / self.every.max(1) + 1
+    /// The plan as it was carried out when the session ended at `n` pairs (a budget
+    /// spent between two looks): its looks before `n`, and `n`.
+    pub fn ended_at(&self, n: usize) -> Looks {
+        Looks { last: n, ..*self }
     }
 }
 
@@ -269,7 +286,10 @@ pub fn paired(
     }
     let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
     let looks = looks
-        .filter(|l| l.first >= 3 && l.at(n))
+        .filter(|l| l.first >= 3 && n >= l.first)
+        // A planned look keeps the plan's boundary (a session stopped there because
+        // the data decided); a budget spent between looks ends the plan at `n`.
+        .map(|l| if l.at(n) { l } else { l.ended_at(n) })
         .unwrap_or(Looks::once(n));
     let (w, nonzero, ties) = signed_rank(&d);
     let z = if nonzero == 0 {

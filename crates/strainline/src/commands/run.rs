@@ -98,6 +98,7 @@ fn paired(
             "interleaved" => Some(Mode::Interleaved),
             _ => None,
         },
+        split_cpus: a.duet_cpus == "split",
         min_pairs: a.min_pairs as usize,
         max_pairs: a.pairs as usize,
         budget: a.budget,

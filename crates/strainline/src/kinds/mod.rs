@@ -163,8 +163,8 @@ pub struct CaseCtx<'a> {
 /// does during the window falls on both.
 #[derive(Debug)]
 pub struct Duet {
-    /// The CPUs this side's target is pinned to.
-    pub cpus: Vec<usize>,
+    /// The CPUs this side's target is pinned to; `None`: it shares every CPU.
+    pub cpus: Option<Vec<usize>>,
     /// Which side this is (0 baseline, 1 candidate).
     pub side: usize,
     /// Where both sides meet before their loads start.

@@ -130,7 +130,7 @@ fn p(r: &Row) -> String {
 }
 
 /// The change the row could have seen, for judged rows.
-fn seen(r: &Row) -> String {
+pub fn seen(r: &Row) -> String {
     match r.detectable {
         Some(d) if r.band.is_some() && r.direction != "none" && d.is_finite() => {
             format!("±{}", percent(d))
@@ -139,7 +139,9 @@ fn seen(r: &Row) -> String {
     }
 }
 
-fn header_lines(c: &Comparison) -> Vec<String> {
+/// The lines that say what was compared and how: the versions, the mode, the machine's
+/// noise and the method (the terminal's header, the Markdown's footer, the HTML's notes).
+pub fn header_lines(c: &Comparison) -> Vec<String> {
     let runs = |v: &Version| {
         v.runs
             .iter()
@@ -158,7 +160,7 @@ fn header_lines(c: &Comparison) -> Vec<String> {
         c.candidate.key,
         runs(&c.candidate)
     ));
-    let paired = c.rows.iter().any(|r| r.method == Method::PairedT);
+    let paired = c.rows.iter().any(|r| r.method == Method::SignedRank);
     lines.push(format!(
         "measured as {}{}",
         c.mode.name(),
@@ -183,7 +185,7 @@ fn header_lines(c: &Comparison) -> Vec<String> {
     lines.push(format!(
         "regressed only when significant ({}, Benjamini–Hochberg adjusted p < {}) and beyond the metric's band; 'seen' is the change each row would flag with 80% probability",
         if paired {
-            "paired t of the pairs' log-ratios, a confidence sequence over every look"
+            "Wilcoxon signed-rank of the pairs' log-ratios, Hodges–Lehmann estimate, a confidence sequence over every look"
         } else {
             "Mann–Whitney U"
         },

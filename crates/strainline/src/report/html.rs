@@ -490,11 +490,12 @@ pub fn comparison_report(c: &Comparison) -> String {
         c.count(Verdict::Unchanged),
         c.count(Verdict::Inconclusive)
     );
-    let _ = write!(
-        s,
-        "<p class=\"note\">Regressed only when significant (Mann–Whitney U, Benjamini–Hochberg adjusted p &lt; {}) and beyond the metric's band. Baseline runs {:?}, candidate runs {:?}.</p>",
-        c.alpha, c.baseline.runs, c.candidate.runs
-    );
+    for line in super::compare::header_lines(c)
+        .iter()
+        .filter(|l| !l.starts_with("ENVIRONMENT MISMATCH"))
+    {
+        let _ = write!(s, "<p class=\"note\">{}</p>", escape(line));
+    }
     for n in &c.notes {
         let _ = write!(s, "<p class=\"note\">note: {}</p>", escape(n));
     }
@@ -507,11 +508,11 @@ pub fn comparison_report(c: &Comparison) -> String {
             escape(f)
         );
     }
-    s.push_str("<table><tr><th>case</th><th>metric</th><th>baseline</th><th>candidate</th><th>% of previous</th><th>95% CI</th><th>p (adj)</th><th>verdict</th></tr>");
+    s.push_str("<table><tr><th>case</th><th>metric</th><th>baseline</th><th>candidate</th><th>% of previous</th><th>95% CI</th><th>p (adj)</th><th>seen</th><th>verdict</th></tr>");
     for r in &c.rows {
         let _ = write!(
             s,
-            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             match r.verdict {
                 Verdict::Regressed => "regressed",
                 Verdict::Inconclusive => "inconclusive",
@@ -525,6 +526,7 @@ pub fn comparison_report(c: &Comparison) -> String {
             r.ratio_ci
                 .map_or("-".into(), |(a, b)| format!("{:.0}–{:.0}%", 100.0 * a, 100.0 * b)),
             r.p_adjusted.map_or("-".into(), crate::analysis::comparison::p_text),
+            escape(&super::compare::seen(r)),
             escape(&format!("{} — {}", r.verdict.word(), r.why))
         );
     }

@@ -50,10 +50,8 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
         Some(ctx.sample_sink()),
         &remote,
     )?;
-    if let Some(duet) = ctx.duet {
-        if std::env::var_os("XPIN").is_none() {
-            crate::os::process::pin(&running.pids(), &duet.cpus);
-        }
+    if let Some(cpus) = ctx.duet.and_then(|d| d.cpus.as_ref()) {
+        crate::os::process::pin(&running.pids(), cpus);
     }
     // perf profiles this machine's processes only.
     let profiler = ctx.profile.then(|| match &running.host {

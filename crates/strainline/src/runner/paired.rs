@@ -38,6 +38,8 @@ pub struct Pairing {
     /// Pairs before the first look, and at most.
     pub min_pairs: usize,
     pub max_pairs: usize,
+    /// A duet pins each target to half of the CPUs (else both share them all).
+    pub split_cpus: bool,
     /// Wall time for the whole session (shared evenly by its cases).
     pub budget: Option<Duration>,
     pub seed: u64,
@@ -177,7 +179,7 @@ fn policy(suite: &suite::Suite, p: &Pairing, mode: Mode) -> Policy {
         policy.alpha = a;
     }
     if mode != Mode::Sequential {
-        policy.looks = Some(Looks::every_pair(p.min_pairs, p.max_pairs));
+        policy.looks = Some(Looks::spread(p.min_pairs, p.max_pairs));
     }
     policy
 }
@@ -192,7 +194,7 @@ pub fn run_paired(
 ) -> anyhow::Result<PairedOutcome> {
     if p.min_pairs < 3 || p.max_pairs < p.min_pairs {
         return Err(config(format!(
-            "--min-pairs {} and --pairs {}: need 3 ≤ --min-pairs ≤ --pairs (3 pairs are the fewest a paired t can judge)",
+            "--min-pairs {} and --pairs {}: need 3 ≤ --min-pairs ≤ --pairs (3 pairs are the fewest a paired comparison judges)",
             p.min_pairs, p.max_pairs
         )));
     }
@@ -312,10 +314,15 @@ pub fn run_paired(
                 )?;
                 results.push((side, r));
             } else {
-                // A duet: both at once, each target on its own CPUs (swapped every
-                // pair, so neither version keeps the better one), loads started together.
+                // A duet: both at once, loads started together; split, each target on
+                // half of the CPUs (swapped every pair, so neither version keeps the
+                // better half).
                 let together = std::sync::Arc::new(crate::kinds::Rendezvous::default());
-                let cpus = |side: usize| vec![(side + k) % 2];
+                let cores = crate::host::cores();
+                let cpus = |side: usize| {
+                    p.split_cpus
+                        .then(|| (0..cores).filter(|c| c % 2 == (side + k) % 2).collect())
+                };
                 let outs = std::thread::scope(|scope| {
                     let handles: Vec<_> = [0usize, 1]
                         .map(|side| {
@@ -388,7 +395,7 @@ pub fn run_paired(
             // Look once the pair is complete.
             let complete =
                 mode != Mode::Sequential && sides.iter().all(|s| s.results.contains_key(&k));
-            if !complete || k < p.min_pairs {
+            if !complete || !policy.looks.is_some_and(|l| l.at(k)) {
                 continue;
             }
             let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), &policy);
@@ -475,7 +482,7 @@ pub fn run_paired(
 fn write_look(out: &mut dyn Write, k: usize, rows: &[Row]) -> std::io::Result<()> {
     let figures: Vec<String> = rows
         .iter()
-        .filter(|r| r.verdict != Verdict::Info && r.method == Method::PairedT)
+        .filter(|r| r.verdict != Verdict::Info && r.method == Method::SignedRank)
         .filter_map(|r| {
             let (lo, hi) = r.ratio_ci?;
             Some(format!(
@@ -496,7 +503,7 @@ fn write_look(out: &mut dyn Write, k: usize, rows: &[Row]) -> std::io::Result<()
 /// against how much the pairs' ratios varied.
 fn write_noise(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
     for r in rows.iter().filter(|r| {
-        r.method == Method::PairedT
+        r.method == Method::SignedRank
             && r.band.is_some()
             && !r.metric.starts_with("latency_")
             && !r.metric.starts_with("service_")

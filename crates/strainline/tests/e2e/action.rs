@@ -217,3 +217,140 @@ fn the_action_is_a_composite_action_that_uses_the_script() {
         .filter(|s| s.get("run").is_some())
         .all(|s| s["shell"] == "bash"));
 }
+
+/// One step of the action as GitHub runs it: its `run:` script with the `${{ … }}`
+/// expressions it uses filled in, under bash, with its environment.
+fn action_step(
+    name: &str,
+    fill: &[(&str, &str)],
+    env: &[(&str, String)],
+    cwd: &std::path::Path,
+) -> std::process::Output {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../action.yml");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, yaml, json; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+            path,
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let step = doc["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step '{name}'"));
+    let mut script = step["run"].as_str().unwrap().to_string();
+    for (expr, value) in fill {
+        script = script.replace(&format!("${{{{ {expr} }}}}"), value);
+    }
+    assert!(!script.contains("${{"), "unfilled expression in:\n{script}");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_strainline"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path_var = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("bash")
+        .args(["-e", "-c", &script])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("PATH", path_var)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_action_measures_a_pull_request_beside_its_baseline_and_says_how_and_what_it_could_see() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let suite = s.path("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"
+[target]
+command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--cpu-cost", "{{{{cost}}}}"]
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+
+[[test]]
+name = "push"
+kind = "bench"
+{PUSH}
+rate = 100
+duration = "1s"
+"#,
+            tb = testbed().display()
+        ),
+    )
+    .unwrap();
+    let (outputs, summary) = (s.path("github_output"), s.path("step_summary"));
+    let env = |extra: &[(&'static str, String)]| {
+        let mut e: Vec<(&str, String)> = vec![
+            ("STORE", s.store()),
+            ("GITHUB_OUTPUT", outputs.display().to_string()),
+            ("GITHUB_STEP_SUMMARY", summary.display().to_string()),
+        ];
+        e.extend_from_slice(extra);
+        e
+    };
+    let measure = action_step(
+        "Measure",
+        &[],
+        &env(&[
+            ("SUITE", suite.display().to_string()),
+            ("FORMAT", String::new()),
+            ("FILES", String::new()),
+            ("BASE_VARS", "cost=4".into()),
+            ("CAND_VARS", "cost=5".into()),
+            ("MODE", "auto".into()),
+            ("BUDGET", "12s".into()),
+            ("PR", "7".into()),
+            ("GITHUB_REF_NAME", "feature".into()),
+        ]),
+        s.dir.path(),
+    );
+    assert!(
+        measure.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&measure.stdout),
+        String::from_utf8_lossy(&measure.stderr)
+    );
+    let written = std::fs::read_to_string(&outputs).unwrap();
+    assert_has(&written, "label=pr-7");
+    assert_has(&written, "paired=true");
+    let compare = action_step(
+        "Compare with the baseline",
+        &[("github.event.pull_request.number", "7")],
+        &env(&[
+            ("BASELINE", "main".into()),
+            ("LABEL", "pr-7".into()),
+            ("PAIRED", "true".into()),
+        ]),
+        s.dir.path(),
+    );
+    assert!(
+        compare.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
+    let comment = std::fs::read_to_string(s.path("strainline-comment.md")).unwrap();
+    // Which mode ran (a duet on a machine of 2 CPUs or more), and what it could see.
+    let mode = if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        "Measured as **duet (both at once)**"
+    } else {
+        "Measured as **interleaved pairs**"
+    };
+    assert_has(&comment, mode);
+    assert_has(
+        &comment,
+        "the smallest change each judged metric could have seen: ±",
+    );
+    assert_has(&comment, "| seen |");
+    assert_has(&std::fs::read_to_string(&summary).unwrap(), mode);
+}

@@ -115,7 +115,7 @@ fn a_duet_flags_five_percent_more_cpu_per_request_beside_a_noisy_neighbour() {
         assert_has(&text, "measured as duet (both at once)");
         let row = cpu_row(&doc);
         assert_eq!(doc["mode"], "duet");
-        assert_eq!(row["method"], "paired_t");
+        assert_eq!(row["method"], "signed_rank");
         assert_has(&md, "Measured as **duet (both at once)**");
         let ratio = row["ratio"].as_f64().unwrap();
         // The truth: 5% more hashing per request, plus a fixed cost per request that
@@ -279,7 +279,7 @@ fn an_interleaved_session_stores_two_linked_runs_that_compare_reads_as_pairs() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["mode"], "interleaved");
     let row = cpu_row(&doc);
-    assert_eq!(row["method"], "paired_t");
+    assert_eq!(row["method"], "signed_rank");
     let n = row["baseline"]["n"].as_u64().unwrap();
     assert!((3..=4).contains(&n), "{n} pairs");
 }
