@@ -640,7 +640,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub agents: AgentsArgs,
     #[command(flatten)]
-    pub pairing: PairingArgs,
+    pub pairing: Box<PairingArgs>,
 }
 
 /// Two versions in one paired session: `--baseline` and `--candidate` each set the

@@ -71,7 +71,7 @@ impl Looks {
     pub fn at(&self, n: usize) -> bool {
         n >= self.first
             && n <= self.last
-            && ((n - self.first) % self.every.max(1) == 0 || n == self.last)
+            && ((n - self.first).is_multiple_of(self.every.max(1)) || n == self.last)
     }
 
     /// The plan as it was carried out when the session ended at `n` pairs (a budget
@@ -97,7 +97,7 @@ fn standardized(w_plus: f64, n: usize) -> f64 {
 impl Boundary {
     fn simulate(looks: Looks) -> Boundary {
         let mut rng = Normal::new(
-            0x5eed_0f_b0_0da7
+            0x5eed_0fb0_0da7
                 ^ (looks.first as u64) << 32
                 ^ (looks.last as u64) << 8
                 ^ looks.every as u64,

@@ -72,7 +72,7 @@ fn session(
         "--label",
         &label,
         "--pairs",
-        "80",
+        "60",
         "--budget",
         budget,
         "--seed",
