@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How small a change each way of comparing two versions sees on this machine, beside a
 # noisy neighbour (strainline-testbed noise: random spells of CPU and memory-bandwidth
-# work on every CPU). Known truth: the testbed at --cpu-cost 40 against 42 does 5% more
-# hashing per request; 40 against 40 is the same build.
+# work on every CPU). Known truth: the testbed at --cpu-cost COST against COST × 1.05
+# does 5% more hashing per request (COST=400: about 0.15 ms of CPU per request in a
+# release build, most of it hashing); COST against COST is the same build.
 #
 # For each mode — duet, interleaved, and sequential (every baseline run, then every
 # candidate run: what separate runs do) — TRIALS_AB trials of the 5% change and
@@ -22,6 +23,8 @@ MODES=${MODES:-"duet interleaved sequential"}
 # Sequential runs a fixed number of repetitions of each version: as many as fit the
 # budget at about 2.8 s a repetition.
 SEQ_REPS=${SEQ_REPS:-25}
+COST=${COST:-400}
+CAND=$((COST * 105 / 100))
 
 cargo build --release --quiet --bins
 SL=$PWD/target/release/strainline
@@ -60,7 +63,7 @@ trial() {
   [ "$mode" = sequential ] && args=(--pairs "$SEQ_REPS")
   local t0=$SECONDS
   "$SL" --store "$store" run "$work/duo.toml" --no-tui --mode "$mode" --seed "$seed" \
-    --baseline cost=40 --candidate "cost=$cost" "${args[@]}" > "$work/out.txt" 2>&1 || true
+    --baseline "cost=$COST" --candidate "cost=$cost" "${args[@]}" > "$work/out.txt" 2>&1 || true
   local took=$((SECONDS - t0))
   kill "$noise" 2>/dev/null; wait "$noise" 2>/dev/null || true
   "$SL" --store "$store" compare baseline candidate --json "$work/c.json" > /dev/null 2>&1 || true
@@ -75,7 +78,7 @@ PY
 printf '%-12s %-6s %7s %10s %18s %14s\n' mode pair trials regressed "median ratio" "median time"
 for mode in $MODES; do
   for pair in AB AA; do
-    if [ $pair = AB ]; then n=$TRIALS_AB; cost=42; else n=$TRIALS_AA; cost=40; fi
+    if [ $pair = AB ]; then n=$TRIALS_AB; cost=$CAND; else n=$TRIALS_AA; cost=$COST; fi
     results=()
     for i in $(seq 1 "$n"); do
       results+=("$(trial "$mode" "$cost" "$i")")

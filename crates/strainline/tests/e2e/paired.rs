@@ -1,7 +1,7 @@
 //! Paired sessions (`run --baseline … --candidate …`) against known truths, beside a
 //! noisy neighbour the test starts (random spells of CPU and memory-bandwidth work on
-//! both CPUs): the testbed at --cpu-cost 40 against 42 (5% more hashing per request) is
-//! REGRESSED with a 3% band, and 40 against itself is not. The full table (10 trials of
+//! both CPUs): the testbed at --cpu-cost 100 against 105 (5% more hashing per request) is
+//! REGRESSED with a 3% band, and 100 against itself is not. The full table (10 trials of
 //! each, and the same trials one after the other) is `bench/paired-verdicts.sh`; CI
 //! runs one trial of each within a time budget.
 
@@ -110,7 +110,7 @@ fn a_duet_flags_five_percent_more_cpu_per_request_beside_a_noisy_neighbour() {
     // first missed, so CI fails when two in a row miss (about 1 in 100).
     let mut seen = Vec::new();
     for seed in [1, 2] {
-        let (out, doc, md) = session(&s, 40, 42, seed, "150s");
+        let (out, doc, md) = session(&s, 100, 105, seed, "150s");
         let text = stdout(&out);
         assert_has(&text, "measured as duet (both at once)");
         let row = cpu_row(&doc);
@@ -135,7 +135,7 @@ fn a_duet_flags_five_percent_more_cpu_per_request_beside_a_noisy_neighbour() {
 fn a_duet_of_a_version_against_itself_flags_nothing_and_says_what_it_could_see() {
     let _m = measuring();
     let s = Scratch::new();
-    let (out, doc, md) = session(&s, 40, 40, 3, "90s");
+    let (out, doc, md) = session(&s, 100, 100, 3, "90s");
     assert_exit(&out, 0);
     let row = cpu_row(&doc);
     assert_ne!(row["verdict"], "regressed");
