@@ -13,6 +13,7 @@
 #
 #   bash bench/paired-verdicts.sh                   # TRIALS_AB=10 TRIALS_AA=20 BUDGET=150s
 #   MODES="duet" TRIALS_AB=3 TRIALS_AA=3 bash bench/paired-verdicts.sh
+#   PROFILE=debug COST=100 MODES=sequential SEQ_REPS=20 bash bench/paired-verdicts.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,9 +27,12 @@ SEQ_REPS=${SEQ_REPS:-25}
 COST=${COST:-400}
 CAND=$((COST * 105 / 100))
 
-cargo build --release --quiet --bins
-SL=$PWD/target/release/strainline
-TB=$PWD/target/release/strainline-testbed
+# PROFILE=debug measures the binaries the end-to-end tests use (no 5-minute release
+# build; set COST=100 there, about the same CPU per request).
+PROFILE=${PROFILE:-release}
+if [ "$PROFILE" = release ]; then cargo build --release --quiet --bins; else cargo build --quiet --bins; fi
+SL=$PWD/target/$PROFILE/strainline
+TB=$PWD/target/$PROFILE/strainline-testbed
 work=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 

@@ -111,38 +111,14 @@ fn version(key: &str, runs: &[RunRow]) -> Version {
 
 /// The tolerance bands: the candidate's suite settings, then the command line.
 fn policy(store: &Store, candidate: &[RunRow], args: &CompareArgs) -> anyhow::Result<Policy> {
-    let mut policy = Policy::default();
-    if let Some(settings) = candidate
+    let spec: crate::suite::CompareSpec = candidate
         .last()
         .map(|r| store.run_settings(r.id))
         .transpose()?
         .flatten()
-    {
-        if let Some(a) = settings["compare"]["alpha"].as_f64() {
-            policy.alpha = a;
-        }
-        if let Some(b) = settings["compare"]["band"].as_f64() {
-            policy.default_band = b;
-        }
-        if let Some(bands) = settings["compare"]["bands"].as_object() {
-            for (k, v) in bands {
-                if let Some(v) = v.as_f64() {
-                    policy.bands.insert(k.clone(), v);
-                }
-            }
-        }
-    }
-    for (metric, band) in &args.bands {
-        if metric == "default" {
-            policy.default_band = *band;
-        } else {
-            policy.bands.insert(metric.clone(), *band);
-        }
-    }
-    if let Some(a) = args.alpha {
-        policy.alpha = a;
-    }
-    Ok(policy)
+        .and_then(|s| serde_json::from_value(s["compare"].clone()).ok())
+        .unwrap_or_default();
+    Ok(spec.policy(&args.bands, args.alpha))
 }
 
 /// The baseline `--baseline KEY` names for the candidate: the newest run labelled KEY

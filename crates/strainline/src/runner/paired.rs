@@ -160,24 +160,7 @@ impl Coin {
 }
 
 fn policy(suite: &suite::Suite, p: &Pairing, mode: Mode) -> Policy {
-    let mut policy = Policy::default();
-    if let Some(a) = suite.compare.alpha {
-        policy.alpha = a;
-    }
-    if let Some(b) = suite.compare.band {
-        policy.default_band = b;
-    }
-    policy.bands.extend(suite.compare.bands.clone());
-    for (metric, band) in &p.bands {
-        if metric == "default" {
-            policy.default_band = *band;
-        } else {
-            policy.bands.insert(metric.clone(), *band);
-        }
-    }
-    if let Some(a) = p.alpha {
-        policy.alpha = a;
-    }
+    let mut policy = suite.compare.policy(&p.bands, p.alpha);
     if mode != Mode::Sequential {
         policy.looks = Some(Looks::spread(p.min_pairs, p.max_pairs));
     }

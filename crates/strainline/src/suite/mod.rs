@@ -235,13 +235,37 @@ pub struct Suite {
 }
 
 /// Tolerance bands and significance level for comparisons of this suite's runs.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompareSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band: Option<f64>,
+    #[serde(default)]
     pub bands: BTreeMap<String, f64>,
+}
+
+impl CompareSpec {
+    /// The policy these settings make, with the command line's `--band METRIC=X`
+    /// (`default=X` for every metric) and `--alpha` over them.
+    pub fn policy(
+        &self,
+        bands: &[(String, f64)],
+        alpha: Option<f64>,
+    ) -> crate::analysis::comparison::Policy {
+        let mut policy = crate::analysis::comparison::Policy::default();
+        policy.alpha = alpha.or(self.alpha).unwrap_or(policy.alpha);
+        policy.default_band = self.band.unwrap_or(policy.default_band);
+        policy.bands.extend(self.bands.clone());
+        for (metric, band) in bands {
+            if metric == "default" {
+                policy.default_band = *band;
+            } else {
+                policy.bands.insert(metric.clone(), *band);
+            }
+        }
+        policy
+    }
 }
 
 /// One concrete case: a test with its matrix values and repetition.

@@ -183,8 +183,8 @@ fn the_action_comments_once_and_then_updates_its_comment() {
     assert_has(first["body"].as_str().unwrap(), "| a \"quoted\" `cell` |");
 }
 
-#[test]
-fn the_action_is_a_composite_action_that_uses_the_script() {
+/// action.yml as JSON (read by PyYAML, as a YAML parser we did not write).
+fn action_doc() -> serde_json::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../action.yml");
     let out = std::process::Command::new("python3")
         .args([
@@ -199,7 +199,12 @@ fn the_action_is_a_composite_action_that_uses_the_script() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_action_is_a_composite_action_that_uses_the_script() {
+    let doc = action_doc();
     assert_eq!(doc["runs"]["using"], "composite");
     let steps = doc["runs"]["steps"].as_array().unwrap();
     let runs: String = steps.iter().filter_map(|s| s["run"].as_str()).collect();
@@ -226,16 +231,7 @@ fn action_step(
     env: &[(&str, String)],
     cwd: &std::path::Path,
 ) -> std::process::Output {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../action.yml");
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, yaml, json; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
-            path,
-        ])
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = action_doc();
     let step = doc["runs"]["steps"]
         .as_array()
         .unwrap()
@@ -270,25 +266,7 @@ fn the_action_measures_a_pull_request_beside_its_baseline_and_says_how_and_what_
     let _l = loaded();
     let s = Scratch::new();
     let suite = s.path("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            r#"
-[target]
-command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--cpu-cost", "{{{{cost}}}}"]
-ready = "http://127.0.0.1:{{{{port}}}}/health"
-
-[[test]]
-name = "push"
-kind = "bench"
-{PUSH}
-rate = 100
-duration = "1s"
-"#,
-            tb = testbed().display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&suite, cost_suite("rate = 100\nduration = \"1s\"")).unwrap();
     let (outputs, summary) = (s.path("github_output"), s.path("step_summary"));
     let env = |extra: &[(&'static str, String)]| {
         let mut e: Vec<(&str, String)> = vec![

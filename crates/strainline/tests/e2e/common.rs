@@ -167,6 +167,28 @@ pub const PUSH: &str = r#"url = "http://127.0.0.1:{{port}}/push/dev0"
 body = "x"
 setup = [{ path = "/register", body = '{"id": "dev0"}' }]"#;
 
+/// A suite of one bench test of the testbed, whose hashing per request is `{{cost}}`
+/// (the version under test in paired sessions); `body` ends the test (rate, duration…).
+pub fn cost_suite(body: &str) -> String {
+    format!(
+        r#"
+[suite]
+name = "duo"
+
+[target]
+command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "{{{{cost}}}}"]
+ready = "http://127.0.0.1:{{{{port}}}}/health"
+
+[[test]]
+name = "push"
+kind = "bench"
+{PUSH}
+{body}
+"#,
+        tb = testbed().display()
+    )
+}
+
 /// Asserts a command's exit code, showing everything it printed when it differs.
 #[track_caller]
 pub fn assert_exit(o: &Output, code: i32) {

@@ -9,31 +9,8 @@ use crate::common::*;
 
 fn suite(s: &Scratch) -> std::path::PathBuf {
     let path = s.path("duo.toml");
-    std::fs::write(
-        &path,
-        format!(
-            r#"
-[suite]
-name = "duo"
-
-[target]
-command = ["{tb}", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "{{{{cost}}}}"]
-ready = "http://127.0.0.1:{{{{port}}}}/health"
-
-[[test]]
-name = "push"
-kind = "bench"
-{PUSH}
-rate = 300
-duration = "2s"
-
-[compare]
-bands = {{ cpu_per_op = "3%" }}
-"#,
-            tb = testbed().display()
-        ),
-    )
-    .unwrap();
+    let body = "rate = 300\nduration = \"2s\"\n\n[compare]\nbands = { cpu_per_op = \"3%\" }";
+    std::fs::write(&path, cost_suite(body)).unwrap();
     path
 }
 
@@ -179,34 +156,27 @@ slo_p99 = "200ms"
         ),
     )
     .unwrap();
-    let out = s.run(&[
-        "run",
-        path.to_str().unwrap(),
-        "--baseline",
-        "cost=1",
-        "--candidate",
-        "cost=2",
-        "--mode",
-        "duet",
-    ]);
+    let pair = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            path.to_str().unwrap(),
+            "--baseline",
+            "cost=1",
+            "--candidate",
+            "cost=2",
+        ];
+        args.extend_from_slice(extra);
+        s.run(&args)
+    };
+    let out = pair(&["--mode", "duet"]);
     assert_exit(&out, 2);
     assert_has(
         &stderr(&out),
         "test 'peak' is a ramp test, and a duet runs bench tests",
     );
     assert_has(&stderr(&out), "use --mode interleaved");
-    // Three pairs are the fewest a paired t can judge.
-    let out = s.run(&[
-        "run",
-        path.to_str().unwrap(),
-        "--baseline",
-        "cost=1",
-        "--candidate",
-        "cost=2",
-        "--min-pairs",
-        "2",
-    ]);
-    assert_exit(&out, 2);
+    // Three pairs are the fewest a paired comparison judges.
+    assert_exit(&pair(&["--min-pairs", "2"]), 2);
     // Half of a pair is no session.
     let out = s.run(&["run", path.to_str().unwrap(), "--baseline", "cost=1"]);
     assert_exit(&out, 2);
