@@ -25,6 +25,8 @@ MODES=${MODES:-"duet interleaved sequential"}
 # budget at about 2.8 s a repetition.
 SEQ_REPS=${SEQ_REPS:-25}
 COST=${COST:-400}
+# The first trial's seed (of the pairs' order): a second batch continues the first.
+START=${START:-1}
 CAND=$((COST * 105 / 100))
 
 # PROFILE=debug measures the binaries the end-to-end tests use (no 5-minute release
@@ -84,7 +86,7 @@ for mode in $MODES; do
   for pair in AB AA; do
     if [ $pair = AB ]; then n=$TRIALS_AB; cost=$CAND; else n=$TRIALS_AA; cost=$COST; fi
     results=()
-    for i in $(seq 1 "$n"); do
+    for i in $(seq "$START" $((START + n - 1))); do
       results+=("$(trial "$mode" "$cost" "$i")")
       echo "  $mode $pair trial $i: ${results[-1]}" >&2
     done

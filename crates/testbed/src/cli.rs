@@ -63,6 +63,9 @@ enum Cmd {
         seconds: f64,
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        /// Seed of the spells (default: from the clock, so no two neighbours agree).
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Sleep for --seconds.
     Idle {
@@ -234,8 +237,17 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             fixtures::spin(seconds);
             0
         }
-        Cmd::Noise { seconds, threads } => {
-            fixtures::noise(seconds, threads);
+        Cmd::Noise {
+            seconds,
+            threads,
+            seed,
+        } => {
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+            fixtures::noise(seconds, threads, seed);
             0
         }
         Cmd::Idle { seconds } => {

@@ -111,17 +111,18 @@ pub fn spin(seconds: f64) {
 
 /// A noisy neighbour, for --seconds: each of `threads` threads alternates spells of
 /// CPU-heavy work, memory-bandwidth-heavy work (copying a 64 MiB buffer, far beyond the
-/// caches) and idleness, each spell 0.5–2 s long and its kind drawn at random (seeded
-/// per thread), so the machine's load keeps changing on no period a measurement window
-/// could average away — what a shared CI machine's neighbours do. Ends by itself.
-pub fn noise(seconds: f64, threads: usize) {
+/// caches) and idleness, each spell 0.5–2 s long and its kind drawn at random (from
+/// `seed` and the thread's number), so the machine's load keeps changing on no period a
+/// measurement window could average away — what a shared CI machine's neighbours do.
+/// Ends by itself.
+pub fn noise(seconds: f64, threads: usize, seed: u64) {
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     let workers: Vec<_> = (0..threads.max(1))
         .map(|t| {
             std::thread::spawn(move || {
                 let mut from = vec![1u8; 64 << 20];
                 let mut to = vec![0u8; 64 << 20];
-                let mut state = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1);
+                let mut state = (0x9E37_79B9_7F4A_7C15u64 ^ seed).wrapping_mul(t as u64 + 1) | 1;
                 let mut draw = move || {
                     state ^= state << 13;
                     state ^= state >> 7;
