@@ -375,17 +375,21 @@ pub fn run_paired(
                 }
                 sides[side].results.insert(k, result);
             }
-            // Look once the pair is complete.
+            // Once the pair is complete: look, when the plan does; then the budget,
+            // checked after every pair (a budget spent between two looks ends the
+            // plan there: `analysis::paired` uses the looks taken and this one).
             let complete =
                 mode != Mode::Sequential && sides.iter().all(|s| s.results.contains_key(&k));
-            if !complete || !policy.looks.is_some_and(|l| l.at(k)) {
+            if !complete {
                 continue;
             }
-            let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), &policy);
-            write_look(out, k, &rows)?;
-            if !rows.is_empty() && rows.iter().all(settled) {
-                stopped_by = Some(format!("decided after {k} pairs"));
-                break;
+            if policy.looks.is_some_and(|l| l.at(k)) {
+                let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), &policy);
+                write_look(out, k, &rows)?;
+                if !rows.is_empty() && rows.iter().all(settled) {
+                    stopped_by = Some(format!("decided after {k} pairs"));
+                    break;
+                }
             }
             if per_case.is_some_and(|b| case_start.elapsed() >= b) && k < p.max_pairs {
                 stopped_by = Some(format!("time budget spent after {k} pairs"));
