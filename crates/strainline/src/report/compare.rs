@@ -165,7 +165,7 @@ pub fn header_lines(c: &Comparison) -> Vec<String> {
         "measured as {}{}",
         c.mode.name(),
         match (c.mode, c.rows.iter().map(|r| r.baseline.n).max()) {
-            (Mode::Interleaved, Some(n)) =>
+            (Mode::Interleaved | Mode::Duet, Some(n)) =>
                 format!(", {n} pairs: each pair under the same conditions of the machine"),
             _ => String::new(),
         }

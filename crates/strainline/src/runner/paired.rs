@@ -472,12 +472,15 @@ fn write_look(out: &mut dyn Write, k: usize, rows: &[Row]) -> std::io::Result<()
         .filter(|r| r.verdict != Verdict::Info && r.method == Method::SignedRank)
         .filter_map(|r| {
             let (lo, hi) = r.ratio_ci?;
+            let interval = if lo > 0.0 && hi.is_finite() {
+                format!("[{:.1}–{:.1}]", 100.0 * lo, 100.0 * hi)
+            } else {
+                "[too few pairs for a bound]".to_string()
+            };
             Some(format!(
-                "{} {:.1}% [{:.1}–{:.1}]{}",
+                "{} {:.1}% {interval}{}",
                 r.metric,
                 100.0 * r.ratio?,
-                100.0 * lo,
-                100.0 * hi,
                 if settled(r) { "" } else { "…" }
             ))
         })
