@@ -667,10 +667,10 @@ pub struct PairingArgs {
     #[arg(long, default_value = "shared", value_parser = ["shared", "split"], requires = "baseline")]
     pub duet_cpus: String,
     /// At most this many pairs per case (sequential: exactly this many of each).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=200), requires = "baseline")]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
     pub pairs: u32,
     /// Pairs before the first look at the verdict.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=200), requires = "baseline")]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
     pub min_pairs: u32,
     /// Wall time for the whole session, shared by its cases: a case still undecided
     /// when its share is spent stops there (inconclusive, saying how many pairs would

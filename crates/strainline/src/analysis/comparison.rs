@@ -119,8 +119,9 @@ pub struct Row {
     /// The relative change this comparison would have flagged with 80% probability
     /// (0.031 = ±3.1%), before the adjustment for the number of metrics.
     pub detectable: Option<f64>,
-    /// Paired rows: the spread of the pairs' ratios (standard deviation of the
-    /// log-ratios; 0.02 ≈ ±2%), the machine's noise as this comparison saw it.
+    /// Paired rows: the spread of one pair's log-ratio that the interval implies (for
+    /// normal noise about their standard deviation; 0.02 ≈ ±2%), the machine's noise as
+    /// this comparison saw it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pair_noise: Option<f64>,
     /// Paired rows not yet decided: about how many pairs in all would decide.
@@ -208,8 +209,6 @@ pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
 /// One metric's figures before the verdict: paired when the data are pairs that can be
 /// compared as ratios, else two independent samples.
 fn row(p: &Pair, policy: &Policy) -> Row {
-    let (b, c) = (Side::of(&p.baseline), Side::of(&p.candidate));
-    let same = b.min == b.max && c.min == c.max && b.min == c.min;
     let tested = p
         .paired
         .then(|| paired::paired(&p.baseline, &p.candidate, policy.looks, policy.alpha))
@@ -231,9 +230,10 @@ fn row(p: &Pair, policy: &Policy) -> Row {
         detectable: None,
         pair_noise: None,
         pairs_to_decide: None,
-        baseline: b,
-        candidate: c,
+        baseline: Side::of(&p.baseline),
+        candidate: Side::of(&p.candidate),
     };
+    let same = identical(&r);
     match tested {
         Some(t) => paired_figures(&mut r, &t, band, same),
         None => {
@@ -278,14 +278,15 @@ fn identical(r: &Row) -> bool {
         && r.baseline.min == r.candidate.min
 }
 
-/// Whether a row's verdict is settled for a paired session: shown-only metrics and
-/// identical values always are; a paired row when its interval lies entirely inside
-/// the band or entirely beyond it.
+/// Whether a row's verdict is settled for a paired session: shown-only metrics,
+/// identical values and metrics that cannot be compared as ratios (a zero on a side:
+/// more pairs would not decide them) always are; a paired row when its interval lies
+/// entirely inside the band or entirely beyond it.
 pub fn settled(r: &Row) -> bool {
     match (r.direction.as_str(), r.band, r.ratio_ci) {
         ("none", _, _) | (_, None, _) => true,
-        _ if identical(r) => true,
-        (_, Some(band), Some(ci)) if r.method == Method::SignedRank => paired::decided(ci, band),
+        _ if identical(r) || r.method != Method::SignedRank => true,
+        (_, Some(band), Some(ci)) => paired::decided(ci, band),
         _ => false,
     }
 }
@@ -304,10 +305,7 @@ fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
         );
     };
     let (nb, nc) = (r.baseline.n, r.candidate.n);
-    let identical = r.baseline.min == r.baseline.max
-        && r.candidate.min == r.candidate.max
-        && r.baseline.min == r.candidate.min;
-    if identical {
+    if identical(r) {
         return (Verdict::Unchanged, "identical values".into());
     }
     let floor = match r.method {
@@ -576,6 +574,8 @@ mod tests {
         assert_ne!(rows[0].verdict, Verdict::Regressed, "{}", rows[0].why);
         assert_eq!(rows[0].method, Method::MannWhitney);
         assert!(rows[0].detectable.unwrap() > 0.05);
+        // Rows that cannot be paired do not hold a session open.
+        assert!(settled(&rows[0]));
         p.paired = true;
         let rows = judge(&[p], &policy);
         assert_eq!(rows[0].method, Method::SignedRank);

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use super::stats::splitmix;
 use super::twosample::t_two_sided;
 
 /// Sequences simulated to calibrate a boundary.
@@ -37,6 +38,10 @@ pub struct Looks {
     pub last: usize,
     pub every: usize,
 }
+
+/// The most pairs a session plans (the boundary's simulation grows with their square;
+/// a plan read from a store row beyond it is not trusted).
+pub const MAX_PAIRS: usize = 200;
 
 /// How many looks a session plans: each look costs the interval width (the boundary
 /// rises with their number: 1.96 for one, 2.41 for 5, about 2.6 for 10), and a session
@@ -88,10 +93,17 @@ struct Boundary {
     max_abs_z: Vec<f64>,
 }
 
-/// The signed-rank statistic standardized: (W+ − n(n+1)/4) / its standard deviation.
-fn standardized(w_plus: f64, n: usize) -> f64 {
+/// The signed-rank statistic of `n` non-zero values standardized: (W+ − n(n+1)/4) over
+/// its standard deviation, less the tie correction `ties` from its variance; 0 when it
+/// has none.
+fn standardized(w_plus: f64, n: usize, ties: f64) -> f64 {
     let n = n as f64;
-    (w_plus - n * (n + 1.0) / 4.0) / (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0).sqrt()
+    let var = n * (n + 1.0) * (2.0 * n + 1.0) / 24.0 - ties;
+    if var > 0.0 {
+        (w_plus - n * (n + 1.0) / 4.0) / var.sqrt()
+    } else {
+        0.0
+    }
 }
 
 impl Boundary {
@@ -118,7 +130,7 @@ impl Boundary {
                 }
                 sorted.insert(at, (x.abs(), x > 0.0));
                 if looks.at(n) {
-                    top = top.max(standardized(w, n).abs());
+                    top = top.max(standardized(w, n, 0.0).abs());
                 }
             }
             max_abs_z.push(top);
@@ -169,12 +181,8 @@ impl Normal {
     }
 
     fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        self.state = splitmix(self.state);
+        ((self.state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
     fn next(&mut self) -> f64 {
@@ -286,23 +294,13 @@ pub fn paired(
     }
     let d: Vec<f64> = (0..n).map(|i| (candidate[i] / baseline[i]).ln()).collect();
     let looks = looks
-        .filter(|l| l.first >= 3 && n >= l.first)
+        .filter(|l| l.first >= 3 && n >= l.first && l.last <= MAX_PAIRS && l.every >= 1)
         // A planned look keeps the plan's boundary (a session stopped there because
         // the data decided); a budget spent between looks ends the plan at `n`.
         .map(|l| if l.at(n) { l } else { l.ended_at(n) })
         .unwrap_or(Looks::once(n));
     let (w, nonzero, ties) = signed_rank(&d);
-    let z = if nonzero == 0 {
-        0.0
-    } else {
-        let m = nonzero as f64;
-        let var = m * (m + 1.0) * (2.0 * m + 1.0) / 24.0 - ties;
-        if var > 0.0 {
-            (w - m * (m + 1.0) / 4.0) / var.sqrt()
-        } else {
-            0.0
-        }
-    };
+    let z = standardized(w, nonzero, ties);
     let (critical, p) = boundary(looks, |b| (b.critical(alpha), b.p(z)));
     // Walsh averages: their median estimates the shift, their order statistics bound it.
     let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
@@ -609,5 +607,25 @@ mod tests {
         };
         // Margin to the 3% edge ≈ 0.0192 in logs: (2.5 × 0.03 / 0.0192)² ≈ 15.3 → 16.
         assert_eq!(pairs_to_decide(&t, 0.03), Some(16));
+    }
+
+    #[test]
+    fn a_plan_read_from_a_hostile_store_row_is_not_simulated() {
+        // A stored session's looks come from the store: 10¹² pairs would simulate for
+        // ever. Beyond MAX_PAIRS the plan is ignored and the pairs are judged once.
+        let hostile = Looks {
+            first: 3,
+            last: 1_000_000_000_000,
+            every: 1,
+        };
+        let b = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02];
+        let c = [1.01, 1.12, 0.92, 1.06, 0.96, 1.03];
+        let once = paired(&b, &c, None, 0.05).unwrap();
+        assert_eq!(paired(&b, &c, Some(hostile), 0.05).unwrap(), once);
+        let zero = Looks {
+            every: 0,
+            ..Looks::once(6)
+        };
+        assert_eq!(paired(&b, &c, Some(zero), 0.05).unwrap(), once);
     }
 }

@@ -232,11 +232,11 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     let b = gather(&store, &base_runs, &mut notes)?;
     let c = gather(&store, &cand_runs, &mut notes)?;
     let session = paired_session(&store, &base_runs, &cand_runs)?;
+    let paired = session.is_some_and(|s| s.mode != Mode::Sequential);
     let pairs: Vec<Pair> = b
         .iter()
         .filter_map(|((case, metric), (unit, direction, xs))| {
             let (_, _, ys) = c.get(&(case.clone(), metric.clone()))?;
-            let paired = session.is_some_and(|s| s.mode != Mode::Sequential);
             let (baseline, candidate) = match paired {
                 true => aligned(xs, ys),
                 false => (

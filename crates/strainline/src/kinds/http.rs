@@ -163,8 +163,7 @@ fn cpu_seconds_of(
 ) -> f64 {
     let exact = running
         .zip(before)
-        .and_then(|(r, b)| b.until(&r.cpu_now()?))
-        .map(|(cpu, _wall)| cpu);
+        .and_then(|(r, b)| b.until(&r.cpu_now()?));
     exact.unwrap_or_else(|| cpu_in(&samples(running), run.window) * (run.window.1 - run.window.0))
 }
 

@@ -222,13 +222,7 @@ impl Share {
     }
 }
 
-/// splitmix64: a fast, well-mixed step of a seeded stream (also a hash finalizer).
-pub fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::analysis::stats::splitmix;
 
 impl Iterator for Share {
     type Item = f64;

@@ -57,10 +57,7 @@ pub struct PairedOutcome {
 }
 
 /// One version's side of a case: its results by pair number.
-#[derive(Default)]
-struct Side {
-    results: BTreeMap<usize, CaseResult>,
-}
+type Side = BTreeMap<usize, CaseResult>;
 
 fn usable(r: &CaseResult) -> bool {
     matches!(r.status, Status::Passed | Status::Failed)
@@ -70,16 +67,15 @@ fn usable(r: &CaseResult) -> bool {
 /// versions measured.
 fn pairs_of(case: &str, a: &Side, b: &Side, paired: bool) -> Vec<Pair> {
     let both: Vec<usize> = a
-        .results
         .iter()
-        .filter(|(k, r)| usable(r) && b.results.get(k).is_some_and(usable))
+        .filter(|(k, r)| usable(r) && b.get(k).is_some_and(usable))
         .map(|(k, _)| *k)
         .collect();
     let Some(first) = both.first() else {
         return Vec::new();
     };
-    let value = |side: &Side, k: usize, name: &str| side.results[&k].metric(name);
-    a.results[first]
+    let value = |side: &Side, k: usize, name: &str| side[&k].metric(name);
+    a[first]
         .metrics
         .iter()
         .filter_map(|m| {
@@ -154,7 +150,7 @@ struct Coin(u64);
 
 impl Coin {
     fn baseline_first(&mut self) -> bool {
-        self.0 = crate::load::schedule::splitmix(self.0);
+        self.0 = crate::analysis::stats::splitmix(self.0);
         self.0 >> 63 == 0
     }
 }
@@ -373,13 +369,12 @@ pub fn run_paired(
                         result.status.name()
                     ));
                 }
-                sides[side].results.insert(k, result);
+                sides[side].insert(k, result);
             }
             // Once the pair is complete: look, when the plan does; then the budget,
             // checked after every pair (a budget spent between two looks ends the
             // plan there: `analysis::paired` uses the looks taken and this one).
-            let complete =
-                mode != Mode::Sequential && sides.iter().all(|s| s.results.contains_key(&k));
+            let complete = mode != Mode::Sequential && sides.iter().all(|s| s.contains_key(&k));
             if !complete {
                 continue;
             }

@@ -357,7 +357,6 @@ pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
 /// The target tree's CPU time at one instant, to the microsecond or better.
 #[derive(Debug, Clone)]
 pub struct CpuReading {
-    pub at: std::time::Instant,
     /// CPU seconds so far.
     pub seconds: f64,
     /// The processes it summed (sorted); empty when a cgroup counted the whole tree.
@@ -365,16 +364,12 @@ pub struct CpuReading {
 }
 
 impl CpuReading {
-    /// CPU seconds and wall seconds from `self` to `later`, when both read the same
-    /// processes (a process that ended or started between them would be miscounted:
-    /// `None`, and the caller uses the sampled figure).
-    pub fn until(&self, later: &CpuReading) -> Option<(f64, f64)> {
-        (self.pids == later.pids && later.seconds >= self.seconds).then(|| {
-            (
-                later.seconds - self.seconds,
-                later.at.duration_since(self.at).as_secs_f64(),
-            )
-        })
+    /// CPU seconds from `self` to `later`, when both read the same processes (a
+    /// process that ended or started between them would be miscounted: `None`, and
+    /// the caller uses the sampled figure).
+    pub fn until(&self, later: &CpuReading) -> Option<f64> {
+        (self.pids == later.pids && later.seconds >= self.seconds)
+            .then_some(later.seconds - self.seconds)
     }
 }
 
@@ -386,7 +381,6 @@ impl Running {
         if self.host.is_some() {
             return None;
         }
-        let at = std::time::Instant::now();
         if let Some(us) = self
             .unit
             .as_ref()
@@ -394,7 +388,6 @@ impl Running {
             .and_then(|g| g.cpu_usage_usec())
         {
             return Some(CpuReading {
-                at,
                 seconds: us as f64 / 1e6,
                 pids: Vec::new(),
             });
@@ -412,7 +405,7 @@ impl Running {
                 / hz;
             seconds += own + reaped;
         }
-        Some(CpuReading { at, seconds, pids })
+        Some(CpuReading { seconds, pids })
     }
 
     /// How the target ended, if it has (unexpectedly, while a case ran). An attached
