@@ -208,6 +208,10 @@ pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
 #[derive(Default)]
 struct Slot {
     deadline: Cell<Option<Instant>>,
+    /// The request in flight: its intended time and scenario step (for the cut).
+    intended: Cell<Option<(Instant, Option<usize>)>>,
+    /// A connection is being opened on this slot.
+    connecting: Cell<bool>,
     /// The socket of the connection in use, shut down when the request overruns.
     fd: Cell<Option<std::os::fd::RawFd>>,
     expired: Cell<bool>,
@@ -251,6 +255,8 @@ struct Ctx {
     deadline: Option<Instant>,
     tickets: Option<Arc<AtomicI64>>,
     ready: Arc<AtomicI64>,
+    /// The open model's pool, whose waiting sends are counted when the run is cut.
+    pool: RefCell<Option<Rc<Pool>>>,
 }
 
 /// Opens a connection outside any measurement (before the clock starts). One that is
@@ -278,7 +284,10 @@ async fn fresh_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
     if ctx.command.is_some() {
         return None;
     }
-    match tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await {
+    slot.connecting.set(true);
+    let c = tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await;
+    slot.connecting.set(false);
+    match c {
         Ok(Ok(c)) => {
             slot.fd.set(Some(c.fd));
             ctx.rec.lock().unwrap().connection_opened();
@@ -298,6 +307,27 @@ impl Ctx {
     /// The watchdog stops looking at a connection that closed for good.
     fn forget(&self, slot: &Rc<Slot>) {
         self.slots.borrow_mut().retain(|s| !Rc::ptr_eq(s, slot));
+    }
+
+    /// The run is cut (its end's grace is over, or it was interrupted): every request
+    /// that was due and is still unanswered — in flight, or waiting in the open model's
+    /// queue for a connection — is counted, its latency censored at this moment.
+    fn cut(&self) {
+        let now = Instant::now();
+        let slots = self.slots.borrow();
+        let connecting = slots.iter().any(|s| s.connecting.get());
+        let mut rec = self.rec.lock().unwrap();
+        for s in slots.iter().filter(|s| s.deadline.get().is_some()) {
+            if let Some((at, step)) = s.intended.get() {
+                rec.cut(step, now.saturating_duration_since(at), true, false);
+            }
+        }
+        if let Some(pool) = self.pool.borrow().as_ref() {
+            for (at, seq, _) in pool.queue.borrow_mut().drain(..) {
+                let step = pool.requests.as_ref().and_then(|r| r.step_at(seq));
+                rec.cut(step, now.saturating_duration_since(at), false, connecting);
+            }
+        }
     }
 }
 
@@ -339,12 +369,14 @@ async fn exchange(
     }
     slot.expired.set(false);
     slot.deadline.set(Some(sent_at + ctx.timeout));
+    slot.intended.set(Some((intended, step)));
     let result = async {
         if conn.as_ref().is_none_or(|c| c.is_closed()) {
             // A connect that hangs has no I/O task to abort yet: it gets a timer.
-            let c = tokio::time::timeout(ctx.timeout, http::connect(&ctx.target))
-                .await
-                .map_err(|_| ErrorKind::Timeout)??;
+            slot.connecting.set(true);
+            let c = tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await;
+            slot.connecting.set(false);
+            let c = c.map_err(|_| ErrorKind::Timeout)??;
             slot.fd.set(Some(c.fd));
             *conn = Some(c);
             ctx.rec.lock().unwrap().connection_opened();
@@ -353,6 +385,7 @@ async fn exchange(
     }
     .await;
     slot.deadline.set(None);
+    slot.intended.set(None);
     let result = match result {
         Err(_) if slot.expired.get() => Err(ErrorKind::Timeout),
         r => r,
@@ -834,6 +867,7 @@ async fn open(
 ) {
     let by_position = requests.is_some();
     let pool = Rc::new(Pool::new(cap, requests));
+    *ctx.pool.borrow_mut() = Some(pool.clone());
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
     let mut handles: Vec<_> = (0..initial)
@@ -1107,6 +1141,7 @@ pub fn run_from(
                         deadline,
                         tickets,
                         ready,
+                        pool: RefCell::new(None),
                     });
                     local.block_on(&rt, async move {
                         let dog = tokio::task::spawn_local(watchdog(slots.clone()));
@@ -1168,8 +1203,7 @@ pub fn run_from(
                             _ = work => {}
                             _ = hard_stop(stopper.clone()) => {
                                 // Cut: what is still unanswered is counted, not waited for.
-                                let n = slots.borrow().iter().filter(|s| s.deadline.get().is_some()).count();
-                                stopper.rec.lock().unwrap().unfinished(n as u64);
+                                stopper.cut();
                             }
                         }
                         dog.abort();

@@ -91,8 +91,17 @@ pub struct Tally {
     pub held: u64,
     pub connections_opened: u64,
     /// Requests still unanswered when the run was cut at its end (or interrupted):
-    /// neither a response nor an error.
+    /// neither a response nor an error. Their latency is in `corrected`, censored at the
+    /// cut (at least the cut less their intended time).
     pub unfinished: u64,
+    /// Requests whose intended time came but that were never sent: still waiting for a
+    /// connection when the run was cut. In `corrected` like the unfinished ones.
+    #[serde(default)]
+    pub unsent: u64,
+    /// Of `unsent`, those cut while the worker was still opening a connection (none
+    /// could be opened in time: the target did not accept them).
+    #[serde(default)]
+    pub unsent_connecting: u64,
 }
 
 /// A histogram as base64 of its V2 encoding (HdrHistogram's interchange format).
@@ -171,6 +180,8 @@ impl Default for Tally {
             held: 0,
             connections_opened: 0,
             unfinished: 0,
+            unsent: 0,
+            unsent_connecting: 0,
         }
     }
 }
@@ -209,6 +220,8 @@ impl Tally {
         d.held = d.held.saturating_sub(part.held);
         d.connections_opened = d.connections_opened.saturating_sub(part.connections_opened);
         d.unfinished = d.unfinished.saturating_sub(part.unfinished);
+        d.unsent = d.unsent.saturating_sub(part.unsent);
+        d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
         d
     }
 
@@ -233,6 +246,25 @@ impl Tally {
         self.held += o.held;
         self.connections_opened += o.connections_opened;
         self.unfinished += o.unfinished;
+        self.unsent += o.unsent;
+        self.unsent_connecting += o.unsent_connecting;
+    }
+
+    /// Requests that were due and got no answer: cut in flight or never sent.
+    pub fn unanswered(&self) -> u64 {
+        self.unfinished + self.unsent
+    }
+
+    /// The share of requests that failed: errors, and the unanswered, of every request
+    /// that was due (answered, failed or unanswered).
+    pub fn error_rate(&self) -> f64 {
+        let failed = self.errors() + self.unanswered();
+        let due = self.completed + self.by_error.values().sum::<u64>() + self.unanswered();
+        if due > 0 {
+            failed as f64 / due as f64
+        } else {
+            0.0
+        }
     }
 }
 
@@ -332,9 +364,27 @@ impl Recorder {
         self.interval.connections_opened += 1;
     }
 
-    /// `n` requests were still unanswered when the run was cut.
-    pub fn unfinished(&mut self, n: u64) {
-        self.interval.unfinished += n;
+    /// A request (of scenario step `step`) was cut at the run's end `waited` after its
+    /// intended time: in flight (`sent`), or never sent — then `connecting` says whether
+    /// its worker was still opening a connection. Its latency is censored: at least
+    /// `waited`, recorded as that.
+    pub fn cut(&mut self, step: Option<usize>, waited: Duration, sent: bool, connecting: bool) {
+        let us = us(waited);
+        let mark = |t: &mut Tally| {
+            if sent {
+                t.unfinished += 1;
+            } else {
+                t.unsent += 1;
+                if connecting {
+                    t.unsent_connecting += 1;
+                }
+            }
+            t.corrected.saturating_record(us);
+        };
+        mark(&mut self.interval);
+        if let Some(t) = self.step(step) {
+            mark(t);
+        }
     }
 
     /// Hands over the current interval and starts `fresh` (made by the caller, outside

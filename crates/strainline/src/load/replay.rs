@@ -68,6 +68,15 @@ impl Draw {
             cumulative,
         }
     }
+
+    /// The step drawn for `position`, and the hash that drew it.
+    fn draw(&self, position: u64) -> (usize, u64) {
+        let h = splitmix(self.scenario.seed ^ splitmix(position));
+        let total = self.cumulative.last().map_or(1, |c| c.0);
+        let pick = h % total;
+        let k = self.cumulative.partition_point(|c| c.0 <= pick);
+        (self.cumulative[k.min(self.cumulative.len() - 1)].1, h)
+    }
 }
 
 impl Requests {
@@ -118,14 +127,18 @@ impl Requests {
         match self {
             Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
             Requests::Drawn(d) => {
-                let h = splitmix(d.scenario.seed ^ splitmix(position));
-                let total = d.cumulative.last().map_or(1, |c| c.0);
-                let pick = h % total;
-                let k = d.cumulative.partition_point(|c| c.0 <= pick);
-                let step = d.cumulative[k.min(d.cumulative.len() - 1)].1;
+                let (step, h) = d.draw(position);
                 let r = d.scenario.request(step, position, position, splitmix(h));
                 (Cow::Owned(r), Some(step))
             }
+        }
+    }
+
+    /// The scenario step of the request at `position`, without making the request.
+    pub fn step_at(&self, position: u64) -> Option<usize> {
+        match self {
+            Requests::Listed(_) => None,
+            Requests::Drawn(d) => Some(d.draw(position).0),
         }
     }
 }

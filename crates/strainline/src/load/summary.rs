@@ -76,6 +76,14 @@ pub struct LoadSummary {
     /// Requests still unanswered when the run was cut at its end or interrupted.
     #[serde(default)]
     pub unfinished: u64,
+    /// Requests whose intended time came but that were never sent (the open model):
+    /// still waiting for a connection when the run was cut. With `unfinished`, counted
+    /// in `error_rate` and, censored at the cut, in `latency_us`.
+    #[serde(default)]
+    pub unsent: u64,
+    /// Requests the schedule made due (open model): sent + unfinished + unsent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<u64>,
     /// CPU seconds of each worker thread.
     pub generator_thread_cpu_seconds: Vec<f64>,
     /// Per scenario step.
@@ -161,7 +169,6 @@ pub fn summarize(
     step_names: &[String],
 ) -> LoadSummary {
     let t: &Tally = &o.total;
-    let attempts = t.completed + t.by_error.values().sum::<u64>();
     LoadSummary {
         url: url.to_string(),
         model: model.to_string(),
@@ -177,11 +184,7 @@ pub fn summarize(
         completed: t.completed,
         ok: t.ok,
         errors: t.errors(),
-        error_rate: if attempts > 0 {
-            t.errors() as f64 / attempts as f64
-        } else {
-            0.0
-        },
+        error_rate: t.error_rate(),
         by_status: t
             .by_status
             .iter()
@@ -208,6 +211,11 @@ pub fn summarize(
         connections_opened: t.connections_opened,
         cap_hits: t.cap_hits,
         unfinished: t.unfinished,
+        unsent: t.unsent,
+        scheduled: o
+            .scheduled
+            .map(|_| t.sent + t.unfinished + t.unsent)
+            .filter(|_| model != "closed"),
         // On agents: every agent's threads (each judged its own).
         generator_thread_cpu_seconds: if o.agents.is_empty() {
             o.thread_cpu.clone()

@@ -259,6 +259,47 @@ fn agents_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
     (evidence, notes)
 }
 
+/// Requests that were due and never sent, and why: the open model's promise is that
+/// every scheduled request is in the results — sent, failed, or named here (and counted
+/// in the error rate, with its latency censored at the run's end).
+fn unsent(o: &Outcome) -> Option<String> {
+    let t = &o.total;
+    if t.unsent == 0 {
+        return None;
+    }
+    let service = if t.service.is_empty() {
+        "none answered".to_string()
+    } else {
+        format!(
+            "service time p50 {:.1} ms",
+            t.service.value_at_quantile(0.5) as f64 / 1e3
+        )
+    };
+    let why = if 2 * t.unsent_connecting >= t.unsent {
+        "no connection could be opened in time — the target did not complete the handshakes \
+         (a full listen queue drops them, and the kernel retries after 1 s)"
+            .to_string()
+    } else {
+        format!(
+            "every connection{} was waiting on an earlier request ({service}; {} answered in \
+             {:.1} s) — the target answered slower than they came due",
+            if t.cap_hits > 0 {
+                " of the pool, at its cap,"
+            } else {
+                ""
+            },
+            t.completed,
+            o.elapsed
+        )
+    };
+    Some(format!(
+        "{} of {} scheduled requests were never sent: {why}; counted as errors, with a \
+         latency of at least the time from their intended send to the run's end",
+        t.unsent,
+        t.sent + t.unfinished + t.unsent
+    ))
+}
+
 pub fn judge(o: &Outcome) -> Verdict {
     let t = &o.total;
     let achieved_rate = if o.elapsed > 0.0 {
@@ -295,6 +336,7 @@ pub fn judge(o: &Outcome) -> Verdict {
         if !o.agents.is_empty() {
             reasons.extend(evidence);
         }
+        reasons.extend(unsent(o));
         return Verdict {
             status: Validity::Failed,
             reasons,
@@ -315,6 +357,7 @@ pub fn judge(o: &Outcome) -> Verdict {
         ));
     }
     reasons.extend(evidence);
+    reasons.extend(unsent(o));
     // Evidence that did not change the result, worth knowing.
     reasons.extend(notes.into_iter().map(|e| format!("note: {e}")));
     Verdict {
@@ -333,6 +376,7 @@ pub fn judge(o: &Outcome) -> Verdict {
 mod tests {
     use super::*;
     use crate::load::recorder::Tally;
+    use std::time::Duration;
 
     fn tally(light_us: &[u64], full_us: &[u64]) -> Tally {
         let mut t = Tally::default();
@@ -372,6 +416,47 @@ mod tests {
             stolen_seconds: stolen * 10.0 * crate::host::cores() as f64,
             agents: Vec::new(),
         }
+    }
+
+    #[test]
+    fn unsent_requests_are_named_with_their_cause_and_fail_the_error_rate() {
+        let mut r = crate::load::recorder::Recorder::default();
+        for _ in 0..10 {
+            r.sent(None);
+            r.response(
+                None,
+                200,
+                true,
+                0,
+                Duration::from_millis(2),
+                Duration::from_millis(2),
+            );
+        }
+        r.cut(None, Duration::from_secs(2), true, false);
+        for connecting in [true, true, false] {
+            r.cut(None, Duration::from_secs(3), false, connecting);
+        }
+        let mut o = late_run(0, 0.0);
+        o.total = r.take_interval(Tally::default());
+        assert_eq!((o.total.unfinished, o.total.unsent), (1, 3));
+        // 4 of 14 due requests were never answered.
+        assert!((o.total.error_rate() - 4.0 / 14.0).abs() < 1e-12);
+        // The censored latencies are in the corrected distribution: its max is 3 s.
+        assert_eq!(o.total.corrected.len(), 14);
+        assert!(o.total.corrected.max() >= 2_999_000);
+        let v = judge(&o);
+        let line = v.reasons.iter().find(|r| r.contains("never sent")).unwrap();
+        assert!(line.starts_with("3 of 14 scheduled requests"), "{line}");
+        assert!(line.contains("no connection could be opened"), "{line}");
+        // Mostly waiting on busy connections: said so, with the service time.
+        o.total.unsent_connecting = 1;
+        let v = judge(&o);
+        let line = v.reasons.iter().find(|r| r.contains("never sent")).unwrap();
+        assert!(line.contains("waiting on an earlier request (service time p50 2.0 ms"), "{line}");
+        // An agent's tally carries them over the wire and through `minus`.
+        let wire: Tally = serde_json::from_str(&serde_json::to_string(&o.total).unwrap()).unwrap();
+        assert_eq!((wire.unsent, wire.unsent_connecting), (3, 1));
+        assert_eq!(o.total.minus(&wire).unanswered(), 0);
     }
 
     #[test]

@@ -31,15 +31,22 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     writeln!(out, "Load: {}{id}", s.url)?;
     writeln!(out, "  {}", s.description)?;
     writeln!(out, "{rule}")?;
+    let unanswered = s.unfinished + s.unsent;
     writeln!(
         out,
-        "  {:<14}{} sent, {} completed ({} ok), {} errors ({:.3}%)",
+        "  {:<14}{} sent, {} completed ({} ok), {} errors{} ({:.3}%{})",
         "Requests",
         s.sent,
         s.completed,
         s.ok,
         s.errors,
-        100.0 * s.error_rate
+        if unanswered > 0 {
+            format!(", {unanswered} unanswered")
+        } else {
+            String::new()
+        },
+        100.0 * s.error_rate,
+        if unanswered > 0 { " failed" } else { "" }
     )?;
     match s.offered_rate {
         Some(off) => writeln!(
@@ -175,8 +182,17 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     if s.unfinished > 0 {
         writeln!(
             out,
-            "  {:<14}{} request(s) still unanswered when the run ended were cut (neither responses nor errors)",
+            "  {:<14}{} request(s) still unanswered when the run ended were cut (counted as errors, latency censored at the cut)",
             "Unfinished", s.unfinished
+        )?;
+    }
+    if s.unsent > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} of {} scheduled request(s) were never sent (counted as errors, latency censored at the run's end)",
+            "Never sent",
+            s.unsent,
+            s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
         )?;
     }
     let verdict = match s.status {
