@@ -37,7 +37,7 @@ nginx -c "$WORK/nginx.conf" -p "$WORK" &
 PIDS=($!)
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-head -c 32 /dev/urandom | base64 > "$WORK/token"
+(umask 077; head -c 32 /dev/urandom | base64 > "$WORK/token")
 LIST=""
 for i in 0 1 2; do
   P=$(free_port)

@@ -222,9 +222,40 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// `s` safe to print as one line of a log: every control character, line breaks and
+/// tabs included, shown as an escape — what a stranger sent cannot forge a second line
+/// or drive the terminal.
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                c if c.is_control() => c.escape_unicode().to_string(),
+                c => c.to_string(),
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        let hostile = "a\x1b]8;;http://evil\x07b\x1b[2J\nc\td\u{9b}e";
+        assert_eq!(
+            printable(hostile),
+            "a\\u{1b}]8;;http://evil\\u{7}b\\u{1b}[2J\nc\td\\u{9b}e"
+        );
+        assert_eq!(
+            one_line(hostile),
+            "a\\u{1b}]8;;http://evil\\u{7}b\\u{1b}[2J\\u{a}c\\u{9}d\\u{9b}e"
+        );
+        assert!(matches!(one_line("plain"), std::borrow::Cow::Borrowed(_)));
+    }
 
     #[test]
     fn numbers_read_as_people_write_them() {

@@ -38,11 +38,49 @@ pub struct Identity {
     pub auth: Option<(Token, [u8; 32])>,
 }
 
+/// Connections that have not yet proved they know the token, at most: a newer one
+/// closes the oldest. Strangers' idle or slow connections cost a few kilobytes each
+/// (a TLS session and a hello of at most [`wire::MAX_HELLO`]) and cannot starve the
+/// coordinator, whose hello takes milliseconds.
+pub const MAX_PENDING: usize = 64;
+
+/// How long a connection has to finish its TLS handshake and hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connections still proving who they are, oldest first.
+#[derive(Default)]
+struct Pending {
+    next: std::cell::Cell<u64>,
+    open: std::cell::RefCell<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>,
+}
+
+impl Pending {
+    /// Admits a connection's task, closing the oldest pending one past the cap.
+    fn admit(&self, id: u64, task: tokio::task::AbortHandle) {
+        let mut open = self.open.borrow_mut();
+        open.push_back((id, task));
+        while open.len() > MAX_PENDING {
+            if let Some((_, oldest)) = open.pop_front() {
+                oldest.abort();
+            }
+        }
+    }
+
+    /// The connection proved it knows the token (or ended): no longer pending.
+    fn done(&self, id: u64) {
+        self.open.borrow_mut().retain(|(i, _)| *i != id);
+    }
+}
+
 /// Serves `strainline agent --listen`: one coordinator's run at a time (another is
 /// refused while a run is on; watch sessions run beside it), until killed — or after
-/// one session with `once`.
+/// one session with `once`. Strangers are bounded: the descriptor limit is raised to
+/// the hard one, at most [`MAX_PENDING`] unauthenticated connections are held, each
+/// for at most [`HELLO_TIMEOUT`], and a failed accept (out of descriptors) waits and
+/// goes on instead of ending the agent.
 pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Result<(), String> {
     stop_on_signals(&name);
+    crate::os::process::raise_nofile();
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -51,22 +89,45 @@ pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Resul
         let acceptor = super::link::acceptor()?;
         eprintln!("strainline agent {name}: listening on {local} (TLS, token)");
         let busy = Arc::new(AtomicBool::new(false));
-        loop {
-            let (tcp, peer) = listener.accept().await.map_err(|e| e.to_string())?;
-            let session = serve_tls(
-                tcp,
-                peer.to_string(),
-                acceptor.clone(),
-                token.clone(),
-                name.clone(),
-                busy.clone(),
-            );
-            if once {
-                session.await;
-                return Ok(());
-            }
-            tokio::spawn(session);
-        }
+        let pending = std::rc::Rc::new(Pending::default());
+        let local_set = tokio::task::LocalSet::new();
+        local_set
+            .run_until(async move {
+                let mut said = Instant::now() - Duration::from_secs(60);
+                loop {
+                    let (tcp, peer) = match listener.accept().await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            if said.elapsed() >= Duration::from_secs(10) {
+                                eprintln!("strainline agent {name}: accept: {e} (waiting)");
+                                said = Instant::now();
+                            }
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let id = pending.next.get();
+                    pending.next.set(id + 1);
+                    let session = serve_tls(
+                        tcp,
+                        peer.to_string(),
+                        acceptor.clone(),
+                        token.clone(),
+                        name.clone(),
+                        busy.clone(),
+                        Some((pending.clone(), id)),
+                    );
+                    if once {
+                        session.await;
+                        return Ok(());
+                    }
+                    let task = tokio::task::spawn_local(session);
+                    if !task.is_finished() {
+                        pending.admit(id, task.abort_handle());
+                    }
+                }
+            })
+            .await
     })
 }
 
@@ -97,7 +158,7 @@ pub fn serve_connect(
         };
         eprintln!("strainline agent {name}: connected to the coordinator at {addr}");
         let busy = Arc::new(AtomicBool::new(false));
-        serve_tls(tcp, addr.to_string(), acceptor, token, name, busy).await;
+        serve_tls(tcp, addr.to_string(), acceptor, token, name, busy, None).await;
         Ok(())
     })
 }
@@ -128,7 +189,8 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One session over TCP, this agent the TLS server whoever dialed.
+/// One session over TCP, this agent the TLS server whoever dialed; `pending` is told
+/// when the peer has proved it knows the token.
 async fn serve_tls(
     tcp: tokio::net::TcpStream,
     peer: String,
@@ -136,9 +198,25 @@ async fn serve_tls(
     token: Token,
     name: String,
     busy: Arc<AtomicBool>,
+    pending: Option<(std::rc::Rc<Pending>, u64)>,
 ) {
+    struct Done(Option<(std::rc::Rc<Pending>, u64)>);
+    impl Done {
+        fn now(&mut self) {
+            if let Some((p, id)) = self.0.take() {
+                p.done(id);
+            }
+        }
+    }
+    impl Drop for Done {
+        fn drop(&mut self) {
+            self.now();
+        }
+    }
+    let mut done = Done(pending);
     let _ = tcp.set_nodelay(true);
-    let tls = match tokio::time::timeout(super::link::CONNECT_TIMEOUT, acceptor.accept(tcp)).await {
+    let until = tokio::time::Instant::now() + HELLO_TIMEOUT;
+    let tls = match tokio::time::timeout_at(until, acceptor.accept(tcp)).await {
         Ok(Ok(t)) => t,
         _ => {
             eprintln!("agent {name}: {peer}: no TLS handshake");
@@ -153,9 +231,19 @@ async fn serve_tls(
         name: name.clone(),
         auth: Some((token, ekm)),
     };
-    if let Err(e) = session(BufReader::new(r), w, &id, &busy).await {
-        eprintln!("agent {name}: {peer}: {e}");
+    let greeted = Greeting {
+        until,
+        authenticated: &mut || done.now(),
+    };
+    if let Err(e) = session(BufReader::new(r), w, &id, &busy, greeted).await {
+        eprintln!("agent {name}: {peer}: {}", crate::units::one_line(&e));
     }
+}
+
+/// The hello's deadline, and what to do once the peer has proved who it is.
+struct Greeting<'a> {
+    until: tokio::time::Instant,
+    authenticated: &'a mut dyn FnMut(),
 }
 
 /// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
@@ -169,23 +257,36 @@ pub fn serve_stdio(name: String) -> Result<(), String> {
             tokio::io::stdout(),
             &id,
             &busy,
+            Greeting {
+                until: tokio::time::Instant::now() + HELLO_TIMEOUT,
+                authenticated: &mut || {},
+            },
         )
         .await
     })
 }
 
 /// One coordinator's session: hello, clock exchanges, at most one run.
-async fn session<R, W>(mut r: R, mut w: W, id: &Identity, busy: &AtomicBool) -> Result<(), String>
+async fn session<R, W>(
+    mut r: R,
+    mut w: W,
+    id: &Identity,
+    busy: &AtomicBool,
+    greeting: Greeting<'_>,
+) -> Result<(), String>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let refuse = |why: String| FromAgent::Refused { why };
+    let hello = tokio::time::timeout_at(greeting.until, wire::recv_within(&mut r, wire::MAX_HELLO))
+        .await
+        .map_err(|_| format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))?;
     let Some(ToAgent::Hello {
         protocol,
         strainline,
         proof,
-    }) = wire::recv(&mut r).await.map_err(|e| e.to_string())?
+    }) = hello.map_err(|e| e.to_string())?
     else {
         return Err("the first message was not a hello".into());
     };
@@ -208,6 +309,7 @@ where
         }
         None => None,
     };
+    (greeting.authenticated)();
     // Only a run makes the agent busy: a watch session runs beside it.
     struct Release<'a>(&'a AtomicBool);
     impl Drop for Release<'_> {

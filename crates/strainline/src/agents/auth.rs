@@ -16,6 +16,9 @@ const LABEL: &[u8] = b"EXPORTER-strainline-agent";
 /// The shortest token accepted, bytes.
 const MIN_TOKEN: usize = 16;
 
+/// The largest token file read, bytes.
+pub const MAX_TOKEN_FILE: u64 = 4096;
+
 /// A shared secret, read from a file (surrounding whitespace ignored).
 #[derive(Clone)]
 pub struct Token(Vec<u8>);
@@ -27,9 +30,37 @@ impl std::fmt::Debug for Token {
 }
 
 impl Token {
+    /// Reads the token from `path`: a regular file (a link to one is fine, as a
+    /// Kubernetes Secret mounts it) of at most [`MAX_TOKEN_FILE`] bytes that other users
+    /// can neither read nor change (group-readable is allowed, for a Secret shared with
+    /// a pod's `fsGroup`) — as ssh treats a private key.
     pub fn read(path: &Path) -> Result<Token, String> {
-        let text =
-            std::fs::read(path).map_err(|e| format!("token file {}: {e}", path.display()))?;
+        use std::io::Read;
+        use std::os::unix::fs::PermissionsExt;
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| format!("token file {shown}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "token file {shown}: not a regular file (a device, a pipe or a directory): give a file holding the token"
+            ));
+        }
+        if meta.len() > MAX_TOKEN_FILE {
+            return Err(format!(
+                "token file {shown}: {} bytes, more than {MAX_TOKEN_FILE}: a token is one line (`head -c 32 /dev/urandom | base64`)",
+                meta.len()
+            ));
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o027 != 0 {
+            return Err(format!(
+                "token file {shown}: mode {mode:04o} lets other users {} the token: `chmod 600 {shown}`",
+                if mode & 0o004 != 0 { "read" } else { "change" }
+            ));
+        }
+        let mut text = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TOKEN_FILE + 1).read_to_end(&mut text))
+            .map_err(|e| format!("token file {shown}: {e}"))?;
         let t = text.trim_ascii().to_vec();
         if t.len() < MIN_TOKEN {
             return Err(format!(
@@ -104,17 +135,47 @@ mod tests {
         assert!(!t.verify("coordinator", &ekm, "zz"));
     }
 
+    /// A token file as the docs say to make one: only its owner can read it.
+    fn private(f: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(f, text).unwrap();
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    #[test]
+    fn an_insecure_or_endless_token_file_is_refused_with_the_fix() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        private(&f, "0123456789abcdef0123\n");
+        assert!(Token::read(&f).is_ok());
+        // Group-readable (a Secret shared through fsGroup) is fine; others are not.
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(Token::read(&f).is_ok());
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Token::read(&f).err().unwrap();
+        assert!(e.contains("mode 0644 lets other users read") && e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o620)).unwrap();
+        assert!(Token::read(&f).err().unwrap().contains("change"));
+        // A device that never ends, a directory, and a file too large to be a token.
+        let e = Token::read(Path::new("/dev/zero")).err().unwrap();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(Token::read(dir.path()).is_err());
+        private(&f, &"x".repeat(5000));
+        assert!(Token::read(&f).err().unwrap().contains("5000 bytes, more than 4096"));
+    }
+
     #[test]
     fn a_short_token_is_refused_with_the_fix() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("token");
-        std::fs::write(&f, "short\n").unwrap();
+        private(&f, "short\n");
         let e = Token::read(&f).err().unwrap();
         assert!(
             e.contains("5 bytes") && e.contains("head -c 32 /dev/urandom"),
             "{e}"
         );
-        std::fs::write(&f, "  0123456789abcdef0123\n").unwrap();
+        private(&f, "  0123456789abcdef0123\n");
         assert!(Token::read(&f).is_ok());
     }
 }

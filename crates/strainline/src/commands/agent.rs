@@ -69,7 +69,7 @@ fn manifest(m: &ManifestArgs) -> String {
          \x20         args: [\"agent\", \"--connect\", {coord_q}, \"--token-file\", \"/etc/strainline/token\"]\n\
          \x20         resources:\n            requests:\n              cpu: {cpu}\n            limits:\n              cpu: {cpu}\n\
          \x20         volumeMounts:\n            - name: token\n              mountPath: /etc/strainline\n              readOnly: true\n\
-         \x20     volumes:\n        - name: token\n          secret:\n            secretName: {secret_q}\n",
+         \x20     volumes:\n        - name: token\n          secret:\n            secretName: {secret_q}\n            defaultMode: 288  # 0440: the agent refuses a token others can read\n",
         count = m.count,
         coord = m.coordinator,
         coord_q = q(&m.coordinator),

@@ -10,8 +10,10 @@ use crate::netns::Hosts;
 
 /// A token file in the scratch directory.
 fn token(s: &Scratch) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let p = s.path("agent.token");
     std::fs::write(&p, "e2e-test-token-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 
@@ -402,6 +404,23 @@ fn a_wrong_token_or_another_protocol_version_is_refused_with_both_named() {
     let _a = agent(&h, 1, &s, &[]);
     let other = s.path("other.token");
     std::fs::write(&other, "another-token-0123456789abcdef").unwrap();
+    // Readable by every user of the machine: refused before anything is sent, with the fix.
+    let o = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "-q",
+        "10",
+        "--agents",
+        &agents_list(&h, 1..2),
+        "--agent-token-file",
+        other.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert_has(&stderr(&o), "lets other users read the token: `chmod 600");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let o = s.run(&[
         "load",
         "http://127.0.0.1:9/",
@@ -760,6 +779,8 @@ fn the_kubernetes_manifest_is_an_indexed_job_of_agents_that_dial_the_coordinator
         pod["volumes"][0]["secret"]["secretName"],
         "strainline-agent-token"
     );
+    // 0440: the agent refuses a token file other users can read.
+    assert_eq!(pod["volumes"][0]["secret"]["defaultMode"], 0o440);
 }
 
 #[test]
@@ -1091,4 +1112,142 @@ fn an_agent_as_pid_1_stops_on_sigterm() {
         &std::fs::read_to_string(s.path("agent.log")).unwrap(),
         "stopped by SIGTERM",
     );
+}
+
+/// The agent's own process (`ip netns exec` runs it as its child) and its resident set.
+fn agent_rss_kib(a: &KillOnDrop) -> u64 {
+    let parent = a.0.id().to_string();
+    let pid = processes_where(|p| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .is_ok_and(|st| st.split_whitespace().nth(3) == Some(parent.as_str()))
+    })
+    .first()
+    .copied()
+    .unwrap_or(u64::from(a.0.id()));
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Strangers at an agent's TLS port: 2,000 idle connections (past the 1,024 descriptors
+/// it was given), 20 hellos sent a byte at a time, and 40 clients that complete TLS and
+/// then pour zeros without a line end. Before, the idle ones ended the agent (`Too many
+/// open files`) and the pourers took it to 624 MB. Now a coordinator's run through it
+/// gets every request answered, and the agent stays small.
+#[test]
+fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() {
+    let _l = loaded();
+    // This test's own end of 2,000 connections needs the descriptors.
+    // SAFETY: getrlimit/setrlimit with a valid struct, on this process.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+    }
+    let s = Scratch::new();
+    let h = Hosts::new(2);
+    let _t = target(&h, &[]);
+    // The agent starts with the usual soft limit of 1,024 descriptors.
+    let log = std::fs::File::create(s.path("agent1.log")).unwrap();
+    let listen = format!("{}:7461", h.addr(1));
+    let tok = token(&s);
+    let script = format!(
+        "ulimit -Sn 1024; exec {} agent --listen {listen} --token-file {} --name a1",
+        env!("CARGO_BIN_EXE_strainline"),
+        tok.display()
+    );
+    let a = KillOnDrop(
+        h.command(1, &["sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    assert!(eventually(10.0, || std::fs::read_to_string(
+        s.path("agent1.log")
+    )
+    .is_ok_and(|l| l.contains("listening"))));
+    let idle: Vec<_> = (0..2000)
+        .filter_map(|_| std::net::TcpStream::connect(&listen).ok())
+        .collect();
+    assert!(idle.len() >= 1500, "only {} connections opened", idle.len());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..20)
+        .map(|k| {
+            let (listen, stop) = (listen.clone(), stop.clone());
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let Ok(mut c) = std::net::TcpStream::connect(&listen) else {
+                    return;
+                };
+                // A TLS record header, then a hello that never ends, with an escape.
+                let mut bytes = vec![0x16, 0x03, 0x01, 0x40, 0x00, 0x01];
+                bytes.extend(std::iter::repeat_n(0x1b, 4000).map(|b| b ^ (k as u8 & 1)));
+                for b in bytes {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) || c.write_all(&[b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            })
+        })
+        .collect();
+    let pourers: Vec<_> = (0..40)
+        .map(|_| {
+            KillOnDrop(
+                std::process::Command::new("openssl")
+                    .args(["s_client", "-quiet", "-alpn", "strainline-agent", "-connect", &listen])
+                    .stdin(std::fs::File::open("/dev/zero").unwrap())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let beset = agent_rss_kib(&a);
+    let o = s.run(&[
+        "load",
+        &format!("http://{}:8080/health", h.addr(0)),
+        "-q",
+        "500",
+        "-z",
+        "3s",
+        "--no-tui",
+        "--agents",
+        &format!("tls://{listen}"),
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "--json",
+        &s.path("out.json").display().to_string(),
+    ]);
+    let after = agent_rss_kib(&a);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(pourers);
+    drop(idle);
+    for t in slow {
+        let _ = t.join();
+    }
+    let log = std::fs::read_to_string(s.path("agent1.log")).unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(3)),
+        "{}\n{}\nagent log:\n{}",
+        stdout(&o),
+        stderr(&o),
+        &log[..log.len().min(3000)]
+    );
+    let d = json(&s, "out.json");
+    assert_eq!(d["summary"]["ok"], 1500, "{}", stdout(&o));
+    assert!(
+        beset.max(after) <= 64 * 1024,
+        "agent RSS {beset} KiB beset, {after} KiB after the run"
+    );
+    // Nothing a stranger sent reaches the log raw.
+    assert!(!log.contains('\x1b'), "{log}");
+    assert!(a.0.id() > 0);
 }
