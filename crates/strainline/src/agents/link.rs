@@ -234,27 +234,52 @@ pub async fn accept(
         .await
         .map_err(|e| format!("listen://{addr}: {e}"))?;
     eprintln!("waiting for {count} agent(s) to dial {addr}");
+    crate::os::process::raise_nofile();
     let until = tokio::time::Instant::now() + wait;
     let mut links = Vec::new();
+    // Greetings run side by side, at most MAX_PENDING (a newer one ends the oldest),
+    // each within CONNECT_TIMEOUT: a stranger's idle or slow connection delays no agent.
+    let mut greeting = tokio::task::JoinSet::new();
+    let mut pending = std::collections::VecDeque::new();
+    let missing = |n: usize| {
+        format!(
+            "listen://{addr}: {n} of {count} agents dialed in within {} s (are the pods running? `kubectl logs` shows why not)",
+            wait.as_secs()
+        )
+    };
     while links.len() < count {
-        let (tcp, peer) = tokio::time::timeout_at(until, listener.accept())
-            .await
-            .map_err(|_| {
-                format!(
-                    "listen://{addr}: {} of {count} agents dialed in within {} s (are the pods running? `kubectl logs` shows why not)",
-                    links.len(),
-                    wait.as_secs()
-                )
-            })?
-            .map_err(|e| e.to_string())?;
-        let greeted = async {
-            let (tls, ekm) = tls_client(tcp).await?;
-            hello(tls, Some(ekm), None, Some(token)).await
-        };
-        match tokio::time::timeout(CONNECT_TIMEOUT, greeted).await {
-            Ok(Ok(l)) => links.push(l),
-            Ok(Err(e)) => eprintln!("agent from {peer}: {e}"),
-            Err(_) => eprintln!("agent from {peer}: no greeting in time"),
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, peer)) = accepted else {
+                    // Out of descriptors, for a moment: go on.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let token = token.clone();
+                let task = greeting.spawn(async move {
+                    let greeted = async {
+                        let (tls, ekm) = tls_client(tcp).await?;
+                        hello(tls, Some(ekm), None, Some(&token)).await
+                    };
+                    match tokio::time::timeout(CONNECT_TIMEOUT, greeted).await {
+                        Ok(r) => r.map_err(|e| format!("agent from {peer}: {e}")),
+                        Err(_) => Err(format!("agent from {peer}: no greeting in time")),
+                    }
+                });
+                pending.push_back(task);
+                pending.retain(|t: &tokio::task::AbortHandle| !t.is_finished());
+                while pending.len() > crate::agents::agent::MAX_PENDING {
+                    if let Some(oldest) = pending.pop_front() {
+                        oldest.abort();
+                    }
+                }
+            }
+            Some(done) = greeting.join_next() => match done {
+                Ok(Ok(l)) => links.push(l),
+                Ok(Err(e)) => eprintln!("{}", crate::units::one_line(&e)),
+                Err(_) => {}
+            },
+            _ = tokio::time::sleep_until(until) => return Err(missing(links.len())),
         }
     }
     links.sort_by(|a, b| a.name.cmp(&b.name));
@@ -285,7 +310,10 @@ async fn hello(
     )
     .await
     .map_err(|e| format!("sending hello: {e}"))?;
-    match wire::recv(&mut reader).await.map_err(|e| e.to_string())? {
+    match wire::recv_within(&mut reader, wire::MAX_HELLO)
+        .await
+        .map_err(|e| e.to_string())?
+    {
         Some(FromAgent::Welcome {
             protocol,
             strainline,
@@ -312,8 +340,13 @@ async fn hello(
                 child,
             })
         }
-        Some(FromAgent::Refused { why }) => Err(format!("refused: {why}")),
-        Some(other) => Err(format!("unexpected first message: {other:?}")),
+        Some(FromAgent::Refused { why }) => {
+            Err(format!("refused: {}", crate::units::one_line(&why)))
+        }
+        Some(other) => Err(format!(
+            "unexpected first message: {}",
+            crate::units::one_line(&format!("{other:?}"))
+        )),
         None => Err("closed the connection before answering".into()),
     }
 }

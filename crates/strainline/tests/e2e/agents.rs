@@ -693,6 +693,21 @@ fn agents_that_dial_in_like_a_kubernetes_jobs_pods_take_their_slices_by_index() 
             )
         })
         .collect();
+    // Strangers dial the coordinator too and say nothing: before, it greeted one caller
+    // at a time, 10 s each, and 100 of them held it for minutes.
+    let strangers = {
+        let coordinator = coordinator.clone();
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+            let mut held = Vec::new();
+            while std::time::Instant::now() < until {
+                if held.len() < 100 {
+                    held.extend(std::net::TcpStream::connect(&coordinator).ok());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let url = format!("http://{}:8080/health", h.addr(0));
     let o = s.run(&[
@@ -717,6 +732,7 @@ fn agents_that_dial_in_like_a_kubernetes_jobs_pods_take_their_slices_by_index() 
     assert_eq!(agents[0]["name"], "agent-0");
     assert_eq!(agents[1]["name"], "agent-1");
     assert_eq!(d["summary"]["sent"], 1200);
+    strangers.join().unwrap();
     // A pod's agent serves one run and exits (the Job completes).
     for mut p in pods {
         assert!(
@@ -1247,6 +1263,7 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
         beset.max(after) <= 64 * 1024,
         "agent RSS {beset} KiB beset, {after} KiB after the run"
     );
+    eprintln!("agent RSS {beset} KiB beset, {after} KiB after");
     // Nothing a stranger sent reaches the log raw.
     assert!(!log.contains('\x1b'), "{log}");
     assert!(a.0.id() > 0);
