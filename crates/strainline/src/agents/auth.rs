@@ -154,7 +154,10 @@ mod tests {
         assert!(Token::read(&f).is_ok());
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = Token::read(&f).err().unwrap();
-        assert!(e.contains("mode 0644 lets other users read") && e.contains("chmod 600"), "{e}");
+        assert!(
+            e.contains("mode 0644 lets other users read") && e.contains("chmod 600"),
+            "{e}"
+        );
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o620)).unwrap();
         assert!(Token::read(&f).err().unwrap().contains("change"));
         // A device that never ends, a directory, and a file too large to be a token.
@@ -162,7 +165,10 @@ mod tests {
         assert!(e.contains("not a regular file"), "{e}");
         assert!(Token::read(dir.path()).is_err());
         private(&f, &"x".repeat(5000));
-        assert!(Token::read(&f).err().unwrap().contains("5000 bytes, more than 4096"));
+        assert!(Token::read(&f)
+            .err()
+            .unwrap()
+            .contains("5000 bytes, more than 4096"));
     }
 
     #[test]

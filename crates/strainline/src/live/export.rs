@@ -412,34 +412,80 @@ pub fn start(targets: &Targets) -> Result<Option<Export>, String> {
     }))
 }
 
+/// Scrapes answered at once, at most; one more is closed at once.
+const MAX_SCRAPES: usize = 64;
+
+/// How long a scraper has to send its request, and to take the answer.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Accepts scrapes until the run ends, each on its own thread: a slow or silent client
+/// holds only its own thread (for at most two [`SCRAPE_TIMEOUT`]s), never the next
+/// scrape nor the run's end.
 fn serve(listener: TcpListener, stop: &AtomicBool) {
+    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((mut s, _)) => {
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut buf = [0u8; 4096];
-                let n = s.read(&mut buf).unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]);
-                let path = req.split_whitespace().nth(1).unwrap_or("/");
-                let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
-                    let f = figures().lock().unwrap().clone();
-                    (
-                        "200 OK",
-                        prometheus(&f, crate::os::process::own_cpu_seconds()),
-                    )
-                } else {
-                    ("404 Not Found", "strainline serves /metrics\n".to_string())
-                };
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+            Ok((s, _)) => {
+                if busy.fetch_add(1, Ordering::SeqCst) >= MAX_SCRAPES {
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                    continue;
+                }
+                let mine = busy.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("metrics-scrape".into())
+                    .spawn(move || {
+                        answer(s);
+                        mine.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if spawned.is_err() {
+                    // The thread never ran: its slot is free again.
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
+}
+
+/// One scrape: the request line within [`SCRAPE_TIMEOUT`], then the figures.
+fn answer(mut s: TcpStream) {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    let _ = s.set_write_timeout(Some(SCRAPE_TIMEOUT));
+    let until = std::time::Instant::now() + SCRAPE_TIMEOUT;
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    while buf.len() < 4096
+        && !buf.windows(2).any(|w| w == b"\r\n" || w == b"\n\n")
+        && std::time::Instant::now() < until
+    {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+    let req = String::from_utf8_lossy(&buf);
+    let path = req.split_whitespace().nth(1).unwrap_or("/");
+    let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
+        let f = figures().lock().unwrap().clone();
+        (
+            "200 OK",
+            prometheus(&f, crate::os::process::own_cpu_seconds()),
+        )
+    } else {
+        ("404 Not Found", "strainline serves /metrics\n".to_string())
+    };
+    let _ = write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
 }
 
 impl Drop for Export {

@@ -1146,59 +1146,66 @@ pub fn run_from(
                     local.block_on(&rt, async move {
                         let dog = tokio::task::spawn_local(watchdog(slots.clone()));
                         let stopper = ctx.clone();
-                        let work = async move { match plan.model.clone() {
-                            Model::Scenario(sc) => {
-                                // Client c belongs to slice c mod of, thread
-                                // (c div of) mod threads.
-                                let first = (slice.index + slice.of * w) as u64;
-                                let tasks: Vec<_> = (first..sc.clients)
-                                    .step_by(slice.of * threads)
-                                    .map(|c| {
-                                        tokio::task::spawn_local(scenario_client(
-                                            ctx.clone(),
-                                            sc.clone(),
-                                            c,
-                                        ))
-                                    })
-                                    .collect();
-                                join(tasks).await;
-                            }
-                            Model::Closed { connections, think } => {
-                                let n = per_thread(slice_connections(connections), w);
-                                let tasks: Vec<_> = (0..n)
-                                    .map(|i| {
-                                        let worker = (w * 1_000_000 + i) as u64;
-                                        tokio::task::spawn_local(closed_loop(
-                                            ctx.clone(),
-                                            think,
-                                            worker,
-                                        ))
-                                    })
-                                    .collect();
-                                join(tasks).await;
-                            }
-                            Model::Open {
-                                rate,
-                                arrivals,
-                                requests,
-                            } => {
-                                // Thread w of this slice is worker index + of·w of
-                                // of·threads in the one global schedule.
-                                let (worker, workers) = (slice.index + slice.of * w, slice.of * threads);
-                                let share = Share::new(
+                        let work = async move {
+                            match plan.model.clone() {
+                                Model::Scenario(sc) => {
+                                    // Client c belongs to slice c mod of, thread
+                                    // (c div of) mod threads.
+                                    let first = (slice.index + slice.of * w) as u64;
+                                    let tasks: Vec<_> = (first..sc.clients)
+                                        .step_by(slice.of * threads)
+                                        .map(|c| {
+                                            tokio::task::spawn_local(scenario_client(
+                                                ctx.clone(),
+                                                sc.clone(),
+                                                c,
+                                            ))
+                                        })
+                                        .collect();
+                                    join(tasks).await;
+                                }
+                                Model::Closed { connections, think } => {
+                                    let n = per_thread(slice_connections(connections), w);
+                                    let tasks: Vec<_> = (0..n)
+                                        .map(|i| {
+                                            let worker = (w * 1_000_000 + i) as u64;
+                                            tokio::task::spawn_local(closed_loop(
+                                                ctx.clone(),
+                                                think,
+                                                worker,
+                                            ))
+                                        })
+                                        .collect();
+                                    join(tasks).await;
+                                }
+                                Model::Open {
                                     rate,
                                     arrivals,
-                                    worker,
-                                    workers,
-                                    plan.count,
-                                    plan.duration,
-                                );
-                                let cap = per_thread(slice_connections(plan.max_connections).max(threads), w).max(1);
-                                let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
-                                    / (slice.of * threads) as f64;
-                                open(ctx, share, cap, per_worker, requests).await;
+                                    requests,
+                                } => {
+                                    // Thread w of this slice is worker index + of·w of
+                                    // of·threads in the one global schedule.
+                                    let (worker, workers) =
+                                        (slice.index + slice.of * w, slice.of * threads);
+                                    let share = Share::new(
+                                        rate,
+                                        arrivals,
+                                        worker,
+                                        workers,
+                                        plan.count,
+                                        plan.duration,
+                                    );
+                                    let cap = per_thread(
+                                        slice_connections(plan.max_connections).max(threads),
+                                        w,
+                                    )
+                                    .max(1);
+                                    let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
+                                        / (slice.of * threads) as f64;
+                                    open(ctx, share, cap, per_worker, requests).await;
+                                }
                             }
-                        } };
+                        };
                         tokio::select! {
                             _ = work => {}
                             _ = hard_stop(stopper.clone()) => {

@@ -452,7 +452,10 @@ mod tests {
         o.total.unsent_connecting = 1;
         let v = judge(&o);
         let line = v.reasons.iter().find(|r| r.contains("never sent")).unwrap();
-        assert!(line.contains("waiting on an earlier request (service time p50 2.0 ms"), "{line}");
+        assert!(
+            line.contains("waiting on an earlier request (service time p50 2.0 ms"),
+            "{line}"
+        );
         // An agent's tally carries them over the wire and through `minus`.
         let wire: Tally = serde_json::from_str(&serde_json::to_string(&o.total).unwrap()).unwrap();
         assert_eq!((wire.unsent, wire.unsent_connecting), (3, 1));

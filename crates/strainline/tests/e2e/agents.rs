@@ -1204,7 +1204,8 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
                 let mut bytes = vec![0x16, 0x03, 0x01, 0x40, 0x00, 0x01];
                 bytes.extend(std::iter::repeat_n(0x1b, 4000).map(|b| b ^ (k as u8 & 1)));
                 for b in bytes {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) || c.write_all(&[b]).is_err() {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) || c.write_all(&[b]).is_err()
+                    {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -1216,7 +1217,14 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
         .map(|_| {
             KillOnDrop(
                 std::process::Command::new("openssl")
-                    .args(["s_client", "-quiet", "-alpn", "strainline-agent", "-connect", &listen])
+                    .args([
+                        "s_client",
+                        "-quiet",
+                        "-alpn",
+                        "strainline-agent",
+                        "-connect",
+                        &listen,
+                    ])
                     .stdin(std::fs::File::open("/dev/zero").unwrap())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -1263,7 +1271,6 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
         beset.max(after) <= 64 * 1024,
         "agent RSS {beset} KiB beset, {after} KiB after the run"
     );
-    eprintln!("agent RSS {beset} KiB beset, {after} KiB after");
     // Nothing a stranger sent reaches the log raw.
     assert!(!log.contains('\x1b'), "{log}");
     assert!(a.0.id() > 0);

@@ -451,3 +451,49 @@ duration = "3s"
         "the case label at each scrape"
     );
 }
+
+/// `--metrics-listen` answers each scrape on its own: ten clients that connect and say
+/// nothing do not hold the next scrape (before, each held the one server thread for its
+/// 2 s read timeout: the eleventh waited 20 s).
+#[test]
+fn silent_clients_do_not_hold_a_scrape() {
+    let s = Scratch::new();
+    let port = free_port();
+    let mut run = KillOnDrop(
+        strainline()
+            .args(["--store", &s.store()])
+            .args([
+                "load",
+                "http://127.0.0.1:9/",
+                "-q",
+                "5",
+                "-z",
+                "8s",
+                "--no-tui",
+            ])
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(eventually(5.0, || get(port, "/metrics").is_some()));
+    let silent: Vec<_> = (0..10)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let mut s2 = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s2.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .unwrap();
+    write!(
+        s2,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    let read = s2.read_to_string(&mut text);
+    assert!(read.is_ok(), "{read:?}: {text}");
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert_has(&text, "strainline_requests_total");
+    drop(silent);
+    assert!(eventually(15.0, || run.0.try_wait().unwrap().is_some()));
+}
