@@ -10,7 +10,8 @@
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
-# redis-server (a target that daemonises).
+# redis-server (a target that daemonises), openssl (its s_client plays a stranger at an
+# agent's TLS port).
 set -euo pipefail
 
 need=()
@@ -31,6 +32,7 @@ command -v jq >/dev/null || need+=(jq)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v nft >/dev/null || need+=(nftables)
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v openssl >/dev/null || need+=(openssl)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -222,6 +222,24 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// A terminal writer that passes text through [`printable`]: what strainline prints
+/// from a store (labels, case names, commands, reasons — anyone's text) cannot send an
+/// escape sequence to the reader's terminal. Each write is one whole piece of text
+/// (`write!` hands over whole `str`s).
+pub struct Printable<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(printable(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// `s` safe to print as one line of a log: every control character, line breaks and
 /// tabs included, shown as an escape — what a stranger sent cannot forge a second line
 /// or drive the terminal.

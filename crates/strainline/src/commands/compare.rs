@@ -297,7 +297,7 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.html {
         comparison.flame_diff = flame_difference(&store, &base_runs, &cand_runs, path)?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::units::Printable(std::io::stdout().lock());
     super::quiet_pipe(report::write_table(&mut out, &comparison).and_then(|()| out.flush()))?;
     if let Some(path) = &args.json {
         write_file(path, &report::to_json(&comparison))?;

@@ -155,7 +155,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
         points,
         change_points: shifts,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::units::Printable(std::io::stdout().lock());
     super::quiet_pipe(write_history(&mut out, &history))?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&history)?)

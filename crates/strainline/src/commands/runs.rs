@@ -33,10 +33,11 @@ fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
 pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
     let store = open(store)?;
     let runs = store.list_runs(args.limit, args.label.as_deref())?;
-    let mut out = io::stdout().lock();
     if args.json {
+        let mut out = io::stdout().lock();
         return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&runs)?));
     }
+    let mut out = crate::units::Printable(io::stdout().lock());
     quiet_pipe((|| {
         writeln!(
             out,
@@ -94,11 +95,12 @@ pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
         .find_run(&args.run)
         .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
     let cases = store.cases(run.id)?;
-    let mut out = io::stdout().lock();
     if args.json {
+        let mut out = io::stdout().lock();
         let doc = serde_json::json!({ "run": run, "cases": cases });
         return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&doc)?));
     }
+    let mut out = crate::units::Printable(io::stdout().lock());
     quiet_pipe((|| {
         writeln!(out, "Run #{}  {}  {}", run.id, run.kind, run.status)?;
         writeln!(out, "  command:    {}", run.command)?;

@@ -321,9 +321,9 @@ fn case_section(s: &mut String, c: &CaseData) {
         s.push_str(&render(&chart));
     }
     if let Some(fg) = c.detail("/flamegraph") {
-        let linked = c.flamegraph_link.as_deref().or(fg["file"].as_str());
-        match (linked, fg["why_not"].as_str()) {
-            (Some(f), _) => {
+        let linked = c.flamegraph_link.as_deref().and_then(beside);
+        match (linked, fg["file"].as_str(), fg["why_not"].as_str()) {
+            (Some(f), _, _) => {
                 let _ = write!(
                     s,
                     "<p>CPU flame graph of the target: <a href=\"{}\">{}</a></p>",
@@ -331,12 +331,32 @@ fn case_section(s: &mut String, c: &CaseData) {
                     escape(f)
                 );
             }
-            (None, Some(why)) => {
+            // Where the run wrote it, as text: a stored row is never a link.
+            (None, Some(f), _) => {
+                let _ = write!(
+                    s,
+                    "<p class=\"note\">The run wrote its flame graph to {} (its stacks are not in the store).</p>",
+                    escape(&crate::units::one_line(f))
+                );
+            }
+            (None, None, Some(why)) => {
                 let _ = write!(s, "<p class=\"note\">No flame graph: {}</p>", escape(why));
             }
             _ => {}
         }
     }
+}
+
+/// `name` if it is a file strainline wrote beside the report — a plain relative name of
+/// letters, digits, `.`, `-` and `_` — else `None`: a report links to nothing else (no
+/// scheme such as `javascript:`, no absolute path, no `..`).
+pub fn beside(name: &str) -> Option<&str> {
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    plain.then_some(name)
 }
 
 /// The HTML report of a run.
@@ -500,7 +520,7 @@ pub fn comparison_report(c: &Comparison) -> String {
         let _ = write!(s, "<p class=\"note\">note: {}</p>", escape(n));
     }
     s.push_str(&comparison_bars(c));
-    if let Some(f) = &c.flame_diff {
+    if let Some(f) = c.flame_diff.as_deref().and_then(beside) {
         let _ = write!(
             s,
             "<p>Differential CPU flame graph (candidate against baseline; red: more CPU, blue: less): <a href=\"{}\">{}</a></p>",

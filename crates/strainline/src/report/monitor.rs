@@ -223,12 +223,15 @@ pub fn csv_row(s: &Sample) -> String {
 
 /// Quotes a CSV field when it needs it (RFC 4180). A text a spreadsheet would read as
 /// a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first) gets a leading `'`
-/// so that it stays text (OWASP's advice against CSV injection).
+/// so that it stays text (OWASP's advice against CSV injection); control characters
+/// other than line breaks and tabs are shown as escapes (a viewer's terminal reads the
+/// file too).
 pub fn csv_field(v: &str) -> String {
+    let v = crate::units::printable(v);
     let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{v}")
     } else {
-        v.to_string()
+        v.into_owned()
     };
     if v.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", v.replace('"', "\"\""))

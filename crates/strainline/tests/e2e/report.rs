@@ -338,4 +338,64 @@ fn hostile_names_and_logs_are_escaped_in_every_format() {
             .any(|l| l.starts_with('=') || l.starts_with("\"=")),
         "{csv}"
     );
+    assert!(!csv.contains('\u{1b}'), "{csv}");
+
+    // A second run under a label that would drive the terminal (an OSC 8 hyperlink and
+    // a screen clear), and a stored row naming a flame graph that is a script, a system
+    // file and a path out of the report's folder.
+    let evil = "v1\u{1b}]8;;http://127.0.0.1/evil\u{7}click\u{1b}]8;;\u{7}\u{1b}[2J";
+    let out = s.run(&["run", suite.to_str().unwrap(), "--label", evil]);
+    assert_exit(&out, 0);
+    for link in [
+        "javascript:alert(document.cookie)",
+        "/etc/shadow",
+        "../../etc/passwd",
+    ] {
+        let sql = format!(
+            "update cases set summary = json_set(coalesce(summary, '{{}}'), '$.flamegraph', \
+             json_object('file', '{link}', 'weight', 1)) where run_id = (select max(id) from runs)"
+        );
+        let py = Command::new("python3")
+            .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()"])
+            .args([&s.store(), &sql])
+            .output()
+            .unwrap();
+        assert!(
+            py.status.success(),
+            "{}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+        let html = s.path("evil.html");
+        let out = s.run(&["report", "latest", "--html", html.to_str().unwrap()]);
+        assert_exit(&out, 0);
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(
+            !page.contains(&format!("href=\"{link}")),
+            "{link} became a link"
+        );
+        assert_has(&page, "The run wrote its flame graph to");
+    }
+    for args in [
+        &["runs"][..],
+        &["show", "latest"][..],
+        &["compare", "latest~1", "latest"][..],
+        &["history", "--metric", "ops"][..],
+    ] {
+        let out = s.run(args);
+        let text = stdout(&out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{args:?}: an escape reached the terminal: {text:?}"
+        );
+    }
+    assert_has(&stdout(&s.run(&["runs"])), "v1\\u{1b}]8;;http");
+    let csv = s.path("csv2");
+    assert_exit(
+        &s.run(&["report", "latest", "--csv", csv.to_str().unwrap()]),
+        0,
+    );
+    for f in std::fs::read_dir(&csv).unwrap().flatten() {
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        assert!(!text.contains('\u{1b}'), "{}: {text}", f.path().display());
+    }
 }
