@@ -9,6 +9,10 @@
 # GITHUB_API_URL (default https://api.github.com), and GITHUB_EVENT_PATH when no
 # PR-NUMBER is given (the pull_request event's file). STRAINLINE_COMMENT_MARKER names
 # the comment when one pull request gets several (default: strainline).
+# The comment updated is the one that starts with the marker AND was written by this
+# token's own account: STRAINLINE_COMMENT_AUTHOR if set, else the login GET /user
+# names (a personal token), else github-actions[bot] (the workflow's GITHUB_TOKEN,
+# which /user refuses). A reviewer who pastes the marker owns nothing.
 set -eu
 
 body_file=${1:?usage: comment.sh BODY.md [PR-NUMBER]}
@@ -41,12 +45,19 @@ call() { # METHOD URL [DATA]
   fi
 }
 
-# Ours among the pull request's comments, 100 a page.
+author=${STRAINLINE_COMMENT_AUTHOR:-}
+if [ -z "$author" ]; then
+  author=$(call GET "$api/user" 2>/dev/null | jq -r '.login // empty' 2>/dev/null || true)
+  [ -n "$author" ] || author='github-actions[bot]'
+fi
+
+# Ours among the pull request's comments, 100 a page: the marker, and our own author.
 id=""
 page=1
 while :; do
   list=$(call GET "$api/repos/$repo/issues/$pr/comments?per_page=100&page=$page")
-  id=$(printf '%s' "$list" | jq -r --arg m "$marker" '[.[] | select(.body | startswith($m))][0].id // empty')
+  id=$(printf '%s' "$list" | jq -r --arg m "$marker" --arg a "$author" \
+    '[.[] | select((.body // "" | startswith($m)) and (.user.login? == $a))][0].id // empty')
   n=$(printf '%s' "$list" | jq 'length')
   if [ -n "$id" ] || [ "$n" -lt 100 ]; then break; fi
   page=$((page + 1))

@@ -11,8 +11,8 @@ use crate::common::*;
 
 #[derive(Default)]
 struct Github {
-    /// (id, body) of pull request 7's comments.
-    comments: Vec<(u64, String)>,
+    /// (id, body, author's login) of pull request 7's comments.
+    comments: Vec<(u64, String, String)>,
     /// (method, path, authorization, body) of every request.
     requests: Vec<(String, String, String, String)>,
 }
@@ -65,15 +65,19 @@ fn serve(listener: TcpListener, state: Arc<Mutex<Github>>) {
                     .iter()
                     .skip((page - 1) * 100)
                     .take(100)
-                    .map(|(id, b)| serde_json::json!({"id": id, "body": b}))
+                    .map(|(id, b, u)| serde_json::json!({"id": id, "body": b, "user": {"login": u}}))
                     .collect();
                 ("200 OK", serde_json::Value::from(items).to_string())
             }
             ("POST", "/repos/acme/shop/issues/7/comments") => {
                 let b: serde_json::Value = serde_json::from_str(&body).unwrap();
                 let id = 9000 + g.comments.len() as u64;
-                g.comments
-                    .push((id, b["body"].as_str().unwrap().to_string()));
+                // The workflow's GITHUB_TOKEN writes as the Actions bot.
+                g.comments.push((
+                    id,
+                    b["body"].as_str().unwrap().to_string(),
+                    "github-actions[bot]".into(),
+                ));
                 ("201 Created", serde_json::json!({"id": id}).to_string())
             }
             ("PATCH", p) if p.starts_with("/repos/acme/shop/issues/comments/") => {
@@ -87,6 +91,11 @@ fn serve(listener: TcpListener, state: Arc<Mutex<Github>>) {
                     None => ("404 Not Found", "{}".to_string()),
                 }
             }
+            // As GitHub answers an installation token (the workflow's GITHUB_TOKEN).
+            ("GET", "/user") => (
+                "403 Forbidden",
+                r#"{"message": "Resource not accessible by integration"}"#.to_string(),
+            ),
             _ => ("404 Not Found", "{}".to_string()),
         };
         drop(g);
@@ -104,8 +113,18 @@ fn the_action_comments_once_and_then_updates_its_comment() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let api = format!("http://{}", listener.local_addr().unwrap());
     let state = Arc::new(Mutex::new(Github::default()));
-    // 120 comments from reviewers first: ours will be on the second page.
-    state.lock().unwrap().comments = (1..=120).map(|i| (i, format!("review {i}"))).collect();
+    // 120 comments from reviewers first: ours will be on the second page. Reviewer 5
+    // pasted our marker at the top of theirs: it is not ours to edit.
+    let review = |i: u64| {
+        if i == 5 {
+            "<!-- strainline comment -->\nI own the verdict now".to_string()
+        } else {
+            format!("review {i}")
+        }
+    };
+    state.lock().unwrap().comments = (1..=120)
+        .map(|i| (i, review(i), format!("reviewer{i}")))
+        .collect();
     std::thread::spawn({
         let state = state.clone();
         move || serve(listener, state)
@@ -153,9 +172,11 @@ fn the_action_comments_once_and_then_updates_its_comment() {
     assert_eq!(
         calls,
         [
+            "GET /user",
             "GET /repos/acme/shop/issues/7/comments?per_page=100&page=1",
             "GET /repos/acme/shop/issues/7/comments?per_page=100&page=2",
             "POST /repos/acme/shop/issues/7/comments",
+            "GET /user",
             "GET /repos/acme/shop/issues/7/comments?per_page=100&page=1",
             "GET /repos/acme/shop/issues/7/comments?per_page=100&page=2",
             "PATCH /repos/acme/shop/issues/comments/9120",
@@ -163,10 +184,10 @@ fn the_action_comments_once_and_then_updates_its_comment() {
     );
     assert!(g.requests.iter().all(|r| r.2 == "Bearer t0ken"));
     // One comment of ours, with the second body; the reviewers' untouched.
-    let ours: Vec<&(u64, String)> = g
+    let ours: Vec<&(u64, String, String)> = g
         .comments
         .iter()
-        .filter(|c| c.1.starts_with("<!-- strainline comment -->"))
+        .filter(|c| c.2 == "github-actions[bot]")
         .collect();
     assert_eq!(ours.len(), 1);
     assert_eq!(
@@ -177,9 +198,9 @@ fn the_action_comments_once_and_then_updates_its_comment() {
     assert!(g.comments[..120]
         .iter()
         .enumerate()
-        .all(|(i, c)| c.1 == format!("review {}", i + 1)));
+        .all(|(i, c)| c.1 == review(i as u64 + 1)));
     // The first body arrived as sent (JSON-escaped by jq, quotes and backticks intact).
-    let first: serde_json::Value = serde_json::from_str(&g.requests[2].3).unwrap();
+    let first: serde_json::Value = serde_json::from_str(&g.requests[3].3).unwrap();
     assert_has(first["body"].as_str().unwrap(), "| a \"quoted\" `cell` |");
 }
 
