@@ -44,6 +44,11 @@ pub const REPEAT: Limit = limit("repeat", 1.0, 1000.0, "repetitions");
 pub const TIME_SCALE: Limit = limit("time_scale", 0.0001, 1000.0, "(a factor)");
 pub const PID: Limit = limit("pid", 1.0, i32::MAX as f64, "(a process id)");
 pub const TOP: Limit = limit("top", 1.0, 1000.0, "processes");
+/// A machine's memory, and a leak's budget, bytes (1 MiB to 64 TiB; a budget may be 0).
+pub const RAM: Limit = limit("ram", 1048576.0, 70368744177664.0, "bytes");
+pub const LEAK_BUDGET: Limit = limit("leak_budget", 0.0, 70368744177664.0, "bytes");
+/// The most cases one test may expand to (its matrix's combinations × repeat).
+pub const MAX_CASES: f64 = 10_000.0;
 
 /// The longest duration anything may be given: 30 days.
 pub const LONGEST: f64 = 30.0 * 86400.0;

@@ -220,10 +220,18 @@ fn template(
             .map_err(|_| bad(format!("header '{k}: {v}': bad header value")))?;
         parsed.push((name, value));
     }
+    /// What a random body's pool of distinct bodies may hold, bytes.
+    const RANDOM_POOL_BYTES: usize = 16 << 20;
     let body = match body {
         BodySpec::Empty => Body::Empty,
         BodySpec::Bytes(b) => Body::Fixed(Bytes::from(b.clone())),
-        BodySpec::Random { len, seed } => Body::random(*len, 64, *seed),
+        // Up to 64 distinct bodies (a target cannot cache one answer), in at most
+        // 16 MiB together: a large body is one shared copy, not 64.
+        BodySpec::Random { len, seed } => Body::random(
+            *len,
+            (RANDOM_POOL_BYTES / (*len).max(1)).clamp(1, 64),
+            *seed,
+        ),
     };
     let path = uri
         .path_and_query()
@@ -507,6 +515,27 @@ mod tests {
             count: None,
             timeout: Duration::from_secs(1),
             client: ClientOptions::default(),
+        }
+    }
+
+    #[test]
+    fn a_large_random_body_is_shared_not_copied_64_times() {
+        let mut sp = spec(Offer::Open {
+            rate: Rate::Constant(100.0),
+            poisson: None,
+            pool_cap: None,
+        });
+        let pool = |sp: &LoadSpec| match &plan(sp).unwrap().plan.template.body {
+            super::super::http::Body::Random(p) => {
+                (p.len(), p.iter().map(|b| b.len()).sum::<usize>())
+            }
+            _ => panic!("a random body"),
+        };
+        for (len, distinct) in [(100, 64), (8 << 20, 2), (64 << 20, 1)] {
+            if let Work::Http { body, .. } = &mut sp.work {
+                *body = BodySpec::Random { len, seed: 1 };
+            }
+            assert_eq!(pool(&sp), (distinct, distinct * len), "{len}");
         }
     }
 

@@ -99,6 +99,11 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
         known.extend(t.matrix.iter().map(|m| m.0.clone()));
     }
     let mut texts: Vec<(&str, &str)> = Vec::new();
+    let cwd = suite
+        .target
+        .as_ref()
+        .and_then(|t| t.cwd.as_ref())
+        .map(|c| c.to_string_lossy().into_owned());
     if let Some(target) = &suite.target {
         texts.extend(
             target
@@ -106,6 +111,19 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
                 .iter()
                 .map(|a| ("the target's command", a.as_str())),
         );
+        texts.extend(
+            target
+                .env
+                .values()
+                .map(|v| ("the target's env", v.as_str())),
+        );
+        texts.extend(cwd.as_deref().map(|c| ("the target's cwd", c)));
+        match &target.ready {
+            crate::sut::spec::Ready::Http(u) | crate::sut::spec::Ready::Tcp(u) => {
+                texts.push(("the target's ready", u.as_str()))
+            }
+            _ => {}
+        }
         texts.extend(
             target
                 .build
@@ -119,6 +137,11 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
             texts.extend(w.url.as_deref().map(|u| ("a test's url", u)));
             texts.extend(w.body.as_deref().map(|b| ("a test's body", b)));
             texts.extend(w.headers.values().map(|h| ("a test's header", h.as_str())));
+            texts.extend(
+                w.headers
+                    .keys()
+                    .map(|h| ("a test's header name", h.as_str())),
+            );
             for s in &w.setup {
                 texts.push(("a set-up request's path", s.path.as_str()));
                 texts.push(("a set-up request's body", s.body.as_str()));
@@ -148,10 +171,17 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
             let Some(j) = rest[i..].find("}}") else { break };
             let name = rest[i + 2..i + j].trim();
             if !known.contains(name) && !name.starts_with("random") && !name.starts_with("csv") {
-                return Err(config(format!(
-                    "{}: {what} uses {{{{{name}}}}}, which no matrix value or --var sets: add --var {name}=VALUE",
-                    args.suite.display()
-                )));
+                let msg = format!(
+                    "{what} uses {{{{{name}}}}}, which no matrix value or --var sets: add --var {name}=VALUE"
+                );
+                // At the first place the file writes it.
+                let located = std::fs::read_to_string(&args.suite).ok().and_then(|text| {
+                    let at = text.find(&rest[i..i + j + 2])?;
+                    Some(crate::located::message(&args.suite, &text, at, &msg))
+                });
+                return Err(config(
+                    located.unwrap_or_else(|| format!("{}: {msg}", args.suite.display())),
+                ));
             }
             rest = &rest[i + j + 2..];
         }

@@ -314,4 +314,67 @@ fn every_value_that_used_to_slip_through_is_refused_with_its_range() {
     assert!(e.contains("http://"), "{e}");
     let e = refused("bench", bench, "matrix = { n = [] }");
     assert!(e.contains("no values"), "{e}");
+    // The second hardening pass: each of these was accepted by `check`.
+    for (line, says) in [
+        ("url = \"http://127.0.0.1:99999/\"", "'99999' is not a port"),
+        ("url = \"http://127.0.0.1:0/\"", "'0' is not a port"),
+        ("url = \"http://@/\"", "names no host"),
+        ("url = \"http://[::1/\"", "no closing ]"),
+        ("url = \"http://127.0.0.1:{{port}}/a b\"", "a space"),
+    ] {
+        let e = refused("bench", "", line);
+        assert!(e.contains(says), "{line}: {e}");
+    }
+    for line in [
+        "method = \"\"",
+        "method = \"GET POST\"",
+        "method = \"G\\r\\nX: y\"",
+    ] {
+        let e = refused("bench", bench, line);
+        assert!(e.contains("is not one HTTP method"), "{line}: {e}");
+        assert!(!e.contains('\r'), "{e:?}");
+    }
+    let e = refused("rounds", bench, "quiesce_url = \"ftp://x\"");
+    assert!(e.contains("http://"), "{e}");
+    let e = refused("soak", bench, "ram = \"0\"");
+    assert!(e.contains("from 1.0 MiB to 64.0 TiB"), "{e}");
+    let e = refused("soak", bench, "leak_budget = \"99999999999GiB\"");
+    assert!(e.contains("out of range"), "{e}");
+    for gate in [
+        "latency_p99 >= 5e300ms",
+        "latency_p99 >= -1ms",
+        "error_rate < 200%",
+    ] {
+        let e = refused("bench", bench, &format!("gates = [\"{gate}\"]"));
+        assert!(e.contains("out of range for this metric"), "{gate}: {e}");
+    }
+    let crash = "command = [\"true\"]\n";
+    for line in ["verify = []", "verify = [\"\"]"] {
+        let e = refused("crash", crash, line);
+        assert!(e.contains("verify names no program"), "{e}");
+    }
+    let e = refused("harness", "", "command = [\"\"]");
+    assert!(e.contains("command names no program"), "{e}");
+    let crash = "command = [\"true\"]\nverify = [\"true\"]\n";
+    let e = refused("crash", crash, "kill_after = \"1ms..1000000h\"");
+    assert!(e.contains("out of range"), "{e}");
+    let e = refused("crash", crash, "kill_after = \"300ms..20ms\"");
+    assert!(e.contains("reversed") && e.contains("20ms..300ms"), "{e}");
+    // 10 × 10 values × repeat 1000 = 10⁵ cases: refused before one is made.
+    let e = refused(
+        "harness",
+        "command = [\"true\"]\nmatrix = { a = [1,2,3,4,5,6,7,8,9,10], b = [1,2,3,4,5,6,7,8,9,10] }\n",
+        "repeat = 1000",
+    );
+    assert!(
+        e.contains("100000 cases") && e.contains("more than 10000"),
+        "{e}"
+    );
+    let text = format!("{HEAD}[[test]]\nname = \"t\"\nkind = \"bench\"\n{bench}");
+    let ready = text.replace("http://127.0.0.1:{{port}}/\"\n[[", "tcp://\"\n[[");
+    let e = parse(&ready, Path::new("s.toml"), 1.0).err().unwrap();
+    assert!(
+        e.starts_with("s.toml:3:") && e.contains("ready 'tcp://'"),
+        "{e}"
+    );
 }

@@ -137,7 +137,35 @@ fn value(raw: &str, unit: Unit) -> Result<f64, String> {
             ))
         }
     };
-    Ok(n * scale)
+    let v = n * scale;
+    // What the metric can be: a ratio is 0 to 1, a time, rate or size is not negative,
+    // and nothing is beyond 10¹⁵ of its unit (a gate at 5e300 ms judges nothing).
+    let (lo, hi) = match unit {
+        Unit::Ratio => (0.0, 1.0),
+        Unit::Plain | Unit::Bytes => (-1e15, 1e15),
+        _ => (0.0, 1e15),
+    };
+    if !v.is_finite() || v < lo || v > hi {
+        return Err(format!(
+            "'{raw}' is out of range for this metric: give a value from {} to {} {}",
+            if unit == Unit::Ratio {
+                "0%".to_string()
+            } else {
+                crate::units::format_number(lo)
+            },
+            if unit == Unit::Ratio {
+                "100%".to_string()
+            } else {
+                crate::units::format_number(hi)
+            },
+            if unit == Unit::Ratio {
+                ""
+            } else {
+                unit.symbol()
+            }
+        ));
+    }
+    Ok(v)
 }
 
 impl Gate {

@@ -108,6 +108,35 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
             ),
         ));
     }
+    // An argv must name a program: `[]` or `[""]` would run nothing (or panic).
+    for (key, argv) in [("verify", &t.verify), ("command", &t.command)] {
+        if argv
+            .as_ref()
+            .is_some_and(|a| a.first().is_none_or(|p| p.trim().is_empty()))
+        {
+            return Err(doc.at(
+                doc.key_offset(header, key),
+                format!(
+                    "test '{}': {key} names no program: give its argv, e.g. [\"./check\", \"data/\"]",
+                    t.name
+                ),
+            ));
+        }
+    }
+    // The cases a test expands to, bounded before any is made (10⁸ cases allocated
+    // until the machine ran out).
+    let cases = t.matrix.values().map(|vs| vs.len() as f64).product::<f64>()
+        * f64::from(t.repeat.unwrap_or(1));
+    if cases > limits::MAX_CASES {
+        return Err(doc.at(
+            doc.key_offset(header, if t.repeat.is_some() { "repeat" } else { "matrix" }),
+            format!(
+                "test '{}': {cases:.0} cases (the matrix's combinations × repeat), more than {}: split the test or give fewer values",
+                t.name,
+                limits::MAX_CASES
+            ),
+        ));
+    }
     if let Some((k, _)) = t.matrix.iter().find(|(_, vs)| vs.is_empty()) {
         return Err(doc.at(
             doc.key_offset(header, "matrix"),
@@ -117,11 +146,25 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
             ),
         ));
     }
-    if let Some(url) = &t.url {
-        url_shape(url).map_err(|e| {
+    for (key, url) in [("url", &t.url), ("quiesce_url", &t.quiesce_url)] {
+        if let Some(url) = url {
+            url_shape(url).map_err(|e| {
+                doc.at(
+                    doc.key_offset(header, key),
+                    format!(
+                        "test '{}': {key} '{}': {e}",
+                        t.name,
+                        crate::units::one_line(url)
+                    ),
+                )
+            })?;
+        }
+    }
+    if let Some(m) = &t.method {
+        method_shape(m).map_err(|e| {
             doc.at(
-                doc.key_offset(header, "url"),
-                format!("test '{}': url '{url}': {e}", t.name),
+                doc.key_offset(header, "method"),
+                format!("test '{}': {}", t.name, crate::units::one_line(&e)),
             )
         })?;
     }
@@ -134,12 +177,57 @@ fn url_shape(url: &str) -> std::result::Result<(), String> {
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
         .ok_or("give an http:// or https:// URL")?;
-    let host = rest.split(['/', '?']).next().unwrap_or("");
+    if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "it holds {}: write a space as %20",
+            if c == ' ' {
+                "a space".to_string()
+            } else {
+                format!("the character {:?}", c)
+            }
+        ));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        let (inside, after) = v6
+            .split_once(']')
+            .ok_or("its IPv6 address has no closing ] (write e.g. http://[::1]:{{port}}/)")?;
+        if inside.is_empty() {
+            return Err("its IPv6 address is empty".into());
+        }
+        match after {
+            "" => (inside, None),
+            p => (
+                inside,
+                Some(p.strip_prefix(':').ok_or("after its ] comes no :PORT")?),
+            ),
+        }
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
     if host.is_empty() {
         return Err("it names no host (write e.g. http://127.0.0.1:{{port}}/)".into());
     }
-    if host.chars().any(|c| c.is_whitespace()) {
-        return Err("its host holds a space".into());
+    if let Some(p) = port.filter(|p| !p.contains("{{")) {
+        if !p.parse::<u16>().is_ok_and(|p| p > 0) {
+            return Err(format!("'{p}' is not a port (1-65535)"));
+        }
+    }
+    Ok(())
+}
+
+/// An HTTP method: one token (RFC 9110), e.g. GET or POST.
+fn method_shape(m: &str) -> std::result::Result<(), String> {
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if m.is_empty() || !m.chars().all(tchar) {
+        return Err(format!(
+            "method {:?} is not one HTTP method (write e.g. GET or POST)",
+            m
+        ));
     }
     Ok(())
 }
@@ -358,8 +446,19 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
         Some(r) => {
             let v = r.get_ref();
             if v.starts_with("http://") || v.starts_with("https://") {
+                url_shape(v).map_err(|e| doc.at(r.span().start, format!("ready '{v}': {e}")))?;
                 Ready::Http(v.clone())
             } else if let Some(a) = v.strip_prefix("tcp://") {
+                // The same host[:port] rules as a URL's.
+                url_shape(&format!("http://{a}/"))
+                    .and_then(|()| {
+                        if a.ends_with(']') || !a.contains(':') {
+                            Err("it names no port (write e.g. tcp://127.0.0.1:{{port}})".into())
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .map_err(|e| doc.at(r.span().start, format!("ready '{v}': {e}")))?;
                 Ready::Tcp(a.to_string())
             } else if let Some(re) = v.strip_prefix("log:") {
                 regex_lite::Regex::new(re)
@@ -624,14 +723,31 @@ fn workload(
     })
 }
 
+/// A size in bytes as written (`17MiB`), within its range.
+fn size(doc: &Doc, b: &Spanned<String>, limit: limits::Limit, example: &str) -> Result<f64> {
+    let v = b.get_ref();
+    let n = bytes(v).ok_or_else(|| {
+        doc.at(
+            b.span().start,
+            format!("{}: '{v}' is not a size (e.g. {example})", limit.key),
+        )
+    })?;
+    limit.check(n).map_err(|_| {
+        doc.at(
+            b.span().start,
+            format!(
+                "{} = \"{v}\": out of range, give a size from {} to {}",
+                limit.key,
+                crate::units::Bytes(limit.min as u64),
+                crate::units::Bytes(limit.max as u64)
+            ),
+        )
+    })
+}
+
 fn leak_budget(doc: &Doc, t: &RawTest) -> Result<f64> {
     match &t.leak_budget {
-        Some(b) => bytes(b.get_ref()).ok_or_else(|| {
-            doc.at(
-                b.span().start,
-                format!("leak_budget: '{}' (e.g. 10MiB)", b.get_ref()),
-            )
-        }),
+        Some(b) => size(doc, b, limits::LEAK_BUDGET, "10MiB"),
         None => Ok(10.0 * 1048576.0),
     }
 }
@@ -683,12 +799,7 @@ fn spec(
                 .map(|s| doc.dur(s, "client_period", false))
                 .transpose()?,
             ram: match &t.ram {
-                Some(b) => Some(bytes(b.get_ref()).ok_or_else(|| {
-                    doc.at(
-                        b.span().start,
-                        format!("ram: '{}' (e.g. 4GiB)", b.get_ref()),
-                    )
-                })?),
+                Some(b) => Some(size(doc, b, limits::RAM, "4GiB")?),
                 None => None,
             },
         }),
@@ -710,15 +821,27 @@ fn spec(
                 Some(k) => {
                     let v = k.get_ref();
                     let (a, b) = v.split_once("..").unwrap_or((v, v));
+                    let at = |e: String| doc.at(k.span().start, e);
                     let p = |s: &str| {
-                        parse_duration(s).map_err(|e| {
-                            doc.at(
-                                k.span().start,
-                                format!("kill_after: {e} (write e.g. 100ms..2s)"),
-                            )
-                        })
+                        parse_duration(s)
+                            .map_err(|e| format!("kill_after: {e} (write e.g. 100ms..2s)"))
+                            .and_then(|d| {
+                                limits::PAUSE.duration(d).map_err(|_| {
+                                    format!(
+                                        "kill_after = \"{v}\": out of range, give durations from 0s to {:?} (e.g. 100ms..2s)",
+                                        Duration::from_secs_f64(limits::LONGEST)
+                                    )
+                                })
+                            })
+                            .map_err(at)
                     };
-                    (p(a)?.mul_f64(doc.time_scale), p(b)?.mul_f64(doc.time_scale))
+                    let (lo, hi) = (p(a)?, p(b)?);
+                    if lo > hi {
+                        return Err(at(format!(
+                            "kill_after = \"{v}\": the range is reversed: write the earlier time first ({b}..{a})"
+                        )));
+                    }
+                    (lo.mul_f64(doc.time_scale), hi.mul_f64(doc.time_scale))
                 }
                 None => (
                     Duration::from_millis(100).mul_f64(doc.time_scale),

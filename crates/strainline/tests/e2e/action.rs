@@ -65,7 +65,9 @@ fn serve(listener: TcpListener, state: Arc<Mutex<Github>>) {
                     .iter()
                     .skip((page - 1) * 100)
                     .take(100)
-                    .map(|(id, b, u)| serde_json::json!({"id": id, "body": b, "user": {"login": u}}))
+                    .map(
+                        |(id, b, u)| serde_json::json!({"id": id, "body": b, "user": {"login": u}}),
+                    )
                     .collect();
                 ("200 OK", serde_json::Value::from(items).to_string())
             }
