@@ -188,7 +188,23 @@ fn parse_since(s: &str) -> Result<String, String> {
     .expect("a valid pattern");
     let ok = shape.captures(s).is_some_and(|c| {
         let n = |i: usize| c[i].parse::<u32>().unwrap_or(0);
-        (1..=12).contains(&n(2)) && (1..=31).contains(&n(3))
+        let (y, m) = (n(1), n(2));
+        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+        let days = match m {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        // The time, when given: hours 0-23, minutes 0-59, seconds 0-60 (a leap second).
+        let time_ok = c.get(4).is_none_or(|t| {
+            let t = &t.as_str()[1..];
+            let part = |i: usize| t.get(i..i + 2).and_then(|p| p.parse::<u32>().ok());
+            part(0).is_some_and(|h| h <= 23)
+                && part(3).is_some_and(|mi| mi <= 59)
+                && (t.len() < 8 || t.as_bytes()[5] != b':' || part(6).is_some_and(|sec| sec <= 60))
+        });
+        (1..=12).contains(&m) && (1..=days).contains(&n(3)) && time_ok
     });
     if ok {
         Ok(s.replacen(' ', "T", 1))
@@ -868,4 +884,34 @@ pub struct HistoryArgs {
     /// Write the series and change points as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_real_dates_and_times_only() {
+        for ok in [
+            "2026-11-01",
+            "2024-02-29",
+            "2026-11-01T08:00:00Z",
+            "2026-11-01 23:59",
+            "2026-12-31T23:59:60+01:00",
+        ] {
+            assert!(parse_since(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "2026-02-30",
+            "2025-02-29",
+            "2026-04-31",
+            "2026-13-01",
+            "2026-11-01T24:00",
+            "2026-11-01T08:60",
+            "2026-11-01T08:00:61Z",
+            "yesterday",
+        ] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
 }

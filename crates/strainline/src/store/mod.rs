@@ -688,7 +688,7 @@ impl Store {
                      ORDER BY r.id DESC LIMIT 1 OFFSET ?2",
                     Self::RUN_COLUMNS
                 ),
-                vals![label, back as i64],
+                vals![label, back.min(i64::MAX as u64) as i64],
             )?;
             return rows
                 .first()

@@ -55,6 +55,17 @@ fn runs_and_show(s: &Scratch) {
     let out = s.run(&["show", "42"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no run 42"));
+
+    // Relative keys count back from the newest; one past the oldest names no run (a
+    // count that overflowed SQLite's OFFSET used to name the newest).
+    assert_has(&stdout(&s.run(&["show", "latest~1"])), "v0.7.0");
+    for key in ["latest~2", "latest~18446744073709551615"] {
+        let out = s.run(&["show", key]);
+        assert_eq!(out.status.code(), Some(2), "{key}: {}", stdout(&out));
+    }
+    let out = s.run(&["history", "--metric", "peak_rss", "--since", "2026-02-30"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(&stderr(&out), "is not a date");
 }
 
 #[test]
