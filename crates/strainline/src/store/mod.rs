@@ -35,9 +35,10 @@ pub enum Location {
 }
 
 impl Location {
-    /// `postgres://…` or `postgresql://…` is a PostgreSQL database; anything else a path.
+    /// `postgres://…`, `postgresql://…` or a libpq keyword string (`host=… dbname=…`)
+    /// is a PostgreSQL database; anything else a path.
     pub fn parse(s: &str) -> Location {
-        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") || pg::is_keywords(s) {
             Location::Postgres(s.to_string())
         } else {
             Location::Sqlite(PathBuf::from(s))

@@ -168,10 +168,77 @@ impl Backend for Postgres {
     }
 }
 
-/// The URL with its password masked: what may appear in messages and stored runs.
+/// libpq's connection keywords (a keyword string names at least one of them).
+const KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "options",
+];
+
+/// Whether `s` is a libpq keyword string (`host=db.internal dbname=perf user=ci`): words
+/// of `key=value`, one of them a connection keyword.
+pub fn is_keywords(s: &str) -> bool {
+    !s.contains("://")
+        && s.split_whitespace().any(|w| {
+            w.split_once('=')
+                .is_some_and(|(k, _)| KEYWORDS.contains(&k.trim().to_ascii_lowercase().as_str()))
+        })
+}
+
+/// A keyword string with its password's value masked (quoted values included).
+fn mask_keywords(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.to_ascii_lowercase().find("password") {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        let after = &tail["password".len()..];
+        let eq = after.trim_start();
+        // Not `password=` (a word such as `mypassword` or `password_file`): keep going.
+        let boundary = head.chars().last().is_none_or(char::is_whitespace);
+        if !boundary || !eq.starts_with('=') {
+            out.push_str("password");
+            rest = after;
+            continue;
+        }
+        let value = eq[1..].trim_start();
+        let len = if let Some(q) = value.strip_prefix('\'') {
+            // A quoted value ends at the next unescaped quote.
+            let mut end = q.len();
+            let mut escaped = false;
+            for (j, c) in q.char_indices() {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '\'' if !escaped => {
+                        end = j + 1;
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            1 + end
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        out.push_str("password=***");
+        rest = &value[len.min(value.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The URL (or keyword string) with its password masked: what may appear in messages
+/// and stored runs.
 pub fn mask(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
+        return mask_keywords(url);
     };
     let (authority, tail) = match rest.find(['/', '?']) {
         Some(i) => rest.split_at(i),
@@ -205,6 +272,22 @@ pub fn mask(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::mask;
+
+    #[test]
+    fn a_keyword_string_is_postgres_and_its_password_is_masked() {
+        use super::is_keywords;
+        let s = "host=127.0.0.1 port=5432 password=SECRETPW dbname=perf";
+        assert!(is_keywords(s));
+        assert!(!is_keywords("results.db"));
+        assert!(!is_keywords("dir/a=b.db"));
+        assert_eq!(mask(s), "host=127.0.0.1 port=5432 password=*** dbname=perf");
+        assert_eq!(
+            mask(r"user=ci password = 'it\'s a secret' dbname=x"),
+            "user=ci password=*** dbname=x"
+        );
+        assert!(!mask("password='a b c' host=h").contains("a b"));
+        assert_eq!(mask("mypassword=1 host=h"), "mypassword=1 host=h");
+    }
 
     #[test]
     fn passwords_are_masked_wherever_they_are() {

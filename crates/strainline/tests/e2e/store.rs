@@ -288,6 +288,40 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
         "{err}"
     );
     assert!(!err.contains("not-the-password"), "{err}");
+
+    // libpq's keyword form names the same database; a wrong password in it is masked,
+    // and no SQLite file of that name appears (it was taken for a path before).
+    let (userinfo, rest) = url["postgres://".len()..].split_once('@').unwrap();
+    let (user, _) = userinfo.split_once(':').unwrap();
+    let (hostport, db) = rest.split_once('/').unwrap();
+    let (host, port) = hostport.split_once(':').unwrap();
+    let keywords = |pw: &str| {
+        format!("host={host} port={port} user={user} password={pw} dbname={db}")
+    };
+    let out = strainline()
+        .env("STRAINLINE_STORE", keywords(crate::pg::PASSWORD))
+        .args(["runs"])
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_has(&stdout(&out), "secret-check");
+    let out = strainline()
+        .env("STRAINLINE_STORE", keywords("SECRETPW"))
+        .args(["monitor", "--", "true"])
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains("SECRETPW") && all.contains("password=***"), "{all}");
+    assert!(
+        !std::fs::read_dir(s.dir.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains("host=")),
+        "a file named after the connection string was made"
+    );
 }
 
 /// Every file under `dir`.
