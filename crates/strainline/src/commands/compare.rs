@@ -265,14 +265,25 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
                 k.join(", ")
             }
         };
+        // Imported results are named by the tool: hyperfine by the command it timed,
+        // which differs between ./old/app and ./new/app.
+        let imported = base_runs
+            .iter()
+            .chain(&cand_runs)
+            .all(|r| r.kind == "import");
+        let hint = if imported {
+            "; imported benchmarks pair by name — give both versions the same name (hyperfine -n NAME 'COMMAND', or the same benchmark names in the other tools)"
+        } else {
+            ""
+        };
         return Err(Failure::new(
             exit::USAGE,
             format!(
-                "nothing to compare: no case ran in both versions (baseline {}: {}; candidate {}: {})",
+                "nothing to compare: no case ran in both versions (baseline {}: {}; candidate {}: {}){hint}",
                 base_key,
-                cases(&b),
+                crate::units::one_line(&cases(&b)),
                 cand_key,
-                cases(&c)
+                crate::units::one_line(&cases(&c))
             ),
         )
         .into());

@@ -107,7 +107,7 @@ pub fn google_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
     } else {
         iterations
     };
-    let mut out: Vec<Bench> = Vec::new();
+    let mut out = super::Benches::default();
     for b in rows {
         let name = b["run_name"]
             .as_str()
@@ -129,9 +129,9 @@ pub fn google_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
                 sample.push(Metric::new("items_per_second", x, "items/s", "higher"));
             }
         }
-        super::push_sample(&mut out, name, sample, failed);
+        out.push_sample(name, sample, failed);
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 /// JMH's `rawData` (one list of iterations per fork) as one list.

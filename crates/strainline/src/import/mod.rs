@@ -113,27 +113,47 @@ fn batch_means(samples: Vec<Vec<Metric>>) -> Vec<Vec<Metric>> {
         .collect()
 }
 
-/// Adds a sample to the bench of that name (tools list repetitions one by one).
-fn push_sample(out: &mut Vec<Bench>, name: String, sample: Vec<Metric>, failed: bool) {
-    let status = if failed { "failed" } else { "passed" };
-    match out.iter_mut().find(|b| b.name == name) {
-        Some(b) => {
-            if !sample.is_empty() {
-                b.samples.push(sample);
-            }
-            if failed {
-                b.status = status;
+/// Benchmarks by name, in the order first seen: a tool lists repetitions one by one,
+/// and a sample joins its benchmark in constant time (a linear search took 10 minutes
+/// for a million benchmarks).
+#[derive(Default)]
+pub struct Benches {
+    list: Vec<Bench>,
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl Benches {
+    /// Adds a sample (none: a failed benchmark without a figure) to the bench of that
+    /// name; `failed` marks it failed.
+    pub fn push_sample(&mut self, name: String, sample: Vec<Metric>, failed: bool) {
+        match self.at.get(&name) {
+            Some(&i) => push_sample_into(&mut self.list[i], sample, failed),
+            None => {
+                self.at.insert(name.clone(), self.list.len());
+                let mut b = Bench {
+                    name,
+                    samples: Vec::new(),
+                    status: "passed",
+                };
+                push_sample_into(&mut b, sample, failed);
+                self.list.push(b);
             }
         }
-        None => out.push(Bench {
-            name,
-            samples: if sample.is_empty() {
-                vec![]
-            } else {
-                vec![sample]
-            },
-            status,
-        }),
+    }
+}
+
+impl From<Benches> for Vec<Bench> {
+    fn from(b: Benches) -> Vec<Bench> {
+        b.list
+    }
+}
+
+fn push_sample_into(b: &mut Bench, sample: Vec<Metric>, failed: bool) {
+    if !sample.is_empty() {
+        b.samples.push(sample);
+    }
+    if failed {
+        b.status = "failed";
     }
 }
 
@@ -201,6 +221,7 @@ pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>),
     if benches.is_empty() {
         return Err(wrong("it holds no benchmark".into()));
     }
+    check_values(&shown, &benches)?;
     let benches = benches
         .into_iter()
         .map(|mut b| {
@@ -211,8 +232,50 @@ pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>),
     Ok((format, benches))
 }
 
+/// The largest file read, bytes: far above any tool's results (hyperfine's JSON of a
+/// million runs is ~40 MB), and what a file or a device that never ends is cut at.
+pub const MAX_FILE: u64 = 64 << 20;
+
+/// The most benchmarks, and samples (stored cases), one import holds.
+pub const MAX_BENCHES: usize = 10_000;
+pub const MAX_CASES: usize = 100_000;
+
+/// The largest value a metric may have (ns, bytes, ops/s: 10¹⁸ is 31 years of ns).
+const MAX_VALUE: f64 = 1e18;
+
 fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    use std::io::Read;
+    let shown = path.display();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(format!(
+            "{shown}: larger than {} MiB, more than any benchmark tool's results: give the tool's own output file",
+            MAX_FILE >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{shown}: not text (UTF-8)"))
+}
+
+/// Every value is a measurement: finite, not negative, and below [`MAX_VALUE`] — a
+/// NaN failed in the store after the run was begun, and 1e308 or -5 were stored.
+fn check_values(shown: &str, benches: &[Bench]) -> Result<(), String> {
+    for b in benches {
+        for m in b.samples.iter().flatten() {
+            if !(m.value.is_finite() && (0.0..=MAX_VALUE).contains(&m.value)) {
+                return Err(format!(
+                    "{shown}: benchmark '{}': {} = {} is not a measurement (a finite value from 0 to 1e18 {})",
+                    crate::units::one_line(&b.name),
+                    m.name,
+                    m.value,
+                    m.unit
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The format a file's text looks like.
@@ -238,21 +301,32 @@ pub struct Imported {
 /// Reads every file; benchmarks of the same name across files pool their samples.
 pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> Result<Imported, String> {
     let mut files = Vec::new();
-    let mut benches: Vec<Bench> = Vec::new();
+    let mut benches = Benches::default();
     for p in paths {
         let (f, bs) = read(format, p)?;
         files.push((p.clone(), f));
         for b in bs {
             let failed = b.status != "passed";
             if b.samples.is_empty() {
-                push_sample(&mut benches, b.name.clone(), Vec::new(), failed);
+                benches.push_sample(b.name.clone(), Vec::new(), failed);
             }
             for sample in b.samples {
-                push_sample(&mut benches, b.name.clone(), sample, failed);
+                benches.push_sample(b.name.clone(), sample, failed);
             }
         }
+        let cases: usize = benches.list.iter().map(|b| b.samples.len().max(1)).sum();
+        if benches.list.len() > MAX_BENCHES || cases > MAX_CASES {
+            return Err(format!(
+                "{}: {} benchmarks ({cases} samples) so far, more than one import holds ({MAX_BENCHES} benchmarks, {MAX_CASES} samples): import the files in parts",
+                p.display(),
+                benches.list.len()
+            ));
+        }
     }
-    Ok(Imported { files, benches })
+    Ok(Imported {
+        files,
+        benches: benches.list,
+    })
 }
 
 #[cfg(test)]

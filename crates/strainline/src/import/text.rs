@@ -58,13 +58,13 @@ pub fn go_test(text: &str) -> Result<Vec<Bench>, String> {
     pkgs.sort();
     pkgs.dedup();
     let prefix = pkgs.len() > 1;
-    let mut out: Vec<Bench> = Vec::new();
+    let mut out = super::Benches::default();
     for (p, name, metrics) in rows.iter().cloned() {
         let fail = failed.contains(&name);
         let name = if prefix { format!("{p}/{name}") } else { name };
-        super::push_sample(&mut out, name, metrics, fail);
+        out.push_sample(name, metrics, fail);
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 /// `BenchmarkSum-8` → `BenchmarkSum`.
@@ -80,11 +80,11 @@ fn strip_procs(name: &str) -> &str {
 /// `<skipped>` one is left out.
 pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
     let mut reader = Reader::from_str(text);
-    let mut out: Vec<Bench> = Vec::new();
+    let mut out = super::Benches::default();
     // The open test case: name, time, failed, skipped.
     let mut open: Option<(String, Option<f64>, bool, bool)> = None;
     let mut seen_suite = false;
-    let finish = |out: &mut Vec<Bench>, c: (String, Option<f64>, bool, bool)| {
+    let finish = |out: &mut super::Benches, c: (String, Option<f64>, bool, bool)| {
         let (name, time, failed, skipped) = c;
         if skipped {
             return;
@@ -92,7 +92,7 @@ pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
         let sample = time
             .map(|t| vec![time_ns("time", t * 1e9)])
             .unwrap_or_default();
-        super::push_sample(out, name, sample, failed);
+        out.push_sample(name, sample, failed);
     };
     loop {
         let event = reader
@@ -161,5 +161,5 @@ pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
     if !seen_suite {
         return Err("no <testsuite> element".into());
     }
-    Ok(out)
+    Ok(out.into())
 }

@@ -295,9 +295,8 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
     let (user, _) = userinfo.split_once(':').unwrap();
     let (hostport, db) = rest.split_once('/').unwrap();
     let (host, port) = hostport.split_once(':').unwrap();
-    let keywords = |pw: &str| {
-        format!("host={host} port={port} user={user} password={pw} dbname={db}")
-    };
+    let keywords =
+        |pw: &str| format!("host={host} port={port} user={user} password={pw} dbname={db}");
     let out = strainline()
         .env("STRAINLINE_STORE", keywords(crate::pg::PASSWORD))
         .args(["runs"])
@@ -314,7 +313,10 @@ fn a_postgres_password_never_appears_in_output_or_stored_runs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let all = format!("{}{}", stdout(&out), stderr(&out));
-    assert!(!all.contains("SECRETPW") && all.contains("password=***"), "{all}");
+    assert!(
+        !all.contains("SECRETPW") && all.contains("password=***"),
+        "{all}"
+    );
     assert!(
         !std::fs::read_dir(s.dir.path())
             .unwrap()
