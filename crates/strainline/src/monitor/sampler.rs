@@ -315,7 +315,9 @@ impl Sampler {
                 if let Some(io) = p.files.io() {
                     p.io = io;
                 }
-                if read_pss {
+                // A process not read yet (it joined since the last read) is read now:
+                // under churn (a build's compilers) nearly every process is new.
+                if read_pss || p.pss_bytes.is_none() {
                     p.pss_bytes = p.files.pss_bytes();
                 }
                 if let Some(n) = p.files.fd_count() {
@@ -383,8 +385,16 @@ impl Sampler {
             self.peak_tree = (s.rss_bytes, t);
         }
         if status_tick {
-            let pss: Option<u64> = self.live.values().map(|p| p.pss_bytes).sum();
-            if let Some(pss) = pss.filter(|&b| b > self.peak_tree_pss.map_or(0, |p| p.0)) {
+            // A process whose PSS cannot be read (it is exiting: a zombie has no
+            // mappings; or its smaps are closed to us) counts by its RSS, PSS's upper
+            // bound — before, one such process dropped the whole sum, and a build of
+            // 15 compilers read 641 KiB against a cgroup peak of 134 MiB.
+            let pss: u64 = self
+                .live
+                .values()
+                .map(|p| p.pss_bytes.unwrap_or(p.last.rss_pages * units.page_size))
+                .sum();
+            if pss > self.peak_tree_pss.map_or(0, |p| p.0) {
                 self.peak_tree_pss = Some((pss, t));
             }
         }
