@@ -8,6 +8,8 @@
 pub mod agent;
 mod auth;
 pub mod coordinator;
+#[cfg(test)]
+mod fuzz;
 pub mod link;
 pub mod watch;
 mod wire;

@@ -165,8 +165,10 @@ pub async fn recv_within<R: AsyncBufRead + Unpin, M: for<'de> Deserialize<'de>>(
     }
     serde_json::from_slice(&line).map(Some).map_err(|e| {
         let head = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+        // serde quotes what it could not read (an unknown variant's decoded name).
         std::io::Error::other(format!(
-            "not a strainline agent message ({e}): '{}'",
+            "not a strainline agent message ({}): '{}'",
+            crate::units::one_line(&e.to_string()),
             crate::units::one_line(head.trim_end())
         ))
     })

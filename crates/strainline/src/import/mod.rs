@@ -3,6 +3,8 @@
 //! direction, so that `compare`, `history`, the reports and gates work on them
 //! unchanged. The readers only turn a file into [`Bench`]es; storing is one function.
 
+#[cfg(test)]
+mod fuzz;
 mod json;
 mod text;
 
