@@ -11,7 +11,7 @@
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
 # redis-server (a target that daemonises), openssl (its s_client plays a stranger at an
-# agent's TLS port).
+# agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
 need=()
@@ -33,6 +33,9 @@ command -v prometheus >/dev/null || need+=(prometheus)
 command -v nft >/dev/null || need+=(nftables)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v openssl >/dev/null || need+=(openssl)
+# The Kubernetes API's own schemas, offline: the agents' manifest is validated against them.
+python3 -c 'import kubernetes_validate' 2>/dev/null \
+  || python3 -m pip install --quiet --break-system-packages kubernetes-validate==1.37.0
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -797,6 +797,24 @@ fn the_kubernetes_manifest_is_an_indexed_job_of_agents_that_dial_the_coordinator
     );
     // 0440: the agent refuses a token file other users can read.
     assert_eq!(pod["volumes"][0]["secret"]["defaultMode"], 0o440);
+    // Valid against the Kubernetes API's own schemas (kubernetes-validate, offline,
+    // strict: an unknown field fails) for the versions docs/agents.md names.
+    let s = Scratch::new();
+    let yaml = s.path("job.yaml");
+    std::fs::write(&yaml, &o.stdout).unwrap();
+    for v in ["1.25.0", "1.30.0", "1.37.0"] {
+        let o = std::process::Command::new("python3")
+            .args(["-m", "kubernetes_validate", "--strict", "-k", v])
+            .arg(&yaml)
+            .output()
+            .expect("python3 with kubernetes-validate (scripts/test-deps.sh installs it)");
+        assert!(
+            o.status.success(),
+            "Kubernetes {v}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }
 
 #[test]
