@@ -242,6 +242,12 @@ async fn coordinate(
             s.offer = crate::load::Offer::Scenario(SCENARIO_FILE.into());
             (s, files)
         }
+        // A streamed log is sent whole: the agents have no copy of it.
+        crate::load::Offer::Replay(log) if log.stream.is_some() => {
+            let mut s = spec.clone();
+            s.offer = crate::load::Offer::Replay(log.held());
+            (s, Vec::new())
+        }
         _ => (spec.clone(), Vec::new()),
     };
     // One start for all, in each agent's own clock (per-second arrivals: on a second of

@@ -272,10 +272,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// Reads an access log for `--replay`: every request's offset from the first, divided
-/// by the speed, and its method and path. A log with one-second timestamps spreads each
-/// second's requests evenly over it, in their logged order (the order within a second
-/// is all such a log knows).
+/// Reads an access log for `--replay` ([`crate::workload::replay`]): counted and
+/// checked now, streamed in time order as the run goes.
 fn replay_log(
     path: &std::path::Path,
     speed: f64,
@@ -285,17 +283,7 @@ fn replay_log(
             "--speed {speed}: give a positive number (2 = twice as fast)"
         )));
     }
-    let fields = crate::workload::parse::JsonFields::default();
-    let mut bad = (0u64, Vec::new());
-    let mut entries = Vec::new();
-    crate::workload::parse::read(path, &fields, &mut bad, |e| {
-        let target = match &e.query {
-            Some(q) => format!("{}?{q}", e.path),
-            None => e.path.clone(),
-        };
-        entries.push((e.time, e.method, target));
-    })
-    .map_err(usage)?;
+    let (log, bad) = crate::workload::replay::read(path, speed).map_err(usage)?;
     if bad.0 > 0 {
         eprintln!(
             "note: {}: {} malformed lines not replayed{}",
@@ -307,32 +295,5 @@ fn replay_log(
                 .unwrap_or_default()
         );
     }
-    if entries.is_empty() {
-        return Err(usage(format!("{}: no request to replay", path.display())));
-    }
-    entries.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let whole = entries.iter().all(|e| e.0.fract() == 0.0);
-    let t0 = entries[0].0;
-    let mut times = Vec::with_capacity(entries.len());
-    let mut i = 0;
-    while i < entries.len() {
-        let mut j = i + 1;
-        if whole {
-            while j < entries.len() && entries[j].0 == entries[i].0 {
-                j += 1;
-            }
-        }
-        let n = (j - i) as f64;
-        for (k, e) in entries[i..j].iter().enumerate() {
-            let within = if whole { k as f64 / n } else { 0.0 };
-            times.push((e.0 - t0 + within) / speed);
-        }
-        i = j;
-    }
-    Ok(crate::load::replay::ReplayLog {
-        source: path.display().to_string(),
-        speed,
-        times,
-        requests: entries.into_iter().map(|(_, m, p)| (m, p)).collect(),
-    })
+    Ok(log)
 }

@@ -191,9 +191,11 @@ pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
                 (None, None) => 0.0,
             };
             let n = arrivals.count_by(rate, span).round() as u64;
-            if let Arrivals::Listed(times) = arrivals {
-                // A replay sends nothing after its log's last request.
-                span = span.min(times.last().copied().unwrap_or(0.0));
+            // A replay sends nothing after its log's last request.
+            match arrivals {
+                Arrivals::Listed(times) => span = span.min(times.last().copied().unwrap_or(0.0)),
+                Arrivals::Streamed(st) => span = span.min(st.last),
+                _ => {}
             }
             // This slice's positions of the global schedule.
             Some((plan.slice.share(plan.count.map_or(n, |c| n.min(c))), span))
@@ -323,7 +325,7 @@ impl Ctx {
             }
         }
         if let Some(pool) = self.pool.borrow().as_ref() {
-            for (at, seq, _) in pool.queue.borrow_mut().drain(..) {
+            for Waiting { at, id: seq, .. } in pool.queue.borrow_mut().drain(..) {
                 let step = pool.requests.as_ref().and_then(|r| r.step_at(seq));
                 rec.cut(step, now.saturating_duration_since(at), false, connecting);
             }
@@ -670,12 +672,22 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
     }
 }
 
+/// A send waiting for a connection: its intended time, its position (or sequence
+/// number), when it was queued, and its request when the schedule handed one over (a
+/// streamed log's line).
+struct Waiting {
+    at: Instant,
+    id: u64,
+    queued: Instant,
+    request: Option<Box<http::Rendered>>,
+}
+
 /// The open model's connections of one worker. Sends wait in `queue` for a connection;
 /// the pool grows when sends are still waiting after every connection has had its turn,
 /// and shrinks when connections stayed idle for a whole second (see [`open`]).
 struct Pool {
-    /// Sends waiting: intended time, sequence number, when they were queued.
-    queue: RefCell<VecDeque<(Instant, u64, Instant)>>,
+    /// Sends waiting.
+    queue: RefCell<VecDeque<Waiting>>,
     notify: Notify,
     /// Connection tasks waiting for a send.
     idle: Cell<usize>,
@@ -801,7 +813,13 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             pool.notify.notified().await;
             pool.idle.set(pool.idle.get() - 1);
         };
-        let Some((at, seq, _)) = job else {
+        let Some(Waiting {
+            at,
+            id: seq,
+            request,
+            ..
+        }) = job
+        else {
             break;
         };
         // How many of the cap's connections were busy as it went: the target's service
@@ -814,7 +832,10 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         } else {
             None
         };
-        let drawn = pool.requests.as_ref().map(|r| r.at(seq));
+        let drawn = match request {
+            Some(r) => Some((std::borrow::Cow::Owned(*r), None)),
+            None => pool.requests.as_ref().map(|r| r.at(seq)),
+        };
         let (out, step) = match &drawn {
             Some((r, step)) => (http::Outgoing::Rendered(r.as_ref()), *step),
             None => (
@@ -911,7 +932,18 @@ async fn open(
             lags.push(now.saturating_duration_since(at));
             // A replayed or drawn request is the one at this position of the schedule.
             let id = if by_position { share.position() } else { seq };
-            pool.queue.borrow_mut().push_back((at, id, now));
+            let request = share.take_request().and_then(|(m, p)| {
+                pool.requests
+                    .as_ref()
+                    .and_then(|r| r.streamed(&m, &p))
+                    .map(Box::new)
+            });
+            pool.queue.borrow_mut().push_back(Waiting {
+                at,
+                id,
+                queued: now,
+                request,
+            });
             pool.notify.notify_last();
             seq += 1;
             batch += 1;
@@ -943,7 +975,7 @@ async fn open(
             .queue
             .borrow()
             .front()
-            .map(|j| Instant::now().saturating_duration_since(j.2));
+            .map(|j| Instant::now().saturating_duration_since(j.queued));
         let short = waiting.saturating_sub(spare);
         if short > 0
             && first_lag <= ON_TIME

@@ -15,20 +15,79 @@ use super::schedule::splitmix;
 use std::borrow::Cow;
 
 /// What `--replay` read: offsets from the first request (seconds, already divided by
-/// the speed, sorted) and each request's method and path (with its query).
+/// the speed, sorted) and each request's method and path (with its query) — or, for a
+/// log read as the run goes, its [`Stream`] (then `times` and `requests` are empty).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReplayLog {
     pub source: String,
     pub speed: f64,
     pub times: Vec<f64>,
     pub requests: Vec<(String, String)>,
+    /// Not sent to agents: they get `times` and `requests`.
+    #[serde(skip)]
+    pub stream: Option<Stream>,
+}
+
+impl ReplayLog {
+    /// The log held whole (what agents are sent): a stream read to its end.
+    pub fn held(&self) -> ReplayLog {
+        let Some(st) = &self.stream else {
+            return self.clone();
+        };
+        let (mut times, mut requests) = (Vec::new(), Vec::new());
+        for (t, m, p) in (st.open)() {
+            times.push(t);
+            requests.push((m, p));
+        }
+        ReplayLog {
+            source: self.source.clone(),
+            speed: self.speed,
+            times,
+            requests,
+            stream: None,
+        }
+    }
+}
+
+/// One request of a replayed log: its offset (seconds), method and target.
+pub type Line = (f64, String, String);
+
+/// Opens a log from its start, yielding its requests in time order.
+pub type Open = Arc<dyn Fn() -> Box<dyn Iterator<Item = Line> + Send> + Send + Sync>;
+
+/// A replayed log read as the run goes: each worker opens it for itself and keeps its
+/// positions, so memory stays bounded whatever the log's size (a 326 MB log held whole
+/// took 834 MB). Every line was checked before the run (methods, paths).
+#[derive(Clone)]
+pub struct Stream {
+    pub open: Open,
+    /// Requests in the log, and the offset of the last.
+    pub count: u64,
+    pub last: f64,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({} requests over {:.3} s)", self.count, self.last)
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, o: &Stream) -> bool {
+        Arc::ptr_eq(&self.open, &o.open)
+    }
 }
 
 /// What the open model sends at each position of its schedule, when not the template:
-/// a replayed log's requests, or a workload scenario's steps drawn by weight.
+/// a replayed log's requests, a workload scenario's steps drawn by weight, or a
+/// streamed log's lines made into requests as they come (the schedule hands each over).
 pub enum Requests {
     Listed(Vec<Rendered>),
     Drawn(Draw),
+    Streamed {
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Bytes,
+    },
 }
 
 impl std::fmt::Debug for Requests {
@@ -36,6 +95,7 @@ impl std::fmt::Debug for Requests {
         match self {
             Requests::Listed(r) => write!(f, "Listed({} requests)", r.len()),
             Requests::Drawn(d) => write!(f, "Drawn({} steps)", d.scenario.steps.len()),
+            Requests::Streamed { .. } => write!(f, "Streamed"),
         }
     }
 }
@@ -79,14 +139,45 @@ impl Draw {
     }
 }
 
+/// A logged request as one that can be sent, or why not (`body` goes with the methods
+/// that carry one).
+pub fn request_of(
+    method: &str,
+    path: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &Bytes,
+) -> Result<Rendered, String> {
+    let m = Method::from_bytes(method.as_bytes())
+        .map_err(|_| format!("'{}' is not an HTTP method", crate::units::one_line(method)))?;
+    if !sendable(path) {
+        return Err(format!(
+            "'{}' is not a path that can be sent",
+            crate::units::one_line(path)
+        ));
+    }
+    let carries = matches!(m, Method::POST | Method::PUT | Method::PATCH);
+    Ok(Rendered {
+        method: m,
+        path: path.to_string(),
+        headers: headers.to_vec(),
+        body: if carries { body.clone() } else { Bytes::new() },
+    })
+}
+
 impl Requests {
     /// Checks every request line of a replayed log; `body` goes with the methods that
-    /// carry one.
+    /// carry one. A streamed log was checked as it was first read.
     pub fn replayed(
         log: &ReplayLog,
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<Requests, String> {
+        if log.stream.is_some() {
+            return Ok(Requests::Streamed {
+                headers: headers.to_vec(),
+                body,
+            });
+        }
         if log.times.is_empty() || log.times.len() != log.requests.len() {
             return Err(format!("{}: no request to replay", log.source));
         }
@@ -95,31 +186,24 @@ impl Requests {
             .iter()
             .enumerate()
             .map(|(i, (m, path))| {
-                let method = Method::from_bytes(m.as_bytes()).map_err(|_| {
-                    format!(
-                        "{}: request {}: '{m}' is not an HTTP method",
-                        log.source,
-                        i + 1
-                    )
-                })?;
-                if !sendable(path) {
-                    return Err(format!(
-                        "{}: request {}: '{}' is not a path that can be sent",
-                        log.source,
-                        i + 1,
-                        crate::units::printable(path)
-                    ));
-                }
-                let carries = matches!(method, Method::POST | Method::PUT | Method::PATCH);
-                Ok(Rendered {
-                    method,
-                    path: path.clone(),
-                    headers: headers.to_vec(),
-                    body: if carries { body.clone() } else { Bytes::new() },
-                })
+                request_of(m, path, headers, &body)
+                    .map_err(|e| format!("{}: request {}: {e}", log.source, i + 1))
             })
             .collect::<Result<_, String>>()?;
         Ok(Requests::Listed(requests))
+    }
+
+    /// A streamed log's line as its request (checked before the run: a line that fails
+    /// now is sent as `GET /`, which cannot happen unless the file changed).
+    pub fn streamed(&self, method: &str, path: &str) -> Option<Rendered> {
+        match self {
+            Requests::Streamed { headers, body } => Some(
+                request_of(method, path, headers, body)
+                    .or_else(|_| request_of("GET", "/", headers, body))
+                    .expect("GET / is a request"),
+            ),
+            _ => None,
+        }
     }
 
     /// The request at this position of the schedule, and its scenario step.
@@ -131,13 +215,14 @@ impl Requests {
                 let r = d.scenario.request(step, position, position, splitmix(h));
                 (Cow::Owned(r), Some(step))
             }
+            Requests::Streamed { .. } => unreachable!("a streamed request comes with its send"),
         }
     }
 
     /// The scenario step of the request at `position`, without making the request.
     pub fn step_at(&self, position: u64) -> Option<usize> {
         match self {
-            Requests::Listed(_) => None,
+            Requests::Listed(_) | Requests::Streamed { .. } => None,
             Requests::Drawn(d) => Some(d.draw(position).0),
         }
     }
@@ -162,6 +247,7 @@ mod tests {
                 .iter()
                 .map(|(m, p)| (m.to_string(), p.to_string()))
                 .collect(),
+            stream: None,
         }
     }
 

@@ -71,6 +71,8 @@ pub enum Arrivals {
     Poisson { seed: u64 },
     /// Listed times, sorted (a replayed log's); the rate is not used.
     Listed(Arc<Vec<f64>>),
+    /// A replayed log read as the run goes (each worker reads it for itself).
+    Streamed(super::replay::Stream),
     /// So many sends in each second, in order, the list repeated when the run outlasts
     /// it; each second's sends at seeded uniformly random instants within it (a
     /// workload scenario's: the log's rate with its variance at every window ≥ 1 s).
@@ -83,6 +85,8 @@ impl Arrivals {
         match self {
             Arrivals::Uniform | Arrivals::Poisson { .. } => rate.count_by(t),
             Arrivals::Listed(times) => times.iter().take_while(|&&x| x < t).count() as f64,
+            // A streamed log's times are not held: its mean rate up to its end.
+            Arrivals::Streamed(st) => st.count as f64 * (t / st.last.max(1e-9)).clamp(0.0, 1.0),
             Arrivals::PerSecond { counts, .. } => {
                 let whole = t.max(0.0).floor() as usize;
                 let pass: u64 = counts.iter().map(|&c| u64::from(c)).sum();
@@ -102,6 +106,7 @@ impl Arrivals {
                 .or(times.last())
                 .copied()
                 .unwrap_or(0.0),
+            Arrivals::Streamed(st) => st.last * (n / st.count.max(1) as f64).min(1.0),
             Arrivals::PerSecond { counts, .. } => {
                 let pass: f64 = counts.iter().map(|&c| f64::from(c)).sum();
                 let passes = (n / pass).floor();
@@ -149,6 +154,11 @@ pub struct Share {
     second: u64,
     second_start: u64,
     instants: Vec<f64>,
+    /// A streamed log: this worker's reader of it, the global position of its next
+    /// line, and the request of the send last returned.
+    lines: Option<Box<dyn Iterator<Item = super::replay::Line> + Send>>,
+    next_line: u64,
+    request: Option<(String, String)>,
 }
 
 impl Share {
@@ -182,6 +192,29 @@ impl Share {
             second: 0,
             second_start: 0,
             instants: Vec::new(),
+            lines: None,
+            next_line: 0,
+            request: None,
+        }
+    }
+
+    /// The method and target of the send last returned, for a streamed log.
+    pub fn take_request(&mut self) -> Option<(String, String)> {
+        self.request.take()
+    }
+
+    /// A streamed log's offset of line `position`, its request kept for
+    /// [`Share::take_request`]; the lines before it are other workers'.
+    fn streamed(&mut self, st: &super::replay::Stream, position: u64) -> Option<f64> {
+        let lines = self.lines.get_or_insert_with(|| (st.open)());
+        loop {
+            let (t, method, target) = lines.next()?;
+            let at = self.next_line;
+            self.next_line += 1;
+            if at == position {
+                self.request = Some((method, target));
+                return Some(t);
+            }
         }
     }
 
@@ -238,6 +271,10 @@ impl Iterator for Share {
                 let (counts, seed) = (counts.clone(), *seed);
                 Some(self.within_second(&counts, seed, position))
             }
+            Arrivals::Streamed(st) => {
+                let st = st.clone();
+                Some(self.streamed(&st, position)?)
+            }
             _ => None,
         };
         if let Some(t) = t {
@@ -260,7 +297,9 @@ impl Iterator for Share {
                     break self.cum;
                 }
             },
-            Arrivals::Listed(_) | Arrivals::PerSecond { .. } => unreachable!("timed above"),
+            Arrivals::Listed(_) | Arrivals::PerSecond { .. } | Arrivals::Streamed(_) => {
+                unreachable!("timed above")
+            }
         };
         let t = self.rate.time_of(n);
         if self.until.is_some_and(|u| t >= u) {

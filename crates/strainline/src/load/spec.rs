@@ -354,10 +354,17 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             };
             let requests =
                 super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;
-            let last = log.times.last().copied().unwrap_or(0.0);
+            let (count, last, arrivals) = match &log.stream {
+                Some(st) => (st.count, st.last, Arrivals::Streamed(st.clone())),
+                None => (
+                    log.times.len() as u64,
+                    log.times.last().copied().unwrap_or(0.0),
+                    Arrivals::Listed(Arc::new(log.times.clone())),
+                ),
+            };
             natural = Duration::from_secs_f64(last + 0.001);
             let span = last.max(1e-3);
-            let mean = log.times.len() as f64 / span;
+            let mean = count as f64 / span;
             if mean < threads as f64 {
                 threads = (mean.floor() as usize).max(1);
             }
@@ -365,14 +372,14 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
                 "replay of {} at speed {}: {} requests over {} (mean {:.1} req/s)",
                 log.source,
                 log.speed,
-                log.times.len(),
+                count,
                 crate::units::format_duration(Duration::from_secs_f64(span)),
                 mean
             );
             (
                 Model::Open {
                     rate: Rate::Constant(mean),
-                    arrivals: Arrivals::Listed(Arc::new(log.times.clone())),
+                    arrivals,
                     requests: Some(Arc::new(requests)),
                 },
                 d,

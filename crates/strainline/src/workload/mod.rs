@@ -7,6 +7,7 @@ pub mod compare;
 pub mod parse;
 pub mod profile;
 pub mod render;
+pub mod replay;
 pub mod route;
 pub mod scenario;
 

@@ -590,6 +590,20 @@ pub fn read(
     bad: &mut (u64, Vec<Malformed>),
     mut each: impl FnMut(Entry),
 ) -> Result<(Format, u64), String> {
+    read_while(path, fields, bad, |e| {
+        each(e);
+        true
+    })
+}
+
+/// [`read`], stopping once `each` returns false (a replay whose run has ended).
+pub fn read_while(
+    path: &Path,
+    fields: &JsonFields,
+    bad: &mut (u64, Vec<Malformed>),
+    mut each: impl FnMut(Entry) -> bool,
+) -> Result<(Format, u64), String> {
+    let stop = std::cell::Cell::new(false);
     let name = path.display().to_string();
     let mut r = open(path).map_err(|e| format!("{name}: {e}"))?;
     let mut buf = Vec::new();
@@ -606,7 +620,11 @@ pub fn read(
                 None => Err("not UTF-8 text (binary?)".to_string()),
             };
             match outcome {
-                Ok(e) => each(e),
+                Ok(e) => {
+                    if !stop.get() && !each(e) {
+                        stop.set(true);
+                    }
+                }
                 Err(reason) => {
                     bad.0 += 1;
                     if bad.1.len() < EXAMPLES {
@@ -623,6 +641,9 @@ pub fn read(
             }
         };
     loop {
+        if stop.get() {
+            break;
+        }
         buf.clear();
         let (n, cut) = read_line_bounded(&mut *r, &mut buf, MAX_LINE)
             .map_err(|e| format!("{name}: line {}: {e}", lines + 1))?;

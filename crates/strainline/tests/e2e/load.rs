@@ -289,6 +289,43 @@ fn memory_stays_bounded_for_longer_runs() {
     });
 }
 
+/// A scenario of 100,000 paths drawn at 2,000 req/s: one copy of its paths for every
+/// worker, strainline's own peak (measured by strainline monitor) within 64 MiB.
+#[test]
+fn a_scenario_of_100000_paths_runs_in_bounded_memory() {
+    let _bench = loaded();
+    let srv = server(&[]);
+    let s = Scratch::new();
+    let paths: Vec<String> = (0..100_000)
+        .map(|i| format!("\"/health?item={i}\""))
+        .collect();
+    let scenario = s.path("paths.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "seed = 1\n[arrivals]\nrate = 2000\n[[step]]\nname = \"GET /health\"\nweight = 1\nmethod = \"GET\"\npaths = [{}]\n",
+            paths.join(",")
+        ),
+    )
+    .unwrap();
+    let (out, doc) = s.monitor_plain(&[
+        env!("CARGO_BIN_EXE_strainline"),
+        "--store",
+        &s.path("inner.db").display().to_string(),
+        "load",
+        &srv.url(""),
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "-z",
+        "2s",
+        "--threads",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let peak = f(&doc["summary"]["peak_rss"]["bytes"]) / 1048576.0;
+    assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
+}
+
 #[test]
 fn the_json_output_validates_against_the_committed_schema() {
     let _bench = loaded();
