@@ -255,14 +255,16 @@ pub fn run(
         if signals::interrupted() {
             break;
         }
-        let Some(result) = into.execute(
-            case,
-            &[],
-            (i + 1, cases.len()),
-            &mut last_ceiling,
-            None,
-            out,
-        )?
+        let Some(result) = into
+            .execute(
+                case,
+                &[],
+                (i + 1, cases.len()),
+                &mut last_ceiling,
+                None,
+                out,
+            )
+            .map_err(|e| into.cut_short(e))?
         else {
             break;
         };
@@ -342,6 +344,27 @@ impl RunInto<'_> {
     /// Runs one case into the run — its own directory, its variables (the case's, then
     /// `extra`, then `--var`), its kind, its gates — prints it and stores it at once.
     /// `None` when a signal stopped it before it measured anything (not a result).
+    /// An error once the run has begun is strainline unable to go on (a full disk, a
+    /// store that went away), not a usage error: the run is stored as invalid, as far
+    /// as the store still can, and strainline exits 3 saying so. A suite that cannot run
+    /// as written stays a configuration error (2).
+    pub(crate) fn cut_short(&self, e: anyhow::Error) -> anyhow::Error {
+        if e.is::<ConfigError>() {
+            return e;
+        }
+        let why = format!(
+            "run #{} stopped: strainline could not go on: {e:#} (a full disk? a store that went away?); the cases before it are stored",
+            self.run_id
+        );
+        let _ = self.store.finish_run(
+            self.run_id,
+            "invalid",
+            Some(crate::exit::INVALID),
+            std::slice::from_ref(&why),
+        );
+        crate::Failure::new(crate::exit::INVALID, why).into()
+    }
+
     fn execute(
         &self,
         case: &suite::Case,

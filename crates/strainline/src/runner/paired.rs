@@ -283,14 +283,16 @@ pub fn run_paired(
                 nth += 1;
                 write!(out, "\n{}:", labels[side])?;
                 let into = if side == 0 { &base } else { &cand };
-                let r = into.execute(
-                    &case,
-                    vars[side],
-                    (nth, total),
-                    &mut ceilings[side],
-                    None,
-                    out,
-                )?;
+                let r = into
+                    .execute(
+                        &case,
+                        vars[side],
+                        (nth, total),
+                        &mut ceilings[side],
+                        None,
+                        out,
+                    )
+                    .map_err(|e| into.cut_short(e))?;
                 results.push((side, r));
             } else {
                 // A duet: both at once, loads started together; split, each target on
@@ -337,7 +339,7 @@ pub fn run_paired(
                                     &mut text,
                                 );
                                 duet.together.arrive(side);
-                                Ok((text, r?))
+                                Ok((text, r.map_err(|e| into.cut_short(e))?))
                             })
                         })
                         .into();

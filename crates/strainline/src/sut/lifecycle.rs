@@ -45,16 +45,32 @@ pub fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
-/// The last `n` lines of a file.
+/// How much of a log's end [`tail`] reads, and how much of one line it shows.
+const TAIL_BYTES: u64 = 64 * 1024;
+const TAIL_LINE: usize = 300;
+
+/// The last `n` lines of a file, indented, for a reason: read from its last 64 KiB
+/// only, each line cut at 300 characters (a harness that printed 4 MB on one line
+/// made a 4 MB reason, printed and stored).
 pub fn tail(path: &Path, n: usize) -> String {
-    let mut s = String::new();
+    use std::io::{Seek, SeekFrom};
+    let mut bytes = Vec::new();
     if let Ok(mut f) = File::open(path) {
-        let _ = f.read_to_string(&mut s);
+        let len = f.metadata().map_or(0, |m| m.len());
+        let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)));
+        let _ = f.take(TAIL_BYTES).read_to_end(&mut bytes);
     }
+    let s = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| format!("    {l}"))
+        .map(|l| {
+            let mut cut: String = l.chars().take(TAIL_LINE).collect();
+            if cut.len() < l.len() {
+                cut.push_str(&format!(" … ({} more bytes)", l.len() - cut.len()));
+            }
+            format!("    {cut}")
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -536,5 +552,26 @@ impl Running {
             u.end();
         }
         watcher.finish(command, "completed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_is_bounded_however_long_the_log_and_its_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("out.log");
+        let mut text = "early\n".repeat(100_000);
+        text.push_str(&"x".repeat(4_000_000));
+        text.push_str("\nlast\n");
+        std::fs::write(&log, &text).unwrap();
+        let t = tail(&log, 10);
+        assert!(t.len() < 1000, "{} bytes", t.len());
+        assert!(t.ends_with("    last"), "{t}");
+        assert!(t.contains("more bytes)"), "{t}");
+        assert!(!t.contains("early"), "read beyond the last 64 KiB");
+        assert_eq!(tail(&dir.path().join("none"), 5), "");
     }
 }

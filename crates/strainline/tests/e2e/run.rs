@@ -469,3 +469,69 @@ fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
         assert!(metric(c, "throughput") > 30.0);
     });
 }
+
+/// A store on a full filesystem mid-suite (a 2 MiB tmpfs, filled by a harness's 4 MB
+/// output): strainline cannot go on, which is not a usage error — it exits 3 (the run
+/// is invalid) naming the cause, and the case before it was stored. Before, any error
+/// without a class read as a usage error (2).
+#[test]
+fn a_store_on_a_full_disk_mid_suite_is_an_invalid_run_not_a_usage_error() {
+    let s = Scratch::new();
+    let full = s.path("full");
+    std::fs::create_dir_all(&full).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&full)
+        .status()
+        .unwrap();
+    assert!(
+        mounted.success(),
+        "mounting a tmpfs needs root (CI runs as root)"
+    );
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(full.clone());
+    let suite = s.path("fill.toml");
+    std::fs::write(
+        &suite,
+        "[[test]]\nname = \"small\"\nkind = \"harness\"\ncommand = [\"sh\", \"-c\", \"echo ops=1\"]\n\
+         [[test]]\nname = \"big\"\nkind = \"harness\"\ncommand = [\"sh\", \"-c\", \"head -c 4000000 /dev/zero | tr '\\\\0' x; echo; echo ops=2\"]\n\
+         [[test]]\nname = \"after\"\nkind = \"harness\"\ncommand = [\"sh\", \"-c\", \"echo ops=3\"]\n",
+    )
+    .unwrap();
+    let store = full.join("results.db");
+    let out = strainline()
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "run",
+            suite.to_str().unwrap(),
+            "--no-tui",
+        ])
+        .output()
+        .unwrap();
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_has(&err, "strainline could not go on");
+    assert!(err.contains("full"), "{err}");
+    // The harness's 4 MB line is not the reason's text: a reason is bounded.
+    assert!(text.len() < 20_000, "{} bytes printed", text.len());
+    // The first case is in the store.
+    let shown = strainline()
+        .args([
+            "--store",
+            store.to_str().unwrap(),
+            "show",
+            "--json",
+            "latest",
+        ])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(doc["cases"][0]["name"], "small", "{doc}");
+    assert_eq!(doc["cases"][0]["status"], "passed", "{doc}");
+}
