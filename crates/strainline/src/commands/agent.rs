@@ -1,19 +1,19 @@
 //! `strainline agent`: serve as a load agent (see [`crate::agents`]); `strainline
 //! agents manifest`: the Kubernetes Job that starts agents which dial the coordinator.
 
+use super::usage;
 use crate::agents::{self, Token};
 use crate::cli::{AgentArgs, AgentsCommand, ManifestArgs};
-use crate::{exit, Failure};
+use crate::exit;
 
 pub fn run(args: AgentArgs) -> anyhow::Result<i32> {
-    let usage = |m: String| Failure::new(exit::USAGE, m);
     let name = args.name.clone().unwrap_or_else(default_name);
     if args.stdio {
         agents::agent::serve_stdio(name).map_err(usage)?;
         return Ok(exit::PASSED);
     }
     let Some(token_file) = &args.token_file else {
-        return Err(usage("give --token-file FILE (the shared token)".into()).into());
+        return Err(usage("give --token-file FILE (the shared token)"));
     };
     let token = Token::read(token_file).map_err(usage)?;
     match (&args.listen, &args.connect) {

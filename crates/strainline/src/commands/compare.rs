@@ -2,6 +2,7 @@
 //! store, refuses runs from different hosts unless allowed, judges every metric
 //! ([`crate::analysis::comparison`]) and reports ([`crate::report::compare`]).
 
+use super::usage;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -186,8 +187,7 @@ fn baseline_for(
 }
 
 pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
-    let store = Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
-    let usage = |m: &str| anyhow::Error::from(Failure::new(exit::USAGE, m.to_string()));
+    let store = Store::open(location).map_err(|e| super::usage(e.to_string()))?;
     let (base_key, cand_key) = match (&args.baseline, args.versions.as_slice()) {
         (None, [b, c]) => (b.clone(), c.clone()),
         (Some(_), []) => (String::new(), "latest".to_string()),
@@ -377,9 +377,8 @@ fn flame_difference(
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).map_err(|e| {
-        Failure::new(exit::USAGE, format!("cannot write {}: {e}", path.display())).into()
-    })
+    std::fs::write(path, text)
+        .map_err(|e| super::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use crate::commands::compare::{case_key, usable};
 use crate::exit;
 use crate::store::{Location, Store};
 use crate::units::format_value;
-use crate::Failure;
 
 #[derive(Debug, Serialize)]
 struct Point {
@@ -49,9 +48,7 @@ struct History {
     change_points: Vec<Shift>,
 }
 
-fn usage(msg: String) -> anyhow::Error {
-    Failure::new(exit::USAGE, msg).into()
-}
+use super::usage;
 
 pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
     let store = Store::open(location).map_err(|e| usage(e.to_string()))?;

@@ -1,16 +1,15 @@
 //! `strainline import FORMAT FILE...`: another tool's results read ([`crate::import`])
 //! and stored as one run, printed as a table of what was stored.
 
+use super::usage;
 use crate::cli::ImportArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::import::{self, Format};
 use crate::store::{Location, NewRun, Store};
 use crate::units::format_value;
-use crate::Failure;
 
 pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
-    let usage = |m: String| anyhow::Error::from(Failure::new(exit::USAGE, m));
     let format = match args.format.as_str() {
         "auto" => None,
         f => Some(Format::parse(f).ok_or_else(|| {

@@ -236,7 +236,7 @@ fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
         )
     };
     if let Some(path) = args.path.as_deref().filter(|p| !p.starts_with('/')) {
-        return Err(Failure::new(exit::USAGE, format!("--path '{path}' must start with /")).into());
+        return Err(super::usage(format!("--path '{path}' must start with /")));
     }
     if let Some(url) = &args.url {
         let parsed = url
@@ -362,8 +362,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<i32> {
     // What init writes must parse: a template bug is caught here, not by the user.
     crate::suite::parse(&text, out, 1.0)
         .map_err(|e| anyhow::anyhow!("internal error: the starter suite does not parse: {e}"))?;
-    std::fs::write(out, &text)
-        .map_err(|e| Failure::new(exit::USAGE, format!("cannot write {file}: {e}")))?;
+    std::fs::write(out, &text).map_err(|e| super::usage(format!("cannot write {file}: {e}")))?;
     println!("Wrote {file}: {what}.\n");
     println!("Next:\n{}", how_to_run(&file));
     Ok(exit::PASSED)

@@ -17,11 +17,8 @@ use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work}
 use crate::os::signals;
 use crate::report::load as report;
 use crate::store::{Location, NewRun, Store};
-use crate::Failure;
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    Failure::new(exit::USAGE, msg).into()
-}
+use super::usage;
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {

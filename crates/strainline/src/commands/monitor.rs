@@ -34,16 +34,15 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     }
     if let Some(pid) = args.pid {
         if !process::exists(pid) {
-            return Err(Failure::new(exit::USAGE, format!("--pid {pid}: no such process")).into());
+            return Err(super::usage(format!("--pid {pid}: no such process")));
         }
     }
     // Open everything that can fail on bad input before starting anything.
-    let store =
-        Store::open(store_location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let store = Store::open(store_location).map_err(|e| super::usage(e.to_string()))?;
     let mut csv = match &args.csv {
         Some(p) => {
-            let f = File::create(p)
-                .map_err(|e| Failure::new(exit::USAGE, format!("--csv {}: {e}", p.display())))?;
+            let f =
+                File::create(p).map_err(|e| super::usage(format!("--csv {}: {e}", p.display())))?;
             let mut w = BufWriter::new(f);
             writeln!(w, "{}", report::CSV_HEADER)?;
             Some(w)
@@ -51,8 +50,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         None => None,
     };
     if let Some(p) = &args.json {
-        File::create(p)
-            .map_err(|e| Failure::new(exit::USAGE, format!("--json {}: {e}", p.display())))?;
+        File::create(p).map_err(|e| super::usage(format!("--json {}: {e}", p.display())))?;
     }
 
     let host = Host::current();
@@ -126,8 +124,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     let stop_at = args.duration.map(|d| start + d);
     // The live view only for an attached process: a command's own output keeps the
     // terminal, as under `time`.
-    let _export = crate::live::export::start(&args.export.targets())
-        .map_err(|e| Failure::new(exit::USAGE, e))?;
+    let _export = crate::live::export::start(&args.export.targets()).map_err(super::usage)?;
     let live = crate::live::start(
         attached && !args.no_tui && !args.quiet,
         &format!("monitor --pid {root}"),

@@ -13,15 +13,14 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, text).map_err(|e| {
-        Failure::new(exit::USAGE, format!("cannot write {}: {e}", path.display())).into()
-    })
+    std::fs::write(path, text)
+        .map_err(|e| super::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Writes the reports `args` asks for; returns the files written.
 pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<String>> {
     let mut r = data::load(store, &args.run).map_err(|e| match e {
-        StoreError::NoSuchRun(_) => anyhow::Error::from(Failure::new(exit::USAGE, e.to_string())),
+        StoreError::NoSuchRun(_) => super::usage(e.to_string()),
         e => e.into(),
     })?;
     let mut written = Vec::new();
@@ -94,7 +93,7 @@ pub fn run(location: &Location, args: ReportArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let store = Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+    let store = Store::open(location).map_err(|e| super::usage(e.to_string()))?;
     for f in write_reports(&store, &args)? {
         eprintln!("wrote {f}");
     }

@@ -2,15 +2,17 @@
 //! suite, its outcome becomes the exit code; `--report DIR` writes every report after.
 
 use crate::cli::{CheckArgs, RunArgs};
+use crate::exit;
 use crate::report::compare::Mode;
 use crate::runner::paired::{run_paired, Pairing};
 use crate::runner::{self, ConfigError};
 use crate::store::{Location, Store};
-use crate::{exit, Failure};
 
-fn usage(e: anyhow::Error) -> anyhow::Error {
+/// A suite that cannot run as written is a usage error (2); anything else keeps its
+/// own exit code.
+fn config(e: anyhow::Error) -> anyhow::Error {
     match e.downcast::<ConfigError>() {
-        Ok(c) => Failure::new(exit::USAGE, c.0).into(),
+        Ok(c) => super::usage(c.0),
         Err(e) => e,
     }
 }
@@ -26,7 +28,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
         profile: false,
         agents: None,
     };
-    let (suite, cases) = runner::prepare(&options).map_err(usage)?;
+    let (suite, cases) = runner::prepare(&options).map_err(config)?;
     println!(
         "{}: valid — suite '{}', {}, {}",
         args.suite.display(),
@@ -47,8 +49,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         profile: args.profile,
         agents: super::load::fleet(&args.agents, None)?,
     };
-    let _export = crate::live::export::start(&args.export.targets())
-        .map_err(|e| crate::Failure::new(crate::exit::USAGE, e))?;
+    let _export = crate::live::export::start(&args.export.targets()).map_err(super::usage)?;
     if !args.pairing.baseline.is_empty() {
         return paired(store_location, options, &args);
     }
@@ -63,7 +64,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
     } else {
         runner::run(store_location, &options, &mut std::io::stdout().lock())
     }
-    .map_err(usage)?;
+    .map_err(config)?;
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
@@ -112,7 +113,7 @@ fn paired(
         &pairing,
         &mut std::io::stdout().lock(),
     )
-    .map_err(usage)?;
+    .map_err(config)?;
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
         let files = super::report::all_into(&store, outcome.candidate_run, dir)?;

@@ -23,7 +23,7 @@ fn open(location: &Location) -> anyhow::Result<Store> {
             .into());
         }
     }
-    Store::open(location).map_err(|e| Failure::new(exit::USAGE, e.to_string()).into())
+    Store::open(location).map_err(|e| super::usage(e.to_string()))
 }
 
 fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
@@ -93,7 +93,7 @@ pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
     let store = open(store)?;
     let run = store
         .find_run(&args.run)
-        .map_err(|e| Failure::new(exit::USAGE, e.to_string()))?;
+        .map_err(|e| super::usage(e.to_string()))?;
     let cases = store.cases(run.id)?;
     if args.json {
         let mut out = io::stdout().lock();

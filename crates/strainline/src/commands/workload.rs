@@ -6,7 +6,6 @@ use std::path::Path;
 use crate::cli::{LogArgs, WorkloadCommand};
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
-use crate::Failure;
 
 pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
     match cmd {
@@ -138,6 +137,4 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()>
     Ok(())
 }
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    Failure::new(exit::USAGE, msg).into()
-}
+use super::usage;
