@@ -4,9 +4,8 @@
 use super::usage;
 use crate::cli::ImportArgs;
 use crate::exit;
-use crate::host::{git_state, Host};
 use crate::import::{self, Format};
-use crate::store::{Location, NewRun, Store};
+use crate::store::{Location, Store};
 use crate::units::format_value;
 
 pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
@@ -21,9 +20,6 @@ pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
     };
     let imported = import::read_all(format, &args.files).map_err(usage)?;
     let store = Store::open(location).map_err(|e| usage(e.to_string()))?;
-    let host = Host::current();
-    let cwd = std::env::current_dir()?;
-    let git = git_state(&cwd);
     let formats: Vec<&str> = {
         let mut f: Vec<&str> = imported.files.iter().map(|(_, f)| f.name()).collect();
         f.dedup();
@@ -40,15 +36,7 @@ pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let run_id = store.begin_run(&NewRun {
-        kind: "import",
-        label: args.label.as_deref(),
-        suite: Some(&suite),
-        command: &command,
-        cwd: &cwd,
-        git: git.as_ref(),
-        host: &host,
-    })?;
+    let run_id = store.begin_run_here("import", args.label.as_deref(), Some(&suite), &command)?;
     let n = imported.files.len();
     println!(
         "Imported {} ({n} file{}) as run #{run_id}{}",

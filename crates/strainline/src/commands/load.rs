@@ -9,14 +9,13 @@ use hdrhistogram::serialization::Serializer;
 use crate::agents;
 use crate::cli::{AgentsArgs, LoadArgs};
 use crate::exit;
-use crate::host::{git_state, Host};
 use crate::load::schedule::Rate;
 use crate::load::summary::summarize;
 use crate::load::verdict::{self, Validity};
 use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};
 use crate::os::signals;
 use crate::report::load as report;
-use crate::store::{Location, NewRun, Store};
+use crate::store::{Location, Store};
 
 use super::usage;
 
@@ -150,20 +149,9 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
     if let Some(p) = &args.json {
         std::fs::File::create(p).map_err(|e| usage(format!("--json {}: {e}", p.display())))?;
     }
-    let host = Host::current();
-    let cwd = std::env::current_dir()?;
-    let git = git_state(&cwd);
     let loaded = spec.what();
     let command = format!("load {loaded}");
-    let run_id = store.begin_run(&NewRun {
-        kind: "load",
-        label: args.label.as_deref(),
-        suite: None,
-        command: &command,
-        cwd: &cwd,
-        git: git.as_ref(),
-        host: &host,
-    })?;
+    let run_id = store.begin_run_here("load", args.label.as_deref(), None, &command)?;
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
     let export = crate::live::export::start(&args.export.targets()).map_err(usage)?;

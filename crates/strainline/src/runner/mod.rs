@@ -11,10 +11,9 @@ mod spread;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::host::{git_state, Host};
 use crate::kinds::{self, CaseResult, Status};
 use crate::os::signals;
-use crate::store::{Location, Metric, NewRun, Store};
+use crate::store::{Location, Metric, Store};
 use crate::suite::{self, Kind};
 use crate::sut::lifecycle;
 
@@ -312,18 +311,12 @@ fn begin(
     args: &Options,
     label: Option<&str>,
 ) -> anyhow::Result<(i64, PathBuf)> {
-    let host = Host::current();
-    let cwd = std::env::current_dir()?;
-    let git = git_state(&cwd);
-    let run_id = store.begin_run(&NewRun {
-        kind: "suite",
+    let run_id = store.begin_run_here(
+        "suite",
         label,
-        suite: Some(&suite.name),
-        command: &format!("run {}", args.suite.display()),
-        cwd: &cwd,
-        git: git.as_ref(),
-        host: &host,
-    })?;
+        Some(&suite.name),
+        &format!("run {}", args.suite.display()),
+    )?;
     store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
     let work = location.work_dir().join(format!("run-{run_id}"));
     std::fs::create_dir_all(&work)?;

@@ -375,6 +375,29 @@ impl Store {
             .map_or(0, |r| r.int(0)))
     }
 
+    /// Records a run started here and now — this machine, the working directory and its
+    /// commit — as `running`, and returns its id.
+    pub fn begin_run_here(
+        &self,
+        kind: &str,
+        label: Option<&str>,
+        suite: Option<&str>,
+        command: &str,
+    ) -> Result<i64> {
+        let host = Host::current();
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let git = crate::host::git_state(&cwd);
+        self.begin_run(&NewRun {
+            kind,
+            label,
+            suite,
+            command,
+            cwd: &cwd,
+            git: git.as_ref(),
+            host: &host,
+        })
+    }
+
     /// Records a run as `running` and returns its id.
     pub fn begin_run(&self, run: &NewRun) -> Result<i64> {
         let host_id = self.host_id(run.host)?;
