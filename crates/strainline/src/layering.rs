@@ -24,6 +24,7 @@ pub const LAYERS: &[&[&str]] = &[
         "located",
         "placeholders",
         "limits",
+        "rng",
     ],
 ];
 

@@ -26,6 +26,7 @@ mod monitor;
 mod os;
 mod placeholders;
 mod report;
+mod rng;
 mod runner;
 mod store;
 pub mod suite;

@@ -13,7 +13,7 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = crate::analysis::stats::splitmix(self.0);
+        self.0 = crate::rng::mix(self.0);
         self.0
     }
     fn below(&mut self, n: usize) -> usize {

@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::stats::splitmix;
 use super::twosample::t_two_sided;
 
 /// Sequences simulated to calibrate a boundary.
@@ -168,21 +167,20 @@ fn boundary<T>(looks: Looks, read: impl FnOnce(&Boundary) -> T) -> T {
 
 /// Standard normal deviates from a seeded stream (Box–Muller over splitmix64).
 struct Normal {
-    state: u64,
+    rng: crate::rng::Rng,
     spare: Option<f64>,
 }
 
 impl Normal {
     fn new(seed: u64) -> Normal {
         Normal {
-            state: seed,
+            rng: crate::rng::Rng::new(seed),
             spare: None,
         }
     }
 
     fn uniform(&mut self) -> f64 {
-        self.state = splitmix(self.state);
-        ((self.state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        self.rng.unit_open()
     }
 
     fn next(&mut self) -> f64 {

@@ -49,15 +49,6 @@ pub fn least_squares(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
     Some((slope, my - slope * mx))
 }
 
-/// splitmix64: a fast, well-mixed step of a seeded stream (also a hash finalizer) — the
-/// one seeded stream of the crate (schedules, scenarios, simulations).
-pub fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The standard normal cumulative distribution (Abramowitz & Stegun 26.2.17, error < 7.5e-8).
 pub fn normal_cdf(z: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.231_641_9 * z.abs());

@@ -69,7 +69,7 @@ pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
 fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (lo, hi) = t.kill_after;
-    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ ctx.case.repetition as u64;
+    let mut rng = crate::rng::Rng::new(0x2545_F491_4F6C_DD1D ^ ctx.case.repetition as u64);
     let (mut survived, mut failed) = (0u32, 0u32);
     let mut rows = Vec::new();
     for i in 0..t.iterations {
@@ -81,10 +81,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
         let log = dir.join("work.log");
         let unit = Unit::new(true);
         let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let delay = lo + (hi.saturating_sub(lo)).mul_f64((rng % 10_000) as f64 / 10_000.0);
+        let delay = lo + (hi.saturating_sub(lo)).mul_f64(rng.unit());
         let started = Instant::now();
         let point = match &t.kill_at_log {
             Some(re) => {

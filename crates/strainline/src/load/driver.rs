@@ -17,8 +17,9 @@ use super::http::{self, Conn, Target, Template};
 use super::recorder::{ErrorKind, Recorder, Tally};
 use super::replay::Requests;
 use super::scenario::{Scenario, When};
-use super::schedule::{splitmix, Arrivals, Rate, Share};
+use super::schedule::{Arrivals, Rate, Share};
 use crate::os::unit::Unit;
+use crate::rng::{mix, Rng};
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -538,9 +539,8 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
         return;
     }
     let mut seq = 0u64;
-    let mut rng = (sc.seed ^ client.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
-    let run =
-        |i: usize, seq: u64| sc.request(i, client, seq, splitmix(sc.seed ^ client ^ (seq << 24)));
+    let mut rng = Rng::new(mix(sc.seed ^ client));
+    let run = |i: usize, seq: u64| sc.request(i, client, seq, mix(sc.seed ^ client ^ (seq << 24)));
     let over = |ctx: &Ctx| {
         ctx.cancel.load(Ordering::Relaxed)
             || ctx.deadline.is_some_and(|d| Instant::now() >= d)
@@ -622,10 +622,7 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
                 }
             }
             _ if total_weight > 0 => {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let mut pick = rng % total_weight;
+                let mut pick = rng.below(total_weight);
                 let i = mix
                     .iter()
                     .find(|(_, w)| {

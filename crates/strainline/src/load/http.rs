@@ -47,19 +47,8 @@ pub enum Body {
 impl Body {
     /// A pool of `count` random payloads of `len` bytes each.
     pub fn random(len: usize, count: usize, seed: u64) -> Body {
-        let mut x = seed | 1;
-        let pool = (0..count.max(1))
-            .map(|_| {
-                let v: Vec<u8> = (0..len)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect();
-                Bytes::from(v)
-            })
+        let pool = (0..count.max(1) as u64)
+            .map(|k| Bytes::from(crate::rng::text(len, crate::rng::mix(seed ^ k))))
             .collect();
         Body::Random(Arc::new(pool))
     }

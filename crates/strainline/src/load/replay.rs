@@ -11,7 +11,7 @@ use hyper::Method;
 
 use super::http::Rendered;
 use super::scenario::{Scenario, When};
-use super::schedule::splitmix;
+use crate::rng::mix;
 use std::borrow::Cow;
 
 /// What `--replay` read: offsets from the first request (seconds, already divided by
@@ -131,7 +131,7 @@ impl Draw {
 
     /// The step drawn for `position`, and the hash that drew it.
     fn draw(&self, position: u64) -> (usize, u64) {
-        let h = splitmix(self.scenario.seed ^ splitmix(position));
+        let h = mix(self.scenario.seed ^ mix(position));
         let total = self.cumulative.last().map_or(1, |c| c.0);
         let pick = h % total;
         let k = self.cumulative.partition_point(|c| c.0 <= pick);
@@ -212,7 +212,7 @@ impl Requests {
             Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
             Requests::Drawn(d) => {
                 let (step, h) = d.draw(position);
-                let r = d.scenario.request(step, position, position, splitmix(h));
+                let r = d.scenario.request(step, position, position, mix(h));
                 (Cow::Owned(r), Some(step))
             }
             Requests::Streamed { .. } => unreachable!("a streamed request comes with its send"),

@@ -446,7 +446,7 @@ fn arrivals(
                     "poisson: the per-second counts already say how many come in each second (uniformly within it); poisson goes with rate".into(),
                 ));
             }
-            let mut z = super::schedule::splitmix(seed);
+            let mut z = crate::rng::Rng::new(crate::rng::mix(seed));
             let mut counts = Vec::with_capacity(list.get_ref().len());
             for c in list.get_ref() {
                 if !(0..=10_000_000).contains(c.get_ref()) {
@@ -456,8 +456,7 @@ fn arrivals(
                     ));
                 }
                 let x = *c.get_ref() as f64 * scale;
-                z = super::schedule::splitmix(z);
-                let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+                let u = z.unit();
                 counts.push((x.floor() + f64::from(u < x.fract())) as u32);
             }
             if counts.iter().all(|&c| c == 0) {

@@ -142,7 +142,7 @@ pub struct Share {
     drawn: u64,
     /// Cumulative unit-rate arrival count (Poisson).
     cum: f64,
-    rng: u64,
+    rng: Rng,
     /// Stop at this many sends (this worker's part of `-n`).
     quota: Option<u64>,
     /// Stop at this time, seconds.
@@ -185,7 +185,7 @@ impl Share {
             drawn: 0,
             cum: 0.0,
             // One stream for everyone: each worker draws it all and keeps its positions.
-            rng: splitmix(seed),
+            rng: Rng::new(mix(seed)),
             quota,
             until: until.map(|d| d.as_secs_f64()),
             last: 0,
@@ -223,10 +223,9 @@ impl Share {
         self.last
     }
 
+    /// (0, 1]: never 0, so ln() is finite.
     fn uniform01(&mut self) -> f64 {
-        self.rng = splitmix(self.rng);
-        // (0, 1]: never 0, so ln() is finite.
-        ((self.rng >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+        self.rng.unit_open0()
     }
 }
 
@@ -242,20 +241,15 @@ impl Share {
             self.instants.clear();
         }
         if self.instants.is_empty() {
-            let mut z = splitmix(seed ^ splitmix(self.second));
-            self.instants = (0..count(self.second))
-                .map(|_| {
-                    z = splitmix(z);
-                    (z >> 11) as f64 / (1u64 << 53) as f64
-                })
-                .collect();
+            let mut z = Rng::new(mix(seed ^ mix(self.second)));
+            self.instants = (0..count(self.second)).map(|_| z.unit()).collect();
             self.instants.sort_by(f64::total_cmp);
         }
         self.second as f64 + self.instants[(position - self.second_start) as usize]
     }
 }
 
-pub use crate::analysis::stats::splitmix;
+use crate::rng::{mix, Rng};
 
 impl Iterator for Share {
     type Item = f64;

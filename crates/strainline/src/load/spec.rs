@@ -340,17 +340,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
             let body = match body {
                 BodySpec::Empty => Bytes::new(),
                 BodySpec::Bytes(b) => Bytes::from(b.clone()),
-                BodySpec::Random { len, seed } => {
-                    let mut z = *seed;
-                    Bytes::from(
-                        (0..*len)
-                            .map(|_| {
-                                z = super::schedule::splitmix(z);
-                                b'a' + (z % 26) as u8
-                            })
-                            .collect::<Vec<u8>>(),
-                    )
-                }
+                BodySpec::Random { len, seed } => Bytes::from(crate::rng::text(*len, *seed)),
             };
             let requests =
                 super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;

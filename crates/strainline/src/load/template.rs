@@ -41,17 +41,7 @@ impl std::fmt::Debug for RandomPool {
 
 impl RandomPool {
     pub fn new(seed: u64) -> RandomPool {
-        const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        let mut x = seed | 1;
-        let v = (0..64 * 1024)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                ALNUM[(x % ALNUM.len() as u64) as usize]
-            })
-            .collect();
-        RandomPool(Arc::new(v))
+        RandomPool(Arc::new(crate::rng::text(64 * 1024, seed)))
     }
 
     fn write(&self, n: usize, salt: u64, out: &mut Vec<u8>) {

@@ -146,12 +146,11 @@ fn steps(mode: Mode, pairs: usize, coin: &mut Coin) -> Vec<Vec<(usize, usize)>> 
 }
 
 /// A seeded stream of coin flips: which version of a pair runs first.
-struct Coin(u64);
+struct Coin(crate::rng::Rng);
 
 impl Coin {
     fn baseline_first(&mut self) -> bool {
-        self.0 = crate::analysis::stats::splitmix(self.0);
-        self.0 >> 63 == 0
+        self.0.coin()
     }
 }
 
@@ -252,7 +251,7 @@ pub fn run_paired(
         work: &cand_work,
         ..base
     };
-    let mut coin = Coin(p.seed);
+    let mut coin = Coin(crate::rng::Rng::new(p.seed));
     let mut worst = Status::Passed;
     let mut all_pairs = Vec::new();
     let mut notes = Vec::new();

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::parse::Entry;
 use super::route::Routed;
-use crate::load::schedule::splitmix;
+use crate::rng::{mix, Rng};
 
 /// Window sizes (seconds) at which the dispersion of arrivals is measured.
 pub const DISPERSION_WINDOWS: [u64; 3] = [1, 10, 60];
@@ -198,7 +198,7 @@ pub struct Builder {
     /// Some arrival time has a fraction of a second.
     fractional: bool,
     has_times: bool,
-    rng: u64,
+    rng: Rng,
 }
 
 impl Builder {
@@ -216,7 +216,7 @@ impl Builder {
             last: f64::NEG_INFINITY,
             fractional: false,
             has_times: false,
-            rng: 0x5eed,
+            rng: Rng::new(0x5eed),
         }
     }
 
@@ -256,8 +256,7 @@ impl Builder {
         if acc.sample.len() < SAMPLE_KEPT {
             acc.sample.push(target());
         } else {
-            self.rng = splitmix(self.rng);
-            let j = (self.rng % acc.requests) as usize;
+            let j = self.rng.below(acc.requests) as usize;
             if j < SAMPLE_KEPT {
                 acc.sample[j] = target();
             }
@@ -433,7 +432,7 @@ fn hash(s: &str) -> u64 {
     for b in s.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
-    splitmix(h)
+    mix(h)
 }
 
 #[cfg(test)]
