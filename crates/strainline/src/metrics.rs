@@ -233,7 +233,7 @@ pub const METRICS: &[Def] = &[
         Unit::Ratio,
         Lower,
         LOADED,
-        "failed requests over all attempts",
+        "failed requests, and requests due but unanswered (cut in flight or never sent), over every request that was due",
     ),
     def(
         "sent",

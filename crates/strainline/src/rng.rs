@@ -53,6 +53,20 @@ impl Rng {
     }
 }
 
+/// What the seeded fuzzers draw.
+#[cfg(test)]
+impl Rng {
+    /// Uniform in [0, n), as an index.
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// One of `xs`.
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.index(xs.len())]
+    }
+}
+
 /// `len` letters and digits from `seed`: a payload that is text (an HTTP body, a
 /// `{{random}}` value) and differs from one seed to the next.
 pub fn text(len: usize, seed: u64) -> Vec<u8> {

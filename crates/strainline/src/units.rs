@@ -208,18 +208,24 @@ pub fn format_value(v: f64, unit: &str) -> String {
 /// `s` safe to print on a terminal: control characters (an ANSI or OSC escape from a
 /// test name or a target's log) are shown as `\x1b`-style escapes; lines and tabs stay.
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    escape_controls(s, |c| c == '\n' || c == '\t')
+}
+
+/// `s` with every control character but those `keep` allows shown as an escape.
+fn escape_controls(s: &str, keep: fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && !keep(c);
+    if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .map(|c| match c {
-                '\n' | '\t' => c.to_string(),
-                c if c.is_control() => c.escape_unicode().to_string(),
-                c => c.to_string(),
-            })
-            .collect(),
-    )
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if escaped(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// A terminal writer that passes text through [`printable`]: what strainline prints
@@ -244,17 +250,7 @@ impl<W: std::io::Write> std::io::Write for Printable<W> {
 /// tabs included, shown as an escape — what a stranger sent cannot forge a second line
 /// or drive the terminal.
 pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .map(|c| match c {
-                c if c.is_control() => c.escape_unicode().to_string(),
-                c => c.to_string(),
-            })
-            .collect(),
-    )
+    escape_controls(s, |_| false)
 }
 
 #[cfg(test)]

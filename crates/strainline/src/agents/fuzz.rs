@@ -9,17 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use super::wire::{self, FromAgent, ToAgent};
 use crate::load::recorder::Tally;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = crate::rng::mix(self.0);
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use crate::rng::Rng;
 
 /// Values that broke decoders elsewhere, spliced in for a number or a string.
 const EXTREMES: &[&str] = &[
@@ -119,16 +109,18 @@ fn originals() -> Vec<String> {
 
 fn mutate(rng: &mut Rng, frame: &str) -> Vec<u8> {
     let mut b = frame.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(b.len() + 1);
-        match rng.below(6) {
+    for _ in 0..1 + rng.index(4) {
+        let at = rng.index(b.len() + 1);
+        match rng.index(6) {
             0 if !b.is_empty() => {
                 let i = at.min(b.len() - 1);
-                b[i] ^= 1 << rng.below(8);
+                b[i] ^= 1 << rng.index(8);
             }
             1 => b.truncate(at),
             2 => {
-                let bytes: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..1 + rng.index(8))
+                    .map(|_| rng.next_u64() as u8)
+                    .collect();
                 b.splice(at..at, bytes);
             }
             3 => {
@@ -143,7 +135,7 @@ fn mutate(rng: &mut Rng, frame: &str) -> Vec<u8> {
                         .find([',', '}', ']'])
                         .map_or(text.len(), |e| colon + 1 + e);
                     let mut t = text.clone();
-                    t.replace_range(colon + 1..end, EXTREMES[rng.below(EXTREMES.len())]);
+                    t.replace_range(colon + 1..end, EXTREMES[rng.index(EXTREMES.len())]);
                     b = t.into_bytes();
                 }
             }
@@ -152,7 +144,7 @@ fn mutate(rng: &mut Rng, frame: &str) -> Vec<u8> {
                 let piece = b[from..].to_vec();
                 b.extend_from_slice(&piece);
             }
-            _ => b.insert(at.min(b.len()), b"\n{}\"\\"[rng.below(5)]),
+            _ => b.insert(at.min(b.len()), b"\n{}\"\\"[rng.index(5)]),
         }
     }
     b.push(b'\n');
@@ -164,7 +156,7 @@ fn the_frame_decoder_never_panics_on_hostile_frames() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let mut rng = Rng(0xF4A3_E5EED);
+    let mut rng = Rng::new(0xF4A3_E5EED);
     let frames = originals();
     // Each original is a frame its reader takes whole.
     for f in &frames {

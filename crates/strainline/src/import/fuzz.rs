@@ -8,17 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{read, Format};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = crate::rng::mix(self.0);
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use crate::rng::Rng;
 
 const EXTREMES: &[&str] = &[
     "-1",
@@ -41,16 +31,18 @@ const EXTREMES: &[&str] = &[
 
 fn mutate(rng: &mut Rng, original: &[u8]) -> Vec<u8> {
     let mut b = original.to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(b.len() + 1);
-        match rng.below(5) {
+    for _ in 0..1 + rng.index(4) {
+        let at = rng.index(b.len() + 1);
+        match rng.index(5) {
             0 if !b.is_empty() => {
                 let i = at.min(b.len() - 1);
-                b[i] ^= 1 << rng.below(8);
+                b[i] ^= 1 << rng.index(8);
             }
             1 => b.truncate(at),
             2 => {
-                let bytes: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..1 + rng.index(8))
+                    .map(|_| rng.next_u64() as u8)
+                    .collect();
                 b.splice(at..at, bytes);
             }
             3 => {
@@ -64,7 +56,7 @@ fn mutate(rng: &mut Rng, original: &[u8]) -> Vec<u8> {
                         .iter()
                         .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'/'))
                         .map_or(b.len(), |e| from + e);
-                    let x = EXTREMES[rng.below(EXTREMES.len())].as_bytes().to_vec();
+                    let x = EXTREMES[rng.index(EXTREMES.len())].as_bytes().to_vec();
                     b.splice(from..end, x);
                 }
             }
@@ -107,7 +99,7 @@ fn survive(format: Format, path: &Path, what: &dyn Fn() -> String) {
 
 #[test]
 fn no_import_reader_panics_on_mutated_files() {
-    let mut rng = Rng(0x1A9_0F7E5);
+    let mut rng = Rng::new(0x1A9_0F7E5);
     let dir = tempfile::tempdir().unwrap();
     let files = [
         (Format::Hyperfine, "hyperfine/fast-a.json"),
@@ -140,7 +132,7 @@ fn no_import_reader_panics_on_mutated_files() {
         for n in names {
             std::fs::copy(src.join(n), bench.join(n)).unwrap();
         }
-        let n = names[rng.below(names.len())];
+        let n = names[rng.index(names.len())];
         let bytes = mutate(&mut rng, &std::fs::read(src.join(n)).unwrap());
         std::fs::write(bench.join(n), &bytes).unwrap();
         survive(Format::Criterion, &dir.path().join("criterion"), &|| {

@@ -255,6 +255,11 @@ impl Tally {
         self.unfinished + self.unsent
     }
 
+    /// Requests the schedule made due: sent (answered or failed), cut, or never sent.
+    pub fn scheduled(&self) -> u64 {
+        self.sent + self.unanswered()
+    }
+
     /// The share of requests that failed: errors, and the unanswered, of every request
     /// that was due (answered, failed or unanswered).
     pub fn error_rate(&self) -> f64 {

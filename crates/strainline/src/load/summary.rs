@@ -212,10 +212,8 @@ pub fn summarize(
         cap_hits: t.cap_hits,
         unfinished: t.unfinished,
         unsent: t.unsent,
-        scheduled: o
-            .scheduled
-            .map(|_| t.sent + t.unfinished + t.unsent)
-            .filter(|_| model != "closed"),
+        // Only a schedule makes requests due.
+        scheduled: o.scheduled.map(|_| t.scheduled()),
         // On agents: every agent's threads (each judged its own).
         generator_thread_cpu_seconds: if o.agents.is_empty() {
             o.thread_cpu.clone()

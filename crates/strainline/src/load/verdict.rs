@@ -296,7 +296,7 @@ fn unsent(o: &Outcome) -> Option<String> {
         "{} of {} scheduled requests were never sent: {why}; counted as errors, with a \
          latency of at least the time from their intended send to the run's end",
         t.unsent,
-        t.sent + t.unfinished + t.unsent
+        t.scheduled()
     ))
 }
 

@@ -10,20 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{gate, parse};
 use crate::metrics::Unit;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = crate::rng::mix(self.0);
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
+use crate::rng::Rng;
 
 const GATE_TOKENS: &[&str] = &[
     "latency_p99",
@@ -133,9 +120,9 @@ fn gate_metrics() -> Vec<(&'static str, Unit)> {
 #[test]
 fn the_gate_parser_never_panics_and_points_inside_its_text() {
     let metrics = gate_metrics();
-    let mut rng = Rng(0x005E_ED0F_6A7E);
+    let mut rng = Rng::new(0x005E_ED0F_6A7E);
     for _ in 0..20_000 {
-        let n = rng.below(8);
+        let n = rng.index(8);
         let text: String = (0..n).map(|_| rng.pick(GATE_TOKENS)).collect();
         let r = catch_unwind(AssertUnwindSafe(|| gate::parse(&text, &metrics)));
         match r {
@@ -157,7 +144,7 @@ fn toml_string(rng: &mut Rng, s: &str) -> String {
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
                 out.push_str(&format!("\\u{:04x}", c as u32))
             }
-            c if !c.is_ascii() && rng.below(2) == 0 => {
+            c if !c.is_ascii() && rng.index(2) == 0 => {
                 out.push_str(&format!("\\U{:08x}", c as u32))
             }
             c => out.push(c),
@@ -169,9 +156,9 @@ fn toml_string(rng: &mut Rng, s: &str) -> String {
 
 #[test]
 fn a_suite_with_random_gates_never_panics() {
-    let mut rng = Rng(0x6A7E_5EED);
+    let mut rng = Rng::new(0x6A7E_5EED);
     for _ in 0..5_000 {
-        let n = rng.below(8);
+        let n = rng.index(8);
         let gate: String = (0..n).map(|_| rng.pick(GATE_TOKENS)).collect();
         let text = format!(
             "{HEAD}[[test]]\nname = \"t\"\nkind = \"bench\"\nurl = \"http://127.0.0.1:{{{{port}}}}/\"\ngates = [{}]\n",
@@ -202,7 +189,7 @@ fn examples() -> Vec<(PathBuf, String)> {
 
 /// A char boundary of `text` at random.
 fn boundary(rng: &mut Rng, text: &str) -> usize {
-    let mut i = rng.below(text.len() + 1);
+    let mut i = rng.index(text.len() + 1);
     while !text.is_char_boundary(i) {
         i -= 1;
     }
@@ -211,13 +198,13 @@ fn boundary(rng: &mut Rng, text: &str) -> usize {
 
 #[test]
 fn the_suite_parser_never_panics_on_mutated_examples() {
-    let mut rng = Rng(0xC0FF_EE15_600D);
+    let mut rng = Rng::new(0xC0FF_EE15_600D);
     for (path, original) in examples() {
         for _ in 0..600 {
             let mut text = original.clone();
-            for _ in 0..1 + rng.below(3) {
+            for _ in 0..1 + rng.index(3) {
                 let at = boundary(&mut rng, &text);
-                match rng.below(3) {
+                match rng.index(3) {
                     0 => text.insert_str(at, rng.pick(SUITE_TOKENS)),
                     1 => {
                         let end = boundary(&mut rng, &text).max(at);

@@ -1231,8 +1231,16 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
             })
         })
         .collect();
-    let pourers: Vec<_> = (0..40)
-        .map(|_| {
+    // Forty pour zeros; five send a hello that would drive the log's terminal.
+    let hostile = s.path("hostile-hello");
+    std::fs::write(&hostile, "\x1b[2J\x1b]8;;http://127.0.0.1/evil\x07click\n").unwrap();
+    let pourers: Vec<_> = (0..45)
+        .map(|k| {
+            let input = if k < 40 {
+                std::path::PathBuf::from("/dev/zero")
+            } else {
+                hostile.clone()
+            };
             KillOnDrop(
                 std::process::Command::new("openssl")
                     .args([
@@ -1243,7 +1251,7 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
                         "-connect",
                         &listen,
                     ])
-                    .stdin(std::fs::File::open("/dev/zero").unwrap())
+                    .stdin(std::fs::File::open(&input).unwrap())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .spawn()
@@ -1289,7 +1297,7 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
         beset.max(after) <= 64 * 1024,
         "agent RSS {beset} KiB beset, {after} KiB after the run"
     );
-    // Nothing a stranger sent reaches the log raw.
+    // What a stranger sent reaches the log escaped, never raw.
+    assert!(log.contains("\\u{1b}]8;;http"), "{log}");
     assert!(!log.contains('\x1b'), "{log}");
-    assert!(a.0.id() > 0);
 }

@@ -73,6 +73,19 @@ impl Scratch {
         self.monitor_testbed_with(interval, &all)
     }
 
+    /// strainline's own peak RSS, bytes, running `args` (with a store of its own) under
+    /// strainline monitor; the run must succeed.
+    pub fn own_peak(&self, args: &[&str]) -> f64 {
+        let inner = self.path("inner.db").display().to_string();
+        let mut argv = vec![env!("CARGO_BIN_EXE_strainline"), "--store", &inner];
+        argv.extend_from_slice(args);
+        let (out, doc) = self.monitor_plain(&argv);
+        assert!(out.status.success(), "{}", stderr(&out));
+        doc["summary"]["peak_rss"]["bytes"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no peak RSS: {doc}"))
+    }
+
     /// Monitors an arbitrary command (`argv`), writing JSON.
     pub fn monitor_plain(&self, argv: &[&str]) -> (Output, serde_json::Value) {
         let json = self.path("plain.json");

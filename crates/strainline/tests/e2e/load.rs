@@ -263,11 +263,7 @@ fn memory_stays_bounded_for_longer_runs() {
         // strainline's own peak RSS, measured by strainline monitor, for 5 s and 30 s.
         let srv = server(&[]);
         let peak = |secs: &str| {
-            let s = Scratch::new();
-            let (out, doc) = s.monitor_plain(&[
-                env!("CARGO_BIN_EXE_strainline"),
-                "--store",
-                &s.path("inner.db").display().to_string(),
+            Scratch::new().own_peak(&[
                 "load",
                 &srv.url("/health"),
                 "-q",
@@ -276,9 +272,7 @@ fn memory_stays_bounded_for_longer_runs() {
                 secs,
                 "--threads",
                 "2",
-            ]);
-            assert!(out.status.success(), "{}", stderr(&out));
-            f(&doc["summary"]["peak_rss"]["bytes"])
+            ])
         };
         let short = peak("5s");
         let long = peak("30s");
@@ -308,10 +302,7 @@ fn a_scenario_of_100000_paths_runs_in_bounded_memory() {
         ),
     )
     .unwrap();
-    let (out, doc) = s.monitor_plain(&[
-        env!("CARGO_BIN_EXE_strainline"),
-        "--store",
-        &s.path("inner.db").display().to_string(),
+    let peak = s.own_peak(&[
         "load",
         &srv.url(""),
         "--scenario",
@@ -320,9 +311,7 @@ fn a_scenario_of_100000_paths_runs_in_bounded_memory() {
         "2s",
         "--threads",
         "2",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let peak = f(&doc["summary"]["peak_rss"]["bytes"]) / 1048576.0;
+    ]) / 1048576.0;
     assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
 }
 
