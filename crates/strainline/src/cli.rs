@@ -77,16 +77,16 @@ pub enum Command {
     },
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = crate::units::parse_duration(s).map_err(|e| e.to_string())?;
+fn parse_duration(s: &str) -> crate::error::Result<Duration> {
+    let d = crate::units::parse_duration(s).map_err(|e| crate::Error::usage(e.to_string()))?;
     if d.is_zero() {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "'{s}' is zero; give a positive duration such as 10ms"
-        ));
+        )));
     }
     limits::DURATION
         .duration(d)
-        .map_err(|_| format!("'{s}': give a duration from 1ms to 30 days"))
+        .map_err(|_| crate::Error::usage(format!("'{s}': give a duration from 1ms to 30 days")))
 }
 
 #[derive(Debug, Args)]
@@ -145,7 +145,7 @@ pub struct MonitorArgs {
     pub command: Vec<OsString>,
 }
 
-fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
+fn parse_ramp(s: &str) -> crate::error::Result<(f64, f64)> {
     let (a, b) = s.split_once("..").ok_or_else(|| {
         format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000")
     })?;
@@ -157,31 +157,31 @@ fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
     };
     match (p(a), p(b)) {
         (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(format!(
+        _ => Err(crate::Error::usage(format!(
             "'{s}': both ends of a ramp must be positive rates, e.g. 100..2000"
-        )),
+        ))),
     }
 }
 
-fn parse_rate(s: &str) -> Result<f64, String> {
+fn parse_rate(s: &str) -> crate::error::Result<f64> {
     in_range(s, limits::RATE.named("--rate"))
 }
 
 /// A number within `limit` (see `limits`), as the type the flag takes.
-fn in_range<T: std::str::FromStr>(s: &str, limit: limits::Limit) -> Result<T, String> {
+fn in_range<T: std::str::FromStr>(s: &str, limit: limits::Limit) -> crate::error::Result<T> {
     let v: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
+        .map_err(|_| crate::Error::usage(format!("'{s}' is not a number")))?;
     limit.check(v)?;
     s.trim()
         .parse::<T>()
-        .map_err(|_| format!("'{s}': give a whole number"))
+        .map_err(|_| crate::Error::usage(format!("'{s}': give a whole number")))
 }
 
 /// A date (`2026-11-01`) or an RFC 3339 time (`2026-11-01T08:00:00Z`), as the store
 /// compares them.
-fn parse_since(s: &str) -> Result<String, String> {
+fn parse_since(s: &str) -> crate::error::Result<String> {
     let shape = regex_lite::Regex::new(
         r"^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$",
     )
@@ -209,33 +209,33 @@ fn parse_since(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.replacen(' ', "T", 1))
     } else {
-        Err(format!(
+        Err(crate::Error::usage(format!(
             "'{s}' is not a date: give YYYY-MM-DD (2026-11-01) or an RFC 3339 time (2026-11-01T08:00:00Z)"
-        ))
+        )))
     }
 }
 
-fn parse_connections(s: &str) -> Result<usize, String> {
+fn parse_connections(s: &str) -> crate::error::Result<usize> {
     in_range(s, limits::CONNECTIONS.named("-c"))
 }
-fn parse_threads(s: &str) -> Result<usize, String> {
+fn parse_threads(s: &str) -> crate::error::Result<usize> {
     in_range(s, limits::THREADS.named("--threads"))
 }
-fn parse_requests(s: &str) -> Result<u64, String> {
+fn parse_requests(s: &str) -> crate::error::Result<u64> {
     in_range(s, limits::REQUESTS.named("-n"))
 }
-fn parse_body_bytes(s: &str) -> Result<usize, String> {
+fn parse_body_bytes(s: &str) -> crate::error::Result<usize> {
     in_range(s, limits::BODY_BYTES.named("--body-bytes"))
 }
-fn parse_time_scale(s: &str) -> Result<f64, String> {
+fn parse_time_scale(s: &str) -> crate::error::Result<f64> {
     in_range(s, limits::TIME_SCALE.named("--time-scale"))
 }
-fn parse_top(s: &str) -> Result<usize, String> {
+fn parse_top(s: &str) -> crate::error::Result<usize> {
     in_range(s, limits::TOP.named("--top"))
 }
 /// A pid the kernel could have given (above 0 and within `pid_t`): never one that
 /// `kill` would read as "every process".
-fn parse_pid(s: &str) -> Result<u32, String> {
+fn parse_pid(s: &str) -> crate::error::Result<u32> {
     in_range(s, limits::PID.named("--pid"))
 }
 
@@ -726,14 +726,16 @@ impl Default for PairingArgs {
     }
 }
 
-fn parse_min_change(s: &str) -> Result<f64, String> {
+fn parse_min_change(s: &str) -> crate::error::Result<f64> {
     crate::units::parse_fraction(s)
 }
 
-fn parse_var(s: &str) -> Result<(String, String), String> {
+fn parse_var(s: &str) -> crate::error::Result<(String, String)> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not NAME=VALUE (e.g. --var profile=v2)")),
+        _ => Err(crate::Error::usage(format!(
+            "'{s}' is not NAME=VALUE (e.g. --var profile=v2)"
+        ))),
     }
 }
 
@@ -761,7 +763,7 @@ pub struct ShowArgs {
 }
 
 /// A tolerance band: `METRIC=PCT`, e.g. `latency_p99=30%`, or `default=10%`.
-fn parse_band(s: &str) -> Result<(String, f64), String> {
+fn parse_band(s: &str) -> crate::error::Result<(String, f64)> {
     let (metric, pct) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}' is not METRIC=PERCENT (e.g. latency_p99=30%)"))?;
@@ -771,12 +773,12 @@ fn parse_band(s: &str) -> Result<(String, f64), String> {
     ))
 }
 
-fn parse_probability(s: &str) -> Result<f64, String> {
+fn parse_probability(s: &str) -> crate::error::Result<f64> {
     match s.parse::<f64>() {
         Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
-        _ => Err(format!(
+        _ => Err(crate::Error::usage(format!(
             "'{s}' is not a probability between 0 and 1 (e.g. 0.05)"
-        )),
+        ))),
     }
 }
 

@@ -25,6 +25,7 @@ pub const LAYERS: &[&[&str]] = &[
         "placeholders",
         "limits",
         "rng",
+        "error",
     ],
 ];
 

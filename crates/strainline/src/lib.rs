@@ -11,6 +11,7 @@ mod analysis;
 pub mod cli;
 mod clock;
 mod commands;
+mod error;
 mod host;
 mod import;
 mod kinds;
@@ -34,44 +35,7 @@ mod sut;
 mod units;
 mod workload;
 
-/// Exit codes: a documented contract (README, "Exit codes").
-pub mod exit {
-    pub const PASSED: i32 = 0;
-    pub const FAILED: i32 = 1;
-    pub const USAGE: i32 = 2;
-    pub const INVALID: i32 = 3;
-    pub const CRASHED: i32 = 4;
-    pub const INTERRUPTED: i32 = 130;
-
-    /// The exit code of a suite's run (stored with it, and strainline's own).
-    pub fn of(ending: crate::runner::Ending) -> i32 {
-        use crate::kinds::Status;
-        match ending {
-            crate::runner::Ending::Interrupted => INTERRUPTED,
-            crate::runner::Ending::Completed(Status::Passed) => PASSED,
-            crate::runner::Ending::Completed(Status::Invalid) => INVALID,
-            crate::runner::Ending::Completed(Status::Failed) => FAILED,
-            crate::runner::Ending::Completed(Status::Crashed) => CRASHED,
-        }
-    }
-}
-
-/// An error that ends strainline with a particular exit code.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct Failure {
-    pub code: i32,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn new(code: i32, message: impl Into<String>) -> Failure {
-        Failure {
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub use error::{exit, Error};
 
 /// The hidden subcommand of the guardian process (see `os::guardian`).
 pub const GUARDIAN: &str = os::guardian::SUBCOMMAND;
@@ -82,7 +46,7 @@ pub fn guard() -> ! {
 }
 
 /// Runs a parsed command line and returns the exit code.
-pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {
+pub fn run(cli: cli::Cli) -> error::Result<i32> {
     os::process::private_files();
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),

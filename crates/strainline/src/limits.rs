@@ -61,18 +61,18 @@ pub const PAUSE: Limit = limit("pause", 0.0, LONGEST, "s");
 
 impl Limit {
     /// `v`, if it is within the range; else what to write instead.
-    pub fn check(&self, v: f64) -> Result<f64, String> {
+    pub fn check(&self, v: f64) -> crate::error::Result<f64> {
         if v.is_finite() && v >= self.min && v <= self.max {
             return Ok(v);
         }
-        Err(format!(
+        Err(crate::Error::usage(format!(
             "{} = {}: out of range, give a number from {} to {} {}",
             self.key,
             Self::show(v),
             Self::show(self.min),
             Self::show(self.max),
             self.unit
-        ))
+        )))
     }
 
     /// The same range under another key (a flag's name, a suite key).
@@ -81,7 +81,7 @@ impl Limit {
     }
 
     /// A duration, in seconds against the range.
-    pub fn duration(&self, d: Duration) -> Result<Duration, String> {
+    pub fn duration(&self, d: Duration) -> crate::error::Result<Duration> {
         self.check(d.as_secs_f64()).map(|_| d)
     }
 
@@ -103,10 +103,10 @@ mod tests {
     #[test]
     fn zero_negative_nan_and_infinite_values_are_refused_with_the_range() {
         for bad in [0.0, -5.0, f64::NAN, f64::INFINITY, 1e12] {
-            let e = RATE.check(bad).unwrap_err();
+            let e = RATE.check(bad).unwrap_err().to_string();
             assert!(e.contains("from 0.001 to 10000000 req/s"), "{bad}: {e}");
         }
-        assert_eq!(RATE.check(1000.0), Ok(1000.0));
+        assert_eq!(RATE.check(1000.0).ok(), Some(1000.0));
         assert!(INTERVAL.duration(Duration::ZERO).is_err());
         assert!(PAUSE.duration(Duration::ZERO).is_ok());
         assert!(ROUNDS.check(1.0).is_err());

@@ -13,9 +13,8 @@ fn main() {
     let code = match strainline::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("strainline: {e:#}");
-            e.downcast_ref::<strainline::Failure>()
-                .map_or(strainline::exit::USAGE, |f| f.code)
+            eprintln!("strainline: {e}");
+            e.exit_code()
         }
     };
     std::process::exit(code);

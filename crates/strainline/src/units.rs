@@ -101,7 +101,7 @@ impl fmt::Display for Bytes {
 }
 
 /// A share: `20%` or `0.2` → 0.2. Refuses negatives and anything that is not a number.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
+pub fn parse_fraction(s: &str) -> crate::error::Result<f64> {
     let t = s.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
@@ -109,7 +109,9 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     };
     match v {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a percentage: write it as 20% or 0.2")),
+        _ => Err(crate::Error::usage(format!(
+            "'{s}' is not a percentage: write it as 20% or 0.2"
+        ))),
     }
 }
 
@@ -312,7 +314,10 @@ mod tests {
     fn parses_and_formats_metric_values() {
         assert_eq!(parse_fraction("20%").unwrap(), 0.2);
         assert_eq!(parse_fraction("0.05").unwrap(), 0.05);
-        assert!(parse_fraction("-5%").unwrap_err().contains("20%"));
+        assert!(parse_fraction("-5%")
+            .unwrap_err()
+            .to_string()
+            .contains("20%"));
         assert_eq!(format_value(13792.0 * 1024.0, "bytes"), "13.5 MiB");
         assert_eq!(format_value(0.25, "ms"), "250.0 µs");
         assert_eq!(format_value(935.04, "req/s"), "935.0 req/s");

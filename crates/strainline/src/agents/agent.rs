@@ -78,14 +78,21 @@ impl Pending {
 /// the hard one, at most [`MAX_PENDING`] unauthenticated connections are held, each
 /// for at most [`HELLO_TIMEOUT`], and a failed accept (out of descriptors) waits and
 /// goes on instead of ending the agent.
-pub fn serve_listen(addr: &str, token: Token, name: String, once: bool) -> Result<(), String> {
+pub fn serve_listen(
+    addr: &str,
+    token: Token,
+    name: String,
+    once: bool,
+) -> crate::error::Result<()> {
     stop_on_signals(&name);
     crate::os::process::raise_nofile();
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("--listen {addr}: {e}"))?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|e| crate::Error::usage(format!("--listen {addr}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| crate::Error::usage(e.to_string()))?;
         let acceptor = super::link::acceptor()?;
         eprintln!("strainline agent {name}: listening on {local} (TLS, token)");
         let busy = Arc::new(AtomicBool::new(false));
@@ -139,7 +146,7 @@ pub fn serve_connect(
     token: Token,
     name: String,
     patience: Duration,
-) -> Result<(), String> {
+) -> crate::error::Result<()> {
     stop_on_signals(&name);
     runtime()?.block_on(async move {
         let acceptor = super::link::acceptor()?;
@@ -148,10 +155,10 @@ pub fn serve_connect(
             match tokio::net::TcpStream::connect(addr).await {
                 Ok(t) => break t,
                 Err(e) if Instant::now() >= until => {
-                    return Err(format!(
+                    return Err(crate::Error::environment(format!(
                         "--connect {addr}: {e} (for {} s)",
                         patience.as_secs()
-                    ))
+                    )))
                 }
                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
             }
@@ -182,11 +189,11 @@ fn stop_on_signals(name: &str) {
     });
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(|e| crate::Error::environment(e.to_string()))
 }
 
 /// One session over TCP, this agent the TLS server whoever dialed; `pending` is told
@@ -236,7 +243,10 @@ async fn serve_tls(
         authenticated: &mut || done.now(),
     };
     if let Err(e) = session(BufReader::new(r), w, &id, &busy, greeted).await {
-        eprintln!("agent {name}: {peer}: {}", crate::units::one_line(&e));
+        eprintln!(
+            "agent {name}: {peer}: {}",
+            crate::units::one_line(&e.to_string())
+        );
     }
 }
 
@@ -247,7 +257,7 @@ struct Greeting<'a> {
 }
 
 /// Serves `strainline agent --stdio` (under ssh): one session on stdin/stdout.
-pub fn serve_stdio(name: String) -> Result<(), String> {
+pub fn serve_stdio(name: String) -> crate::error::Result<()> {
     stop_on_signals(&name);
     runtime()?.block_on(async move {
         let id = Identity { name, auth: None };
@@ -273,7 +283,7 @@ async fn session<R, W>(
     id: &Identity,
     busy: &AtomicBool,
     greeting: Greeting<'_>,
-) -> Result<(), String>
+) -> crate::error::Result<()>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -281,14 +291,18 @@ where
     let refuse = |why: String| FromAgent::Refused { why };
     let hello = tokio::time::timeout_at(greeting.until, wire::recv_within(&mut r, wire::MAX_HELLO))
         .await
-        .map_err(|_| format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))?;
+        .map_err(|_| {
+            crate::Error::environment(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
+        })?;
     let Some(ToAgent::Hello {
         protocol,
         strainline,
         proof,
-    }) = hello.map_err(|e| e.to_string())?
+    }) = hello.map_err(|e| crate::Error::environment(e.to_string()))?
     else {
-        return Err("the first message was not a hello".into());
+        return Err(crate::Error::environment(
+            "the first message was not a hello",
+        ));
     };
     if protocol != PROTOCOL {
         let why = format!(
@@ -296,7 +310,7 @@ where
             env!("CARGO_PKG_VERSION")
         );
         let _ = wire::send(&mut w, &refuse(why.clone())).await;
-        return Err(why);
+        return Err(crate::Error::usage(why));
     }
     let agent_proof = match &id.auth {
         Some((token, ekm)) => {
@@ -328,7 +342,7 @@ where
         },
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| crate::Error::environment(e.to_string()))?;
     // Every message out goes through one writer task.
     let (out, mut outq) = mpsc::unbounded_channel::<FromAgent>();
     let writer = tokio::spawn(async move {
@@ -381,7 +395,9 @@ where
                 match start(*job, cancel.clone(), out.clone()) {
                     Ok(h) => run = Some(h),
                     Err(why) => {
-                        let _ = out.send(FromAgent::Failed { why });
+                        let _ = out.send(FromAgent::Failed {
+                            why: why.to_string(),
+                        });
                     }
                 }
             }
@@ -423,7 +439,7 @@ where
                     let summary =
                         tokio::task::spawn_blocking(move || w.finish(Vec::new(), "watched").0)
                             .await
-                            .map_err(|e| e.to_string())?;
+                            .map_err(|e| crate::Error::environment(e.to_string()))?;
                     let _ = out.send(FromAgent::Watched(Box::new(summary)));
                 }
             }
@@ -489,7 +505,7 @@ async fn stream_samples(
 struct JobFiles(Option<std::path::PathBuf>);
 
 impl JobFiles {
-    fn write(files: &[(String, String)]) -> Result<JobFiles, String> {
+    fn write(files: &[(String, String)]) -> crate::error::Result<JobFiles> {
         if files.is_empty() {
             return Ok(JobFiles(None));
         }
@@ -508,15 +524,17 @@ impl JobFiles {
                     .components()
                     .any(|c| !matches!(c, std::path::Component::Normal(_)))
             {
-                return Err(format!(
+                return Err(crate::Error::environment(format!(
                     "the job's file '{name}' is not a plain relative name"
-                ));
+                )));
             }
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| crate::Error::environment(e.to_string()))?;
             }
-            std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, content)
+                .map_err(|e| crate::Error::environment(format!("{}: {e}", path.display())))?;
         }
         Ok(made)
     }
@@ -535,25 +553,25 @@ fn start(
     mut job: Job,
     cancel: Arc<AtomicBool>,
     out: mpsc::UnboundedSender<FromAgent>,
-) -> Result<std::thread::JoinHandle<()>, String> {
+) -> crate::error::Result<std::thread::JoinHandle<()>> {
     let files = JobFiles::write(&job.files)?;
     if let (Some(dir), load::Offer::Scenario(p)) = (&files.0, &mut job.spec.offer) {
         *p = dir.join(&*p);
     }
-    let mut planned = load::plan(&job.spec).map_err(|e| e.to_string())?;
+    let mut planned = load::plan(&job.spec).map_err(|e| crate::Error::usage(e.to_string()))?;
     if job.slice.of == 0 || job.slice.index >= job.slice.of {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "slice {} of {} does not exist",
             job.slice.index, job.slice.of
-        ));
+        )));
     }
     planned.plan.slice = job.slice;
     let ahead = job.start_unix_ns - clock_ns();
     if ahead < 0 {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "the start time was {:.1} ms ago by this agent's clock",
             -ahead as f64 / 1e6
-        ));
+        )));
     }
     let start = Instant::now() + Duration::from_nanos(ahead as u64);
     eprintln!(

@@ -34,28 +34,28 @@ impl Token {
     /// Kubernetes Secret mounts it) of at most [`MAX_TOKEN_FILE`] bytes that other users
     /// can neither read nor change (group-readable is allowed, for a Secret shared with
     /// a pod's `fsGroup`) — as ssh treats a private key.
-    pub fn read(path: &Path) -> Result<Token, String> {
+    pub fn read(path: &Path) -> crate::error::Result<Token> {
         use std::io::Read;
         use std::os::unix::fs::PermissionsExt;
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| format!("token file {shown}: {e}"))?;
         if !meta.is_file() {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "token file {shown}: not a regular file (a device, a pipe or a directory): give a file holding the token"
-            ));
+            )));
         }
         if meta.len() > MAX_TOKEN_FILE {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "token file {shown}: {} bytes, more than {MAX_TOKEN_FILE}: a token is one line (`head -c 32 /dev/urandom | base64`)",
                 meta.len()
-            ));
+            )));
         }
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o027 != 0 {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "token file {shown}: mode {mode:04o} lets other users {} the token: `chmod 600 {shown}`",
                 if mode & 0o004 != 0 { "read" } else { "change" }
-            ));
+            )));
         }
         let mut text = Vec::new();
         std::fs::File::open(path)
@@ -63,12 +63,12 @@ impl Token {
             .map_err(|e| format!("token file {shown}: {e}"))?;
         let t = text.trim_ascii().to_vec();
         if t.len() < MIN_TOKEN {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "token file {}: {} bytes, fewer than {MIN_TOKEN}: make one with `head -c 32 /dev/urandom | base64 > {}` and give the same file to the agents",
                 path.display(),
                 t.len(),
                 path.display()
-            ));
+            )));
         }
         Ok(Token(t))
     }
@@ -113,9 +113,9 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// The session's keying material, 32 bytes, from either side's TLS connection.
-pub fn keying_material<D>(conn: &rustls::ConnectionCommon<D>) -> Result<[u8; 32], String> {
+pub fn keying_material<D>(conn: &rustls::ConnectionCommon<D>) -> crate::error::Result<[u8; 32]> {
     conn.export_keying_material([0u8; 32], LABEL, None)
-        .map_err(|e| format!("TLS keying material: {e}"))
+        .map_err(|e| crate::Error::environment(format!("TLS keying material: {e}")))
 }
 
 #[cfg(test)]
@@ -153,21 +153,29 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
         assert!(Token::read(&f).is_ok());
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = Token::read(&f).err().unwrap();
+        let e = Token::read(&f).err().unwrap().to_string();
         assert!(
             e.contains("mode 0644 lets other users read") && e.contains("chmod 600"),
             "{e}"
         );
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o620)).unwrap();
-        assert!(Token::read(&f).err().unwrap().contains("change"));
+        assert!(Token::read(&f)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("change"));
         // A device that never ends, a directory, and a file too large to be a token.
-        let e = Token::read(Path::new("/dev/zero")).err().unwrap();
+        let e = Token::read(Path::new("/dev/zero"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
         assert!(Token::read(dir.path()).is_err());
         private(&f, &"x".repeat(5000));
         assert!(Token::read(&f)
             .err()
             .unwrap()
+            .to_string()
             .contains("5000 bytes, more than 4096"));
     }
 
@@ -176,7 +184,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("token");
         private(&f, "short\n");
-        let e = Token::read(&f).err().unwrap();
+        let e = Token::read(&f).err().unwrap().to_string();
         assert!(
             e.contains("5 bytes") && e.contains("head -c 32 /dev/urandom"),
             "{e}"

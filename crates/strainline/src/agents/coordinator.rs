@@ -27,7 +27,7 @@ pub struct Fleet {
 
 impl Fleet {
     /// `--agents LIST` and `--agent-token-file FILE`.
-    pub fn new(list: &str, token_file: Option<&std::path::Path>) -> Result<Fleet, String> {
+    pub fn new(list: &str, token_file: Option<&std::path::Path>) -> crate::error::Result<Fleet> {
         let addresses = link::parse_list(list)?;
         let token = token_file.map(Token::read).transpose()?;
         Ok(Fleet { addresses, token })
@@ -45,17 +45,17 @@ impl Fleet {
     }
 
     /// Whether `spec` can be split over these agents, with the fix when not.
-    pub fn check(&self, spec: &LoadSpec) -> Result<(), String> {
+    pub fn check(&self, spec: &LoadSpec) -> crate::error::Result<()> {
         match &spec.offer {
             crate::load::Offer::Scenario(path) => scenario_files(path).map(|_| ()),
             crate::load::Offer::Closed { connections, .. }
                 if connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS) < self.count() =>
             {
-                Err(format!(
+                Err(crate::Error::usage(format!(
                     "{} connections over {} agents: each agent needs one connection at least",
                     connections.unwrap_or(crate::load::spec::DEFAULT_CONNECTIONS),
                     self.count()
-                ))
+                )))
             }
             _ => Ok(()),
         }
@@ -67,8 +67,9 @@ const SCENARIO_FILE: &str = "scenario.toml";
 
 /// A scenario and the CSV it names, to be sent to the agents: (name, content) pairs.
 /// The CSV must be named relative to the scenario, inside its directory.
-fn scenario_files(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn scenario_files(path: &std::path::Path) -> crate::error::Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())))?;
     let mut files = vec![(SCENARIO_FILE.to_string(), text.clone())];
     let csv = toml::from_str::<toml::Table>(&text)
         .ok()
@@ -80,14 +81,14 @@ fn scenario_files(path: &std::path::Path) -> Result<Vec<(String, String)>, Strin
                 .components()
                 .any(|c| matches!(c, std::path::Component::ParentDir))
         {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "{}: csv = \"{csv}\" is outside the scenario's directory: agents get the scenario and its CSV, so name the CSV relative to the scenario, inside its directory",
                 path.display()
-            ));
+            )));
         }
         let file = path.parent().unwrap_or(std::path::Path::new(".")).join(rel);
-        let content =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let content = std::fs::read_to_string(&file)
+            .map_err(|e| crate::Error::usage(format!("{}: {e}", file.display())))?;
         files.push((csv, content));
     }
     Ok(files)
@@ -137,11 +138,11 @@ pub struct Ready {
 
 /// Connects to every agent and measures its clock. `Err` names each agent that could
 /// not be reached or refused, or whose clock is beyond the bound.
-pub fn connect(fleet: &Fleet) -> Result<Ready, String> {
+pub fn connect(fleet: &Fleet) -> crate::error::Result<Ready> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::Error::environment(e.to_string()))?;
     let (links, parts) = rt.block_on(connect_all(fleet))?;
     Ok(Ready { rt, links, parts })
 }
@@ -160,13 +161,13 @@ impl Ready {
         plan: &Plan,
         stop: &dyn Fn() -> bool,
         progress: impl FnMut(&Second, &Tally),
-    ) -> Result<Outcome, String> {
+    ) -> crate::error::Result<Outcome> {
         let Ready { rt, links, parts } = self;
         rt.block_on(coordinate(spec, plan, links, parts, stop, progress))
     }
 }
 
-async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
+async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part>)> {
     // Connect to all at once (agents that dial in are accepted).
     let mut tasks = tokio::task::JoinSet::new();
     for (i, a) in fleet.addresses.iter().enumerate() {
@@ -188,13 +189,14 @@ async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
         (0..fleet.addresses.len()).map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     while let Some(r) = tasks.join_next().await {
-        match r.map_err(|e| e.to_string())? {
+        match r.map_err(|e| crate::Error::environment(e.to_string()))? {
             (i, Ok(ls)) => found[i] = ls,
             (_, Err(e)) => errors.push(e),
         }
     }
     if !errors.is_empty() {
-        return Err(errors.join("\n"));
+        let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        return Err(crate::Error::environment(all.join("\n")));
     }
     let (mut links, addresses): (Vec<Link>, Vec<Address>) = found.into_iter().flatten().unzip();
     let mut parts = Vec::with_capacity(links.len());
@@ -202,7 +204,7 @@ async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
         let (offset_ns, rtt_ns) = clock(l).await?;
         let off_us = offset_ns.unsigned_abs() as f64 / 1e3;
         if offset_ns.unsigned_abs() > CLOCK_BOUND_US * 1000 {
-            return Err(format!(
+            return Err(crate::Error::environment(format!(
                 "agent {} ({}): its clock is {:.1} ms {} this machine's (measured over a {:.2} ms round trip; the bound is {:.1} ms, the schedule-lag bound): synchronise the clocks (chrony or systemd-timesyncd on both machines) and run again — no load was sent",
                 l.name,
                 a.label(),
@@ -210,7 +212,7 @@ async fn connect_all(fleet: &Fleet) -> Result<(Vec<Link>, Vec<Part>), String> {
                 if offset_ns > 0 { "ahead of" } else { "behind" },
                 rtt_ns as f64 / 1e6,
                 CLOCK_BOUND_US as f64 / 1e3
-            ));
+            )));
         }
         parts.push(Part {
             name: l.name.clone(),
@@ -232,7 +234,7 @@ async fn coordinate(
     mut parts: Vec<Part>,
     stop: &dyn Fn() -> bool,
     mut progress: impl FnMut(&Second, &Tally),
-) -> Result<Outcome, String> {
+) -> crate::error::Result<Outcome> {
     let n = links.len();
     // A scenario travels with the plan; the agents read it from their own copy.
     let (spec, files) = match &spec.offer {
@@ -265,15 +267,25 @@ async fn coordinate(
         };
         wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
             .await
-            .map_err(|e| format!("agent {}: sending the plan: {e}", l.name))?;
+            .map_err(|e| {
+                crate::Error::environment(format!("agent {}: sending the plan: {e}", l.name))
+            })?;
     }
     for l in links.iter_mut() {
         match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
             Ok(Ok(Some(FromAgent::Ready))) => {}
             Ok(Ok(Some(FromAgent::Failed { why }))) => {
-                return Err(format!("agent {} cannot run the plan: {why}", l.name));
+                return Err(crate::Error::environment(format!(
+                    "agent {} cannot run the plan: {why}",
+                    l.name
+                )));
             }
-            _ => return Err(format!("agent {} did not accept the plan in time", l.name)),
+            _ => {
+                return Err(crate::Error::environment(format!(
+                    "agent {} did not accept the plan in time",
+                    l.name
+                )))
+            }
         }
     }
     // Readers forward what agents say; writers stay here (renew, stop).
@@ -405,23 +417,26 @@ async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>, s
 
 /// The clock offset (agent − coordinator) and round trip, ns, of the exchange with the
 /// shortest round trip.
-async fn clock(l: &mut Link) -> Result<(i64, i64), String> {
+async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
     let mut best: Option<(i64, i64)> = None;
     for id in 0..CLOCK_ROUNDS {
         let t0 = wire::unix_ns();
         wire::send(&mut l.writer, &ToAgent::Clock { id })
             .await
-            .map_err(|e| format!("agent {}: {e}", l.name))?;
+            .map_err(|e| crate::Error::environment(format!("agent {}: {e}", l.name)))?;
         let reply = tokio::time::timeout(
             link::CONNECT_TIMEOUT,
             wire::recv::<_, FromAgent>(&mut l.reader),
         )
         .await
-        .map_err(|_| format!("agent {}: no clock reading", l.name))?
-        .map_err(|e| format!("agent {}: {e}", l.name))?;
+        .map_err(|_| crate::Error::environment(format!("agent {}: no clock reading", l.name)))?
+        .map_err(|e| crate::Error::environment(format!("agent {}: {e}", l.name)))?;
         let t1 = wire::unix_ns();
         let Some(FromAgent::Clock { id: got, unix_ns }) = reply else {
-            return Err(format!("agent {}: expected a clock reading", l.name));
+            return Err(crate::Error::environment(format!(
+                "agent {}: expected a clock reading",
+                l.name
+            )));
         };
         if got != id {
             continue;
@@ -431,7 +446,7 @@ async fn clock(l: &mut Link) -> Result<(i64, i64), String> {
             best = Some((offset, rtt));
         }
     }
-    best.ok_or_else(|| format!("agent {}: no clock reading", l.name))
+    best.ok_or_else(|| crate::Error::environment(format!("agent {}: no clock reading", l.name)))
 }
 
 /// Merges the seconds every agent still running has sent (or all, at the `end`); a

@@ -58,7 +58,7 @@ impl Address {
 }
 
 /// `tls://HOST:PORT`, `HOST:PORT`, or `ssh://[USER@]HOST[:PORT][/PATH]`, comma-separated.
-pub fn parse_list(list: &str) -> Result<Vec<Address>, String> {
+pub fn parse_list(list: &str) -> crate::error::Result<Vec<Address>> {
     let addrs: Vec<Address> = list
         .split(',')
         .map(str::trim)
@@ -73,12 +73,11 @@ pub fn parse_list(list: &str) -> Result<Vec<Address>, String> {
     Ok(addrs)
 }
 
-fn parse(s: &str) -> Result<Address, String> {
+fn parse(s: &str) -> crate::error::Result<Address> {
     let port_of = |p: &str| {
-        p.parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("agent '{s}': '{p}' is not a port (1-65535)"))
+        p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+            crate::Error::usage(format!("agent '{s}': '{p}' is not a port (1-65535)"))
+        })
     };
     if let Some(rest) = s.strip_prefix("listen://") {
         let (addr, count) = rest.split_once("?count=").ok_or_else(|| {
@@ -88,7 +87,11 @@ fn parse(s: &str) -> Result<Address, String> {
             .parse::<usize>()
             .ok()
             .filter(|c| *c > 0)
-            .ok_or_else(|| format!("agent '{s}': count '{count}' is not a positive number"))?;
+            .ok_or_else(|| {
+                crate::Error::usage(format!(
+                    "agent '{s}': count '{count}' is not a positive number"
+                ))
+            })?;
         let port = addr.rsplit_once(':').map(|(_, p)| p).unwrap_or("");
         port_of(port)?;
         return Ok(Address::Listen {
@@ -106,9 +109,9 @@ fn parse(s: &str) -> Result<Address, String> {
             _ => (hostpart, None),
         };
         if destination.is_empty() || destination.ends_with('@') {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "agent '{s}': no host (expected ssh://[USER@]HOST[:PORT][/PATH])"
-            ));
+            )));
         }
         return Ok(Address::Ssh {
             destination: destination.to_string(),
@@ -122,16 +125,18 @@ fn parse(s: &str) -> Result<Address, String> {
     }
     let rest = s.strip_prefix("tls://").unwrap_or(s);
     if rest.contains("://") {
-        return Err(format!(
+        return Err(crate::Error::environment(format!(
             "agent '{s}': unknown scheme (expected tls:// or ssh://)"
-        ));
+        )));
     }
-    let (host, port) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| format!("agent '{s}': no port (expected tls://HOST:PORT)"))?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(|| {
+        crate::Error::environment(format!("agent '{s}': no port (expected tls://HOST:PORT)"))
+    })?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
-        return Err(format!("agent '{s}': no host (expected tls://HOST:PORT)"));
+        return Err(crate::Error::environment(format!(
+            "agent '{s}': no host (expected tls://HOST:PORT)"
+        )));
     }
     Ok(Address::Tls {
         host: host.to_string(),
@@ -150,20 +155,25 @@ pub struct Link {
 
 /// Connects to an agent and checks who it is: the protocol version, and over TLS the
 /// token's proofs both ways.
-pub async fn connect(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
+pub async fn connect(addr: &Address, token: Option<&Token>) -> crate::error::Result<Link> {
     let label = addr.label();
-    let fail = |e: String| format!("agent {label}: {e}");
+    let fail = |e: crate::Error| e.context(format!("agent {label}"));
     tokio::time::timeout(CONNECT_TIMEOUT, open(addr, token))
         .await
-        .map_err(|_| fail(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
+        .map_err(|_| {
+            fail(crate::Error::environment(format!(
+                "no answer within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            )))
+        })?
         .map_err(fail)
 }
 
-async fn open(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
+async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Link> {
     let (stream, ekm, child): (Box<dyn Stream>, Option<[u8; 32]>, _) = match addr {
         Address::Tls { host, port } => {
             if token.is_none() {
-                return Err("a tls:// agent needs the shared token: --agent-token-file FILE (the file the agent was started with)".into());
+                return Err(crate::Error::environment("a tls:// agent needs the shared token: --agent-token-file FILE (the file the agent was started with)"));
             }
             let tcp = tokio::net::TcpStream::connect((host.as_str(), *port))
                 .await
@@ -190,22 +200,30 @@ async fn open(addr: &Address, token: Option<&Token>) -> Result<Link, String> {
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::inherit())
                 .kill_on_drop(true);
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("cannot run ssh: {e} (is the OpenSSH client installed?)"))?;
+            let mut child = cmd.spawn().map_err(|e| {
+                crate::Error::environment(format!(
+                    "cannot run ssh: {e} (is the OpenSSH client installed?)"
+                ))
+            })?;
             crate::os::process::note_born(child.id().unwrap_or(0));
             let out = child.stdout.take().expect("piped");
             let inp = child.stdin.take().expect("piped");
             (Box::new(tokio::io::join(out, inp)), None, Some(child))
         }
-        Address::Listen { .. } => return Err("a listen:// address is accepted, not dialed".into()),
+        Address::Listen { .. } => {
+            return Err(crate::Error::environment(
+                "a listen:// address is accepted, not dialed",
+            ))
+        }
     };
     hello(stream, ekm, child, token).await
 }
 
 /// The TLS client end of an agent connection (whichever side dialed), and the session's
 /// keying material for the token's proofs.
-async fn tls_client(tcp: tokio::net::TcpStream) -> Result<(Box<dyn Stream>, [u8; 32]), String> {
+async fn tls_client(
+    tcp: tokio::net::TcpStream,
+) -> crate::error::Result<(Box<dyn Stream>, [u8; 32])> {
     let _ = tcp.set_nodelay(true);
     let mut cfg = crate::load::http::tls_config(None, true, false)?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
@@ -214,7 +232,7 @@ async fn tls_client(tcp: tokio::net::TcpStream) -> Result<(Box<dyn Stream>, [u8;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(name, tcp)
         .await
-        .map_err(|e| format!("TLS handshake: {e}"))?;
+        .map_err(|e| crate::Error::environment(format!("TLS handshake: {e}")))?;
     let ekm = auth::keying_material(tls.get_ref().1)?;
     Ok((Box::new(tls), ekm))
 }
@@ -227,12 +245,12 @@ pub async fn accept(
     count: usize,
     token: Option<&Token>,
     wait: Duration,
-) -> Result<Vec<Link>, String> {
+) -> crate::error::Result<Vec<Link>> {
     let token =
         token.ok_or("agents that dial in need the shared token: --agent-token-file FILE")?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("listen://{addr}: {e}"))?;
+        .map_err(|e| crate::Error::environment(format!("listen://{addr}: {e}")))?;
     eprintln!("waiting for {count} agent(s) to dial {addr}");
     crate::os::process::raise_nofile();
     let until = tokio::time::Instant::now() + wait;
@@ -242,10 +260,10 @@ pub async fn accept(
     let mut greeting = tokio::task::JoinSet::new();
     let mut pending = std::collections::VecDeque::new();
     let missing = |n: usize| {
-        format!(
+        crate::Error::environment(format!(
             "listen://{addr}: {n} of {count} agents dialed in within {} s (are the pods running? `kubectl logs` shows why not)",
             wait.as_secs()
-        )
+        ))
     };
     while links.len() < count {
         tokio::select! {
@@ -262,8 +280,8 @@ pub async fn accept(
                         hello(tls, Some(ekm), None, Some(&token)).await
                     };
                     match tokio::time::timeout(CONNECT_TIMEOUT, greeted).await {
-                        Ok(r) => r.map_err(|e| format!("agent from {peer}: {e}")),
-                        Err(_) => Err(format!("agent from {peer}: no greeting in time")),
+                        Ok(r) => r.map_err(|e| e.context(format!("agent from {peer}"))),
+                        Err(_) => Err(crate::Error::environment(format!("agent from {peer}: no greeting in time"))),
                     }
                 });
                 pending.push_back(task);
@@ -276,7 +294,7 @@ pub async fn accept(
             }
             Some(done) = greeting.join_next() => match done {
                 Ok(Ok(l)) => links.push(l),
-                Ok(Err(e)) => eprintln!("{}", crate::units::one_line(&e)),
+                Ok(Err(e)) => eprintln!("{}", crate::units::one_line(&e.to_string())),
                 Err(_) => {}
             },
             _ = tokio::time::sleep_until(until) => return Err(missing(links.len())),
@@ -293,7 +311,7 @@ async fn hello(
     ekm: Option<[u8; 32]>,
     child: Option<tokio::process::Child>,
     token: Option<&Token>,
-) -> Result<Link, String> {
+) -> crate::error::Result<Link> {
     let (r, mut writer) = tokio::io::split(stream);
     let mut reader = BufReader::new(r);
     let proof = match (ekm, token) {
@@ -309,10 +327,10 @@ async fn hello(
         },
     )
     .await
-    .map_err(|e| format!("sending hello: {e}"))?;
+    .map_err(|e| crate::Error::environment(format!("sending hello: {e}")))?;
     match wire::recv_within(&mut reader, wire::MAX_HELLO)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| crate::Error::environment(e.to_string()))?
     {
         Some(FromAgent::Welcome {
             protocol,
@@ -321,10 +339,10 @@ async fn hello(
             proof,
         }) => {
             if protocol != PROTOCOL {
-                return Err(format!(
+                return Err(crate::Error::environment(format!(
                     "it speaks agent protocol {protocol} (strainline {strainline}), this coordinator speaks {PROTOCOL} (strainline {}): run the same strainline version on both",
                     env!("CARGO_PKG_VERSION")
-                ));
+                )));
             }
             if let (Some(ekm), Some(t)) = (ekm, token) {
                 if !proof.is_some_and(|p| t.verify("agent", &ekm, &p)) {
@@ -340,32 +358,35 @@ async fn hello(
                 child,
             })
         }
-        Some(FromAgent::Refused { why }) => {
-            Err(format!("refused: {}", crate::units::one_line(&why)))
-        }
-        Some(other) => Err(format!(
+        Some(FromAgent::Refused { why }) => Err(crate::Error::environment(format!(
+            "refused: {}",
+            crate::units::one_line(&why)
+        ))),
+        Some(other) => Err(crate::Error::environment(format!(
             "unexpected first message: {}",
             crate::units::one_line(&format!("{other:?}"))
+        ))),
+        None => Err(crate::Error::environment(
+            "closed the connection before answering",
         )),
-        None => Err("closed the connection before answering".into()),
     }
 }
 
 /// The agent's TLS acceptor: a self-signed certificate made now (the token's proofs
 /// authenticate, not the certificate).
-pub fn acceptor() -> Result<tokio_rustls::TlsAcceptor, String> {
+pub fn acceptor() -> crate::error::Result<tokio_rustls::TlsAcceptor> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let ck = rcgen::generate_simple_self_signed(vec!["strainline-agent".to_string()])
-        .map_err(|e| format!("a certificate: {e}"))?;
+        .map_err(|e| crate::Error::environment(format!("a certificate: {e}")))?;
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| crate::Error::environment(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::Error::environment(e.to_string()))?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
 }
@@ -412,9 +433,21 @@ mod tests {
                 port: 7461
             }
         );
-        assert!(parse("10.0.0.2").unwrap_err().contains("no port"));
-        assert!(parse("http://x:1").unwrap_err().contains("unknown scheme"));
-        assert!(parse("tls://x:0").unwrap_err().contains("not a port"));
-        assert!(parse_list(" , ").unwrap_err().contains("no agent"));
+        assert!(parse("10.0.0.2")
+            .unwrap_err()
+            .to_string()
+            .contains("no port"));
+        assert!(parse("http://x:1")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown scheme"));
+        assert!(parse("tls://x:0")
+            .unwrap_err()
+            .to_string()
+            .contains("not a port"));
+        assert!(parse_list(" , ")
+            .unwrap_err()
+            .to_string()
+            .contains("no agent"));
     }
 }

@@ -15,7 +15,7 @@ use crate::monitor::watch::{Shared, Watcher};
 use crate::sut::spec::Attach;
 
 /// The agent of `fleet` named `host` (its name, or its address as given).
-async fn find(fleet: &Fleet, host: &str) -> Result<Link, String> {
+async fn find(fleet: &Fleet, host: &str) -> crate::error::Result<Link> {
     let mut seen = Vec::new();
     for a in &fleet.addresses {
         // Agents that dial in (listen://) serve one run each: not a watch.
@@ -28,14 +28,14 @@ async fn find(fleet: &Fleet, host: &str) -> Result<Link, String> {
             Err(e) => seen.push(format!("{} ({e})", a.label())),
         }
     }
-    Err(format!(
+    Err(crate::Error::environment(format!(
         "no agent named '{host}' among the tls:// and ssh:// agents of --agents (found: {})",
         if seen.is_empty() {
             "none".to_string()
         } else {
             seen.join(", ")
         }
-    ))
+    )))
 }
 
 /// Starts watching `attach` on agent `host`: the pid there, its command line and the
@@ -45,7 +45,7 @@ pub fn remote(
     host: &str,
     attach: &Attach,
     interval: Duration,
-) -> Result<(u32, String, Watcher), String> {
+) -> crate::error::Result<(u32, String, Watcher)> {
     let shared = Arc::new(Mutex::new(Shared::default()));
     let (started_tx, started_rx) = std_mpsc::channel();
     let (end_tx, end_rx) = tokio::sync::oneshot::channel::<()>();
@@ -69,7 +69,7 @@ pub fn remote(
                 let mut l = match find(&fleet, &host_name).await {
                     Ok(l) => l,
                     Err(e) => {
-                        let _ = started_tx.send(Err(e));
+                        let _ = started_tx.send(Err(e.to_string()));
                         return;
                     }
                 };
@@ -98,10 +98,12 @@ pub fn remote(
                 let _ = summary_tx.send(summary);
             });
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::Error::environment(e.to_string()))?;
     let (pid, command) = started_rx
         .recv_timeout(link::CONNECT_TIMEOUT * 2)
-        .map_err(|_| format!("agent {host} did not start watching in time"))??;
+        .map_err(|_| {
+            crate::Error::environment(format!("agent {host} did not start watching in time"))
+        })??;
     let end: crate::monitor::watch::RemoteEnd = Box::new(move || {
         let _ = end_tx.send(());
         summary_rx

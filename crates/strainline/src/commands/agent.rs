@@ -1,27 +1,27 @@
 //! `strainline agent`: serve as a load agent (see [`crate::agents`]); `strainline
 //! agents manifest`: the Kubernetes Job that starts agents which dial the coordinator.
 
-use super::usage;
 use crate::agents::{self, Token};
 use crate::cli::{AgentArgs, AgentsCommand, ManifestArgs};
 use crate::exit;
 
-pub fn run(args: AgentArgs) -> anyhow::Result<i32> {
+pub fn run(args: AgentArgs) -> crate::error::Result<i32> {
     let name = args.name.clone().unwrap_or_else(default_name);
     if args.stdio {
-        agents::agent::serve_stdio(name).map_err(usage)?;
+        agents::agent::serve_stdio(name)?;
         return Ok(exit::PASSED);
     }
     let Some(token_file) = &args.token_file else {
-        return Err(usage("give --token-file FILE (the shared token)"));
+        return Err(crate::Error::usage(
+            "give --token-file FILE (the shared token)",
+        ));
     };
-    let token = Token::read(token_file).map_err(usage)?;
+    let token = Token::read(token_file)?;
     match (&args.listen, &args.connect) {
         (Some(addr), _) => agents::agent::serve_listen(addr, token, name, args.once),
         (None, Some(addr)) => agents::agent::serve_connect(addr, token, name, args.patience),
         (None, None) => Err("give --listen ADDR, --connect HOST:PORT or --stdio".into()),
-    }
-    .map_err(usage)?;
+    }?;
     Ok(exit::PASSED)
 }
 
@@ -35,7 +35,7 @@ fn default_name() -> String {
         .unwrap_or_else(|| "agent".into())
 }
 
-pub fn agents(cmd: AgentsCommand) -> anyhow::Result<i32> {
+pub fn agents(cmd: AgentsCommand) -> crate::error::Result<i32> {
     match cmd {
         AgentsCommand::Manifest(m) => {
             print!("{}", manifest(&m));

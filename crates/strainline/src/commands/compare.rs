@@ -2,7 +2,6 @@
 //! store, refuses runs from different hosts unless allowed, judges every metric
 //! ([`crate::analysis::comparison`]) and reports ([`crate::report::compare`]).
 
-use super::usage;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -11,7 +10,7 @@ use crate::cli::CompareArgs;
 use crate::exit;
 use crate::report::compare::{self as report, Comparison, Mode, Session, Version};
 use crate::store::{Location, RunRow, Store, StoreError};
-use crate::Failure;
+use crate::Error;
 
 /// What pairs a case across runs: a suite case's name without its repetition suffix
 /// (`bench[a=1]#3` → `bench[a=1]`). A `monitor` or `load` run has one case named after
@@ -37,7 +36,7 @@ pub fn usable(status: &str) -> bool {
 type Values = BTreeMap<(String, String), (String, String, Vec<(i64, f64)>)>;
 
 /// Every metric's values over the runs' repetitions, by (case, metric).
-fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> anyhow::Result<Values> {
+fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> crate::error::Result<Values> {
     let mut out: Values = BTreeMap::new();
     for run in runs {
         for case in store.cases(run.id)? {
@@ -66,7 +65,7 @@ fn paired_session(
     store: &Store,
     base: &[RunRow],
     cand: &[RunRow],
-) -> anyhow::Result<Option<Session>> {
+) -> crate::error::Result<Option<Session>> {
     let ([b], [c]) = (base, cand) else {
         return Ok(None);
     };
@@ -86,13 +85,10 @@ fn aligned(xs: &[(i64, f64)], ys: &[(i64, f64)]) -> (Vec<f64>, Vec<f64>) {
         .unzip()
 }
 
-fn runs(store: &Store, key: &str) -> anyhow::Result<Vec<RunRow>> {
+fn runs(store: &Store, key: &str) -> crate::error::Result<Vec<RunRow>> {
     store.find_runs(key).map_err(|e| match e {
-        StoreError::NoSuchRun(_) => Failure::new(
-            exit::USAGE,
-            format!("nothing to compare: no run or label '{key}' in the store at {} (see `strainline runs`)", store.location()),
-        )
-        .into(),
+        StoreError::NoSuchRun(_) => Error::usage(format!("nothing to compare: no run or label '{key}' in the store at {} (see `strainline runs`)", store.location()),
+        ),
         e => e.into(),
     })
 }
@@ -111,7 +107,7 @@ fn version(key: &str, runs: &[RunRow]) -> Version {
 }
 
 /// The tolerance bands: the candidate's suite settings, then the command line.
-fn policy(store: &Store, candidate: &[RunRow], args: &CompareArgs) -> anyhow::Result<Policy> {
+fn policy(store: &Store, candidate: &[RunRow], args: &CompareArgs) -> crate::error::Result<Policy> {
     let spec: crate::suite::CompareSpec = candidate
         .last()
         .map(|r| store.run_settings(r.id))
@@ -129,7 +125,7 @@ fn baseline_for(
     store: &Store,
     key: &str,
     candidate: &[RunRow],
-) -> anyhow::Result<(String, Vec<RunRow>)> {
+) -> crate::error::Result<(String, Vec<RunRow>)> {
     let newest = candidate
         .last()
         .expect("find_runs returns at least one run");
@@ -172,9 +168,7 @@ fn baseline_for(
         .as_deref()
         .map(|s| format!(" of suite '{s}'"))
         .unwrap_or_default();
-    Err(Failure::new(
-        exit::USAGE,
-        format!(
+    Err(Error::usage(format!(
             "no baseline '{key}': no run labelled '{key}'{suite_text}{} in the store at {} — store one on the main branch first (e.g. `strainline run SUITE --label {key}`)",
             match &base {
                 Some(c) => format!(", and no run of its merge-base commit {}", &c[..c.len().min(12)]),
@@ -182,18 +176,17 @@ fn baseline_for(
             },
             store.location()
         ),
-    )
-    .into())
+    ))
 }
 
-pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
-    let store = Store::open(location).map_err(|e| super::usage(e.to_string()))?;
+pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> {
+    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let (base_key, cand_key) = match (&args.baseline, args.versions.as_slice()) {
         (None, [b, c]) => (b.clone(), c.clone()),
         (Some(_), []) => (String::new(), "latest".to_string()),
         (Some(_), [c]) => (String::new(), c.clone()),
-        (None, _) => return Err(usage("compare: give BASELINE and CANDIDATE (run ids or labels), or --baseline LABEL [CANDIDATE]")),
-        (Some(_), _) => return Err(usage("compare: with --baseline, give only the CANDIDATE")),
+        (None, _) => return Err(crate::Error::usage("compare: give BASELINE and CANDIDATE (run ids or labels), or --baseline LABEL [CANDIDATE]")),
+        (Some(_), _) => return Err(crate::Error::usage("compare: with --baseline, give only the CANDIDATE")),
     };
     let cand_runs = runs(&store, &cand_key)?;
     let (base_key, base_runs) = match &args.baseline {
@@ -218,11 +211,8 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
             candidate.hosts.join(", ")
         );
         if !args.allow_env_mismatch {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!("refusing to compare runs from different hosts: {what}. Their figures differ for reasons that are not the code; rerun both on one host, or pass --allow-env-mismatch to compare anyway"),
-            )
-            .into());
+            return Err(Error::usage(format!("refusing to compare runs from different hosts: {what}. Their figures differ for reasons that are not the code; rerun both on one host, or pass --allow-env-mismatch to compare anyway"),
+            ));
         }
         Some(what)
     } else {
@@ -276,17 +266,14 @@ pub fn run(location: &Location, args: CompareArgs) -> anyhow::Result<i32> {
         } else {
             ""
         };
-        return Err(Failure::new(
-            exit::USAGE,
-            format!(
+        return Err(Error::usage(format!(
                 "nothing to compare: no case ran in both versions (baseline {}: {}; candidate {}: {}){hint}",
                 base_key,
                 crate::units::one_line(&cases(&b)),
                 cand_key,
                 crate::units::one_line(&cases(&c))
             ),
-        )
-        .into());
+        ));
     }
     let mut policy = policy(&store, &cand_runs, &args)?;
     policy.looks = session.and_then(|s| s.looks);
@@ -331,7 +318,7 @@ fn stacks(
     store: &Store,
     runs: &[RunRow],
     key: Option<&str>,
-) -> anyhow::Result<Option<(String, String)>> {
+) -> crate::error::Result<Option<(String, String)>> {
     for run in runs {
         for case in store.cases(run.id)? {
             let k = case_key(&case.name, &case.test_kind).to_string();
@@ -352,7 +339,7 @@ fn flame_difference(
     base: &[RunRow],
     cand: &[RunRow],
     html: &std::path::Path,
-) -> anyhow::Result<Option<String>> {
+) -> crate::error::Result<Option<String>> {
     let Some((key, after)) = stacks(store, cand, None)? else {
         return Ok(None);
     };
@@ -376,9 +363,9 @@ fn flame_difference(
     Ok(Some(name))
 }
 
-fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+fn write_file(path: &std::path::Path, text: &str) -> crate::error::Result<()> {
     std::fs::write(path, text)
-        .map_err(|e| super::usage(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]

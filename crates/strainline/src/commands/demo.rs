@@ -11,7 +11,7 @@ use crate::exit;
 
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
-pub fn run(store: &Location) -> anyhow::Result<i32> {
+pub fn run(store: &Location) -> crate::error::Result<i32> {
     let dir = store.work_dir();
     std::fs::create_dir_all(&dir)?;
     let suite = dir.join("demo-suite.toml");

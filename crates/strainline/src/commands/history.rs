@@ -48,10 +48,8 @@ struct History {
     change_points: Vec<Shift>,
 }
 
-use super::usage;
-
-pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
-    let store = Store::open(location).map_err(|e| usage(e.to_string()))?;
+pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> {
+    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let runs = store.runs_in_order(args.label.as_deref(), args.since.as_deref())?;
     let mut points = Vec::new();
     let mut cases_with_metric = BTreeSet::new();
@@ -80,7 +78,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
         }
         let keys: BTreeSet<&String> = values.iter().map(|v| &v.0).collect();
         if keys.len() > 1 {
-            return Err(usage(format!(
+            return Err(crate::Error::usage(format!(
                 "several cases have the metric '{}': {}; choose one with --case",
                 args.metric,
                 keys.into_iter().cloned().collect::<Vec<_>>().join(", ")
@@ -100,7 +98,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
         ));
     }
     if points.is_empty() {
-        return Err(usage(match (&args.case, cases_with_metric.is_empty()) {
+        return Err(crate::Error::usage(match (&args.case, cases_with_metric.is_empty()) {
             (_, true) => format!(
                 "no stored run has the metric '{}' (see `strainline show RUN` for the metrics a run has)",
                 args.metric
@@ -115,7 +113,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
     }
     let keys: BTreeSet<&String> = points.iter().map(|p| &p.0).collect();
     if keys.len() > 1 {
-        return Err(usage(format!(
+        return Err(crate::Error::usage(format!(
             "several cases have the metric '{}': {}; choose one with --case",
             args.metric,
             keys.into_iter().cloned().collect::<Vec<_>>().join(", ")
@@ -156,7 +154,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> anyhow::Result<i32> {
     super::quiet_pipe(write_history(&mut out, &history))?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&history)?)
-            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(exit::PASSED)
 }

@@ -1,25 +1,24 @@
 //! `strainline import FORMAT FILE...`: another tool's results read ([`crate::import`])
 //! and stored as one run, printed as a table of what was stored.
 
-use super::usage;
 use crate::cli::ImportArgs;
 use crate::exit;
 use crate::import::{self, Format};
 use crate::store::{Location, Store};
 use crate::units::format_value;
 
-pub fn run(location: &Location, args: ImportArgs) -> anyhow::Result<i32> {
+pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
     let format = match args.format.as_str() {
         "auto" => None,
         f => Some(Format::parse(f).ok_or_else(|| {
-            usage(format!(
+            crate::Error::usage(format!(
                 "import: unknown format '{f}' (expected auto, {})",
                 Format::ALL.map(Format::name).join(", ")
             ))
         })?),
     };
-    let imported = import::read_all(format, &args.files).map_err(usage)?;
-    let store = Store::open(location).map_err(|e| usage(e.to_string()))?;
+    let imported = import::read_all(format, &args.files)?;
+    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let formats: Vec<&str> = {
         let mut f: Vec<&str> = imported.files.iter().map(|(_, f)| f.name()).collect();
         f.dedup();

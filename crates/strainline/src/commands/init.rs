@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cli::InitArgs;
 use crate::exit;
-use crate::Failure;
+use crate::Error;
 
 /// How the user runs it, printed at the top of every suite and after writing it.
 fn how_to_run(file: &str) -> String {
@@ -93,21 +93,20 @@ fn split_words(cmd: &str) -> Option<Vec<String>> {
 
 /// A command line as a target runs it: its argv, and whether it goes through `sh -c`
 /// (then the argv is the whole line). The same for the probe and the suite written.
-fn argv(cmd: &str) -> anyhow::Result<(Vec<String>, bool)> {
+fn argv(cmd: &str) -> crate::error::Result<(Vec<String>, bool)> {
     if needs_shell(cmd) {
         return Ok((vec![cmd.to_string()], true));
     }
     let words = split_words(cmd).filter(|w| !w.is_empty()).ok_or_else(|| {
-        Failure::new(
-            exit::USAGE,
-            format!("cannot split '{cmd}' into words: an unclosed quote?"),
-        )
+        Error::usage(format!(
+            "cannot split '{cmd}' into words: an unclosed quote?"
+        ))
     })?;
     Ok((words, false))
 }
 
 /// The `command = …` (and `shell = true`) lines for a command line.
-fn command_lines(cmd: &str) -> anyhow::Result<String> {
+fn command_lines(cmd: &str) -> crate::error::Result<String> {
     let (words, shell) = argv(cmd)?;
     Ok(if shell {
         format!(
@@ -170,7 +169,7 @@ const CANDIDATE_PATHS: [&str; 5] = ["/", "/health", "/healthz", "/ping", "/statu
 
 /// Starts `cmd` once on a free port (contained, stopped afterwards) and asks each
 /// candidate path: the first answering below 400, with what the others answered.
-fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
+fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
     use crate::suite::{Ready, TargetSpec};
     let port = crate::sut::lifecycle::free_port();
     let (command, shell) = argv(cmd)?;
@@ -198,10 +197,9 @@ fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
         &|_, _, _| Err("init starts its target here".into()),
     )
     .map_err(|e| {
-        Failure::new(
-            exit::USAGE,
-            format!("--serve: started `{cmd}` on port {port} to find a path it answers, but: {e}"),
-        )
+        Error::usage(format!(
+            "--serve: started `{cmd}` on port {port} to find a path it answers, but: {e}"
+        ))
     });
     let _ = std::fs::remove_file(&log);
     let running = running?;
@@ -223,7 +221,7 @@ fn probe(cmd: &str) -> anyhow::Result<(Option<String>, Vec<String>)> {
 }
 
 /// The suite for `args`, and what it is for (printed after writing it).
-fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
+fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> {
     let head = |what: &str| {
         let how: String = how_to_run(file)
             .lines()
@@ -236,7 +234,9 @@ fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
         )
     };
     if let Some(path) = args.path.as_deref().filter(|p| !p.starts_with('/')) {
-        return Err(super::usage(format!("--path '{path}' must start with /")));
+        return Err(crate::Error::usage(format!(
+            "--path '{path}' must start with /"
+        )));
     }
     if let Some(url) = &args.url {
         let parsed = url
@@ -244,10 +244,9 @@ fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
             .ok()
             .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
             .ok_or_else(|| {
-                Failure::new(
-                    exit::USAGE,
-                    format!("--url '{url}' is not an http(s) URL with a host (e.g. http://127.0.0.1:8080/)"),
-                )
+                Error::usage(format!(
+                    "--url '{url}' is not an http(s) URL with a host (e.g. http://127.0.0.1:8080/)"
+                ))
             })?;
         let port = parsed.port_u16().unwrap_or(match parsed.scheme_str() {
             Some("https") => 443,
@@ -272,15 +271,12 @@ fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
     }
     if let Some(cmd) = &args.serve {
         if !cmd.contains("{{port}}") {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!(
+            return Err(Error::usage(format!(
                     "--serve '{cmd}' does not take {{{{port}}}}: put {{{{port}}}} where the command \
                      takes its port (e.g. --listen 127.0.0.1:{{{{port}}}}); strainline picks a free one \
                      for each case"
                 ),
-            )
-            .into());
+            ));
         }
         // Without --path, the service is asked which of the usual paths it answers.
         let (path, probed) = match &args.path {
@@ -331,12 +327,10 @@ fn suite(args: &InitArgs, file: &str) -> anyhow::Result<(String, String)> {
         );
         return Ok((text, format!("five runs of `{cmd}` under the monitor")));
     }
-    Err(Failure::new(
-        exit::USAGE,
+    Err(Error::usage(
         "say what to test: --url URL (a service already running), --serve CMD (a command \
          that serves on {{port}}) or --harness CMD (a benchmark binary)",
-    )
-    .into())
+    ))
 }
 
 /// The suite's name: the file's stem.
@@ -348,21 +342,23 @@ fn suite_name(file: &str) -> String {
         .replace(['"', '\\'], "")
 }
 
-pub fn run(args: InitArgs) -> anyhow::Result<i32> {
+pub fn run(args: InitArgs) -> crate::error::Result<i32> {
     let out = &args.output;
     let file = out.display().to_string();
     if out.exists() && !args.force {
-        return Err(Failure::new(
-            exit::USAGE,
-            format!("{file} exists: give another -o FILE, or --force to replace it"),
-        )
-        .into());
+        return Err(Error::usage(format!(
+            "{file} exists: give another -o FILE, or --force to replace it"
+        )));
     }
     let (text, what) = suite(&args, &file)?;
     // What init writes must parse: a template bug is caught here, not by the user.
-    crate::suite::parse(&text, out, 1.0)
-        .map_err(|e| anyhow::anyhow!("internal error: the starter suite does not parse: {e}"))?;
-    std::fs::write(out, &text).map_err(|e| super::usage(format!("cannot write {file}: {e}")))?;
+    crate::suite::parse(&text, out, 1.0).map_err(|e| {
+        crate::Error::environment(format!(
+            "internal error: the starter suite does not parse: {e}"
+        ))
+    })?;
+    std::fs::write(out, &text)
+        .map_err(|e| crate::Error::usage(format!("cannot write {file}: {e}")))?;
     println!("Wrote {file}: {what}.\n");
     println!("Next:\n{}", how_to_run(&file));
     Ok(exit::PASSED)

@@ -17,14 +17,12 @@ use crate::os::signals;
 use crate::report::load as report;
 use crate::store::{Location, Store};
 
-use super::usage;
-
 /// The command line as a load spec: files read, conflicts refused.
-pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
+pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
     let work = match (&args.url, args.exec.is_empty()) {
-        (Some(_), false) => return Err(usage("give a URL or a command after --, not both")),
+        (Some(_), false) => return Err(crate::Error::usage("give a URL or a command after --, not both")),
         (None, true) => {
-            return Err(usage(
+            return Err(crate::Error::usage(
                 "give a URL to load (e.g. http://127.0.0.1:8080/) or a command after -- (e.g. -- ./client)",
             ))
         }
@@ -34,7 +32,7 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
             for h in &args.headers {
                 let (k, v) = h
                     .split_once(':')
-                    .ok_or_else(|| usage(format!("-H '{h}': write a header as 'Name: value'")))?;
+                    .ok_or_else(|| crate::Error::usage(format!("-H '{h}': write a header as 'Name: value'")))?;
                 headers.push((k.to_string(), v.to_string()));
             }
             let body = if let Some(b) = &args.body {
@@ -42,7 +40,7 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
             } else if let Some(p) = &args.body_file {
                 BodySpec::Bytes(
                     std::fs::read(p)
-                        .map_err(|e| usage(format!("--body-file {}: {e}", p.display())))?,
+                        .map_err(|e| crate::Error::usage(format!("--body-file {}: {e}", p.display())))?,
                 )
             } else if let Some(n) = args.body_bytes {
                 BodySpec::Random {
@@ -61,7 +59,7 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         }
     };
     if args.poisson && args.rate.is_none() && args.ramp.is_none() {
-        return Err(usage(
+        return Err(crate::Error::usage(
             "--poisson goes with an open model: add -q RATE or --ramp FROM..TO",
         ));
     }
@@ -92,9 +90,10 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
         },
     };
     let cacert_pem = match &args.cacert {
-        Some(p) => {
-            Some(std::fs::read(p).map_err(|e| usage(format!("--cacert {}: {e}", p.display())))?)
-        }
+        Some(p) => Some(
+            std::fs::read(p)
+                .map_err(|e| crate::Error::usage(format!("--cacert {}: {e}", p.display())))?,
+        ),
         None => None,
     };
     Ok(LoadSpec {
@@ -114,27 +113,30 @@ pub fn spec(args: &LoadArgs) -> anyhow::Result<LoadSpec> {
 
 /// The agents of `--agents`, with their token, checked against the spec; `None` for
 /// load from this machine.
-pub fn fleet(args: &AgentsArgs, spec: Option<&LoadSpec>) -> anyhow::Result<Option<agents::Fleet>> {
+pub fn fleet(
+    args: &AgentsArgs,
+    spec: Option<&LoadSpec>,
+) -> crate::error::Result<Option<agents::Fleet>> {
     let Some(list) = &args.list else {
         if args.token_file.is_some() && std::env::var_os("STRAINLINE_AGENT_TOKEN_FILE").is_none() {
-            return Err(usage("--agent-token-file without --agents: give the agents (--agents tls://HOST:PORT,...)"));
+            return Err(crate::Error::usage("--agent-token-file without --agents: give the agents (--agents tls://HOST:PORT,...)"));
         }
         return Ok(None);
     };
-    let fleet = agents::Fleet::new(list, args.token_file.as_deref()).map_err(usage)?;
+    let fleet = agents::Fleet::new(list, args.token_file.as_deref())?;
     if let Some(spec) = spec {
-        fleet.check(spec).map_err(usage)?;
+        fleet.check(spec)?;
     }
     Ok(Some(fleet))
 }
 
-pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i32> {
     let spec = spec(&args)?;
-    let mut planned = load::plan(&spec).map_err(|e| usage(e.to_string()))?;
+    let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
     let fleet = match fleet(&args.agents, Some(&spec))? {
         Some(f) => {
-            let ready = agents::coordinator::connect(&f).map_err(usage)?;
+            let ready = agents::coordinator::connect(&f)?;
             planned.on_agents(ready.count());
             Some(ready)
         }
@@ -145,16 +147,17 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
         description,
         step_names,
     } = planned;
-    let store = Store::open(store_location).map_err(|e| usage(e.to_string()))?;
+    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
     if let Some(p) = &args.json {
-        std::fs::File::create(p).map_err(|e| usage(format!("--json {}: {e}", p.display())))?;
+        std::fs::File::create(p)
+            .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())))?;
     }
     let loaded = spec.what();
     let command = format!("load {loaded}");
     let run_id = store.begin_run_here("load", args.label.as_deref(), None, &command)?;
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
-    let export = crate::live::export::start(&args.export.targets()).map_err(usage)?;
+    let export = crate::live::export::start(&args.export.targets())?;
     let watcher = match args.pid {
         Some(pid) if crate::os::process::exists(pid) => {
             Some(crate::monitor::watch::Watcher::attach_target(
@@ -162,7 +165,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
                 std::time::Duration::from_millis(500),
             ))
         }
-        Some(pid) => return Err(usage(format!("--pid {pid}: no such process"))),
+        Some(pid) => return Err(crate::Error::usage(format!("--pid {pid}: no such process"))),
         None => None,
     };
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
@@ -176,13 +179,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
                 Err(e) => {
                     // An agent refused the plan: no load was sent.
                     drop(live);
-                    store.finish_run(
-                        run_id,
-                        "failed",
-                        Some(exit::USAGE),
-                        std::slice::from_ref(&e),
-                    )?;
-                    return Err(usage(e));
+                    store.finish_run(run_id, "failed", Some(exit::USAGE), &[e.to_string()])?;
+                    return Err(e);
                 }
             }
         }
@@ -262,13 +260,13 @@ pub fn run(store_location: &Location, args: LoadArgs) -> anyhow::Result<i32> {
 fn replay_log(
     path: &std::path::Path,
     speed: f64,
-) -> anyhow::Result<crate::load::replay::ReplayLog> {
+) -> crate::error::Result<crate::load::replay::ReplayLog> {
     if !(speed.is_finite() && speed > 0.0) {
-        return Err(usage(format!(
+        return Err(crate::Error::usage(format!(
             "--speed {speed}: give a positive number (2 = twice as fast)"
         )));
     }
-    let (log, bad) = crate::workload::replay::read(path, speed).map_err(usage)?;
+    let (log, bad) = crate::workload::replay::read(path, speed)?;
     if bad.0 > 0 {
         eprintln!(
             "note: {}: {} malformed lines not replayed{}",

@@ -14,12 +14,7 @@ pub mod runs;
 pub mod workload;
 
 /// A closed pipe (`strainline runs | head`) ends the output quietly.
-/// A usage or configuration error: strainline exits 2 with `msg`.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    crate::Failure::new(crate::exit::USAGE, msg).into()
-}
-
-pub fn quiet_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {
+pub fn quiet_pipe(r: std::io::Result<()>) -> crate::error::Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),

@@ -6,8 +6,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use crate::cli::MonitorArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
@@ -18,31 +16,28 @@ use crate::os::cgroup::Cgroup;
 use crate::os::{process, signals};
 use crate::report::monitor as report;
 use crate::store::{Location, Metric, NewRun, Store};
-use crate::Failure;
+use crate::Error;
 use std::sync::Arc;
 
 /// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
 /// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the
 /// suite runner's watcher.
-pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result<i32> {
     if args.pid.is_none() && args.command.is_empty() {
-        return Err(Failure::new(
-            exit::USAGE,
-            "monitor needs a command after `--` or --pid PID (e.g. `strainline monitor -- sleep 1`)",
-        )
-        .into());
+        return Err(Error::usage("monitor needs a command after `--` or --pid PID (e.g. `strainline monitor -- sleep 1`)",
+        ));
     }
     if let Some(pid) = args.pid {
         if !process::exists(pid) {
-            return Err(super::usage(format!("--pid {pid}: no such process")));
+            return Err(crate::Error::usage(format!("--pid {pid}: no such process")));
         }
     }
     // Open everything that can fail on bad input before starting anything.
-    let store = Store::open(store_location).map_err(|e| super::usage(e.to_string()))?;
+    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let mut csv = match &args.csv {
         Some(p) => {
-            let f =
-                File::create(p).map_err(|e| super::usage(format!("--csv {}: {e}", p.display())))?;
+            let f = File::create(p)
+                .map_err(|e| crate::Error::usage(format!("--csv {}: {e}", p.display())))?;
             let mut w = BufWriter::new(f);
             writeln!(w, "{}", report::CSV_HEADER)?;
             Some(w)
@@ -50,11 +45,12 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
         None => None,
     };
     if let Some(p) = &args.json {
-        File::create(p).map_err(|e| super::usage(format!("--json {}: {e}", p.display())))?;
+        File::create(p).map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())))?;
     }
 
     let host = Host::current();
-    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::from(e).context("reading the working directory"))?;
     let git = git_state(&cwd);
     let command: Vec<String> = match args.pid {
         Some(pid) => vec![format!("pid {pid}"), crate::monitor::procfs::cmdline(pid)],
@@ -78,7 +74,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
             process::become_subreaper();
             let fds = cg.as_ref().map(|c| c.join_fds()).unwrap_or_default();
             let pid = process::spawn(&args.command, fds)
-                .map_err(|e| Failure::new(e.exit_code(), e.to_string()))?;
+                .map_err(|e| Error::exit(e.exit_code(), e.to_string()))?;
             (pid, cg, Some(std::process::id()))
         }
     };
@@ -124,7 +120,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     let stop_at = args.duration.map(|d| start + d);
     // The live view only for an attached process: a command's own output keeps the
     // terminal, as under `time`.
-    let _export = crate::live::export::start(&args.export.targets()).map_err(super::usage)?;
+    let _export = crate::live::export::start(&args.export.targets())?;
     let live = crate::live::start(
         attached && !args.no_tui && !args.quiet,
         &format!("monitor --pid {root}"),
@@ -229,7 +225,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> anyhow::Result<i32> 
     }
     if let Some(p) = &args.json {
         std::fs::write(p, report::to_json(&summary, &all, &host, Some(run_id)))
-            .with_context(|| format!("writing {}", p.display()))?;
+            .map_err(|e| Error::from(e).context(format!("writing {}", p.display())))?;
     }
     if !args.quiet {
         let mut err = std::io::stderr().lock();

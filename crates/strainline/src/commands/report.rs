@@ -7,24 +7,24 @@ use crate::cli::ReportArgs;
 use crate::exit;
 use crate::report::{files, html, run as data};
 use crate::store::{Location, Store, StoreError};
-use crate::Failure;
+use crate::Error;
 
-fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+fn write(path: &Path, text: &str) -> crate::error::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(path, text)
-        .map_err(|e| super::usage(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Writes the reports `args` asks for; returns the files written.
-pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<String>> {
+pub fn write_reports(store: &Store, args: &ReportArgs) -> crate::error::Result<Vec<String>> {
     let mut r = data::load(store, &args.run).map_err(|e| match e {
-        StoreError::NoSuchRun(_) => super::usage(e.to_string()),
+        StoreError::NoSuchRun(_) => crate::Error::usage(e.to_string()),
         e => e.into(),
     })?;
     let mut written = Vec::new();
-    let mut put = |path: &Path, text: String| -> anyhow::Result<()> {
+    let mut put = |path: &Path, text: String| -> crate::error::Result<()> {
         write(path, &text)?;
         written.push(path.display().to_string());
         Ok(())
@@ -80,20 +80,17 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> anyhow::Result<Vec<Str
     Ok(written)
 }
 
-pub fn run(location: &Location, args: ReportArgs) -> anyhow::Result<i32> {
+pub fn run(location: &Location, args: ReportArgs) -> crate::error::Result<i32> {
     if args.html.is_none()
         && args.markdown.is_none()
         && args.junit.is_none()
         && args.csv.is_none()
         && args.json.is_none()
     {
-        return Err(Failure::new(
-            exit::USAGE,
-            "say which reports to write: --html FILE, --markdown FILE, --junit FILE, --csv DIR or --json FILE",
-        )
-        .into());
+        return Err(Error::usage("say which reports to write: --html FILE, --markdown FILE, --junit FILE, --csv DIR or --json FILE",
+        ));
     }
-    let store = Store::open(location).map_err(|e| super::usage(e.to_string()))?;
+    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
     for f in write_reports(&store, &args)? {
         eprintln!("wrote {f}");
     }
@@ -101,7 +98,7 @@ pub fn run(location: &Location, args: ReportArgs) -> anyhow::Result<i32> {
 }
 
 /// The full set, into one directory, for `strainline run --report DIR`.
-pub fn all_into(store: &Store, run_id: i64, dir: &Path) -> anyhow::Result<Vec<String>> {
+pub fn all_into(store: &Store, run_id: i64, dir: &Path) -> crate::error::Result<Vec<String>> {
     write_reports(
         store,
         &ReportArgs {

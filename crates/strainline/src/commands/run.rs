@@ -4,21 +4,12 @@
 use crate::cli::{CheckArgs, RunArgs};
 use crate::exit;
 use crate::report::compare::Mode;
+use crate::runner;
 use crate::runner::paired::{run_paired, Pairing};
-use crate::runner::{self, ConfigError};
 use crate::store::{Location, Store};
 
-/// A suite that cannot run as written is a usage error (2); anything else keeps its
-/// own exit code.
-fn config(e: anyhow::Error) -> anyhow::Error {
-    match e.downcast::<ConfigError>() {
-        Ok(c) => super::usage(c.0),
-        Err(e) => e,
-    }
-}
-
 /// `strainline check SUITE`: everything `run` refuses before starting, without running.
-pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
+pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
     let options = runner::Options {
         suite: args.suite.clone(),
         time_scale: 1.0,
@@ -28,7 +19,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
         profile: false,
         agents: None,
     };
-    let (suite, cases) = runner::prepare(&options).map_err(config)?;
+    let (suite, cases) = runner::prepare(&options)?;
     println!(
         "{}: valid — suite '{}', {}, {}",
         args.suite.display(),
@@ -39,7 +30,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<i32> {
     Ok(exit::PASSED)
 }
 
-pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(store_location: &Location, args: RunArgs) -> crate::error::Result<i32> {
     let options = runner::Options {
         suite: args.suite.clone(),
         time_scale: args.time_scale,
@@ -49,7 +40,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         profile: args.profile,
         agents: super::load::fleet(&args.agents, None)?,
     };
-    let _export = crate::live::export::start(&args.export.targets()).map_err(super::usage)?;
+    let _export = crate::live::export::start(&args.export.targets())?;
     if !args.pairing.baseline.is_empty() {
         return paired(store_location, options, &args);
     }
@@ -63,8 +54,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         outcome
     } else {
         runner::run(store_location, &options, &mut std::io::stdout().lock())
-    }
-    .map_err(config)?;
+    }?;
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
@@ -72,7 +62,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> anyhow::Result<i32> {
         use std::io::Write;
         writeln!(out, "Reports: {} files in {}", files.len(), dir.display())?;
     }
-    Ok(exit::of(outcome.ending))
+    Ok(outcome.ending.exit_code())
 }
 
 /// `run SUITE --baseline … --candidate …`: a paired session of two versions; exit 1
@@ -81,7 +71,7 @@ fn paired(
     store_location: &Location,
     options: runner::Options,
     args: &RunArgs,
-) -> anyhow::Result<i32> {
+) -> crate::error::Result<i32> {
     let a = &args.pairing;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -112,8 +102,7 @@ fn paired(
         &options,
         &pairing,
         &mut std::io::stdout().lock(),
-    )
-    .map_err(config)?;
+    )?;
     if let Some(dir) = &args.report {
         let store = Store::open(store_location)?;
         let files = super::report::all_into(&store, outcome.candidate_run, dir)?;
@@ -123,7 +112,7 @@ fn paired(
             dir.display()
         );
     }
-    let code = exit::of(outcome.ending);
+    let code = outcome.ending.exit_code();
     Ok(if code == exit::PASSED && outcome.regressed {
         exit::FAILED
     } else {

@@ -7,30 +7,27 @@ use crate::exit;
 use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
 use crate::store::{Location, Store};
-use crate::Failure;
+use crate::Error;
 
-fn open(location: &Location) -> anyhow::Result<Store> {
+fn open(location: &Location) -> crate::error::Result<Store> {
     // Reading commands do not create an empty SQLite store where there was none.
     if let Location::Sqlite(path) = location {
         if !path.exists() {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!(
+            return Err(Error::usage(format!(
                     "no results store at {} (run something first, e.g. `strainline monitor -- sleep 1`, or pass --store PATH)",
                     path.display()
                 ),
-            )
-            .into());
+            ));
         }
     }
-    Store::open(location).map_err(|e| super::usage(e.to_string()))
+    Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))
 }
 
-fn quiet_pipe(r: io::Result<()>) -> anyhow::Result<i32> {
+fn quiet_pipe(r: io::Result<()>) -> crate::error::Result<i32> {
     super::quiet_pipe(r).map(|()| exit::PASSED)
 }
 
-pub fn list(store: &Location, args: RunsArgs) -> anyhow::Result<i32> {
+pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
     let store = open(store)?;
     let runs = store.list_runs(args.limit, args.label.as_deref())?;
     if args.json {
@@ -89,11 +86,11 @@ fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io:
     Ok(())
 }
 
-pub fn show(store: &Location, args: ShowArgs) -> anyhow::Result<i32> {
+pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
     let store = open(store)?;
     let run = store
         .find_run(&args.run)
-        .map_err(|e| super::usage(e.to_string()))?;
+        .map_err(|e| crate::Error::usage(e.to_string()))?;
     let cases = store.cases(run.id)?;
     if args.json {
         let mut out = io::stdout().lock();

@@ -7,18 +7,18 @@ use crate::cli::{LogArgs, WorkloadCommand};
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
 
-pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
+pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
     match cmd {
         WorkloadCommand::Characterize(a) => {
             let opts = options(&a.read)?;
-            let c = workload::characterize(&a.logs, &opts).map_err(usage)?;
+            let c = workload::characterize(&a.logs, &opts)?;
             print!("{}", render::characterization(&c));
             if let Some(path) = &a.json {
                 write_json(path, &c)?;
             }
             if let Some(path) = &a.html {
                 std::fs::write(path, crate::report::workload::characterization_report(&c))
-                    .map_err(|e| usage(format!("--html {}: {e}", path.display())))?;
+                    .map_err(|e| crate::Error::usage(format!("--html {}: {e}", path.display())))?;
                 println!("HTML report: {}", path.display());
             }
             Ok(exit::PASSED)
@@ -26,11 +26,11 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
         WorkloadCommand::Compare(a) => {
             let opts = options(&a.read)?;
             let tol = match &a.tolerance {
-                Some(t) => compare::Tolerance::default().with(t).map_err(usage)?,
+                Some(t) => compare::Tolerance::default().with(t)?,
                 None => compare::Tolerance::default(),
             };
-            let ca = workload::characterize(std::slice::from_ref(&a.a), &opts).map_err(usage)?;
-            let cb = workload::characterize(std::slice::from_ref(&a.b), &opts).map_err(usage)?;
+            let ca = workload::characterize(std::slice::from_ref(&a.a), &opts)?;
+            let cb = workload::characterize(std::slice::from_ref(&a.b), &opts)?;
             let (pa, la) = pick(&ca, &a.a, a.a_window.as_deref())?;
             let (pb, lb) = pick(&cb, &a.b, a.b_window.as_deref())?;
             let c = compare::compare(pa, pb, &la, &lb, tol);
@@ -46,13 +46,13 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
         }
         WorkloadCommand::Scenario(a) => {
             if !(a.scale.is_finite() && a.scale > 0.0) {
-                return Err(usage(format!(
+                return Err(crate::Error::usage(format!(
                     "--scale {}: give a positive factor (2 = twice the logged rate)",
                     a.scale
                 )));
             }
             let opts = options(&a.read)?;
-            let c = workload::characterize(&a.logs, &opts).map_err(usage)?;
+            let c = workload::characterize(&a.logs, &opts)?;
             let source = a
                 .logs
                 .iter()
@@ -64,11 +64,11 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
                 scale: a.scale,
                 constant: a.constant,
             };
-            let text = workload::scenario::write(p, &source, shape).map_err(usage)?;
+            let text = workload::scenario::write(p, &source, shape)?;
             match &a.output {
                 Some(path) => {
                     std::fs::write(path, &text)
-                        .map_err(|e| usage(format!("-o {}: {e}", path.display())))?;
+                        .map_err(|e| crate::Error::usage(format!("-o {}: {e}", path.display())))?;
                     eprintln!(
                         "scenario: {} ({} steps, mean {:.1} req/s × {}{}): strainline load URL --scenario {}",
                         path.display(),
@@ -86,20 +86,15 @@ pub fn run(cmd: WorkloadCommand) -> anyhow::Result<i32> {
     }
 }
 
-fn options(r: &LogArgs) -> anyhow::Result<Options> {
+fn options(r: &LogArgs) -> crate::error::Result<Options> {
     let mut fields = workload::parse::JsonFields::default();
     if let Some(spec) = &r.json_fields {
-        fields = fields.with(spec).map_err(usage)?;
+        fields = fields.with(spec)?;
     }
     Ok(Options {
         fields,
-        routes: workload::route::Routes::new(&r.routes).map_err(usage)?,
-        by: r
-            .by
-            .as_deref()
-            .map(workload::window_seconds)
-            .transpose()
-            .map_err(usage)?,
+        routes: workload::route::Routes::new(&r.routes)?,
+        by: r.by.as_deref().map(workload::window_seconds).transpose()?,
     })
 }
 
@@ -108,7 +103,7 @@ fn pick<'a>(
     c: &'a Characterization,
     file: &Path,
     window: Option<&str>,
-) -> anyhow::Result<(&'a workload::profile::Profile, String)> {
+) -> crate::error::Result<(&'a workload::profile::Profile, String)> {
     let name = file.display().to_string();
     match window {
         None => Ok((&c.all, name)),
@@ -118,7 +113,7 @@ fn pick<'a>(
             .find(|p| p.window.starts_with(w))
             .map(|p| (p, format!("{name} [{}]", p.window)))
             .ok_or_else(|| {
-                usage(format!(
+                crate::Error::usage(format!(
                     "{name} has no window starting '{w}'; its windows: {}",
                     c.windows
                         .iter()
@@ -130,11 +125,9 @@ fn pick<'a>(
     }
 }
 
-fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> crate::error::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     std::fs::write(path, text + "\n")
-        .map_err(|e| usage(format!("--json {}: {e}", path.display())))?;
+        .map_err(|e| crate::Error::usage(format!("--json {}: {e}", path.display())))?;
     Ok(())
 }
-
-use super::usage;

@@ -34,20 +34,20 @@ pub fn detect(v: &Value) -> Option<Format> {
     }
 }
 
-fn list<'a>(v: &'a Value, key: &str) -> Result<&'a Vec<Value>, String> {
+fn list<'a>(v: &'a Value, key: &str) -> crate::error::Result<&'a Vec<Value>> {
     v[key]
         .as_array()
-        .ok_or_else(|| format!("no \"{key}\" list"))
+        .ok_or_else(|| crate::Error::usage(format!("no \"{key}\" list")))
 }
 
-fn number(v: &Value, key: &str, what: &str) -> Result<f64, String> {
+fn number(v: &Value, key: &str, what: &str) -> crate::error::Result<f64> {
     v[key]
         .as_f64()
-        .ok_or_else(|| format!("{what}: no number \"{key}\""))
+        .ok_or_else(|| crate::Error::usage(format!("{what}: no number \"{key}\"")))
 }
 
 /// hyperfine: one case per command, one repetition per timed run (wall time).
-pub fn hyperfine(v: &Value) -> Result<Vec<Bench>, String> {
+pub fn hyperfine(v: &Value) -> crate::error::Result<Vec<Bench>> {
     list(v, "results")?
         .iter()
         .map(|r| {
@@ -75,24 +75,24 @@ pub fn hyperfine(v: &Value) -> Result<Vec<Bench>, String> {
 }
 
 /// Nanoseconds in one `unit` of Google Benchmark's `time_unit`.
-fn gbench_unit(u: &str) -> Result<f64, String> {
+fn gbench_unit(u: &str) -> crate::error::Result<f64> {
     match u {
         "ns" => Ok(1.0),
         "us" => Ok(1e3),
         "ms" => Ok(1e6),
         "s" => Ok(1e9),
-        other => Err(format!("unknown time_unit '{other}'")),
+        other => Err(crate::Error::usage(format!("unknown time_unit '{other}'"))),
     }
 }
 
 /// Google Benchmark: one repetition per iteration run (`--benchmark_repetitions`), or
 /// the mean aggregate when only aggregates were reported.
-pub fn google_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
+pub fn google_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
     if let Some(n) = v["context"]["json_schema_version"].as_i64() {
         if n > 1 {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "a newer schema: json_schema_version {n}; strainline reads 1"
-            ));
+            )));
         }
     }
     let all = list(v, "benchmarks")?;
@@ -148,7 +148,7 @@ fn every_iteration(raw: &Value) -> Vec<f64> {
 /// JMH: one repetition per measurement iteration of every fork (`rawData`); the
 /// throughput modes as operations per second (higher is better), the others as time
 /// per operation; `·gc.alloc.rate.norm` (`-prof gc`) as bytes allocated per operation.
-pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
+pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
     let runs = v.as_array().ok_or("not a JSON list")?;
     let mut out = Vec::new();
     for r in runs {
@@ -166,7 +166,7 @@ pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
         let mode = r["mode"].as_str().unwrap_or("avgt");
         let pm = &r["primaryMetric"];
         let unit = pm["scoreUnit"].as_str().unwrap_or("");
-        let metric = |x: f64| -> Result<Metric, String> {
+        let metric = |x: f64| -> crate::error::Result<Metric> {
             if mode == "thrpt" {
                 let per = match unit.split_once('/').map(|(_, t)| t) {
                     Some("s") => 1.0,
@@ -174,7 +174,11 @@ pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
                     Some("us") => 1e6,
                     Some("ns") => 1e9,
                     Some("min") => 1.0 / 60.0,
-                    _ => return Err(format!("{name}: unknown throughput unit '{unit}'")),
+                    _ => {
+                        return Err(crate::Error::usage(format!(
+                            "{name}: unknown throughput unit '{unit}'"
+                        )))
+                    }
                 };
                 Ok(Metric::new("throughput", x * per, "ops/s", "higher"))
             } else {
@@ -183,7 +187,11 @@ pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
                     Some("us") => 1e3,
                     Some("ms") => 1e6,
                     Some("s") => 1e9,
-                    _ => return Err(format!("{name}: unknown time unit '{unit}'")),
+                    _ => {
+                        return Err(crate::Error::usage(format!(
+                            "{name}: unknown time unit '{unit}'"
+                        )))
+                    }
                 };
                 Ok(time_ns("time", x * ns))
             }
@@ -215,7 +223,7 @@ pub fn jmh(v: &Value) -> Result<Vec<Bench>, String> {
 
 /// pytest-benchmark: one repetition per round when the data were saved
 /// (`--benchmark-save-data`), else the mean as one.
-pub fn pytest_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
+pub fn pytest_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
     list(v, "benchmarks")?
         .iter()
         .map(|b| {
@@ -243,7 +251,7 @@ pub fn pytest_benchmark(v: &Value) -> Result<Vec<Bench>, String> {
 
 /// BenchmarkDotNet's full JSON: one repetition per workload result measurement (time
 /// per operation), each with the bytes allocated per operation (`[MemoryDiagnoser]`).
-pub fn benchmark_dotnet(v: &Value) -> Result<Vec<Bench>, String> {
+pub fn benchmark_dotnet(v: &Value) -> crate::error::Result<Vec<Bench>> {
     list(v, "Benchmarks")?
         .iter()
         .map(|b| {
@@ -322,7 +330,7 @@ pub fn criterion_files(path: &Path) -> Vec<PathBuf> {
 /// Criterion: one repetition per sample (its time over its iterations), named by the
 /// `benchmark.json` beside it (`full_id`) or its directory; an `estimates.json` alone
 /// gives the mean as one.
-pub fn criterion(path: &Path, found: &[PathBuf]) -> Result<Vec<Bench>, String> {
+pub fn criterion(path: &Path, found: &[PathBuf]) -> crate::error::Result<Vec<Bench>> {
     let files: Vec<PathBuf> = if found.is_empty() {
         vec![path.to_path_buf()]
     } else {
@@ -359,10 +367,10 @@ pub fn criterion(path: &Path, found: &[PathBuf]) -> Result<Vec<Bench>, String> {
                 _ => match v["mean"]["point_estimate"].as_f64() {
                     Some(m) => vec![vec![time_ns("time", m)]],
                     None => {
-                        return Err(format!(
+                        return Err(crate::Error::usage(format!(
                             "{}: neither iters/times nor mean.point_estimate",
                             f.display()
-                        ))
+                        )))
                     }
                 },
             };

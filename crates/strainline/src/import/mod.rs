@@ -165,7 +165,7 @@ pub fn time_ns(name: &str, ns: f64) -> Metric {
 }
 
 /// Reads one file (or Criterion directory) in `format`, or detects it.
-pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>), String> {
+pub fn read(format: Option<Format>, path: &Path) -> crate::error::Result<(Format, Vec<Bench>)> {
     let shown = path.display().to_string();
     let criterion_files = if path.is_dir() {
         json::criterion_files(path)
@@ -173,9 +173,9 @@ pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>),
         Vec::new()
     };
     if path.is_dir() && criterion_files.is_empty() {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "{shown}: a directory, and no Criterion sample.json below it"
-        ));
+        )));
     }
     let format = match format {
         Some(f) => f,
@@ -194,12 +194,12 @@ pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>),
             })?
         }
     };
-    let wrong = |why: String| {
-        format!(
+    let wrong = |why: crate::Error| {
+        crate::Error::usage(format!(
             "{shown}: not {} output ({why}); expected {}",
             format.name(),
             format.expected()
-        )
+        ))
     };
     let benches = match format {
         Format::Criterion => json::criterion(path, &criterion_files).map_err(wrong)?,
@@ -208,7 +208,7 @@ pub fn read(format: Option<Format>, path: &Path) -> Result<(Format, Vec<Bench>),
         f => {
             let text = read_text(path)?;
             let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| wrong(format!("not JSON: {e}")))?;
+                serde_json::from_str(&text).map_err(|e| wrong(format!("not JSON: {e}").into()))?;
             match f {
                 Format::Hyperfine => json::hyperfine(&v),
                 Format::GoogleBenchmark => json::google_benchmark(&v),
@@ -245,7 +245,7 @@ pub const MAX_CASES: usize = 100_000;
 /// The largest value a metric may have (ns, bytes, ops/s: 10¹⁸ is 31 years of ns).
 const MAX_VALUE: f64 = 1e18;
 
-fn read_text(path: &Path) -> Result<String, String> {
+fn read_text(path: &Path) -> crate::error::Result<String> {
     use std::io::Read;
     let shown = path.display();
     let mut bytes = Vec::new();
@@ -253,27 +253,27 @@ fn read_text(path: &Path) -> Result<String, String> {
         .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut bytes))
         .map_err(|e| format!("{shown}: {e}"))?;
     if bytes.len() as u64 > MAX_FILE {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "{shown}: larger than {} MiB, more than any benchmark tool's results: give the tool's own output file",
             MAX_FILE >> 20
-        ));
+        )));
     }
-    String::from_utf8(bytes).map_err(|_| format!("{shown}: not text (UTF-8)"))
+    String::from_utf8(bytes).map_err(|_| crate::Error::usage(format!("{shown}: not text (UTF-8)")))
 }
 
 /// Every value is a measurement: finite, not negative, and below [`MAX_VALUE`] — a
 /// NaN failed in the store after the run was begun, and 1e308 or -5 were stored.
-fn check_values(shown: &str, benches: &[Bench]) -> Result<(), String> {
+fn check_values(shown: &str, benches: &[Bench]) -> crate::error::Result<()> {
     for b in benches {
         for m in b.samples.iter().flatten() {
             if !(m.value.is_finite() && (0.0..=MAX_VALUE).contains(&m.value)) {
-                return Err(format!(
+                return Err(crate::Error::usage(format!(
                     "{shown}: benchmark '{}': {} = {} is not a measurement (a finite value from 0 to 1e18 {})",
                     crate::units::one_line(&b.name),
                     m.name,
                     m.value,
                     m.unit
-                ));
+                )));
             }
         }
     }
@@ -301,7 +301,7 @@ pub struct Imported {
 }
 
 /// Reads every file; benchmarks of the same name across files pool their samples.
-pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> Result<Imported, String> {
+pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> crate::error::Result<Imported> {
     let mut files = Vec::new();
     let mut benches = Benches::default();
     for p in paths {
@@ -318,11 +318,11 @@ pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> Result<Imported, S
         }
         let cases: usize = benches.list.iter().map(|b| b.samples.len().max(1)).sum();
         if benches.list.len() > MAX_BENCHES || cases > MAX_CASES {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "{}: {} benchmarks ({cases} samples) so far, more than one import holds ({MAX_BENCHES} benchmarks, {MAX_CASES} samples): import the files in parts",
                 p.display(),
                 benches.list.len()
-            ));
+            )));
         }
     }
     Ok(Imported {

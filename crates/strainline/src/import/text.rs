@@ -11,7 +11,7 @@ use crate::store::Metric;
 /// allocations, `MB/s` (`b.SetBytes`) as throughput; other units as reported. The
 /// `-8` GOMAXPROCS suffix is dropped (it names the machine, not the benchmark); with
 /// several packages, the name is prefixed with its package.
-pub fn go_test(text: &str) -> Result<Vec<Bench>, String> {
+pub fn go_test(text: &str) -> crate::error::Result<Vec<Bench>> {
     let mut pkg = String::new();
     let mut rows: Vec<(String, String, Vec<Metric>)> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
@@ -35,11 +35,11 @@ pub fn go_test(text: &str) -> Result<Vec<Bench>, String> {
         let mut metrics = Vec::new();
         for pair in fields[2..].chunks(2) {
             let [value, unit] = pair else {
-                return Err(format!(
+                return Err(crate::Error::usage(format!(
                     "line {}: '{value}' without a unit",
                     i + 1,
                     value = pair[0]
-                ));
+                )));
             };
             let x: f64 = value
                 .parse()
@@ -78,7 +78,7 @@ fn strip_procs(name: &str) -> &str {
 /// JUnit XML: each `<testcase>`'s `time` (seconds) as one repetition, named
 /// `classname.name`; a test with `<failure>` or `<error>` makes its case failed, a
 /// `<skipped>` one is left out.
-pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
+pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
     let mut reader = Reader::from_str(text);
     let mut out = super::Benches::default();
     // The open test case: name, time, failed, skipped.
@@ -159,7 +159,7 @@ pub fn junit(text: &str) -> Result<Vec<Bench>, String> {
         }
     }
     if !seen_suite {
-        return Err("no <testsuite> element".into());
+        return Err(crate::Error::usage("no <testsuite> element"));
     }
     Ok(out.into())
 }

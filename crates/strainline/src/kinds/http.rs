@@ -83,7 +83,7 @@ fn drive(
     connections: Option<usize>,
     duration: Option<Duration>,
     count: Option<u64>,
-) -> anyhow::Result<Run> {
+) -> crate::error::Result<Run> {
     let spec = load_spec(ctx, rate, connections, duration, count);
     let mut planned = load::plan(&spec)?;
     if let Some(duet) = ctx.duet {
@@ -98,13 +98,12 @@ fn drive(
         None => load::run_live(&planned.plan, true, &prefix),
         Some(fleet) => {
             // Each run (a ramp's step) is one session of every agent.
-            fleet.check(&spec).map_err(anyhow::Error::msg)?;
-            let ready = crate::agents::coordinator::connect(fleet).map_err(anyhow::Error::msg)?;
+            fleet.check(&spec)?;
+            let ready = crate::agents::coordinator::connect(fleet)?;
             planned.on_agents(ready.count());
             load::live_with(&planned.plan, true, &prefix, |stop, on_second| {
                 ready.run(&spec, &planned.plan, stop, on_second)
-            })
-            .map_err(anyhow::Error::msg)?
+            })?
         }
     };
     // The measured window: the load engine's own clock starts after its warm-up.
@@ -263,7 +262,7 @@ fn judge_generator(r: &mut CaseResult, run: &Run) {
 /// Runs an HTTP kind against a ready target.
 /// Runs a load kind; `running` is the target, if the suite has one (a command workload
 /// may run without).
-pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<CaseResult> {
+pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> crate::error::Result<CaseResult> {
     let t = ctx.test;
     let w = t.workload().expect("a load kind has a workload");
     for req in w.setup.iter().filter(|_| w.url.is_some()) {
@@ -272,7 +271,12 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> anyhow::Result<Case
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
         match http_request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
             Some(s) if s < 400 => {}
-            other => anyhow::bail!("set-up request {} {url} failed: {other:?}", req.method),
+            other => {
+                return Err(crate::Error::exit(
+                    crate::exit::FAILED,
+                    format!("set-up request {} {url} failed: {other:?}", req.method),
+                ))
+            }
         }
     }
     let mut r = CaseResult::new();
@@ -340,7 +344,7 @@ fn ramp(
     t: &suite::Ramp,
     running: &Running,
     r: &mut CaseResult,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let limits = ramp::Limits {
         max_error_rate: t.max_error_rate,
         slo_p99: t.slo_p99,
@@ -490,7 +494,7 @@ fn soak(
     t: &suite::Soak,
     running: &Running,
     r: &mut CaseResult,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let rate = t.rate;
     let run = drive(
         ctx,
@@ -680,7 +684,7 @@ fn rounds(
     t: &suite::Rounds,
     running: &Running,
     r: &mut CaseResult,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let settle = |running: Option<&Running>| -> f64 {
         if let Some(q) = &t.quiesce_url {
             let _ = http_get(&substitute(q, &ctx.vars));

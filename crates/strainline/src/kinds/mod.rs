@@ -250,15 +250,15 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
 
 /// Applies the test's gates to the result; a gate on a metric the case did not produce
 /// is reported as a configuration error (`Err`).
-pub fn apply_gates(test: &Test, r: &mut CaseResult) -> Result<(), String> {
+pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> {
     for g in &test.gates {
         match r.metric(&g.metric) {
             Some(v) => r.gate(&g.text, g.holds(v), g.describe(v)),
             None => {
-                return Err(format!(
+                return Err(crate::Error::usage(format!(
                     "gate '{}': the case produced no metric '{}'",
                     g.text, g.metric
-                ))
+                )))
             }
         }
     }

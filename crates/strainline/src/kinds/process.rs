@@ -20,13 +20,13 @@ fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
 }
 
 /// Starts `argv` in `unit` with output to `log`.
-fn spawn(unit: &Unit, argv: &[String], log: &std::path::Path) -> anyhow::Result<u32> {
+fn spawn(unit: &Unit, argv: &[String], log: &std::path::Path) -> crate::error::Result<u32> {
     Ok(unit.spawn(&mut unit.logged(argv, log)?)?.id())
 }
 
 /// Waits for `pid` (a child, the root of `unit`) to end; its exit and CPU seconds
 /// (its own and its reaped children's). Interrupted: the unit is stopped, and an error.
-fn wait(unit: &Unit, pid: u32) -> anyhow::Result<(crate::measure::ExitInfo, f64)> {
+fn wait(unit: &Unit, pid: u32) -> crate::error::Result<(crate::measure::ExitInfo, f64)> {
     loop {
         if let Some((_, r)) = process::reap_these(&[pid]).pop() {
             return Ok((
@@ -40,7 +40,7 @@ fn wait(unit: &Unit, pid: u32) -> anyhow::Result<(crate::measure::ExitInfo, f64)
         if signals::interrupted() {
             unit.end();
             process::reap_these(&[pid]);
-            anyhow::bail!("interrupted");
+            return Err(crate::Error::Interrupted);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -57,7 +57,7 @@ fn pause_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
     true
 }
 
-pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+pub fn run_process(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     match &ctx.test.spec {
         Spec::Crash(spec) => crash(ctx, spec),
         Spec::Scale(spec) => scale(ctx, spec),
@@ -66,7 +66,7 @@ pub fn run_process(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     }
 }
 
-fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
+fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (lo, hi) = t.kill_after;
     let mut rng = crate::rng::Rng::new(0x2545_F491_4F6C_DD1D ^ ctx.case.repetition as u64);
@@ -92,7 +92,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
                 };
                 if !pause_until(started + hi, seen) {
                     unit.end();
-                    anyhow::bail!("interrupted");
+                    return Err(crate::Error::Interrupted);
                 }
                 format!(
                     "at the log marker /{}/ ({:.0} ms)",
@@ -103,7 +103,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
             None => {
                 if !pause_until(started + delay, || false) {
                     unit.end();
-                    anyhow::bail!("interrupted");
+                    return Err(crate::Error::Interrupted);
                 }
                 format!("after {:.0} ms", delay.as_secs_f64() * 1000.0)
             }
@@ -117,7 +117,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
         let verify = Unit::new(true);
         let status = match verify.run(&mut verify.logged(&argv(&t.verify, &vars), &verify_log)?)? {
             Ended::Exited(status) => status,
-            Ended::Interrupted => anyhow::bail!("interrupted"),
+            Ended::Interrupted => return Err(crate::Error::Interrupted),
         };
         let out = std::fs::read(&verify_log).unwrap_or_default();
         let said = String::from_utf8_lossy(&out).trim().to_string();
@@ -164,7 +164,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> anyhow::Result<CaseResult> {
     Ok(r)
 }
 
-fn scale(ctx: &CaseCtx, t: &suite::Scale) -> anyhow::Result<CaseResult> {
+fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     r.table.push(format!(
@@ -251,7 +251,7 @@ pub fn parse_metrics(text: &str) -> Vec<(String, f64)> {
     out
 }
 
-fn harness(ctx: &CaseCtx, t: &suite::Harness) -> anyhow::Result<CaseResult> {
+fn harness(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     let log = ctx.dir.join("harness.log");
     let a = argv(&t.command, &ctx.vars);
@@ -262,8 +262,7 @@ fn harness(ctx: &CaseCtx, t: &suite::Harness) -> anyhow::Result<CaseResult> {
         &log,
         ctx.test.interval,
         Some(ctx.sample_sink()),
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    )?;
     let started = Instant::now();
     while running.exited().is_none() {
         if signals::interrupted() {

@@ -333,7 +333,7 @@ pub struct Export {
 }
 
 /// An `http://HOST:PORT/PATH` URL's address, Host header and path.
-fn http_url(url: &str) -> Result<(SocketAddr, String, String), String> {
+fn http_url(url: &str) -> crate::error::Result<(SocketAddr, String, String)> {
     use std::net::ToSocketAddrs;
     let rest = url.strip_prefix("http://").ok_or_else(|| {
         format!("--otlp '{url}': give an http:// URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318/v1/metrics (https is not supported: use a local collector)")
@@ -366,7 +366,7 @@ fn push(to: &(SocketAddr, String, String), body: &str) -> std::io::Result<()> {
 }
 
 /// Starts what `targets` asks for; `None` when it asks for nothing.
-pub fn start(targets: &Targets) -> Result<Option<Export>, String> {
+pub fn start(targets: &Targets) -> crate::error::Result<Option<Export>> {
     if targets.listen.is_none() && targets.otlp.is_none() {
         return Ok(None);
     }

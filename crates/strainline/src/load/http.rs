@@ -325,7 +325,7 @@ pub fn tls_config(
     ca_pem: Option<&[u8]>,
     insecure: bool,
     http2: bool,
-) -> Result<rustls::ClientConfig, String> {
+) -> crate::error::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -356,13 +356,13 @@ pub fn tls_config(
 /// The certificates in a PEM file.
 fn rustls_pemfile_certs(
     pem: &[u8],
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+) -> crate::error::Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))?;
     if certs.is_empty() {
-        return Err("--cacert: no certificate in the file".into());
+        return Err(crate::Error::usage("--cacert: no certificate in the file"));
     }
     Ok(certs)
 }

@@ -118,7 +118,7 @@ pub mod hdr {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
-    pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    pub fn decode(text: &str) -> crate::error::Result<Histogram<u64>> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .map_err(|e| format!("histogram: not base64: {e}"))?;

@@ -146,14 +146,14 @@ pub fn request_of(
     path: &str,
     headers: &[(HeaderName, HeaderValue)],
     body: &Bytes,
-) -> Result<Rendered, String> {
+) -> crate::error::Result<Rendered> {
     let m = Method::from_bytes(method.as_bytes())
         .map_err(|_| format!("'{}' is not an HTTP method", crate::units::one_line(method)))?;
     if !sendable(path) {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "'{}' is not a path that can be sent",
             crate::units::one_line(path)
-        ));
+        )));
     }
     let carries = matches!(m, Method::POST | Method::PUT | Method::PATCH);
     Ok(Rendered {
@@ -171,7 +171,7 @@ impl Requests {
         log: &ReplayLog,
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
-    ) -> Result<Requests, String> {
+    ) -> crate::error::Result<Requests> {
         if log.stream.is_some() {
             return Ok(Requests::Streamed {
                 headers: headers.to_vec(),
@@ -179,7 +179,10 @@ impl Requests {
             });
         }
         if log.times.is_empty() || log.times.len() != log.requests.len() {
-            return Err(format!("{}: no request to replay", log.source));
+            return Err(crate::Error::usage(format!(
+                "{}: no request to replay",
+                log.source
+            )));
         }
         let requests = log
             .requests
@@ -187,9 +190,9 @@ impl Requests {
             .enumerate()
             .map(|(i, (m, path))| {
                 request_of(m, path, headers, &body)
-                    .map_err(|e| format!("{}: request {}: {e}", log.source, i + 1))
+                    .map_err(|e| e.context(format!("{}: request {}", log.source, i + 1)))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<crate::error::Result<_>>()?;
         Ok(Requests::Listed(requests))
     }
 
@@ -268,7 +271,9 @@ mod tests {
             ("GET", "relative", "not a path"),
             ("G(T", "/", "not an HTTP method"),
         ] {
-            let e = Requests::replayed(&log(&[(m, p)]), &[], body.clone()).unwrap_err();
+            let e = Requests::replayed(&log(&[(m, p)]), &[], body.clone())
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(why) && e.contains("request 1"), "{e}");
         }
         assert!(Requests::replayed(&log(&[]), &[], body).is_err());

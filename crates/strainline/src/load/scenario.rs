@@ -197,14 +197,16 @@ struct RawStep {
 }
 
 /// Reads and checks a scenario file.
-pub fn load(path: &Path) -> Result<Scenario, String> {
+pub fn load(path: &Path) -> crate::error::Result<Scenario> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse(&text, path)
 }
 
-pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
-    let at = |offset: usize, msg: String| crate::located::message(path, text, offset, &msg);
-    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
+    let at = |offset: usize, msg: String| {
+        crate::Error::usage(crate::located::message(path, text, offset, &msg))
+    };
+    let raw: RawScenario = toml::from_str(text).map_err(|e: toml::de::Error| {
         let offset = e.span().map_or(0, |s| s.start);
         at(offset, e.message().trim().to_string())
     })?;
@@ -424,8 +426,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, String> {
 fn arrivals(
     a: &Spanned<RawArrivals>,
     seed: u64,
-    at: &dyn Fn(usize, String) -> String,
-) -> Result<Arrive, String> {
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Arrive> {
     let start = a.span().start;
     let a = a.get_ref();
     let scale = match &a.scale {
@@ -557,22 +559,30 @@ body = "{{random 512}}"
     #[test]
     fn mistakes_point_at_file_line_and_column() {
         let bad_key = IOT.replace("ramp_up", "rampup");
-        let e = parse(&bad_key, Path::new("iot.toml")).unwrap_err();
+        let e = parse(&bad_key, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("iot.toml:3:1: unknown field `rampup`"), "{e}");
         let bad_duration = IOT.replace("\"200s\"", "\"200 parsecs\"");
-        let e = parse(&bad_duration, Path::new("iot.toml")).unwrap_err();
+        let e = parse(&bad_duration, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("iot.toml:14:9: every: '200 parsecs' is not a duration"),
             "{e}"
         );
         let bad_placeholder = IOT.replace("dev-{{client}}\"", "dev-{{clint}}\"");
-        let e = parse(&bad_placeholder, Path::new("iot.toml")).unwrap_err();
+        let e = parse(&bad_placeholder, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("iot.toml:10:21: unknown placeholder '{{clint}}'"),
             "{e}"
         );
         let no_when = IOT.replace("once = true\n", "");
-        let e = parse(&no_when, Path::new("iot.toml")).unwrap_err();
+        let e = parse(&no_when, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("say when it runs"), "{e}");
     }
 
@@ -650,13 +660,17 @@ path = "/push/{{seq}}"
             ),
             ("path = \"/push/{{seq}}\"", "", "give a path"),
         ] {
-            let e = parse(&OPEN.replacen(from, to, 1), Path::new("w.toml")).unwrap_err();
+            let e = parse(&OPEN.replacen(from, to, 1), Path::new("w.toml"))
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains(why) && e.starts_with("w.toml:"),
                 "{from} → {to}: {e}"
             );
         }
-        let e = parse("[[step]]\nweight = 1\npath = \"/\"\n", Path::new("w.toml")).unwrap_err();
+        let e = parse("[[step]]\nweight = 1\npath = \"/\"\n", Path::new("w.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("say who sends"), "{e}");
     }
 

@@ -24,12 +24,8 @@ pub const DEFAULT_CONNECTIONS: usize = 50;
 pub const DEFAULT_POOL_CAP: usize = 1000;
 
 /// A load spec that cannot run, with the fix in the message.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct SpecError(pub String);
-
-fn bad(msg: impl Into<String>) -> SpecError {
-    SpecError(msg.into())
+fn bad(msg: impl std::fmt::Display) -> crate::Error {
+    crate::Error::usage(msg.to_string())
 }
 
 /// How load is offered.
@@ -149,7 +145,7 @@ impl Planned {
 }
 
 /// Where HTTP requests go: the URL resolved once, TLS set up.
-fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), SpecError> {
+fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
     let uri: Uri = url.parse().map_err(|e| {
         bad(format!(
             "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
@@ -206,7 +202,7 @@ fn template(
     method: &str,
     headers: &[(String, String)],
     body: &BodySpec,
-) -> Result<Template, SpecError> {
+) -> Result<Template, crate::Error> {
     let method = Method::from_bytes(method.to_uppercase().as_bytes()).map_err(|_| {
         bad(format!(
             "method '{method}' is not an HTTP method (e.g. GET, POST)"
@@ -249,7 +245,7 @@ fn template(
 
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
 /// Long because each offer shapes the threads, the pool and the description together.
-pub fn plan(spec: &LoadSpec) -> Result<Planned, SpecError> {
+pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let (url, command, method, headers, body) = match &spec.work {
         Work::Http {
             url,
@@ -561,8 +557,9 @@ mod tests {
             think: Duration::ZERO,
         }))
         .err()
-        .unwrap();
-        assert!(e.0.contains("at least one connection"), "{e}");
+        .unwrap()
+        .to_string();
+        assert!(e.contains("at least one connection"), "{e}");
         let mut s = spec(Offer::Closed {
             connections: None,
             think: Duration::ZERO,
@@ -573,6 +570,10 @@ mod tests {
             headers: vec![],
             body: BodySpec::Empty,
         };
-        assert!(plan(&s).err().unwrap().0.contains("http:// or https://"));
+        assert!(plan(&s)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("http:// or https://"));
     }
 }

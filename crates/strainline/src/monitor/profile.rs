@@ -57,7 +57,7 @@ fn first_line(path: &Path) -> String {
 }
 
 /// Starts recording `pid`'s stacks into `dir/perf.data`.
-pub fn start(pid: u32, dir: &Path) -> Result<Profiler, String> {
+pub fn start(pid: u32, dir: &Path) -> crate::error::Result<Profiler> {
     let data = dir.join("perf.data");
     let log = dir.join("perf.log");
     let stderr =
@@ -80,11 +80,11 @@ pub fn start(pid: u32, dir: &Path) -> Result<Profiler, String> {
     // perf fails at once when it may not attach (perf_event_paranoid, no permission).
     std::thread::sleep(Duration::from_millis(300));
     if let Ok(Some(status)) = child.try_wait() {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "perf record could not attach to the target ({status}): {} (see {}; as non-root, lower /proc/sys/kernel/perf_event_paranoid)",
             first_line(&log),
             log.display()
-        ));
+        )));
     }
     Ok(Profiler { child, data, log })
 }

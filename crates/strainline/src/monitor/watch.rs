@@ -105,7 +105,7 @@ pub fn tick(sampler: &mut Sampler, root: u32, reap: Reap) -> (Sample, Option<Exi
 /// Batches samples to a sink at most once per [`FLUSH_EVERY`]: a crash loses at most
 /// that much, and the store is not written on every tick. The sink's error (a store
 /// that went away) is the caller's to act on.
-pub struct Flusher<F: FnMut(&[Sample]) -> anyhow::Result<()>> {
+pub struct Flusher<F: FnMut(&[Sample]) -> crate::error::Result<()>> {
     sink: F,
     pending: Vec<Sample>,
     last: Instant,
@@ -114,7 +114,7 @@ pub struct Flusher<F: FnMut(&[Sample]) -> anyhow::Result<()>> {
 /// Samples reach the sink at least this often.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
-impl<F: FnMut(&[Sample]) -> anyhow::Result<()>> Flusher<F> {
+impl<F: FnMut(&[Sample]) -> crate::error::Result<()>> Flusher<F> {
     pub fn new(sink: F) -> Flusher<F> {
         Flusher {
             sink,
@@ -123,7 +123,7 @@ impl<F: FnMut(&[Sample]) -> anyhow::Result<()>> Flusher<F> {
         }
     }
 
-    pub fn push(&mut self, s: Sample) -> anyhow::Result<()> {
+    pub fn push(&mut self, s: Sample) -> crate::error::Result<()> {
         self.pending.push(s);
         if self.last.elapsed() >= FLUSH_EVERY {
             self.flush()?;
@@ -131,7 +131,7 @@ impl<F: FnMut(&[Sample]) -> anyhow::Result<()>> Flusher<F> {
         Ok(())
     }
 
-    pub fn flush(&mut self) -> anyhow::Result<()> {
+    pub fn flush(&mut self) -> crate::error::Result<()> {
         let r = (self.sink)(&self.pending);
         self.pending.clear();
         self.last = Instant::now();

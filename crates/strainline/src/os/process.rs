@@ -54,6 +54,13 @@ impl SpawnError {
     }
 }
 
+/// A command that cannot be started as written is the user's to fix.
+impl From<SpawnError> for crate::Error {
+    fn from(e: SpawnError) -> crate::Error {
+        crate::Error::Usage(e.to_string())
+    }
+}
+
 static USER_UMASK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0o022);
 
 /// Everything strainline writes from now on (store, logs, reports) is private to the

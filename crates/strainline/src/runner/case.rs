@@ -7,22 +7,22 @@ use crate::suite::Kind;
 use crate::sut::lifecycle;
 
 /// A case's result, whatever happened: a target that could not be built, started or
-/// made ready could not measure anything (invalid); any other error fails the case.
+/// made ready (or an interrupt before it was) measured nothing (invalid); any other
+/// error fails the case.
 pub fn outcome(ctx: &CaseCtx) -> CaseResult {
     run(ctx).unwrap_or_else(|e| {
         let mut r = CaseResult::new();
-        let status = if e.downcast_ref::<lifecycle::TargetError>().is_some() {
-            Status::Invalid
-        } else {
-            Status::Failed
+        let status = match e {
+            crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
+            _ => Status::Failed,
         };
-        r.fail(status, format!("{e:#}"));
+        r.fail(status, e.to_string());
         r
     })
 }
 
 /// One case: start what it needs, run its kind, stop, and gather the target's figures.
-fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
+fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     let t = ctx.test;
     if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
         return kinds::run_process(ctx);
@@ -38,9 +38,9 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
     let remote = |host: &str, how: &crate::sut::spec::Attach, every| match ctx.agents {
         Some(fleet) => crate::agents::watch::remote(fleet, host, how, every),
-        None => Err(format!(
+        None => Err(crate::Error::usage(format!(
             "[target] host = \"{host}\" is an agent's machine: run with --agents naming it"
-        )),
+        ))),
     };
     let running = lifecycle::start(
         spec,
@@ -55,7 +55,9 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
     }
     // perf profiles this machine's processes only.
     let profiler = ctx.profile.then(|| match &running.host {
-        Some(h) => Err(format!("the target runs on agent {h}'s machine")),
+        Some(h) => Err(crate::Error::usage(format!(
+            "the target runs on agent {h}'s machine"
+        ))),
         None => crate::monitor::profile::start(running.pid, &ctx.dir),
     });
     let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
@@ -65,7 +67,10 @@ fn run(ctx: &CaseCtx) -> anyhow::Result<CaseResult> {
             &format!("CPU of the target during {}", ctx.case.name),
             &ctx.dir.join("flamegraph.svg"),
         ),
-        Err(why) => (crate::monitor::profile::FlameInfo::missing(why), None),
+        Err(why) => (
+            crate::monitor::profile::FlameInfo::missing(why.to_string()),
+            None,
+        ),
     });
     let crashed = running.exited().map(|_| running.ending());
     let daemons = running.daemonised().then(|| running.daemons());

@@ -17,13 +17,9 @@ use crate::store::{Location, Metric, Store};
 use crate::suite::{self, Kind};
 use crate::sut::lifecycle;
 
-/// A suite that cannot run as written (a usage error, not a failed case).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-fn config(msg: impl Into<String>) -> anyhow::Error {
-    ConfigError(msg.into()).into()
+/// A suite that cannot run as written: a usage error, not a failed case.
+fn config(msg: impl Into<String>) -> crate::Error {
+    crate::Error::usage(msg)
 }
 
 /// How to run a suite.
@@ -77,6 +73,18 @@ impl Ending {
             Ending::Interrupted => "interrupted",
         }
     }
+
+    /// The exit code of a suite's run (stored with it, and strainline's own).
+    pub fn exit_code(self) -> i32 {
+        use crate::error::exit;
+        match self {
+            Ending::Interrupted => exit::INTERRUPTED,
+            Ending::Completed(Status::Passed) => exit::PASSED,
+            Ending::Completed(Status::Invalid) => exit::INVALID,
+            Ending::Completed(Status::Failed) => exit::FAILED,
+            Ending::Completed(Status::Crashed) => exit::CRASHED,
+        }
+    }
 }
 
 /// What a suite's run produced.
@@ -88,7 +96,7 @@ pub struct Outcome {
 
 /// A `{{NAME}}` in the target or a workload that neither the matrix nor a `--var`
 /// sets would reach the target literally: refused before anything starts.
-fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()> {
+fn check_placeholders(suite: &suite::Suite, args: &Options) -> crate::error::Result<()> {
     let mut known: std::collections::BTreeSet<String> =
         ["port", "dir", "client", "seq", "size", "iteration"]
             .map(String::from)
@@ -190,13 +198,13 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> anyhow::Result<()
 
 /// Everything that can be known before running: the suite read and checked, its
 /// placeholders set, the cases `--only` selects. Nothing is started or stored.
-pub fn prepare(args: &Options) -> anyhow::Result<(suite::Suite, Vec<suite::Case>)> {
+pub fn prepare(args: &Options) -> crate::error::Result<(suite::Suite, Vec<suite::Case>)> {
     // The command line checks it too; a runner's caller (the demo) need not.
     crate::limits::TIME_SCALE
         .named("--time-scale")
         .check(args.time_scale)
-        .map_err(config)?;
-    let suite = suite::load(&args.suite, args.time_scale).map_err(config)?;
+        .map_err(|e| config(e.to_string()))?;
+    let suite = suite::load(&args.suite, args.time_scale).map_err(|e| config(e.to_string()))?;
     check_placeholders(&suite, args)?;
     let cases: Vec<suite::Case> = suite
         .cases()
@@ -220,12 +228,12 @@ pub fn prepare(args: &Options) -> anyhow::Result<(suite::Suite, Vec<suite::Case>
 }
 
 /// Runs a suite, printing each case to `out` as it ends, and stores everything.
-/// A [`ConfigError`] means the suite could not run as written.
+/// A usage error means the suite could not run as written.
 pub fn run(
     store_location: &Location,
     args: &Options,
     out: &mut dyn Write,
-) -> anyhow::Result<Outcome> {
+) -> crate::error::Result<Outcome> {
     let (suite, cases) = prepare(args)?;
     let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
     let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
@@ -286,7 +294,7 @@ pub fn run(
         Ending::Completed(worst)
     };
     let status = ending.name();
-    store.finish_run(run_id, status, Some(crate::exit::of(ending)), &[])?;
+    store.finish_run(run_id, status, Some(ending.exit_code()), &[])?;
     writeln!(
         out,
         "\nSuite {}: {} — {done} of {} run; stored as run #{run_id}{}",
@@ -310,7 +318,7 @@ fn begin(
     suite: &suite::Suite,
     args: &Options,
     label: Option<&str>,
-) -> anyhow::Result<(i64, PathBuf)> {
+) -> crate::error::Result<(i64, PathBuf)> {
     let run_id = store.begin_run_here(
         "suite",
         label,
@@ -341,8 +349,8 @@ impl RunInto<'_> {
     /// store that went away), not a usage error: the run is stored as invalid, as far
     /// as the store still can, and strainline exits 3 saying so. A suite that cannot run
     /// as written stays a configuration error (2).
-    pub(crate) fn cut_short(&self, e: anyhow::Error) -> anyhow::Error {
-        if e.is::<ConfigError>() {
+    pub(crate) fn cut_short(&self, e: crate::Error) -> crate::Error {
+        if matches!(e, crate::Error::Usage(_)) {
             return e;
         }
         let why = format!(
@@ -355,7 +363,7 @@ impl RunInto<'_> {
             Some(crate::exit::INVALID),
             std::slice::from_ref(&why),
         );
-        crate::Failure::new(crate::exit::INVALID, why).into()
+        crate::Error::exit(crate::error::exit::INVALID, why)
     }
 
     fn execute(
@@ -366,7 +374,7 @@ impl RunInto<'_> {
         last_ceiling: &mut Option<f64>,
         duet: Option<&kinds::Duet>,
         out: &mut dyn Write,
-    ) -> anyhow::Result<Option<CaseResult>> {
+    ) -> crate::error::Result<Option<CaseResult>> {
         let (store, suite, args) = (self.store, self.suite, self.args);
         let test = &suite.tests[case.test];
         let dir = self.work.join(format!("case-{nth:03}"));
@@ -412,7 +420,7 @@ impl RunInto<'_> {
         debug_assert_catalogued(test.kind, &result);
         if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
             if let Err(e) = kinds::apply_gates(test, &mut result) {
-                store.finish_run(self.run_id, "failed", Some(2), std::slice::from_ref(&e))?;
+                store.finish_run(self.run_id, "failed", Some(2), &[e.to_string()])?;
                 return Err(config(format!("{}: {e}", args.suite.display())));
             }
         }
@@ -429,7 +437,7 @@ impl RunInto<'_> {
 }
 
 /// Commits a finished case at once: a crash of strainline later loses nothing of it.
-fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> anyhow::Result<()> {
+fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> crate::error::Result<()> {
     for (name, points) in &result.series {
         store.append_series(case_id, name, points)?;
     }

@@ -169,7 +169,7 @@ pub fn run_paired(
     args: &Options,
     p: &Pairing,
     out: &mut dyn Write,
-) -> anyhow::Result<PairedOutcome> {
+) -> crate::error::Result<PairedOutcome> {
     if p.min_pairs < 3 || p.max_pairs < p.min_pairs {
         return Err(config(format!(
             "--min-pairs {} and --pairs {}: need 3 ≤ --min-pairs ≤ --pairs (3 pairs are the fewest a paired comparison judges)",
@@ -311,42 +311,45 @@ pub fn run_paired(
                             let run_id = if side == 0 { base_id } else { cand_id };
                             let work = if side == 0 { &base_work } else { &cand_work };
                             let (suite, vars) = (&suite, vars[side]);
-                            scope.spawn(move || -> anyhow::Result<(Vec<u8>, Option<CaseResult>)> {
-                                let duet = crate::kinds::Duet {
-                                    cpus: cpus(side),
-                                    side,
-                                    together,
-                                };
-                                // Its own connection: the two sides store at once.
-                                let store = Store::open(location)?;
-                                let into = RunInto {
-                                    store: &store,
-                                    location,
-                                    suite,
-                                    args,
-                                    run_id,
-                                    work,
-                                };
-                                let mut text = format!("\n{}:", labels[side]).into_bytes();
-                                let mut ceiling = ceiling;
-                                let r = into.execute(
-                                    case,
-                                    vars,
-                                    (nth + side + 1, total),
-                                    &mut ceiling,
-                                    Some(&duet),
-                                    &mut text,
-                                );
-                                duet.together.arrive(side);
-                                Ok((text, r.map_err(|e| into.cut_short(e))?))
-                            })
+                            scope.spawn(
+                                move || -> crate::error::Result<(Vec<u8>, Option<CaseResult>)> {
+                                    let duet = crate::kinds::Duet {
+                                        cpus: cpus(side),
+                                        side,
+                                        together,
+                                    };
+                                    // Its own connection: the two sides store at once.
+                                    let store = Store::open(location)?;
+                                    let into = RunInto {
+                                        store: &store,
+                                        location,
+                                        suite,
+                                        args,
+                                        run_id,
+                                        work,
+                                    };
+                                    let mut text = format!("\n{}:", labels[side]).into_bytes();
+                                    let mut ceiling = ceiling;
+                                    let r = into.execute(
+                                        case,
+                                        vars,
+                                        (nth + side + 1, total),
+                                        &mut ceiling,
+                                        Some(&duet),
+                                        &mut text,
+                                    );
+                                    duet.together.arrive(side);
+                                    Ok((text, r.map_err(|e| into.cut_short(e))?))
+                                },
+                            )
                         })
                         .into();
                     handles
                         .into_iter()
                         .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err(anyhow::anyhow!("a duet side panicked")))
+                            h.join().unwrap_or_else(|_| {
+                                Err(crate::Error::environment("a duet side panicked"))
+                            })
                         })
                         .collect::<Vec<_>>()
                 });
@@ -417,7 +420,7 @@ pub fn run_paired(
     } else {
         Ending::Completed(worst)
     };
-    let code = crate::exit::of(ending);
+    let code = ending.exit_code();
     store.finish_run(base_id, ending.name(), Some(code), &[])?;
     store.finish_run(cand_id, ending.name(), Some(code), &[])?;
     let rows = judge(&all_pairs, &policy);

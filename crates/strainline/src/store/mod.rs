@@ -109,6 +109,23 @@ pub enum StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// A store that cannot be used as given is the user's to fix; one that fails while in
+/// use (a full disk, a server gone) is strainline unable to go on.
+impl From<StoreError> for crate::Error {
+    fn from(e: StoreError) -> crate::Error {
+        match e {
+            StoreError::Create { .. }
+            | StoreError::Open { .. }
+            | StoreError::Foreign { .. }
+            | StoreError::TooNew { .. }
+            | StoreError::NoSuchRun(_) => crate::Error::Usage(e.to_string()),
+            StoreError::Sql(_) | StoreError::Postgres(_) | StoreError::Json(_) => {
+                crate::Error::Environment(e.to_string())
+            }
+        }
+    }
+}
+
 /// What is known about a run when it starts.
 pub struct NewRun<'a> {
     pub kind: &'a str,

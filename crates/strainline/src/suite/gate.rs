@@ -85,7 +85,7 @@ fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Stri
         })?;
     let raw = rest[len..].trim();
     let value_at = op_at + len + (rest[len..].len() - rest[len..].trim_start().len());
-    let value = value(raw, unit).map_err(|e| (value_at, e))?;
+    let value = value(raw, unit).map_err(|e| (value_at, e.to_string()))?;
     Ok(Gate {
         text: t.to_string(),
         metric,
@@ -95,12 +95,14 @@ fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Stri
     })
 }
 
-fn value(raw: &str, unit: Unit) -> Result<f64, String> {
+fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
     if unit == Unit::Finding {
         return match raw {
             "none" | "no" | "false" => Ok(0.0),
             "detected" | "yes" | "true" => Ok(1.0),
-            _ => Err(format!("'{raw}': expected none or detected")),
+            _ => Err(crate::Error::usage(format!(
+                "'{raw}': expected none or detected"
+            ))),
         };
     }
     let split = raw
@@ -132,9 +134,9 @@ fn value(raw: &str, unit: Unit) -> Result<f64, String> {
         (Unit::MiB, "MiB") => 1.0,
         (Unit::Clients, "clients") => 1.0,
         _ => {
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "'{suffix}' is not a unit for this metric (value '{raw}')"
-            ))
+            )))
         }
     };
     let v = n * scale;
@@ -146,7 +148,7 @@ fn value(raw: &str, unit: Unit) -> Result<f64, String> {
         _ => (0.0, 1e15),
     };
     if !v.is_finite() || v < lo || v > hi {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "'{raw}' is out of range for this metric: give a value from {} to {} {}",
             if unit == Unit::Ratio {
                 "0%".to_string()
@@ -163,7 +165,7 @@ fn value(raw: &str, unit: Unit) -> Result<f64, String> {
             } else {
                 unit.symbol()
             }
-        ));
+        )));
     }
     Ok(v)
 }

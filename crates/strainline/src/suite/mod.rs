@@ -295,7 +295,7 @@ pub fn log_class_metric(class: &str) -> String {
 
 /// Reads and checks a suite; `time_scale` multiplies every duration (0.01 runs a 2 h
 /// soak in 72 s).
-pub fn load(path: &Path, time_scale: f64) -> Result<Suite, String> {
+pub fn load(path: &Path, time_scale: f64) -> crate::error::Result<Suite> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse(&text, path, time_scale)
 }
@@ -393,7 +393,9 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
 
     /// The error for SUITE with `from` replaced by `to`.
     fn refused(from: &str, to: &str) -> String {
-        parse(&SUITE.replace(from, to), Path::new("s.toml"), 1.0).unwrap_err()
+        parse(&SUITE.replace(from, to), Path::new("s.toml"), 1.0)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -495,7 +497,8 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                     Path::new("g.toml"),
                     1.0,
                 )
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
                 assert!(
                     e.contains("unknown metric 'no_such_metric' (this test kind produces: "),
                     "{e}"

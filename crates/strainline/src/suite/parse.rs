@@ -21,7 +21,7 @@ use super::{
 use crate::metrics::Unit;
 use crate::units::parse_duration;
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = crate::error::Result<T>;
 
 /// The keys of a load kind's workload.
 const WORKLOAD_KEYS: &[&str] = &[
@@ -164,7 +164,11 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
         method_shape(m).map_err(|e| {
             doc.at(
                 doc.key_offset(header, "method"),
-                format!("test '{}': {}", t.name, crate::units::one_line(&e)),
+                format!(
+                    "test '{}': {}",
+                    t.name,
+                    crate::units::one_line(&e.to_string())
+                ),
             )
         })?;
     }
@@ -172,20 +176,20 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
 }
 
 /// Whether a URL (placeholders allowed) is one the load engine can send to.
-fn url_shape(url: &str) -> std::result::Result<(), String> {
+fn url_shape(url: &str) -> crate::error::Result<()> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
         .ok_or("give an http:// or https:// URL")?;
     if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "it holds {}: write a space as %20",
             if c == ' ' {
                 "a space".to_string()
             } else {
                 format!("the character {:?}", c)
             }
-        ));
+        )));
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -194,7 +198,7 @@ fn url_shape(url: &str) -> std::result::Result<(), String> {
             .split_once(']')
             .ok_or("its IPv6 address has no closing ] (write e.g. http://[::1]:{{port}}/)")?;
         if inside.is_empty() {
-            return Err("its IPv6 address is empty".into());
+            return Err(crate::Error::usage("its IPv6 address is empty"));
         }
         match after {
             "" => (inside, None),
@@ -210,23 +214,27 @@ fn url_shape(url: &str) -> std::result::Result<(), String> {
         }
     };
     if host.is_empty() {
-        return Err("it names no host (write e.g. http://127.0.0.1:{{port}}/)".into());
+        return Err(crate::Error::usage(
+            "it names no host (write e.g. http://127.0.0.1:{{port}}/)",
+        ));
     }
     if let Some(p) = port.filter(|p| !p.contains("{{")) {
         if !p.parse::<u16>().is_ok_and(|p| p > 0) {
-            return Err(format!("'{p}' is not a port (1-65535)"));
+            return Err(crate::Error::usage(format!(
+                "'{p}' is not a port (1-65535)"
+            )));
         }
     }
     Ok(())
 }
 
 /// An HTTP method: one token (RFC 9110), e.g. GET or POST — as the client will parse it.
-fn method_shape(m: &str) -> std::result::Result<(), String> {
+fn method_shape(m: &str) -> crate::error::Result<()> {
     if hyper::Method::from_bytes(m.as_bytes()).is_err() {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "method {:?} is not one HTTP method (write e.g. GET or POST)",
             m
-        ));
+        )));
     }
     Ok(())
 }
@@ -239,8 +247,13 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
-    fn at(&self, offset: usize, msg: impl Into<String>) -> String {
-        crate::located::message(self.path, self.text, offset, &msg.into())
+    fn at(&self, offset: usize, msg: impl std::fmt::Display) -> crate::Error {
+        crate::Error::usage(crate::located::message(
+            self.path,
+            self.text,
+            offset,
+            &msg.to_string(),
+        ))
     }
 
     /// A duration as written, within its range; `scaled` ones are then multiplied by
@@ -452,7 +465,9 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
                 url_shape(&format!("http://{a}/"))
                     .and_then(|()| {
                         if a.ends_with(']') || !a.contains(':') {
-                            Err("it names no port (write e.g. tcp://127.0.0.1:{{port}})".into())
+                            Err(crate::Error::usage(
+                                "it names no port (write e.g. tcp://127.0.0.1:{{port}})",
+                            ))
                         } else {
                             Ok(())
                         }
@@ -888,9 +903,9 @@ fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
             toml::Value::String(s) => crate::units::parse_fraction(s),
             toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string()),
             toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string()),
-            other => Err(format!(
+            other => Err(crate::Error::usage(format!(
                 "{other} is not a percentage: write it as \"20%\" or 0.2"
-            )),
+            ))),
         };
         parsed.map_err(|e| doc.at(v.span().start, format!("{key}: {e}")))
     };

@@ -37,6 +37,17 @@ pub enum TargetError {
     },
 }
 
+/// A target that could not be built, started or made ready: what its case would
+/// measure cannot be trusted.
+impl From<TargetError> for crate::Error {
+    fn from(e: TargetError) -> crate::Error {
+        match e {
+            TargetError::Interrupted => crate::Error::Interrupted,
+            e => crate::Error::Target(e.to_string()),
+        }
+    }
+}
+
 /// A free TCP port on loopback, for `{{port}}`.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -196,7 +207,8 @@ pub fn resolve(how: &Attach) -> Result<(u32, String), TargetError> {
 
 /// Watches a process on an agent's machine: its pid there, its command line, and a
 /// watcher fed by that agent (`Err` says why not).
-pub type Remote<'a> = &'a dyn Fn(&str, &Attach, Duration) -> Result<(u32, String, Watcher), String>;
+pub type Remote<'a> =
+    &'a dyn Fn(&str, &Attach, Duration) -> crate::error::Result<(u32, String, Watcher)>;
 
 /// Starts the suite's target (or attaches to it, here or through `remote` on an
 /// agent's machine) and waits until it is ready.
@@ -213,7 +225,7 @@ pub fn start(
             let (pid, command, watcher) =
                 remote(host, how, interval).map_err(|why| TargetError::Spawn {
                     program: format!("the target on agent {host}"),
-                    why,
+                    why: why.to_string(),
                 })?;
             let _ = File::create(log);
             Running {

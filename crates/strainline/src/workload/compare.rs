@@ -38,7 +38,7 @@ impl Default for Tolerance {
 
 impl Tolerance {
     /// Applies `mix=2,rate=5%,dispersion=20%,size=10%`.
-    pub fn with(mut self, spec: &str) -> Result<Tolerance, String> {
+    pub fn with(mut self, spec: &str) -> crate::error::Result<Tolerance> {
         for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
             let (k, v) = pair.split_once('=').ok_or_else(|| {
                 format!("--tolerance: '{pair}' is not NAME=VALUE (e.g. mix=2,rate=5%)")
@@ -62,9 +62,9 @@ impl Tolerance {
                 "dispersion" => self.dispersion = frac()?,
                 "size" => self.size = frac()?,
                 other => {
-                    return Err(format!(
+                    return Err(crate::Error::usage(format!(
                     "--tolerance: unknown dimension '{other}' (known: mix, rate, dispersion, size)"
-                ))
+                )))
                 }
             }
         }
@@ -414,6 +414,7 @@ mod tests {
         assert!(Tolerance::default()
             .with("speed=2")
             .unwrap_err()
+            .to_string()
             .contains("known: mix"));
         assert!(Tolerance::default().with("rate=fast").is_err());
     }

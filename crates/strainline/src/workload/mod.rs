@@ -56,7 +56,7 @@ pub struct MalformedLine {
 pub const SCHEMA: &str = "strainline.workload.v1";
 
 /// Reads the logs in order and profiles them.
-pub fn characterize(files: &[PathBuf], opts: &Options) -> Result<Characterization, String> {
+pub fn characterize(files: &[PathBuf], opts: &Options) -> crate::error::Result<Characterization> {
     let mut all = Builder::new("all");
     let mut windows: BTreeMap<i64, Builder> = BTreeMap::new();
     let mut bad: (u64, Vec<Malformed>) = (0, Vec::new());
@@ -80,7 +80,7 @@ pub fn characterize(files: &[PathBuf], opts: &Options) -> Result<Characterizatio
         lines += n;
     }
     if requests == 0 {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "no request could be read from {} ({} malformed lines)",
             files
                 .iter()
@@ -88,7 +88,7 @@ pub fn characterize(files: &[PathBuf], opts: &Options) -> Result<Characterizatio
                 .collect::<Vec<_>>()
                 .join(", "),
             bad.0
-        ));
+        )));
     }
     Ok(Characterization {
         schema: SCHEMA.into(),
@@ -113,7 +113,7 @@ pub fn characterize(files: &[PathBuf], opts: &Options) -> Result<Characterizatio
 }
 
 /// `hour`, `minute`, `day` or a duration (`15m`) in seconds.
-pub fn window_seconds(s: &str) -> Result<u64, String> {
+pub fn window_seconds(s: &str) -> crate::error::Result<u64> {
     let secs = match s {
         "minute" => 60,
         "hour" => 3600,
@@ -123,7 +123,9 @@ pub fn window_seconds(s: &str) -> Result<u64, String> {
             .as_secs(),
     };
     if secs == 0 {
-        return Err(format!("--by '{s}': a window must be a second or longer"));
+        return Err(crate::Error::usage(format!(
+            "--by '{s}': a window must be a second or longer"
+        )));
     }
     Ok(secs)
 }
@@ -330,14 +332,18 @@ mod tests {
         assert_eq!(c.windows[0].requests, 3001);
         // A file that is no log at all: one error naming the formats.
         let (_e, q) = write("[package]\nname = \"x\"\n", "Cargo.toml");
-        let err = characterize(&[q], &Options::default()).unwrap_err();
+        let err = characterize(&[q], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("Common Log Format") && err.contains("JSON lines"),
             "{err}"
         );
         // Nor is a file without a newline in its first 64 KiB.
         let (_f, r) = write(&"x".repeat(200_000), "blob.bin");
-        let err = characterize(&[r], &Options::default()).unwrap_err();
+        let err = characterize(&[r], &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("is not an access log strainline reads: line 1 is longer than 64 KiB: not an access log line"),
             "{err}"

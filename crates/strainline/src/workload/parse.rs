@@ -138,7 +138,7 @@ impl Default for JsonFields {
 impl JsonFields {
     /// Applies `name=key,...` (names: time, method, path, request, status, bytes,
     /// duration, client).
-    pub fn with(mut self, spec: &str) -> Result<JsonFields, String> {
+    pub fn with(mut self, spec: &str) -> crate::error::Result<JsonFields> {
         for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
             let (name, key) = pair.split_once('=').ok_or_else(|| {
                 format!("--json-fields: '{pair}' is not NAME=KEY (e.g. time=ts,path=uri)")
@@ -153,10 +153,10 @@ impl JsonFields {
                 "duration" => &mut self.duration,
                 "client" => &mut self.client,
                 other => {
-                    return Err(format!(
+                    return Err(crate::Error::usage(format!(
                         "--json-fields: unknown name '{other}' (known: time, method, path, \
                          request, status, bytes, duration, client)"
-                    ))
+                    )))
                 }
             };
             list.insert(0, key.trim().to_string());
@@ -166,7 +166,7 @@ impl JsonFields {
 }
 
 /// Parses one line in a format; `Err` says what is wrong with it.
-pub fn parse_line(line: &str, format: &Format) -> Result<Entry, String> {
+pub fn parse_line(line: &str, format: &Format) -> crate::error::Result<Entry> {
     match format {
         Format::Combined => clf(line, true),
         Format::Common => clf(line, false),
@@ -175,7 +175,7 @@ pub fn parse_line(line: &str, format: &Format) -> Result<Entry, String> {
 }
 
 /// Common and Combined: `host ident user [time] "request" status bytes …`.
-fn clf(line: &str, combined: bool) -> Result<Entry, String> {
+fn clf(line: &str, combined: bool) -> crate::error::Result<Entry> {
     let mut rest = line.trim_end();
     let word = |rest: &mut &str| -> Option<String> {
         let r = rest.trim_start();
@@ -212,7 +212,9 @@ fn clf(line: &str, combined: bool) -> Result<Entry, String> {
         let (_agent, r3) = quoted(r2.trim_start()).ok_or("no quoted user agent")?;
         r = r3.trim_start();
     } else if r.starts_with('"') {
-        return Err("quoted fields after the size (Combined, not Common)".into());
+        return Err(crate::Error::usage(
+            "quoted fields after the size (Combined, not Common)",
+        ));
     }
     // An optional response time: seconds with a point (nginx `$request_time`),
     // microseconds without (Apache `%D`).
@@ -225,7 +227,11 @@ fn clf(line: &str, combined: bool) -> Result<Entry, String> {
         Some(t) => match t.parse::<u64>() {
             Ok(us) => Some(us as f64 / 1e6),
             Err(_) if t == "-" => None,
-            Err(_) => return Err(format!("unexpected '{t}' after the last field")),
+            Err(_) => {
+                return Err(crate::Error::usage(format!(
+                    "unexpected '{t}' after the last field"
+                )))
+            }
         },
     };
     let (method, target) = request_line(&request)?;
@@ -254,14 +260,16 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 }
 
 /// `GET /path?q HTTP/1.1` into its method and target.
-fn request_line(r: &str) -> Result<(String, String), String> {
+fn request_line(r: &str) -> crate::error::Result<(String, String)> {
     let mut parts = r.split(' ');
     let method = parts.next().unwrap_or("");
     let target = parts
         .next()
         .ok_or_else(|| format!("request '{r}' has no path"))?;
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(format!("request '{r}' does not start with a method"));
+        return Err(crate::Error::usage(format!(
+            "request '{r}' does not start with a method"
+        )));
     }
     // An absolute URI (a proxy's log) keeps its path only.
     let target = match target.find("://") {
@@ -272,7 +280,9 @@ fn request_line(r: &str) -> Result<(String, String), String> {
         None => target,
     };
     if !target.starts_with('/') && target != "*" {
-        return Err(format!("request target '{target}' is not a path"));
+        return Err(crate::Error::usage(format!(
+            "request target '{target}' is not a path"
+        )));
     }
     Ok((method.to_string(), target.to_string()))
 }
@@ -285,7 +295,7 @@ fn split_query(target: &str) -> (String, Option<String>) {
 }
 
 /// `10/Oct/2000:13:55:36 -0700` (optionally with fractional seconds) into epoch seconds.
-pub fn clf_time(s: &str) -> Result<f64, String> {
+pub fn clf_time(s: &str) -> crate::error::Result<f64> {
     let bad = || format!("time '{s}' is not like 10/Oct/2000:13:55:36 -0700");
     let (stamp, zone) = s.split_once(' ').ok_or_else(bad)?;
     let mut it = stamp.splitn(4, [':', '/']);
@@ -364,7 +374,7 @@ fn iso_time(s: &str) -> Option<f64> {
     Some(days_from_civil(y, m, day) as f64 * 86_400.0 + secs - offset)
 }
 
-fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
+fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let obj = v.as_object().ok_or("not a JSON object")?;
@@ -400,7 +410,11 @@ fn json(line: &str, f: &JsonFields) -> Result<Entry, String> {
                 .or_else(|| clf_time(s).ok())
                 .ok_or_else(|| format!("time '{s}' is neither epoch seconds, ISO 8601 nor CLF"))?,
         },
-        other => return Err(format!("time {other} is not a number or a string")),
+        other => {
+            return Err(crate::Error::usage(format!(
+                "time {other} is not a number or a string"
+            )))
+        }
     };
     let text = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
@@ -457,7 +471,7 @@ fn settle(
     name: &str,
     bad: &mut (u64, Vec<Malformed>),
     handle: &mut impl FnMut(u64, Option<&str>, &Format, &mut (u64, Vec<Malformed>)),
-) -> Result<Format, String> {
+) -> crate::error::Result<Format> {
     let first: Vec<&str> = pending.iter().filter_map(|(_, l)| l.as_deref()).collect();
     let f = detect(&first, fields, name)?;
     for (no, l) in pending.drain(..) {
@@ -471,7 +485,7 @@ const DETECT_LINES: usize = 50;
 
 /// The format most of the first lines parse as; `Err` names every format tried and
 /// shows the first line.
-pub fn detect(first: &[&str], fields: &JsonFields, file: &str) -> Result<Format, String> {
+pub fn detect(first: &[&str], fields: &JsonFields, file: &str) -> crate::error::Result<Format> {
     let candidates = [
         Format::Combined,
         Format::Common,
@@ -483,7 +497,9 @@ pub fn detect(first: &[&str], fields: &JsonFields, file: &str) -> Result<Format,
         .filter(|l| !l.trim().is_empty())
         .collect();
     if lines.is_empty() {
-        return Err(format!("{file}: empty, no access-log lines"));
+        return Err(crate::Error::usage(format!(
+            "{file}: empty, no access-log lines"
+        )));
     }
     let best = candidates
         .iter()
@@ -500,18 +516,21 @@ pub fn detect(first: &[&str], fields: &JsonFields, file: &str) -> Result<Format,
             format!(
                 "{}: {}",
                 f.name(),
-                parse_line(lines[0], f).err().unwrap_or_default()
+                parse_line(lines[0], f)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default()
             )
         })
         .collect::<Vec<_>>()
         .join("; ");
-    Err(format!(
+    Err(crate::Error::usage(format!(
         "{file} is not an access log strainline reads: fewer than half of its first {} lines \
          parse as nginx/Apache Combined Log Format, Common Log Format (each with an optional \
          trailing response time) or JSON lines. Line 1 is `{shown}` ({why}). For JSON with \
          other key names, map them with --json-fields time=KEY,path=KEY,…",
         lines.len()
-    ))
+    )))
 }
 
 /// Opens a log, plain or gzip (by its magic bytes), as lines of bytes.
@@ -589,7 +608,7 @@ pub fn read(
     fields: &JsonFields,
     bad: &mut (u64, Vec<Malformed>),
     mut each: impl FnMut(Entry),
-) -> Result<(Format, u64), String> {
+) -> crate::error::Result<(Format, u64)> {
     read_while(path, fields, bad, |e| {
         each(e);
         true
@@ -602,7 +621,7 @@ pub fn read_while(
     fields: &JsonFields,
     bad: &mut (u64, Vec<Malformed>),
     mut each: impl FnMut(Entry) -> bool,
-) -> Result<(Format, u64), String> {
+) -> crate::error::Result<(Format, u64)> {
     let stop = std::cell::Cell::new(false);
     let name = path.display().to_string();
     let mut r = open(path).map_err(|e| format!("{name}: {e}"))?;
@@ -617,7 +636,7 @@ pub fn read_while(
             let outcome = match line {
                 Some(l) if l.trim().is_empty() => return,
                 Some(l) => parse_line(l, format),
-                None => Err("not UTF-8 text (binary?)".to_string()),
+                None => Err(crate::Error::usage("not UTF-8 text (binary?)")),
             };
             match outcome {
                 Ok(e) => {
@@ -631,7 +650,7 @@ pub fn read_while(
                         bad.1.push(Malformed {
                             file: name.clone(),
                             line: no,
-                            reason,
+                            reason: reason.to_string(),
                             text: line
                                 .map(|l| l.chars().take(80).collect())
                                 .unwrap_or_default(),
@@ -688,10 +707,10 @@ pub fn read_while(
         // Nothing but over-long lines: not a log (a binary without newlines, say).
         None if text_lines == 0 && !bad.1.is_empty() => {
             let first = &bad.1[0];
-            return Err(format!(
+            return Err(crate::Error::usage(format!(
                 "{name} is not an access log strainline reads: line {} is {}",
                 first.line, first.reason
-            ));
+            )));
         }
         None => settle(&mut pending, fields, &name, bad, &mut handle)?,
     };
@@ -755,7 +774,9 @@ mod tests {
     #[test]
     fn a_file_that_is_not_a_log_is_refused_naming_the_formats() {
         let lines = ["[package]", "name = \"x\""];
-        let e = detect(&lines, &JsonFields::default(), "Cargo.toml").unwrap_err();
+        let e = detect(&lines, &JsonFields::default(), "Cargo.toml")
+            .unwrap_err()
+            .to_string();
         for f in [
             "Combined Log Format",
             "Common Log Format",

@@ -35,7 +35,7 @@ struct Counts {
 
 /// `--replay PATH --speed S`: the log counted and checked, streamed in the run; the
 /// malformed lines skipped.
-pub fn read(path: &Path, speed: f64) -> Result<(ReplayLog, (u64, Vec<Malformed>)), String> {
+pub fn read(path: &Path, speed: f64) -> crate::error::Result<(ReplayLog, (u64, Vec<Malformed>))> {
     let fields = JsonFields::default();
     let mut bad = (0u64, Vec::new());
     let mut c = Counts {
@@ -45,12 +45,12 @@ pub fn read(path: &Path, speed: f64) -> Result<(ReplayLog, (u64, Vec<Malformed>)
         whole: true,
         at_last: 0,
     };
-    let mut refused: Option<String> = None;
+    let mut refused: Option<crate::Error> = None;
     let none = Bytes::new();
     parse::read_while(path, &fields, &mut bad, |e| {
         let target = target(&e);
         if let Err(why) = request_of(&e.method, &target, &[], &none) {
-            refused = Some(format!("{}: request {}: {why}", path.display(), c.n + 1));
+            refused = Some(why.context(format!("{}: request {}", path.display(), c.n + 1)));
             return false;
         }
         c.n += 1;
@@ -67,7 +67,10 @@ pub fn read(path: &Path, speed: f64) -> Result<(ReplayLog, (u64, Vec<Malformed>)
         return Err(why);
     }
     if c.n == 0 {
-        return Err(format!("{}: no request to replay", path.display()));
+        return Err(crate::Error::usage(format!(
+            "{}: no request to replay",
+            path.display()
+        )));
     }
     // The last request's offset: the latest second, spread, ends at (k-1)/k of it.
     let within = if c.whole {
@@ -256,7 +259,7 @@ mod tests {
         let mut text = std::fs::read_to_string(f.path()).unwrap();
         text.push_str("10.0.0.1 - - [22/Nov/2026:10:00:03 +0000] \"GET /x\u{7f}y HTTP/1.1\" 200 5 \"-\" \"t\" 0\n");
         std::fs::write(f.path(), text).unwrap();
-        let e = read(f.path(), 1.0).unwrap_err();
+        let e = read(f.path(), 1.0).unwrap_err().to_string();
         assert!(
             e.contains("request 3") && e.contains("not a path that can be sent"),
             "{e}"

@@ -20,20 +20,20 @@ pub struct Routed {
 }
 
 impl Routes {
-    pub fn new(exprs: &[String]) -> Result<Routes, String> {
+    pub fn new(exprs: &[String]) -> crate::error::Result<Routes> {
         let rules = exprs
             .iter()
             .map(|e| {
                 let r = Regex::new(e).map_err(|err| format!("--route '{e}': {err}"))?;
                 if r.captures_len() < 2 {
-                    return Err(format!(
+                    return Err(crate::Error::usage(format!(
                         "--route '{e}' has no capture group: put the variable part in \
                          parentheses, e.g. '^/files/(.+)$' or '^/files/(?<name>.+)$'"
-                    ));
+                    )));
                 }
                 Ok(r)
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<crate::error::Result<_>>()?;
         Ok(Routes { rules })
     }
 
@@ -124,6 +124,7 @@ mod tests {
         assert_eq!(r.route("/t/abc/x").route, "/t/{id}/x");
         assert!(Routes::new(&["^/files/.+$".into()])
             .unwrap_err()
+            .to_string()
             .contains("capture group"));
         assert!(Routes::new(&["(".into()]).is_err());
     }

@@ -21,11 +21,13 @@ pub struct Shape {
 const PER_LINE: usize = 20;
 
 /// The scenario file for `profile`, read from `source`.
-pub fn write(profile: &Profile, source: &str, shape: Shape) -> Result<String, String> {
+pub fn write(profile: &Profile, source: &str, shape: Shape) -> crate::error::Result<String> {
     let rate = &profile.rate;
     let counts = &rate.per_second_counts;
     if !shape.constant && counts.iter().all(|&c| c == 0) {
-        return Err(format!("{source}: no request to write a scenario from"));
+        return Err(crate::Error::usage(format!(
+            "{source}: no request to write a scenario from"
+        )));
     }
     let mut out = String::new();
     let w = &mut out;
