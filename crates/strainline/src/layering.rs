@@ -7,13 +7,13 @@
 /// layer below. `main.rs` and `lib.rs` are the top and are not checked.
 pub const LAYERS: &[&[&str]] = &[
     &["cli", "commands"],
-    &["runner"],
-    &["kinds"],
+    &["runner", "live"],
     &["report"],
+    &["kinds"],
     &["suite"],
     &["agents"],
     &["sut", "load", "monitor", "workload", "import"],
-    &["analysis", "store", "live"],
+    &["analysis", "store"],
     &[
         "os",
         "units",
@@ -26,6 +26,7 @@ pub const LAYERS: &[&[&str]] = &[
         "limits",
         "rng",
         "error",
+        "observe",
     ],
 ];
 

@@ -24,6 +24,7 @@ mod located;
 mod measure;
 mod metrics;
 mod monitor;
+mod observe;
 mod os;
 mod placeholders;
 mod report;

@@ -7,10 +7,24 @@
 
 use serde::Serialize;
 
-/// What produced a case: a test kind of a suite, or the `load` / `monitor` commands.
+/// A test kind: what a suite's `[[test]]` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    Bench,
+    Ramp,
+    Soak,
+    Rounds,
+    Crash,
+    Scale,
+    Harness,
+}
+
+/// What produced a case, for the catalogue: a test kind or the `load` / `monitor`
+/// commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
     Bench,
     Ramp,
     Soak,
@@ -22,6 +36,37 @@ pub enum Kind {
     Load,
     /// `strainline monitor`.
     Monitor,
+}
+
+impl From<Kind> for Source {
+    fn from(k: Kind) -> Source {
+        match k {
+            Kind::Bench => Source::Bench,
+            Kind::Ramp => Source::Ramp,
+            Kind::Soak => Source::Soak,
+            Kind::Rounds => Source::Rounds,
+            Kind::Crash => Source::Crash,
+            Kind::Scale => Source::Scale,
+            Kind::Harness => Source::Harness,
+        }
+    }
+}
+
+impl Source {
+    #[cfg(test)]
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Load => "load",
+            Source::Monitor => "monitor",
+            Source::Bench => Kind::Bench.name(),
+            Source::Ramp => Kind::Ramp.name(),
+            Source::Soak => Kind::Soak.name(),
+            Source::Rounds => Kind::Rounds.name(),
+            Source::Crash => Kind::Crash.name(),
+            Source::Scale => Kind::Scale.name(),
+            Source::Harness => Kind::Harness.name(),
+        }
+    }
 }
 
 impl Kind {
@@ -50,8 +95,6 @@ impl Kind {
             Kind::Crash => "crash",
             Kind::Scale => "scale",
             Kind::Harness => "harness",
-            Kind::Load => "load",
-            Kind::Monitor => "monitor",
         }
     }
 
@@ -133,25 +176,25 @@ pub struct Def {
     pub name: &'static str,
     pub unit: Unit,
     pub direction: Direction,
-    /// The kinds whose cases store it.
-    pub kinds: &'static [Kind],
+    /// What stores it: the test kinds whose cases do, `load`, `monitor`.
+    pub kinds: &'static [Source],
     /// Set by a few requests (max, p99.9): compare shows it, judges it only when banded.
     pub extreme: bool,
     pub about: &'static str,
 }
 
 use Direction::{Higher, Lower};
-use Kind::*;
+use Source::*;
 
-const LOADED: &[Kind] = &[Bench, Soak, Load];
-const TARGET: &[Kind] = &[Bench, Ramp, Soak, Rounds, Harness, Monitor];
-const WATCHED: &[Kind] = &[Bench, Ramp, Soak, Rounds];
+const LOADED: &[Source] = &[Bench, Soak, Load];
+const TARGET: &[Source] = &[Bench, Ramp, Soak, Rounds, Harness, Monitor];
+const WATCHED: &[Source] = &[Bench, Ramp, Soak, Rounds];
 
 const fn def(
     name: &'static str,
     unit: Unit,
     direction: Direction,
-    kinds: &'static [Kind],
+    kinds: &'static [Source],
     about: &'static str,
 ) -> Def {
     Def {
@@ -576,9 +619,16 @@ pub fn lookup(name: &str) -> Option<&'static Def> {
         .or_else(|| METRICS.iter().find(|d| fits(d.name, name)))
 }
 
+impl Def {
+    /// Is it stored by cases of this kind (or by `load` / `monitor`)?
+    pub fn made_by(&self, by: impl Into<Source>) -> bool {
+        self.kinds.contains(&by.into())
+    }
+}
+
 /// The metrics a kind produces, patterns included.
 pub fn of_kind(kind: Kind) -> impl Iterator<Item = &'static Def> {
-    METRICS.iter().filter(move |d| d.kinds.contains(&kind))
+    METRICS.iter().filter(move |d| d.made_by(kind))
 }
 
 /// Is this metric an extreme (shown, not judged, by default)? A metric the catalogue

@@ -194,6 +194,7 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
         &log,
         std::time::Duration::from_millis(500),
         None,
+        crate::observe::quiet(),
         &|_, _, _| Err("init starts its target here".into()),
     )
     .map_err(|e| {

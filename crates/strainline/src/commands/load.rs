@@ -158,11 +158,13 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     signals::install();
     let export = crate::live::export::start(&args.export.targets())?;
+    let feed = crate::live::feed();
     let watcher = match args.pid {
         Some(pid) if crate::os::process::exists(pid) => {
             Some(crate::monitor::watch::Watcher::attach_target(
                 pid,
                 std::time::Duration::from_millis(500),
+                feed.clone(),
             ))
         }
         Some(pid) => return Err(crate::Error::usage(format!("--pid {pid}: no such process"))),
@@ -170,9 +172,9 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     };
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
     let outcome = match fleet {
-        None => load::run_live(&plan, !args.no_progress, ""),
+        None => load::run_live(&plan, !args.no_progress, "", &*feed),
         Some(ready) => {
-            match load::live_with(&plan, !args.no_progress, "", |stop, on_second| {
+            match load::live_with(&plan, !args.no_progress, "", &*feed, |stop, on_second| {
                 ready.run(&spec, &plan, stop, on_second)
             }) {
                 Ok(o) => o,

@@ -18,6 +18,7 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
         vars: args.vars,
         profile: false,
         agents: None,
+        observer: crate::observe::quiet(),
     };
     let (suite, cases) = runner::prepare(&options)?;
     println!(
@@ -39,6 +40,7 @@ pub fn run(store_location: &Location, args: RunArgs) -> crate::error::Result<i32
         vars: args.vars.clone(),
         profile: args.profile,
         agents: super::load::fleet(&args.agents, None)?,
+        observer: crate::live::feed(),
     };
     let _export = crate::live::export::start(&args.export.targets())?;
     if !args.pairing.baseline.is_empty() {

@@ -17,7 +17,7 @@ use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Outcome, Work}
 use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
 use crate::store::Metric;
-use crate::suite::{self, substitute, Spec};
+use crate::suite::{self, substitute, LoadTest, Workload};
 use crate::sut::lifecycle::{http_get, http_request, Running};
 
 /// One run of the load engine for this case.
@@ -95,15 +95,19 @@ fn drive(
     // A live line on a terminal: a soak of hours shows it is alive.
     let prefix = format!("{} ", ctx.case.name);
     let outcome = match ctx.agents {
-        None => load::run_live(&planned.plan, true, &prefix),
+        None => load::run_live(&planned.plan, true, &prefix, &*ctx.observer),
         Some(fleet) => {
             // Each run (a ramp's step) is one session of every agent.
             fleet.check(&spec)?;
             let ready = crate::agents::coordinator::connect(fleet)?;
             planned.on_agents(ready.count());
-            load::live_with(&planned.plan, true, &prefix, |stop, on_second| {
-                ready.run(&spec, &planned.plan, stop, on_second)
-            })?
+            load::live_with(
+                &planned.plan,
+                true,
+                &prefix,
+                &*ctx.observer,
+                |stop, on_second| ready.run(&spec, &planned.plan, stop, on_second),
+            )?
         }
     };
     // The measured window: the load engine's own clock starts after its warm-up.
@@ -235,7 +239,7 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     r.metrics.extend(
         load::summary::metrics(s)
             .into_iter()
-            .filter(|m| crate::metrics::lookup(&m.name).is_some_and(|d| d.kinds.contains(&kind))),
+            .filter(|m| crate::metrics::lookup(&m.name).is_some_and(|d| d.made_by(kind))),
     );
     r.table.push(format!(
         "load: {} — {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
@@ -259,12 +263,14 @@ fn judge_generator(r: &mut CaseResult, run: &Run) {
     }
 }
 
-/// Runs an HTTP kind against a ready target.
 /// Runs a load kind; `running` is the target, if the suite has one (a command workload
 /// may run without).
-pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> crate::error::Result<CaseResult> {
-    let t = ctx.test;
-    let w = t.workload().expect("a load kind has a workload");
+pub fn run_http(
+    ctx: &CaseCtx,
+    test: LoadTest,
+    w: &Workload,
+    running: Option<&Running>,
+) -> crate::error::Result<CaseResult> {
     for req in w.setup.iter().filter(|_| w.url.is_some()) {
         let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
@@ -280,8 +286,8 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> crate::error::Resul
         }
     }
     let mut r = CaseResult::new();
-    match &t.spec {
-        Spec::Bench(b) => {
+    match test {
+        LoadTest::Bench(b) => {
             let conns = if b.rate.is_some() {
                 w.connections
             } else {
@@ -311,25 +317,24 @@ pub fn run_http(ctx: &CaseCtx, running: Option<&Running>) -> crate::error::Resul
             ));
             judge_generator(&mut r, &run);
         }
-        Spec::Ramp(spec) => ramp(
+        LoadTest::Ramp(spec) => ramp(
             ctx,
             spec,
             running.expect("checked: ramp has a target"),
             &mut r,
         )?,
-        Spec::Soak(spec) => soak(
+        LoadTest::Soak(spec) => soak(
             ctx,
             spec,
             running.expect("checked: soak has a target"),
             &mut r,
         )?,
-        Spec::Rounds(spec) => rounds(
+        LoadTest::Rounds(spec) => rounds(
             ctx,
             spec,
             running.expect("checked: rounds has a target"),
             &mut r,
         )?,
-        _ => unreachable!("process kinds are run elsewhere"),
     }
     Ok(r)
 }
@@ -400,7 +405,7 @@ fn ramp(
             &limits,
         );
         let f = &step.figures;
-        crate::live::step(f.offered, f.achieved, f.p99_ms, step.ok);
+        ctx.observer.step(f.offered, f.achieved, f.p99_ms, step.ok);
         r.table.push(format!(
             "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
             f.offered,

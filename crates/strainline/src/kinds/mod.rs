@@ -157,6 +157,8 @@ pub struct CaseCtx<'a> {
     /// Run at the same time as the other version's case (a duet): its target pinned to
     /// its own CPUs, its load started together with the other's.
     pub duet: Option<&'a Duet>,
+    /// Told of the case's progress (the live view, the exporter).
+    pub observer: crate::observe::Shared,
 }
 
 /// One side of a duet: two versions' cases run at once, so that whatever the machine

@@ -12,7 +12,7 @@ use crate::analysis::stats::least_squares;
 use crate::os::unit::{Ended, Unit};
 use crate::os::{process, signals};
 use crate::store::Metric;
-use crate::suite::{self, substitute, Spec};
+use crate::suite::{self, substitute, ProcessTest};
 use crate::sut::lifecycle::{spawn_watched, tail};
 
 fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
@@ -57,12 +57,11 @@ fn pause_until(deadline: Instant, mut done: impl FnMut() -> bool) -> bool {
     true
 }
 
-pub fn run_process(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
-    match &ctx.test.spec {
-        Spec::Crash(spec) => crash(ctx, spec),
-        Spec::Scale(spec) => scale(ctx, spec),
-        Spec::Harness(spec) => harness(ctx, spec),
-        _ => unreachable!("load kinds are run elsewhere"),
+pub fn run_process(ctx: &CaseCtx, test: ProcessTest) -> crate::error::Result<CaseResult> {
+    match test {
+        ProcessTest::Crash(spec) => crash(ctx, spec),
+        ProcessTest::Scale(spec) => scale(ctx, spec),
+        ProcessTest::Harness(spec) => harness(ctx, spec),
     }
 }
 
@@ -262,6 +261,7 @@ fn harness(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result<CaseResult
         &log,
         ctx.test.interval,
         Some(ctx.sample_sink()),
+        ctx.observer.clone(),
     )?;
     let started = Instant::now();
     while running.exited().is_none() {

@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hdrhistogram::Histogram;
-
 use crate::measure::Sample;
 
 static ON: AtomicBool = AtomicBool::new(false);
@@ -46,26 +44,13 @@ fn figures() -> &'static Mutex<Figures> {
     F.get_or_init(|| Mutex::new(Figures::default()))
 }
 
-/// One second of load, as the generator counted it.
-pub struct LoadSecond<'a> {
-    pub sent: u64,
-    pub completed: u64,
-    pub by_status: &'a BTreeMap<u16, u64>,
-    pub by_error: Vec<(&'static str, u64)>,
-    /// Corrected latency, µs.
-    pub corrected: &'a Histogram<u64>,
-    /// Schedule lag, µs.
-    pub lag: &'a Histogram<u64>,
-    pub offered: Option<f64>,
-}
-
 /// Whether figures are being exported (the feeders skip their work otherwise).
 pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
 /// A second of load ended.
-pub fn second(interval: &LoadSecond) {
+pub fn second(interval: &crate::observe::LoadSecond) {
     if !on() {
         return;
     }

@@ -137,6 +137,52 @@ pub fn new_case(name: &str, of: Option<(usize, usize)>) {
     }
 }
 
+/// The live view and the exporter as a run's observer: what the commands hand the
+/// engines when either is on.
+pub struct Feed;
+
+impl crate::observe::Observer for Feed {
+    fn draws(&self) -> bool {
+        on()
+    }
+
+    fn case(&self, name: &str, of: Option<(usize, usize)>) {
+        new_case(name, of);
+    }
+
+    fn load_starting(&self, what: &str, offered: Option<f64>) {
+        starting(what, offered);
+    }
+
+    fn second(&self, s: &crate::observe::LoadSecond<'_>) {
+        export::second(s);
+        // The run's last, partial second goes to the exported counters only: as a
+        // second of the view it would read as a drop in the rate.
+        if !s.partial {
+            second(Second {
+                offered: s.offered,
+                achieved: s.completed as f64,
+                p50_us: s.p50_us,
+                p99_us: s.p99_us,
+                errors: s.errors,
+            });
+        }
+    }
+
+    fn sample(&self, s: &Sample) {
+        sample(s);
+    }
+
+    fn step(&self, offered: f64, achieved: f64, p99_ms: f64, held: bool) {
+        step(offered, achieved, p99_ms, held);
+    }
+}
+
+/// The feed, to hand to a run.
+pub fn feed() -> crate::observe::Shared {
+    std::sync::Arc::new(Feed)
+}
+
 /// The running view; dropping it restores the terminal.
 pub struct Live {
     thread: Option<std::thread::JoinHandle<()>>,

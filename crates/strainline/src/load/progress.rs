@@ -1,5 +1,6 @@
-//! A load run with a live line on a terminal (seconds, req/s, p99, errors): a soak of
-//! hours shows it is alive. Interrupts (Ctrl-C, SIGTERM) end the run early.
+//! A load run with a progress line on a terminal (seconds, req/s, p99, errors): a soak
+//! of hours shows it is alive; its observer (the live view, the exporter) is told of
+//! every second. Interrupts (Ctrl-C, SIGTERM) end the run early.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::AtomicBool;
@@ -7,13 +8,15 @@ use std::sync::Arc;
 
 use super::recorder::Tally;
 use super::{run, Outcome, Plan, Second};
+use crate::observe::{LoadSecond, Observer};
 use crate::units::format_micros;
 
-/// Runs a plan, with the live line on stderr when it is a terminal and `progress` is
-/// asked for; `prefix` says what runs (a suite's case). A signal received by
-/// strainline stops the run; what was measured until then is kept.
-pub fn run_live(plan: &Plan, progress: bool, prefix: &str) -> Outcome {
-    live_with(plan, progress, prefix, |stop, on_second| {
+/// Runs a plan, with the progress line on stderr when it is a terminal and `progress`
+/// is asked for; `prefix` says what runs (a suite's case); `observer` is told of every
+/// second. A signal received by strainline stops the run; what was measured until
+/// then is kept.
+pub fn run_live(plan: &Plan, progress: bool, prefix: &str, observer: &dyn Observer) -> Outcome {
+    live_with(plan, progress, prefix, observer, |stop, on_second| {
         run(plan, Arc::new(AtomicBool::new(false)), stop, on_second)
     })
 }
@@ -24,40 +27,33 @@ pub fn live_with<T>(
     plan: &Plan,
     progress: bool,
     prefix: &str,
+    observer: &dyn Observer,
     engine: impl FnOnce(&dyn Fn() -> bool, &mut dyn FnMut(&Second, &Tally)) -> T,
 ) -> T {
     // The live view, when it draws, replaces the line.
-    let view = crate::live::on();
-    let live = progress && !view && std::io::stderr().is_terminal();
+    let live = progress && !observer.draws() && std::io::stderr().is_terminal();
     let rate = match &plan.model {
         super::Model::Open { rate, .. } => Some(*rate),
         _ => None,
     };
-    crate::live::starting(prefix.trim(), rate.map(|r| r.at(0.0)));
+    observer.load_starting(prefix.trim(), rate.map(|r| r.at(0.0)));
     let mut on_second = |s: &Second, iv: &Tally| {
-        if crate::live::export::on() {
-            crate::live::export::second(&crate::live::export::LoadSecond {
-                sent: iv.sent,
-                completed: iv.completed,
-                by_status: &iv.by_status,
-                by_error: iv.by_error.iter().map(|(k, n)| (k.name(), *n)).collect(),
-                corrected: &iv.corrected,
-                lag: &iv.lag,
-                offered: rate.map(|r| r.at(s.t)),
-            });
-        }
-        // The run's last, partial second goes to the exported counters only: as a
-        // second of the view it would read as a drop in the rate.
+        observer.second(&LoadSecond {
+            partial: s.partial(),
+            offered: rate.map(|r| r.at(s.t)),
+            sent: iv.sent,
+            completed: iv.completed,
+            errors: s.errors,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            by_status: &iv.by_status,
+            by_error: iv.by_error.iter().map(|(k, n)| (k.name(), *n)).collect(),
+            corrected: &iv.corrected,
+            lag: &iv.lag,
+        });
         if s.partial() {
             return;
         }
-        crate::live::second(crate::live::Second {
-            offered: rate.map(|r| r.at(s.t)),
-            achieved: s.completed as f64,
-            p50_us: s.p50_us,
-            p99_us: s.p99_us,
-            errors: s.errors,
-        });
         if live {
             let mut e = std::io::stderr().lock();
             let _ = write!(

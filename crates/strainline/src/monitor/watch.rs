@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::{Ending, Sampler, SamplerConfig};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::observe;
 use crate::os::cgroup::Cgroup;
 use crate::os::process;
 
@@ -159,12 +160,12 @@ impl Watcher {
     /// Watches a process strainline did not start (and its descendants): no cgroup, no
     /// adoption of strainline's own children.
     pub fn attach(pid: u32, interval: Duration) -> Watcher {
-        Watcher::watch(pid, None, interval, None, false, false)
+        Watcher::watch(pid, None, interval, None, false, None)
     }
 
-    /// [`Watcher::attach`] for the target of a suite: its samples feed the live view.
-    pub fn attach_target(pid: u32, interval: Duration) -> Watcher {
-        Watcher::watch(pid, None, interval, None, false, true)
+    /// [`Watcher::attach`] for the target of a run: `observer` is told of its samples.
+    pub fn attach_target(pid: u32, interval: Duration, observer: observe::Shared) -> Watcher {
+        Watcher::watch(pid, None, interval, None, false, Some(observer))
     }
 
     /// A watcher whose samples another thread puts in `shared` as they arrive from a
@@ -181,14 +182,15 @@ impl Watcher {
     }
 
     /// Starts sampling the tree of `root`, a child of strainline, every `interval`;
-    /// every sample also goes to `sink`.
+    /// every sample also goes to `sink`, and `observer` is told of it.
     pub fn start(
         root: u32,
         cgroup: Option<Arc<Cgroup>>,
         interval: Duration,
         sink: Option<Sink>,
+        observer: observe::Shared,
     ) -> Watcher {
-        Watcher::watch(root, cgroup, interval, sink, true, true)
+        Watcher::watch(root, cgroup, interval, sink, true, Some(observer))
     }
 
     fn watch(
@@ -197,7 +199,7 @@ impl Watcher {
         interval: Duration,
         mut sink: Option<Sink>,
         adopt: bool,
-        live: bool,
+        observer: Option<observe::Shared>,
     ) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -231,8 +233,8 @@ impl Watcher {
             let mut next = Instant::now();
             loop {
                 let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
-                if live {
-                    crate::live::sample(&s);
+                if let Some(o) = &observer {
+                    o.sample(&s);
                 }
                 if let Some(f) = flusher.as_mut() {
                     let _ = f.push(s.clone());

@@ -3,7 +3,7 @@
 
 use crate::kinds::{self, CaseCtx, CaseResult, Status};
 use crate::store::Metric;
-use crate::suite::Kind;
+use crate::suite::Family;
 use crate::sut::lifecycle;
 
 /// A case's result, whatever happened: a target that could not be built, started or
@@ -24,13 +24,14 @@ pub fn outcome(ctx: &CaseCtx) -> CaseResult {
 /// One case: start what it needs, run its kind, stop, and gather the target's figures.
 fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     let t = ctx.test;
-    if matches!(t.kind, Kind::Crash | Kind::Scale | Kind::Harness) {
-        return kinds::run_process(ctx);
-    }
+    let (test, workload) = match t.spec.family() {
+        Family::Process(p) => return kinds::run_process(ctx, p),
+        Family::Load(l, w) => (l, w),
+    };
     let Some(spec) = ctx.suite.target.as_ref() else {
         // A command workload with nothing to start (checked when the suite was read).
         let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
-        let mut r = kinds::run_http(ctx, None)?;
+        let mut r = kinds::run_http(ctx, test, workload, None)?;
         watches.finish(&mut r);
         return Ok(r);
     };
@@ -48,6 +49,7 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
         &log,
         t.interval,
         Some(ctx.sample_sink()),
+        ctx.observer.clone(),
         &remote,
     )?;
     if let Some(cpus) = ctx.duet.and_then(|d| d.cpus.as_ref()) {
@@ -61,7 +63,7 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
         None => crate::monitor::profile::start(running.pid, &ctx.dir),
     });
     let watches = kinds::watch::Watches::start(&ctx.suite.watches, t.interval);
-    let outcome = kinds::run_http(ctx, Some(&running));
+    let outcome = kinds::run_http(ctx, test, workload, Some(&running));
     let flame = profiler.map(|p| match p {
         Ok(p) => p.finish(
             &format!("CPU of the target during {}", ctx.case.name),

@@ -23,7 +23,7 @@ fn config(msg: impl Into<String>) -> crate::Error {
 }
 
 /// How to run a suite.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     pub suite: PathBuf,
     /// Multiplies every duration of the suite.
@@ -37,6 +37,8 @@ pub struct Options {
     pub profile: bool,
     /// Every HTTP test's load from these agents instead of this machine.
     pub agents: Option<crate::agents::Fleet>,
+    /// Told of the run's progress: the live view, the exporter, or no one.
+    pub observer: crate::observe::Shared,
 }
 
 /// A case whose load came from agents keeps their parts of its last load run in its
@@ -385,7 +387,7 @@ impl RunInto<'_> {
         }
         vars.insert("port".into(), lifecycle::free_port().to_string());
         vars.insert("dir".into(), dir.display().to_string());
-        crate::live::new_case(&case.name, Some((nth, of)));
+        args.observer.case(&case.name, Some((nth, of)));
         writeln!(
             out,
             "\n[{nth}/{of}] {} ({})",
@@ -414,6 +416,7 @@ impl RunInto<'_> {
             agents: args.agents.as_ref(),
             agent_parts: Default::default(),
             duet,
+            observer: args.observer.clone(),
         };
         let mut result = case::outcome(&ctx);
         keep_agents(&mut result, &ctx.agent_parts.borrow());
@@ -469,7 +472,7 @@ fn debug_assert_catalogued(kind: Kind, r: &CaseResult) {
     for m in &r.metrics {
         debug_assert!(
             m.source.as_deref() == Some("harness output")
-                || crate::metrics::lookup(&m.name).is_some_and(|d| d.kinds.contains(&kind)),
+                || crate::metrics::lookup(&m.name).is_some_and(|d| d.made_by(kind)),
             "a {} case stored '{}', which the metric catalogue does not list for it",
             kind.name(),
             m.name

@@ -87,6 +87,44 @@ pub enum Spec {
     Harness(Harness),
 }
 
+/// A test that drives load at a target (`run_http`).
+#[derive(Debug, Clone, Copy)]
+pub enum LoadTest<'a> {
+    Bench(&'a Bench),
+    Ramp(&'a Ramp),
+    Soak(&'a Soak),
+    Rounds(&'a Rounds),
+}
+
+/// A test that runs a command of its own (`run_process`).
+#[derive(Debug, Clone, Copy)]
+pub enum ProcessTest<'a> {
+    Crash(&'a Crash),
+    Scale(&'a Scale),
+    Harness(&'a Harness),
+}
+
+/// The two families of kinds, run by different code: each match over one is whole.
+#[derive(Debug, Clone, Copy)]
+pub enum Family<'a> {
+    Load(LoadTest<'a>, &'a Workload),
+    Process(ProcessTest<'a>),
+}
+
+impl Spec {
+    pub fn family(&self) -> Family<'_> {
+        match self {
+            Spec::Bench(b) => Family::Load(LoadTest::Bench(b), &b.workload),
+            Spec::Ramp(r) => Family::Load(LoadTest::Ramp(r), &r.workload),
+            Spec::Soak(s) => Family::Load(LoadTest::Soak(s), &s.workload),
+            Spec::Rounds(r) => Family::Load(LoadTest::Rounds(r), &r.workload),
+            Spec::Crash(c) => Family::Process(ProcessTest::Crash(c)),
+            Spec::Scale(s) => Family::Process(ProcessTest::Scale(s)),
+            Spec::Harness(h) => Family::Process(ProcessTest::Harness(h)),
+        }
+    }
+}
+
 /// The load a bench, ramp, soak or rounds test drives: HTTP requests (a URL or a
 /// scenario) or a command as the unit of work.
 #[derive(Debug, Clone)]
@@ -182,12 +220,9 @@ pub struct Harness {
 impl Test {
     /// The load a load kind drives (none for crash, scale and harness).
     pub fn workload(&self) -> Option<&Workload> {
-        match &self.spec {
-            Spec::Bench(b) => Some(&b.workload),
-            Spec::Ramp(r) => Some(&r.workload),
-            Spec::Soak(s) => Some(&s.workload),
-            Spec::Rounds(r) => Some(&r.workload),
-            Spec::Crash(_) | Spec::Scale(_) | Spec::Harness(_) => None,
+        match self.spec.family() {
+            Family::Load(_, w) => Some(w),
+            Family::Process(_) => None,
         }
     }
 

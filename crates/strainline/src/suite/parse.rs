@@ -68,7 +68,6 @@ fn own_keys(kind: Kind) -> &'static [&'static str] {
         ],
         Kind::Scale => &["command", "sizes"],
         Kind::Harness => &["command"],
-        Kind::Load | Kind::Monitor => &[],
     }
 }
 
@@ -892,7 +891,6 @@ fn spec(
             )?;
             Spec::Harness(Harness { command: command() })
         }
-        Kind::Load | Kind::Monitor => unreachable!("not a test kind"),
     })
 }
 

@@ -149,6 +149,7 @@ pub fn spawn_watched(
     log: &Path,
     interval: Duration,
     sink: Option<Sink>,
+    observer: crate::observe::Shared,
 ) -> Result<Running, TargetError> {
     let err = |why: String| TargetError::Spawn {
         program: argv[0].clone(),
@@ -170,7 +171,7 @@ pub fn spawn_watched(
     Ok(Running {
         pid,
         command: argv.to_vec(),
-        watcher: Watcher::start(pid, unit.cgroup(), interval, sink),
+        watcher: Watcher::start(pid, unit.cgroup(), interval, sink, observer),
         unit: Some(unit),
         host: None,
         daemons: false,
@@ -218,6 +219,7 @@ pub fn start(
     log: &Path,
     interval: Duration,
     sink: Option<Sink>,
+    observer: crate::observe::Shared,
     remote: Remote,
 ) -> Result<Running, TargetError> {
     let running = match (&spec.attach, &spec.host) {
@@ -243,7 +245,7 @@ pub fn start(
             Running {
                 pid,
                 command: vec![format!("pid {pid}"), command],
-                watcher: Watcher::attach_target(pid, interval),
+                watcher: Watcher::attach_target(pid, interval, observer),
                 unit: None,
                 host: None,
                 daemons: false,
@@ -254,7 +256,15 @@ pub fn start(
                 return Err(TargetError::Occupied { addr });
             }
             let a = argv(&spec.command, spec.shell, vars);
-            let mut r = spawn_watched(&a, &spec.env, spec.cwd.as_deref(), log, interval, sink)?;
+            let mut r = spawn_watched(
+                &a,
+                &spec.env,
+                spec.cwd.as_deref(),
+                log,
+                interval,
+                sink,
+                observer,
+            )?;
             r.daemons = true;
             r
         }
