@@ -1,7 +1,10 @@
 //! The architecture, checked: which top-level module may use which. Reads every source
 //! file's `crate::` paths (in `use` lines, grouped imports and inline paths), and fails
 //! on a path that points up the layers, on a cycle between top-level modules, and on
-//! clap outside `cli` and `commands`. The layers are drawn in `docs/design.md`.
+//! clap outside `cli` and `commands`. The layers are drawn in `docs/design.md`. The
+//! house rules that keep it easy to change are checked here too: a function longer than
+//! [`LONG`] lines says why in its doc comment ("Long because …"), and no library
+//! signature returns `Result<_, String>` (errors are `crate::Error`).
 
 /// Top to bottom; a module may use its own layer's modules (without a cycle) and any
 /// layer below. `main.rs` and `lib.rs` are the top and are not checked.
@@ -29,6 +32,137 @@ pub const LAYERS: &[&[&str]] = &[
         "observe",
     ],
 ];
+
+/// Lines a function may have without saying why it is longer.
+pub const LONG: usize = 150;
+
+/// The functions of a source text longer than [`LONG`] lines whose doc comment does
+/// not say "Long because": (name, first line, lines).
+pub fn long_without_reason(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(name) = fn_name(l) else { continue };
+        let mut depth = 0i64;
+        let mut opened = false;
+        let mut end = None;
+        for (j, l) in lines.iter().enumerate().skip(i) {
+            let code = code_of(l);
+            for c in code.chars() {
+                match c {
+                    '{' => (depth, opened) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if opened && depth == 0 || !opened && code.trim_end().ends_with(';') {
+                end = opened.then_some(j);
+                break;
+            }
+        }
+        let Some(end) = end else { continue };
+        let len = end - i + 1;
+        let doc = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| {
+                let t = l.trim_start();
+                t.starts_with("///") || t.starts_with("#[")
+            })
+            .any(|l| l.contains("Long because"));
+        if len > LONG && !doc {
+            out.push((name, i + 1, len));
+        }
+    }
+    out
+}
+
+/// The name of the function a line declares, if it does.
+fn fn_name(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        match w {
+            "pub" | "async" | "const" | "unsafe" => continue,
+            w if w.starts_with("pub(") => continue,
+            "fn" => {
+                let name: String = words
+                    .next()?
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                return (!name.is_empty()).then_some(name);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A line without its comment and the insides of its string and char literals.
+fn code_of(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => break,
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '\'' => {
+                // A char literal ('{', '\''), not a lifetime ('a).
+                let rest: String = chars.clone().take(3).collect();
+                if rest.starts_with('\\') {
+                    chars.nth(2);
+                } else if rest.chars().nth(1) == Some('\'') {
+                    chars.nth(1);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Signatures in a source text that return `Result<…, String>`: (line, text).
+pub fn string_errors(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let code = code_of(l);
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("Result<") {
+            let after = &rest[at + "Result<".len()..];
+            let mut depth = 1;
+            let mut end = None;
+            for (k, c) in after.char_indices() {
+                match c {
+                    '<' => depth += 1,
+                    '>' if !after[..k].ends_with('-') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(k);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(end) = end else { break };
+            if after[..end].trim_end().ends_with(", String") {
+                out.push((i + 1, l.trim().to_string()));
+            }
+            rest = &after[end..];
+        }
+    }
+    out
+}
 
 /// The layer of a top-level module (0 is the top), if it is one.
 pub fn layer(module: &str) -> Option<usize> {
@@ -141,6 +275,74 @@ mod tests {
             }
         }
         g
+    }
+
+    /// Every source file under `src/`, with its path from there.
+    fn files() -> Vec<(String, String)> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut paths = Vec::new();
+        sources(&src, &mut paths);
+        paths
+            .into_iter()
+            .map(|p| {
+                let rel = p.strip_prefix(&src).unwrap().display().to_string();
+                (rel, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_a_long_function_and_its_reason() {
+        let body = "    x();\n".repeat(LONG);
+        let long = format!("/// Does x.\npub fn f() {{\n{body}}}\nfn g() {{ '{{'; \"}}\" }}\n");
+        assert_eq!(long_without_reason(&long), vec![("f".into(), 2, LONG + 2)]);
+        let said = long.replace("/// Does x.", "/// Does x. Long because x is done often.");
+        assert!(long_without_reason(&said).is_empty());
+        let short = format!("fn f() {{\n{}}}\n", "    x();\n".repeat(LONG - 2));
+        assert!(long_without_reason(&short).is_empty());
+    }
+
+    #[test]
+    fn long_functions_say_why() {
+        let mut wrong = Vec::new();
+        for (rel, text) in files() {
+            if rel == "layering.rs" {
+                continue;
+            }
+            for (name, line, len) in long_without_reason(&text) {
+                wrong.push(format!("{rel}:{line}: {name} is {len} lines"));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "functions over {LONG} lines without \"Long because …\" in their doc comment (split them, or say why):\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
+    fn errors_are_the_crate_error_not_strings() {
+        assert_eq!(
+            string_errors("fn f() -> Result<Vec<u8>, String> {\nfn g() -> Result<(), Error> {\nlet x: Result<HashMap<A, B>, String>;"),
+            vec![
+                (1, "fn f() -> Result<Vec<u8>, String> {".to_string()),
+                (3, "let x: Result<HashMap<A, B>, String>;".to_string())
+            ]
+        );
+        let mut wrong = Vec::new();
+        for (rel, text) in files() {
+            if rel == "layering.rs" {
+                continue;
+            }
+            for (line, t) in string_errors(&text) {
+                wrong.push(format!("{rel}:{line}: {t}"));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "Result<_, String> in the library (return crate::Error, which says what happened and so the exit code):\n{}",
+            wrong.join("\n")
+        );
     }
 
     #[test]

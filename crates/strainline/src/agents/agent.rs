@@ -155,7 +155,7 @@ pub fn serve_connect(
             match tokio::net::TcpStream::connect(addr).await {
                 Ok(t) => break t,
                 Err(e) if Instant::now() >= until => {
-                    return Err(crate::Error::environment(format!(
+                    return Err(crate::Error::usage(format!(
                         "--connect {addr}: {e} (for {} s)",
                         patience.as_secs()
                     )))
@@ -193,7 +193,7 @@ fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| crate::Error::environment(e.to_string()))
+        .map_err(|e| crate::Error::usage(e.to_string()))
 }
 
 /// One session over TCP, this agent the TLS server whoever dialed; `pending` is told
@@ -276,7 +276,9 @@ pub fn serve_stdio(name: String) -> crate::error::Result<()> {
     })
 }
 
-/// One coordinator's session: hello, clock exchanges, at most one run.
+/// One coordinator's session: hello, clock exchanges, at most one run. Long because it
+/// is the protocol's one state machine (greeted, leased, running, cancelled) in one
+/// loop, each message checked against the state it may come in.
 async fn session<R, W>(
     mut r: R,
     mut w: W,
@@ -292,17 +294,15 @@ where
     let hello = tokio::time::timeout_at(greeting.until, wire::recv_within(&mut r, wire::MAX_HELLO))
         .await
         .map_err(|_| {
-            crate::Error::environment(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
+            crate::Error::usage(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
         })?;
     let Some(ToAgent::Hello {
         protocol,
         strainline,
         proof,
-    }) = hello.map_err(|e| crate::Error::environment(e.to_string()))?
+    }) = hello.map_err(|e| crate::Error::usage(e.to_string()))?
     else {
-        return Err(crate::Error::environment(
-            "the first message was not a hello",
-        ));
+        return Err(crate::Error::usage("the first message was not a hello"));
     };
     if protocol != PROTOCOL {
         let why = format!(
@@ -342,7 +342,7 @@ where
         },
     )
     .await
-    .map_err(|e| crate::Error::environment(e.to_string()))?;
+    .map_err(|e| crate::Error::usage(e.to_string()))?;
     // Every message out goes through one writer task.
     let (out, mut outq) = mpsc::unbounded_channel::<FromAgent>();
     let writer = tokio::spawn(async move {
@@ -439,7 +439,7 @@ where
                     let summary =
                         tokio::task::spawn_blocking(move || w.finish(Vec::new(), "watched").0)
                             .await
-                            .map_err(|e| crate::Error::environment(e.to_string()))?;
+                            .map_err(|e| crate::Error::usage(e.to_string()))?;
                     let _ = out.send(FromAgent::Watched(Box::new(summary)));
                 }
             }
@@ -524,17 +524,16 @@ impl JobFiles {
                     .components()
                     .any(|c| !matches!(c, std::path::Component::Normal(_)))
             {
-                return Err(crate::Error::environment(format!(
+                return Err(crate::Error::usage(format!(
                     "the job's file '{name}' is not a plain relative name"
                 )));
             }
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| crate::Error::environment(e.to_string()))?;
+                std::fs::create_dir_all(parent).map_err(|e| crate::Error::usage(e.to_string()))?;
             }
             std::fs::write(&path, content)
-                .map_err(|e| crate::Error::environment(format!("{}: {e}", path.display())))?;
+                .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())))?;
         }
         Ok(made)
     }

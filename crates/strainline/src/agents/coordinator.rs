@@ -142,7 +142,7 @@ pub fn connect(fleet: &Fleet) -> crate::error::Result<Ready> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| crate::Error::environment(e.to_string()))?;
+        .map_err(|e| crate::Error::usage(e.to_string()))?;
     let (links, parts) = rt.block_on(connect_all(fleet))?;
     Ok(Ready { rt, links, parts })
 }
@@ -189,14 +189,14 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
         (0..fleet.addresses.len()).map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     while let Some(r) = tasks.join_next().await {
-        match r.map_err(|e| crate::Error::environment(e.to_string()))? {
+        match r.map_err(|e| crate::Error::usage(e.to_string()))? {
             (i, Ok(ls)) => found[i] = ls,
             (_, Err(e)) => errors.push(e),
         }
     }
     if !errors.is_empty() {
         let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        return Err(crate::Error::environment(all.join("\n")));
+        return Err(crate::Error::usage(all.join("\n")));
     }
     let (mut links, addresses): (Vec<Link>, Vec<Address>) = found.into_iter().flatten().unzip();
     let mut parts = Vec::with_capacity(links.len());
@@ -204,7 +204,7 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
         let (offset_ns, rtt_ns) = clock(l).await?;
         let off_us = offset_ns.unsigned_abs() as f64 / 1e3;
         if offset_ns.unsigned_abs() > CLOCK_BOUND_US * 1000 {
-            return Err(crate::Error::environment(format!(
+            return Err(crate::Error::usage(format!(
                 "agent {} ({}): its clock is {:.1} ms {} this machine's (measured over a {:.2} ms round trip; the bound is {:.1} ms, the schedule-lag bound): synchronise the clocks (chrony or systemd-timesyncd on both machines) and run again — no load was sent",
                 l.name,
                 a.label(),
@@ -227,6 +227,10 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
     Ok((links, parts))
 }
 
+/// Runs a plan over connected agents: each gets its slice and the start instant in its
+/// own clock, and their seconds are merged into one as they stream in. Long because it
+/// is one event loop (each agent's second, a lost agent, the caller's stop, the end)
+/// whose arms share the merge state.
 async fn coordinate(
     spec: &LoadSpec,
     plan: &Plan,
@@ -267,21 +271,19 @@ async fn coordinate(
         };
         wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
             .await
-            .map_err(|e| {
-                crate::Error::environment(format!("agent {}: sending the plan: {e}", l.name))
-            })?;
+            .map_err(|e| crate::Error::usage(format!("agent {}: sending the plan: {e}", l.name)))?;
     }
     for l in links.iter_mut() {
         match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
             Ok(Ok(Some(FromAgent::Ready))) => {}
             Ok(Ok(Some(FromAgent::Failed { why }))) => {
-                return Err(crate::Error::environment(format!(
+                return Err(crate::Error::usage(format!(
                     "agent {} cannot run the plan: {why}",
                     l.name
                 )));
             }
             _ => {
-                return Err(crate::Error::environment(format!(
+                return Err(crate::Error::usage(format!(
                     "agent {} did not accept the plan in time",
                     l.name
                 )))
@@ -423,17 +425,17 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
         let t0 = wire::unix_ns();
         wire::send(&mut l.writer, &ToAgent::Clock { id })
             .await
-            .map_err(|e| crate::Error::environment(format!("agent {}: {e}", l.name)))?;
+            .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)))?;
         let reply = tokio::time::timeout(
             link::CONNECT_TIMEOUT,
             wire::recv::<_, FromAgent>(&mut l.reader),
         )
         .await
-        .map_err(|_| crate::Error::environment(format!("agent {}: no clock reading", l.name)))?
-        .map_err(|e| crate::Error::environment(format!("agent {}: {e}", l.name)))?;
+        .map_err(|_| crate::Error::usage(format!("agent {}: no clock reading", l.name)))?
+        .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)))?;
         let t1 = wire::unix_ns();
         let Some(FromAgent::Clock { id: got, unix_ns }) = reply else {
-            return Err(crate::Error::environment(format!(
+            return Err(crate::Error::usage(format!(
                 "agent {}: expected a clock reading",
                 l.name
             )));
@@ -446,7 +448,7 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
             best = Some((offset, rtt));
         }
     }
-    best.ok_or_else(|| crate::Error::environment(format!("agent {}: no clock reading", l.name)))
+    best.ok_or_else(|| crate::Error::usage(format!("agent {}: no clock reading", l.name)))
 }
 
 /// Merges the seconds every agent still running has sent (or all, at the `end`); a

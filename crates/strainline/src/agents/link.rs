@@ -125,16 +125,16 @@ fn parse(s: &str) -> crate::error::Result<Address> {
     }
     let rest = s.strip_prefix("tls://").unwrap_or(s);
     if rest.contains("://") {
-        return Err(crate::Error::environment(format!(
+        return Err(crate::Error::usage(format!(
             "agent '{s}': unknown scheme (expected tls:// or ssh://)"
         )));
     }
     let (host, port) = rest.rsplit_once(':').ok_or_else(|| {
-        crate::Error::environment(format!("agent '{s}': no port (expected tls://HOST:PORT)"))
+        crate::Error::usage(format!("agent '{s}': no port (expected tls://HOST:PORT)"))
     })?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
-        return Err(crate::Error::environment(format!(
+        return Err(crate::Error::usage(format!(
             "agent '{s}': no host (expected tls://HOST:PORT)"
         )));
     }
@@ -161,7 +161,7 @@ pub async fn connect(addr: &Address, token: Option<&Token>) -> crate::error::Res
     tokio::time::timeout(CONNECT_TIMEOUT, open(addr, token))
         .await
         .map_err(|_| {
-            fail(crate::Error::environment(format!(
+            fail(crate::Error::usage(format!(
                 "no answer within {} s",
                 CONNECT_TIMEOUT.as_secs()
             )))
@@ -173,7 +173,7 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
     let (stream, ekm, child): (Box<dyn Stream>, Option<[u8; 32]>, _) = match addr {
         Address::Tls { host, port } => {
             if token.is_none() {
-                return Err(crate::Error::environment("a tls:// agent needs the shared token: --agent-token-file FILE (the file the agent was started with)"));
+                return Err(crate::Error::usage("a tls:// agent needs the shared token: --agent-token-file FILE (the file the agent was started with)"));
             }
             let tcp = tokio::net::TcpStream::connect((host.as_str(), *port))
                 .await
@@ -201,7 +201,7 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
                 .stderr(std::process::Stdio::inherit())
                 .kill_on_drop(true);
             let mut child = cmd.spawn().map_err(|e| {
-                crate::Error::environment(format!(
+                crate::Error::usage(format!(
                     "cannot run ssh: {e} (is the OpenSSH client installed?)"
                 ))
             })?;
@@ -211,7 +211,7 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
             (Box::new(tokio::io::join(out, inp)), None, Some(child))
         }
         Address::Listen { .. } => {
-            return Err(crate::Error::environment(
+            return Err(crate::Error::usage(
                 "a listen:// address is accepted, not dialed",
             ))
         }
@@ -232,7 +232,7 @@ async fn tls_client(
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(name, tcp)
         .await
-        .map_err(|e| crate::Error::environment(format!("TLS handshake: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("TLS handshake: {e}")))?;
     let ekm = auth::keying_material(tls.get_ref().1)?;
     Ok((Box::new(tls), ekm))
 }
@@ -250,7 +250,7 @@ pub async fn accept(
         token.ok_or("agents that dial in need the shared token: --agent-token-file FILE")?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| crate::Error::environment(format!("listen://{addr}: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("listen://{addr}: {e}")))?;
     eprintln!("waiting for {count} agent(s) to dial {addr}");
     crate::os::process::raise_nofile();
     let until = tokio::time::Instant::now() + wait;
@@ -260,7 +260,7 @@ pub async fn accept(
     let mut greeting = tokio::task::JoinSet::new();
     let mut pending = std::collections::VecDeque::new();
     let missing = |n: usize| {
-        crate::Error::environment(format!(
+        crate::Error::usage(format!(
             "listen://{addr}: {n} of {count} agents dialed in within {} s (are the pods running? `kubectl logs` shows why not)",
             wait.as_secs()
         ))
@@ -281,7 +281,7 @@ pub async fn accept(
                     };
                     match tokio::time::timeout(CONNECT_TIMEOUT, greeted).await {
                         Ok(r) => r.map_err(|e| e.context(format!("agent from {peer}"))),
-                        Err(_) => Err(crate::Error::environment(format!("agent from {peer}: no greeting in time"))),
+                        Err(_) => Err(crate::Error::usage(format!("agent from {peer}: no greeting in time"))),
                     }
                 });
                 pending.push_back(task);
@@ -327,10 +327,10 @@ async fn hello(
         },
     )
     .await
-    .map_err(|e| crate::Error::environment(format!("sending hello: {e}")))?;
+    .map_err(|e| crate::Error::usage(format!("sending hello: {e}")))?;
     match wire::recv_within(&mut reader, wire::MAX_HELLO)
         .await
-        .map_err(|e| crate::Error::environment(e.to_string()))?
+        .map_err(|e| crate::Error::usage(e.to_string()))?
     {
         Some(FromAgent::Welcome {
             protocol,
@@ -339,7 +339,7 @@ async fn hello(
             proof,
         }) => {
             if protocol != PROTOCOL {
-                return Err(crate::Error::environment(format!(
+                return Err(crate::Error::usage(format!(
                     "it speaks agent protocol {protocol} (strainline {strainline}), this coordinator speaks {PROTOCOL} (strainline {}): run the same strainline version on both",
                     env!("CARGO_PKG_VERSION")
                 )));
@@ -358,15 +358,15 @@ async fn hello(
                 child,
             })
         }
-        Some(FromAgent::Refused { why }) => Err(crate::Error::environment(format!(
+        Some(FromAgent::Refused { why }) => Err(crate::Error::usage(format!(
             "refused: {}",
             crate::units::one_line(&why)
         ))),
-        Some(other) => Err(crate::Error::environment(format!(
+        Some(other) => Err(crate::Error::usage(format!(
             "unexpected first message: {}",
             crate::units::one_line(&format!("{other:?}"))
         ))),
-        None => Err(crate::Error::environment(
+        None => Err(crate::Error::usage(
             "closed the connection before answering",
         )),
     }
@@ -377,16 +377,16 @@ async fn hello(
 pub fn acceptor() -> crate::error::Result<tokio_rustls::TlsAcceptor> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let ck = rcgen::generate_simple_self_signed(vec!["strainline-agent".to_string()])
-        .map_err(|e| crate::Error::environment(format!("a certificate: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("a certificate: {e}")))?;
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| crate::Error::environment(e.to_string()))?
+        .map_err(|e| crate::Error::usage(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .map_err(|e| crate::Error::environment(e.to_string()))?;
+        .map_err(|e| crate::Error::usage(e.to_string()))?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
 }

@@ -28,7 +28,7 @@ async fn find(fleet: &Fleet, host: &str) -> crate::error::Result<Link> {
             Err(e) => seen.push(format!("{} ({e})", a.label())),
         }
     }
-    Err(crate::Error::environment(format!(
+    Err(crate::Error::usage(format!(
         "no agent named '{host}' among the tls:// and ssh:// agents of --agents (found: {})",
         if seen.is_empty() {
             "none".to_string()
@@ -98,11 +98,11 @@ pub fn remote(
                 let _ = summary_tx.send(summary);
             });
         })
-        .map_err(|e| crate::Error::environment(e.to_string()))?;
+        .map_err(|e| crate::Error::usage(e.to_string()))?;
     let (pid, command) = started_rx
         .recv_timeout(link::CONNECT_TIMEOUT * 2)
         .map_err(|_| {
-            crate::Error::environment(format!("agent {host} did not start watching in time"))
+            crate::Error::usage(format!("agent {host} did not start watching in time"))
         })??;
     let end: crate::monitor::watch::RemoteEnd = Box::new(move || {
         let _ = end_tx.send(());

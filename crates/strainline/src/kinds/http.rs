@@ -539,22 +539,9 @@ fn soak(
                 budget,
             },
         )?;
-        // Bytes for memory, counts for the rest; a projection only for a growth that
-        // is a trend (extrapolating noise over a day reads as a finding).
-        let fmt = |v: f64, rate: bool| {
-            if name == "memory" {
-                let b = crate::units::Bytes(v.abs() as u64).to_string();
-                if v < 0.0 {
-                    format!("-{b}")
-                } else {
-                    b
-                }
-            } else if rate {
-                format!("{v:.2}")
-            } else {
-                format!("{v:.0}")
-            }
-        };
+        // A projection only for a growth that is a trend (extrapolating noise over a
+        // day reads as a finding).
+        let fmt = |v: f64, rate: bool| leak_figure(name, v, rate);
         let trend = l.p_value < 0.01 && l.slope > 0.0;
         l.reason = if trend {
             format!(
@@ -637,36 +624,70 @@ fn soak(
         per_op / 1024.0,
         growth / 1048576.0
     ));
-    // Capacity, the IoT seed's way.
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
-        let n = |v: f64| crate::units::format_number(v.floor());
         let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
-        let ram = t.ram.unwrap_or_else(mem_available);
-        let c = capacity::capacity(growth, clients, period, basis, ram);
-        r.metrics
-            .push(Metric::of("mib_per_client", c.bytes_per_client / 1048576.0));
-        r.metrics
-            .push(Metric::of("capacity_ideal_clients", c.ideal));
-        r.metrics.push(Metric::of("capacity_safe_clients", c.safe));
-        // No bound from memory is stored as a trillion clients, never as infinity.
-        r.metrics.push(Metric::of(
-            "capacity_ram_clients",
-            c.ram_bound.unwrap_or(1e12).min(1e12),
-        ));
-        r.table.push(format!(
-            "capacity: {} per client; ideal {} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {}, RAM bound {} ({} usable): {} clients",
-            crate::units::Bytes(c.bytes_per_client as u64),
-            n(c.ideal),
-            d(period),
-            if ctx.last_ceiling.is_some() { "ceiling" } else { "throughput, a lower bound:" },
-            n(c.safe),
-            c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{} clients", n(b))),
-            crate::units::Bytes(ram as u64),
-            n(c.clients())
-        ));
+        capacity_figures(
+            r,
+            t,
+            growth,
+            (clients, period),
+            (basis, ctx.last_ceiling.is_some()),
+        );
     }
     r.details = serde_json::json!({ "leak_fits": fits });
     Ok(())
+}
+
+/// Capacity, the IoT seed's way: the memory a client costs (the soak's growth over its
+/// clients), and how many clients the ceiling (or, without a ramp before, the soak's
+/// throughput: a lower bound) and the RAM allow.
+fn capacity_figures(
+    r: &mut CaseResult,
+    t: &suite::Soak,
+    growth: f64,
+    (clients, period): (u64, Duration),
+    (basis, from_ceiling): (f64, bool),
+) {
+    let n = |v: f64| crate::units::format_number(v.floor());
+    let ram = t.ram.unwrap_or_else(mem_available);
+    let c = capacity::capacity(growth, clients, period, basis, ram);
+    r.metrics
+        .push(Metric::of("mib_per_client", c.bytes_per_client / 1048576.0));
+    r.metrics
+        .push(Metric::of("capacity_ideal_clients", c.ideal));
+    r.metrics.push(Metric::of("capacity_safe_clients", c.safe));
+    // No bound from memory is stored as a trillion clients, never as infinity.
+    r.metrics.push(Metric::of(
+        "capacity_ram_clients",
+        c.ram_bound.unwrap_or(1e12).min(1e12),
+    ));
+    r.table.push(format!(
+        "capacity: {} per client; ideal {} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {}, RAM bound {} ({} usable): {} clients",
+        crate::units::Bytes(c.bytes_per_client as u64),
+        n(c.ideal),
+        d(period),
+        if from_ceiling { "ceiling" } else { "throughput, a lower bound:" },
+        n(c.safe),
+        c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{} clients", n(b))),
+        crate::units::Bytes(ram as u64),
+        n(c.clients())
+    ));
+}
+
+/// A leak figure as it reads: bytes for memory, counts for the rest (`rate`: a slope).
+fn leak_figure(name: &str, v: f64, rate: bool) -> String {
+    if name == "memory" {
+        let b = crate::units::Bytes(v.abs() as u64).to_string();
+        if v < 0.0 {
+            format!("-{b}")
+        } else {
+            b
+        }
+    } else if rate {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
+    }
 }
 
 fn mem_available() -> f64 {

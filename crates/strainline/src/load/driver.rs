@@ -875,7 +875,9 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
 /// a response it had not read yet, the pool grew to its cap and stayed there, costing
 /// the generator more per request until the run degraded itself. Once a second,
 /// connections that stayed idle all that second (the lowest idle count seen, less one)
-/// are closed, down to the initial size.
+/// are closed, down to the initial size. Long because it is the open model's one
+/// dispatch loop: the schedule, the pool's growth and shrinking and the cut at the end
+/// read and change the same waiting queue.
 async fn open(
     ctx: Rc<Ctx>,
     mut share: Share,
@@ -1065,12 +1067,10 @@ fn thread_cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Runs the plan. `progress` is called with each second as it closes; `cancel` stops
-/// sending (in-flight requests still finish or time out).
 /// Runs a plan to its end, or until `cancel` is set or `stop()` says so (the caller's
 /// interrupt: the engine polls it every 20 ms and knows nothing of signals).
-/// Long because it is the one place where workers start, the clock starts for all at
-/// once, and their recorders are merged each second; each phase reads the one before.
+/// `progress` is called with each second as it closes; `cancel` stops sending
+/// (in-flight requests still finish or time out).
 pub fn run(
     plan: &Plan,
     cancel: Arc<AtomicBool>,
@@ -1105,7 +1105,9 @@ pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
 }
 
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator
-/// said, in its own clock); connections are opened before.
+/// said, in its own clock); connections are opened before. Long because it is the one
+/// place where workers start, the clock starts for all at once, and their recorders are
+/// merged each second; each phase reads the one before.
 pub fn run_from(
     plan: &Plan,
     start: Instant,

@@ -276,89 +276,8 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     for (i, spanned) in raw.step.iter().enumerate() {
         let (st, here) = (spanned.get_ref(), spanned.span().start);
         let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-        let (pos, observed) = match (&st.path, &st.paths) {
-            (Some(p), None) => {
-                if !p.get_ref().starts_with('/') {
-                    return Err(at(
-                        p.span().start,
-                        format!("path: '{}' must start with /", p.get_ref()),
-                    ));
-                }
-                (p.span().start, Vec::new())
-            }
-            (None, Some(list)) if !list.get_ref().is_empty() => {
-                for p in list.get_ref() {
-                    if !super::replay::sendable(p.get_ref()) {
-                        return Err(at(
-                            p.span().start,
-                            format!(
-                                "paths: '{}' must start with / and hold no space or control character",
-                                crate::units::printable(p.get_ref())
-                            ),
-                        ));
-                    }
-                }
-                let v = list.get_ref().iter().map(|p| p.get_ref().clone()).collect();
-                (list.span().start, v)
-            }
-            (None, Some(list)) => {
-                return Err(at(
-                    list.span().start,
-                    "paths: give at least one path".into(),
-                ))
-            }
-            (None, None) => {
-                return Err(at(
-                    here,
-                    format!(
-                        "step '{name}': give a path (a template) or paths (a list to pick from)"
-                    ),
-                ))
-            }
-            (Some(p), Some(_)) => {
-                return Err(at(
-                    p.span().start,
-                    format!("step '{name}': give either path or paths, not both"),
-                ))
-            }
-        };
-        let once = st.once.as_ref().is_some_and(|o| *o.get_ref());
-        let when = match (once, &st.every, &st.weight) {
-            (true, None, None) => When::Once,
-            (false, Some(e), None) => {
-                let p = duration(e, "every")?;
-                if p.is_zero() {
-                    return Err(at(
-                        e.span().start,
-                        "every: the period must be positive".into(),
-                    ));
-                }
-                When::Every(p)
-            }
-            (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {
-                When::Weight(*w.get_ref() as u32)
-            }
-            (false, None, Some(w)) => {
-                return Err(at(
-                    w.span().start,
-                    "weight must be from 1 to 4294967295".into(),
-                ))
-            }
-            // With arrivals every step is drawn by weight: 1 unless said.
-            (false, None, None) if arrivals.is_some() => When::Weight(1),
-            (false, None, None) => {
-                let msg = format!(
-                    "step '{name}': say when it runs: once = true, every = \"200s\" or weight = 1"
-                );
-                return Err(at(pos, msg));
-            }
-            _ => {
-                return Err(at(
-                    pos,
-                    format!("step '{name}': give only one of once, every and weight"),
-                ))
-            }
-        };
+        let (pos, observed) = paths(st, &name, here, &at)?;
+        let when = when(st, &name, pos, arrivals.is_some(), &duration, &at)?;
         if arrivals.is_some() && !matches!(when, When::Weight(_)) {
             return Err(at(
                 pos,
@@ -418,6 +337,109 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         seed,
         steps,
         random: RandomPool::new(seed),
+    })
+}
+
+/// A step's path (a template) or paths (observed ones to pick from): where it is in the
+/// file, and the observed paths.
+fn paths(
+    st: &RawStep,
+    name: &str,
+    here: usize,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<(usize, Vec<String>)> {
+    Ok(match (&st.path, &st.paths) {
+        (Some(p), None) => {
+            if !p.get_ref().starts_with('/') {
+                return Err(at(
+                    p.span().start,
+                    format!("path: '{}' must start with /", p.get_ref()),
+                ));
+            }
+            (p.span().start, Vec::new())
+        }
+        (None, Some(list)) if !list.get_ref().is_empty() => {
+            for p in list.get_ref() {
+                if !super::replay::sendable(p.get_ref()) {
+                    return Err(at(
+                        p.span().start,
+                        format!(
+                            "paths: '{}' must start with / and hold no space or control character",
+                            crate::units::printable(p.get_ref())
+                        ),
+                    ));
+                }
+            }
+            let v = list.get_ref().iter().map(|p| p.get_ref().clone()).collect();
+            (list.span().start, v)
+        }
+        (None, Some(list)) => {
+            return Err(at(
+                list.span().start,
+                "paths: give at least one path".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(at(
+                here,
+                format!("step '{name}': give a path (a template) or paths (a list to pick from)"),
+            ))
+        }
+        (Some(p), Some(_)) => {
+            return Err(at(
+                p.span().start,
+                format!("step '{name}': give either path or paths, not both"),
+            ))
+        }
+    })
+}
+
+/// When a step runs: once, every period, or by weight (`drawn`: with arrivals, every
+/// step is drawn by weight, 1 unless said).
+fn when(
+    st: &RawStep,
+    name: &str,
+    pos: usize,
+    drawn: bool,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<When> {
+    let once = st.once.as_ref().is_some_and(|o| *o.get_ref());
+    Ok(match (once, &st.every, &st.weight) {
+        (true, None, None) => When::Once,
+        (false, Some(e), None) => {
+            let p = duration(e, "every")?;
+            if p.is_zero() {
+                return Err(at(
+                    e.span().start,
+                    "every: the period must be positive".into(),
+                ));
+            }
+            When::Every(p)
+        }
+        (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {
+            When::Weight(*w.get_ref() as u32)
+        }
+        (false, None, Some(w)) => {
+            return Err(at(
+                w.span().start,
+                "weight must be from 1 to 4294967295".into(),
+            ))
+        }
+        // With arrivals every step is drawn by weight: 1 unless said.
+        (false, None, None) if drawn => When::Weight(1),
+        (false, None, None) => {
+            let msg = format!(
+                "step '{name}': say when it runs: once = true, every = \"200s\" or weight = 1"
+            );
+            return Err(at(pos, msg));
+        }
+        _ => {
+            return Err(at(
+                pos,
+                format!("step '{name}': give only one of once, every and weight"),
+            ))
+        }
     })
 }
 

@@ -282,95 +282,11 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let mut step_names = Vec::new();
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
-            let sc = Arc::new(scenario::load(path).map_err(bad)?);
-            step_names = sc.steps.iter().map(|s| s.name.clone()).collect();
-            match &sc.arrivals {
-                None => {
-                    let d = format!(
-                        "scenario {} ({} clients, {} steps)",
-                        path.display(),
-                        sc.clients,
-                        sc.steps.len()
-                    );
-                    (Model::Scenario(sc), d)
-                }
-                Some(a) => {
-                    let mean = a.mean();
-                    threads = threads.min((mean.floor() as usize).max(1));
-                    let (arrivals, how) = match a {
-                        scenario::Arrive::PerSecond(counts) => {
-                            natural = Duration::from_secs(counts.len() as u64);
-                            (
-                                Arrivals::PerSecond {
-                                    counts: Arc::new(counts.clone()),
-                                    seed: sc.seed,
-                                },
-                                format!("{} s of per-second counts", counts.len()),
-                            )
-                        }
-                        scenario::Arrive::Rate { poisson: true, .. } => {
-                            (Arrivals::Poisson { seed: sc.seed }, "Poisson".to_string())
-                        }
-                        scenario::Arrive::Rate { .. } => {
-                            (Arrivals::Uniform, "evenly spaced".to_string())
-                        }
-                    };
-                    let d = format!(
-                        "scenario {} (open model, {how}, mean {mean:.1} req/s, {} steps)",
-                        path.display(),
-                        sc.steps.len()
-                    );
-                    let requests = super::replay::Requests::Drawn(super::replay::Draw::new(sc));
-                    (
-                        Model::Open {
-                            rate: Rate::Constant(mean),
-                            arrivals,
-                            requests: Some(Arc::new(requests)),
-                        },
-                        d,
-                    )
-                }
-            }
+            let (model, d, names) = scenario_model(path, &mut threads, &mut natural)?;
+            step_names = names;
+            (model, d)
         }
-        Offer::Replay(log) => {
-            let body = match body {
-                BodySpec::Empty => Bytes::new(),
-                BodySpec::Bytes(b) => Bytes::from(b.clone()),
-                BodySpec::Random { len, seed } => Bytes::from(crate::rng::text(*len, *seed)),
-            };
-            let requests =
-                super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;
-            let (count, last, arrivals) = match &log.stream {
-                Some(st) => (st.count, st.last, Arrivals::Streamed(st.clone())),
-                None => (
-                    log.times.len() as u64,
-                    log.times.last().copied().unwrap_or(0.0),
-                    Arrivals::Listed(Arc::new(log.times.clone())),
-                ),
-            };
-            natural = Duration::from_secs_f64(last + 0.001);
-            let span = last.max(1e-3);
-            let mean = count as f64 / span;
-            if mean < threads as f64 {
-                threads = (mean.floor() as usize).max(1);
-            }
-            let d = format!(
-                "replay of {} at speed {}: {} requests over {} (mean {:.1} req/s)",
-                log.source,
-                log.speed,
-                count,
-                crate::units::format_duration(Duration::from_secs_f64(span)),
-                mean
-            );
-            (
-                Model::Open {
-                    rate: Rate::Constant(mean),
-                    arrivals,
-                    requests: Some(Arc::new(requests)),
-                },
-                d,
-            )
-        }
+        Offer::Replay(log) => replay_model(log, &template, body, &mut threads, &mut natural)?,
         Offer::Open { rate, poisson, .. } => {
             let arrivals = match poisson {
                 Some(seed) => Arrivals::Poisson { seed: *seed },
@@ -488,6 +404,104 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         description,
         step_names,
     })
+}
+
+/// A scenario file's model: its virtual clients, or its open-model arrivals with a
+/// step drawn per request. The description and the steps' names with it.
+fn scenario_model(
+    path: &std::path::Path,
+    threads: &mut usize,
+    natural: &mut Duration,
+) -> Result<(Model, String, Vec<String>), crate::Error> {
+    let sc = Arc::new(scenario::load(path).map_err(bad)?);
+    let names = sc.steps.iter().map(|s| s.name.clone()).collect();
+    match &sc.arrivals {
+        None => {
+            let d = format!(
+                "scenario {} ({} clients, {} steps)",
+                path.display(),
+                sc.clients,
+                sc.steps.len()
+            );
+            Ok((Model::Scenario(sc), d, names))
+        }
+        Some(a) => {
+            let mean = a.mean();
+            *threads = (*threads).min((mean.floor() as usize).max(1));
+            let (arrivals, how) = match a {
+                scenario::Arrive::PerSecond(counts) => {
+                    *natural = Duration::from_secs(counts.len() as u64);
+                    (
+                        Arrivals::PerSecond {
+                            counts: Arc::new(counts.clone()),
+                            seed: sc.seed,
+                        },
+                        format!("{} s of per-second counts", counts.len()),
+                    )
+                }
+                scenario::Arrive::Rate { poisson: true, .. } => {
+                    (Arrivals::Poisson { seed: sc.seed }, "Poisson".to_string())
+                }
+                scenario::Arrive::Rate { .. } => (Arrivals::Uniform, "evenly spaced".to_string()),
+            };
+            let d = format!(
+                "scenario {} (open model, {how}, mean {mean:.1} req/s, {} steps)",
+                path.display(),
+                sc.steps.len()
+            );
+            let requests = super::replay::Requests::Drawn(super::replay::Draw::new(sc));
+            let model = Model::Open {
+                rate: Rate::Constant(mean),
+                arrivals,
+                requests: Some(Arc::new(requests)),
+            };
+            Ok((model, d, names))
+        }
+    }
+}
+
+/// A replayed log's model: its requests at their logged times (divided by the speed).
+fn replay_model(
+    log: &super::replay::ReplayLog,
+    template: &Template,
+    body: &BodySpec,
+    threads: &mut usize,
+    natural: &mut Duration,
+) -> Result<(Model, String), crate::Error> {
+    let body = match body {
+        BodySpec::Empty => Bytes::new(),
+        BodySpec::Bytes(b) => Bytes::from(b.clone()),
+        BodySpec::Random { len, seed } => Bytes::from(crate::rng::text(*len, *seed)),
+    };
+    let requests = super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;
+    let (count, last, arrivals) = match &log.stream {
+        Some(st) => (st.count, st.last, Arrivals::Streamed(st.clone())),
+        None => (
+            log.times.len() as u64,
+            log.times.last().copied().unwrap_or(0.0),
+            Arrivals::Listed(Arc::new(log.times.clone())),
+        ),
+    };
+    *natural = Duration::from_secs_f64(last + 0.001);
+    let span = last.max(1e-3);
+    let mean = count as f64 / span;
+    if mean < *threads as f64 {
+        *threads = (mean.floor() as usize).max(1);
+    }
+    let d = format!(
+        "replay of {} at speed {}: {} requests over {} (mean {:.1} req/s)",
+        log.source,
+        log.speed,
+        count,
+        crate::units::format_duration(Duration::from_secs_f64(span)),
+        mean
+    );
+    let model = Model::Open {
+        rate: Rate::Constant(mean),
+        arrivals,
+        requests: Some(Arc::new(requests)),
+    };
+    Ok((model, d))
 }
 
 #[cfg(test)]

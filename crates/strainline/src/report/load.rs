@@ -76,39 +76,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         writeln!(out, "  Latency (closed model: from the actual send):")?;
         pline(out, "", &s.latency_us)?;
     }
-    if !s.steps.is_empty() {
-        // As wide as the longest name (a workload scenario's are routes).
-        let w = s
-            .steps
-            .iter()
-            .map(|st| st.name.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(12);
-        writeln!(
-            out,
-            "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
-            "Steps",
-            "sent",
-            "ok",
-            "errors",
-            "p50",
-            "p99",
-            w = w + 2
-        )?;
-        for st in &s.steps {
-            writeln!(
-                out,
-                "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
-                st.name,
-                st.sent,
-                st.ok,
-                st.errors,
-                us(st.latency_us.p50),
-                us(st.latency_us.p99)
-            )?;
-        }
-    }
+    write_steps(out, s)?;
     let statuses: Vec<String> = s
         .by_status
         .iter()
@@ -132,6 +100,84 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
+    write_generator(out, s)?;
+    if s.unfinished > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} request(s) still unanswered when the run ended were cut (counted as errors, latency censored at the cut)",
+            "Unfinished", s.unfinished
+        )?;
+    }
+    if s.unsent > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} of {} scheduled request(s) were never sent (counted as errors, latency censored at the run's end)",
+            "Never sent",
+            s.unsent,
+            s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
+        )?;
+    }
+    let verdict = match s.status {
+        Validity::Valid => "VALID: the target, not the generator, set the pace",
+        Validity::Invalid => "INVALID: the generator, not the target, was the limit",
+        Validity::Failed => "FAILED",
+    };
+    writeln!(out, "  {:<14}{verdict}", "Verdict")?;
+    for r in &s.reasons {
+        writeln!(out, "    - {r}")?;
+    }
+    if s.interrupted {
+        writeln!(
+            out,
+            "  Interrupted: what was measured until then is shown and saved."
+        )?;
+    }
+    writeln!(out, "{rule}")
+}
+
+/// The JSON document of a run: summary and the per-second series.
+/// A scenario's steps: sent, ok, errors and latency of each.
+fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
+    if s.steps.is_empty() {
+        return Ok(());
+    }
+    // As wide as the longest name (a workload scenario's are routes).
+    let w = s
+        .steps
+        .iter()
+        .map(|st| st.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(12);
+    writeln!(
+        out,
+        "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
+        "Steps",
+        "sent",
+        "ok",
+        "errors",
+        "p50",
+        "p99",
+        w = w + 2
+    )?;
+    for st in &s.steps {
+        writeln!(
+            out,
+            "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
+            st.name,
+            st.sent,
+            st.ok,
+            st.errors,
+            us(st.latency_us.p50),
+            us(st.latency_us.p99)
+        )?;
+    }
+    Ok(())
+}
+
+/// The generator's threads and CPU, and each agent's part: what says whether the
+/// generator, not the target, was the limit.
+fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
     // (An empty sum is -0.0.)
     let cpu: f64 = s.generator_thread_cpu_seconds.iter().sum::<f64>() + 0.0;
     let busiest = s
@@ -179,41 +225,9 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             a.clock_offset_us
         )?;
     }
-    if s.unfinished > 0 {
-        writeln!(
-            out,
-            "  {:<14}{} request(s) still unanswered when the run ended were cut (counted as errors, latency censored at the cut)",
-            "Unfinished", s.unfinished
-        )?;
-    }
-    if s.unsent > 0 {
-        writeln!(
-            out,
-            "  {:<14}{} of {} scheduled request(s) were never sent (counted as errors, latency censored at the run's end)",
-            "Never sent",
-            s.unsent,
-            s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
-        )?;
-    }
-    let verdict = match s.status {
-        Validity::Valid => "VALID: the target, not the generator, set the pace",
-        Validity::Invalid => "INVALID: the generator, not the target, was the limit",
-        Validity::Failed => "FAILED",
-    };
-    writeln!(out, "  {:<14}{verdict}", "Verdict")?;
-    for r in &s.reasons {
-        writeln!(out, "    - {r}")?;
-    }
-    if s.interrupted {
-        writeln!(
-            out,
-            "  Interrupted: what was measured until then is shown and saved."
-        )?;
-    }
-    writeln!(out, "{rule}")
+    Ok(())
 }
 
-/// The JSON document of a run: summary and the per-second series.
 pub fn to_json(s: &LoadSummary, seconds: &[Second], run_id: Option<i64>) -> String {
     #[derive(Serialize)]
     struct Body<'a> {

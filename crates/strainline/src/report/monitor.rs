@@ -12,7 +12,9 @@ use crate::units::{format_duration, Bytes};
 /// The JSON document's schema identifier; bump it on any incompatible change.
 pub const JSON_SCHEMA: &str = "strainline.monitor.v1";
 
-/// Prints the summary block.
+/// Prints the summary block. Long because it is the block as it reads, line by line
+/// (status, memory, CPU, threads, FDs, I/O, the tree, findings), each line with its
+/// own conditions.
 pub fn write_summary(
     out: &mut dyn Write,
     s: &MonitorSummary,

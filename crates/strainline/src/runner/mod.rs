@@ -334,6 +334,7 @@ fn begin(
 }
 
 /// A run being written: where its cases go.
+#[derive(Clone, Copy)]
 struct RunInto<'a> {
     store: &'a Store,
     location: &'a Location,

@@ -251,23 +251,90 @@ pub fn run_paired(
         work: &cand_work,
         ..base
     };
-    let mut coin = Coin(crate::rng::Rng::new(p.seed));
-    let mut worst = Status::Passed;
+    let mut sitting = Sitting {
+        p,
+        mode,
+        policy: &policy,
+        into: [base, cand],
+        total: groups.len() * p.max_pairs * 2,
+        per_case: p.budget.map(|b| b / groups.len().max(1) as u32),
+        nth: 0,
+        ceilings: [None, None],
+        worst: Status::Passed,
+        notes: Vec::new(),
+        coin: Coin(crate::rng::Rng::new(p.seed)),
+    };
     let mut all_pairs = Vec::new();
-    let mut notes = Vec::new();
-    let per_case = p.budget.map(|b| b / groups.len().max(1) as u32);
-    let mut ceilings = [None, None];
-    let total = groups.len() * p.max_pairs * 2;
-    let mut nth = 0;
-    let vars = [&p.baseline, &p.candidate];
-    let labels = [&p.baseline_label, &p.candidate_label];
-    'cases: for (name, template) in &groups {
+    for (name, template) in &groups {
+        let Some(pairs) = sitting.case(name, template, out)? else {
+            break;
+        };
+        all_pairs.extend(pairs);
+    }
+    let Sitting { worst, notes, .. } = sitting;
+    let seconds = started.elapsed().as_secs_f64();
+    let machine = MachineNoise {
+        steal: ((crate::host::stolen_seconds() - steal_before)
+            / (seconds * crate::host::cores() as f64))
+            .clamp(0.0, 1.0),
+        seconds,
+    };
+    store.set_run_settings(base_id, &session(cand_id, Some(machine)))?;
+    store.set_run_settings(cand_id, &session(base_id, Some(machine)))?;
+    conclude(
+        &store,
+        p,
+        (&policy, mode),
+        (base_id, cand_id),
+        machine,
+        worst,
+        &all_pairs,
+        notes,
+        out,
+    )
+}
+
+/// A paired session as it sits: what it was asked, and what it has so far.
+struct Sitting<'a> {
+    p: &'a Pairing,
+    mode: Mode,
+    policy: &'a Policy,
+    /// The baseline's run and the candidate's.
+    into: [RunInto<'a>; 2],
+    /// Cases the session may run at most, and has run.
+    total: usize,
+    nth: usize,
+    /// A case's share of the time budget.
+    per_case: Option<Duration>,
+    ceilings: [Option<f64>; 2],
+    worst: Status,
+    notes: Vec<String>,
+    coin: Coin,
+}
+
+impl<'a> Sitting<'a> {
+    fn vars(&self) -> [&'a Vec<(String, String)>; 2] {
+        [&self.p.baseline, &self.p.candidate]
+    }
+
+    fn labels(&self) -> [&'a String; 2] {
+        [&self.p.baseline_label, &self.p.candidate_label]
+    }
+
+    /// One case's pairs, until they decide, the budget is spent or `--pairs` are run;
+    /// `None` when a signal stopped the session.
+    fn case(
+        &mut self,
+        name: &str,
+        template: &suite::Case,
+        out: &mut dyn Write,
+    ) -> crate::error::Result<Option<Vec<Pair>>> {
         let case_start = Instant::now();
         let mut sides = [Side::default(), Side::default()];
         let mut stopped_by = None;
-        for step in steps(mode, p.max_pairs, &mut coin) {
+        for step in steps(self.mode, self.p.max_pairs, &mut self.coin) {
             if signals::interrupted() {
-                break 'cases;
+                return Ok(None);
             }
             let k = step[0].0;
             let case = suite::Case {
@@ -279,81 +346,31 @@ pub fn run_paired(
             let mut results: Vec<(usize, Option<CaseResult>)> = Vec::new();
             if step.len() == 1 {
                 let side = step[0].1;
-                nth += 1;
-                write!(out, "\n{}:", labels[side])?;
-                let into = if side == 0 { &base } else { &cand };
+                self.nth += 1;
+                write!(out, "\n{}:", self.labels()[side])?;
+                let into = &self.into[side];
                 let r = into
                     .execute(
                         &case,
-                        vars[side],
-                        (nth, total),
-                        &mut ceilings[side],
+                        self.vars()[side],
+                        (self.nth, self.total),
+                        &mut self.ceilings[side],
                         None,
                         out,
                     )
                     .map_err(|e| into.cut_short(e))?;
                 results.push((side, r));
             } else {
-                // A duet: both at once, loads started together; split, each target on
-                // half of the CPUs (swapped every pair, so neither version keeps the
-                // better half).
-                let together = std::sync::Arc::new(crate::kinds::Rendezvous::default());
-                let cores = crate::host::cores();
-                let cpus = |side: usize| {
-                    p.split_cpus
-                        .then(|| (0..cores).filter(|c| c % 2 == (side + k) % 2).collect())
-                };
-                let outs = std::thread::scope(|scope| {
-                    let handles: Vec<_> = [0usize, 1]
-                        .map(|side| {
-                            let (case, together) = (&case, together.clone());
-                            let ceiling = ceilings[side];
-                            let run_id = if side == 0 { base_id } else { cand_id };
-                            let work = if side == 0 { &base_work } else { &cand_work };
-                            let (suite, vars) = (&suite, vars[side]);
-                            scope.spawn(
-                                move || -> crate::error::Result<(Vec<u8>, Option<CaseResult>)> {
-                                    let duet = crate::kinds::Duet {
-                                        cpus: cpus(side),
-                                        side,
-                                        together,
-                                    };
-                                    // Its own connection: the two sides store at once.
-                                    let store = Store::open(location)?;
-                                    let into = RunInto {
-                                        store: &store,
-                                        location,
-                                        suite,
-                                        args,
-                                        run_id,
-                                        work,
-                                    };
-                                    let mut text = format!("\n{}:", labels[side]).into_bytes();
-                                    let mut ceiling = ceiling;
-                                    let r = into.execute(
-                                        case,
-                                        vars,
-                                        (nth + side + 1, total),
-                                        &mut ceiling,
-                                        Some(&duet),
-                                        &mut text,
-                                    );
-                                    duet.together.arrive(side);
-                                    Ok((text, r.map_err(|e| into.cut_short(e))?))
-                                },
-                            )
-                        })
-                        .into();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(crate::Error::environment("a duet side panicked"))
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                });
-                nth += 2;
+                let outs = duet(
+                    [&self.into[0], &self.into[1]],
+                    &case,
+                    self.vars(),
+                    self.labels(),
+                    (self.nth, self.total),
+                    self.ceilings,
+                    self.p.split_cpus.then_some(k),
+                );
+                self.nth += 2;
                 for (side, o) in outs.into_iter().enumerate() {
                     let (text, r) = o?;
                     out.write_all(&text)?;
@@ -362,13 +379,13 @@ pub fn run_paired(
             }
             for (side, r) in results {
                 let Some(result) = r else {
-                    break 'cases;
+                    return Ok(None);
                 };
-                worst = worst.max(result.status);
+                self.worst = self.worst.max(result.status);
                 if !usable(&result) {
-                    notes.push(format!(
+                    self.notes.push(format!(
                         "{} {} left out of the pairs: it is {}",
-                        labels[side],
+                        self.labels()[side],
                         case.name,
                         result.status.name()
                     ));
@@ -378,19 +395,20 @@ pub fn run_paired(
             // Once the pair is complete: look, when the plan does; then the budget,
             // checked after every pair (a budget spent between two looks ends the
             // plan there: `analysis::paired` uses the looks taken and this one).
-            let complete = mode != Mode::Sequential && sides.iter().all(|s| s.contains_key(&k));
+            let complete =
+                self.mode != Mode::Sequential && sides.iter().all(|s| s.contains_key(&k));
             if !complete {
                 continue;
             }
-            if policy.looks.is_some_and(|l| l.at(k)) {
-                let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), &policy);
+            if self.policy.looks.is_some_and(|l| l.at(k)) {
+                let rows = judge(&pairs_of(name, &sides[0], &sides[1], true), self.policy);
                 write_look(out, k, &rows)?;
                 if !rows.is_empty() && rows.iter().all(settled) {
                     stopped_by = Some(format!("decided after {k} pairs"));
                     break;
                 }
             }
-            if per_case.is_some_and(|b| case_start.elapsed() >= b) && k < p.max_pairs {
+            if self.per_case.is_some_and(|b| case_start.elapsed() >= b) && k < self.p.max_pairs {
                 stopped_by = Some(format!("time budget spent after {k} pairs"));
                 break;
             }
@@ -398,22 +416,29 @@ pub fn run_paired(
         if let Some(why) = stopped_by {
             writeln!(out, "  {name}: {why}")?;
         }
-        all_pairs.extend(pairs_of(
+        Ok(Some(pairs_of(
             name,
             &sides[0],
             &sides[1],
-            mode != Mode::Sequential,
-        ));
+            self.mode != Mode::Sequential,
+        )))
     }
-    let seconds = started.elapsed().as_secs_f64();
-    let machine = MachineNoise {
-        steal: ((crate::host::stolen_seconds() - steal_before)
-            / (seconds * crate::host::cores() as f64))
-            .clamp(0.0, 1.0),
-        seconds,
-    };
-    store.set_run_settings(base_id, &session(cand_id, Some(machine)))?;
-    store.set_run_settings(cand_id, &session(base_id, Some(machine)))?;
+}
+
+/// The session's end: both runs finished with the worst status, the pairs judged, the
+/// comparison printed as `compare` prints it.
+#[allow(clippy::too_many_arguments)]
+fn conclude(
+    store: &Store,
+    p: &Pairing,
+    (policy, mode): (&Policy, Mode),
+    (base_id, cand_id): (i64, i64),
+    machine: MachineNoise,
+    worst: Status,
+    all_pairs: &[Pair],
+    notes: Vec<String>,
+    out: &mut dyn Write,
+) -> crate::error::Result<PairedOutcome> {
     let interrupted = signals::interrupted();
     let ending = if interrupted {
         Ending::Interrupted
@@ -423,7 +448,7 @@ pub fn run_paired(
     let code = ending.exit_code();
     store.finish_run(base_id, ending.name(), Some(code), &[])?;
     store.finish_run(cand_id, ending.name(), Some(code), &[])?;
-    let rows = judge(&all_pairs, &policy);
+    let rows = judge(all_pairs, policy);
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
     let host = crate::host::Host::current();
     let version = |key: &str, id: i64| Version {
@@ -461,6 +486,66 @@ pub fn run_paired(
         candidate_run: cand_id,
         ending,
         regressed,
+    })
+}
+
+/// One pair as a duet: both versions' cases at once, their loads started together;
+/// with `split` (the pair's number), each target on half of the CPUs, swapped every
+/// pair so neither version keeps the better half. Each side's printed text and result,
+/// in side order.
+fn duet(
+    into: [&RunInto; 2],
+    case: &suite::Case,
+    vars: [&Vec<(String, String)>; 2],
+    labels: [&String; 2],
+    (nth, total): (usize, usize),
+    ceilings: [Option<f64>; 2],
+    split: Option<usize>,
+) -> Vec<crate::error::Result<(Vec<u8>, Option<CaseResult>)>> {
+    let together = std::sync::Arc::new(crate::kinds::Rendezvous::default());
+    let cores = crate::host::cores();
+    let cpus =
+        |side: usize| split.map(|k| (0..cores).filter(|c| c % 2 == (side + k) % 2).collect());
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = [0usize, 1]
+            .map(|side| {
+                let together = together.clone();
+                let (mut ceiling, this, vars) = (ceilings[side], *into[side], vars[side]);
+                scope.spawn(
+                    move || -> crate::error::Result<(Vec<u8>, Option<CaseResult>)> {
+                        let duet = crate::kinds::Duet {
+                            cpus: cpus(side),
+                            side,
+                            together,
+                        };
+                        // Its own connection: the two sides store at once.
+                        let store = Store::open(this.location)?;
+                        let this = RunInto {
+                            store: &store,
+                            ..this
+                        };
+                        let mut text = format!("\n{}:", labels[side]).into_bytes();
+                        let r = this.execute(
+                            case,
+                            vars,
+                            (nth + side + 1, total),
+                            &mut ceiling,
+                            Some(&duet),
+                            &mut text,
+                        );
+                        duet.together.arrive(side);
+                        Ok((text, r.map_err(|e| this.cut_short(e))?))
+                    },
+                )
+            })
+            .into();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(crate::Error::environment("a duet side panicked")))
+            })
+            .collect()
     })
 }
 

@@ -128,6 +128,119 @@ fn dim(name: &str, detail: String, distance: f64, tolerance: f64) -> Dimension {
     }
 }
 
+/// How bursty the two logs are, per second (with the longer windows shown), judged
+/// only beyond twice the indexes' combined standard error.
+fn dispersion(a: &Profile, b: &Profile, tol: &Tolerance) -> Option<Dimension> {
+    let d1 = |p: &Profile| {
+        p.rate
+            .dispersion
+            .iter()
+            .find(|d| d.window_seconds == 1)
+            .cloned()
+    };
+    let (Some(xa), Some(xb)) = (d1(a), d1(b)) else {
+        return None;
+    };
+    let (da, db) = (xa.index, xb.index);
+    let longer: Vec<String> = [10u64, 60]
+        .iter()
+        .filter_map(|&w| {
+            let f = |p: &Profile| {
+                p.rate
+                    .dispersion
+                    .iter()
+                    .find(|d| d.window_seconds == w)
+                    .map(|d| d.index)
+            };
+            Some(format!("{w} s: {:.2} → {:.2}", f(a)?, f(b)?))
+        })
+        .collect();
+    let more = if longer.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", longer.join(", "))
+    };
+    // An index from k windows has a standard error of about D·√(2/(k−1)): a short
+    // log's index is noisy, and a difference within twice the combined error is
+    // chance, not a different workload.
+    let se = |d: f64, k: usize| d.max(0.0) * (2.0 / (k.max(2) - 1) as f64).sqrt();
+    let noise = 2.0 * (se(da, xa.windows).powi(2) + se(db, xb.windows).powi(2)).sqrt();
+    let chance = (db - da).abs() <= noise;
+    let mut d = dim(
+        "dispersion",
+        format!(
+            "index of dispersion per second {da:.2} → {db:.2} ({:+.1}%; 1 is Poisson, 0 a constant rate){more}{}",
+            100.0 * (db - da) / da.max(1e-9),
+            if chance && relative(da, db) > tol.dispersion {
+                format!("; within chance for {} and {} seconds (±{noise:.2}): not judged different", xa.windows, xb.windows)
+            } else {
+                String::new()
+            }
+        ),
+        relative(da, db),
+        tol.dispersion,
+    );
+    d.differs &= !chance;
+    Some(d)
+}
+
+/// The largest difference of a route's median response size (routes of 1% or more).
+fn sizes(a: &Profile, b: &Profile, tol: &Tolerance) -> Option<Dimension> {
+    let mut sizes: Vec<(String, f64, f64)> = Vec::new();
+    for ra in a.mix.iter().filter(|r| r.share >= 1.0) {
+        if let Some(rb) = b
+            .mix
+            .iter()
+            .find(|r| r.method == ra.method && r.route == ra.route && r.share >= 1.0)
+        {
+            sizes.push((
+                format!("{} {}", ra.method, ra.route),
+                ra.bytes.p50,
+                rb.bytes.p50,
+            ));
+        }
+    }
+    let w = sizes
+        .iter()
+        .max_by(|x, y| relative(x.1, x.2).total_cmp(&relative(y.1, y.2)))?;
+    Some(dim(
+        "sizes",
+        format!(
+            "largest difference of a median response size: {} {:.0} → {:.0} bytes",
+            w.0, w.1, w.2
+        ),
+        relative(w.1, w.2),
+        tol.size,
+    ))
+}
+
+/// What is shown but not judged: the target's response time, distinct clients.
+fn shown(a: &Profile, b: &Profile) -> Vec<String> {
+    let mut shown = Vec::new();
+    let times = |p: &Profile| -> Option<(f64, f64)> {
+        if !p.has_times {
+            return None;
+        }
+        // The busiest route's response time stands for the target's.
+        let r = p.mix.first()?;
+        let t = r.time_ms.as_ref()?;
+        Some((t.p50, t.p99))
+    };
+    if let (Some(ta), Some(tb)) = (times(a), times(b)) {
+        shown.push(format!(
+            "response time of {} {}: p50 {:.2} → {:.2} ms, p99 {:.2} → {:.2} ms (the target's answer, not the workload: not judged)",
+            a.mix[0].method, a.mix[0].route, ta.0, tb.0, ta.1, tb.1
+        ));
+    }
+    if let (Some(ca), Some(cb)) = (&a.clients, &b.clients) {
+        shown.push(format!(
+            "distinct clients {} → {} (a generator's connections are not production's users: not judged)",
+            ca.distinct, cb.distinct
+        ));
+    }
+    shown
+}
+
 pub fn compare(a: &Profile, b: &Profile, la: &str, lb: &str, tol: Tolerance) -> Comparison {
     let mut routes: Vec<RouteShare> = a
         .mix
@@ -212,106 +325,9 @@ pub fn compare(a: &Profile, b: &Profile, la: &str, lb: &str, tol: Tolerance) -> 
         relative(pa, pb),
         tol.rate,
     ));
-    let d1 = |p: &Profile| {
-        p.rate
-            .dispersion
-            .iter()
-            .find(|d| d.window_seconds == 1)
-            .cloned()
-    };
-    if let (Some(xa), Some(xb)) = (d1(a), d1(b)) {
-        let (da, db) = (xa.index, xb.index);
-        let longer: Vec<String> = [10u64, 60]
-            .iter()
-            .filter_map(|&w| {
-                let f = |p: &Profile| {
-                    p.rate
-                        .dispersion
-                        .iter()
-                        .find(|d| d.window_seconds == w)
-                        .map(|d| d.index)
-                };
-                Some(format!("{w} s: {:.2} → {:.2}", f(a)?, f(b)?))
-            })
-            .collect();
-        let more = if longer.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", longer.join(", "))
-        };
-        // An index from k windows has a standard error of about D·√(2/(k−1)): a short
-        // log's index is noisy, and a difference within twice the combined error is
-        // chance, not a different workload.
-        let se = |d: f64, k: usize| d.max(0.0) * (2.0 / (k.max(2) - 1) as f64).sqrt();
-        let noise = 2.0 * (se(da, xa.windows).powi(2) + se(db, xb.windows).powi(2)).sqrt();
-        let chance = (db - da).abs() <= noise;
-        let mut d = dim(
-            "dispersion",
-            format!(
-                "index of dispersion per second {da:.2} → {db:.2} ({:+.1}%; 1 is Poisson, 0 a constant rate){more}{}",
-                100.0 * (db - da) / da.max(1e-9),
-                if chance && relative(da, db) > tol.dispersion {
-                    format!("; within chance for {} and {} seconds (±{noise:.2}): not judged different", xa.windows, xb.windows)
-                } else {
-                    String::new()
-                }
-            ),
-            relative(da, db),
-            tol.dispersion,
-        );
-        d.differs &= !chance;
-        dims.push(d);
-    }
-    let mut sizes: Vec<(String, f64, f64)> = Vec::new();
-    for ra in a.mix.iter().filter(|r| r.share >= 1.0) {
-        if let Some(rb) = b
-            .mix
-            .iter()
-            .find(|r| r.method == ra.method && r.route == ra.route && r.share >= 1.0)
-        {
-            sizes.push((
-                format!("{} {}", ra.method, ra.route),
-                ra.bytes.p50,
-                rb.bytes.p50,
-            ));
-        }
-    }
-    if let Some(w) = sizes
-        .iter()
-        .max_by(|x, y| relative(x.1, x.2).total_cmp(&relative(y.1, y.2)))
-    {
-        dims.push(dim(
-            "sizes",
-            format!(
-                "largest difference of a median response size: {} {:.0} → {:.0} bytes",
-                w.0, w.1, w.2
-            ),
-            relative(w.1, w.2),
-            tol.size,
-        ));
-    }
-    let mut shown = Vec::new();
-    let times = |p: &Profile| -> Option<(f64, f64)> {
-        if !p.has_times {
-            return None;
-        }
-        // The busiest route's response time stands for the target's.
-        let r = p.mix.first()?;
-        let t = r.time_ms.as_ref()?;
-        Some((t.p50, t.p99))
-    };
-    if let (Some(ta), Some(tb)) = (times(a), times(b)) {
-        shown.push(format!(
-            "response time of {} {}: p50 {:.2} → {:.2} ms, p99 {:.2} → {:.2} ms (the target's answer, not the workload: not judged)",
-            a.mix[0].method, a.mix[0].route, ta.0, tb.0, ta.1, tb.1
-        ));
-    }
-    if let (Some(ca), Some(cb)) = (&a.clients, &b.clients) {
-        shown.push(format!(
-            "distinct clients {} → {} (a generator's connections are not production's users: not judged)",
-            ca.distinct, cb.distinct
-        ));
-    }
+    dims.extend(dispersion(a, b, &tol));
+    dims.extend(sizes(a, b, &tol));
+    let shown = shown(a, b);
     routes.sort_by(|x, y| (y.a + y.b).total_cmp(&(x.a + x.b)));
     let similar = dims.iter().all(|d| !d.differs);
     Comparison {
