@@ -23,8 +23,29 @@ pub struct Cli {
     #[arg(long, global = true, env = "STRAINLINE_STORE", hide_env_values = true, value_name = "PATH|URL", default_value = crate::store::DEFAULT_PATH)]
     pub store: crate::store::Location,
 
+    /// Say more of what strainline does on stderr (-v, -vv); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// strainline's log on stderr as text, or one JSON object per line (for agents in
+    /// pods).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,7 @@ pub const LAYERS: &[&[&str]] = &[
         "rng",
         "error",
         "observe",
+        "logging",
     ],
 ];
 

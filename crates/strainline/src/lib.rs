@@ -21,6 +21,7 @@ mod limits;
 mod live;
 mod load;
 mod located;
+mod logging;
 mod measure;
 mod metrics;
 mod monitor;
@@ -49,6 +50,14 @@ pub fn guard() -> ! {
 /// Runs a parsed command line and returns the exit code.
 pub fn run(cli: cli::Cli) -> error::Result<i32> {
     os::process::private_files();
+    logging::init(
+        cli.verbose,
+        matches!(cli.command, cli::Command::Agent(_)),
+        match cli.log_format {
+            cli::LogFormat::Text => logging::Format::Text,
+            cli::LogFormat::Json => logging::Format::Json,
+        },
+    );
     match cli.command {
         cli::Command::Monitor(args) => commands::monitor::run(&cli.store, args),
         cli::Command::Run(args) => commands::run::run(&cli.store, args),

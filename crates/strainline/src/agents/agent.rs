@@ -94,7 +94,7 @@ pub fn serve_listen(
             .local_addr()
             .map_err(|e| crate::Error::usage(e.to_string()))?;
         let acceptor = super::link::acceptor()?;
-        eprintln!("strainline agent {name}: listening on {local} (TLS, token)");
+        tracing::info!("strainline agent {name}: listening on {local} (TLS, token)");
         let busy = Arc::new(AtomicBool::new(false));
         let pending = std::rc::Rc::new(Pending::default());
         let local_set = tokio::task::LocalSet::new();
@@ -106,7 +106,7 @@ pub fn serve_listen(
                         Ok(c) => c,
                         Err(e) => {
                             if said.elapsed() >= Duration::from_secs(10) {
-                                eprintln!("strainline agent {name}: accept: {e} (waiting)");
+                                tracing::warn!("strainline agent {name}: accept: {e} (waiting)");
                                 said = Instant::now();
                             }
                             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -163,7 +163,7 @@ pub fn serve_connect(
                 Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
             }
         };
-        eprintln!("strainline agent {name}: connected to the coordinator at {addr}");
+        tracing::info!("strainline agent {name}: connected to the coordinator at {addr}");
         let busy = Arc::new(AtomicBool::new(false));
         serve_tls(tcp, addr.to_string(), acceptor, token, name, busy, None).await;
         Ok(())
@@ -179,7 +179,7 @@ fn stop_on_signals(name: &str) {
     let name = name.to_string();
     std::thread::spawn(move || loop {
         if let Some(r) = crate::os::signals::take() {
-            eprintln!(
+            tracing::info!(
                 "strainline agent {name}: stopped by {}",
                 crate::measure::signal_name(r.signal)
             );
@@ -226,7 +226,7 @@ async fn serve_tls(
     let tls = match tokio::time::timeout_at(until, acceptor.accept(tcp)).await {
         Ok(Ok(t)) => t,
         _ => {
-            eprintln!("agent {name}: {peer}: no TLS handshake");
+            tracing::warn!("agent {name}: {peer}: no TLS handshake");
             return;
         }
     };
@@ -243,7 +243,7 @@ async fn serve_tls(
         authenticated: &mut || done.now(),
     };
     if let Err(e) = session(BufReader::new(r), w, &id, &busy, greeted).await {
-        eprintln!(
+        tracing::warn!(
             "agent {name}: {peer}: {}",
             crate::units::one_line(&e.to_string())
         );
@@ -361,7 +361,7 @@ where
         let wait = lease.saturating_sub(heard.elapsed());
         let msg = match tokio::time::timeout(wait, wire::recv::<_, ToAgent>(&mut r)).await {
             Err(_) => {
-                eprintln!(
+                tracing::warn!(
                     "agent {}: nothing from the coordinator for {:.1} s (lease): load stopped",
                     id.name,
                     lease.as_secs_f64()
@@ -372,7 +372,7 @@ where
             // The coordinator went away (or sent garbage): stop.
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
-                eprintln!("agent {}: {e}", id.name);
+                tracing::warn!("agent {}: {e}", id.name);
                 break;
             }
         };
@@ -573,7 +573,7 @@ fn start(
         )));
     }
     let start = Instant::now() + Duration::from_nanos(ahead as u64);
-    eprintln!(
+    tracing::info!(
         "agent: slice {} of {} of {}, starting in {:.2} s",
         job.slice.index + 1,
         job.slice.of,
@@ -597,7 +597,7 @@ fn start(
             });
         });
         let v = verdict::judge(&outcome);
-        eprintln!(
+        tracing::info!(
             "agent: done: {} sent, {} completed, {} errors; its generator {:?}",
             outcome.total.sent,
             outcome.total.completed,

@@ -251,7 +251,7 @@ pub async fn accept(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| crate::Error::usage(format!("listen://{addr}: {e}")))?;
-    eprintln!("waiting for {count} agent(s) to dial {addr}");
+    tracing::info!("waiting for {count} agent(s) to dial {addr}");
     crate::os::process::raise_nofile();
     let until = tokio::time::Instant::now() + wait;
     let mut links = Vec::new();
@@ -294,7 +294,7 @@ pub async fn accept(
             }
             Some(done) = greeting.join_next() => match done {
                 Ok(Ok(l)) => links.push(l),
-                Ok(Err(e)) => eprintln!("{}", crate::units::one_line(&e.to_string())),
+                Ok(Err(e)) => tracing::warn!("{}", crate::units::one_line(&e.to_string())),
                 Err(_) => {}
             },
             _ = tokio::time::sleep_until(until) => return Err(missing(links.len())),

@@ -140,7 +140,7 @@ async fn follow(
                     Ok(Ok(Some(_))) => {}
                     // Lost: silent beyond the lease, cut off, or gone.
                     _ => {
-                        eprintln!("strainline: the agent watching the target was lost: its figures stop here");
+                        tracing::warn!("strainline: the agent watching the target was lost: its figures stop here");
                         return None;
                     }
                 }

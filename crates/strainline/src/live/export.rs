@@ -486,7 +486,7 @@ impl Drop for Export {
                 to,
                 &otlp(&f, crate::os::process::own_cpu_seconds(), self.start_ns).to_string(),
             ) {
-                eprintln!("note: the last OTLP push to {} failed: {e}", to.1);
+                tracing::warn!("note: the last OTLP push to {} failed: {e}", to.1);
             }
         }
         ON.store(false, Ordering::SeqCst);

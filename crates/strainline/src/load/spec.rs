@@ -302,7 +302,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 Rate::Constant(r) => {
                     if r < threads as f64 {
                         let t = (r.floor() as usize).max(1);
-                        eprintln!("note: {r} req/s is less than one request per second per thread: using {t} thread(s) instead of {threads}");
+                        tracing::warn!("note: {r} req/s is less than one request per second per thread: using {t} thread(s) instead of {threads}");
                         threads = t;
                     }
                     format!("open model, {r} req/s constant")
