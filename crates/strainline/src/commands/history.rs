@@ -11,8 +11,8 @@ use crate::analysis::changepoint::{change_points, ChangePoint, Params};
 use crate::analysis::comparison::p_text;
 use crate::analysis::stats::median;
 use crate::cli::HistoryArgs;
-use crate::commands::compare::{case_key, usable};
 use crate::exit;
+use crate::store::{case_key, usable};
 use crate::store::{Location, Store};
 use crate::units::format_value;
 

@@ -65,7 +65,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
     }
     let poisson = args.poisson.then_some(args.seed);
     let offer = match (&args.scenario, args.rate, args.ramp) {
-        _ if args.replay.is_some() => Offer::Replay(replay_log(
+        _ if args.replay.is_some() => Offer::Replay(crate::workload::replay::open(
             args.replay.as_deref().expect("checked"),
             args.speed,
         )?),
@@ -255,30 +255,4 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         );
     }
     Ok(code)
-}
-
-/// Reads an access log for `--replay` ([`crate::workload::replay`]): counted and
-/// checked now, streamed in time order as the run goes.
-fn replay_log(
-    path: &std::path::Path,
-    speed: f64,
-) -> crate::error::Result<crate::load::replay::ReplayLog> {
-    if !(speed.is_finite() && speed > 0.0) {
-        return Err(crate::Error::usage(format!(
-            "--speed {speed}: give a positive number (2 = twice as fast)"
-        )));
-    }
-    let (log, bad) = crate::workload::replay::read(path, speed)?;
-    if bad.0 > 0 {
-        eprintln!(
-            "note: {}: {} malformed lines not replayed{}",
-            path.display(),
-            bad.0,
-            bad.1
-                .first()
-                .map(|m| format!(" (first: line {}: {})", m.line, m.reason))
-                .unwrap_or_default()
-        );
-    }
-    Ok(log)
 }

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use crate::cli::MonitorArgs;
 use crate::exit;
 use crate::host::{git_state, Host};
-use crate::measure::{ExitInfo, MonitorSummary, Sample};
+use crate::measure::{ExitInfo, Sample};
 use crate::monitor::watch::{tick, Flusher, Reap, DETAIL_PERIOD, STATUS_PERIOD};
 use crate::monitor::{Ending, Sampler, SamplerConfig};
 use crate::os::cgroup::Cgroup;
 use crate::os::{process, signals};
 use crate::report::monitor as report;
-use crate::store::{Location, Metric, NewRun, Store};
+use crate::store::{Location, NewRun, Store};
 use crate::Error;
 use std::sync::Arc;
 
@@ -167,7 +167,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
             }
         }
         if kill_at.is_some_and(|k| Instant::now() >= k) {
-            kill_tree(&sampler, root);
+            crate::monitor::stop::kill_tree(&sampler, root);
         }
         next_tick += args.interval;
         if next_tick < Instant::now() {
@@ -182,7 +182,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     let leftovers = if attached {
         0
     } else {
-        stop_leftovers(&mut sampler, root)
+        crate::monitor::stop::stop_leftovers(&mut sampler, root)
     };
     let overhead = process::own_cpu_seconds() - cpu_at_start;
     let exit_info = root_exit.unwrap_or(ExitInfo {
@@ -207,7 +207,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     store.finish_case(
         case_id,
         status,
-        &metrics(&summary),
+        &crate::monitor::figures::metrics(&summary),
         &summary.processes,
         &summary,
     )?;
@@ -238,86 +238,4 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         }
     }
     Ok(code)
-}
-
-/// SIGKILL to every live member of the tree (and the cgroup, which also catches any
-/// process forked since the last sample).
-fn kill_tree(sampler: &Sampler, root: u32) {
-    if let Some(cg) = sampler.cgroup() {
-        cg.kill_all();
-    }
-    process::signal(root, libc::SIGKILL);
-    for pid in sampler.live_pids() {
-        process::signal(pid, libc::SIGKILL);
-    }
-}
-
-/// After the command exits: SIGTERM what is left of its tree, give it the grace period,
-/// then SIGKILL; reap everything. Returns how many processes were left.
-fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
-    // One more look, so that a daemon started just before the end is found too.
-    sampler.sample();
-    let leftover: Vec<u32> = sampler
-        .live_pids()
-        .into_iter()
-        .filter(|&p| p != root)
-        .collect();
-    if !leftover.is_empty() {
-        for &pid in &leftover {
-            process::signal(pid, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && !sampler.live_pids().is_empty() {
-            std::thread::sleep(Duration::from_millis(20));
-            for (pid, r) in process::reap_exited() {
-                sampler.on_reaped(pid, r);
-            }
-            sampler.sample();
-        }
-        kill_tree(sampler, root);
-    }
-    // Reap until no child of ours is left (subreaper: orphans come to us).
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        for (pid, r) in process::reap_exited() {
-            sampler.on_reaped(pid, r);
-        }
-        // Any child left but strainline's own guardian?
-        let me = std::process::id();
-        let guardian = crate::os::guardian::pid();
-        let left = process::table()
-            .iter()
-            .any(|e| e.ppid == me && Some(e.pid) != guardian);
-        if !left || Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    leftover.len() as u64
-}
-
-/// The figures of a monitor run, as named metrics for the store and for comparisons.
-pub fn metrics(s: &MonitorSummary) -> Vec<Metric> {
-    let mut v = vec![
-        Metric::of("peak_rss", s.peak_rss.bytes as f64).from(s.peak_rss.source.describe()),
-        Metric::of(
-            "peak_tree_rss_sampled",
-            s.peak_tree_rss_sampled.bytes as f64,
-        ),
-        Metric::of("cpu_avg", s.cpu.avg_cores).from(&s.cpu.source),
-        Metric::of("cpu_max", s.cpu.max_cores),
-        Metric::of("cpu_seconds", s.cpu.total_seconds).from(&s.cpu.source),
-        Metric::of("duration", s.duration_seconds),
-        Metric::of("max_threads", s.max_threads as f64),
-        Metric::of("max_fds", s.max_fds as f64),
-        Metric::of("max_processes", s.max_processes as f64),
-        Metric::of("read_bytes", s.read_bytes as f64),
-        Metric::of("write_bytes", s.write_bytes as f64),
-        Metric::of("ctx_switches", s.ctx_switches as f64),
-        Metric::of("monitor_overhead", s.overhead.percent_of_core),
-    ];
-    if let Some(c) = &s.cgroup_memory_peak {
-        v.push(Metric::of("cgroup_memory_peak", c.bytes as f64).from(c.source.describe()));
-    }
-    v
 }

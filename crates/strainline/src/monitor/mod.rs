@@ -3,10 +3,12 @@
 //! CPU time goes ([`profile`]: perf stacks and flame graphs); the kernel's TCP counters
 //! ([`net`]).
 
+pub mod figures;
 pub mod net;
 pub mod procfs;
 pub mod profile;
 pub mod sampler;
+pub mod stop;
 pub mod tree;
 pub mod watch;
 

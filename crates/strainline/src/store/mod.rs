@@ -8,6 +8,7 @@
 //! nothing completed.
 
 pub mod backend;
+mod keys;
 mod pg;
 mod schema;
 mod sqlite;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
 use backend::{vals, Backend, Row, Value};
+pub use keys::{case_key, usable};
 
 /// The default store path, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".strainline/results.db";

@@ -33,6 +33,29 @@ struct Counts {
     at_last: u64,
 }
 
+/// Opens an access log for `--replay`: counted and
+/// checked now, streamed in time order as the run goes.
+pub fn open(path: &std::path::Path, speed: f64) -> crate::error::Result<ReplayLog> {
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(crate::Error::usage(format!(
+            "--speed {speed}: give a positive number (2 = twice as fast)"
+        )));
+    }
+    let (log, bad) = read(path, speed)?;
+    if bad.0 > 0 {
+        tracing::warn!(
+            "note: {}: {} malformed lines not replayed{}",
+            path.display(),
+            bad.0,
+            bad.1
+                .first()
+                .map(|m| format!(" (first: line {}: {})", m.line, m.reason))
+                .unwrap_or_default()
+        );
+    }
+    Ok(log)
+}
+
 /// `--replay PATH --speed S`: the log counted and checked, streamed in the run; the
 /// malformed lines skipped.
 pub fn read(path: &Path, speed: f64) -> crate::error::Result<(ReplayLog, (u64, Vec<Malformed>))> {
