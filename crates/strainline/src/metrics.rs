@@ -22,16 +22,9 @@ pub enum Kind {
 
 /// What produced a case, for the catalogue: a test kind or the `load` / `monitor`
 /// commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Source {
-    Bench,
-    Ramp,
-    Soak,
-    Rounds,
-    Crash,
-    Scale,
-    Harness,
+    Test(Kind),
     /// `strainline load`.
     Load,
     /// `strainline monitor`.
@@ -40,31 +33,23 @@ pub enum Source {
 
 impl From<Kind> for Source {
     fn from(k: Kind) -> Source {
-        match k {
-            Kind::Bench => Source::Bench,
-            Kind::Ramp => Source::Ramp,
-            Kind::Soak => Source::Soak,
-            Kind::Rounds => Source::Rounds,
-            Kind::Crash => Source::Crash,
-            Kind::Scale => Source::Scale,
-            Kind::Harness => Source::Harness,
-        }
+        Source::Test(k)
+    }
+}
+
+/// As its name (`bench`, `load`): how the catalogue reads as JSON.
+impl Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
 impl Source {
-    #[cfg(test)]
     pub fn name(self) -> &'static str {
         match self {
+            Source::Test(k) => k.name(),
             Source::Load => "load",
             Source::Monitor => "monitor",
-            Source::Bench => Kind::Bench.name(),
-            Source::Ramp => Kind::Ramp.name(),
-            Source::Soak => Kind::Soak.name(),
-            Source::Rounds => Kind::Rounds.name(),
-            Source::Crash => Kind::Crash.name(),
-            Source::Scale => Kind::Scale.name(),
-            Source::Harness => Kind::Harness.name(),
         }
     }
 }
@@ -184,11 +169,19 @@ pub struct Def {
 }
 
 use Direction::{Higher, Lower};
-use Source::*;
+const BENCH: Source = Source::Test(Kind::Bench);
+const RAMP: Source = Source::Test(Kind::Ramp);
+const SOAK: Source = Source::Test(Kind::Soak);
+const ROUNDS: Source = Source::Test(Kind::Rounds);
+const CRASH: Source = Source::Test(Kind::Crash);
+const SCALE: Source = Source::Test(Kind::Scale);
+const HARNESS: Source = Source::Test(Kind::Harness);
+const LOAD: Source = Source::Load;
+const MONITOR: Source = Source::Monitor;
 
-const LOADED: &[Source] = &[Bench, Soak, Load];
-const TARGET: &[Source] = &[Bench, Ramp, Soak, Rounds, Harness, Monitor];
-const WATCHED: &[Source] = &[Bench, Ramp, Soak, Rounds];
+const LOADED: &[Source] = &[BENCH, SOAK, LOAD];
+const TARGET: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS, HARNESS, MONITOR];
+const WATCHED: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS];
 
 const fn def(
     name: &'static str,
@@ -225,7 +218,7 @@ pub const METRICS: &[Def] = &[
         "throughput",
         Unit::ReqPerSec,
         Higher,
-        &[Bench, Soak, Rounds, Load],
+        &[BENCH, SOAK, ROUNDS, LOAD],
         "completed requests (or operations) per second",
     ),
     def(
@@ -282,35 +275,35 @@ pub const METRICS: &[Def] = &[
         "sent",
         Unit::Count,
         Direction::None,
-        &[Load],
+        &[LOAD],
         "requests sent",
     ),
     def(
         "completed",
         Unit::Count,
         Direction::None,
-        &[Load],
+        &[LOAD],
         "responses received",
     ),
     def(
         "offered_rate",
         Unit::ReqPerSec,
         Direction::None,
-        &[Load],
+        &[LOAD],
         "what the open model's schedule offered",
     ),
     def(
         "generator_cpu_seconds",
         Unit::Seconds,
         Lower,
-        &[Load],
+        &[LOAD],
         "CPU the generator's worker threads used",
     ),
     def(
         "schedule_lag_p99",
         Unit::Ms,
         Lower,
-        &[Load],
+        &[LOAD],
         "how late the generator woke for scheduled sends (p99)",
     ),
     // The target, a case's system under test.
@@ -325,14 +318,14 @@ pub const METRICS: &[Def] = &[
         "target_cpu",
         Unit::Cores,
         Lower,
-        &[Bench, Soak],
+        &[BENCH, SOAK],
         "the target tree's average CPU during the load",
     ),
     def(
         "cpu_per_op",
         Unit::Ms,
         Lower,
-        &[Bench],
+        &[BENCH],
         "target CPU time per completed request",
     ),
     def(
@@ -375,21 +368,21 @@ pub const METRICS: &[Def] = &[
         "ceiling",
         Unit::ReqPerSec,
         Higher,
-        &[Ramp],
+        &[RAMP],
         "highest offered rate that met the SLO and kept up",
     ),
     def(
         "knee",
         Unit::ReqPerSec,
         Higher,
-        &[Ramp],
+        &[RAMP],
         "last rate before latency began its climb",
     ),
     def(
         "max_throughput",
         Unit::ReqPerSec,
         Higher,
-        &[Ramp],
+        &[RAMP],
         "most completed per second in any step",
     ),
     // soak and rounds
@@ -397,77 +390,77 @@ pub const METRICS: &[Def] = &[
         "leak",
         Unit::Finding,
         Lower,
-        &[Soak, Rounds],
+        &[SOAK, ROUNDS],
         "a significant, sustained memory growth over budget",
     ),
     def(
         "fd_leak",
         Unit::Finding,
         Lower,
-        &[Soak],
+        &[SOAK],
         "a sustained growth of open file descriptors",
     ),
     def(
         "thread_leak",
         Unit::Finding,
         Lower,
-        &[Soak],
+        &[SOAK],
         "a sustained growth of threads",
     ),
     def(
         "retained_per_op",
         Unit::Bytes,
         Lower,
-        &[Soak, Rounds],
+        &[SOAK, ROUNDS],
         "memory kept per request or operation",
     ),
     def(
         "rss_growth",
         Unit::Bytes,
         Lower,
-        &[Soak],
+        &[SOAK],
         "RSS at the end of the soak less at its start",
     ),
     def(
         "retained_total",
         Unit::Bytes,
         Lower,
-        &[Rounds],
+        &[ROUNDS],
         "RSS after the last round less before the first",
     ),
     def(
         "degradation",
         Unit::Finding,
         Lower,
-        &[Rounds],
+        &[ROUNDS],
         "throughput falling over the rounds",
     ),
     def(
         "mib_per_client",
         Unit::MiB,
         Lower,
-        &[Soak],
+        &[SOAK],
         "memory growth per client",
     ),
     def(
         "capacity_ideal_clients",
         Unit::Clients,
         Higher,
-        &[Soak],
+        &[SOAK],
         "ceiling × client period",
     ),
     def(
         "capacity_safe_clients",
         Unit::Clients,
         Higher,
-        &[Soak],
+        &[SOAK],
         "80% of the ideal",
     ),
     def(
         "capacity_ram_clients",
         Unit::Clients,
         Higher,
-        &[Soak],
+        &[SOAK],
         "usable RAM / memory per client",
     ),
     // crash, scale, harness
@@ -475,49 +468,49 @@ pub const METRICS: &[Def] = &[
         "failed_iterations",
         Unit::Count,
         Lower,
-        &[Crash],
+        &[CRASH],
         "kills after which verify failed",
     ),
     def(
         "survived_iterations",
         Unit::Count,
         Higher,
-        &[Crash],
+        &[CRASH],
         "kills after which verify passed",
     ),
     def(
         "exponent",
         Unit::Plain,
         Lower,
-        &[Scale],
+        &[SCALE],
         "cost growth exponent (log–log fit)",
     ),
     def(
         "superlinear",
         Unit::Finding,
         Lower,
-        &[Scale],
+        &[SCALE],
         "exponent above 1.3",
     ),
     def(
         "cpu_avg",
         Unit::Cores,
         Lower,
-        &[Harness, Monitor],
+        &[HARNESS, MONITOR],
         "average CPU of the tree",
     ),
     def(
         "duration",
         Unit::Seconds,
         Lower,
-        &[Harness, Monitor],
+        &[HARNESS, MONITOR],
         "wall time",
     ),
     def(
         "exit_code",
         Unit::Plain,
         Lower,
-        &[Harness],
+        &[HARNESS],
         "the harness's exit status",
     ),
     // strainline monitor
@@ -525,21 +518,21 @@ pub const METRICS: &[Def] = &[
         "peak_tree_rss_sampled",
         Unit::Bytes,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "largest sampled sum of the tree's RSS",
     ),
     def(
         "cgroup_memory_peak",
         Unit::Bytes,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "the cgroup's own memory high-water mark",
     ),
     Def {
         name: "cpu_max",
         unit: Unit::Cores,
         direction: Lower,
-        kinds: &[Monitor],
+        kinds: &[MONITOR],
         extreme: true,
         about: "highest CPU of the tree in one tick",
     },
@@ -547,56 +540,56 @@ pub const METRICS: &[Def] = &[
         "cpu_seconds",
         Unit::Seconds,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "CPU time of the whole tree",
     ),
     def(
         "max_threads",
         Unit::Count,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "most threads at once",
     ),
     def(
         "max_fds",
         Unit::Count,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "most open file descriptors at once",
     ),
     def(
         "max_processes",
         Unit::Count,
         Direction::None,
-        &[Monitor],
+        &[MONITOR],
         "most processes at once",
     ),
     def(
         "read_bytes",
         Unit::Bytes,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "storage reads the kernel counted",
     ),
     def(
         "write_bytes",
         Unit::Bytes,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "storage writes the kernel counted",
     ),
     def(
         "ctx_switches",
         Unit::Count,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "context switches of the tree",
     ),
     def(
         "monitor_overhead",
         Unit::PercentOfCore,
         Lower,
-        &[Monitor],
+        &[MONITOR],
         "strainline's own sampling cost",
     ),
 ];

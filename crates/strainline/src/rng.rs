@@ -65,6 +65,25 @@ impl Rng {
     pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.index(xs.len())]
     }
+
+    /// The byte mutations every fuzzer shares, `which` of them (0 to 2): a bit flipped
+    /// at `at`, the bytes cut there, or up to 8 random bytes inserted there.
+    pub fn mutate_bytes(&mut self, b: &mut Vec<u8>, at: usize, which: usize) {
+        match which {
+            0 if !b.is_empty() => {
+                let i = at.min(b.len() - 1);
+                b[i] ^= 1 << self.index(8);
+            }
+            0 => {}
+            1 => b.truncate(at),
+            _ => {
+                let bytes: Vec<u8> = (0..1 + self.index(8))
+                    .map(|_| self.next_u64() as u8)
+                    .collect();
+                b.splice(at..at, bytes);
+            }
+        }
+    }
 }
 
 /// `len` letters and digits from `seed`: a payload that is text (an HTTP body, a

@@ -112,17 +112,7 @@ fn mutate(rng: &mut Rng, frame: &str) -> Vec<u8> {
     for _ in 0..1 + rng.index(4) {
         let at = rng.index(b.len() + 1);
         match rng.index(6) {
-            0 if !b.is_empty() => {
-                let i = at.min(b.len() - 1);
-                b[i] ^= 1 << rng.index(8);
-            }
-            1 => b.truncate(at),
-            2 => {
-                let bytes: Vec<u8> = (0..1 + rng.index(8))
-                    .map(|_| rng.next_u64() as u8)
-                    .collect();
-                b.splice(at..at, bytes);
-            }
+            which @ 0..=2 => rng.mutate_bytes(&mut b, at, which),
             3 => {
                 // A number or a string replaced by an extreme.
                 let text = String::from_utf8_lossy(&b).into_owned();

@@ -34,17 +34,7 @@ fn mutate(rng: &mut Rng, original: &[u8]) -> Vec<u8> {
     for _ in 0..1 + rng.index(4) {
         let at = rng.index(b.len() + 1);
         match rng.index(5) {
-            0 if !b.is_empty() => {
-                let i = at.min(b.len() - 1);
-                b[i] ^= 1 << rng.index(8);
-            }
-            1 => b.truncate(at),
-            2 => {
-                let bytes: Vec<u8> = (0..1 + rng.index(8))
-                    .map(|_| rng.next_u64() as u8)
-                    .collect();
-                b.splice(at..at, bytes);
-            }
+            which @ 0..=2 => rng.mutate_bytes(&mut b, at, which),
             3 => {
                 // A value (after a `:`, `=` or `"`, up to its end) replaced by an extreme.
                 let from = b[at.min(b.len())..]
