@@ -203,31 +203,7 @@ fn in_range<T: std::str::FromStr>(s: &str, limit: limits::Limit) -> crate::error
 /// A date (`2026-11-01`) or an RFC 3339 time (`2026-11-01T08:00:00Z`), as the store
 /// compares them.
 fn parse_since(s: &str) -> crate::error::Result<String> {
-    let shape = regex_lite::Regex::new(
-        r"^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$",
-    )
-    .expect("a valid pattern");
-    let ok = shape.captures(s).is_some_and(|c| {
-        let n = |i: usize| c[i].parse::<u32>().unwrap_or(0);
-        let (y, m) = (n(1), n(2));
-        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-        let days = match m {
-            2 if leap => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        // The time, when given: hours 0-23, minutes 0-59, seconds 0-60 (a leap second).
-        let time_ok = c.get(4).is_none_or(|t| {
-            let t = &t.as_str()[1..];
-            let part = |i: usize| t.get(i..i + 2).and_then(|p| p.parse::<u32>().ok());
-            part(0).is_some_and(|h| h <= 23)
-                && part(3).is_some_and(|mi| mi <= 59)
-                && (t.len() < 8 || t.as_bytes()[5] != b':' || part(6).is_some_and(|sec| sec <= 60))
-        });
-        (1..=12).contains(&m) && (1..=days).contains(&n(3)) && time_ok
-    });
-    if ok {
+    if crate::clock::is_date_or_time(s) {
         Ok(s.replacen(' ', "T", 1))
     } else {
         Err(crate::Error::usage(format!(

@@ -1,7 +1,10 @@
 //! Wall-clock timestamps for the results store and reports, as RFC 3339 UTC text
-//! (`2026-11-20T23:00:00.123Z`), without a calendar dependency.
+//! (`2026-11-20T23:00:00.123Z`), and the calendar where a user writes a date: the `jiff`
+//! crate's, not our own arithmetic.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use jiff::Timestamp;
 
 /// Now, as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
@@ -9,36 +12,34 @@ pub fn now_rfc3339() -> String {
 }
 
 pub fn format_rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    let (y, m, day) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let ts = Timestamp::try_from(t).unwrap_or(Timestamp::UNIX_EPOCH);
+    ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
-/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's algorithm.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// Seconds since 1970-01-01 UTC as `2026-11-22 09:00` (with seconds when asked).
+pub fn utc_minute(unix_seconds: i64, with_seconds: bool) -> String {
+    let ts = Timestamp::from_second(unix_seconds).unwrap_or(Timestamp::UNIX_EPOCH);
+    let f = if with_seconds {
+        "%Y-%m-%d %H:%M:%S"
+    } else {
+        "%Y-%m-%d %H:%M"
+    };
+    ts.strftime(f).to_string()
+}
+
+/// Whether `s` is a real date (`2026-11-01`), a date and time (`2026-11-01 08:00`,
+/// `…T08:00:00`) or an RFC 3339 instant (`…Z`, `…+01:00`, a leap second included).
+pub fn is_date_or_time(s: &str) -> bool {
+    // jiff takes a leap second as the second before it; a 61st second is no time.
+    s.parse::<jiff::civil::Date>().is_ok()
+        || s.parse::<jiff::civil::DateTime>().is_ok()
+        || s.parse::<Timestamp>().is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn formats_known_instants() {
@@ -49,5 +50,7 @@ mod tests {
         // A leap day.
         let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(format_rfc3339(t), "2000-02-29T00:00:00.000Z");
+        assert_eq!(utc_minute(1_795_215_659, false), "2026-11-20 23:00");
+        assert_eq!(utc_minute(1_795_215_659, true), "2026-11-20 23:00:59");
     }
 }

@@ -247,7 +247,9 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             let file = path.parent().unwrap_or(Path::new(".")).join(c.get_ref());
             let csv = std::fs::read_to_string(&file)
                 .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?;
-            let mut lines = parse_csv(&csv).into_iter();
+            let mut lines = parse_csv(&csv)
+                .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?
+                .into_iter();
             let header = lines.next().ok_or_else(|| {
                 at(
                     c.span().start,
@@ -506,40 +508,20 @@ fn arrivals(
     }
 }
 
-/// RFC 4180 CSV: comma-separated, fields optionally in double quotes ("" escapes a quote).
-pub fn parse_csv(text: &str) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    let mut row = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            (true, '"') => quoted = false,
-            (true, c) => field.push(c),
-            (false, '"') if field.is_empty() => quoted = true,
-            (false, ',') => row.push(std::mem::take(&mut field)),
-            (false, '\n') => {
-                row.push(std::mem::take(&mut field));
-                if !(row.len() == 1 && row[0].is_empty()) {
-                    rows.push(std::mem::take(&mut row));
-                } else {
-                    row.clear();
-                }
-            }
-            (false, '\r') => {}
-            (false, c) => field.push(c),
-        }
-    }
-    if !field.is_empty() || !row.is_empty() {
-        row.push(field);
-        rows.push(row);
-    }
-    rows
+/// RFC 4180 CSV (the `csv` crate): comma-separated, fields optionally in double quotes
+/// ("" escapes a quote), blank lines skipped; rows may differ in length (checked by the
+/// caller against the header). An error says where.
+pub fn parse_csv(text: &str) -> crate::error::Result<Vec<Vec<String>>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| {
+            r.map(|rec| rec.iter().map(str::to_string).collect())
+                .map_err(|e| crate::Error::usage(e.to_string()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -698,7 +680,8 @@ path = "/push/{{seq}}"
 
     #[test]
     fn csv_quotes_and_escapes() {
-        let rows = parse_csv("serial,model\nSN-1,\"ICR, 3231\"\n\"SN-\"\"2\"\"\",x\n");
+        let rows = parse_csv("serial,model\nSN-1,\"ICR, 3231\"\n\n\"SN-\"\"2\"\"\",x\r\n").unwrap();
+        assert_eq!(rows.len(), 3, "the blank line is skipped: {rows:?}");
         assert_eq!(rows[1], vec!["SN-1", "ICR, 3231"]);
         assert_eq!(rows[2], vec!["SN-\"2\"", "x"]);
     }

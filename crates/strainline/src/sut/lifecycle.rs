@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -354,42 +354,20 @@ fn answering(ready: &Ready, vars: &BTreeMap<String, String>) -> Option<String> {
         .then_some(text)
 }
 
-/// A plain HTTP/1.0 GET; ready when the status is below 500.
+/// A GET; ready when the status is below 500.
 pub fn http_ok(url: &str) -> bool {
     http_get(url).is_some_and(|s| s < 500)
 }
 
-/// A plain HTTP/1.0 GET of an `http://` URL; the status code.
+/// A GET of an `http://` or `https://` URL; the status code.
 pub fn http_get(url: &str) -> Option<u16> {
-    http_request("GET", url, "")
+    super::probe::request("GET", url, "")
 }
 
-/// A plain HTTP/1.0 request to an `http://` URL (set-up steps, readiness, quiesce
+/// A request to an `http://` or `https://` URL (set-up steps, readiness, quiesce
 /// hooks); the status code.
 pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
-        .ok()?
-        .next()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut buf = [0u8; 64];
-    let n = s.read(&mut buf).ok()?;
-    std::str::from_utf8(&buf[..n])
-        .ok()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    super::probe::request(method, url, body)
 }
 
 /// The target tree's CPU time at one instant, to the microsecond or better.

@@ -2,4 +2,5 @@
 //! it, telling when it is ready, watching it, stopping it and everything it started.
 
 pub mod lifecycle;
+pub mod probe;
 pub mod spec;

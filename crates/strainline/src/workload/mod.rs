@@ -132,15 +132,7 @@ pub fn window_seconds(s: &str) -> crate::error::Result<u64> {
 
 /// `2026-11-22 09:00 UTC` (with seconds when the window is under a minute).
 pub fn window_label(start: i64, w: u64) -> String {
-    let days = start.div_euclid(86_400);
-    let sod = start.rem_euclid(86_400);
-    let (y, m, d) = crate::clock::civil_from_days(days);
-    let (h, min, s) = (sod / 3600, sod % 3600 / 60, sod % 60);
-    if w < 60 {
-        format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02}:{s:02} UTC")
-    } else {
-        format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02} UTC")
-    }
+    format!("{} UTC", crate::clock::utc_minute(start, w < 60))
 }
 
 #[cfg(test)]

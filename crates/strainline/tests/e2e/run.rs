@@ -432,6 +432,28 @@ fn watched_processes_are_reported_beside_the_target_and_an_attached_target_is_le
     });
 }
 
+/// A target that speaks TLS only is ready when its https:// probe answers (the probe
+/// accepts the testbed's self-signed certificate); before, the probe spoke http:// only
+/// and such a target was never ready.
+#[test]
+fn an_https_readiness_probe_sees_a_tls_target_ready() {
+    let s = Scratch::new();
+    let suite = "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{port}}\", \"--tls\"]\n\
+                 ready = \"https://127.0.0.1:{{port}}/health\"\nready_timeout = \"20s\"\n\
+                 [[test]]\nname = \"client\"\nkind = \"bench\"\ncommand = [\"true\"]\n\
+                 connections = 1\nduration = \"1s\"\n";
+    let out = run_suite(&s, suite, &[]);
+    assert_exit(&out, 0);
+    assert!(!stdout(&out).contains("not ready"), "{}", stdout(&out));
+    // The same target behind a plain http:// probe never answers HTTP: not ready, named.
+    let plain = suite
+        .replace("https://", "http://")
+        .replace("\"20s\"", "\"2s\"");
+    let out = run_suite(&s, &plain, &[]);
+    assert_exit(&out, 3);
+    assert_has(&stdout(&out), "was not ready within");
+}
+
 #[test]
 fn a_command_workload_runs_without_a_target() {
     let _bench = loaded();
