@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -313,12 +313,13 @@ pub struct Targets {
 pub struct Export {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    otlp: Option<(SocketAddr, String, String)>,
+    otlp: Option<String>,
     start_ns: u64,
 }
 
-/// An `http://HOST:PORT/PATH` URL's address, Host header and path.
-fn http_url(url: &str) -> crate::error::Result<(SocketAddr, String, String)> {
+/// An OTLP receiver's `http://HOST:PORT/PATH` URL (the path `/v1/metrics` when none
+/// is given), checked.
+fn http_url(url: &str) -> crate::error::Result<String> {
     use std::net::ToSocketAddrs;
     let rest = url.strip_prefix("http://").ok_or_else(|| {
         format!("--otlp '{url}': give an http:// URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318/v1/metrics (https is not supported: use a local collector)")
@@ -327,27 +328,27 @@ fn http_url(url: &str) -> crate::error::Result<(SocketAddr, String, String)> {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/v1/metrics"),
     };
-    let addr = host
-        .to_socket_addrs()
+    host.to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
         .ok_or_else(|| format!("--otlp '{url}': cannot resolve '{host}' (HOST:PORT)"))?;
-    Ok((addr, host.to_string(), path.to_string()))
+    Ok(format!("http://{host}{path}"))
 }
 
-fn push(to: &(SocketAddr, String, String), body: &str) -> std::io::Result<()> {
-    let mut s = TcpStream::connect_timeout(&to.0, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    write!(
-        s,
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        to.2,
-        to.1,
-        body.len()
-    )?;
-    let mut reply = [0u8; 64];
-    let _ = s.read(&mut reply)?;
-    Ok(())
+/// One OTLP/HTTP JSON push; an error when the receiver did not take it.
+fn push(to: &str, body: &str) -> std::io::Result<()> {
+    let status = crate::sut::probe::send(
+        "POST",
+        to,
+        &[("content-type", "application/json")],
+        body.as_bytes(),
+        Duration::from_secs(2),
+    );
+    match status {
+        Some(s) if s < 300 => Ok(()),
+        Some(s) => Err(std::io::Error::other(format!("the receiver answered {s}"))),
+        None => Err(std::io::Error::other("no answer")),
+    }
 }
 
 /// Starts what `targets` asks for; `None` when it asks for nothing.
@@ -486,7 +487,7 @@ impl Drop for Export {
                 to,
                 &otlp(&f, crate::os::process::own_cpu_seconds(), self.start_ns).to_string(),
             ) {
-                tracing::warn!("note: the last OTLP push to {} failed: {e}", to.1);
+                tracing::warn!("note: the last OTLP push to {to} failed: {e}");
             }
         }
         ON.store(false, Ordering::SeqCst);

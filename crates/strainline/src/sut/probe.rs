@@ -1,7 +1,8 @@
 //! One HTTP request to a target that is starting or being prepared: the readiness probe
 //! (`ready = "http(s)://…"`), a suite's set-up requests, a rounds test's quiesce hook,
-//! `init`'s look at a server. HTTP/1.1 over hyper, `http://` and `https://`; the answer
-//! is the status code, or nothing when there is none within the time given.
+//! `init`'s look at a server — and the OTLP push of live figures, which is the same
+//! one request. HTTP/1.1 over hyper, `http://` and `https://`; the answer is the status
+//! code, or nothing when there is none within the time given.
 //!
 //! An `https://` probe accepts any certificate: it asks whether the target strainline
 //! started answers yet, on an address the suite names, and a test server's certificate
@@ -21,6 +22,17 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// `method url` with `body`; its status code, or `None` (no answer, not HTTP, a URL
 /// that is neither http:// nor https://).
 pub fn request(method: &str, url: &str, body: &str) -> Option<u16> {
+    send(method, url, &[], body.as_bytes(), TIMEOUT)
+}
+
+/// [`request`] with headers of its own and a time limit.
+pub fn send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> Option<u16> {
     let uri: Uri = url.parse().ok()?;
     let tls = match uri.scheme_str()? {
         "http" => false,
@@ -32,23 +44,31 @@ pub fn request(method: &str, url: &str, body: &str) -> Option<u16> {
         .enable_all()
         .build()
         .ok()?;
-    let body = Bytes::copy_from_slice(body.as_bytes());
+    let mut req = hyper::Request::builder().method(method);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = Bytes::copy_from_slice(body);
     rt.block_on(async {
-        tokio::time::timeout(TIMEOUT, send(method, uri, tls, body))
+        tokio::time::timeout(timeout, connect_and_send(req, uri, tls, body))
             .await
             .ok()?
     })
 }
 
-async fn send(method: hyper::Method, uri: Uri, tls: bool, body: Bytes) -> Option<u16> {
+async fn connect_and_send(
+    req: hyper::http::request::Builder,
+    uri: Uri,
+    tls: bool,
+    body: Bytes,
+) -> Option<u16> {
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let tcp = tokio::net::TcpStream::connect((host, port)).await.ok()?;
     let _ = tcp.set_nodelay(true);
     let authority = uri.authority()?.as_str().to_string();
     let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-    let req = hyper::Request::builder()
-        .method(method)
+    let req = req
         .uri(path)
         .header(hyper::header::HOST, authority)
         .body(Full::new(body))
