@@ -922,3 +922,46 @@ fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
     compare.bands = bands;
     Ok(compare)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The backticked names on the line of docs/suites.md that starts with `lead`,
+    /// after the heading `heading` (or anywhere, when `heading` is empty).
+    fn documented(text: &str, heading: &str, lead: &str) -> Vec<String> {
+        let from = if heading.is_empty() {
+            0
+        } else {
+            text.find(heading)
+                .unwrap_or_else(|| panic!("docs/suites.md has no '{heading}'"))
+        };
+        let line = text[from..]
+            .lines()
+            .find(|l| l.starts_with(lead))
+            .unwrap_or_else(|| panic!("no '{lead}' line after '{heading}' in docs/suites.md"));
+        line.split('`').skip(1).step_by(2).map(String::from).collect()
+    }
+
+    #[test]
+    fn the_docs_list_every_kinds_keys_as_the_parser_takes_them() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites.md"),
+        )
+        .unwrap();
+        assert_eq!(
+            documented(&text, "", "Workload keys"),
+            WORKLOAD_KEYS,
+            "docs/suites.md's workload keys differ from WORKLOAD_KEYS"
+        );
+        for kind in Kind::TESTS {
+            let heading = format!("### {} — ", kind.name());
+            assert_eq!(
+                documented(&text, &heading, "Keys of its own"),
+                own_keys(kind),
+                "docs/suites.md's keys of {} differ from the parser's",
+                kind.name()
+            );
+        }
+    }
+}
