@@ -11,6 +11,7 @@ pub mod coordinator;
 #[cfg(test)]
 mod fuzz;
 pub mod link;
+pub mod session;
 pub mod watch;
 mod wire;
 

@@ -4,15 +4,13 @@
 
 use std::time::Duration;
 
-use hdrhistogram::serialization::Serializer;
-
 use crate::agents;
+use crate::agents::session::Session;
 use crate::cli::{AgentsArgs, LoadArgs};
 use crate::exit;
 use crate::load::schedule::Rate;
-use crate::load::summary::summarize;
-use crate::load::verdict::{self, Validity};
-use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};
+use crate::load::verdict::Validity;
+use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Work};
 use crate::os::signals;
 use crate::report::load as report;
 use crate::store::{Location, Store};
@@ -142,11 +140,6 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         }
         None => None,
     };
-    let Planned {
-        plan,
-        description,
-        step_names,
-    } = planned;
     let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
     if let Some(p) = &args.json {
         std::fs::File::create(p)
@@ -171,34 +164,22 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         None => None,
     };
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
-    let outcome = match fleet {
-        None => load::run_live(&plan, !args.no_progress, "", &*feed),
-        Some(ready) => {
-            match load::live_with(&plan, !args.no_progress, "", &*feed, |stop, on_second| {
-                ready.run(&spec, &plan, stop, on_second)
-            }) {
-                Ok(o) => o,
-                Err(e) => {
-                    // An agent refused the plan: no load was sent.
-                    drop(live);
-                    store.finish_run(run_id, "failed", Some(exit::USAGE), &[e.to_string()])?;
-                    return Err(e);
-                }
-            }
+    let session = agents::session::drive(&spec, &planned, fleet, (!args.no_progress, ""), &*feed);
+    drop(live);
+    let Session {
+        outcome,
+        verdict: v,
+        summary,
+    } = match session {
+        Ok(s) => s,
+        Err(e) => {
+            // An agent refused the plan: no load was sent.
+            store.finish_run(run_id, "failed", Some(exit::USAGE), &[e.to_string()])?;
+            return Err(e);
         }
     };
-    drop(live);
     let target = watcher.map(|w| w.finish(Vec::new(), "watched").0);
     drop(export);
-    let v = verdict::judge(&outcome);
-    let summary = summarize(
-        &loaded,
-        spec.model_name(),
-        &description,
-        &outcome,
-        &v,
-        &step_names,
-    );
     let (code, status) = if outcome.interrupted {
         (exit::INTERRUPTED, "interrupted")
     } else {
@@ -218,16 +199,12 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     )?;
     store.append_series(case_id, "errors_per_second", &series(&|s| s.errors as f64))?;
     store.append_series(case_id, "p99_us", &series(&|s| s.p99_us as f64))?;
-    let mut encoded = Vec::new();
-    if hdrhistogram::serialization::V2DeflateSerializer::new()
-        .serialize(&outcome.total.corrected, &mut encoded)
-        .is_ok()
-    {
+    if let Some(encoded) = load::recorder::hdr::stored(&outcome.total.corrected) {
         store.put_histogram(
             case_id,
             "latency_us",
             (0.0, outcome.elapsed),
-            "hdr-v2-deflate",
+            load::recorder::hdr::STORED,
             &encoded,
         )?;
     }

@@ -11,7 +11,7 @@ use super::{d, CaseCtx, CaseResult, Status};
 use crate::analysis::leak::{self, Policy};
 use crate::analysis::{capacity, ramp, rounds};
 use crate::load::schedule::Rate;
-use crate::load::summary::{summarize, LoadSummary};
+use crate::load::summary::LoadSummary;
 use crate::load::verdict::{self, Validity};
 use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Outcome, Work};
 use crate::measure::Sample;
@@ -92,38 +92,28 @@ fn drive(
         duet.together
             .meet(duet.side, std::time::Duration::from_secs(120));
     }
-    // A live line on a terminal: a soak of hours shows it is alive.
-    let prefix = format!("{} ", ctx.case.name);
-    let outcome = match ctx.agents {
-        None => load::run_live(&planned.plan, true, &prefix, &*ctx.observer),
+    // Each run (a ramp's step) is one session of every agent.
+    let agents = match ctx.agents {
         Some(fleet) => {
-            // Each run (a ramp's step) is one session of every agent.
             fleet.check(&spec)?;
             let ready = crate::agents::coordinator::connect(fleet)?;
             planned.on_agents(ready.count());
-            load::live_with(
-                &planned.plan,
-                true,
-                &prefix,
-                &*ctx.observer,
-                |stop, on_second| ready.run(&spec, &planned.plan, stop, on_second),
-            )?
+            Some(ready)
         }
+        None => None,
     };
+    // A live line on a terminal: a soak of hours shows it is alive.
+    let prefix = format!("{} ", ctx.case.name);
+    let crate::agents::session::Session {
+        outcome,
+        verdict: v,
+        summary,
+    } = crate::agents::session::drive(&spec, &planned, agents, (true, &prefix), &*ctx.observer)?;
     // The measured window: the load engine's own clock starts after its warm-up.
     let t1 = running.map_or(outcome.elapsed, |r| {
         r.watcher.started.elapsed().as_secs_f64()
     });
     let t0 = t1 - outcome.elapsed;
-    let v = verdict::judge(&outcome);
-    let summary = summarize(
-        &spec.what(),
-        spec.model_name(),
-        &planned.description,
-        &outcome,
-        &v,
-        &planned.step_names,
-    );
     if !summary.agents.is_empty() {
         *ctx.agent_parts.borrow_mut() = summary.agents.clone();
     }
@@ -202,12 +192,7 @@ fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
 /// Keeps the run's latency histogram (from intended send times) for the store and the
 /// report's percentile curve.
 fn keep_latency(r: &mut CaseResult, run: &Run) {
-    use hdrhistogram::serialization::Serializer;
-    let mut encoded = Vec::new();
-    if hdrhistogram::serialization::V2DeflateSerializer::new()
-        .serialize(&run.outcome.total.corrected, &mut encoded)
-        .is_ok()
-    {
+    if let Some(encoded) = crate::load::recorder::hdr::stored(&run.outcome.total.corrected) {
         r.histograms.push(("latency_us".into(), encoded));
     }
 }

@@ -118,6 +118,18 @@ pub mod hdr {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
+    /// How the store keeps a histogram: HdrHistogram's compressed V2 encoding.
+    pub const STORED: &str = "hdr-v2-deflate";
+
+    /// `h` in the store's encoding ([`STORED`]).
+    pub fn stored(h: &Histogram<u64>) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .ok()?;
+        Some(bytes)
+    }
+
     pub fn decode(text: &str) -> crate::error::Result<Histogram<u64>> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)

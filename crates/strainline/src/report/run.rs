@@ -158,7 +158,7 @@ const PERCENTILES: [f64; 12] = [
 fn latency_curve(store: &Store, case_id: i64) -> Vec<(f64, f64)> {
     let mut merged: Option<Histogram<u64>> = None;
     for h in store.histograms(case_id).unwrap_or_default() {
-        if h.name != "latency_us" || h.encoding != "hdr-v2-deflate" {
+        if h.name != "latency_us" || h.encoding != crate::load::recorder::hdr::STORED {
             continue;
         }
         let Ok(part) = Deserializer::new().deserialize::<u64, _>(&mut h.data.as_slice()) else {

@@ -449,7 +449,13 @@ fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> crate::error:
         store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
     }
     for (name, data) in &result.histograms {
-        store.put_histogram(case_id, name, (0.0, 0.0), "hdr-v2-deflate", data)?;
+        store.put_histogram(
+            case_id,
+            name,
+            (0.0, 0.0),
+            crate::load::recorder::hdr::STORED,
+            data,
+        )?;
     }
     let processes = result
         .target

@@ -940,7 +940,11 @@ mod tests {
             .lines()
             .find(|l| l.starts_with(lead))
             .unwrap_or_else(|| panic!("no '{lead}' line after '{heading}' in docs/suites.md"));
-        line.split('`').skip(1).step_by(2).map(String::from).collect()
+        line.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect()
     }
 
     #[test]
