@@ -11,7 +11,8 @@ use super::Outcome;
 use crate::store::Metric;
 
 /// Latency percentiles, microseconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Percentiles {
     pub p50: u64,
     pub p90: u64,
@@ -95,7 +96,8 @@ pub struct LoadSummary {
 
 /// One agent's figures: its share of the run, its own verdict on its generator, and its
 /// histograms (HdrHistogram V2, base64) — the merged figures are those of their sum.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct AgentSummary {
     pub name: String,
     pub address: String,

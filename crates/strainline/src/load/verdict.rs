@@ -31,6 +31,17 @@ pub enum Validity {
     Failed,
 }
 
+impl Validity {
+    /// As stored and printed (`valid`, `invalid`, `failed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Validity::Valid => "valid",
+            Validity::Invalid => "invalid",
+            Validity::Failed => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Verdict {
     pub status: Validity,

@@ -5,6 +5,7 @@
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
+use crate::load::summary::AgentSummary;
 use crate::measure::Sample;
 use crate::store::{CaseRow, RunRow, Store};
 
@@ -25,40 +26,34 @@ pub const AGENT_COLUMNS: [&str; 9] = [
 /// (`details.agents`) — one row each under [`AGENT_COLUMNS`]: the one rendering of an
 /// agent's part for `show`, the case's table and the reports.
 pub fn agent_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
-    let Some(agents) = summary["agents"]
-        .as_array()
-        .or_else(|| summary["details"]["agents"].as_array())
-    else {
-        return Vec::new();
-    };
-    let us = |v: &serde_json::Value| crate::units::format_micros(v.as_u64().unwrap_or(0));
-    agents
-        .iter()
-        .map(|a| {
-            let cpu: f64 = a["generator_thread_cpu_seconds"]
-                .as_array()
-                .map_or(0.0, |c| c.iter().filter_map(|x| x.as_f64()).sum());
-            vec![
-                a["name"].as_str().unwrap_or("?").to_string(),
-                format!(
-                    "{}/{}",
-                    a["slice"].as_u64().unwrap_or(0) + 1,
-                    a["of"].as_u64().unwrap_or(0)
-                ),
-                a["sent"].as_u64().unwrap_or(0).to_string(),
-                format!("{:.1} req/s", a["achieved_rate"].as_f64().unwrap_or(0.0)),
-                us(&a["latency_us"]["p99"]),
-                us(&a["schedule_lag_us"]["p99"]),
-                format!("{:.2} s", cpu + 0.0),
-                format!("{:+.0} µs", a["clock_offset_us"].as_f64().unwrap_or(0.0)),
-                match (a["lost"].as_str(), a["status"].as_str()) {
-                    (Some(why), _) => format!("LOST: {why}"),
-                    (None, Some(s)) => s.to_string(),
-                    _ => "-".into(),
-                },
-            ]
-        })
-        .collect()
+    let stored = summary
+        .get("agents")
+        .or_else(|| summary.pointer("/details/agents"));
+    let agents: Vec<AgentSummary> = stored
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    agents.iter().map(agent_row).collect()
+}
+
+/// An agent's row: name, slice, sent, rate, p99, lag p99, CPU, clock offset, state.
+pub fn agent_row(a: &AgentSummary) -> Vec<String> {
+    let us = crate::units::format_micros;
+    let cpu: f64 = a.generator_thread_cpu_seconds.iter().sum();
+    vec![
+        a.name.clone(),
+        format!("{}/{}", a.slice + 1, a.of),
+        a.sent.to_string(),
+        format!("{:.1} req/s", a.achieved_rate),
+        us(a.latency_us.p99),
+        us(a.schedule_lag_us.p99),
+        format!("{:.2} s", cpu + 0.0),
+        format!("{:+.0} µs", a.clock_offset_us),
+        match (&a.lost, a.status) {
+            (Some(why), _) => format!("LOST: {why}"),
+            (None, Some(s)) => s.name().to_string(),
+            (None, None) => "-".into(),
+        },
+    ]
 }
 
 /// An agent's row as a line: `a1 slice 1/2: 400 sent, 199.8 req/s, p99 …, valid`.
@@ -204,4 +199,33 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
         });
     }
     Ok(RunData { run, cases })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case's agents as a store written before the rows were typed holds them (every
+    /// field the coordinator wrote then; `clock_rtt_us` missing, as in older stores).
+    #[test]
+    fn stored_agents_read_back_into_rows() {
+        let stored = serde_json::json!({"details": {"agents": [{
+            "name": "a1", "address": "tls://127.0.0.1:7461", "slice": 0, "of": 2,
+            "sent": 400, "completed": 400, "ok": 400, "errors": 0, "achieved_rate": 199.84,
+            "latency_us": {"p50": 300, "p90": 500, "p99": 1200, "p999": 2000, "max": 3000, "mean": 350.0},
+            "schedule_lag_us": {"p50": 20, "p90": 40, "p99": 90, "p999": 100, "max": 120, "mean": 25.0},
+            "generator_thread_cpu_seconds": [0.25, 0.5], "clock_offset_us": -12.4,
+            "status": "valid", "reasons": [], "lost": null,
+            "latency_histogram": "", "service_histogram": ""
+        }, {"name": "a2", "slice": 1, "of": 2, "lost": "connection reset"}]}});
+        let rows = agent_rows(&stored);
+        assert_eq!(
+            agent_line(&rows[0]),
+            "a1 slice 1/2: 400 sent, 199.8 req/s, p99 1.2ms, lag p99 90µs, CPU 0.75 s, clock -12 µs, valid"
+        );
+        assert!(
+            agent_line(&rows[1]).ends_with("LOST: connection reset"),
+            "{rows:?}"
+        );
+    }
 }

@@ -51,7 +51,8 @@ fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::Ag
         result.details = serde_json::json!({});
     }
     result.details["agents"] = serde_json::to_value(parts).unwrap_or_default();
-    for row in crate::report::run::agent_rows(&result.details) {
+    for a in parts {
+        let row = crate::report::run::agent_row(a);
         result
             .table
             .push(format!("agent {}", crate::report::run::agent_line(&row)));
