@@ -9,9 +9,15 @@ use crate::report::{files, html, run as data};
 use crate::store::{Location, Store, StoreError};
 use crate::Error;
 
+/// A directory the user named for reports: one that cannot be made is theirs to fix.
+fn make_dir(dir: &Path) -> crate::error::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::Error::usage(format!("cannot create {}: {e}", dir.display())))
+}
+
 fn write(path: &Path, text: &str) -> crate::error::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        make_dir(dir)?;
     }
     std::fs::write(path, text)
         .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))
@@ -44,7 +50,7 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> crate::error::Result<V
                 continue;
             };
             let name = format!("{stem}-flame-{}.svg", c.row.id);
-            std::fs::create_dir_all(dir)?;
+            make_dir(dir)?;
             let title = format!("CPU of the target during {}", c.row.name);
             let drawn = crate::monitor::profile::draw(
                 &String::from_utf8_lossy(&folded),
@@ -73,7 +79,10 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> crate::error::Result<V
         )?;
     }
     if let Some(dir) = &args.csv {
-        for f in files::csv(&r, dir)? {
+        let csv = files::csv(&r, dir).map_err(|e| {
+            crate::Error::usage(format!("cannot write into {}: {e}", dir.display()))
+        })?;
+        for f in csv {
             written.push(f.display().to_string());
         }
     }
