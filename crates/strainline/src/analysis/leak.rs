@@ -21,7 +21,8 @@ pub struct Policy {
     pub budget: f64,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Leak {
     /// x below which points were dropped as warm-up.
     pub warmup_until: f64,

@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::bounds::{ACHIEVED_BOUND, SATURATED, STOLEN_BOUND};
 
 /// The figures of one step, as measured and as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Figures {
     /// Requests per second offered and completed.
     pub offered: f64,
@@ -94,7 +95,8 @@ fn lossy(s: &Figures, limits: &Limits) -> bool {
 }
 
 /// A step with its verdict, as stored in the case's details.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Step {
     #[serde(flatten)]
     pub figures: Figures,
@@ -240,7 +242,7 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
 }
 
 /// How a ramp ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum End {
     /// Every step held: the ceiling is at least the last step's rate.

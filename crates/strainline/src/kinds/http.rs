@@ -469,13 +469,13 @@ fn ramp(
             .map(|s| (s.figures.offered, s.figures.p99_ms))
             .collect(),
     ));
-    r.details = serde_json::json!({
-        "steps": steps,
-        "ceiling": c.ceiling,
-        "end": c.end,
-        "knee": c.knee,
-        "limiting_factor": c.limiting_factor,
-    });
+    r.details = serde_json::to_value(super::details::RampDetails {
+        steps,
+        ceiling: c.ceiling,
+        end: Some(c.end),
+        knee: c.knee,
+        limiting_factor: c.limiting_factor.clone(),
+    })?;
     Ok(())
 }
 
@@ -508,12 +508,12 @@ fn soak(
     let cpu = cpu_in(&all, run.window);
     r.metrics.push(Metric::of("target_cpu", cpu));
     let horizon = t.horizon.as_secs_f64();
-    let mut fits = serde_json::Map::new();
+    let mut fits = std::collections::BTreeMap::new();
     let judge = |name: &str,
                  y: Vec<f64>,
                  budget: f64,
                  r: &mut CaseResult,
-                 fits: &mut serde_json::Map<String, serde_json::Value>|
+                 fits: &mut std::collections::BTreeMap<String, leak::Leak>|
      -> Option<leak::Leak> {
         let mut l = leak::detect(
             &x,
@@ -545,7 +545,7 @@ fn soak(
                 d(t.horizon)
             )
         };
-        fits.insert(name.into(), serde_json::to_value(&l).unwrap_or_default());
+        fits.insert(name.into(), l.clone());
         let warm = if l.warmup_points > 0 {
             format!("warm-up of {:.1}s dropped", l.warmup_until - run.window.0)
         } else {
@@ -619,7 +619,7 @@ fn soak(
             (basis, ctx.last_ceiling.is_some()),
         );
     }
-    r.details = serde_json::json!({ "leak_fits": fits });
+    r.details = serde_json::to_value(super::details::SoakDetails { leak_fits: fits })?;
     Ok(())
 }
 

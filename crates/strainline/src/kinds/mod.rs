@@ -3,6 +3,7 @@
 //! process kinds (crash, scale, harness) run the user's own commands. Each returns a
 //! [`CaseResult`]: its metrics, its verdict and the reasons, and tables for the report.
 
+pub mod details;
 mod http;
 mod process;
 pub mod watch;

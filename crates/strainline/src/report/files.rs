@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::monitor::csv_field;
 use super::run::{CaseData, RunData};
 use super::svg::escape;
+use crate::kinds::details::RampDetails;
 use crate::units::format_value;
 
 fn seconds(c: &CaseData) -> f64 {
@@ -247,22 +248,26 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             }
             put(format!("{stem}-{}.csv", slug(name)), t)?;
         }
-        if let Some(steps) = c.detail("/details/steps").and_then(|s| s.as_array()) {
+        let ramp: RampDetails = c.details();
+        if !ramp.steps.is_empty() {
             let mut t = String::from(
                 "offered,achieved,p99_ms,error_rate,target_cpu,busiest_thread,generator,ok\n",
             );
-            for st in steps {
+            // Numbers as JSON writes them (100.0, not 100), as the file always had.
+            let n = serde_json::Value::from;
+            for st in &ramp.steps {
+                let f = &st.figures;
                 let _ = writeln!(
                     t,
                     "{},{},{},{},{},{},{},{}",
-                    st["offered"],
-                    st["achieved"],
-                    st["p99_ms"],
-                    st["error_rate"],
-                    st["target_cpu"],
-                    st["busiest_thread"],
-                    st["generator"].as_str().unwrap_or(""),
-                    st["ok"]
+                    n(f.offered),
+                    n(f.achieved),
+                    n(f.p99_ms),
+                    n(f.error_rate),
+                    n(f.target_cpu),
+                    n(f.busiest_thread),
+                    st.generator,
+                    st.ok
                 );
             }
             put(format!("{stem}-steps.csv"), t)?;

@@ -9,6 +9,7 @@ use super::compare::Comparison;
 use super::run::{CaseData, RunData};
 use super::svg::{escape, render, Chart, Line, Mark, COLORS};
 use crate::analysis::comparison::Verdict;
+use crate::kinds::details::{RampDetails, SoakDetails};
 use crate::units::format_value;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
@@ -117,18 +118,17 @@ fn ramp_chart(c: &CaseData, out: &mut Vec<Chart>) {
     };
     let ideal: Vec<(f64, f64)> = achieved.iter().map(|p| (p.0, p.0)).collect();
     let mut vertical = Vec::new();
-    for (key, color) in [("ceiling", "#d62728"), ("knee", "#ff7f0e")] {
-        if let Some(v) = c
-            .detail(&format!("/details/{key}"))
-            .and_then(|v| v.as_f64())
-        {
-            if v > 0.0 {
-                vertical.push(Mark {
-                    at: v,
-                    label: format!("{key} {v:.0} req/s"),
-                    color,
-                });
-            }
+    let d: RampDetails = c.details();
+    for (key, v, color) in [
+        ("ceiling", d.ceiling, "#d62728"),
+        ("knee", d.knee, "#ff7f0e"),
+    ] {
+        if v > 0.0 {
+            vertical.push(Mark {
+                at: v,
+                label: format!("{key} {v:.0} req/s"),
+                color,
+            });
         }
     }
     out.push(Chart {
@@ -164,12 +164,11 @@ fn latency_chart(c: &CaseData, out: &mut Vec<Chart>) {
 
 /// The soak's RSS series after warm-up with the fitted Theil–Sen slope.
 fn leak_chart(c: &CaseData, out: &mut Vec<Chart>) {
-    let Some(fit) = c.detail("/details/leak_fits/memory") else {
+    let d: SoakDetails = c.details();
+    let Some(fit) = d.leak_fits.get("memory") else {
         return;
     };
-    let (Some(slope), Some(warm)) = (fit["slope"].as_f64(), fit["warmup_until"].as_f64()) else {
-        return;
-    };
+    let (slope, warm) = (fit.slope, fit.warmup_until);
     let judged: Vec<(f64, f64)> = c
         .samples
         .iter()
@@ -183,7 +182,7 @@ fn leak_chart(c: &CaseData, out: &mut Vec<Chart>) {
     let residual: Vec<f64> = judged.iter().map(|p| p.1 - slope * p.0).collect();
     let b = crate::analysis::stats::median(&residual).unwrap_or(0.0);
     let (t0, t1) = (judged[0].0, judged[judged.len() - 1].0);
-    let verdict = fit["reason"].as_str().unwrap_or("");
+    let verdict = fit.reason.as_str();
     out.push(Chart {
         title: format!(
             "Leak check: RSS after warm-up, fitted slope {:.1} KiB/s",

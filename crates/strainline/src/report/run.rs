@@ -75,6 +75,11 @@ pub struct CaseData {
 }
 
 impl CaseData {
+    /// The case's stored details as a kind's typed details (the default without them).
+    pub fn details<T: for<'de> serde::Deserialize<'de> + Default>(&self) -> T {
+        crate::kinds::details::read(self.row.summary.as_ref())
+    }
+
     /// The summary's field at a JSON pointer (`/details/ceiling`), if any.
     pub fn detail(&self, pointer: &str) -> Option<&serde_json::Value> {
         self.row.summary.as_ref()?.pointer(pointer)

@@ -1,0 +1,71 @@
+//! A case's stored details, typed: what a kind writes into the store and what the
+//! reports read back, as one Rust type per kind rather than JSON built in one place and
+//! picked apart by pointer in another. The JSON is the schema stores already hold
+//! (`details.steps`, `details.leak_fits`…); every field has a default, so a store written
+//! by an older strainline still reads.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{leak, ramp};
+
+/// A ramp's steps and its conclusion.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RampDetails {
+    pub steps: Vec<ramp::Step>,
+    /// The highest offered rate of a step that held, req/s.
+    pub ceiling: f64,
+    pub end: Option<ramp::End>,
+    pub knee: f64,
+    pub limiting_factor: String,
+}
+
+/// A soak's leak fits, by what was fitted (`memory`, `fds`, `threads`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SoakDetails {
+    pub leak_fits: BTreeMap<String, leak::Leak>,
+}
+
+/// The details of a stored case summary (its `details`), as `T`; the default when it
+/// has none of `T`'s fields.
+pub fn read<T: for<'de> Deserialize<'de> + Default>(summary: Option<&serde_json::Value>) -> T {
+    summary
+        .and_then(|s| s.get("details"))
+        .and_then(|d| T::deserialize(d).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Details as a store written before they were typed holds them.
+    #[test]
+    fn details_stored_by_an_older_release_read_back() {
+        let stored = serde_json::json!({"details": {
+            "steps": [{"offered": 100.0, "achieved": 99.5, "p99_ms": 2.5, "error_rate": 0.0,
+                       "target_cpu": 0.4, "busiest_thread": 0.3, "generator": "valid", "ok": true}],
+            "ceiling": 100.0, "end": "held", "knee": 100.0, "limiting_factor": "none",
+            "log_classes": {"panic": 0},
+            "leak_fits": {"memory": {"warmup_until": 3.0, "warmup_points": 3, "points": 40,
+                "slope": 8192.0, "projected": 1.0e9, "p_value": 0.0001, "z": 5.1, "leak": true,
+                "reason": "memory grows"}}
+        }});
+        let r: RampDetails = read(Some(&stored));
+        assert_eq!(r.steps[0].figures.achieved, 99.5);
+        assert_eq!(
+            r.steps[0].figures.listen_overflows, 0,
+            "a field added later defaults"
+        );
+        assert_eq!(r.end, Some(ramp::End::Held));
+        assert_eq!(r.ceiling, 100.0);
+        let s: SoakDetails = read(Some(&stored));
+        assert_eq!(s.leak_fits["memory"].slope, 8192.0);
+        assert!(s.leak_fits["memory"].leak);
+        let none: RampDetails = read(None);
+        assert!(none.steps.is_empty());
+    }
+}
