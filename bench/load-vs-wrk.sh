@@ -24,28 +24,9 @@ fi
 cargo build --release -q --bin strainline
 SL=$PWD/target/release/strainline
 WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-chmod 755 "$WORK"; mkdir -p "$WORK/www"
-head -c 1024 /dev/urandom | base64 -w0 | head -c 1024 > "$WORK/www/1k.txt"; chmod 644 "$WORK/www/1k.txt"
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-worker_cpu_affinity 10;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT; root $WORK/www; }
-}
-CONF
-nginx -c "$WORK/nginx.conf" -p "$WORK" &
-NGINX=$!
-trap 'kill $NGINX 2>/dev/null; wait $NGINX 2>/dev/null; rm -rf "$WORK"' EXIT
-sleep 0.5
-URL=http://127.0.0.1:$PORT/1k.txt
-curl -sf "$URL" -o /dev/null
+. bench/nginx.sh
+trap 'kill ${NGINX:-0} 2>/dev/null; wait ${NGINX:-0} 2>/dev/null; rm -rf "$WORK"' EXIT
+start_nginx
 
 # Runs a generator pinned to CPU 0 under GNU time; prints "cpu_seconds max_rss_kib".
 timed() { taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true
