@@ -29,6 +29,44 @@ pub struct SoakDetails {
     pub leak_fits: BTreeMap<String, leak::Leak>,
 }
 
+/// A rounds test's rounds: operations done, RSS after each settle, throughput.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RoundsDetails {
+    pub ops: Vec<f64>,
+    pub rss: Vec<f64>,
+    pub throughput: Vec<f64>,
+    /// RSS after the settle before the first round, bytes.
+    pub base_rss: f64,
+}
+
+/// A crash test's iterations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrashDetails {
+    pub iterations: Vec<CrashIteration>,
+}
+
+/// One kill and what the verify command said of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrashIteration {
+    pub iteration: u32,
+    /// Where it was killed, in words.
+    pub kill: String,
+    pub survived: bool,
+    /// The verify command's output.
+    pub verify: String,
+}
+
+/// A scale test's sizes and the growth exponent fitted to them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScaleDetails {
+    pub sizes: Vec<u64>,
+    pub exponent: f64,
+}
+
 /// The details of a stored case summary (its `details`), as `T`; the default when it
 /// has none of `T`'s fields.
 pub fn read<T: for<'de> Deserialize<'de> + Default>(summary: Option<&serde_json::Value>) -> T {

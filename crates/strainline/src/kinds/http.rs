@@ -786,6 +786,11 @@ fn rounds(
         "rss_after_round".into(),
         ops.iter().copied().zip(rss.iter().copied()).collect(),
     ));
-    r.details = serde_json::json!({ "ops": ops, "rss": rss, "throughput": tput, "base_rss": base });
+    r.details = serde_json::to_value(super::details::RoundsDetails {
+        ops,
+        rss,
+        throughput: tput,
+        base_rss: base,
+    })?;
     Ok(())
 }

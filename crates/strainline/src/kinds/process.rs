@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::details::{CrashDetails, CrashIteration, ScaleDetails};
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::stats::least_squares;
 use crate::os::unit::{Ended, Unit};
@@ -137,9 +138,12 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
             if ok { "survived" } else { "FAILED" },
             said.lines().last().unwrap_or("")
         ));
-        rows.push(
-            serde_json::json!({ "iteration": i, "kill": point, "survived": ok, "verify": said }),
-        );
+        rows.push(CrashIteration {
+            iteration: i,
+            kill: point,
+            survived: ok,
+            verify: said,
+        });
     }
     r.metrics
         .push(Metric::of("failed_iterations", failed as f64));
@@ -159,7 +163,7 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
             ),
         );
     }
-    r.details = serde_json::json!({ "iterations": rows });
+    r.details = serde_json::to_value(CrashDetails { iterations: rows })?;
     Ok(r)
 }
 
@@ -219,7 +223,10 @@ fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
             format!("cost grows superlinearly: exponent {exponent:.2} (> 1.3)"),
         );
     }
-    r.details = serde_json::json!({ "sizes": t.sizes, "exponent": exponent });
+    r.details = serde_json::to_value(ScaleDetails {
+        sizes: t.sizes.clone(),
+        exponent,
+    })?;
     Ok(r)
 }
 
