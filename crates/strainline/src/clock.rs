@@ -30,10 +30,18 @@ pub fn utc_minute(unix_seconds: i64, with_seconds: bool) -> String {
 /// Whether `s` is a real date (`2026-11-01`), a date and time (`2026-11-01 08:00`,
 /// `…T08:00:00`) or an RFC 3339 instant (`…Z`, `…+01:00`, a leap second included).
 pub fn is_date_or_time(s: &str) -> bool {
-    // jiff takes a leap second as the second before it; a 61st second is no time.
-    s.parse::<jiff::civil::Date>().is_ok()
-        || s.parse::<jiff::civil::DateTime>().is_ok()
-        || s.parse::<Timestamp>().is_ok()
+    // The shape the store's text comparison needs (jiff alone would also take ISO's
+    // basic format, 20261101, which sorts wrong against stored times)…
+    let shape = regex_lite::Regex::new(
+        r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$",
+    )
+    .expect("a valid pattern");
+    // …and a real calendar day and time (jiff takes a leap second as the second
+    // before it; a 61st second is no time).
+    shape.is_match(s)
+        && (s.parse::<jiff::civil::Date>().is_ok()
+            || s.parse::<jiff::civil::DateTime>().is_ok()
+            || s.parse::<Timestamp>().is_ok())
 }
 
 #[cfg(test)]

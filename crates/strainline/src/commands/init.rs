@@ -207,7 +207,8 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
     let mut tried = Vec::new();
     let mut found = None;
     for path in CANDIDATE_PATHS {
-        let status = crate::sut::lifecycle::http_get(&format!("http://127.0.0.1:{port}{path}"));
+        let status =
+            crate::sut::probe::request("GET", &format!("http://127.0.0.1:{port}{path}"), "");
         tried.push(format!(
             "{path} {}",
             status.map_or("no answer".to_string(), |s| s.to_string())

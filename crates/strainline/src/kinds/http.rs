@@ -18,7 +18,8 @@ use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
 use crate::store::Metric;
 use crate::suite::{self, substitute, LoadTest, Workload};
-use crate::sut::lifecycle::{http_get, http_request, Running};
+use crate::sut::lifecycle::Running;
+use crate::sut::probe;
 
 /// One run of the load engine for this case.
 struct Run {
@@ -260,7 +261,7 @@ pub fn run_http(
         let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
-        match http_request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
+        match probe::request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
             Some(s) if s < 400 => {}
             other => {
                 return Err(crate::Error::exit(
@@ -698,7 +699,7 @@ fn rounds(
 ) -> crate::error::Result<()> {
     let settle = |running: Option<&Running>| -> f64 {
         if let Some(q) = &t.quiesce_url {
-            let _ = http_get(&substitute(q, &ctx.vars));
+            let _ = probe::request("GET", &substitute(q, &ctx.vars), "");
         }
         std::thread::sleep(t.settle + 2 * ctx.test.interval);
         samples(running).last().map_or(0.0, |s| s.rss_bytes as f64)

@@ -294,7 +294,9 @@ pub fn start(
             });
         }
         let ready = match &spec.ready {
-            Ready::Http(u) => http_ok(&substitute(u, vars)),
+            Ready::Http(u) => {
+                super::probe::request("GET", &substitute(u, vars), "").is_some_and(|s| s < 500)
+            }
             Ready::Tcp(a) => TcpStream::connect_timeout(
                 &match substitute(a, vars).parse() {
                     Ok(x) => x,
@@ -352,22 +354,6 @@ fn answering(ready: &Ready, vars: &BTreeMap<String, String>) -> Option<String> {
     TcpStream::connect_timeout(&addr, Duration::from_millis(300))
         .is_ok()
         .then_some(text)
-}
-
-/// A GET; ready when the status is below 500.
-pub fn http_ok(url: &str) -> bool {
-    http_get(url).is_some_and(|s| s < 500)
-}
-
-/// A GET of an `http://` or `https://` URL; the status code.
-pub fn http_get(url: &str) -> Option<u16> {
-    super::probe::request("GET", url, "")
-}
-
-/// A request to an `http://` or `https://` URL (set-up steps, readiness, quiesce
-/// hooks); the status code.
-pub fn http_request(method: &str, url: &str, body: &str) -> Option<u16> {
-    super::probe::request(method, url, body)
 }
 
 /// The target tree's CPU time at one instant, to the microsecond or better.
