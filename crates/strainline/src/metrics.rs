@@ -135,7 +135,7 @@ impl Unit {
 }
 
 /// Which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     Lower,
@@ -151,6 +151,21 @@ impl Direction {
             Direction::Higher => "higher",
             Direction::None => "none",
         }
+    }
+
+    /// A stored name back; anything else (a store written by hand) is not judged.
+    pub fn parse(name: &str) -> Direction {
+        match name {
+            "lower" => Direction::Lower,
+            "higher" => Direction::Higher,
+            _ => Direction::None,
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

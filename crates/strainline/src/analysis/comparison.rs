@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use crate::metrics::Direction;
 
 use super::paired::{self, Looks, PairedTest};
 use super::stats::median;
@@ -76,7 +77,7 @@ pub struct Pair {
     pub metric: String,
     pub unit: String,
     /// `lower`, `higher` or `none`.
-    pub direction: String,
+    pub direction: Direction,
     pub baseline: Vec<f64>,
     pub candidate: Vec<f64>,
     /// `baseline[i]` and `candidate[i]` were measured together (adjacent in time).
@@ -99,7 +100,7 @@ pub struct Row {
     pub case: String,
     pub metric: String,
     pub unit: String,
-    pub direction: String,
+    pub direction: Direction,
     pub baseline: Side,
     pub candidate: Side,
     /// Candidate median as a share of the baseline median (1.5 = 150% of previous).
@@ -189,7 +190,7 @@ pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
     // Identical values are no test (nothing could have differed): they do not widen
     // the family.
     let tested: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].direction != "none" && rows[i].p.is_some() && !identical(&rows[i]))
+        .filter(|&i| rows[i].direction != Direction::None && rows[i].p.is_some() && !identical(&rows[i]))
         .collect();
     let adjusted = benjamini_hochberg(
         &tested
@@ -218,7 +219,7 @@ fn row(p: &Pair, policy: &Policy) -> Row {
         case: p.case.clone(),
         metric: p.metric.clone(),
         unit: p.unit.clone(),
-        direction: p.direction.clone(),
+        direction: p.direction,
         ratio: None,
         ratio_ci: None,
         p: None,
@@ -283,8 +284,8 @@ fn identical(r: &Row) -> bool {
 /// more pairs would not decide them) always are; a paired row when its interval lies
 /// entirely inside the band or entirely beyond it.
 pub fn settled(r: &Row) -> bool {
-    match (r.direction.as_str(), r.band, r.ratio_ci) {
-        ("none", _, _) | (_, None, _) => true,
+    match (r.direction, r.band, r.ratio_ci) {
+        (Direction::None, _, _) | (_, None, _) => true,
         _ if identical(r) || r.method != Method::SignedRank => true,
         (_, Some(band), Some(ci)) => paired::decided(ci, band),
         _ => false,
@@ -292,7 +293,7 @@ pub fn settled(r: &Row) -> bool {
 }
 
 fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
-    if r.direction == "none" {
+    if r.direction == Direction::None {
         return (
             Verdict::Info,
             "no better direction: shown, not judged".into(),
@@ -320,7 +321,7 @@ fn decide(r: &Row, alpha: f64) -> (Verdict, String) {
             ),
         );
     }
-    let lower_better = r.direction == "lower";
+    let lower_better = r.direction == Direction::Lower;
     // Worse/better beyond the band; a change from zero counts as beyond any band.
     let (worse, better) = match r.ratio {
         Some(x) if lower_better => (x > 1.0 + band, x < 1.0 - band),
@@ -432,7 +433,7 @@ mod tests {
             case: "bench".into(),
             metric: metric.into(),
             unit: "ms".into(),
-            direction: direction.into(),
+            direction: Direction::parse(direction),
             baseline: b.to_vec(),
             candidate: c.to_vec(),
             paired: false,

@@ -13,7 +13,7 @@ use crate::store::{case_key, usable, Location, RunRow, Store, StoreError};
 use crate::Error;
 
 /// Every metric's values with their repetition numbers, by (case, metric).
-type Values = BTreeMap<(String, String), (String, String, Vec<(i64, f64)>)>;
+type Values = BTreeMap<(String, String), (String, crate::metrics::Direction, Vec<(i64, f64)>)>;
 
 /// Every metric's values over the runs' repetitions, by (case, metric).
 fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> crate::error::Result<Values> {
@@ -218,7 +218,7 @@ pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> 
                 case: case.clone(),
                 metric: metric.clone(),
                 unit: unit.clone(),
-                direction: direction.clone(),
+                direction: *direction,
                 baseline,
                 candidate,
                 paired,

@@ -3,6 +3,7 @@
 //! sample), and its summary as one repetition where it does not. Times are stored in
 //! nanoseconds per operation.
 
+use crate::metrics::Direction;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -123,10 +124,10 @@ pub fn google_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
                 sample.push(time_ns("cpu_time", c * unit));
             }
             if let Some(x) = b["bytes_per_second"].as_f64() {
-                sample.push(Metric::new("throughput", x, "B/s", "higher"));
+                sample.push(Metric::new("throughput", x, "B/s", Direction::Higher));
             }
             if let Some(x) = b["items_per_second"].as_f64() {
-                sample.push(Metric::new("items_per_second", x, "items/s", "higher"));
+                sample.push(Metric::new("items_per_second", x, "items/s", Direction::Higher));
             }
         }
         out.push_sample(name, sample, failed);
@@ -180,7 +181,7 @@ pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
                         )))
                     }
                 };
-                Ok(Metric::new("throughput", x * per, "ops/s", "higher"))
+                Ok(Metric::new("throughput", x * per, "ops/s", Direction::Higher))
             } else {
                 let ns = match unit.split_once('/').map(|(t, _)| t) {
                     Some("ns") => 1.0,
@@ -208,7 +209,7 @@ pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
         for (i, x) in raw.iter().enumerate() {
             let mut s = vec![metric(*x)?];
             if let Some(a) = alloc_raw.get(i).copied().or(alloc["score"].as_f64()) {
-                s.push(Metric::new("allocated", a, "bytes", "lower"));
+                s.push(Metric::new("allocated", a, "bytes", Direction::Lower));
             }
             samples.push(s);
         }
@@ -291,7 +292,7 @@ pub fn benchmark_dotnet(v: &Value) -> crate::error::Result<Vec<Bench>> {
                     .map(|t| {
                         let mut s = vec![time_ns("time", *t)];
                         if let Some(a) = allocated {
-                            s.push(Metric::new("allocated", a, "bytes", "lower"));
+                            s.push(Metric::new("allocated", a, "bytes", Direction::Lower));
                         }
                         s
                     })

@@ -8,6 +8,7 @@ mod fuzz;
 mod json;
 mod text;
 
+use crate::metrics::Direction;
 use std::path::{Path, PathBuf};
 
 use crate::store::Metric;
@@ -161,7 +162,7 @@ fn push_sample_into(b: &mut Bench, sample: Vec<Metric>, failed: bool) {
 
 /// A time per operation, stored in nanoseconds.
 pub fn time_ns(name: &str, ns: f64) -> Metric {
-    Metric::new(name, ns, "ns", "lower")
+    Metric::new(name, ns, "ns", Direction::Lower)
 }
 
 /// Reads one file (or Criterion directory) in `format`, or detects it.

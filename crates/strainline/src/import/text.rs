@@ -1,5 +1,6 @@
 //! The text formats: `go test -bench` output and JUnit XML.
 
+use crate::metrics::Direction;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
@@ -46,10 +47,10 @@ pub fn go_test(text: &str) -> crate::error::Result<Vec<Bench>> {
                 .map_err(|_| format!("line {}: '{value}' is not a number", i + 1))?;
             metrics.push(match *unit {
                 "ns/op" => time_ns("time", x),
-                "B/op" => Metric::new("allocated", x, "bytes", "lower"),
-                "allocs/op" => Metric::new("allocations", x, "count", "lower"),
-                "MB/s" => Metric::new("throughput", x, "MB/s", "higher"),
-                other => Metric::new(&other.replace('/', "_per_"), x, other, "none"),
+                "B/op" => Metric::new("allocated", x, "bytes", Direction::Lower),
+                "allocs/op" => Metric::new("allocations", x, "count", Direction::Lower),
+                "MB/s" => Metric::new("throughput", x, "MB/s", Direction::Higher),
+                other => Metric::new(&other.replace('/', "_per_"), x, other, Direction::None),
             });
         }
         rows.push((pkg.clone(), name, metrics));

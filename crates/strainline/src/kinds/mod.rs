@@ -237,8 +237,8 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
         r.metrics.push(Metric::new(
             &crate::suite::log_class_metric(name),
             n as f64,
-            "count",
-            "lower",
+            crate::metrics::Unit::Count.symbol(),
+            crate::metrics::Direction::Lower,
         ));
         if n > 0 {
             r.table.push(format!("log class '{name}': {n} line(s)"));

@@ -4,6 +4,7 @@
 //! tells linear from superlinear) and `harness` (the user's benchmark binary under the
 //! monitor, with the metrics it prints).
 
+use crate::metrics::Direction;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -284,7 +285,7 @@ fn harness(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result<CaseResult
     for (k, v) in parse_metrics(&text) {
         r.metrics.retain(|m| m.name != k);
         r.metrics
-            .push(Metric::new(&k, v, "", "none").from("harness output"));
+            .push(Metric::new(&k, v, "", Direction::None).from("harness output"));
     }
     r.metrics.push(
         Metric::of("peak_rss", summary.peak_rss.bytes as f64)

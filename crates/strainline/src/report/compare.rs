@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::analysis::comparison::{p_text, percent, Method, Row, Verdict};
 use crate::analysis::paired::Looks;
 use crate::units::format_value;
+use crate::metrics::Direction;
 
 /// One side of a comparison, as stored.
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +133,7 @@ fn p(r: &Row) -> String {
 /// The change the row could have seen, for judged rows.
 pub fn seen(r: &Row) -> String {
     match r.detectable {
-        Some(d) if r.band.is_some() && r.direction != "none" && d.is_finite() => {
+        Some(d) if r.band.is_some() && r.direction != Direction::None && d.is_finite() => {
             format!("±{}", percent(d))
         }
         _ => "-".into(),

@@ -225,7 +225,7 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 csv_field(&m.name),
                 m.value,
                 csv_field(&m.unit),
-                csv_field(&m.direction)
+                csv_field(m.direction.name())
             );
         }
     }
@@ -325,7 +325,9 @@ mod tests {
             strainline_version: "0.1.0".into(),
             suite: Some("iot".into()),
         };
-        let m = |n: &str, v: f64, u: &str, d: &str| Metric::new(n, v, u, d);
+        let m = |n: &str, v: f64, u: &str, d: &str| {
+            Metric::new(n, v, u, crate::metrics::Direction::parse(d))
+        };
         let bench = CaseRow {
             id: 1,
             run_id: 7,

@@ -285,7 +285,7 @@ fn case_section(s: &mut String, c: &CaseData) {
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&m.name),
                 escape(&format_value(m.value, &m.unit)),
-                escape(&m.direction),
+                escape(m.direction.name()),
                 escape(m.source.as_deref().unwrap_or(""))
             );
         }

@@ -85,7 +85,7 @@ fn pairs_of(case: &str, a: &Side, b: &Side, paired: bool) -> Vec<Pair> {
                 case: case.to_string(),
                 metric: m.name.clone(),
                 unit: m.unit.clone(),
-                direction: m.direction.clone(),
+                direction: m.direction,
                 baseline: xs,
                 candidate: ys,
                 paired,

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::metrics::Direction;
 use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
 use backend::{vals, Backend, Row, Value};
@@ -145,19 +146,19 @@ pub struct Metric {
     pub name: String,
     pub value: f64,
     pub unit: String,
-    /// `lower`, `higher` or `none`.
-    pub direction: String,
+    /// Which way is better (stored as `lower`, `higher` or `none`).
+    pub direction: Direction,
     pub source: Option<String>,
 }
 
 impl Metric {
-    /// A metric; `direction` is `lower`, `higher` or `none` (which way is better).
-    pub fn new(name: &str, value: f64, unit: &str, direction: &str) -> Metric {
+    /// A metric outside the catalogue (an import's, a harness's own).
+    pub fn new(name: &str, value: f64, unit: &str, direction: Direction) -> Metric {
         Metric {
             name: name.into(),
             value,
             unit: unit.into(),
-            direction: direction.into(),
+            direction,
             source: None,
         }
     }
@@ -171,7 +172,7 @@ impl Metric {
             name: name.into(),
             value,
             unit: d.map_or("", |d| d.unit.symbol()).into(),
-            direction: d.map_or("none", |d| d.direction.name()).into(),
+            direction: d.map_or(Direction::None, |d| d.direction),
             source: None,
         }
     }
@@ -641,7 +642,7 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (case_id, name) DO UPDATE SET value = excluded.value,
                          unit = excluded.unit, direction = excluded.direction, source = excluded.source",
-                    vals![case_id, &m.name, m.value, &m.unit, &m.direction, m.source.as_deref()],
+                    vals![case_id, &m.name, m.value, &m.unit, m.direction.name(), m.source.as_deref()],
                 )?;
             }
             for p in processes {
@@ -829,7 +830,7 @@ impl Store {
                     name: r.text(0),
                     value: r.real(1),
                     unit: r.text(2),
-                    direction: r.text(3),
+                    direction: Direction::parse(&r.text(3)),
                     source: r.opt_text(4),
                 })
                 .collect();
