@@ -397,10 +397,15 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
                 .map(|(n, _)| (log_class_metric(n), Unit::Count)),
         )
         .collect();
+    let keys = super::raw::test_keys(text);
     let tests = raw
         .test
         .iter()
-        .map(|t| test(&doc, t, target.is_some(), &suite_metrics))
+        .enumerate()
+        .map(|(i, t)| {
+            let keys = keys.get(i).map_or(&[][..], |k| k.as_slice());
+            test(&doc, t, keys, target.is_some(), &suite_metrics)
+        })
         .collect::<Result<Vec<_>>>()?;
     if tests.is_empty() {
         return Err(doc.at(0, "the suite has no [[test]]"));
@@ -586,17 +591,20 @@ fn watch(doc: &Doc, w: &Spanned<RawWatch>) -> Result<WatchSpec> {
 fn test(
     doc: &Doc,
     spanned: &Spanned<RawTest>,
+    written: &[String],
     has_target: bool,
     suite_metrics: &[(String, Unit)],
 ) -> Result<Test> {
     let span = spanned.span();
     let t = spanned.get_ref();
     let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
+        let kinds: Vec<&str> = Kind::TESTS.iter().map(|k| k.name()).collect();
         doc.at(
             t.kind.span().start,
             format!(
-                "kind: '{}' (expected one of: bench, ramp, soak, rounds, crash, scale, harness)",
-                t.kind.get_ref()
+                "kind: '{}' (expected one of: {})",
+                t.kind.get_ref(),
+                kinds.join(", ")
             ),
         )
     })?;
@@ -609,7 +617,7 @@ fn test(
     } else {
         own_keys(kind).to_vec()
     };
-    if let Some(key) = t.keys().into_iter().find(|k| !allowed.contains(k)) {
+    if let Some(key) = written.iter().map(String::as_str).find(|k| !allowed.contains(k)) {
         let owners: Vec<&str> = Kind::TESTS
             .into_iter()
             .filter(|k| {
