@@ -552,7 +552,7 @@ fn merge(
         connections_asked: asked,
         connections_ready: ready,
         threads,
-        exit_codes: plan.command.is_some(),
+        statuses: plan.client.statuses(),
         interrupted,
         stolen_seconds: 0.0,
         agents,

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use crate::metrics::Direction;
+use serde::Serialize;
 
 use super::paired::{self, Looks, PairedTest};
 use super::stats::median;
@@ -190,7 +190,9 @@ pub fn judge(pairs: &[Pair], policy: &Policy) -> Vec<Row> {
     // Identical values are no test (nothing could have differed): they do not widen
     // the family.
     let tested: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].direction != Direction::None && rows[i].p.is_some() && !identical(&rows[i]))
+        .filter(|&i| {
+            rows[i].direction != Direction::None && rows[i].p.is_some() && !identical(&rows[i])
+        })
         .collect();
     let adjusted = benjamini_hochberg(
         &tested

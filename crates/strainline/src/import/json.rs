@@ -127,7 +127,12 @@ pub fn google_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
                 sample.push(Metric::new("throughput", x, "B/s", Direction::Higher));
             }
             if let Some(x) = b["items_per_second"].as_f64() {
-                sample.push(Metric::new("items_per_second", x, "items/s", Direction::Higher));
+                sample.push(Metric::new(
+                    "items_per_second",
+                    x,
+                    "items/s",
+                    Direction::Higher,
+                ));
             }
         }
         out.push_sample(name, sample, failed);
@@ -181,7 +186,12 @@ pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
                         )))
                     }
                 };
-                Ok(Metric::new("throughput", x * per, "ops/s", Direction::Higher))
+                Ok(Metric::new(
+                    "throughput",
+                    x * per,
+                    "ops/s",
+                    Direction::Higher,
+                ))
             } else {
                 let ns = match unit.split_once('/').map(|(t, _)| t) {
                     Some("ns") => 1.0,

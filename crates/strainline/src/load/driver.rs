@@ -1,6 +1,6 @@
 //! The one load driver: a *schedule* (open: intended send times; closed: each connection
 //! sends when its last response arrives) × a *stop condition* (duration, count, signal)
-//! × a *client* (HTTP). Each worker thread runs its own single-threaded runtime with its
+//! × a *client* ([`super::client`]: HTTP, WebSocket or a command). Each worker thread runs its own single-threaded runtime with its
 //! share of the connections and of the schedule; the calling thread aggregates their
 //! recorders once a second into the per-second series.
 
@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::http::{self, Conn, Target, Template};
+use super::client::{Client, Conn};
+use super::http::{self, Template};
 use super::recorder::{ErrorKind, Recorder, Tally};
 use super::replay::Requests;
 use super::scenario::{Scenario, When};
@@ -41,11 +42,10 @@ pub enum Model {
 /// A checked, complete description of a load run.
 #[derive(Clone)]
 pub struct Plan {
-    /// Where HTTP requests go (unused by a command workload).
-    pub target: Target,
+    /// What units of work go to, over which protocol.
+    pub client: Client,
+    /// What each unit sends (a request; a WebSocket message is its body).
     pub template: Template,
-    /// A command workload: each unit of work runs this argv; success is exit 0.
-    pub command: Option<Vec<String>>,
     pub model: Model,
     pub threads: usize,
     pub duration: Option<Duration>,
@@ -109,8 +109,8 @@ pub struct Outcome {
     pub connections_asked: usize,
     pub connections_ready: usize,
     pub threads: usize,
-    /// The statuses are commands' exit codes, not HTTP statuses.
-    pub exit_codes: bool,
+    /// What the statuses are: HTTP statuses, exit codes, replies.
+    pub statuses: super::client::Statuses,
     pub interrupted: bool,
     /// CPU seconds the hypervisor took from the machine during the run.
     pub stolen_seconds: f64,
@@ -242,13 +242,9 @@ async fn watchdog(slots: Rc<RefCell<Vec<Rc<Slot>>>>) {
 }
 
 struct Ctx {
-    /// The command workload's argv, instead of HTTP.
-    command: Option<Vec<String>>,
+    client: Client,
     slots: Rc<RefCell<Vec<Rc<Slot>>>>,
-    target: Target,
     template: Template,
-    /// HTTP/1.1 requests as bytes, made once.
-    prepared: Vec<bytes::Bytes>,
     rec: Arc<Mutex<Recorder>>,
     /// Where the command workload's units run: one containment unit for the whole run.
     unit: Option<Arc<Unit>>,
@@ -266,13 +262,13 @@ struct Ctx {
 /// not open by then (a handshake waiting for a SYN retransmit) is given up: the
 /// connection is opened, with its timeout, at its first request.
 async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
-    if ctx.command.is_some() {
+    if !ctx.client.connects() {
         ctx.ready.fetch_add(1, Ordering::Relaxed);
         return None;
     }
-    match tokio::time::timeout_at(ctx.start.into(), http::connect(&ctx.target)).await {
+    match tokio::time::timeout_at(ctx.start.into(), ctx.client.connect(&ctx.template)).await {
         Ok(Ok(c)) => {
-            slot.fd.set(Some(c.fd));
+            slot.fd.set(Some(c.fd()));
             ctx.rec.lock().unwrap().connection_opened();
             ctx.ready.fetch_add(1, Ordering::Relaxed);
             Some(c)
@@ -284,15 +280,15 @@ async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
 /// Opens a connection for a pool that grows during the run (with the request timeout).
 /// One that fails is opened again, and its error counted, at the next request.
 async fn fresh_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
-    if ctx.command.is_some() {
+    if !ctx.client.connects() {
         return None;
     }
     slot.connecting.set(true);
-    let c = tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await;
+    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect(&ctx.template)).await;
     slot.connecting.set(false);
     match c {
         Ok(Ok(c)) => {
-            slot.fd.set(Some(c.fd));
+            slot.fd.set(Some(c.fd()));
             ctx.rec.lock().unwrap().connection_opened();
             Some(c)
         }
@@ -352,8 +348,8 @@ struct Timing {
     load: Option<PoolLoad>,
 }
 
-/// One request on `conn` (reconnecting if needed), recorded against its intended time
-/// (and under its scenario step, if any).
+/// One unit of work on `conn` (reconnecting if needed), recorded against its intended
+/// time (and under its scenario step, if any).
 async fn exchange(
     ctx: &Ctx,
     slot: &Slot,
@@ -367,113 +363,60 @@ async fn exchange(
         sent_at,
         load,
     } = at;
-    if let Some(argv) = &ctx.command {
-        return run_command(ctx, argv, step, at).await;
-    }
-    slot.expired.set(false);
-    slot.deadline.set(Some(sent_at + ctx.timeout));
-    slot.intended.set(Some((intended, step)));
-    let result = async {
-        if conn.as_ref().is_none_or(|c| c.is_closed()) {
-            // A connect that hangs has no I/O task to abort yet: it gets a timer.
-            slot.connecting.set(true);
-            let c = tokio::time::timeout(ctx.timeout, http::connect(&ctx.target)).await;
-            slot.connecting.set(false);
-            let c = c.map_err(|_| ErrorKind::Timeout)??;
-            slot.fd.set(Some(c.fd));
-            *conn = Some(c);
-            ctx.rec.lock().unwrap().connection_opened();
+    let result = match &ctx.unit {
+        // A command has no connection: its own timer kills it.
+        Some(unit) => ctx.client.run(unit, ctx.timeout).await,
+        None => {
+            slot.expired.set(false);
+            slot.deadline.set(Some(sent_at + ctx.timeout));
+            slot.intended.set(Some((intended, step)));
+            let result = async {
+                if conn.as_ref().is_none_or(|c| c.is_closed()) {
+                    // A connect that hangs has no I/O task to abort yet: it gets a timer.
+                    slot.connecting.set(true);
+                    let c =
+                        tokio::time::timeout(ctx.timeout, ctx.client.connect(&ctx.template)).await;
+                    slot.connecting.set(false);
+                    let c = c.map_err(|_| ErrorKind::Timeout)??;
+                    slot.fd.set(Some(c.fd()));
+                    *conn = Some(c);
+                    ctx.rec.lock().unwrap().connection_opened();
+                }
+                let c = conn.as_mut().expect("connected above");
+                ctx.client.send(c, out).await
+            }
+            .await;
+            slot.deadline.set(None);
+            slot.intended.set(None);
+            match result {
+                Err(_) if slot.expired.get() => Err(ErrorKind::Timeout),
+                r => r,
+            }
         }
-        http::send(conn.as_mut().expect("connected above"), &ctx.target, out).await
-    }
-    .await;
-    slot.deadline.set(None);
-    slot.intended.set(None);
-    let result = match result {
-        Err(_) if slot.expired.get() => Err(ErrorKind::Timeout),
-        r => r,
     };
     let done = Instant::now();
-    // One lock per request: the send is counted with its outcome.
+    // One lock per unit: the send is counted with its outcome.
     let mut rec = ctx.rec.lock().unwrap();
     rec.sent(step);
     match result {
-        Ok((status, bytes)) => {
+        Ok(reply) => {
             rec.response(
                 step,
-                status,
-                status < 400,
-                bytes,
+                reply.status,
+                reply.ok,
+                reply.bytes,
                 done - intended,
                 done - sent_at,
             );
             if let Some(load) = load {
                 rec.pool_response(load == PoolLoad::Full, done - sent_at);
             }
-            true
+            reply.ok
         }
         Err(kind) => {
             rec.error(step, kind);
             slot.fd.set(None);
             *conn = None;
-            false
-        }
-    }
-}
-
-/// The command workload's unit of work: run `argv` to its end. Its exit code is its
-/// "status" (128 + N for a signal); success is exit 0.
-async fn run_command(ctx: &Ctx, argv: &[String], step: Option<usize>, at: Timing) -> bool {
-    let unit = ctx.unit.as_ref().expect("a command workload has its unit");
-    let mut cmd = unit.command(argv);
-    cmd.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let child = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .spawn();
-    let result = match child {
-        Err(e) => Err(match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                ErrorKind::Connect
-            }
-            _ => ErrorKind::LocalResources,
-        }),
-        Ok(mut c) => {
-            let pid = c.id().unwrap_or(0);
-            unit.started(pid);
-            let r = match tokio::time::timeout(ctx.timeout, c.wait()).await {
-                Ok(Ok(status)) => {
-                    use std::os::unix::process::ExitStatusExt;
-                    Ok(status
-                        .code()
-                        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
-                        as u16)
-                }
-                Ok(Err(_)) => Err(ErrorKind::LocalResources),
-                Err(_) => Err(ErrorKind::Timeout),
-            };
-            // The unit of work is over, and so is whatever it started in its group.
-            unit.finished(pid);
-            r
-        }
-    };
-    let done = Instant::now();
-    let mut rec = ctx.rec.lock().unwrap();
-    rec.sent(step);
-    match result {
-        Ok(code) => {
-            rec.response(
-                step,
-                code,
-                code == 0,
-                0,
-                done - at.intended,
-                done - at.sent_at,
-            );
-            code == 0
-        }
-        Err(kind) => {
-            rec.error(step, kind);
             false
         }
     }
@@ -495,7 +438,7 @@ async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64) {
             }
         }
         // Closed model: the request is sent when it is meant to be.
-        let out = http::Outgoing::Template(&ctx.template, &ctx.prepared, seq);
+        let out = http::Outgoing::Template(&ctx.template, ctx.client.prepared(), seq);
         let ok = exchange(
             &ctx,
             &slot,
@@ -836,7 +779,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         let (out, step) = match &drawn {
             Some((r, step)) => (http::Outgoing::Rendered(r.as_ref()), *step),
             None => (
-                http::Outgoing::Template(&ctx.template, &ctx.prepared, seq),
+                http::Outgoing::Template(&ctx.template, ctx.client.prepared(), seq),
                 None,
             ),
         };
@@ -1139,14 +1082,10 @@ pub fn run_from(
     };
     let ready = Arc::new(AtomicI64::new(0));
     let stolen_before = crate::host::stolen_seconds();
-    let unit = plan.command.as_ref().map(|_| Arc::new(Unit::new(true)));
+    let unit = (!plan.client.connects()).then(|| Arc::new(Unit::new(true)));
     let deadline = plan.duration.map(|d| start + d);
-    // The requests' bytes, made once and shared by every worker (a 64 MiB body was
-    // copied per worker and per pool entry: 1.6 GB at 8 MiB).
-    let prepared = Arc::new(plan.template.prepare_h1(&plan.target));
     let handles: Vec<_> = (0..threads)
         .map(|w| {
-            let prepared = prepared.clone();
             let plan = plan.clone();
             let rec = recs[w].clone();
             let cancel = cancel.clone();
@@ -1163,10 +1102,8 @@ pub fn run_from(
                     let local = tokio::task::LocalSet::new();
                     let slots = Rc::new(RefCell::new(Vec::new()));
                     let ctx = Rc::new(Ctx {
-                        command: plan.command.clone(),
+                        client: plan.client.clone(),
                         slots: slots.clone(),
-                        prepared: prepared.as_ref().clone(),
-                        target: plan.target.clone(),
                         template: plan.template.clone(),
                         rec,
                         unit,
@@ -1328,7 +1265,7 @@ pub fn run_from(
         },
         connections_ready,
         threads,
-        exit_codes: plan.command.is_some(),
+        statuses: plan.client.statuses(),
         interrupted: cancel.load(Ordering::Relaxed),
         stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
         agents: Vec::new(),

@@ -53,7 +53,7 @@ impl Body {
         Body::Random(Arc::new(pool))
     }
 
-    fn pick(&self, seq: u64) -> Bytes {
+    pub(super) fn pick(&self, seq: u64) -> Bytes {
         match self {
             Body::Empty => Bytes::new(),
             Body::Fixed(b) => b.clone(),
@@ -199,7 +199,7 @@ impl Conn {
     }
 }
 
-fn io_kind(e: &std::io::Error) -> ErrorKind {
+pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::ConnectionRefused => ErrorKind::Refused,

@@ -1,9 +1,12 @@
 //! The load engine: a domain spec checked into a plan ([`spec`]), schedules
-//! ([`schedule`]), the HTTP client ([`http`]), one driver for every shape of load
+//! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], [`ws`], a
+//! command), one driver for every shape of load
 //! ([`driver`]), bounded-memory measurement ([`recorder`]), the generator-saturation
 //! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
 //! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
 
+pub mod client;
+mod command;
 pub mod driver;
 mod h1;
 pub mod http;
@@ -17,6 +20,7 @@ pub mod summary;
 pub mod template;
 mod timer;
 pub mod verdict;
+pub mod ws;
 
 pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};
 pub use progress::{live_with, run_live};

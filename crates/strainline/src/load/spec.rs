@@ -12,6 +12,7 @@ use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Uri};
 
+use super::client::Client;
 use super::http::{tls_config, Body, Target, Template};
 use super::schedule::{Arrivals, Rate};
 use super::{scenario, Model, Plan};
@@ -152,9 +153,9 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
         ))
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
-    if scheme != "http" && scheme != "https" {
+    if !["http", "https", "ws", "wss"].contains(&scheme) {
         return Err(bad(format!(
-            "URL '{url}': the scheme must be http:// or https:// (e.g. http://127.0.0.1:8080/path)"
+            "URL '{url}': the scheme must be http://, https://, ws:// or wss:// (e.g. http://127.0.0.1:8080/path)"
         )));
     }
     let host = uri.host().ok_or_else(|| {
@@ -162,7 +163,7 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
             "URL '{url}' has no host (e.g. http://127.0.0.1:8080/path)"
         ))
     })?;
-    let tls = scheme == "https";
+    let tls = scheme == "https" || scheme == "wss";
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare_host, port)
@@ -243,35 +244,77 @@ fn template(
     })
 }
 
-/// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
-/// Long because each offer shapes the threads, the pool and the description together.
-pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
-    let (url, command, method, headers, body) = match &spec.work {
+/// The protocol a spec's work speaks, by its URL's scheme (or a command), and the
+/// template of what each unit sends.
+fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error> {
+    match &spec.work {
+        Work::Command(_) if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) => Err(
+            bad("a scenario or a replay is for HTTP: give a URL, not a command"),
+        ),
+        Work::Command(argv) if argv.is_empty() => {
+            Err(bad("the command workload is empty: give the argv"))
+        }
+        Work::Command(argv) => {
+            // A command sends nothing: its template is never read.
+            let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
+            Ok((Client::Command(argv.clone()), template, &BodySpec::Empty))
+        }
         Work::Http {
             url,
             method,
             headers,
             body,
-        } => (url.as_str(), None, method.as_str(), &headers[..], body),
-        Work::Command(_) if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) => {
-            return Err(bad(
-                "a scenario or a replay is for HTTP: give a URL, not a command",
-            ))
+        } if url.starts_with("ws://") || url.starts_with("wss://") => {
+            if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) {
+                return Err(bad(format!(
+                    "URL '{url}': a scenario or a replay sends HTTP requests; a WebSocket load sends the body as a message (--body) to one URL"
+                )));
+            }
+            if method != "GET" {
+                return Err(bad(format!(
+                    "URL '{url}': a WebSocket opens with GET; a method ({method}) has no meaning for its messages"
+                )));
+            }
+            if spec.client.http2 {
+                return Err(bad(format!(
+                    "URL '{url}': --http2 is for HTTP; a WebSocket opens over HTTP/1.1"
+                )));
+            }
+            let (target, uri) = resolve(
+                url,
+                &ClientOptions {
+                    http2: false,
+                    ..spec.client.clone()
+                },
+            )?;
+            let template = template(&uri, method, headers, body)?;
+            let ws = super::ws::Target {
+                addr: target.addr,
+                url: url.clone(),
+                tls: target.tls,
+            };
+            Ok((Client::WebSocket(ws), template, body))
         }
-        // A command workload sends no HTTP; the target below is never used.
-        Work::Command(argv) => (
-            "http://127.0.0.1/",
-            Some(argv.clone()),
-            "GET",
-            &[][..],
-            &BodySpec::Empty,
-        ),
-    };
-    if command.as_ref().is_some_and(|c| c.is_empty()) {
-        return Err(bad("the command workload is empty: give the argv"));
+        Work::Http {
+            url,
+            method,
+            headers,
+            body,
+        } => {
+            let (target, uri) = resolve(url, &spec.client)?;
+            let template = template(&uri, method, headers, body)?;
+            // The requests' bytes, made once and shared by every worker (a 64 MiB body
+            // was copied per worker and per pool entry: 1.6 GB at 8 MiB).
+            let prepared = Arc::new(template.prepare_h1(&target));
+            Ok((Client::Http { target, prepared }, template, body))
+        }
     }
-    let (target, uri) = resolve(url, &spec.client)?;
-    let template = template(&uri, method, headers, body)?;
+}
+
+/// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
+/// Long because each offer shapes the threads, the pool and the description together.
+pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
+    let (client, template, body) = client(spec)?;
     // A replay lasts as long as its log (divided by the speed), a per-second
     // scenario as long as its list: set below with the offer.
     let mut natural = DEFAULT_DURATION;
@@ -372,9 +415,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     if let Some(n) = spec.count {
         description.push_str(&format!(", at most {n} requests"));
     }
-    let protocol = match &command {
-        Some(c) => format!("command: {}", c.join(" ")),
-        None => format!(
+    let protocol = match &client {
+        Client::Command(c) => format!("command: {}", c.join(" ")),
+        Client::Http { target, .. } => format!(
             "HTTP/{}{}",
             if spec.client.http2 { "2" } else { "1.1" },
             if target.tls.is_some() {
@@ -383,6 +426,10 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 ""
             }
         ),
+        Client::WebSocket(t) => format!(
+            "WebSocket{}",
+            if t.tls.is_some() { " over TLS" } else { "" }
+        ),
     };
     description.push_str(&format!(
         ", {threads} thread{}, {protocol}",
@@ -390,8 +437,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     ));
     Ok(Planned {
         plan: Plan {
-            command,
-            target,
+            client,
             template,
             model,
             threads,

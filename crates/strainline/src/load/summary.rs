@@ -190,16 +190,7 @@ pub fn summarize(
         by_status: t
             .by_status
             .iter()
-            .map(|(k, v)| {
-                (
-                    if o.exit_codes {
-                        format!("exit {k}")
-                    } else {
-                        k.to_string()
-                    },
-                    *v,
-                )
-            })
+            .map(|(k, v)| (o.statuses.label(*k), *v))
             .collect(),
         by_error: t
             .by_error

@@ -333,7 +333,7 @@ pub fn judge(o: &Outcome) -> Verdict {
             .iter()
             .map(|(k, v)| format!("{} {v}", k.name()))
             .collect();
-        let what = if o.exit_codes { "exit" } else { "HTTP" };
+        let what = o.statuses.word();
         why.extend(t.by_status.iter().map(|(s, v)| format!("{what} {s} {v}")));
         let mut reasons = vec![format!(
             "no request succeeded ({})",
@@ -422,7 +422,7 @@ mod tests {
             connections_asked: 0,
             connections_ready: 0,
             threads: 1,
-            exit_codes: false,
+            statuses: crate::load::client::Statuses::Http,
             interrupted: false,
             stolen_seconds: stolen * 10.0 * crate::host::cores() as f64,
             agents: Vec::new(),

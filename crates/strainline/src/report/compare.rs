@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::analysis::comparison::{p_text, percent, Method, Row, Verdict};
 use crate::analysis::paired::Looks;
-use crate::units::format_value;
 use crate::metrics::Direction;
+use crate::units::format_value;
 
 /// One side of a comparison, as stored.
 #[derive(Debug, Clone, Serialize)]

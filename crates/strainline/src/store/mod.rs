@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::metrics::Direction;
 use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
+use crate::metrics::Direction;
 use backend::{vals, Backend, Row, Value};
 pub use keys::{case_key, usable};
 

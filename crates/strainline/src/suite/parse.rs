@@ -617,7 +617,11 @@ fn test(
     } else {
         own_keys(kind).to_vec()
     };
-    if let Some(key) = written.iter().map(String::as_str).find(|k| !allowed.contains(k)) {
+    if let Some(key) = written
+        .iter()
+        .map(String::as_str)
+        .find(|k| !allowed.contains(k))
+    {
         let owners: Vec<&str> = Kind::TESTS
             .into_iter()
             .filter(|k| {

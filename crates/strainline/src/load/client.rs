@@ -1,0 +1,163 @@
+//! The protocol seam. The driver (schedules, the open model's pool, timeouts, the cut,
+//! the recorder) is protocol-free; it asks the plan's [`Client`] four things: does a
+//! unit of work need a connection, open one, do one unit of work on it (send, read the
+//! reply, sort a failure into an [`ErrorKind`]), and how to name its statuses. HTTP
+//! ([`super::http`]), WebSocket ([`super::ws`]) and the command workload
+//! ([`super::command`]) each answer in their own module. Adding a protocol is a variant
+//! here, its module, and its scheme in [`super::spec::plan`].
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::http::{self, Outgoing, Template};
+use super::recorder::ErrorKind;
+use super::ws;
+use crate::os::unit::Unit;
+
+/// What units of work are sent to, and how.
+#[derive(Clone)]
+pub enum Client {
+    /// HTTP/1.1 or HTTP/2 requests; `prepared`: the template's HTTP/1.1 requests as
+    /// bytes, made once for every worker.
+    Http {
+        target: http::Target,
+        prepared: Arc<Vec<Bytes>>,
+    },
+    /// A WebSocket per connection; a unit is one message and the reply to it.
+    WebSocket(ws::Target),
+    /// A command run to its end per unit; its exit code is the status.
+    Command(Vec<String>),
+}
+
+/// What a unit of work's statuses are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statuses {
+    /// HTTP status codes (ok below 400).
+    Http,
+    /// A command's exit code (ok when 0; 128 + N for signal N).
+    Exit,
+    /// A reply arrived (WebSocket): one status, 0.
+    Reply,
+}
+
+impl Statuses {
+    /// A status as the summary names it: `200`, `exit 1`, `reply`.
+    pub fn label(self, code: u16) -> String {
+        match self {
+            Statuses::Http => code.to_string(),
+            Statuses::Exit => format!("exit {code}"),
+            Statuses::Reply => "reply".into(),
+        }
+    }
+
+    /// The protocol's word before a status in a sentence: `HTTP 503`, `exit 1`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Statuses::Http => "HTTP",
+            Statuses::Exit => "exit",
+            Statuses::Reply => "WebSocket",
+        }
+    }
+}
+
+/// How a unit of work ended: its status, whether it counts as a success, the bytes
+/// of its reply.
+pub struct Reply {
+    pub status: u16,
+    pub ok: bool,
+    pub bytes: u64,
+}
+
+/// An open connection of some protocol.
+pub enum Conn {
+    Http(http::Conn),
+    WebSocket(ws::Conn),
+}
+
+impl Conn {
+    /// Its socket, shut down by the watchdog when a unit overruns its timeout.
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Conn::Http(c) => c.fd,
+            Conn::WebSocket(c) => c.fd,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Conn::Http(c) => c.is_closed(),
+            Conn::WebSocket(c) => c.is_closed(),
+        }
+    }
+}
+
+impl Client {
+    /// Whether units of work go over a connection (a command's do not).
+    pub fn connects(&self) -> bool {
+        !matches!(self, Client::Command(_))
+    }
+
+    pub fn statuses(&self) -> Statuses {
+        match self {
+            Client::Http { .. } => Statuses::Http,
+            Client::WebSocket(_) => Statuses::Reply,
+            Client::Command(_) => Statuses::Exit,
+        }
+    }
+
+    /// Opens a connection (not called for a command workload).
+    pub async fn connect(&self, template: &Template) -> Result<Conn, ErrorKind> {
+        match self {
+            Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
+            Client::WebSocket(t) => ws::connect(t, &template.headers).await.map(Conn::WebSocket),
+            Client::Command(_) => Err(ErrorKind::Connect),
+        }
+    }
+
+    /// One unit of work on `conn`: the request and its whole response, or the message
+    /// and the reply to it.
+    pub async fn send(&self, conn: &mut Conn, out: Outgoing<'_>) -> Result<Reply, ErrorKind> {
+        match (self, conn) {
+            (Client::Http { target, .. }, Conn::Http(c)) => {
+                let (status, bytes) = http::send(c, target, out).await?;
+                Ok(Reply {
+                    status,
+                    ok: status < 400,
+                    bytes,
+                })
+            }
+            (Client::WebSocket(_), Conn::WebSocket(c)) => {
+                let body = match out {
+                    Outgoing::Template(t, _, seq) => t.body.pick(seq),
+                    Outgoing::Rendered(r) => r.body.clone(),
+                };
+                let bytes = ws::send(c, body).await?;
+                Ok(Reply {
+                    status: 0,
+                    ok: true,
+                    bytes,
+                })
+            }
+            _ => Err(ErrorKind::Protocol),
+        }
+    }
+
+    /// One unit of a command workload, in `unit`, within `timeout`.
+    pub async fn run(&self, unit: &Unit, timeout: Duration) -> Result<Reply, ErrorKind> {
+        match self {
+            Client::Command(argv) => super::command::run(unit, argv, timeout).await,
+            _ => Err(ErrorKind::Connect),
+        }
+    }
+
+    /// The template's HTTP/1.1 requests as bytes (empty for other protocols).
+    pub fn prepared(&self) -> &[Bytes] {
+        match self {
+            Client::Http { prepared, .. } => prepared,
+            _ => &[],
+        }
+    }
+}
