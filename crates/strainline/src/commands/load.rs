@@ -105,6 +105,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             http2: args.http2,
             insecure: args.insecure,
             cacert_pem,
+            password: ClientOptions::from_env().password,
         },
     })
 }

@@ -73,7 +73,7 @@ fn load_spec(
         duration,
         count,
         timeout: w.timeout,
-        client: ClientOptions::default(),
+        client: ClientOptions::from_env(),
     }
 }
 
@@ -260,6 +260,13 @@ pub fn run_http(
     for req in w.setup.iter().filter(|_| w.url.is_some()) {
         let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+        // A WebSocket's set-up requests go to the same server over HTTP.
+        let origin = match origin.strip_prefix("ws") {
+            Some(rest) if rest.starts_with("://") || rest.starts_with("s://") => {
+                format!("http{rest}")
+            }
+            _ => origin,
+        };
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
         match probe::request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
             Some(s) if s < 400 => {}

@@ -2,19 +2,19 @@
 //! the recorder) is protocol-free; it asks the plan's [`Client`] four things: does a
 //! unit of work need a connection, open one, do one unit of work on it (send, read the
 //! reply, sort a failure into an [`ErrorKind`]), and how to name its statuses. HTTP
-//! ([`super::http`]), WebSocket ([`super::ws`]) and the command workload
-//! ([`super::command`]) each answer in their own module. Adding a protocol is a variant
+//! ([`super::http`]), WebSocket ([`super::ws`]), MQTT ([`super::mqtt`]) and the command
+//! workload ([`super::command`]) each answer in their own module. Adding a protocol is a variant
 //! here, its module, and its scheme in [`super::spec::plan`].
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::http::{self, Outgoing, Template};
 use super::recorder::ErrorKind;
-use super::ws;
+use super::{mqtt, ws};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -28,6 +28,9 @@ pub enum Client {
     },
     /// A WebSocket per connection; a unit is one message and the reply to it.
     WebSocket(ws::Target),
+    /// An MQTT client per connection; a unit is one PUBLISH, acknowledged as its QoS
+    /// asks.
+    Mqtt(mqtt::Target),
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
 }
@@ -41,6 +44,8 @@ pub enum Statuses {
     Exit,
     /// A reply arrived (WebSocket): one status, 0.
     Reply,
+    /// A publish was acknowledged as its QoS asks (MQTT): status = the QoS.
+    Published,
 }
 
 impl Statuses {
@@ -50,6 +55,11 @@ impl Statuses {
             Statuses::Http => code.to_string(),
             Statuses::Exit => format!("exit {code}"),
             Statuses::Reply => "reply".into(),
+            Statuses::Published => match code {
+                0 => "qos0 written".into(),
+                1 => "qos1 puback".into(),
+                _ => "qos2 pubcomp".into(),
+            },
         }
     }
 
@@ -59,6 +69,7 @@ impl Statuses {
             Statuses::Http => "HTTP",
             Statuses::Exit => "exit",
             Statuses::Reply => "WebSocket",
+            Statuses::Published => "MQTT",
         }
     }
 }
@@ -75,6 +86,7 @@ pub struct Reply {
 pub enum Conn {
     Http(http::Conn),
     WebSocket(ws::Conn),
+    Mqtt(mqtt::Conn),
 }
 
 impl Conn {
@@ -83,6 +95,7 @@ impl Conn {
         match self {
             Conn::Http(c) => c.fd,
             Conn::WebSocket(c) => c.fd,
+            Conn::Mqtt(c) => c.fd,
         }
     }
 
@@ -90,6 +103,7 @@ impl Conn {
         match self {
             Conn::Http(c) => c.is_closed(),
             Conn::WebSocket(c) => c.is_closed(),
+            Conn::Mqtt(c) => c.is_closed(),
         }
     }
 }
@@ -104,6 +118,7 @@ impl Client {
         match self {
             Client::Http { .. } => Statuses::Http,
             Client::WebSocket(_) => Statuses::Reply,
+            Client::Mqtt(_) => Statuses::Published,
             Client::Command(_) => Statuses::Exit,
         }
     }
@@ -113,13 +128,19 @@ impl Client {
         match self {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
             Client::WebSocket(t) => ws::connect(t, &template.headers).await.map(Conn::WebSocket),
+            Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
             Client::Command(_) => Err(ErrorKind::Connect),
         }
     }
 
-    /// One unit of work on `conn`: the request and its whole response, or the message
-    /// and the reply to it.
-    pub async fn send(&self, conn: &mut Conn, out: Outgoing<'_>) -> Result<Reply, ErrorKind> {
+    /// One unit of work on `conn`, meant to go at `intended`: the request and its whole
+    /// response, the message and the reply to it, the publish and its acknowledgement.
+    pub async fn send(
+        &self,
+        conn: &mut Conn,
+        out: Outgoing<'_>,
+        intended: Instant,
+    ) -> Result<Reply, ErrorKind> {
         match (self, conn) {
             (Client::Http { target, .. }, Conn::Http(c)) => {
                 let (status, bytes) = http::send(c, target, out).await?;
@@ -130,15 +151,19 @@ impl Client {
                 })
             }
             (Client::WebSocket(_), Conn::WebSocket(c)) => {
-                let body = match out {
-                    Outgoing::Template(t, _, seq) => t.body.pick(seq),
-                    Outgoing::Rendered(r) => r.body.clone(),
-                };
-                let bytes = ws::send(c, body).await?;
+                let bytes = ws::send(c, out.body()).await?;
                 Ok(Reply {
                     status: 0,
                     ok: true,
                     bytes,
+                })
+            }
+            (Client::Mqtt(t), Conn::Mqtt(c)) => {
+                mqtt::publish(c, t, out.body(), intended).await?;
+                Ok(Reply {
+                    status: t.qos as u16,
+                    ok: true,
+                    bytes: 0,
                 })
             }
             _ => Err(ErrorKind::Protocol),

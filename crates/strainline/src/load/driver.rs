@@ -383,7 +383,7 @@ async fn exchange(
                     ctx.rec.lock().unwrap().connection_opened();
                 }
                 let c = conn.as_mut().expect("connected above");
-                ctx.client.send(c, out).await
+                ctx.client.send(c, out, intended).await
             }
             .await;
             slot.deadline.set(None);

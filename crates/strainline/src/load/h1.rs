@@ -18,7 +18,7 @@ pub enum Stream {
 }
 
 impl Stream {
-    async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+    pub(super) async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(b).await,
             Stream::Tls(s) => {
@@ -28,7 +28,7 @@ impl Stream {
         }
     }
 
-    async fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+    pub(super) async fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(b).await,
             Stream::Tls(s) => s.read(b).await,

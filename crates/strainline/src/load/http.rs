@@ -109,6 +109,16 @@ pub enum Outgoing<'a> {
     Rendered(&'a Rendered),
 }
 
+impl Outgoing<'_> {
+    /// The body alone: a WebSocket message's or an MQTT publish's payload.
+    pub fn body(&self) -> Bytes {
+        match self {
+            Outgoing::Template(t, _, seq) => t.body.pick(*seq),
+            Outgoing::Rendered(r) => r.body.clone(),
+        }
+    }
+}
+
 fn sends_length(method: &Method, body: &[u8]) -> bool {
     !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
 }
@@ -217,13 +227,17 @@ pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
     }
 }
 
-/// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).
-pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+/// A byte stream to `addr`: TCP (no Nagle), then TLS if asked; with the socket's
+/// descriptor for the driver's watchdog.
+pub(super) async fn open_stream(
+    addr: SocketAddr,
+    tls: &Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+) -> Result<(super::h1::Stream, std::os::fd::RawFd), ErrorKind> {
     use std::os::fd::AsRawFd;
-    let tcp = TcpStream::connect(t.addr).await.map_err(|e| io_kind(&e))?;
+    let tcp = TcpStream::connect(addr).await.map_err(|e| io_kind(&e))?;
     let _ = tcp.set_nodelay(true);
     let fd = tcp.as_raw_fd();
-    let stream = match &t.tls {
+    let stream = match tls {
         Some((connector, name)) => {
             let tls =
                 connector
@@ -237,6 +251,12 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
         }
         None => super::h1::Stream::Tcp(tcp),
     };
+    Ok((stream, fd))
+}
+
+/// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).
+pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
     let kind = if t.http2 {
         let send = match stream {
             super::h1::Stream::Tcp(s) => h2_handshake(TokioIo::new(s)).await?,

@@ -10,6 +10,7 @@ mod command;
 pub mod driver;
 mod h1;
 pub mod http;
+pub mod mqtt;
 mod progress;
 pub mod recorder;
 pub mod replay;

@@ -85,6 +85,29 @@ pub struct ClientOptions {
     pub insecure: bool,
     /// A CA or certificate (PEM) to trust.
     pub cacert_pem: Option<Vec<u8>>,
+    /// The MQTT password (`STRAINLINE_MQTT_PASSWORD`), for a URL's user.
+    #[serde(default)]
+    pub password: Option<Secret>,
+}
+
+/// A secret that `{:?}` does not show (specs are logged and sent to agents over TLS).
+#[derive(Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+impl ClientOptions {
+    /// The environment's part: the MQTT password, if `STRAINLINE_MQTT_PASSWORD` is set.
+    pub fn from_env() -> ClientOptions {
+        ClientOptions {
+            password: std::env::var("STRAINLINE_MQTT_PASSWORD").ok().map(Secret),
+            ..ClientOptions::default()
+        }
+    }
 }
 
 /// A load run, described in the domain's words.
@@ -145,6 +168,95 @@ impl Planned {
     }
 }
 
+/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`:
+/// the broker resolved, TLS set up, the topic and options checked.
+fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
+    use rumqttc::mqttbytes::QoS;
+    let (tls, rest) = match url.strip_prefix("mqtts://") {
+        Some(r) => (true, r),
+        None => (false, url.trim_start_matches("mqtt://")),
+    };
+    let eg = "e.g. mqtt://127.0.0.1:1883/devices/{{client}}/telemetry?qos=1";
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, topic) = rest
+        .split_once('/')
+        .ok_or_else(|| bad(format!("URL '{url}' names no topic ({eg})")))?;
+    let (user, hostport) = match authority.rsplit_once('@') {
+        Some((u, _)) if u.contains(':') => {
+            return Err(bad(format!(
+                "URL '{}': give the password in STRAINLINE_MQTT_PASSWORD, not in the URL (a URL is printed and stored)",
+                url.replace(u, "USER:…")
+            )))
+        }
+        Some((u, h)) => (Some(u.to_string()), h),
+        None => (None, authority),
+    };
+    if topic.is_empty() {
+        return Err(bad(format!("URL '{url}' names no topic ({eg})")));
+    }
+    if topic.contains(['+', '#']) || topic.contains('\0') {
+        return Err(bad(format!(
+            "URL '{url}': the topic '{topic}' has a wildcard (+ or #): a message is published to one topic; use {{{{client}}}} for one topic per client"
+        )));
+    }
+    let mut qos = QoS::AtLeastOnce;
+    let mut keep_alive = 0u16;
+    let mut clean_session = true;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "qos" => {
+                qos = match v {
+                    "0" => QoS::AtMostOnce,
+                    "1" => QoS::AtLeastOnce,
+                    "2" => QoS::ExactlyOnce,
+                    _ => return Err(bad(format!("URL '{url}': qos={v}: give 0, 1 or 2"))),
+                }
+            }
+            "keep_alive" => {
+                keep_alive = v.parse().map_err(|_| {
+                    bad(format!(
+                        "URL '{url}': keep_alive={v}: give seconds from 0 (off) to 65535"
+                    ))
+                })?
+            }
+            "clean" => {
+                clean_session = v
+                    .parse()
+                    .map_err(|_| bad(format!("URL '{url}': clean={v}: give true or false")))?
+            }
+            _ => {
+                return Err(bad(format!(
+                    "URL '{url}': unknown option '{k}' (the options are qos, keep_alive, clean)"
+                )))
+            }
+        }
+    }
+    let port = if hostport.ends_with(']') || !hostport.contains(':') {
+        format!(":{}", if tls { 8883 } else { 1883 })
+    } else {
+        String::new()
+    };
+    let scheme = if tls { "https" } else { "http" };
+    let (target, _) = resolve(&format!("{scheme}://{hostport}{port}/"), client)
+        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+    let login = match (user, &client.password) {
+        (Some(u), Some(p)) => Some((u, p.0.clone())),
+        (Some(u), None) => Some((u, String::new())),
+        (None, _) => None,
+    };
+    Ok(super::mqtt::Target {
+        addr: target.addr,
+        tls: target.tls,
+        topic: topic.to_string(),
+        qos,
+        login,
+        keep_alive,
+        clean_session,
+        stamped: false,
+    })
+}
+
 /// Where HTTP requests go: the URL resolved once, TLS set up.
 fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
     let uri: Uri = url.parse().map_err(|e| {
@@ -155,7 +267,7 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https", "ws", "wss"].contains(&scheme) {
         return Err(bad(format!(
-            "URL '{url}': the scheme must be http://, https://, ws:// or wss:// (e.g. http://127.0.0.1:8080/path)"
+            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt:// or mqtts:// (e.g. http://127.0.0.1:8080/path)"
         )));
     }
     let host = uri.host().ok_or_else(|| {
@@ -295,6 +407,21 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             };
             Ok((Client::WebSocket(ws), template, body))
         }
+        Work::Http { url, body, .. }
+            if url.starts_with("mqtt://") || url.starts_with("mqtts://") =>
+        {
+            if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) {
+                return Err(bad(format!(
+                    "URL '{url}': a scenario or a replay sends HTTP requests; an MQTT load publishes the body (-d) to the URL's topic"
+                )));
+            }
+            if spec.client.http2 {
+                return Err(bad(format!("URL '{url}': --http2 is for HTTP, not MQTT")));
+            }
+            let target = mqtt_target(url, &spec.client)?;
+            let template = template(&Uri::from_static("/"), "GET", &[], body)?;
+            Ok((Client::Mqtt(target), template, body))
+        }
         Work::Http {
             url,
             method,
@@ -429,6 +556,12 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         Client::WebSocket(t) => format!(
             "WebSocket{}",
             if t.tls.is_some() { " over TLS" } else { "" }
+        ),
+        Client::Mqtt(t) => format!(
+            "MQTT 3.1.1{}, publish QoS {} to {}",
+            if t.tls.is_some() { " over TLS" } else { "" },
+            t.qos as u8,
+            t.topic
         ),
     };
     description.push_str(&format!(

@@ -145,9 +145,13 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
             ),
         ));
     }
-    for (key, url) in [("url", &t.url), ("quiesce_url", &t.quiesce_url)] {
+    // A workload's URL may be a WebSocket's; the quiesce request is HTTP.
+    for (key, url, schemes) in [
+        ("url", &t.url, LOAD_SCHEMES),
+        ("quiesce_url", &t.quiesce_url, HTTP_SCHEMES),
+    ] {
         if let Some(url) = url {
-            url_shape(url).map_err(|e| {
+            url_shape(url, schemes).map_err(|e| {
                 doc.at(
                     doc.key_offset(header, key),
                     format!(
@@ -174,12 +178,23 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     Ok(())
 }
 
-/// Whether a URL (placeholders allowed) is one the load engine can send to.
-fn url_shape(url: &str) -> crate::error::Result<()> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or("give an http:// or https:// URL")?;
+/// The schemes of an HTTP request (a probe, a quiesce request).
+const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
+/// The schemes a workload's URL may have: HTTP's and WebSocket's.
+const LOAD_SCHEMES: &[&str] = &["http://", "https://", "ws://", "wss://"];
+
+/// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine
+/// can send to.
+fn url_shape(url: &str, schemes: &[&str]) -> crate::error::Result<()> {
+    let rest = schemes
+        .iter()
+        .find_map(|s| url.strip_prefix(s))
+        .ok_or_else(|| {
+            crate::Error::usage(format!(
+                "give a URL that starts with {}",
+                schemes.join(" or ")
+            ))
+        })?;
     if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(crate::Error::usage(format!(
             "it holds {}: write a space as %20",
@@ -462,11 +477,12 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
         Some(r) => {
             let v = r.get_ref();
             if v.starts_with("http://") || v.starts_with("https://") {
-                url_shape(v).map_err(|e| doc.at(r.span().start, format!("ready '{v}': {e}")))?;
+                url_shape(v, HTTP_SCHEMES)
+                    .map_err(|e| doc.at(r.span().start, format!("ready '{v}': {e}")))?;
                 Ready::Http(v.clone())
             } else if let Some(a) = v.strip_prefix("tcp://") {
                 // The same host[:port] rules as a URL's.
-                url_shape(&format!("http://{a}/"))
+                url_shape(&format!("http://{a}/"), HTTP_SCHEMES)
                     .and_then(|()| {
                         if a.ends_with(']') || !a.contains(':') {
                             Err(crate::Error::usage(

@@ -1301,3 +1301,71 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
     assert!(log.contains("\\u{1b}]8;;http"), "{log}");
     assert!(!log.contains('\x1b'), "{log}");
 }
+
+#[test]
+fn a_websocket_load_from_two_agents_is_sent_whole_and_merged_exactly() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    // Python's `websockets` echo server on host 0 (not the testbed).
+    let host = h.addr(0);
+    let script = crate::protocols::ws_server_script();
+    let _srv = KillOnDrop(
+        h.command(
+            0,
+            &[
+                "/usr/bin/python3",
+                &script,
+                "--host",
+                &host,
+                "--port",
+                "8080",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(format!(
+            "{host}:8080"
+        ))
+        .is_ok()),
+        "the WebSocket server did not start in its namespace"
+    );
+    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
+    let tok = token(&s);
+    let list = agents_list(&h, 1..3);
+    let url = format!("ws://{host}:8080/");
+    let o = s.run(&[
+        "load",
+        &url,
+        "--no-tui",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "-q",
+        "1000",
+        "-n",
+        "3000",
+        "--body-bytes",
+        "32",
+        "--json",
+        "ws.json",
+    ]);
+    assert_exit(&o, 0);
+    let d = json(&s, "ws.json");
+    let sum = &d["summary"];
+    assert_eq!(sum["sent"], 3000, "{}", stdout(&o));
+    assert_eq!(sum["ok"], 3000);
+    assert_eq!(sum["by_status"]["reply"], 3000);
+    assert_eq!(sum["bytes_received"], 3000 * 32);
+    let agents = sum["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    for a in agents {
+        assert_eq!(a["sent"], 1500, "{a}");
+        assert_eq!(a["completed"], 1500, "{a}");
+    }
+}

@@ -199,7 +199,10 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     let s = Scratch::new();
     let out = s.run(&["load", "htp://127.0.0.1:1/"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_has(&stderr(&out), "the scheme must be http:// or https://");
+    assert_has(
+        &stderr(&out),
+        "the scheme must be http://, https://, ws:// or wss://",
+    );
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));
     assert_has(&stderr(&out), "'fast' is not a number");

@@ -17,6 +17,7 @@ mod monitor;
 mod netns;
 mod paired;
 mod pg;
+mod protocols;
 mod report;
 mod run;
 mod store;

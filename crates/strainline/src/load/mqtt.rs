@@ -1,0 +1,306 @@
+//! MQTT 3.1.1 as a load protocol: each of the driver's connections is one MQTT client
+//! (TCP, TLS for `mqtts://`, then CONNECT and the broker's CONNACK), and a unit of work
+//! is one PUBLISH of the workload's body to the URL's topic — done when it is written
+//! at QoS 0, at its PUBACK at QoS 1, at its PUBCOMP (after PUBREC and PUBREL) at QoS 2.
+//! Packets are encoded and decoded by rumqttc's codec (`rumqttc::mqttbytes`, maintained
+//! with the rumqttc client); the I/O is this module's own, one task per connection as
+//! for HTTP/1.1, with no event loop or channel between the driver and the socket.
+//! Subscribers that count deliveries are in [`subscriber`].
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use rumqttc::mqttbytes::v4::{ConnAck, Connect, Login, Packet, PubRel, Publish};
+use rumqttc::mqttbytes::{Error as CodecError, QoS};
+use rustls::pki_types::ServerName;
+
+use super::h1::Stream;
+use super::http::{io_kind, open_stream};
+use super::recorder::ErrorKind;
+
+/// The largest packet read from a broker (a delivery to a subscriber included).
+const MAX_PACKET: usize = 16 * 1024 * 1024;
+
+/// Where clients connect and what they publish, checked before the run.
+#[derive(Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    /// The topic published to; `{{client}}` stands for the client's number.
+    pub topic: String,
+    pub qos: QoS,
+    pub login: Option<(String, String)>,
+    /// Seconds; 0 turns keep-alive off (an idle pooled client is not disconnected).
+    pub keep_alive: u16,
+    pub clean_session: bool,
+    /// Each publish starts with a [`Stamp`] (subscribers measure from it).
+    pub stamped: bool,
+}
+
+/// One connected client.
+pub struct Conn {
+    stream: Stream,
+    read: BytesMut,
+    write: BytesMut,
+    /// This client's topic, `{{client}}` filled in.
+    topic: String,
+    number: u64,
+    seq: u64,
+    pkid: u16,
+    pub fd: std::os::fd::RawFd,
+    closed: bool,
+}
+
+impl Conn {
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Reads the next whole packet from the broker.
+    async fn packet(&mut self) -> Result<Packet, ErrorKind> {
+        loop {
+            match Packet::read(&mut self.read, MAX_PACKET) {
+                Ok(p) => return Ok(p),
+                Err(CodecError::InsufficientBytes(_)) => {}
+                Err(_) => return Err(ErrorKind::Protocol),
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = self
+                .stream
+                .read(&mut chunk)
+                .await
+                .map_err(|e| io_kind(&e))?;
+            if n == 0 {
+                return Err(ErrorKind::Reset);
+            }
+            self.read.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    async fn send(&mut self, packet: Packet) -> Result<(), ErrorKind> {
+        self.write.clear();
+        packet
+            .write(&mut self.write, MAX_PACKET)
+            .map_err(|_| ErrorKind::Protocol)?;
+        self.stream
+            .write_all(&self.write)
+            .await
+            .map_err(|e| io_kind(&e))
+    }
+
+    fn next_pkid(&mut self) -> u16 {
+        self.pkid = self.pkid % u16::MAX + 1;
+        self.pkid
+    }
+}
+
+/// This process's clients' id prefix: distinct across agents and runs, so that no two
+/// clients share an id (a broker disconnects the older of two).
+fn prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let nonce = crate::rng::mix(nanos ^ u64::from(std::process::id()));
+        format!("strainline-{:08x}", nonce as u32)
+    })
+}
+
+/// Clients of this process, numbered in the order they connect.
+static CLIENTS: AtomicU64 = AtomicU64::new(0);
+
+/// Connects one client: CONNECT, then the broker's CONNACK (a refusal is a `protocol`
+/// error: a bad user name or password, an id the broker does not take).
+pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    let number = CLIENTS.fetch_add(1, Ordering::Relaxed);
+    let client_id = format!("{}-{number}", prefix());
+    let mut conn = open(t, number).await?;
+    handshake(&mut conn, t, client_id).await?;
+    Ok(conn)
+}
+
+async fn open(t: &Target, number: u64) -> Result<Conn, ErrorKind> {
+    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
+    Ok(Conn {
+        stream,
+        read: BytesMut::with_capacity(4096),
+        write: BytesMut::with_capacity(4096),
+        topic: t.topic.replace("{{client}}", &number.to_string()),
+        number,
+        seq: 0,
+        pkid: 0,
+        fd,
+        closed: false,
+    })
+}
+
+async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(), ErrorKind> {
+    let mut connect = Connect::new(client_id);
+    connect.keep_alive = t.keep_alive;
+    connect.clean_session = t.clean_session;
+    connect.login = t.login.as_ref().map(|(u, p)| Login::new(u, p));
+    conn.send(Packet::Connect(connect)).await?;
+    match conn.packet().await? {
+        Packet::ConnAck(ConnAck { code, .. }) if code as u8 == 0 => Ok(()),
+        _ => Err(ErrorKind::Protocol),
+    }
+}
+
+/// Publishes one message (its intended time in the stamp, if stamped) and waits for
+/// what its QoS asks.
+pub async fn publish(
+    conn: &mut Conn,
+    t: &Target,
+    body: Bytes,
+    intended: Instant,
+) -> Result<(), ErrorKind> {
+    let r = publish_inner(conn, t, body, intended).await;
+    if r.is_err() {
+        conn.closed = true;
+    }
+    r
+}
+
+async fn publish_inner(
+    conn: &mut Conn,
+    t: &Target,
+    body: Bytes,
+    intended: Instant,
+) -> Result<(), ErrorKind> {
+    let payload = if t.stamped {
+        let stamp = Stamp {
+            client: conn.number,
+            seq: conn.seq,
+            intended_ns: unix_nanos(intended),
+        };
+        let mut p = BytesMut::with_capacity(Stamp::LEN + body.len());
+        stamp.put(&mut p);
+        p.extend_from_slice(&body);
+        p.freeze()
+    } else {
+        body
+    };
+    conn.seq += 1;
+    let mut publish = Publish::from_bytes(conn.topic.clone(), t.qos, payload);
+    let pkid = match t.qos {
+        QoS::AtMostOnce => 0,
+        _ => conn.next_pkid(),
+    };
+    publish.pkid = pkid;
+    conn.send(Packet::Publish(publish)).await?;
+    match t.qos {
+        QoS::AtMostOnce => {}
+        QoS::AtLeastOnce => loop {
+            match conn.packet().await? {
+                Packet::PubAck(a) if a.pkid == pkid => break,
+                Packet::PingResp => continue,
+                _ => return Err(ErrorKind::Protocol),
+            }
+        },
+        QoS::ExactlyOnce => {
+            loop {
+                match conn.packet().await? {
+                    Packet::PubRec(r) if r.pkid == pkid => break,
+                    Packet::PingResp => continue,
+                    _ => return Err(ErrorKind::Protocol),
+                }
+            }
+            conn.send(Packet::PubRel(PubRel::new(pkid))).await?;
+            loop {
+                match conn.packet().await? {
+                    Packet::PubComp(c) if c.pkid == pkid => break,
+                    Packet::PingResp => continue,
+                    _ => return Err(ErrorKind::Protocol),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a stamped message starts with: who published it, its number from that
+/// client, and when it was meant to be sent (nanoseconds since the Unix epoch, so that
+/// a subscriber in another process — another agent — measures from it too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub client: u64,
+    pub seq: u64,
+    pub intended_ns: u64,
+}
+
+impl Stamp {
+    const MAGIC: &'static [u8; 4] = b"SLm1";
+    pub const LEN: usize = 4 + 8 + 8 + 8;
+
+    fn put(&self, b: &mut BytesMut) {
+        b.put_slice(Self::MAGIC);
+        b.put_u64(self.client);
+        b.put_u64(self.seq);
+        b.put_u64(self.intended_ns);
+    }
+
+    /// The stamp a payload starts with, if it has one.
+    pub fn read(payload: &[u8]) -> Option<Stamp> {
+        let rest = payload.strip_prefix(&Self::MAGIC[..])?;
+        let n = |i: usize| -> Option<u64> {
+            Some(u64::from_be_bytes(rest.get(i..i + 8)?.try_into().ok()?))
+        };
+        Some(Stamp {
+            client: n(0)?,
+            seq: n(8)?,
+            intended_ns: n(16)?,
+        })
+    }
+}
+
+/// An instant as nanoseconds since the Unix epoch, through one anchor per process
+/// (the monotonic clock's instants keep their spacing).
+pub fn unix_nanos(at: Instant) -> u64 {
+    static ANCHOR: std::sync::OnceLock<(Instant, u64)> = std::sync::OnceLock::new();
+    let (i0, n0) = *ANCHOR.get_or_init(|| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        (Instant::now(), now)
+    });
+    if at >= i0 {
+        n0 + (at - i0).as_nanos() as u64
+    } else {
+        n0.saturating_sub((i0 - at).as_nanos() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_reads_back_and_a_plain_payload_has_none() {
+        let s = Stamp {
+            client: 7,
+            seq: 1 << 40,
+            intended_ns: 1_790_000_000_123_456_789,
+        };
+        let mut b = BytesMut::new();
+        s.put(&mut b);
+        b.extend_from_slice(b"{\"t\":21.5}");
+        assert_eq!(Stamp::read(&b), Some(s));
+        assert_eq!(Stamp::read(b"{\"t\":21.5}"), None);
+        assert_eq!(Stamp::read(&b[..Stamp::LEN - 1]), None);
+    }
+
+    #[test]
+    fn unix_nanos_keeps_the_spacing_of_instants() {
+        let a = Instant::now();
+        let b = a + std::time::Duration::from_millis(1500);
+        assert_eq!(unix_nanos(b) - unix_nanos(a), 1_500_000_000);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        assert!(unix_nanos(Instant::now()).abs_diff(wall) < 1_000_000_000);
+    }
+}
