@@ -287,6 +287,20 @@ pub const METRICS: &[Def] = &[
         "failed requests, and requests due but unanswered (cut in flight or never sent), over every request that was due",
     ),
     def(
+        "delivery_loss",
+        Unit::Ratio,
+        Lower,
+        LOADED,
+        "MQTT: the share of deliveries that never reached a subscriber (every subscriber expects every acknowledged publish)",
+    ),
+    def(
+        "delivery_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "MQTT: 99th percentile of publish-to-subscriber latency, from the publisher's intended send time",
+    ),
+    def(
         "sent",
         Unit::Count,
         Direction::None,

@@ -553,6 +553,7 @@ fn merge(
         connections_ready: ready,
         threads,
         statuses: plan.client.statuses(),
+        subscribers: plan.client.subscribers(),
         interrupted,
         stolen_seconds: 0.0,
         agents,

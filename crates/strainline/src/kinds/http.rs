@@ -235,6 +235,19 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
         ms(s.latency_us.p99),
         100.0 * s.error_rate
     ));
+    if let Some(d) = &s.deliveries {
+        r.table.push(format!(
+            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s), end to end p50 {:.2} ms, p99 {:.2} ms",
+            d.delivered - d.duplicates.min(d.delivered),
+            d.expected,
+            d.subscribed,
+            d.lost,
+            100.0 * d.loss_rate,
+            d.duplicates,
+            ms(d.latency_us.p50),
+            ms(d.latency_us.p99)
+        ));
+    }
 }
 
 fn judge_generator(r: &mut CaseResult, run: &Run) {

@@ -159,7 +159,13 @@ impl Client {
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
-                mqtt::publish(c, t, out.body(), intended).await?;
+                // A scenario step publishes to its path (less the leading /), if it has one.
+                let topic = match &out {
+                    Outgoing::Rendered(r) => Some(r.path.trim_start_matches('/')),
+                    Outgoing::Template(..) => None,
+                }
+                .filter(|p| !p.is_empty());
+                mqtt::publish(c, t, topic, out.body(), intended).await?;
                 Ok(Reply {
                     status: t.qos as u16,
                     ok: true,
@@ -175,6 +181,14 @@ impl Client {
         match self {
             Client::Command(argv) => super::command::run(unit, argv, timeout).await,
             _ => Err(ErrorKind::Connect),
+        }
+    }
+
+    /// MQTT subscribers asked for (0 for other protocols).
+    pub fn subscribers(&self) -> u64 {
+        match self {
+            Client::Mqtt(t) => t.subscribers,
+            _ => 0,
         }
     }
 

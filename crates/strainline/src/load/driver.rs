@@ -111,6 +111,8 @@ pub struct Outcome {
     pub threads: usize,
     /// What the statuses are: HTTP statuses, exit codes, replies.
     pub statuses: super::client::Statuses,
+    /// MQTT subscribers asked for (the whole run's): each should receive every publish.
+    pub subscribers: u64,
     pub interrupted: bool,
     /// CPU seconds the hypervisor took from the machine during the run.
     pub stolen_seconds: f64,
@@ -1047,6 +1049,58 @@ pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
     to_next
 }
 
+/// Starts this slice's MQTT subscribers on a thread of their own: they subscribe at
+/// once (before the clock starts) and record into `rec` until told the publishers are
+/// done and their deliveries drained.
+fn start_subscribers(
+    t: &super::mqtt::Target,
+    plan: &Plan,
+    rec: Arc<Mutex<Recorder>>,
+    cancel: Arc<AtomicBool>,
+) -> (
+    std::thread::JoinHandle<()>,
+    Arc<super::mqtt::subscriber::Control>,
+) {
+    use super::mqtt::subscriber::{self, Control};
+    let control = Arc::new(Control {
+        publishers_done: AtomicBool::new(false),
+        cancel,
+        timeout: plan.timeout,
+    });
+    let slice = plan.slice;
+    let indexes: Vec<u64> = (slice.index as u64..t.subscribers)
+        .step_by(slice.of.max(1))
+        .collect();
+    let t = t.clone();
+    let c = control.clone();
+    let thread = std::thread::Builder::new()
+        .name("subscribers".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            let local = tokio::task::LocalSet::new();
+            let t = Rc::new(t);
+            local.block_on(&rt, async move {
+                let tasks: Vec<_> = indexes
+                    .into_iter()
+                    .map(|i| {
+                        tokio::task::spawn_local(subscriber::run(
+                            t.clone(),
+                            i,
+                            rec.clone(),
+                            c.clone(),
+                        ))
+                    })
+                    .collect();
+                join(tasks).await;
+            });
+        })
+        .expect("a subscribers thread");
+    (thread, control)
+}
+
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator
 /// said, in its own clock); connections are opened before. Long because it is the one
 /// place where workers start, the clock starts for all at once, and their recorders are
@@ -1071,9 +1125,18 @@ pub fn run_from(
     };
     let per_thread =
         move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
-    let recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
+    let mut recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
         .map(|_| Arc::new(Mutex::new(Recorder::default())))
         .collect();
+    // MQTT subscribers, on a thread of their own with a recorder of their own.
+    let subscribers = match &plan.client {
+        Client::Mqtt(t) if t.subscribers > 0 => {
+            let rec = Arc::new(Mutex::new(Recorder::default()));
+            recs.push(rec.clone());
+            Some(start_subscribers(t, plan, rec, cancel.clone()))
+        }
+        _ => None,
+    };
     let tickets = match (&plan.model, plan.count) {
         (Model::Closed { .. } | Model::Scenario(_), Some(n)) => {
             Some(Arc::new(AtomicI64::new(slice.share(n) as i64)))
@@ -1230,9 +1293,15 @@ pub fn run_from(
         .into_iter()
         .map(|h| h.join().unwrap_or(0.0))
         .collect();
+    // The run's length is the publishers': the subscribers' drain is not in it.
+    let elapsed = start.elapsed().as_secs_f64();
+    if let Some((thread, control)) = subscribers {
+        // The deliveries still on their way are waited for (at most the timeout).
+        control.publishers_done.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+    }
     // Whatever the command units left running (a `setsid` child) ends with the run.
     drop(unit);
-    let elapsed = start.elapsed().as_secs_f64();
     let last = snapshot(&mut seconds, elapsed);
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
         seconds.pop();
@@ -1266,6 +1335,7 @@ pub fn run_from(
         connections_ready,
         threads,
         statuses: plan.client.statuses(),
+        subscribers: plan.client.subscribers(),
         interrupted: cancel.load(Ordering::Relaxed),
         stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
         agents: Vec::new(),

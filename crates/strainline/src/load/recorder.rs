@@ -102,6 +102,17 @@ pub struct Tally {
     /// could be opened in time: the target did not accept them).
     #[serde(default)]
     pub unsent_connecting: u64,
+    /// Subscribers that subscribed (MQTT), messages delivered to them (each delivery
+    /// to each subscriber), those a subscriber had already had (duplicates), and the
+    /// deliveries' latency from the publisher's intended send time, µs.
+    #[serde(default)]
+    pub subscribed: u64,
+    #[serde(default)]
+    pub delivered: u64,
+    #[serde(default)]
+    pub duplicates: u64,
+    #[serde(with = "hdr", default = "histogram")]
+    pub delivery: Histogram<u64>,
 }
 
 /// A histogram as base64 of its V2 encoding (HdrHistogram's interchange format).
@@ -194,6 +205,10 @@ impl Default for Tally {
             unfinished: 0,
             unsent: 0,
             unsent_connecting: 0,
+            subscribed: 0,
+            delivered: 0,
+            duplicates: 0,
+            delivery: histogram(),
         }
     }
 }
@@ -234,6 +249,10 @@ impl Tally {
         d.unfinished = d.unfinished.saturating_sub(part.unfinished);
         d.unsent = d.unsent.saturating_sub(part.unsent);
         d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
+        d.subscribed = d.subscribed.saturating_sub(part.subscribed);
+        d.delivered = d.delivered.saturating_sub(part.delivered);
+        d.duplicates = d.duplicates.saturating_sub(part.duplicates);
+        let _ = d.delivery.subtract(&part.delivery);
         d
     }
 
@@ -260,6 +279,10 @@ impl Tally {
         self.unfinished += o.unfinished;
         self.unsent += o.unsent;
         self.unsent_connecting += o.unsent_connecting;
+        self.subscribed += o.subscribed;
+        self.delivered += o.delivered;
+        self.duplicates += o.duplicates;
+        let _ = self.delivery.add(&o.delivery);
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -402,6 +425,21 @@ impl Recorder {
         if let Some(t) = self.step(step) {
             mark(t);
         }
+    }
+
+    /// A subscriber subscribed.
+    pub fn subscribed(&mut self) {
+        self.interval.subscribed += 1;
+    }
+
+    /// A message reached a subscriber `latency` after it was meant to be published;
+    /// `duplicate` if that subscriber had it already.
+    pub fn delivery(&mut self, latency: Duration, duplicate: bool) {
+        self.interval.delivered += 1;
+        if duplicate {
+            self.interval.duplicates += 1;
+        }
+        self.interval.delivery.saturating_record(us(latency));
     }
 
     /// Hands over the current interval and starts `fresh` (made by the caller, outside

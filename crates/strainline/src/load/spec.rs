@@ -202,6 +202,8 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
     let mut qos = QoS::AtLeastOnce;
     let mut keep_alive = 0u16;
     let mut clean_session = true;
+    let mut subscribers = 0u64;
+    let mut filter = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
@@ -225,9 +227,29 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
                     .parse()
                     .map_err(|_| bad(format!("URL '{url}': clean={v}: give true or false")))?
             }
+            "subscribers" => {
+                subscribers = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= crate::limits::CONNECTIONS.max as u64)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "URL '{url}': subscribers={v}: give a count from 0 to {}",
+                            crate::limits::CONNECTIONS.max
+                        ))
+                    })?
+            }
+            "filter" => {
+                if v.is_empty() || v.contains('\0') {
+                    return Err(bad(format!(
+                        "URL '{url}': filter=: give the topic filter subscribers subscribe to, e.g. filter=devices/+/telemetry"
+                    )));
+                }
+                filter = Some(v.to_string());
+            }
             _ => {
                 return Err(bad(format!(
-                    "URL '{url}': unknown option '{k}' (the options are qos, keep_alive, clean)"
+                    "URL '{url}': unknown option '{k}' (the options are qos, keep_alive, clean, subscribers, filter)"
                 )))
             }
         }
@@ -253,7 +275,9 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
         login,
         keep_alive,
         clean_session,
-        stamped: false,
+        subscribers,
+        // By default subscribers take every client's topic: `{{client}}` is `+`.
+        filter: filter.unwrap_or_else(|| topic.replace("{{client}}", "+")),
     })
 }
 
@@ -410,9 +434,9 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
         Work::Http { url, body, .. }
             if url.starts_with("mqtt://") || url.starts_with("mqtts://") =>
         {
-            if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) {
+            if matches!(spec.offer, Offer::Replay(_)) {
                 return Err(bad(format!(
-                    "URL '{url}': a scenario or a replay sends HTTP requests; an MQTT load publishes the body (-d) to the URL's topic"
+                    "URL '{url}': a replay sends an access log's HTTP requests; an MQTT load publishes the body (-d) to the URL's topic, or a scenario's steps to theirs"
                 )));
             }
             if spec.client.http2 {

@@ -92,6 +92,53 @@ pub struct LoadSummary {
     /// Per agent, when agents generated the load (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentSummary>,
+    /// What MQTT subscribers received (absent without subscribers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Deliveries>,
+}
+
+/// MQTT subscribers' figures. Every subscriber that subscribed is expected to receive
+/// every acknowledged publish (`ok`; at QoS 0 every publish written): what did not
+/// arrive by the end of the drain is lost.
+#[derive(Debug, Clone, Serialize)]
+pub struct Deliveries {
+    /// Subscribers asked for, and those that subscribed.
+    pub subscribers: u64,
+    pub subscribed: u64,
+    /// ok publishes × subscribed.
+    pub expected: u64,
+    /// Every delivery to every subscriber, duplicates included.
+    pub delivered: u64,
+    /// Deliveries of a message the subscriber already had.
+    pub duplicates: u64,
+    /// expected − the distinct deliveries (never below 0).
+    pub lost: u64,
+    /// lost / expected.
+    pub loss_rate: f64,
+    /// From the publisher's intended send time to the delivery, µs.
+    pub latency_us: Percentiles,
+}
+
+fn deliveries(o: &Outcome) -> Option<Deliveries> {
+    let t = &o.total;
+    (o.subscribers > 0).then(|| {
+        let expected = t.ok * t.subscribed;
+        let lost = expected.saturating_sub(t.delivered - t.duplicates.min(t.delivered));
+        Deliveries {
+            subscribers: o.subscribers,
+            subscribed: t.subscribed,
+            expected,
+            delivered: t.delivered,
+            duplicates: t.duplicates,
+            lost,
+            loss_rate: if expected > 0 {
+                lost as f64 / expected as f64
+            } else {
+                0.0
+            },
+            latency_us: percentiles(&t.delivery),
+        }
+    })
 }
 
 /// One agent's figures: its share of the run, its own verdict on its generator, and its
@@ -214,6 +261,7 @@ pub fn summarize(
             o.agents.iter().flat_map(|a| a.thread_cpu.clone()).collect()
         },
         agents: o.agents.iter().map(agent_summary).collect(),
+        deliveries: deliveries(o),
         steps: step_names
             .iter()
             .enumerate()
@@ -254,6 +302,10 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     if let Some(off) = s.offered_rate {
         v.push(Metric::of("offered_rate", off));
         v.push(Metric::of("schedule_lag_p99", ms(s.schedule_lag_us.p99)));
+    }
+    if let Some(d) = &s.deliveries {
+        v.push(Metric::of("delivery_loss", d.loss_rate));
+        v.push(Metric::of("delivery_p99", ms(d.latency_us.p99)));
     }
     v
 }

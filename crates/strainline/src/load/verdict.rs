@@ -423,6 +423,7 @@ mod tests {
             connections_ready: 0,
             threads: 1,
             statuses: crate::load::client::Statuses::Http,
+            subscribers: 0,
             interrupted: false,
             stolen_seconds: stolen * 10.0 * crate::host::cores() as f64,
             agents: Vec::new(),

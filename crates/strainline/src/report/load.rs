@@ -100,6 +100,9 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
+    if let Some(d) = &s.deliveries {
+        write_deliveries(out, d)?;
+    }
     write_generator(out, s)?;
     if s.unfinished > 0 {
         writeln!(
@@ -133,6 +136,27 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         )?;
     }
     writeln!(out, "{rule}")
+}
+
+/// MQTT subscribers: how many listened, what reached them, how late.
+fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({:.3}%), {} duplicate(s)",
+        "Delivered",
+        d.delivered - d.duplicates.min(d.delivered),
+        d.expected,
+        d.subscribed,
+        d.subscribers,
+        d.lost,
+        100.0 * d.loss_rate,
+        d.duplicates
+    )?;
+    writeln!(
+        out,
+        "  End to end, from the publisher's intended send time to the subscriber:"
+    )?;
+    pline(out, "", &d.latency_us)
 }
 
 /// The JSON document of a run: summary and the per-second series.

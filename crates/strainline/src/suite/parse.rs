@@ -180,8 +180,10 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
 
 /// The schemes of an HTTP request (a probe, a quiesce request).
 const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's and WebSocket's.
-const LOAD_SCHEMES: &[&str] = &["http://", "https://", "ws://", "wss://"];
+/// The schemes a workload's URL may have: HTTP's, WebSocket's and MQTT's.
+const LOAD_SCHEMES: &[&str] = &[
+    "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://",
+];
 
 /// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine
 /// can send to.

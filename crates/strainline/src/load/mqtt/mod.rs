@@ -20,6 +20,8 @@ use super::h1::Stream;
 use super::http::{io_kind, open_stream};
 use super::recorder::ErrorKind;
 
+pub mod subscriber;
+
 /// The largest packet read from a broker (a delivery to a subscriber included).
 const MAX_PACKET: usize = 16 * 1024 * 1024;
 
@@ -35,8 +37,11 @@ pub struct Target {
     /// Seconds; 0 turns keep-alive off (an idle pooled client is not disconnected).
     pub keep_alive: u16,
     pub clean_session: bool,
-    /// Each publish starts with a [`Stamp`] (subscribers measure from it).
-    pub stamped: bool,
+    /// Subscribers to run beside the publishers, all of the run's (an agent runs its
+    /// share), and the filter they subscribe to. With subscribers, each publish
+    /// starts with a [`Stamp`] that they measure from.
+    pub subscribers: u64,
+    pub filter: String,
 }
 
 /// One connected client.
@@ -96,17 +101,21 @@ impl Conn {
     }
 }
 
-/// This process's clients' id prefix: distinct across agents and runs, so that no two
-/// clients share an id (a broker disconnects the older of two).
-fn prefix() -> &'static str {
-    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| {
+/// This process's random number: in its clients' ids and stamps, distinct across
+/// agents and runs, so that no two clients share an id (a broker disconnects the older
+/// of two) and a subscriber tells publishers of several agents apart.
+fn nonce() -> u32 {
+    static NONCE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *NONCE.get_or_init(|| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let nonce = crate::rng::mix(nanos ^ u64::from(std::process::id()));
-        format!("strainline-{:08x}", nonce as u32)
+        crate::rng::mix(nanos ^ u64::from(std::process::id())) as u32
     })
+}
+
+fn client_id(number: u64) -> String {
+    format!("strainline-{:08x}-{number}", nonce())
 }
 
 /// Clients of this process, numbered in the order they connect.
@@ -116,9 +125,8 @@ static CLIENTS: AtomicU64 = AtomicU64::new(0);
 /// error: a bad user name or password, an id the broker does not take).
 pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
     let number = CLIENTS.fetch_add(1, Ordering::Relaxed);
-    let client_id = format!("{}-{number}", prefix());
     let mut conn = open(t, number).await?;
-    handshake(&mut conn, t, client_id).await?;
+    handshake(&mut conn, t, client_id(number)).await?;
     Ok(conn)
 }
 
@@ -154,10 +162,11 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
 pub async fn publish(
     conn: &mut Conn,
     t: &Target,
+    topic: Option<&str>,
     body: Bytes,
     intended: Instant,
 ) -> Result<(), ErrorKind> {
-    let r = publish_inner(conn, t, body, intended).await;
+    let r = publish_inner(conn, t, topic, body, intended).await;
     if r.is_err() {
         conn.closed = true;
     }
@@ -167,12 +176,13 @@ pub async fn publish(
 async fn publish_inner(
     conn: &mut Conn,
     t: &Target,
+    topic: Option<&str>,
     body: Bytes,
     intended: Instant,
 ) -> Result<(), ErrorKind> {
-    let payload = if t.stamped {
+    let payload = if t.subscribers > 0 {
         let stamp = Stamp {
-            client: conn.number,
+            client: (u64::from(nonce()) << 32) | conn.number,
             seq: conn.seq,
             intended_ns: unix_nanos(intended),
         };
@@ -184,7 +194,12 @@ async fn publish_inner(
         body
     };
     conn.seq += 1;
-    let mut publish = Publish::from_bytes(conn.topic.clone(), t.qos, payload);
+    if topic.is_some_and(|t| t.contains(['+', '#'])) {
+        // A wildcard is not a topic to publish to: the broker would disconnect.
+        return Err(ErrorKind::Protocol);
+    }
+    let topic = topic.map_or_else(|| conn.topic.clone(), str::to_string);
+    let mut publish = Publish::from_bytes(topic, t.qos, payload);
     let pkid = match t.qos {
         QoS::AtMostOnce => 0,
         _ => conn.next_pkid(),
