@@ -791,6 +791,57 @@ mod tests {
             .err()
             .unwrap()
             .to_string()
-            .contains("http:// or https://"));
+            .contains("http://, https://, ws://, wss://, mqtt:// or mqtts://"));
+    }
+
+    #[test]
+    fn mqtt_urls_are_checked_before_anything_is_sent() {
+        let refused = |url: &str| -> String {
+            let mut s = spec(Offer::Closed {
+                connections: None,
+                think: Duration::ZERO,
+            });
+            s.work = Work::Http {
+                url: url.into(),
+                method: "GET".into(),
+                headers: vec![],
+                body: BodySpec::Empty,
+            };
+            match plan(&s) {
+                Ok(_) => panic!("{url} was taken"),
+                Err(e) => e.to_string(),
+            }
+        };
+        assert!(refused("mqtt://127.0.0.1:1883/t?qos=3").contains("qos=3: give 0, 1 or 2"));
+        assert!(refused("mqtt://127.0.0.1:1883/devices/+/t").contains("has a wildcard"));
+        assert!(refused("mqtt://127.0.0.1:1883/devices/#").contains("has a wildcard"));
+        assert!(refused("mqtt://127.0.0.1:1883/").contains("names no topic"));
+        assert!(refused("mqtt://127.0.0.1:1883").contains("names no topic"));
+        assert!(refused("mqtt://127.0.0.1:1883/t?retain=1").contains("unknown option 'retain'"));
+        assert!(refused("mqtt://127.0.0.1:1883/t?subscribers=-1").contains("subscribers=-1"));
+        // A password in the URL is refused, and not repeated in the message.
+        let e = refused("mqtt://dev:hunter2@127.0.0.1:1883/t");
+        assert!(e.contains("STRAINLINE_MQTT_PASSWORD"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        // The defaults: QoS 1, port 1883, subscribers' filter from {{client}}.
+        let mut s = spec(Offer::Closed {
+            connections: None,
+            think: Duration::ZERO,
+        });
+        s.work = Work::Http {
+            url: "mqtt://127.0.0.1/d/{{client}}/t?subscribers=2".into(),
+            method: "GET".into(),
+            headers: vec![],
+            body: BodySpec::Empty,
+        };
+        match plan(&s).unwrap().plan.client {
+            Client::Mqtt(t) => {
+                assert_eq!(t.addr.port(), 1883);
+                assert_eq!(t.qos as u8, 1);
+                assert_eq!(t.filter, "d/+/t");
+                assert_eq!(t.subscribers, 2);
+            }
+            _ => panic!("not MQTT"),
+        }
     }
 }
