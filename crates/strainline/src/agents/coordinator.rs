@@ -258,7 +258,7 @@ async fn coordinate(
     };
     // One start for all, in each agent's own clock (per-second arrivals: on a second of
     // this machine's clock, as on one machine).
-    let lead = crate::load::driver::lead(plan, LEAD);
+    let lead = crate::load::driver::lead(plan, crate::load::driver::warm_up(plan, LEAD));
     let start_ns = wire::unix_ns() + lead.as_nanos() as i64;
     let start = Instant::now() + lead;
     for (i, l) in links.iter_mut().enumerate() {

@@ -184,6 +184,16 @@ impl Client {
         }
     }
 
+    /// Whether opening a connection takes a handshake beyond TCP's (TLS, WebSocket's
+    /// upgrade, MQTT's CONNECT).
+    pub fn handshakes(&self) -> bool {
+        match self {
+            Client::Http { target, .. } => target.tls.is_some(),
+            Client::WebSocket(_) | Client::Mqtt(_) => true,
+            Client::Command(_) => false,
+        }
+    }
+
     /// MQTT subscribers asked for (0 for other protocols).
     pub fn subscribers(&self) -> u64 {
         match self {

@@ -749,8 +749,11 @@ fn workload(
             }
             None => None,
         },
+        // A body makes an HTTP request a POST; a WebSocket message or an MQTT publish
+        // has no method (GET opens the WebSocket).
         method: t.method.clone().unwrap_or_else(|| {
-            if t.body.is_some() {
+            let http = t.url.as_deref().is_none_or(|u| u.starts_with("http"));
+            if t.body.is_some() && http {
                 "POST".into()
             } else {
                 "GET".into()
