@@ -11,7 +11,7 @@
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
 # redis-server (a target that daemonises), python3-websockets (a WebSocket echo server
-# we did not write), openssl (its s_client plays a stranger at an
+# we did not write), mosquitto (an MQTT broker we did not write), openssl (its s_client plays a stranger at an
 # agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
@@ -36,6 +36,8 @@ command -v prometheus >/dev/null || need+=(prometheus)
 command -v nft >/dev/null || need+=(nftables)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v openssl >/dev/null || need+=(openssl)
+command -v mosquitto >/dev/null || need+=(mosquitto)
+command -v mosquitto_passwd >/dev/null || need+=(mosquitto)
 # The Kubernetes API's own schemas, offline: the agents' manifest is validated against them.
 python3 -c 'import kubernetes_validate' 2>/dev/null \
   || python3 -m pip install --quiet --break-system-packages kubernetes-validate==1.37.0
@@ -55,7 +57,7 @@ if command -v pg_lsclusters >/dev/null; then
   $sudo systemctl disable --now postgresql >/dev/null 2>&1 || $sudo service postgresql stop >/dev/null 2>&1 || true
 fi
 # Nor the package's Prometheus or Redis service: the tests start their own, on free ports.
-for service in prometheus redis-server; do
+for service in prometheus redis-server mosquitto; do
   if command -v "$service" >/dev/null; then
     $sudo systemctl disable --now "$service" >/dev/null 2>&1 || $sudo service "$service" stop >/dev/null 2>&1 || true
   fi

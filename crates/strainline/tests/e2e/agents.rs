@@ -1369,3 +1369,68 @@ fn a_websocket_load_from_two_agents_is_sent_whole_and_merged_exactly() {
         assert_eq!(a["completed"], 1500, "{a}");
     }
 }
+
+#[test]
+fn mqtt_publishers_and_subscribers_on_two_agents_account_for_every_delivery() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    // mosquitto on host 0 (not the testbed).
+    let host = h.addr(0);
+    let conf = s.path("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!("listener 1883 {host}\nallow_anonymous true\nuser root\n"),
+    )
+    .unwrap();
+    let _broker = KillOnDrop(
+        h.command(0, &["mosquitto", "-c", conf.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(format!(
+            "{host}:1883"
+        ))
+        .is_ok()),
+        "mosquitto did not start in its namespace"
+    );
+    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
+    let tok = token(&s);
+    let list = agents_list(&h, 1..3);
+    // Four subscribers, two on each agent: each gets every publish of both agents.
+    let url = format!("mqtt://{host}:1883/fleet/{{{{client}}}}?qos=1&subscribers=4");
+    let o = s.run(&[
+        "load",
+        &url,
+        "--no-tui",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "-q",
+        "1000",
+        "-n",
+        "2000",
+        "-d",
+        "{\"t\": 21.5}",
+        "--json",
+        "mqtt.json",
+    ]);
+    assert_exit(&o, 0);
+    let d = json(&s, "mqtt.json");
+    let sum = &d["summary"];
+    assert_eq!(sum["ok"], 2000, "{}", stdout(&o));
+    assert_eq!(sum["by_status"]["qos1 puback"], 2000);
+    let dl = &sum["deliveries"];
+    assert_eq!(dl["subscribed"], 4, "{dl}");
+    assert_eq!(dl["expected"], 8000);
+    assert_eq!(dl["delivered"], 8000, "{}", stdout(&o));
+    assert_eq!(dl["lost"], 0);
+    assert_eq!(dl["duplicates"], 0);
+    for a in sum["agents"].as_array().unwrap() {
+        assert_eq!(a["sent"], 1000, "{a}");
+    }
+}
