@@ -311,6 +311,10 @@ pub struct LoadArgs {
     /// Speak HTTP/2 (prior knowledge on http://, ALPN on https://).
     #[arg(long)]
     pub http2: bool,
+    /// With --http2 in the closed model: requests in flight on each connection, each on
+    /// its own stream (h2load's -m); -c 10 --streams 10 keeps 100 requests in flight.
+    #[arg(long, value_name = "M", default_value_t = 1)]
+    pub streams: usize,
     /// Accept any TLS certificate (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,

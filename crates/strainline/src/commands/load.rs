@@ -106,6 +106,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             insecure: args.insecure,
             cacert_pem,
             password: ClientOptions::from_env().password,
+            streams: args.streams,
         },
     })
 }

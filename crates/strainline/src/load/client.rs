@@ -99,6 +99,15 @@ impl Conn {
         }
     }
 
+    /// Another handle on the same connection for a request in parallel: HTTP/2's
+    /// (each request its own stream); `None` where one request at a time is the rule.
+    pub fn share(&self) -> Option<Conn> {
+        match self {
+            Conn::Http(c) => c.share().map(Conn::Http),
+            _ => None,
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         match self {
             Conn::Http(c) => c.is_closed(),

@@ -54,6 +54,8 @@ pub struct Plan {
     pub timeout: Duration,
     /// Connections at most, all threads together (open model pool cap).
     pub max_connections: usize,
+    /// Closed model over HTTP/2: requests in flight on each connection (1 otherwise).
+    pub streams: usize,
     /// The part of the run this generator sends (one agent of several); the whole run
     /// on one machine.
     pub slice: Slice,
@@ -424,9 +426,32 @@ async fn exchange(
     }
 }
 
-async fn closed_loop(ctx: Rc<Ctx>, think: Duration, worker: u64) {
+/// One connection of the closed model: opened before the clock starts, then `streams`
+/// request loops on it (HTTP/2 streams; one for any other protocol). A stream whose
+/// request fails opens a connection of its own, as a single connection does.
+async fn closed_connection(ctx: Rc<Ctx>, think: Duration, worker: u64, streams: usize) {
     let slot = ctx.slot();
-    let mut conn = warm_connect(&ctx, &slot).await;
+    let conn = warm_connect(&ctx, &slot).await;
+    let others: Vec<_> = (1..streams as u64)
+        .map(|k| {
+            let shared = conn.as_ref().and_then(Conn::share);
+            let s = ctx.slot();
+            s.fd.set(shared.as_ref().map(Conn::fd));
+            let id = worker * streams as u64 + k;
+            tokio::task::spawn_local(closed_loop(ctx.clone(), think, id, s, shared))
+        })
+        .collect();
+    closed_loop(ctx, think, worker * streams as u64, slot, conn).await;
+    join(others).await;
+}
+
+async fn closed_loop(
+    ctx: Rc<Ctx>,
+    think: Duration,
+    worker: u64,
+    slot: Rc<Slot>,
+    mut conn: Option<Conn>,
+) {
     tokio::time::sleep_until(ctx.start.into()).await;
     let mut seq = worker << 40;
     loop {
@@ -1221,10 +1246,11 @@ pub fn run_from(
                                     let tasks: Vec<_> = (0..n)
                                         .map(|i| {
                                             let worker = (w * 1_000_000 + i) as u64;
-                                            tokio::task::spawn_local(closed_loop(
+                                            tokio::task::spawn_local(closed_connection(
                                                 ctx.clone(),
                                                 think,
                                                 worker,
+                                                plan.streams,
                                             ))
                                         })
                                         .collect();

@@ -201,6 +201,18 @@ enum Kind {
 }
 
 impl Conn {
+    /// Another handle on this HTTP/2 connection (hyper multiplexes their requests as
+    /// streams); `None` for HTTP/1.1.
+    pub fn share(&self) -> Option<Conn> {
+        match &self.kind {
+            Kind::H2(s) => Some(Conn {
+                kind: Kind::H2(s.clone()),
+                fd: self.fd,
+            }),
+            Kind::H1(_) => None,
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         match &self.kind {
             Kind::H1(h) => !h.reusable,

@@ -88,6 +88,10 @@ pub struct ClientOptions {
     /// The MQTT password (`STRAINLINE_MQTT_PASSWORD`), for a URL's user.
     #[serde(default)]
     pub password: Option<Secret>,
+    /// HTTP/2, closed model: requests in flight on each connection, each on its own
+    /// stream (0 or 1: one at a time).
+    #[serde(default)]
+    pub streams: usize,
 }
 
 /// A secret that `{:?}` does not show (specs are logged and sent to agents over TLS).
@@ -466,6 +470,12 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let (client, template, body) = client(spec)?;
+    if spec.client.streams > 1 && !matches!(spec.offer, Offer::Closed { .. }) {
+        return Err(bad(format!(
+            "--streams {}: streams per connection are for the closed model (-c); the open model opens the connections its rate needs",
+            spec.client.streams
+        )));
+    }
     // A replay lasts as long as its log (divided by the speed), a per-second
     // scenario as long as its list: set below with the offer.
     let mut natural = DEFAULT_DURATION;
@@ -513,6 +523,21 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         }
         Offer::Closed { connections, think } => {
             let c = connections.unwrap_or(DEFAULT_CONNECTIONS);
+            if spec.client.streams > 1 {
+                if !spec.client.http2 {
+                    return Err(bad(format!(
+                        "--streams {}: several requests in flight on one connection need HTTP/2: add --http2",
+                        spec.client.streams
+                    )));
+                }
+                let most = crate::limits::CONNECTIONS.max as usize;
+                if spec.client.streams > 1000 || c * spec.client.streams > most {
+                    return Err(bad(format!(
+                        "--streams {}: give 1 to 1000 streams, and at most {most} requests in flight in all (connections x streams)",
+                        spec.client.streams
+                    )));
+                }
+            }
             if c == 0 {
                 return Err(bad("0 connections: give at least one connection"));
             }
@@ -522,6 +547,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 )));
             }
             let mut d = format!("closed model, {c} connections");
+            if spec.client.streams > 1 {
+                d.push_str(&format!(" x {} streams", spec.client.streams));
+            }
             if !think.is_zero() {
                 d.push_str(&format!(
                     ", think {}",
@@ -602,6 +630,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             count: spec.count,
             timeout: spec.timeout,
             max_connections,
+            streams: spec.client.streams.max(1),
             slice: super::driver::Slice::WHOLE,
         },
         description,

@@ -716,3 +716,62 @@ fn a_generator_hiccup_does_not_make_the_pool_spiral() {
         assert!(p99 < 500_000.0, "corrected p99 {p99} µs: {sum}");
     });
 }
+
+/// HTTP/2 streams (h2load's -m): with a known service time, the requests in flight —
+/// and so the throughput — are connections × streams, on the connections asked for.
+#[test]
+fn http2_streams_multiply_the_requests_in_flight_on_each_connection() {
+    let _bench = loaded();
+    let srv = server(&["--delay", "50ms"]);
+    let s = Scratch::new();
+    let (out, _) = load(
+        &s,
+        &[
+            &srv.url("/register"),
+            "-m",
+            "POST",
+            "-d",
+            "{\"id\": \"dev0\"}",
+            "-n",
+            "1",
+        ],
+    );
+    assert_exit(&out, 0);
+    let push = srv.url("/push/dev0");
+    let (out, doc) = load(
+        &s,
+        &[
+            &push,
+            "--http2",
+            "-c",
+            "2",
+            "--streams",
+            "10",
+            "-m",
+            "POST",
+            "-d",
+            "x",
+            "-z",
+            "2s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    // 20 requests in flight, each 50 ms: ~400 a second (on 2 connections).
+    let rate = f(&sum["achieved_rate"]);
+    assert!(
+        (300.0..=410.0).contains(&rate),
+        "{rate} req/s\n{}",
+        stdout(&out)
+    );
+    assert_eq!(sum["connections_opened"], 2);
+    assert_eq!(sum["errors"], 0);
+    assert_has(&stdout(&out), "closed model, 2 connections x 10 streams");
+    // Streams need HTTP/2 and the closed model: refused before anything is sent.
+    let out = s.run(&["load", &push, "-c", "2", "--streams", "10", "-z", "1s"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "add --http2");
+    let out = s.run(&["load", &push, "--http2", "-q", "100", "--streams", "10"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "for the closed model");
+}
