@@ -10,8 +10,8 @@
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
-# redis-server (a target that daemonises), python3-websockets (a WebSocket echo server
-# we did not write), mosquitto (an MQTT broker we did not write), openssl (its s_client plays a stranger at an
+# redis-server (a target that daemonises), python3-websockets and python3-grpcio (a
+# WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), openssl (its s_client plays a stranger at an
 # agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
@@ -28,6 +28,8 @@ command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 # Debian's Python with its `websockets` (a WebSocket server we did not write).
 /usr/bin/python3 -c 'import websockets' 2>/dev/null || need+=(python3 python3-websockets)
+# …and its grpcio (a gRPC server we did not write).
+/usr/bin/python3 -c 'import grpc' 2>/dev/null || need+=(python3 python3-grpcio)
 command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::http::{self, Outgoing, Template};
 use super::recorder::ErrorKind;
-use super::{mqtt, ws};
+use super::{grpc, mqtt, ws};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -31,6 +31,8 @@ pub enum Client {
     /// An MQTT client per connection; a unit is one PUBLISH, acknowledged as its QoS
     /// asks.
     Mqtt(mqtt::Target),
+    /// An HTTP/2 connection; a unit is one gRPC call, its status from the trailers.
+    Grpc(grpc::Target),
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
 }
@@ -46,6 +48,8 @@ pub enum Statuses {
     Reply,
     /// A publish was acknowledged as its QoS asks (MQTT): status = the QoS.
     Published,
+    /// A call's gRPC status (ok when 0, OK).
+    Grpc,
 }
 
 impl Statuses {
@@ -60,6 +64,7 @@ impl Statuses {
                 1 => "qos1 puback".into(),
                 _ => "qos2 pubcomp".into(),
             },
+            Statuses::Grpc => grpc::status_name(code).into(),
         }
     }
 
@@ -70,6 +75,7 @@ impl Statuses {
             Statuses::Exit => "exit",
             Statuses::Reply => "WebSocket",
             Statuses::Published => "MQTT",
+            Statuses::Grpc => "gRPC",
         }
     }
 }
@@ -80,6 +86,8 @@ pub struct Reply {
     pub status: u16,
     pub ok: bool,
     pub bytes: u64,
+    /// Messages in the reply, where a reply is a stream of them (gRPC); 0 elsewhere.
+    pub messages: u64,
 }
 
 /// An open connection of some protocol.
@@ -128,6 +136,7 @@ impl Client {
             Client::Http { .. } => Statuses::Http,
             Client::WebSocket(_) => Statuses::Reply,
             Client::Mqtt(_) => Statuses::Published,
+            Client::Grpc(_) => Statuses::Grpc,
             Client::Command(_) => Statuses::Exit,
         }
     }
@@ -138,6 +147,7 @@ impl Client {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
             Client::WebSocket(t) => ws::connect(t, &template.headers).await.map(Conn::WebSocket),
             Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
+            Client::Grpc(t) => http::connect(&t.http).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
         }
     }
@@ -157,6 +167,7 @@ impl Client {
                     status,
                     ok: status < 400,
                     bytes,
+                    messages: 0,
                 })
             }
             (Client::WebSocket(_), Conn::WebSocket(c)) => {
@@ -165,6 +176,7 @@ impl Client {
                     status: 0,
                     ok: true,
                     bytes,
+                    messages: 0,
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
@@ -179,6 +191,30 @@ impl Client {
                     status: t.qos as u16,
                     ok: true,
                     bytes: 0,
+                    messages: 0,
+                })
+            }
+            (Client::Grpc(t), Conn::Http(c)) => {
+                let message = match &out {
+                    // A scenario step's body is its JSON, encoded for the method.
+                    Outgoing::Rendered(r) => match &t.input {
+                        Some(input) => grpc::frame(
+                            &grpc::encode(input, &r.body).map_err(|_| ErrorKind::Protocol)?,
+                        ),
+                        None => grpc::frame(&r.body),
+                    },
+                    Outgoing::Template(..) => out.body(),
+                };
+                let headers = match &out {
+                    Outgoing::Template(tp, ..) => &tp.headers[..],
+                    Outgoing::Rendered(r) => &r.headers[..],
+                };
+                let called = grpc::call(c, t, headers, message).await?;
+                Ok(Reply {
+                    status: called.status,
+                    ok: called.status == 0,
+                    bytes: called.bytes,
+                    messages: called.messages,
                 })
             }
             _ => Err(ErrorKind::Protocol),
@@ -199,6 +235,7 @@ impl Client {
         match self {
             Client::Http { target, .. } => target.tls.is_some(),
             Client::WebSocket(_) | Client::Mqtt(_) => true,
+            Client::Grpc(t) => t.http.tls.is_some(),
             Client::Command(_) => false,
         }
     }

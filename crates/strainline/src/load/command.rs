@@ -34,6 +34,7 @@ pub async fn run(unit: &Unit, argv: &[String], timeout: Duration) -> Result<Repl
                 status: code,
                 ok: code == 0,
                 bytes: 0,
+                messages: 0,
             })
         }
         Ok(Err(_)) => Err(ErrorKind::LocalResources),

@@ -415,6 +415,9 @@ async fn exchange(
             if let Some(load) = load {
                 rec.pool_response(load == PoolLoad::Full, done - sent_at);
             }
+            if reply.messages > 0 {
+                rec.messages(reply.messages);
+            }
             reply.ok
         }
         Err(kind) => {

@@ -351,6 +351,58 @@ pub async fn send(
     Ok((status, bytes))
 }
 
+/// What an HTTP/2 response brought: its status and headers, its body's data frames
+/// (each handed to `data` as it comes), and its trailers.
+pub struct H2Response {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub trailers: Option<hyper::HeaderMap>,
+}
+
+/// Sends `req` on an HTTP/2 connection and reads the whole response, data frames to
+/// `data`, trailers kept (gRPC's status is there). Not for HTTP/1.1 connections.
+pub async fn send_h2(
+    conn: &mut Conn,
+    req: Request<Full<Bytes>>,
+    mut data: impl FnMut(&Bytes),
+) -> Result<H2Response, ErrorKind> {
+    let Kind::H2(s) = &mut conn.kind else {
+        return Err(ErrorKind::Protocol);
+    };
+    s.ready().await.map_err(|e| hyper_kind(&e))?;
+    let resp = s.send_request(req).await.map_err(|e| hyper_kind(&e))?;
+    let status = resp.status().as_u16();
+    let (parts, mut body) = resp.into_parts();
+    let mut trailers = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| hyper_kind(&e))?;
+        match frame.into_data() {
+            Ok(d) => data(&d),
+            Err(frame) => {
+                if let Ok(t) = frame.into_trailers() {
+                    trailers = Some(t);
+                }
+            }
+        }
+    }
+    Ok(H2Response {
+        status,
+        headers: parts.headers,
+        trailers,
+    })
+}
+
+/// A request as hyper wants it, to `path` on `target`.
+pub fn request(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: Bytes,
+) -> Request<Full<Bytes>> {
+    hyper_request(method, path, target, headers, body)
+}
+
 /// A rustls client configuration: trusting `ca_pem` (the certificate a test server
 /// printed), or anything at all with `insecure`.
 pub fn tls_config(

@@ -8,6 +8,7 @@
 pub mod client;
 mod command;
 pub mod driver;
+pub mod grpc;
 mod h1;
 pub mod http;
 pub mod mqtt;

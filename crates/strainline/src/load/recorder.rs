@@ -113,6 +113,9 @@ pub struct Tally {
     pub duplicates: u64,
     #[serde(with = "hdr", default = "histogram")]
     pub delivery: Histogram<u64>,
+    /// Messages the replies brought, where a reply is a stream of them (gRPC).
+    #[serde(default)]
+    pub messages: u64,
 }
 
 /// A histogram as base64 of its V2 encoding (HdrHistogram's interchange format).
@@ -209,6 +212,7 @@ impl Default for Tally {
             delivered: 0,
             duplicates: 0,
             delivery: histogram(),
+            messages: 0,
         }
     }
 }
@@ -253,6 +257,7 @@ impl Tally {
         d.delivered = d.delivered.saturating_sub(part.delivered);
         d.duplicates = d.duplicates.saturating_sub(part.duplicates);
         let _ = d.delivery.subtract(&part.delivery);
+        d.messages = d.messages.saturating_sub(part.messages);
         d
     }
 
@@ -283,6 +288,7 @@ impl Tally {
         self.delivered += o.delivered;
         self.duplicates += o.duplicates;
         let _ = self.delivery.add(&o.delivery);
+        self.messages += o.messages;
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -425,6 +431,11 @@ impl Recorder {
         if let Some(t) = self.step(step) {
             mark(t);
         }
+    }
+
+    /// A reply brought `n` messages (a gRPC stream).
+    pub fn messages(&mut self, n: u64) {
+        self.interval.messages += n;
     }
 
     /// A subscriber subscribed.

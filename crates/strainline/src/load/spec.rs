@@ -172,6 +172,86 @@ impl Planned {
     }
 }
 
+/// A gRPC URL, `grpc[s]://HOST:PORT/package.Service/Method[?proto=FILE]`: the server
+/// resolved (HTTP/2, TLS with ALPN for `grpcs://`), the method found in the `.proto` if
+/// one is named, and the body made the framed message — JSON encoded with the `.proto`,
+/// or the bytes as given.
+fn grpc_target(
+    url: &str,
+    client: &ClientOptions,
+    body: &BodySpec,
+) -> Result<(super::grpc::Target, BodySpec), crate::Error> {
+    use super::grpc;
+    let (tls, rest) = match url.strip_prefix("grpcs://") {
+        Some(r) => (true, r),
+        None => (false, url.trim_start_matches("grpc://")),
+    };
+    let eg = "e.g. grpc://127.0.0.1:50051/helloworld.Greeter/SayHello?proto=helloworld.proto";
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = rest
+        .split_once('/')
+        .ok_or_else(|| bad(format!("URL '{url}' names no method ({eg})")))?;
+    let path = format!("/{path}");
+    if path.matches('/').count() != 2 || path.ends_with('/') || !path[1..].contains('.') {
+        return Err(bad(format!(
+            "URL '{url}': the path must be /package.Service/Method ({eg})"
+        )));
+    }
+    let mut proto = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("proto", f)) if !f.is_empty() => proto = Some(std::path::PathBuf::from(f)),
+            _ => {
+                return Err(bad(format!(
+                    "URL '{url}': unknown option '{pair}' (the option is proto=FILE)"
+                )))
+            }
+        }
+    }
+    let scheme = if tls { "https" } else { "http" };
+    let options = ClientOptions {
+        http2: true,
+        ..client.clone()
+    };
+    let (http, _) = resolve(&format!("{scheme}://{authority}/"), &options)
+        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+    let (input, server_streaming) = match &proto {
+        Some(p) => {
+            let (input, streaming) = grpc::method(p, &path)
+                .map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())))?;
+            (Some(input), streaming)
+        }
+        None => (None, false),
+    };
+    let message = match (body, &input) {
+        (BodySpec::Random { .. }, Some(_)) => {
+            return Err(bad(format!(
+                "URL '{url}': random bytes are not a message of the .proto; give it as JSON (-d)"
+            )))
+        }
+        (BodySpec::Random { len, seed }, None) => {
+            Bytes::from(crate::rng::text(*len, crate::rng::mix(*seed)))
+        }
+        (BodySpec::Empty, None) => Bytes::new(),
+        (BodySpec::Bytes(b), None) => Bytes::from(b.clone()),
+        (BodySpec::Empty, Some(i)) => {
+            grpc::encode(i, b"{}").map_err(|e| bad(format!("URL '{url}': {e}")))?
+        }
+        (BodySpec::Bytes(b), Some(i)) => {
+            grpc::encode(i, b).map_err(|e| bad(format!("URL '{url}': {e}")))?
+        }
+    };
+    Ok((
+        grpc::Target {
+            http,
+            path,
+            input,
+            server_streaming,
+        },
+        BodySpec::Bytes(grpc::frame(&message).to_vec()),
+    ))
+}
+
 /// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`:
 /// the broker resolved, TLS set up, the topic and options checked.
 fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
@@ -295,7 +375,7 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https", "ws", "wss"].contains(&scheme) {
         return Err(bad(format!(
-            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt:// or mqtts:// (e.g. http://127.0.0.1:8080/path)"
+            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc:// or grpcs:// (e.g. http://127.0.0.1:8080/path)"
         )));
     }
     let host = uri.host().ok_or_else(|| {
@@ -434,6 +514,26 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 tls: target.tls,
             };
             Ok((Client::WebSocket(ws), template, body))
+        }
+        Work::Http {
+            url,
+            method,
+            headers,
+            body,
+        } if url.starts_with("grpc://") || url.starts_with("grpcs://") => {
+            if matches!(spec.offer, Offer::Replay(_)) {
+                return Err(bad(format!(
+                    "URL '{url}': a replay sends an access log's HTTP requests; a gRPC load calls the URL's method"
+                )));
+            }
+            if method != "GET" && method != "POST" {
+                return Err(bad(format!(
+                    "URL '{url}': a gRPC call is a POST; a method ({method}) has no meaning for it"
+                )));
+            }
+            let (target, body) = grpc_target(url, &spec.client, body)?;
+            let template = template(&Uri::from_static("/"), "POST", headers, &body)?;
+            Ok((Client::Grpc(target), template, &BodySpec::Empty))
         }
         Work::Http { url, body, .. }
             if url.starts_with("mqtt://") || url.starts_with("mqtts://") =>
@@ -608,6 +708,20 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         Client::WebSocket(t) => format!(
             "WebSocket{}",
             if t.tls.is_some() { " over TLS" } else { "" }
+        ),
+        Client::Grpc(t) => format!(
+            "gRPC {}{}{}",
+            t.path,
+            if t.server_streaming {
+                " (server streaming)"
+            } else {
+                ""
+            },
+            if t.http.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
         ),
         Client::Mqtt(t) => format!(
             "MQTT 3.1.1{}, publish QoS {} to {}",
@@ -820,7 +934,7 @@ mod tests {
             .err()
             .unwrap()
             .to_string()
-            .contains("http://, https://, ws://, wss://, mqtt:// or mqtts://"));
+            .contains("http://, https://, ws://, wss://, mqtt://, mqtts://, grpc:// or grpcs://"));
     }
 
     #[test]

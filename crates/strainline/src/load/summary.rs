@@ -66,6 +66,9 @@ pub struct LoadSummary {
     pub by_status: std::collections::BTreeMap<String, u64>,
     pub by_error: std::collections::BTreeMap<String, u64>,
     pub bytes_received: u64,
+    /// Messages the replies brought, where replies are streams of them (gRPC).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub messages_received: u64,
     /// From the intended send time (open model); equal to service time in the closed model.
     pub latency_us: Percentiles,
     /// From the actual send.
@@ -117,6 +120,10 @@ pub struct Deliveries {
     pub loss_rate: f64,
     /// From the publisher's intended send time to the delivery, µs.
     pub latency_us: Percentiles,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn deliveries(o: &Outcome) -> Option<Deliveries> {
@@ -245,6 +252,7 @@ pub fn summarize(
             .map(|(k, v)| (k.name().to_string(), *v))
             .collect(),
         bytes_received: t.bytes_received,
+        messages_received: t.messages,
         latency_us: percentiles(&t.corrected),
         service_time_us: percentiles(&t.service),
         schedule_lag_us: percentiles(&t.lag),

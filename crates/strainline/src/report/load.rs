@@ -100,6 +100,15 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
+    if s.messages_received > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} received, {:.1} per answered call",
+            "Messages",
+            s.messages_received,
+            s.messages_received as f64 / s.completed.max(1) as f64
+        )?;
+    }
     if let Some(d) = &s.deliveries {
         write_deliveries(out, d)?;
     }

@@ -178,11 +178,30 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     Ok(())
 }
 
+/// A gRPC URL's `proto=FILE` relative to the suite file, as a scenario's is; any other
+/// URL as written.
+fn beside_the_suite(suite: &Path, url: &str) -> String {
+    let Some((head, query)) = url.split_once('?').filter(|_| url.starts_with("grpc")) else {
+        return url.to_string();
+    };
+    let dir = suite.parent().unwrap_or(Path::new("."));
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.strip_prefix("proto=") {
+            Some(f) if !Path::new(f).is_absolute() && !f.is_empty() => {
+                format!("proto={}", dir.join(f).display())
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{head}?{}", query.join("&"))
+}
+
 /// The schemes of an HTTP request (a probe, a quiesce request).
 const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's, WebSocket's and MQTT's.
+/// The schemes a workload's URL may have: HTTP's, WebSocket's, MQTT's and gRPC's.
 const LOAD_SCHEMES: &[&str] = &[
-    "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://",
+    "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
 ];
 
 /// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine
@@ -735,7 +754,7 @@ fn workload(
         needs(has_target, "a [target] to start")?;
     }
     Ok(Workload {
-        url: t.url.clone(),
+        url: t.url.as_deref().map(|u| beside_the_suite(doc.path, u)),
         scenario: match &t.scenario {
             Some(sc) => {
                 let p = doc
@@ -958,6 +977,25 @@ fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_grpc_url_s_proto_is_found_beside_the_suite() {
+        use super::beside_the_suite;
+        let suite = std::path::Path::new("/srv/perf/suite.toml");
+        assert_eq!(
+            beside_the_suite(suite, "grpc://h:1/a.B/C?proto=api/x.proto"),
+            "grpc://h:1/a.B/C?proto=/srv/perf/api/x.proto"
+        );
+        assert_eq!(
+            beside_the_suite(suite, "grpc://h:1/a.B/C?proto=/abs/x.proto"),
+            "grpc://h:1/a.B/C?proto=/abs/x.proto"
+        );
+        // Other URLs are as written, even with a query that looks alike.
+        assert_eq!(
+            beside_the_suite(suite, "http://h:1/x?proto=y"),
+            "http://h:1/x?proto=y"
+        );
+    }
+
     use super::*;
 
     /// The backticked names on the line of docs/suites.md that starts with `lead`,

@@ -1434,3 +1434,71 @@ fn mqtt_publishers_and_subscribers_on_two_agents_account_for_every_delivery() {
         assert_eq!(a["sent"], 1000, "{a}");
     }
 }
+
+#[test]
+fn grpc_calls_from_two_agents_merge_their_status_mix_exactly() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let h = Hosts::new(3);
+    // Debian's grpcio on host 0 (not the testbed): every 10th call UNAVAILABLE.
+    let host = h.addr(0);
+    let script = crate::protocols::fixture("grpc_server.py");
+    let _srv = KillOnDrop(
+        h.command(
+            0,
+            &[
+                "/usr/bin/python3",
+                &script,
+                "--host",
+                &host,
+                "--port",
+                "50051",
+                "--unavailable-every",
+                "10",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(format!(
+            "{host}:50051"
+        ))
+        .is_ok()),
+        "the gRPC server did not start in its namespace"
+    );
+    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
+    let tok = token(&s);
+    let list = agents_list(&h, 1..3);
+    // The .proto is read here and on each agent (same path: one machine).
+    let proto = crate::protocols::fixture("grpc_demo.proto");
+    let url = format!("grpc://{host}:50051/demo.Greeter/Hello?proto={proto}");
+    let o = s.run(&[
+        "load",
+        &url,
+        "--no-tui",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+        "-q",
+        "400",
+        "-n",
+        "1000",
+        "-d",
+        "{\"device\": \"d1\"}",
+        "--json",
+        "grpc.json",
+    ]);
+    assert_exit(&o, 0);
+    let d = json(&s, "grpc.json");
+    let sum = &d["summary"];
+    assert_eq!(sum["sent"], 1000, "{}", stdout(&o));
+    assert_eq!(sum["by_status"]["UNAVAILABLE"], 100);
+    assert_eq!(sum["by_status"]["OK"], 900);
+    for a in sum["agents"].as_array().unwrap() {
+        assert_eq!(a["sent"], 500, "{a}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Protocols beyond HTTP, against servers no one here wrote: WebSocket against the
 //! `websockets` library of Debian's Python (its echo server in
-//! `tests/fixtures/ws_server.py`), MQTT against mosquitto — both installed by
-//! `make test`.
+//! `tests/fixtures/ws_server.py`), MQTT against mosquitto, gRPC against Debian's
+//! grpcio (`tests/fixtures/grpc_server.py`) — all installed by `make test`.
 
 use std::process::{Command, Stdio};
 
@@ -379,4 +379,133 @@ fn a_broker_s_password_comes_from_the_environment_and_is_never_shown_or_stored()
     ]);
     assert_exit(&out, 2);
     assert!(!stderr(&out).contains(secret));
+}
+
+pub fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The grpcio server on a free loopback port (with its `extra` options), once it serves.
+fn grpc_server(extra: &[&str]) -> (KillOnDrop, u16) {
+    let port = free_port();
+    let child = Command::new(PYTHON)
+        .args([
+            fixture("grpc_server.py").as_str(),
+            "--port",
+            &port.to_string(),
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 with grpcio: installed by `make test` (scripts/test-deps.sh)");
+    let child = KillOnDrop(child);
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(("127.0.0.1", port))
+            .is_ok()),
+        "the gRPC server did not start"
+    );
+    (child, port)
+}
+
+/// {"device": "d1", "seq": 1, "temperature": 21.5} in grpc_demo.proto's Reading: 15 bytes
+/// (device 2+2, seq 1+1, temperature 1+8), 20 framed.
+const READING: &str = r#"{"device": "d1", "seq": 1, "temperature": 21.5}"#;
+const READING_FRAMED: u64 = 20;
+
+#[test]
+fn grpc_calls_at_a_rate_count_grpcio_s_status_mix_and_its_streamed_messages() {
+    let _l = loaded();
+    let s = Scratch::new();
+    // Every 20th call fails with UNAVAILABLE: 5% exactly.
+    let (_srv, port) = grpc_server(&["--unavailable-every", "20", "--stream", "3"]);
+    let proto = fixture("grpc_demo.proto");
+    let url = format!("grpc://127.0.0.1:{port}/demo.Greeter/Hello?proto={proto}");
+    let (out, doc) = load(&s, &[&url, "-q", "500", "-z", "4s", "-d", READING]);
+    // Failed calls make the run fail its own verdict only when none succeeded.
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["sent"]), 2000, "{}", stdout(&out));
+    assert_eq!(n(&sum["by_status"]["UNAVAILABLE"]), 100);
+    assert_eq!(n(&sum["by_status"]["OK"]), 1900);
+    assert!((sum["error_rate"].as_f64().unwrap() - 0.05).abs() < 1e-9);
+    // Each OK call echoed the message whole, encoded from the JSON by the .proto.
+    assert_eq!(n(&sum["bytes_received"]), 1900 * READING_FRAMED);
+    assert_has(&stdout(&out), "Status        OK: 1900  UNAVAILABLE: 100");
+    // A server-streaming call: its three messages counted.
+    let url = format!("grpc://127.0.0.1:{port}/demo.Greeter/Many?proto={proto}");
+    let (out, doc) = load(&s, &[&url, "-c", "4", "-n", "400", "-d", READING]);
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["ok"]), 400, "{}", stdout(&out));
+    assert_eq!(n(&sum["messages_received"]), 1200);
+    assert_has(&stdout(&out), "(server streaming)");
+}
+
+#[test]
+fn a_grpc_call_the_proto_does_not_describe_is_refused_before_anything_is_sent() {
+    let s = Scratch::new();
+    let proto = fixture("grpc_demo.proto");
+    // Port 9: nothing listens; refusals come before any connection.
+    let refused = |url: &str, body: &str| -> String {
+        let out = s.run(&["load", url, "-n", "1", "-d", body, "--no-tui"]);
+        assert_exit(&out, 2);
+        stderr(&out)
+    };
+    let e = refused(
+        &format!("grpc://127.0.0.1:9/demo.Greeter/Bye?proto={proto}"),
+        READING,
+    );
+    assert_has(&e, "has no method 'Bye' (it has: Hello, Many)");
+    let e = refused(
+        &format!("grpc://127.0.0.1:9/demo.Greeter/Hello?proto={proto}"),
+        r#"{"devise": "d1"}"#,
+    );
+    assert_has(&e, "unrecognized field name 'devise'");
+    let e = refused(
+        &format!("grpc://127.0.0.1:9/demo.Greeter/Hello?proto={proto}"),
+        r#"{"seq": "many"}"#,
+    );
+    assert_has(&e, "is not a demo.Reading");
+    assert_has(
+        &refused("grpc://127.0.0.1:9/Hello", "x"),
+        "/package.Service/Method",
+    );
+    let e = refused(
+        "grpc://127.0.0.1:9/demo.Greeter/Hello?proto=/no/such.proto",
+        READING,
+    );
+    assert_has(&e, "/no/such.proto");
+}
+
+#[test]
+fn a_suite_benches_a_grpc_server_it_started() {
+    let _l = loaded();
+    let s = Scratch::new();
+    // The .proto beside the suite, named relative to it.
+    std::fs::copy(fixture("grpc_demo.proto"), s.path("demo.proto")).unwrap();
+    let proto = "demo.proto";
+    let suite = format!(
+        "[target]\ncommand = [\"{PYTHON}\", \"{}\", \"--port\", \"{{{{port}}}}\", \"--unavailable-every\", \"50\"]\n\
+         ready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\n\
+         [[test]]\nname = \"hello\"\nkind = \"bench\"\n\
+         url = \"grpc://127.0.0.1:{{{{port}}}}/demo.Greeter/Hello?proto={proto}\"\n\
+         body = '{READING}'\nrate = 200\nduration = \"2s\"\n\
+         gates = [\"error_rate <= 3%\"]\n",
+        fixture("grpc_server.py")
+    );
+    let out = run_suite(&s, &suite, &["--no-tui"]);
+    assert_exit(&out, 0);
+    let cases = case_metrics(&s);
+    let metrics = cases[0]["metrics"].as_array().unwrap();
+    let get = |name: &str| {
+        metrics
+            .iter()
+            .find(|m| m["name"] == name)
+            .and_then(|m| m["value"].as_f64())
+            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
+    };
+    // Every 50th call UNAVAILABLE: 2%.
+    assert!((get("error_rate") - 0.02).abs() < 1e-9, "{}", stdout(&out));
+    assert!(get("peak_rss") > 5.0 * 1048576.0);
 }
