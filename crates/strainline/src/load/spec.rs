@@ -624,7 +624,8 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         Offer::Closed { connections, think } => {
             let c = connections.unwrap_or(DEFAULT_CONNECTIONS);
             if spec.client.streams > 1 {
-                if !spec.client.http2 {
+                let multiplexed = spec.client.http2 || matches!(client, Client::Grpc(_));
+                if !multiplexed {
                     return Err(bad(format!(
                         "--streams {}: several requests in flight on one connection need HTTP/2: add --http2",
                         spec.client.streams
