@@ -509,3 +509,65 @@ fn a_suite_benches_a_grpc_server_it_started() {
     assert!((get("error_rate") - 0.02).abs() < 1e-9, "{}", stdout(&out));
     assert!(get("peak_rss") > 5.0 * 1048576.0);
 }
+
+#[test]
+fn a_starved_broker_s_backlog_shows_end_to_end_and_what_missed_the_drain_is_lost() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (broker, port) = mosquitto(&s, "allow_anonymous true");
+    // mosquitto gets 10% of one CPU (a cgroup v1 CFS quota), removed after it stops.
+    let cg = std::path::PathBuf::from(format!(
+        "/sys/fs/cgroup/cpu/strainline-e2e-broker-{}",
+        std::process::id()
+    ));
+    struct Remove(std::path::PathBuf, KillOnDrop);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = self.1 .0.kill();
+            let _ = self.1 .0.wait();
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(cg.join("cpu.cfs_period_us"), "100000").unwrap();
+    std::fs::write(cg.join("cpu.cfs_quota_us"), "10000").unwrap();
+    let pid = broker.0.id();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::write(cg.join("tasks"), t.file_name().to_str().unwrap()).unwrap();
+    }
+    let _broker = Remove(cg, broker);
+    // QoS 0 at 20,000 publishes a second to 5 subscribers: 100,000 deliveries a second,
+    // more than a tenth of a CPU forwards. A publish is "done" when written, so the
+    // publishers see nothing; the subscribers see the broker's backlog, and what has not
+    // arrived 1 s (--timeout) after the publishers stopped is lost.
+    let url = format!("mqtt://127.0.0.1:{port}/t/{{{{client}}}}?qos=0&subscribers=5");
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-q",
+            "20000",
+            "-z",
+            "3s",
+            "-d",
+            "x",
+            "--timeout",
+            "1s",
+        ],
+    );
+    let text = stdout(&out);
+    let sum = &doc["summary"];
+    let d = &sum["deliveries"];
+    assert_eq!(n(&d["subscribed"]), 5, "{text}");
+    assert_eq!(n(&d["expected"]), 5 * n(&sum["ok"]), "{text}");
+    let lost = n(&d["lost"]);
+    assert!(lost > 0, "no loss counted\n{text}");
+    assert_eq!(n(&d["delivered"]) + lost, n(&d["expected"]), "{text}");
+    let publish_p50 = sum["service_time_us"]["p50"].as_f64().unwrap();
+    let e2e_p99 = d["latency_us"]["p99"].as_f64().unwrap();
+    assert!(publish_p50 < 1000.0, "publish p50 {publish_p50} µs\n{text}");
+    assert!(e2e_p99 > 500_000.0, "end-to-end p99 {e2e_p99} µs\n{text}");
+}
