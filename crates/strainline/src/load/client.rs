@@ -221,6 +221,16 @@ impl Client {
         }
     }
 
+    /// Closes a connection politely at the end of the run: a WebSocket's close frame,
+    /// MQTT's DISCONNECT; HTTP's is dropped.
+    pub async fn goodbye(&self, conn: Conn) {
+        match conn {
+            Conn::WebSocket(c) => ws::close(c).await,
+            Conn::Mqtt(c) => mqtt::disconnect(c).await,
+            Conn::Http(_) => {}
+        }
+    }
+
     /// One unit of a command workload, in `unit`, within `timeout`.
     pub async fn run(&self, unit: &Unit, timeout: Duration) -> Result<Reply, ErrorKind> {
         match self {

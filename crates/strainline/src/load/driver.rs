@@ -491,6 +491,16 @@ async fn closed_loop(
             tokio::time::sleep(think).await;
         }
     }
+    goodbye(&ctx, conn).await;
+}
+
+/// Ends a connection as its protocol asks (a WebSocket's close frame, MQTT's
+/// DISCONNECT) when the run is over, not dropping it as a crash would: a broker treats a
+/// client that vanished as lost (and publishes its will).
+async fn goodbye(ctx: &Ctx, conn: Option<Conn>) {
+    if let Some(c) = conn {
+        let _ = tokio::time::timeout(Duration::from_millis(100), ctx.client.goodbye(c)).await;
+    }
 }
 
 /// Sleeps until `until` (or the end of the run); false if the run is over.
@@ -507,6 +517,18 @@ async fn sleep_or_stop(ctx: &Ctx, until: Instant) -> bool {
 async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
     let slot = ctx.slot();
     let mut conn: Option<Conn> = None;
+    scenario_steps(&ctx, &sc, client, &slot, &mut conn).await;
+    goodbye(&ctx, conn).await;
+}
+
+/// A scenario client's steps until its end (see [`scenario_client`]).
+async fn scenario_steps(
+    ctx: &Rc<Ctx>,
+    sc: &Arc<Scenario>,
+    client: u64,
+    slot: &Rc<Slot>,
+    conn: &mut Option<Conn>,
+) {
     tokio::time::sleep_until(ctx.start.into()).await;
     if !sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
         return;
@@ -535,9 +557,9 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
         let req = run(i, seq);
         seq += 1;
         exchange(
-            &ctx,
-            &slot,
-            &mut conn,
+            ctx,
+            slot,
+            conn,
             http::Outgoing::Rendered(&req),
             Some(i),
             Timing {
@@ -623,9 +645,9 @@ async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
         seq += 1;
         let sent_at = Instant::now();
         exchange(
-            &ctx,
-            &slot,
-            &mut conn,
+            ctx,
+            slot,
+            conn,
             http::Outgoing::Rendered(&req),
             Some(step),
             Timing {
@@ -831,6 +853,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
     }
     pool.tasks.set(pool.tasks.get() - 1);
     ctx.forget(&slot);
+    goodbye(&ctx, conn).await;
 }
 
 /// The open model on one worker: sends at their intended times into the pool's queue.

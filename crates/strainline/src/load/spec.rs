@@ -485,9 +485,9 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             headers,
             body,
         } if url.starts_with("ws://") || url.starts_with("wss://") => {
-            if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) {
+            if matches!(spec.offer, Offer::Replay(_)) {
                 return Err(bad(format!(
-                    "URL '{url}': a scenario or a replay sends HTTP requests; a WebSocket load sends the body as a message (--body) to one URL"
+                    "URL '{url}': a replay sends an access log's HTTP requests; a WebSocket load sends the body as a message (-d), or a scenario's steps' bodies"
                 )));
             }
             if method != "GET" {

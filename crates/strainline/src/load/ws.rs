@@ -123,6 +123,24 @@ pub async fn send(conn: &mut Conn, body: Bytes) -> Result<u64, ErrorKind> {
     r
 }
 
+/// Sends a close frame (normal closure) and lets the socket go.
+pub async fn close(mut conn: Conn) {
+    if conn.closed {
+        return;
+    }
+    use tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
+    let bye = || {
+        Message::Close(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        }))
+    };
+    let _ = match &mut conn.socket {
+        Socket::Plain(ws) => ws.send(bye()).await,
+        Socket::Tls(ws) => ws.send(bye()).await,
+    };
+}
+
 async fn exchange<S>(ws: &mut WebSocketStream<S>, msg: Message) -> Result<u64, ErrorKind>
 where
     S: AsyncRead + AsyncWrite + Unpin,

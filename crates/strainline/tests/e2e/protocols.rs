@@ -571,3 +571,54 @@ fn a_starved_broker_s_backlog_shows_end_to_end_and_what_missed_the_drain_is_lost
     assert!(publish_p50 < 1000.0, "publish p50 {publish_p50} µs\n{text}");
     assert!(e2e_p99 > 500_000.0, "end-to-end p99 {e2e_p99} µs\n{text}");
 }
+
+#[test]
+fn a_websocket_scenario_sends_templated_messages_and_closes_each_socket_politely() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let port = free_port();
+    let log = std::fs::File::create(s.path("ws-server.log")).unwrap();
+    let _srv = KillOnDrop(
+        Command::new(PYTHON)
+            .args([ws_server_script().as_str(), "--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    assert!(eventually(10.0, || std::net::TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
+    // Each client says hello once, then ticks every 100 ms with its number and counter.
+    std::fs::write(
+        s.path("chat.toml"),
+        "clients = 20\nramp_up = \"200ms\"\n\n\
+         [[step]]\nname = \"hello\"\nonce = true\npath = \"/\"\nbody = '{\"op\": \"hello\", \"client\": {{client}}}'\n\n\
+         [[step]]\nname = \"tick\"\nevery = \"100ms\"\npath = \"/\"\nbody = '{\"op\": \"tick\", \"client\": {{client}}, \"seq\": {{seq}}}'\n",
+    )
+    .unwrap();
+    let url = format!("ws://127.0.0.1:{port}/");
+    let (out, doc) = load(&s, &[&url, "--scenario", "chat.toml", "-z", "2s"]);
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    let steps = sum["steps"].as_array().unwrap();
+    assert_eq!(n(&steps[0]["ok"]), 20, "{}", stdout(&out));
+    // 20 clients × ~2 s / 100 ms, less the ramp-up and phases.
+    let ticks = n(&steps[1]["ok"]);
+    assert!(
+        (300..=420).contains(&ticks),
+        "{ticks} ticks\n{}",
+        stdout(&out)
+    );
+    assert_eq!(n(&sum["errors"]), 0);
+    assert_eq!(n(&sum["connections_opened"]), 20);
+    // Every socket ended with a close frame (1000): the server logged no broken one.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let server_log = std::fs::read_to_string(s.path("ws-server.log")).unwrap();
+    assert!(
+        !server_log.contains("ConnectionClosedError"),
+        "a socket was dropped without a close frame:\n{server_log}"
+    );
+}

@@ -157,6 +157,13 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
     }
 }
 
+/// Sends DISCONNECT: the client leaves as a client that is done (no will published).
+pub async fn disconnect(mut conn: Conn) {
+    if !conn.closed {
+        let _ = conn.send(Packet::Disconnect).await;
+    }
+}
+
 /// Publishes one message (its intended time in the stamp, if stamped) and waits for
 /// what its QoS asks.
 pub async fn publish(
