@@ -530,7 +530,7 @@ async fn scenario_steps(
     conn: &mut Option<Conn>,
 ) {
     tokio::time::sleep_until(ctx.start.into()).await;
-    if !sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
+    if !sleep_or_stop(ctx, ctx.start + sc.start_offset(client)).await {
         return;
     }
     let mut seq = 0u64;
@@ -550,7 +550,7 @@ async fn scenario_steps(
         .enumerate()
         .filter(|(_, s)| s.when == When::Once)
     {
-        if over(&ctx) {
+        if over(ctx) {
             return;
         }
         let now = Instant::now();
@@ -569,7 +569,7 @@ async fn scenario_steps(
             },
         )
         .await;
-        if !st.think.is_zero() && !sleep_or_stop(&ctx, Instant::now() + st.think).await {
+        if !st.think.is_zero() && !sleep_or_stop(ctx, Instant::now() + st.think).await {
             return;
         }
     }
@@ -629,7 +629,7 @@ async fn scenario_steps(
                 (i, now)
             }
             Some((_, next)) => {
-                if !sleep_or_stop(&ctx, next).await {
+                if !sleep_or_stop(ctx, next).await {
                     return;
                 }
                 just_woke = true;
@@ -638,7 +638,7 @@ async fn scenario_steps(
             None => return,
         };
         just_woke = false;
-        if over(&ctx) {
+        if over(ctx) {
             return;
         }
         let req = run(step, seq);
@@ -658,7 +658,7 @@ async fn scenario_steps(
         )
         .await;
         let think = sc.steps[step].think;
-        if !think.is_zero() && !sleep_or_stop(&ctx, Instant::now() + think).await {
+        if !think.is_zero() && !sleep_or_stop(ctx, Instant::now() + think).await {
             return;
         }
     }

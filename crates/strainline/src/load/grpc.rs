@@ -21,8 +21,9 @@ use super::recorder::ErrorKind;
 pub struct Target {
     /// The server, always over HTTP/2.
     pub http: http::Target,
-    /// `/package.Service/Method`.
+    /// `/package.Service/Method`, and the whole URI made once.
     pub path: String,
+    pub uri: hyper::Uri,
     /// The method's request message, when a `.proto` described it: a JSON body is
     /// encoded with it.
     pub input: Option<MessageDescriptor>,
@@ -154,7 +155,7 @@ pub async fn call(
     metadata: &[(HeaderName, HeaderValue)],
     message: Bytes,
 ) -> Result<Called, ErrorKind> {
-    let mut req = http::request(&Method::POST, &t.path, &t.http, metadata, message);
+    let mut req = http::request(&Method::POST, t.uri.clone(), metadata, message);
     let h = req.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/grpc"));
     h.insert("te", HeaderValue::from_static("trailers"));

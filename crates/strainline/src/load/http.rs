@@ -32,6 +32,9 @@ pub struct Target {
 pub struct Template {
     pub method: Method,
     pub path: Uri,
+    /// The whole URL, for HTTP/2's requests: made once, not formatted and parsed again
+    /// for every request.
+    pub absolute: Option<Uri>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Body,
 }
@@ -84,13 +87,11 @@ impl Template {
 
     /// The request as hyper wants it (HTTP/2).
     pub fn build(&self, target: &Target, seq: u64) -> Request<Full<Bytes>> {
-        hyper_request(
-            &self.method,
-            &self.path.to_string(),
-            target,
-            &self.headers,
-            self.body.pick(seq),
-        )
+        let uri = match &self.absolute {
+            Some(u) => u.clone(),
+            None => absolute(target, &self.path.to_string()),
+        };
+        hyper_request(&self.method, uri, &self.headers, self.body.pick(seq))
     }
 }
 
@@ -156,10 +157,22 @@ fn write_h1(
 }
 
 /// Builds a hyper request (HTTP/2 wants the full URI: it carries :scheme and :authority).
+/// `path` on `target` as an absolute URI (what hyper's HTTP/2 client sends).
+pub fn absolute(target: &Target, path: &str) -> Uri {
+    let scheme = if target.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let authority = target.host_header.to_str().unwrap_or("localhost");
+    format!("{scheme}://{authority}{path}")
+        .parse::<Uri>()
+        .unwrap_or_default()
+}
+
 fn hyper_request(
     method: &Method,
-    path: &str,
-    target: &Target,
+    uri: Uri,
     headers: &[(HeaderName, HeaderValue)],
     body: Bytes,
 ) -> Request<Full<Bytes>> {
@@ -167,15 +180,7 @@ fn hyper_request(
     let len = body.len();
     let mut req = Request::new(Full::new(body));
     *req.method_mut() = method.clone();
-    let scheme = if target.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    let authority = target.host_header.to_str().unwrap_or("localhost");
-    if let Ok(uri) = format!("{scheme}://{authority}{path}").parse::<Uri>() {
-        *req.uri_mut() = uri;
-    }
+    *req.uri_mut() = uri;
     let h = req.headers_mut();
     if length {
         h.insert(CONTENT_LENGTH, HeaderValue::from(len));
@@ -333,9 +338,12 @@ pub async fn send(
     };
     let req = match out {
         Outgoing::Template(t, _, seq) => t.build(target, seq),
-        Outgoing::Rendered(r) => {
-            hyper_request(&r.method, &r.path, target, &r.headers, r.body.clone())
-        }
+        Outgoing::Rendered(r) => hyper_request(
+            &r.method,
+            absolute(target, &r.path),
+            &r.headers,
+            r.body.clone(),
+        ),
     };
     s.ready().await.map_err(|e| hyper_kind(&e))?;
     let resp = s.send_request(req).await.map_err(|e| hyper_kind(&e))?;
@@ -392,15 +400,14 @@ pub async fn send_h2(
     })
 }
 
-/// A request as hyper wants it, to `path` on `target`.
+/// A request as hyper wants it, to `uri` (see [`absolute`]).
 pub fn request(
     method: &Method,
-    path: &str,
-    target: &Target,
+    uri: Uri,
     headers: &[(HeaderName, HeaderValue)],
     body: Bytes,
 ) -> Request<Full<Bytes>> {
-    hyper_request(method, path, target, headers, body)
+    hyper_request(method, uri, headers, body)
 }
 
 /// A rustls client configuration: trusting `ca_pem` (the certificate a test server

@@ -243,6 +243,7 @@ fn grpc_target(
     };
     Ok((
         grpc::Target {
+            uri: super::http::absolute(&http, &path),
             http,
             path,
             input,
@@ -456,9 +457,12 @@ fn template(
         .unwrap_or("/")
         .parse()
         .map_err(|e| bad(format!("URL path: {e}")))?;
+    // An http(s) URL is what an HTTP/2 request carries, whole.
+    let absolute = matches!(uri.scheme_str(), Some("http" | "https")).then(|| uri.clone());
     Ok(Template {
         method,
         path,
+        absolute,
         headers: parsed,
         body,
     })

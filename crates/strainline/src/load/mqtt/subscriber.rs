@@ -102,6 +102,10 @@ pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: 
     rec.lock().unwrap().subscribed();
     let mut seen = Seen::default();
     let mut last = Instant::now();
+    // A subscriber only reads: with a keep-alive it must ping, or the broker drops it
+    // after 1.5 × the keep-alive.
+    let ping_every = (t.keep_alive > 0).then(|| Duration::from_secs(u64::from(t.keep_alive)) / 2);
+    let mut pinged = Instant::now();
     let mut done_at: Option<Instant> = None;
     const TICK: Duration = Duration::from_millis(50);
     loop {
@@ -114,6 +118,12 @@ pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: 
             if now - last.max(since) >= QUIET || now - since >= control.timeout {
                 return;
             }
+        }
+        if ping_every.is_some_and(|every| pinged.elapsed() >= every) {
+            if conn.send(Packet::PingReq).await.is_err() {
+                return;
+            }
+            pinged = Instant::now();
         }
         // Only the read is timed out (it is cancel-safe); an answer is always written
         // whole.
