@@ -21,27 +21,8 @@ cargo build --release -q --bin strainline
 SL=$PWD/target/release/strainline
 WORK=$(mktemp -d)
 trap 'kill ${NGINX:-0} 2>/dev/null; wait ${NGINX:-0} 2>/dev/null; rm -rf "$WORK"' EXIT
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-chmod 755 "$WORK"; mkdir -p "$WORK/www"
-head -c 1024 /dev/urandom | base64 -w0 | head -c 1024 > "$WORK/www/1k.txt"; chmod 644 "$WORK/www/1k.txt"
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-worker_cpu_affinity 10;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  http2_max_concurrent_streams 128;
-  server { listen 127.0.0.1:$PORT http2; root $WORK/www; }
-}
-CONF
-nginx -c "$WORK/nginx.conf" -p "$WORK" &
-NGINX=$!
-sleep 0.5
-URL=http://127.0.0.1:$PORT/1k.txt
+. bench/nginx.sh
+LISTEN_EXTRA=" http2" start_nginx
 
 # A generator pinned to CPU 0 under GNU time; prints its CPU seconds.
 timed() { taskset -c 0 /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true

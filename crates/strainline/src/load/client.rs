@@ -62,20 +62,23 @@ impl Statuses {
             Statuses::Published => match code {
                 0 => "qos0 written".into(),
                 1 => "qos1 puback".into(),
-                _ => "qos2 pubcomp".into(),
+                2 => "qos2 pubcomp".into(),
+                // An MQTT 5 broker's refusal, by its reason code.
+                _ => format!("refused {code:#04x}"),
             },
             Statuses::Grpc => grpc::status_name(code).into(),
         }
     }
 
-    /// The protocol's word before a status in a sentence: `HTTP 503`, `exit 1`.
-    pub fn word(self) -> &'static str {
+    /// A status in a sentence: `HTTP 503`, `exit 1`, `gRPC UNAVAILABLE`, `MQTT refused
+    /// 0x87`.
+    pub fn named(self, code: u16) -> String {
         match self {
-            Statuses::Http => "HTTP",
-            Statuses::Exit => "exit",
-            Statuses::Reply => "WebSocket",
-            Statuses::Published => "MQTT",
-            Statuses::Grpc => "gRPC",
+            Statuses::Http => format!("HTTP {code}"),
+            Statuses::Exit => self.label(code),
+            Statuses::Reply => format!("WebSocket {}", self.label(code)),
+            Statuses::Published => format!("MQTT {}", self.label(code)),
+            Statuses::Grpc => format!("gRPC {}", self.label(code)),
         }
     }
 }
@@ -186,10 +189,15 @@ impl Client {
                     Outgoing::Template(..) => None,
                 }
                 .filter(|p| !p.is_empty());
-                mqtt::publish(c, t, topic, out.body(), intended).await?;
+                let reason = mqtt::publish(c, t, topic, out.body(), intended).await?;
+                let refused = reason >= 0x80;
                 Ok(Reply {
-                    status: t.qos as u16,
-                    ok: true,
+                    status: if refused {
+                        u16::from(reason)
+                    } else {
+                        u16::from(t.qos)
+                    },
+                    ok: !refused,
                     bytes: 0,
                     messages: 0,
                 })

@@ -1117,6 +1117,15 @@ pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
     to_next
 }
 
+/// A worker thread's runtime: single-threaded, its tasks local (they share `Rc`s).
+fn single_threaded() -> (tokio::runtime::Runtime, tokio::task::LocalSet) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    (rt, tokio::task::LocalSet::new())
+}
+
 /// Starts this slice's MQTT subscribers on a thread of their own: they subscribe at
 /// once (before the clock starts) and record into `rec` until told the publishers are
 /// done and their deliveries drained.
@@ -1144,11 +1153,7 @@ fn start_subscribers(
     let thread = std::thread::Builder::new()
         .name("subscribers".into())
         .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a tokio runtime");
-            let local = tokio::task::LocalSet::new();
+            let (rt, local) = single_threaded();
             let t = Rc::new(t);
             local.block_on(&rt, async move {
                 let tasks: Vec<_> = indexes
@@ -1226,11 +1231,7 @@ pub fn run_from(
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
                 .spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("a tokio runtime");
-                    let local = tokio::task::LocalSet::new();
+                    let (rt, local) = single_threaded();
                     let slots = Rc::new(RefCell::new(Vec::new()));
                     let ctx = Rc::new(Ctx {
                         client: plan.client.clone(),

@@ -256,7 +256,7 @@ fn grpc_target(
 /// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`:
 /// the broker resolved, TLS set up, the topic and options checked.
 fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
-    use rumqttc::mqttbytes::QoS;
+    use super::mqtt::wire::Version;
     let (tls, rest) = match url.strip_prefix("mqtts://") {
         Some(r) => (true, r),
         None => (false, url.trim_start_matches("mqtt://")),
@@ -284,7 +284,8 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
             "URL '{url}': the topic '{topic}' has a wildcard (+ or #): a message is published to one topic; use {{{{client}}}} for one topic per client"
         )));
     }
-    let mut qos = QoS::AtLeastOnce;
+    let mut qos = 1u8;
+    let mut version = Version::V311;
     let mut keep_alive = 0u16;
     let mut clean_session = true;
     let mut subscribers = 0u64;
@@ -294,10 +295,21 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
         match k {
             "qos" => {
                 qos = match v {
-                    "0" => QoS::AtMostOnce,
-                    "1" => QoS::AtLeastOnce,
-                    "2" => QoS::ExactlyOnce,
+                    "0" => 0,
+                    "1" => 1,
+                    "2" => 2,
                     _ => return Err(bad(format!("URL '{url}': qos={v}: give 0, 1 or 2"))),
+                }
+            }
+            "version" => {
+                version = match v {
+                    "3.1.1" | "4" => Version::V311,
+                    "5" => Version::V5,
+                    _ => {
+                        return Err(bad(format!(
+                            "URL '{url}': version={v}: give 3.1.1 or 5"
+                        )))
+                    }
                 }
             }
             "keep_alive" => {
@@ -334,7 +346,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
             }
             _ => {
                 return Err(bad(format!(
-                    "URL '{url}': unknown option '{k}' (the options are qos, keep_alive, clean, subscribers, filter)"
+                    "URL '{url}': unknown option '{k}' (the options are qos, version, keep_alive, clean, subscribers, filter)"
                 )))
             }
         }
@@ -357,6 +369,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
         tls: target.tls,
         topic: topic.to_string(),
         qos,
+        version,
         login,
         keep_alive,
         clean_session,
@@ -729,9 +742,10 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             }
         ),
         Client::Mqtt(t) => format!(
-            "MQTT 3.1.1{}, publish QoS {} to {}",
+            "MQTT {}{}, publish QoS {} to {}",
+            t.version.name(),
             if t.tls.is_some() { " over TLS" } else { "" },
-            t.qos as u8,
+            t.qos,
             t.topic
         ),
     };
@@ -985,7 +999,7 @@ mod tests {
         match plan(&s).unwrap().plan.client {
             Client::Mqtt(t) => {
                 assert_eq!(t.addr.port(), 1883);
-                assert_eq!(t.qos as u8, 1);
+                assert_eq!(t.qos, 1);
                 assert_eq!(t.filter, "d/+/t");
                 assert_eq!(t.subscribers, 2);
             }

@@ -333,8 +333,11 @@ pub fn judge(o: &Outcome) -> Verdict {
             .iter()
             .map(|(k, v)| format!("{} {v}", k.name()))
             .collect();
-        let what = o.statuses.word();
-        why.extend(t.by_status.iter().map(|(s, v)| format!("{what} {s} {v}")));
+        why.extend(
+            t.by_status
+                .iter()
+                .map(|(s, v)| format!("{} {v}", o.statuses.named(*s))),
+        );
         let mut reasons = vec![format!(
             "no request succeeded ({})",
             if why.is_empty() {

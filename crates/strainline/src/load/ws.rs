@@ -8,18 +8,17 @@
 //! end, is a `reset` and the connection is opened again at the next send.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{HeaderName, HeaderValue};
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use super::http::io_kind;
+use super::h1::Stream;
+use super::http::{io_kind, open_stream};
 use super::recorder::ErrorKind;
 
 /// Where the WebSocket is opened, resolved and checked before the run.
@@ -33,14 +32,9 @@ pub struct Target {
 
 /// One open WebSocket, and its socket's descriptor for the driver's watchdog.
 pub struct Conn {
-    socket: Socket,
+    socket: Box<WebSocketStream<Stream>>,
     pub fd: RawFd,
     closed: bool,
-}
-
-enum Socket {
-    Plain(Box<WebSocketStream<TcpStream>>),
-    Tls(Box<WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>>>),
 }
 
 impl Conn {
@@ -70,33 +64,12 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
     for (k, v) in headers {
         request.headers_mut().append(k.clone(), v.clone());
     }
-    let tcp = TcpStream::connect(t.addr).await.map_err(|e| io_kind(&e))?;
-    let _ = tcp.set_nodelay(true);
-    let fd = tcp.as_raw_fd();
-    let socket = match &t.tls {
-        Some((connector, name)) => {
-            let tls =
-                connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| match io_kind(&e) {
-                        ErrorKind::Connect => ErrorKind::Tls,
-                        k => k,
-                    })?;
-            let (ws, _) = tokio_tungstenite::client_async(request, tls)
-                .await
-                .map_err(|e| ws_kind(&e))?;
-            Socket::Tls(Box::new(ws))
-        }
-        None => {
-            let (ws, _) = tokio_tungstenite::client_async(request, tcp)
-                .await
-                .map_err(|e| ws_kind(&e))?;
-            Socket::Plain(Box::new(ws))
-        }
-    };
+    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
+    let (ws, _) = tokio_tungstenite::client_async(request, stream)
+        .await
+        .map_err(|e| ws_kind(&e))?;
     Ok(Conn {
-        socket,
+        socket: Box::new(ws),
         fd,
         closed: false,
     })
@@ -112,11 +85,7 @@ pub fn message(body: Bytes) -> Message {
 
 /// Sends one message and waits for the server's next data message; returns its size.
 pub async fn send(conn: &mut Conn, body: Bytes) -> Result<u64, ErrorKind> {
-    let msg = message(body);
-    let r = match &mut conn.socket {
-        Socket::Plain(ws) => exchange(ws.as_mut(), msg).await,
-        Socket::Tls(ws) => exchange(ws.as_mut(), msg).await,
-    };
+    let r = exchange(&mut conn.socket, message(body)).await;
     if r.is_err() {
         conn.closed = true;
     }
@@ -129,22 +98,14 @@ pub async fn close(mut conn: Conn) {
         return;
     }
     use tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
-    let bye = || {
-        Message::Close(Some(CloseFrame {
-            code: CloseCode::Normal,
-            reason: "".into(),
-        }))
-    };
-    let _ = match &mut conn.socket {
-        Socket::Plain(ws) => ws.send(bye()).await,
-        Socket::Tls(ws) => ws.send(bye()).await,
-    };
+    let bye = Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }));
+    let _ = conn.socket.send(bye).await;
 }
 
-async fn exchange<S>(ws: &mut WebSocketStream<S>, msg: Message) -> Result<u64, ErrorKind>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+async fn exchange(ws: &mut WebSocketStream<Stream>, msg: Message) -> Result<u64, ErrorKind> {
     ws.send(msg).await.map_err(|e| ws_kind(&e))?;
     loop {
         match ws.next().await {

@@ -1302,6 +1302,33 @@ fn an_agent_beset_by_strangers_still_serves_its_coordinator_in_bounded_memory() 
     assert!(!log.contains('\x1b'), "{log}");
 }
 
+/// A server no one here wrote, started on host 0 by `argv` (output discarded) once
+/// `port` there accepts, and two agents on hosts 1 and 2; then `strainline load URL
+/// --agents … ARGS --json F`: its output and document. The server is stopped after.
+fn two_agents_load(
+    s: &Scratch,
+    h: &Hosts,
+    argv: &[&str],
+    port: u16,
+    url: &str,
+    args: &[&str],
+) -> (Output, serde_json::Value) {
+    let _server = serving(h.command(0, argv), (h.addr(0).as_str(), port), argv[0]);
+    let _agents: Vec<_> = (1..=2).map(|i| agent(h, i, s, &[])).collect();
+    let tok = token(s);
+    let list = agents_list(h, 1..3);
+    let mut all = vec![
+        url,
+        "--no-tui",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        tok.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    load_json(s, &all)
+}
+
 #[test]
 fn a_websocket_load_from_two_agents_is_sent_whole_and_merged_exactly() {
     let _l = loaded();
@@ -1310,53 +1337,24 @@ fn a_websocket_load_from_two_agents_is_sent_whole_and_merged_exactly() {
     // Python's `websockets` echo server on host 0 (not the testbed).
     let host = h.addr(0);
     let script = crate::protocols::ws_server_script();
-    let _srv = KillOnDrop(
-        h.command(
-            0,
-            &[
-                "/usr/bin/python3",
-                &script,
-                "--host",
-                &host,
-                "--port",
-                "8080",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap(),
-    );
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(format!(
-            "{host}:8080"
-        ))
-        .is_ok()),
-        "the WebSocket server did not start in its namespace"
-    );
-    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
-    let tok = token(&s);
-    let list = agents_list(&h, 1..3);
+    let argv = [
+        "/usr/bin/python3",
+        &script,
+        "--host",
+        &host,
+        "--port",
+        "8080",
+    ];
     let url = format!("ws://{host}:8080/");
-    let o = s.run(&[
-        "load",
+    let (o, d) = two_agents_load(
+        &s,
+        &h,
+        &argv,
+        8080,
         &url,
-        "--no-tui",
-        "--agents",
-        &list,
-        "--agent-token-file",
-        tok.to_str().unwrap(),
-        "-q",
-        "1000",
-        "-n",
-        "3000",
-        "--body-bytes",
-        "32",
-        "--json",
-        "ws.json",
-    ]);
+        &["-q", "1000", "-n", "3000", "--body-bytes", "32"],
+    );
     assert_exit(&o, 0);
-    let d = json(&s, "ws.json");
     let sum = &d["summary"];
     assert_eq!(sum["sent"], 3000, "{}", stdout(&o));
     assert_eq!(sum["ok"], 3000);
@@ -1383,44 +1381,17 @@ fn mqtt_publishers_and_subscribers_on_two_agents_account_for_every_delivery() {
         format!("listener 1883 {host}\nallow_anonymous true\nuser root\n"),
     )
     .unwrap();
-    let _broker = KillOnDrop(
-        h.command(0, &["mosquitto", "-c", conf.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(format!(
-            "{host}:1883"
-        ))
-        .is_ok()),
-        "mosquitto did not start in its namespace"
-    );
-    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
-    let tok = token(&s);
-    let list = agents_list(&h, 1..3);
     // Four subscribers, two on each agent: each gets every publish of both agents.
     let url = format!("mqtt://{host}:1883/fleet/{{{{client}}}}?qos=1&subscribers=4");
-    let o = s.run(&[
-        "load",
+    let (o, d) = two_agents_load(
+        &s,
+        &h,
+        &["mosquitto", "-c", conf.to_str().unwrap()],
+        1883,
         &url,
-        "--no-tui",
-        "--agents",
-        &list,
-        "--agent-token-file",
-        tok.to_str().unwrap(),
-        "-q",
-        "1000",
-        "-n",
-        "2000",
-        "-d",
-        "{\"t\": 21.5}",
-        "--json",
-        "mqtt.json",
-    ]);
+        &["-q", "1000", "-n", "2000", "-d", "{\"t\": 21.5}"],
+    );
     assert_exit(&o, 0);
-    let d = json(&s, "mqtt.json");
     let sum = &d["summary"];
     assert_eq!(sum["ok"], 2000, "{}", stdout(&o));
     assert_eq!(sum["by_status"]["qos1 puback"], 2000);
@@ -1443,57 +1414,28 @@ fn grpc_calls_from_two_agents_merge_their_status_mix_exactly() {
     // Debian's grpcio on host 0 (not the testbed): every 10th call UNAVAILABLE.
     let host = h.addr(0);
     let script = crate::protocols::fixture("grpc_server.py");
-    let _srv = KillOnDrop(
-        h.command(
-            0,
-            &[
-                "/usr/bin/python3",
-                &script,
-                "--host",
-                &host,
-                "--port",
-                "50051",
-                "--unavailable-every",
-                "10",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap(),
-    );
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(format!(
-            "{host}:50051"
-        ))
-        .is_ok()),
-        "the gRPC server did not start in its namespace"
-    );
-    let _agents: Vec<_> = (1..=2).map(|i| agent(&h, i, &s, &[])).collect();
-    let tok = token(&s);
-    let list = agents_list(&h, 1..3);
+    let argv = [
+        "/usr/bin/python3",
+        &script,
+        "--host",
+        &host,
+        "--port",
+        "50051",
+        "--unavailable-every",
+        "10",
+    ];
     // The .proto is read here and on each agent (same path: one machine).
     let proto = crate::protocols::fixture("grpc_demo.proto");
     let url = format!("grpc://{host}:50051/demo.Greeter/Hello?proto={proto}");
-    let o = s.run(&[
-        "load",
+    let (o, d) = two_agents_load(
+        &s,
+        &h,
+        &argv,
+        50051,
         &url,
-        "--no-tui",
-        "--agents",
-        &list,
-        "--agent-token-file",
-        tok.to_str().unwrap(),
-        "-q",
-        "400",
-        "-n",
-        "1000",
-        "-d",
-        "{\"device\": \"d1\"}",
-        "--json",
-        "grpc.json",
-    ]);
+        &["-q", "400", "-n", "1000", "-d", "{\"device\": \"d1\"}"],
+    );
     assert_exit(&o, 0);
-    let d = json(&s, "grpc.json");
     let sum = &d["summary"];
     assert_eq!(sum["sent"], 1000, "{}", stdout(&o));
     assert_eq!(sum["by_status"]["UNAVAILABLE"], 100);

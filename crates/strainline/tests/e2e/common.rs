@@ -421,3 +421,38 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// `command` (its output discarded) once something accepts connections at `addr`; it is
+/// killed when the result is dropped. `what` names it for the message when it cannot
+/// start (the package `make test` installs).
+pub fn serving(
+    mut command: std::process::Command,
+    addr: impl std::net::ToSocketAddrs + Copy,
+    what: &str,
+) -> KillOnDrop {
+    let child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} (installed by `make test`, scripts/test-deps.sh): {e}"));
+    let child = KillOnDrop(child);
+    assert!(
+        eventually(10.0, || std::net::TcpStream::connect(addr).is_ok()),
+        "{what} did not start"
+    );
+    child
+}
+
+/// `strainline load --json FILE ARGS…`: its output and the JSON document (`Null` when
+/// none was written).
+pub fn load_json(s: &Scratch, args: &[&str]) -> (Output, serde_json::Value) {
+    let json = s.path("load.json");
+    let mut all = vec!["load", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = s.run(&all);
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, doc)
+}

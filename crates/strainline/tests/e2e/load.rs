@@ -10,15 +10,7 @@ fn server(args: &[&str]) -> RunningServer {
 
 /// Runs `strainline load ARGS… --json` and returns the output and the document.
 fn load(s: &Scratch, args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let json = s.path("load.json");
-    let mut all = vec!["load", "--json", json.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = s.run(&all);
-    let doc = std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (out, doc)
+    load_json(s, args)
 }
 
 fn f(v: &serde_json::Value) -> f64 {
@@ -201,7 +193,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     assert_eq!(out.status.code(), Some(2));
     assert_has(
         &stderr(&out),
-        "the scheme must be http://, https://, ws:// or wss://",
+        "the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc:// or grpcs://",
     );
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));

@@ -17,33 +17,19 @@ pub fn ws_server_script() -> String {
 /// The echo server on a free loopback port (with its `extra` options), once it listens.
 fn ws_server(extra: &[&str]) -> (KillOnDrop, u16) {
     let port = free_port();
-    let script = ws_server_script();
-    let child = Command::new(PYTHON)
-        .args([script.as_str(), "--port", &port.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 with websockets: installed by `make test` (scripts/test-deps.sh)");
-    let child = KillOnDrop(child);
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(("127.0.0.1", port))
-            .is_ok()),
-        "the WebSocket server did not start"
-    );
-    (child, port)
+    let mut c = Command::new(PYTHON);
+    c.args([ws_server_script().as_str(), "--port", &port.to_string()])
+        .args(extra);
+    (
+        serving(c, ("127.0.0.1", port), "python3 with websockets"),
+        port,
+    )
 }
 
 fn load(s: &Scratch, args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let json = s.path("load.json");
-    let mut all = vec!["load", "--json", json.to_str().unwrap(), "--no-tui"];
+    let mut all = vec!["--no-tui"];
     all.extend_from_slice(args);
-    let out = s.run(&all);
-    let doc = std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (out, doc)
+    load_json(s, &all)
 }
 
 fn n(v: &serde_json::Value) -> u64 {
@@ -116,26 +102,16 @@ fn a_websocket_url_that_is_not_a_websocket_is_a_protocol_error_and_a_bad_method_
     let s = Scratch::new();
     // An HTTP server answers the upgrade with 200, not 101: the handshake fails.
     let port = free_port();
-    let _http = KillOnDrop(
-        Command::new(PYTHON)
-            .args([
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                &port.to_string(),
-            ])
-            .current_dir(s.path(""))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(eventually(10.0, || std::net::TcpStream::connect((
+    let mut http = Command::new(PYTHON);
+    http.args([
+        "-m",
+        "http.server",
+        "--bind",
         "127.0.0.1",
-        port
-    ))
-    .is_ok()));
+        &port.to_string(),
+    ])
+    .current_dir(s.path(""));
+    let _http = serving(http, ("127.0.0.1", port), "python3");
     let url = format!("ws://127.0.0.1:{port}/");
     let (out, doc) = load(&s, &[&url, "-q", "20", "-z", "1s", "-d", "x"]);
     assert_exit(&out, 1);
@@ -197,19 +173,9 @@ fn mosquitto(s: &Scratch, conf: &str) -> (KillOnDrop, u16) {
         format!("listener {port} 127.0.0.1\nuser root\n{conf}\n"),
     )
     .unwrap();
-    let child = Command::new("mosquitto")
-        .args(["-c", path.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mosquitto: installed by `make test` (scripts/test-deps.sh)");
-    let child = KillOnDrop(child);
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(("127.0.0.1", port))
-            .is_ok()),
-        "mosquitto did not start"
-    );
-    (child, port)
+    let mut c = Command::new("mosquitto");
+    c.args(["-c", path.to_str().unwrap()]);
+    (serving(c, ("127.0.0.1", port), "mosquitto"), port)
 }
 
 /// The numbers in a line, in order.
@@ -388,24 +354,14 @@ pub fn fixture(name: &str) -> String {
 /// The grpcio server on a free loopback port (with its `extra` options), once it serves.
 fn grpc_server(extra: &[&str]) -> (KillOnDrop, u16) {
     let port = free_port();
-    let child = Command::new(PYTHON)
-        .args([
-            fixture("grpc_server.py").as_str(),
-            "--port",
-            &port.to_string(),
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 with grpcio: installed by `make test` (scripts/test-deps.sh)");
-    let child = KillOnDrop(child);
-    assert!(
-        eventually(10.0, || std::net::TcpStream::connect(("127.0.0.1", port))
-            .is_ok()),
-        "the gRPC server did not start"
-    );
-    (child, port)
+    let mut c = Command::new(PYTHON);
+    c.args([
+        fixture("grpc_server.py").as_str(),
+        "--port",
+        &port.to_string(),
+    ])
+    .args(extra);
+    (serving(c, ("127.0.0.1", port), "python3 with grpcio"), port)
 }
 
 /// {"device": "d1", "seq": 1, "temperature": 21.5} in grpc_demo.proto's Reading: 15 bytes
@@ -621,4 +577,52 @@ fn a_websocket_scenario_sends_templated_messages_and_closes_each_socket_politely
         !server_log.contains("ConnectionClosedError"),
         "a socket was dropped without a close frame:\n{server_log}"
     );
+}
+
+#[test]
+fn an_mqtt5_broker_s_refusal_is_counted_and_3_1_1_s_silent_drop_shows_as_loss() {
+    let _l = loaded();
+    let s = Scratch::new();
+    // Anonymous clients may read everything and write only under allowed/.
+    let acl = s.path("acl");
+    std::fs::write(&acl, "topic read #\ntopic write allowed/#\n").unwrap();
+    let (_broker, port) = mosquitto(
+        &s,
+        &format!("allow_anonymous true\nacl_file {}", acl.display()),
+    );
+    // MQTT 5: the broker answers each forbidden publish with PUBACK 0x87 (not
+    // authorized): every one counted as refused, and the run fails.
+    let url = format!("mqtt://127.0.0.1:{port}/denied/{{{{client}}}}?qos=1&version=5");
+    let (out, doc) = load(&s, &[&url, "-c", "2", "-n", "100", "-d", "x"]);
+    assert_exit(&out, 1);
+    let sum = &doc["summary"];
+    assert_eq!(
+        n(&sum["by_status"]["refused 0x87"]),
+        100,
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(n(&sum["ok"]), 0);
+    // The same under allowed/: acknowledged, and the subscribers get them all.
+    let url =
+        format!("mqtt://127.0.0.1:{port}/allowed/{{{{client}}}}?qos=1&version=5&subscribers=2");
+    let (out, doc) = load(&s, &[&url, "-c", "2", "-n", "100", "-d", "x"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        n(&doc["summary"]["deliveries"]["delivered"]),
+        200,
+        "{}",
+        stdout(&out)
+    );
+    // MQTT 3.1.1 has no way to refuse a publish: the broker acknowledges and drops it.
+    // The publishers see success; the subscribers (reading #) see nothing: all lost.
+    let url = format!(
+        "mqtt://127.0.0.1:{port}/denied/{{{{client}}}}?qos=1&version=3.1.1&subscribers=2&filter=%23"
+    )
+    .replace("%23", "#");
+    let (out, doc) = load(&s, &[&url, "-c", "2", "-n", "100", "-d", "x"]);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["by_status"]["qos1 puback"]), 100, "{}", stdout(&out));
+    assert_eq!(n(&sum["deliveries"]["expected"]), 200);
+    assert_eq!(n(&sum["deliveries"]["lost"]), 200);
 }

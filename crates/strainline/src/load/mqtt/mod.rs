@@ -1,19 +1,17 @@
-//! MQTT 3.1.1 as a load protocol: each of the driver's connections is one MQTT client
-//! (TCP, TLS for `mqtts://`, then CONNECT and the broker's CONNACK), and a unit of work
-//! is one PUBLISH of the workload's body to the URL's topic — done when it is written
-//! at QoS 0, at its PUBACK at QoS 1, at its PUBCOMP (after PUBREC and PUBREL) at QoS 2.
-//! Packets are encoded and decoded by rumqttc's codec (`rumqttc::mqttbytes`, maintained
-//! with the rumqttc client); the I/O is this module's own, one task per connection as
-//! for HTTP/1.1, with no event loop or channel between the driver and the socket.
-//! Subscribers that count deliveries are in [`subscriber`].
+//! MQTT (3.1.1 or 5) as a load protocol: each of the driver's connections is one MQTT
+//! client (TCP, TLS for `mqtts://`, then CONNECT and the broker's CONNACK), and a unit
+//! of work is one PUBLISH of the workload's body to the URL's topic — done when it is
+//! written at QoS 0, at its PUBACK at QoS 1, at its PUBCOMP (after PUBREC and PUBREL) at
+//! QoS 2. Packets are encoded and decoded by rumqttc's codecs ([`wire`]); the I/O is
+//! this module's own, one task per connection as for HTTP/1.1, with no event loop or
+//! channel between the driver and the socket. Subscribers that count deliveries are in
+//! [`subscriber`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use rumqttc::mqttbytes::v4::{ConnAck, Connect, Login, Packet, PubRel, Publish};
-use rumqttc::mqttbytes::{Error as CodecError, QoS};
 use rustls::pki_types::ServerName;
 
 use super::h1::Stream;
@@ -21,9 +19,9 @@ use super::http::{io_kind, open_stream};
 use super::recorder::ErrorKind;
 
 pub mod subscriber;
+pub mod wire;
 
-/// The largest packet read from a broker (a delivery to a subscriber included).
-const MAX_PACKET: usize = 16 * 1024 * 1024;
+use wire::{In, Out, Version};
 
 /// Where clients connect and what they publish, checked before the run.
 #[derive(Clone)]
@@ -32,7 +30,9 @@ pub struct Target {
     pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
     /// The topic published to; `{{client}}` stands for the client's number.
     pub topic: String,
-    pub qos: QoS,
+    /// 0, 1 or 2, for every publish and subscription.
+    pub qos: u8,
+    pub version: Version,
     pub login: Option<(String, String)>,
     /// Seconds; 0 turns keep-alive off (an idle pooled client is not disconnected).
     pub keep_alive: u16,
@@ -46,6 +46,7 @@ pub struct Target {
 
 /// One connected client.
 pub struct Conn {
+    version: Version,
     stream: Stream,
     read: BytesMut,
     write: BytesMut,
@@ -64,12 +65,12 @@ impl Conn {
     }
 
     /// Reads the next whole packet from the broker.
-    async fn packet(&mut self) -> Result<Packet, ErrorKind> {
+    async fn packet(&mut self) -> Result<In, ErrorKind> {
         loop {
-            match Packet::read(&mut self.read, MAX_PACKET) {
-                Ok(p) => return Ok(p),
-                Err(CodecError::InsufficientBytes(_)) => {}
-                Err(_) => return Err(ErrorKind::Protocol),
+            match wire::decode(self.version, &mut self.read) {
+                Ok(Some(p)) => return Ok(p),
+                Ok(None) => {}
+                Err(()) => return Err(ErrorKind::Protocol),
             }
             let mut chunk = [0u8; 16 * 1024];
             let n = self
@@ -84,15 +85,24 @@ impl Conn {
         }
     }
 
-    async fn send(&mut self, packet: Packet) -> Result<(), ErrorKind> {
+    async fn send(&mut self, packet: Out<'_>) -> Result<(), ErrorKind> {
         self.write.clear();
-        packet
-            .write(&mut self.write, MAX_PACKET)
-            .map_err(|_| ErrorKind::Protocol)?;
+        wire::encode(self.version, packet, &mut self.write).map_err(|()| ErrorKind::Protocol)?;
         self.stream
             .write_all(&self.write)
             .await
             .map_err(|e| io_kind(&e))
+    }
+
+    /// Reads until the answer `pick` takes (its value; pings on the way skipped);
+    /// anything else from the broker is a protocol error.
+    async fn answer<T>(&mut self, pick: impl Fn(&In) -> Option<T>) -> Result<T, ErrorKind> {
+        loop {
+            match self.packet().await? {
+                In::PingResp => continue,
+                p => return pick(&p).ok_or(ErrorKind::Protocol),
+            }
+        }
     }
 
     fn next_pkid(&mut self) -> u16 {
@@ -133,6 +143,7 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
 async fn open(t: &Target, number: u64) -> Result<Conn, ErrorKind> {
     let (stream, fd) = open_stream(t.addr, &t.tls).await?;
     Ok(Conn {
+        version: t.version,
         stream,
         read: BytesMut::with_capacity(4096),
         write: BytesMut::with_capacity(4096),
@@ -146,13 +157,15 @@ async fn open(t: &Target, number: u64) -> Result<Conn, ErrorKind> {
 }
 
 async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(), ErrorKind> {
-    let mut connect = Connect::new(client_id);
-    connect.keep_alive = t.keep_alive;
-    connect.clean_session = t.clean_session;
-    connect.login = t.login.as_ref().map(|(u, p)| Login::new(u, p));
-    conn.send(Packet::Connect(connect)).await?;
+    conn.send(Out::Connect {
+        id: client_id,
+        keep_alive: t.keep_alive,
+        clean: t.clean_session,
+        login: t.login.as_ref().map(|(u, p)| (u.as_str(), p.as_str())),
+    })
+    .await?;
     match conn.packet().await? {
-        Packet::ConnAck(ConnAck { code, .. }) if code as u8 == 0 => Ok(()),
+        In::ConnAck { ok: true } => Ok(()),
         _ => Err(ErrorKind::Protocol),
     }
 }
@@ -160,19 +173,19 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
 /// Sends DISCONNECT: the client leaves as a client that is done (no will published).
 pub async fn disconnect(mut conn: Conn) {
     if !conn.closed {
-        let _ = conn.send(Packet::Disconnect).await;
+        let _ = conn.send(Out::Disconnect).await;
     }
 }
 
 /// Publishes one message (its intended time in the stamp, if stamped) and waits for
-/// what its QoS asks.
+/// what its QoS asks. Its MQTT 5 reason code: 0 done, 0x80 and above refused.
 pub async fn publish(
     conn: &mut Conn,
     t: &Target,
     topic: Option<&str>,
     body: Bytes,
     intended: Instant,
-) -> Result<(), ErrorKind> {
+) -> Result<u8, ErrorKind> {
     let r = publish_inner(conn, t, topic, body, intended).await;
     if r.is_err() {
         conn.closed = true;
@@ -186,7 +199,7 @@ async fn publish_inner(
     topic: Option<&str>,
     body: Bytes,
     intended: Instant,
-) -> Result<(), ErrorKind> {
+) -> Result<u8, ErrorKind> {
     let payload = if t.subscribers > 0 {
         let stamp = Stamp {
             client: (u64::from(nonce()) << 32) | conn.number,
@@ -206,41 +219,42 @@ async fn publish_inner(
         return Err(ErrorKind::Protocol);
     }
     let topic = topic.map_or_else(|| conn.topic.clone(), str::to_string);
-    let mut publish = Publish::from_bytes(topic, t.qos, payload);
     let pkid = match t.qos {
-        QoS::AtMostOnce => 0,
+        0 => 0,
         _ => conn.next_pkid(),
     };
-    publish.pkid = pkid;
-    conn.send(Packet::Publish(publish)).await?;
+    conn.send(Out::Publish {
+        topic,
+        qos: t.qos,
+        pkid,
+        payload,
+    })
+    .await?;
     match t.qos {
-        QoS::AtMostOnce => {}
-        QoS::AtLeastOnce => loop {
-            match conn.packet().await? {
-                Packet::PubAck(a) if a.pkid == pkid => break,
-                Packet::PingResp => continue,
-                _ => return Err(ErrorKind::Protocol),
+        0 => Ok(0),
+        1 => {
+            conn.answer(|p| match p {
+                In::PubAck { pkid: id, reason } if *id == pkid => Some(*reason),
+                _ => None,
+            })
+            .await
+        }
+        _ => {
+            let reason = conn
+                .answer(|p| match p {
+                    In::PubRec { pkid: id, reason } if *id == pkid => Some(*reason),
+                    _ => None,
+                })
+                .await?;
+            if reason >= 0x80 {
+                // Refused: the exchange ends at PUBREC (MQTT 5).
+                return Ok(reason);
             }
-        },
-        QoS::ExactlyOnce => {
-            loop {
-                match conn.packet().await? {
-                    Packet::PubRec(r) if r.pkid == pkid => break,
-                    Packet::PingResp => continue,
-                    _ => return Err(ErrorKind::Protocol),
-                }
-            }
-            conn.send(Packet::PubRel(PubRel::new(pkid))).await?;
-            loop {
-                match conn.packet().await? {
-                    Packet::PubComp(c) if c.pkid == pkid => break,
-                    Packet::PingResp => continue,
-                    _ => return Err(ErrorKind::Protocol),
-                }
-            }
+            conn.send(Out::PubRel(pkid)).await?;
+            conn.answer(|p| matches!(p, In::PubComp { pkid: id } if *id == pkid).then_some(0))
+                .await
         }
     }
-    Ok(())
 }
 
 /// What a stamped message starts with: who published it, its number from that

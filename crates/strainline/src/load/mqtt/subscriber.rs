@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rumqttc::mqttbytes::v4::{Packet, PubAck, PubComp, PubRec, Subscribe, SubscribeReasonCode};
-
+use super::wire::{In, Out};
 use super::{handshake, open, unix_nanos, Conn, Stamp, Target};
 use crate::load::recorder::{ErrorKind, Recorder};
 
@@ -25,20 +24,22 @@ pub async fn subscribe(t: &Target, index: u64) -> Result<Conn, ErrorKind> {
     let mut conn = open(t, index).await?;
     handshake(&mut conn, t, format!("{}-sub-{index}", super::client_id(0))).await?;
     let pkid = conn.next_pkid();
-    let mut s = Subscribe::new(t.filter.clone(), t.qos);
-    s.pkid = pkid;
-    conn.send(Packet::Subscribe(s)).await?;
-    loop {
-        match conn.packet().await? {
-            Packet::SubAck(a) if a.pkid == pkid => {
-                return match a.return_codes.first() {
-                    Some(SubscribeReasonCode::Success(_)) => Ok(conn),
-                    _ => Err(ErrorKind::Protocol),
-                };
-            }
-            Packet::PingResp => continue,
-            _ => return Err(ErrorKind::Protocol),
-        }
+    conn.send(Out::Subscribe {
+        pkid,
+        filter: &t.filter,
+        qos: t.qos,
+    })
+    .await?;
+    let granted = conn
+        .answer(|p| match p {
+            In::SubAck { pkid: id, ok } if *id == pkid => Some(*ok),
+            _ => None,
+        })
+        .await?;
+    if granted {
+        Ok(conn)
+    } else {
+        Err(ErrorKind::Protocol)
     }
 }
 
@@ -62,18 +63,18 @@ impl Seen {
 
 /// Answers a packet from the broker as its QoS asks; a stamped delivery's stamp.
 /// `Ok(None)`: a packet that is not a delivery, or a message without a stamp.
-async fn answer(conn: &mut Conn, packet: Packet) -> Result<Option<Stamp>, ErrorKind> {
+async fn answer(conn: &mut Conn, packet: In) -> Result<Option<Stamp>, ErrorKind> {
     match packet {
-        Packet::Publish(p) => {
-            match p.qos as u8 {
-                1 => conn.send(Packet::PubAck(PubAck::new(p.pkid))).await?,
-                2 => conn.send(Packet::PubRec(PubRec::new(p.pkid))).await?,
+        In::Publish { qos, pkid, payload } => {
+            match qos {
+                1 => conn.send(Out::PubAck(pkid)).await?,
+                2 => conn.send(Out::PubRec(pkid)).await?,
                 _ => {}
             }
-            Ok(Stamp::read(&p.payload))
+            Ok(Stamp::read(&payload))
         }
-        Packet::PubRel(r) => {
-            conn.send(Packet::PubComp(PubComp::new(r.pkid))).await?;
+        In::PubRel { pkid } => {
+            conn.send(Out::PubComp(pkid)).await?;
             Ok(None)
         }
         _ => Ok(None),
@@ -120,7 +121,7 @@ pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: 
             }
         }
         if ping_every.is_some_and(|every| pinged.elapsed() >= every) {
-            if conn.send(Packet::PingReq).await.is_err() {
+            if conn.send(Out::PingReq).await.is_err() {
                 return;
             }
             pinged = Instant::now();
