@@ -603,6 +603,7 @@ fn an_mqtt5_broker_s_refusal_is_counted_and_3_1_1_s_silent_drop_shows_as_loss() 
         stdout(&out)
     );
     assert_eq!(n(&sum["ok"]), 0);
+    assert_has(&stdout(&out), "no request succeeded (MQTT refused 0x87 100)");
     // The same under allowed/: acknowledged, and the subscribers get them all.
     let url =
         format!("mqtt://127.0.0.1:{port}/allowed/{{{{client}}}}?qos=1&version=5&subscribers=2");
