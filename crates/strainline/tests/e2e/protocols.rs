@@ -32,6 +32,15 @@ fn load(s: &Scratch, args: &[&str]) -> (std::process::Output, serde_json::Value)
     load_json(s, &all)
 }
 
+/// A metric the case stored (`strainline show --json`'s case).
+fn stored(case: &serde_json::Value, name: &str) -> f64 {
+    case["metrics"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == name))
+        .and_then(|m| m["value"].as_f64())
+        .unwrap_or_else(|| panic!("no {name} in {case}"))
+}
+
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
@@ -143,15 +152,8 @@ fn a_suite_benches_a_websocket_server_it_started_and_watches_its_tree() {
     );
     let out = run_suite(&s, &suite, &["--no-tui"]);
     assert_exit(&out, 0);
-    let cases = case_metrics(&s);
-    let metrics = cases[0]["metrics"].as_array().unwrap();
-    let get = |name: &str| {
-        metrics
-            .iter()
-            .find(|m| m["name"] == name)
-            .and_then(|m| m["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
-    };
+    let case = &case_metrics(&s)[0];
+    let get = |name: &str| stored(case, name);
     let rate = get("throughput");
     assert!((290.0..=301.0).contains(&rate), "throughput {rate}");
     assert_eq!(get("error_rate"), 0.0);
@@ -206,15 +208,8 @@ fn a_thousand_devices_publish_to_mosquitto_and_ten_subscribers_get_every_message
     let out = run_suite(&s, &suite, &["--no-tui"]);
     let text = stdout(&out);
     assert_exit(&out, 0);
-    let cases = case_metrics(&s);
-    let metrics = cases[0]["metrics"].as_array().unwrap();
-    let get = |name: &str| {
-        metrics
-            .iter()
-            .find(|m| m["name"] == name)
-            .and_then(|m| m["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
-    };
+    let case = &case_metrics(&s)[0];
+    let get = |name: &str| stored(case, name);
     assert_eq!(get("delivery_loss"), 0.0);
     assert!(get("delivery_p99") > 0.0);
     assert!(get("latency_p99") > 0.0);
@@ -452,15 +447,8 @@ fn a_suite_benches_a_grpc_server_it_started() {
     );
     let out = run_suite(&s, &suite, &["--no-tui"]);
     assert_exit(&out, 0);
-    let cases = case_metrics(&s);
-    let metrics = cases[0]["metrics"].as_array().unwrap();
-    let get = |name: &str| {
-        metrics
-            .iter()
-            .find(|m| m["name"] == name)
-            .and_then(|m| m["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {name} in {metrics:?}"))
-    };
+    let case = &case_metrics(&s)[0];
+    let get = |name: &str| stored(case, name);
     // Every 50th call UNAVAILABLE: 2%.
     assert!((get("error_rate") - 0.02).abs() < 1e-9, "{}", stdout(&out));
     assert!(get("peak_rss") > 5.0 * 1048576.0);
@@ -603,7 +591,10 @@ fn an_mqtt5_broker_s_refusal_is_counted_and_3_1_1_s_silent_drop_shows_as_loss() 
         stdout(&out)
     );
     assert_eq!(n(&sum["ok"]), 0);
-    assert_has(&stdout(&out), "no request succeeded (MQTT refused 0x87 100)");
+    assert_has(
+        &stdout(&out),
+        "no request succeeded (MQTT refused 0x87 100)",
+    );
     // The same under allowed/: acknowledged, and the subscribers get them all.
     let url =
         format!("mqtt://127.0.0.1:{port}/allowed/{{{{client}}}}?qos=1&version=5&subscribers=2");
