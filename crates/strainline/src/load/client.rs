@@ -183,12 +183,10 @@ impl Client {
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
-                // A scenario step publishes to its path (less the leading /), if it has one.
                 let topic = match &out {
-                    Outgoing::Rendered(r) => Some(r.path.trim_start_matches('/')),
+                    Outgoing::Rendered(r) => mqtt::topic_of(r),
                     Outgoing::Template(..) => None,
-                }
-                .filter(|p| !p.is_empty());
+                };
                 let reason = mqtt::publish(c, t, topic, out.body(), intended).await?;
                 let refused = reason >= 0x80;
                 Ok(Reply {
@@ -244,6 +242,21 @@ impl Client {
         match self {
             Client::Command(argv) => super::command::run(unit, argv, timeout).await,
             _ => Err(ErrorKind::Connect),
+        }
+    }
+
+    /// Why this protocol cannot send a scenario step's request, if it cannot: an MQTT
+    /// topic with a wildcard, a gRPC message the `.proto` does not describe.
+    pub fn refuses(&self, r: &http::Rendered) -> Option<String> {
+        match self {
+            Client::Mqtt(_) if mqtt::topic_of(r).is_some_and(mqtt::wildcard) => Some(format!(
+                "the topic '{}' has a wildcard (+ or #): a message is published to one topic",
+                r.path.trim_start_matches('/')
+            )),
+            Client::Grpc(grpc::Target {
+                input: Some(input), ..
+            }) => grpc::encode(input, &r.body).err().map(|e| e.to_string()),
+            _ => None,
         }
     }
 

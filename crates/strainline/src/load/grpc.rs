@@ -155,7 +155,7 @@ pub async fn call(
     metadata: &[(HeaderName, HeaderValue)],
     message: Bytes,
 ) -> Result<Called, ErrorKind> {
-    let mut req = http::request(&Method::POST, t.uri.clone(), metadata, message);
+    let mut req = http::hyper_request(&Method::POST, t.uri.clone(), metadata, message);
     let h = req.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/grpc"));
     h.insert("te", HeaderValue::from_static("trailers"));

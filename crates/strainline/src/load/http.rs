@@ -170,7 +170,8 @@ pub fn absolute(target: &Target, path: &str) -> Uri {
         .unwrap_or_default()
 }
 
-fn hyper_request(
+/// A request as hyper wants it, to `uri` (see [`absolute`]).
+pub(super) fn hyper_request(
     method: &Method,
     uri: Uri,
     headers: &[(HeaderName, HeaderValue)],
@@ -320,22 +321,19 @@ pub async fn send(
     target: &Target,
     out: Outgoing<'_>,
 ) -> Result<(u16, u64), ErrorKind> {
-    let s = match &mut conn.kind {
-        Kind::H1(h) => {
-            return match out {
-                Outgoing::Template(t, prepared, seq) => {
-                    let req = &prepared[(seq % prepared.len() as u64) as usize];
-                    h.exchange(req, t.method == Method::HEAD).await
-                }
-                Outgoing::Rendered(r) => {
-                    let mut w = Vec::with_capacity(256 + r.body.len());
-                    write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
-                    h.exchange(&w, r.method == Method::HEAD).await
-                }
-            };
-        }
-        Kind::H2(s) => s,
-    };
+    if let Kind::H1(h) = &mut conn.kind {
+        return match out {
+            Outgoing::Template(t, prepared, seq) => {
+                let req = &prepared[(seq % prepared.len() as u64) as usize];
+                h.exchange(req, t.method == Method::HEAD).await
+            }
+            Outgoing::Rendered(r) => {
+                let mut w = Vec::with_capacity(256 + r.body.len());
+                write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
+                h.exchange(&w, r.method == Method::HEAD).await
+            }
+        };
+    }
     let req = match out {
         Outgoing::Template(t, _, seq) => t.build(target, seq),
         Outgoing::Rendered(r) => hyper_request(
@@ -345,18 +343,9 @@ pub async fn send(
             r.body.clone(),
         ),
     };
-    s.ready().await.map_err(|e| hyper_kind(&e))?;
-    let resp = s.send_request(req).await.map_err(|e| hyper_kind(&e))?;
-    let status = resp.status().as_u16();
-    let mut body = resp.into_body();
     let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| hyper_kind(&e))?;
-        if let Some(d) = frame.data_ref() {
-            bytes += d.len() as u64;
-        }
-    }
-    Ok((status, bytes))
+    let r = send_h2(conn, req, |d| bytes += d.len() as u64).await?;
+    Ok((r.status, bytes))
 }
 
 /// What an HTTP/2 response brought: its status and headers, its body's data frames
@@ -398,16 +387,6 @@ pub async fn send_h2(
         headers: parts.headers,
         trailers,
     })
-}
-
-/// A request as hyper wants it, to `uri` (see [`absolute`]).
-pub fn request(
-    method: &Method,
-    uri: Uri,
-    headers: &[(HeaderName, HeaderValue)],
-    body: Bytes,
-) -> Request<Full<Bytes>> {
-    hyper_request(method, uri, headers, body)
 }
 
 /// A rustls client configuration: trusting `ca_pem` (the certificate a test server

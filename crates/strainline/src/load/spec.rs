@@ -279,7 +279,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
     if topic.is_empty() {
         return Err(bad(format!("URL '{url}' names no topic ({eg})")));
     }
-    if topic.contains(['+', '#']) || topic.contains('\0') {
+    if super::mqtt::wildcard(topic) || topic.contains('\0') {
         return Err(bad(format!(
             "URL '{url}': the topic '{topic}' has a wildcard (+ or #): a message is published to one topic; use {{{{client}}}} for one topic per client"
         )));
@@ -603,7 +603,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let mut step_names = Vec::new();
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
-            let (model, d, names) = scenario_model(path, &mut threads, &mut natural)?;
+            let (model, d, names) = scenario_model(path, &client, &mut threads, &mut natural)?;
             step_names = names;
             (model, d)
         }
@@ -775,10 +775,23 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
 /// step drawn per request. The description and the steps' names with it.
 fn scenario_model(
     path: &std::path::Path,
+    client: &Client,
     threads: &mut usize,
     natural: &mut Duration,
 ) -> Result<(Model, String, Vec<String>), crate::Error> {
     let sc = Arc::new(scenario::load(path).map_err(bad)?);
+    // Each step rendered once (client 0, its first send) and shown to the protocol: a
+    // wildcard topic or a message the .proto does not describe is refused here, not
+    // counted as an error for every send of the run.
+    for (i, step) in sc.steps.iter().enumerate() {
+        if let Some(why) = client.refuses(&sc.request(i, 0, 0, 0)) {
+            return Err(bad(format!(
+                "scenario {}: step '{}': {why}",
+                path.display(),
+                step.name
+            )));
+        }
+    }
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();
     match &sc.arrivals {
         None => {

@@ -427,6 +427,43 @@ fn a_grpc_call_the_proto_does_not_describe_is_refused_before_anything_is_sent() 
         READING,
     );
     assert_has(&e, "/no/such.proto");
+    // A scenario's step is checked too, rendered once: its JSON, and an MQTT step's
+    // topic.
+    std::fs::write(
+        s.path("calls.toml"),
+        "clients = 2\n\n[[step]]\nname = \"typo\"\nevery = \"1s\"\npath = \"/\"\nbody = '{\"device\": \"d{{client}}\", \"sequence\": {{seq}}}'\n",
+    )
+    .unwrap();
+    let out = s.run(&[
+        "load",
+        &format!("grpc://127.0.0.1:9/demo.Greeter/Hello?proto={proto}"),
+        "--scenario",
+        "calls.toml",
+        "--no-tui",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "step 'typo': the message is not a demo.Reading",
+    );
+    assert_has(&stderr(&out), "'sequence'");
+    std::fs::write(
+        s.path("topics.toml"),
+        "clients = 2\n\n[[step]]\nname = \"all\"\nevery = \"1s\"\npath = \"/devices/+/t\"\nbody = \"x\"\n",
+    )
+    .unwrap();
+    let out = s.run(&[
+        "load",
+        "mqtt://127.0.0.1:9/devices/{{client}}/t",
+        "--scenario",
+        "topics.toml",
+        "--no-tui",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "step 'all': the topic 'devices/+/t' has a wildcard",
+    );
 }
 
 #[test]

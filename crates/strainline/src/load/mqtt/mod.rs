@@ -170,6 +170,17 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
     }
 }
 
+/// The topic a scenario step publishes to: its path less the leading `/`, if it has
+/// one (else the URL's).
+pub fn topic_of(r: &crate::load::http::Rendered) -> Option<&str> {
+    Some(r.path.trim_start_matches('/')).filter(|p| !p.is_empty())
+}
+
+/// Whether a topic has a wildcard, which is for subscribing, never for publishing.
+pub fn wildcard(topic: &str) -> bool {
+    topic.contains(['+', '#'])
+}
+
 /// Sends DISCONNECT: the client leaves as a client that is done (no will published).
 pub async fn disconnect(mut conn: Conn) {
     if !conn.closed {
@@ -214,8 +225,9 @@ async fn publish_inner(
         body
     };
     conn.seq += 1;
-    if topic.is_some_and(|t| t.contains(['+', '#'])) {
-        // A wildcard is not a topic to publish to: the broker would disconnect.
+    if topic.is_some_and(wildcard) {
+        // A wildcard is not a topic to publish to (refused before the run for a step
+        // whose text has one; a rendered `{{csv.…}}` value still may).
         return Err(ErrorKind::Protocol);
     }
     let topic = topic.map_or_else(|| conn.topic.clone(), str::to_string);
