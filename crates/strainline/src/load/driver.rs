@@ -1084,15 +1084,14 @@ pub fn run(
 /// open after 200 ms, and 373 after 1.2 s (its listen queue of 100 overflowed and the
 /// kernel retries a dropped handshake after 1 s); the run was rightly INVALID, for a
 /// start the generator chose.
+/// MQTT subscribers count too (they must be subscribed before the first publish).
 pub fn warm_up(plan: &Plan, base: Duration) -> Duration {
-    match plan.model {
-        Model::Closed { connections, .. } if plan.client.handshakes() => {
-            let per_slice = plan.slice.share(connections as u64);
-            (base + Duration::from_millis(4) * per_slice as u32)
-                .min(base.max(Duration::from_secs(5)))
-        }
-        _ => base,
-    }
+    let connections = match plan.model {
+        Model::Closed { connections, .. } if plan.client.handshakes() => connections as u64,
+        _ => 0,
+    };
+    let opened = plan.slice.share(connections + plan.client.subscribers());
+    (base + Duration::from_millis(4) * opened as u32).min(base.max(Duration::from_secs(5)))
 }
 
 /// How long from now the clock of `plan` starts: `at_least`, or for per-second arrivals
@@ -1132,6 +1131,7 @@ fn single_threaded() -> (tokio::runtime::Runtime, tokio::task::LocalSet) {
 fn start_subscribers(
     t: &super::mqtt::Target,
     plan: &Plan,
+    start: Instant,
     rec: Arc<Mutex<Recorder>>,
     cancel: Arc<AtomicBool>,
 ) -> (
@@ -1143,6 +1143,7 @@ fn start_subscribers(
         publishers_done: AtomicBool::new(false),
         cancel,
         timeout: plan.timeout,
+        start,
     });
     let slice = plan.slice;
     let indexes: Vec<u64> = (slice.index as u64..t.subscribers)
@@ -1206,7 +1207,7 @@ pub fn run_from(
         Client::Mqtt(t) if t.subscribers > 0 => {
             let rec = Arc::new(Mutex::new(Recorder::default()));
             recs.push(rec.clone());
-            Some(start_subscribers(t, plan, rec, cancel.clone()))
+            Some(start_subscribers(t, plan, start, rec, cancel.clone()))
         }
         _ => None,
     };

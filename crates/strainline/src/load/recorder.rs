@@ -107,6 +107,9 @@ pub struct Tally {
     /// deliveries' latency from the publisher's intended send time, µs.
     #[serde(default)]
     pub subscribed: u64,
+    /// Of `subscribed`, those that subscribed after the clock started.
+    #[serde(default)]
+    pub subscribed_late: u64,
     #[serde(default)]
     pub delivered: u64,
     #[serde(default)]
@@ -209,6 +212,7 @@ impl Default for Tally {
             unsent: 0,
             unsent_connecting: 0,
             subscribed: 0,
+            subscribed_late: 0,
             delivered: 0,
             duplicates: 0,
             delivery: histogram(),
@@ -254,6 +258,7 @@ impl Tally {
         d.unsent = d.unsent.saturating_sub(part.unsent);
         d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
         d.subscribed = d.subscribed.saturating_sub(part.subscribed);
+        d.subscribed_late = d.subscribed_late.saturating_sub(part.subscribed_late);
         d.delivered = d.delivered.saturating_sub(part.delivered);
         d.duplicates = d.duplicates.saturating_sub(part.duplicates);
         let _ = d.delivery.subtract(&part.delivery);
@@ -285,6 +290,7 @@ impl Tally {
         self.unsent += o.unsent;
         self.unsent_connecting += o.unsent_connecting;
         self.subscribed += o.subscribed;
+        self.subscribed_late += o.subscribed_late;
         self.delivered += o.delivered;
         self.duplicates += o.duplicates;
         let _ = self.delivery.add(&o.delivery);
@@ -438,9 +444,10 @@ impl Recorder {
         self.interval.messages += n;
     }
 
-    /// A subscriber subscribed.
-    pub fn subscribed(&mut self) {
+    /// A subscriber subscribed (`late`: after the clock started).
+    pub fn subscribed(&mut self, late: bool) {
         self.interval.subscribed += 1;
+        self.interval.subscribed_late += u64::from(late);
     }
 
     /// A message reached a subscriber `latency` after it was meant to be published;

@@ -108,6 +108,9 @@ pub struct Deliveries {
     /// Subscribers asked for, and those that subscribed.
     pub subscribers: u64,
     pub subscribed: u64,
+    /// Of `subscribed`, those that subscribed after the clock started: what was
+    /// published before they did counts as lost.
+    pub subscribed_late: u64,
     /// ok publishes × subscribed.
     pub expected: u64,
     /// Every delivery to every subscriber, duplicates included.
@@ -134,6 +137,7 @@ fn deliveries(o: &Outcome) -> Option<Deliveries> {
         Deliveries {
             subscribers: o.subscribers,
             subscribed: t.subscribed,
+            subscribed_late: t.subscribed_late,
             expected,
             delivered: t.delivered,
             duplicates: t.duplicates,

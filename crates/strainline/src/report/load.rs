@@ -161,6 +161,13 @@ fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -
         100.0 * d.loss_rate,
         d.duplicates
     )?;
+    if d.subscribed_late > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} subscriber(s) subscribed after the clock started: what was published before counts as lost",
+            "", d.subscribed_late
+        )?;
+    }
     writeln!(
         out,
         "  End to end, from the publisher's intended send time to the subscriber:"

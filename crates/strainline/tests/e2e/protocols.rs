@@ -254,6 +254,7 @@ fn each_qos_is_acknowledged_as_it_asks_and_a_lost_delivery_is_counted() {
         assert_eq!(n(&sum["deliveries"]["delivered"]), 600);
         assert_eq!(n(&sum["deliveries"]["lost"]), 0);
         assert_eq!(n(&sum["deliveries"]["duplicates"]), 0);
+        assert_eq!(n(&sum["deliveries"]["subscribed_late"]), 0);
     }
     // Known loss: the subscribers listen to a/#, and one of the two steps publishes
     // elsewhere — each of its messages is missing at each subscriber.
@@ -654,4 +655,30 @@ fn an_mqtt5_broker_s_refusal_is_counted_and_3_1_1_s_silent_drop_shows_as_loss() 
     assert_eq!(n(&sum["by_status"]["qos1 puback"]), 100, "{}", stdout(&out));
     assert_eq!(n(&sum["deliveries"]["expected"]), 200);
     assert_eq!(n(&sum["deliveries"]["lost"]), 200);
+}
+
+#[test]
+fn subscribers_that_could_subscribe_only_after_the_clock_started_are_named() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (broker, port) = mosquitto(&s, "allow_anonymous true");
+    // The broker is stopped while the run opens its connections and continued 1.5 s
+    // later: the subscribers' CONNECT waits, so they subscribe after the clock starts.
+    let pid = broker.0.id() as i32;
+    // SAFETY: signals to our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    });
+    let url = format!("mqtt://127.0.0.1:{port}/t/{{{{client}}}}?qos=1&subscribers=3");
+    let (out, doc) = load(&s, &[&url, "-q", "200", "-z", "3s", "-d", "x"]);
+    resume.join().unwrap();
+    let d = &doc["summary"]["deliveries"];
+    assert_eq!(n(&d["subscribed"]), 3, "{}", stdout(&out));
+    assert_eq!(n(&d["subscribed_late"]), 3, "{}", stdout(&out));
+    assert_has(
+        &stdout(&out),
+        "3 subscriber(s) subscribed after the clock started",
+    );
 }

@@ -88,6 +88,9 @@ pub struct Control {
     pub cancel: Arc<AtomicBool>,
     /// The run's timeout: the longest the subscribers drain.
     pub timeout: Duration,
+    /// When the clock starts: a subscriber subscribed after it may have missed what was
+    /// published before, which then counts as lost — the summary says how many were late.
+    pub start: Instant,
 }
 
 /// One subscriber's life: subscribed (counted), then deliveries until the drain ends.
@@ -100,7 +103,9 @@ pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: 
             return;
         }
     };
-    rec.lock().unwrap().subscribed();
+    rec.lock()
+        .unwrap()
+        .subscribed(Instant::now() > control.start);
     let mut seen = Seen::default();
     let mut last = Instant::now();
     // A subscriber only reads: with a keep-alive it must ping, or the broker drops it
