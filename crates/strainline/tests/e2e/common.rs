@@ -456,3 +456,18 @@ pub fn load_json(s: &Scratch, args: &[&str]) -> (Output, serde_json::Value) {
         .unwrap_or(serde_json::Value::Null);
     (out, doc)
 }
+
+/// Where a `load --json` document breaks schemas/load.v1.schema.json (empty: it holds).
+pub fn load_schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/load.v1.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}

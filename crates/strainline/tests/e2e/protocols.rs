@@ -255,6 +255,8 @@ fn each_qos_is_acknowledged_as_it_asks_and_a_lost_delivery_is_counted() {
         assert_eq!(n(&sum["deliveries"]["lost"]), 0);
         assert_eq!(n(&sum["deliveries"]["duplicates"]), 0);
         assert_eq!(n(&sum["deliveries"]["subscribed_late"]), 0);
+        let errors = load_schema_errors(&doc);
+        assert!(errors.is_empty(), "{errors:#?}");
     }
     // Known loss: the subscribers listen to a/#, and one of the two steps publishes
     // elsewhere — each of its messages is missing at each subscriber.
@@ -391,6 +393,8 @@ fn grpc_calls_at_a_rate_count_grpcio_s_status_mix_and_its_streamed_messages() {
     let sum = &doc["summary"];
     assert_eq!(n(&sum["ok"]), 400, "{}", stdout(&out));
     assert_eq!(n(&sum["messages_received"]), 1200);
+    let errors = load_schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
     assert_has(&stdout(&out), "(server streaming)");
 }
 
