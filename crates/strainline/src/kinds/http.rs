@@ -238,7 +238,7 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     if let Some(d) = &s.deliveries {
         r.table.push(format!(
             "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s), end to end p50 {:.2} ms, p99 {:.2} ms",
-            d.delivered - d.duplicates.min(d.delivered),
+            d.distinct(),
             d.expected,
             d.subscribed,
             d.lost,

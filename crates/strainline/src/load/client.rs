@@ -1,10 +1,11 @@
 //! The protocol seam. The driver (schedules, the open model's pool, timeouts, the cut,
-//! the recorder) is protocol-free; it asks the plan's [`Client`] four things: does a
-//! unit of work need a connection, open one, do one unit of work on it (send, read the
-//! reply, sort a failure into an [`ErrorKind`]), and how to name its statuses. HTTP
-//! ([`super::http`]), WebSocket ([`super::ws`]), MQTT ([`super::mqtt`]) and the command
-//! workload ([`super::command`]) each answer in their own module. Adding a protocol is a variant
-//! here, its module, and its scheme in [`super::spec::plan`].
+//! the recorder) is protocol-free; it asks the plan's [`Client`] whether a unit of work
+//! needs a connection, to open one, to do one unit of work on it (send, read the reply,
+//! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
+//! HTTP ([`super::http`]), WebSocket ([`super::ws`]), MQTT ([`super::mqtt`]), gRPC
+//! ([`super::grpc`]) and the command workload ([`super::command`]) each answer in their
+//! own module. Adding a protocol is a variant here, its module, and its scheme in
+//! [`super::spec::plan`].
 
 use std::os::fd::RawFd;
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! The one load driver: a *schedule* (open: intended send times; closed: each connection
 //! sends when its last response arrives) × a *stop condition* (duration, count, signal)
-//! × a *client* ([`super::client`]: HTTP, WebSocket or a command). Each worker thread runs its own single-threaded runtime with its
-//! share of the connections and of the schedule; the calling thread aggregates their
-//! recorders once a second into the per-second series.
+//! × a *client* ([`super::client`]: HTTP, WebSocket, MQTT, gRPC or a command). Each
+//! worker thread runs its own single-threaded runtime with its share of the
+//! connections and of the schedule; the calling thread aggregates their recorders once a
+//! second into the per-second series.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

@@ -125,6 +125,13 @@ pub struct Deliveries {
     pub latency_us: Percentiles,
 }
 
+impl Deliveries {
+    /// Deliveries less duplicates: the messages that reached a subscriber, once each.
+    pub fn distinct(&self) -> u64 {
+        self.delivered.saturating_sub(self.duplicates)
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -133,7 +140,7 @@ fn deliveries(o: &Outcome) -> Option<Deliveries> {
     let t = &o.total;
     (o.subscribers > 0).then(|| {
         let expected = t.ok * t.subscribed;
-        let lost = expected.saturating_sub(t.delivered - t.duplicates.min(t.delivered));
+        let lost = expected.saturating_sub(t.delivered.saturating_sub(t.duplicates));
         Deliveries {
             subscribers: o.subscribers,
             subscribed: t.subscribed,

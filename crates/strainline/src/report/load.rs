@@ -153,7 +153,7 @@ fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -
         out,
         "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({:.3}%), {} duplicate(s)",
         "Delivered",
-        d.delivered - d.duplicates.min(d.delivered),
+        d.distinct(),
         d.expected,
         d.subscribed,
         d.subscribers,

@@ -471,3 +471,23 @@ pub fn load_schema_errors(doc: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect()
 }
+
+/// Stops process `pid` for `stall` once a second (SIGSTOP, then SIGCONT) until `until`
+/// passes, on a thread of its own: a pause the whole server takes, as a collection
+/// would. Join the handle to be sure the process is running again.
+pub fn stall_every_second(
+    pid: u32,
+    stall: std::time::Duration,
+    until: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + until;
+        while std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_secs(1) - stall);
+            // SAFETY: signals to a child of this test.
+            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            std::thread::sleep(stall);
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        }
+    })
+}

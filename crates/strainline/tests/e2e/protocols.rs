@@ -686,3 +686,53 @@ fn subscribers_that_could_subscribe_only_after_the_clock_started_are_named() {
         "3 subscriber(s) subscribed after the clock started",
     );
 }
+
+/// A known stall: the server stopped 100 ms every second. About a tenth of the units
+/// are meant to go during a stall, so the latency from the intended time has p99 near
+/// 100 ms, while the service time (from the actual send) keeps its p50 small.
+fn a_stall_shows(sum: &serde_json::Value, what: &str) {
+    let p99 = sum["latency_us"]["p99"].as_f64().unwrap();
+    let service_p50 = sum["service_time_us"]["p50"].as_f64().unwrap();
+    assert!(
+        (60_000.0..400_000.0).contains(&p99),
+        "{what}: corrected p99 {p99} µs"
+    );
+    assert!(
+        service_p50 < 20_000.0,
+        "{what}: service p50 {service_p50} µs"
+    );
+}
+
+#[test]
+fn a_broker_and_a_grpc_server_that_stall_show_it_from_the_intended_time() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let (broker, port) = mosquitto(&s, "allow_anonymous true");
+        let stall = std::time::Duration::from_millis(100);
+        let stalls = stall_every_second(broker.0.id(), stall, std::time::Duration::from_secs(5));
+        let url = format!("mqtt://127.0.0.1:{port}/t/{{{{client}}}}?qos=1&subscribers=2");
+        let (out, doc) = load(&s, &[&url, "-q", "500", "-z", "5s", "-d", "x"]);
+        stalls.join().unwrap();
+        assert_exit(&out, 0);
+        let sum = &doc["summary"];
+        a_stall_shows(sum, "MQTT publish");
+        // The subscribers' end-to-end latency is measured from the same intended time.
+        let e2e = sum["deliveries"]["latency_us"]["p99"].as_f64().unwrap();
+        assert!(
+            (60_000.0..400_000.0).contains(&e2e),
+            "end-to-end p99 {e2e} µs"
+        );
+
+        let (server, port) = grpc_server(&[]);
+        let stalls = stall_every_second(server.0.id(), stall, std::time::Duration::from_secs(5));
+        let url = format!(
+            "grpc://127.0.0.1:{port}/demo.Greeter/Hello?proto={}",
+            fixture("grpc_demo.proto")
+        );
+        let (out, doc) = load(&s, &[&url, "-q", "300", "-z", "5s", "-d", READING]);
+        stalls.join().unwrap();
+        assert_exit(&out, 0);
+        a_stall_shows(&doc["summary"], "gRPC call");
+    });
+}
