@@ -287,6 +287,40 @@ fn puback_reason(r: &v5::PubAckReason) -> u8 {
 mod tests {
     use super::*;
 
+    /// A broker's bytes are not trusted: mutations of real packets, and their
+    /// prefixes, decode to a packet, to "more bytes", or to an error — never a panic.
+    #[test]
+    fn hostile_bytes_never_panic_the_decoder() {
+        let mut rng = crate::rng::Rng::new(26);
+        for v in [Version::V311, Version::V5] {
+            let mut seed = BytesMut::new();
+            for out in [
+                Out::Publish {
+                    topic: "d/1/t".into(),
+                    qos: 1,
+                    pkid: 7,
+                    payload: Bytes::from_static(b"{\"t\":21.5}"),
+                },
+                Out::PubAck(7),
+                Out::PubRel(8),
+                Out::PingReq,
+            ] {
+                encode(v, out, &mut seed).unwrap();
+            }
+            for _ in 0..3000 {
+                let mut bytes = seed.to_vec();
+                for _ in 0..1 + rng.index(3) {
+                    let at = rng.index(bytes.len() + 1);
+                    let which = rng.index(3);
+                    rng.mutate_bytes(&mut bytes, at, which);
+                }
+                let cut = rng.below(bytes.len() as u64 + 1) as usize;
+                let mut buf = BytesMut::from(&bytes[..cut]);
+                while let Ok(Some(_)) = decode(v, &mut buf) {}
+            }
+        }
+    }
+
     #[test]
     fn each_version_reads_back_what_it_wrote() {
         for v in [Version::V311, Version::V5] {
