@@ -2,7 +2,8 @@
 //! ([`leak`]), version comparisons ([`comparison`]), change points across a history
 //! ([`changepoint`]), the ramp's ceiling, knee and limiting factor ([`ramp`]), and the
 //! shared saturation bounds ([`bounds`]), capacity ([`capacity`]) and the rounds
-//! verdict ([`rounds`]).
+//! verdict ([`rounds`]), and what the target's thread states name as its limit
+//! ([`threads`]).
 
 pub mod bounds;
 pub mod capacity;
@@ -13,4 +14,5 @@ pub mod paired;
 pub mod ramp;
 pub mod rounds;
 pub mod stats;
+pub mod threads;
 pub mod twosample;

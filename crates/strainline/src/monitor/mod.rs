@@ -9,6 +9,7 @@ pub mod procfs;
 pub mod profile;
 pub mod sampler;
 pub mod stop;
+pub mod threads;
 pub mod tree;
 pub mod watch;
 

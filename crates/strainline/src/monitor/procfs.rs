@@ -118,7 +118,7 @@ impl ProcFiles {
 
     /// Reads a whole /proc file into `buf` and returns its length. A /proc read that
     /// returns less than asked for has returned everything, so one call usually does.
-    fn pread(file: &File, buf: &mut Vec<u8>) -> io::Result<usize> {
+    pub(super) fn pread(file: &File, buf: &mut Vec<u8>) -> io::Result<usize> {
         let mut len = 0;
         loop {
             let want = buf.len() - len;

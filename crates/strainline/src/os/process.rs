@@ -321,6 +321,8 @@ pub struct Stat {
     /// CPU time of children it has waited for, in clock ticks (user + system).
     pub children_cpu_ticks: u64,
     pub num_threads: u64,
+    /// Page faults that had to read from storage (`majflt`).
+    pub major_faults: u64,
     /// Start time after boot, in clock ticks: with the pid, it names a process uniquely.
     pub start_ticks: u64,
     pub rss_pages: u64,
@@ -351,6 +353,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         cpu_ticks: num(14)? + num(15)?,
         children_cpu_ticks: num(16)? + num(17)?,
         num_threads: num(20)?,
+        major_faults: num(12)?,
         start_ticks: num(22)?,
         rss_pages: num(24)?,
         start_stack: num(28).unwrap_or(0),

@@ -1,0 +1,689 @@
+//! Thread states: what each thread of the watched tree spends its time on — a CPU, the
+//! run queue, or off CPU and *why*: the system call it is blocked in (a futex, a poll for
+//! events, a socket, storage, a timer). When no resource is saturated, this is what names
+//! the limit (*Systems Performance*'s thread-state analysis; `analysis::threads` judges).
+//!
+//! Cost: each tick reads one small file per thread, `schedstat`, whose clocks give the
+//! time on a CPU and in the run queue exactly. `stat` and `syscall` are read only for
+//! threads that ran since the last tick: a thread that did not is still in the same wait.
+//! What is sampled is the reason for the off-CPU time of threads that ran: the wait they
+//! are in at the tick (or, caught running, the wait they were last seen in).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::procfs::{parse_stat, ProcFiles};
+
+/// Threads followed at most: each keeps three files open.
+pub const MAX_THREADS: usize = 1024;
+
+/// Where a thread's time goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Running on a CPU (schedstat).
+    OnCpu,
+    /// Runnable, waiting for a CPU (schedstat's run-queue time).
+    RunQueue,
+    /// Blocked on a futex (a mutex, a condition variable, an interpreter lock, a queue
+    /// waited on), a System V semaphore or a file lock.
+    Lock,
+    /// Waiting for events: epoll, poll, select, accept, an eventfd or a pipe.
+    Poll,
+    /// Blocked reading or writing a socket, or connecting.
+    Socket,
+    /// Uninterruptible (`D`) or in fsync, reading or writing a file, asynchronous I/O.
+    Storage,
+    /// Uninterruptible in a page fault that read from storage.
+    Paging,
+    /// Sleeping on a timer (nanosleep, clock_nanosleep).
+    Sleep,
+    /// Waiting for a child process to end.
+    Child,
+    /// Anything else (stopped, a signal wait, a system call we cannot read).
+    Other,
+}
+
+impl State {
+    pub const ALL: [State; 10] = [
+        State::OnCpu,
+        State::RunQueue,
+        State::Lock,
+        State::Poll,
+        State::Socket,
+        State::Storage,
+        State::Paging,
+        State::Sleep,
+        State::Child,
+        State::Other,
+    ];
+
+    /// The off-CPU states, in the order a tie is named.
+    pub const OFF_CPU: [State; 8] = [
+        State::Lock,
+        State::Storage,
+        State::Paging,
+        State::Socket,
+        State::Sleep,
+        State::Child,
+        State::Poll,
+        State::Other,
+    ];
+
+    /// The name in JSON, CSV and the store.
+    pub fn key(self) -> &'static str {
+        match self {
+            State::OnCpu => "on_cpu",
+            State::RunQueue => "run_queue",
+            State::Lock => "lock",
+            State::Poll => "poll",
+            State::Socket => "socket",
+            State::Storage => "storage",
+            State::Paging => "paging",
+            State::Sleep => "sleep",
+            State::Child => "child",
+            State::Other => "other",
+        }
+    }
+
+    /// The name in a table.
+    pub fn label(self) -> &'static str {
+        match self {
+            State::OnCpu => "on CPU",
+            State::RunQueue => "run queue",
+            State::Lock => "futex/lock",
+            State::Poll => "poll/accept",
+            State::Socket => "socket",
+            State::Storage => "storage",
+            State::Paging => "paging",
+            State::Sleep => "sleep",
+            State::Child => "child",
+            State::Other => "other",
+        }
+    }
+
+    /// Whether a thread in this state is working on something (running, or waiting on
+    /// what a piece of work needs: a socket, storage, a timer, a child) rather than
+    /// waiting for work to arrive (a poll, a futex: a pool's idle workers wait on one).
+    pub fn busy(self) -> bool {
+        !matches!(self, State::Lock | State::Poll | State::Other)
+    }
+}
+
+/// Thread-seconds in each state (over a window), or thread-seconds per second (a
+/// [`Breakdown`]: 3.0 in `lock` = three threads waiting on futexes all the time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct States {
+    pub on_cpu: f64,
+    pub run_queue: f64,
+    pub lock: f64,
+    pub poll: f64,
+    pub socket: f64,
+    pub storage: f64,
+    pub paging: f64,
+    pub sleep: f64,
+    pub child: f64,
+    pub other: f64,
+}
+
+impl States {
+    pub fn get(&self, s: State) -> f64 {
+        match s {
+            State::OnCpu => self.on_cpu,
+            State::RunQueue => self.run_queue,
+            State::Lock => self.lock,
+            State::Poll => self.poll,
+            State::Socket => self.socket,
+            State::Storage => self.storage,
+            State::Paging => self.paging,
+            State::Sleep => self.sleep,
+            State::Child => self.child,
+            State::Other => self.other,
+        }
+    }
+
+    fn get_mut(&mut self, s: State) -> &mut f64 {
+        match s {
+            State::OnCpu => &mut self.on_cpu,
+            State::RunQueue => &mut self.run_queue,
+            State::Lock => &mut self.lock,
+            State::Poll => &mut self.poll,
+            State::Socket => &mut self.socket,
+            State::Storage => &mut self.storage,
+            State::Paging => &mut self.paging,
+            State::Sleep => &mut self.sleep,
+            State::Child => &mut self.child,
+            State::Other => &mut self.other,
+        }
+    }
+
+    pub fn add(&mut self, s: State, v: f64) {
+        *self.get_mut(s) += v;
+    }
+
+    /// Each state: `self − earlier`, divided by `seconds`.
+    fn rate_since(&self, earlier: &States, seconds: f64) -> States {
+        let mut out = States::default();
+        for s in State::ALL {
+            out.add(s, (self.get(s) - earlier.get(s)).max(0.0) / seconds);
+        }
+        out
+    }
+
+    pub fn plus(mut self, other: &States) -> States {
+        for s in State::ALL {
+            self.add(s, other.get(s));
+        }
+        self
+    }
+
+    /// The sum over every state: thread-seconds (per second: threads).
+    pub fn total(&self) -> f64 {
+        State::ALL.iter().map(|s| self.get(*s)).sum()
+    }
+
+    /// The off-CPU state with the most time, and that time.
+    pub fn dominant_wait(&self) -> (State, f64) {
+        State::OFF_CPU
+            .iter()
+            .map(|s| (*s, self.get(*s)))
+            .fold(
+                (State::Other, 0.0),
+                |best, x| if x.1 > best.1 { x } else { best },
+            )
+    }
+}
+
+/// The threads of one name (trailing numbers removed: `worker-3` is `worker`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Group {
+    /// The most threads of this name seen at one tick.
+    pub threads: u32,
+    pub states: States,
+    /// Seconds during which every thread of the group was [`State::busy`] at the tick.
+    pub all_busy: f64,
+}
+
+/// Thread states summed since the watch began: what two readings a step apart subtract.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Wall-clock seconds covered.
+    pub seconds: f64,
+    pub groups: BTreeMap<String, Group>,
+}
+
+/// One group over a window: thread-seconds per second in each state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GroupRates {
+    pub name: String,
+    pub threads: u32,
+    #[serde(flatten)]
+    pub states: States,
+    /// The share of the window during which every thread of the group was busy.
+    pub all_busy: f64,
+}
+
+/// Thread states over a window (a ramp's step, a monitored run), per second of it,
+/// group by group, busiest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Breakdown {
+    pub seconds: f64,
+    pub groups: Vec<GroupRates>,
+}
+
+impl Tally {
+    /// What happened since `earlier` (a reading of the same tally), per second.
+    pub fn since(&self, earlier: &Tally) -> Breakdown {
+        let seconds = self.seconds - earlier.seconds;
+        if seconds <= 0.0 {
+            return Breakdown::default();
+        }
+        let none = Group::default();
+        let mut groups: Vec<GroupRates> = self
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                let before = earlier.groups.get(name).unwrap_or(&none);
+                GroupRates {
+                    name: name.clone(),
+                    threads: g.threads,
+                    states: g.states.rate_since(&before.states, seconds),
+                    all_busy: ((g.all_busy - before.all_busy) / seconds).clamp(0.0, 1.0),
+                }
+            })
+            .filter(|g| g.states.total() > 0.0)
+            .collect();
+        groups.sort_by(|a, b| {
+            let busy = |g: &GroupRates| g.states.total() - g.states.poll - g.states.other;
+            busy(b).total_cmp(&busy(a)).then(a.name.cmp(&b.name))
+        });
+        Breakdown { seconds, groups }
+    }
+}
+
+impl Breakdown {
+    /// Every group's states added up.
+    pub fn total(&self) -> States {
+        self.groups
+            .iter()
+            .fold(States::default(), |t, g| t.plus(&g.states))
+    }
+}
+
+/// The group a thread's name belongs to: trailing digits after a separator removed
+/// (`worker-3`, `pool-1-thread-7`, `GC Thread#0`), a name without one kept
+/// (`python3`).
+pub fn group_of(comm: &str) -> String {
+    const SEPARATORS: [char; 7] = ['-', '_', ' ', '#', ':', '.', '/'];
+    let t = comm.trim_end_matches(|c: char| c.is_ascii_digit());
+    if t.len() < comm.len() && t.ends_with(SEPARATORS) {
+        let t = t.trim_end_matches(SEPARATORS);
+        if !t.is_empty() {
+            return t.to_string();
+        }
+    }
+    comm.to_string()
+}
+
+/// What a file descriptor is, from its `/proc/PID/fd` link.
+fn fd_state(pid: u32, fd: u64) -> State {
+    match std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
+        Ok(l) => {
+            let l = l.to_string_lossy();
+            if l.starts_with("socket:") {
+                State::Socket
+            } else if l.starts_with("pipe:") || l.starts_with("anon_inode:") {
+                State::Poll
+            } else if l.starts_with('/') && !l.starts_with("/dev/") {
+                State::Storage
+            } else {
+                State::Other
+            }
+        }
+        Err(_) => State::Other,
+    }
+}
+
+/// The state of a blocked thread from the text of its `/proc/…/syscall`: the call's
+/// number, then its arguments. `fd` says what a file descriptor is, for the calls that
+/// read or write one.
+pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
+    let mut words = syscall.split_ascii_whitespace();
+    let Some(Ok(nr)) = words.next().map(str::parse::<i64>) else {
+        return State::Other;
+    };
+    let arg =
+        |w: Option<&str>| w.and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+    let arg0 = arg(words.next());
+    use libc as l;
+    let lock = [
+        l::SYS_futex,
+        l::SYS_futex_waitv,
+        l::SYS_semtimedop,
+        l::SYS_flock,
+    ];
+    let poll = [
+        l::SYS_epoll_pwait,
+        l::SYS_epoll_pwait2,
+        l::SYS_ppoll,
+        l::SYS_pselect6,
+        l::SYS_accept4,
+        l::SYS_io_uring_enter,
+        l::SYS_rt_sigtimedwait,
+    ];
+    let socket = [
+        l::SYS_recvfrom,
+        l::SYS_recvmsg,
+        l::SYS_recvmmsg,
+        l::SYS_sendto,
+        l::SYS_sendmsg,
+        l::SYS_sendmmsg,
+        l::SYS_connect,
+    ];
+    let storage = [
+        l::SYS_fsync,
+        l::SYS_fdatasync,
+        l::SYS_sync,
+        l::SYS_syncfs,
+        l::SYS_sync_file_range,
+        l::SYS_io_getevents,
+    ];
+    let on_fd = [
+        l::SYS_read,
+        l::SYS_write,
+        l::SYS_readv,
+        l::SYS_writev,
+        l::SYS_pread64,
+        l::SYS_pwrite64,
+    ];
+    let sleep = [l::SYS_nanosleep, l::SYS_clock_nanosleep];
+    let child = [l::SYS_wait4, l::SYS_waitid];
+    #[cfg(target_arch = "x86_64")]
+    let (lock_x, poll_x) = (
+        [l::SYS_semop],
+        [l::SYS_epoll_wait, l::SYS_poll, l::SYS_select, l::SYS_accept],
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    let (lock_x, poll_x): ([l::c_long; 0], [l::c_long; 0]) = ([], []);
+    if lock.contains(&nr) || lock_x.contains(&nr) {
+        State::Lock
+    } else if poll.contains(&nr) || poll_x.contains(&nr) {
+        State::Poll
+    } else if socket.contains(&nr) {
+        State::Socket
+    } else if storage.contains(&nr) {
+        State::Storage
+    } else if sleep.contains(&nr) {
+        State::Sleep
+    } else if child.contains(&nr) {
+        State::Child
+    } else if on_fd.contains(&nr) {
+        arg0.map_or(State::Other, fd)
+    } else {
+        State::Other
+    }
+}
+
+/// One followed thread.
+struct Thread {
+    pid: u32,
+    group: String,
+    schedstat: File,
+    stat: File,
+    syscall: Option<File>,
+    /// schedstat: ns on a CPU, ns in the run queue, times scheduled.
+    clocks: [u64; 3],
+    major_faults: u64,
+    /// The wait it was last seen in.
+    reason: State,
+    /// Whether it was running or runnable at the last tick.
+    running: bool,
+    /// Found at this tick: its clocks start here.
+    fresh: bool,
+}
+
+/// Reads the thread states of a tree, tick after tick, into a [`Tally`].
+#[derive(Default)]
+pub struct ThreadReader {
+    threads: HashMap<u32, Thread>,
+    pub tally: Tally,
+    last: Option<Instant>,
+    buf: Vec<u8>,
+}
+
+fn parse_clocks(text: &str) -> Option<[u64; 3]> {
+    let mut w = text.split_ascii_whitespace().map(|v| v.parse().ok());
+    Some([w.next()??, w.next()??, w.next()??])
+}
+
+impl ThreadReader {
+    /// One tick over the processes `pids`; `relist` looks for threads that started
+    /// (and processes that joined) since the last listing.
+    pub fn tick(&mut self, pids: &[u32], relist: bool, now: Instant) {
+        if self.buf.is_empty() {
+            self.buf = vec![0; 1024];
+        }
+        if relist {
+            self.relist(pids);
+        }
+        let dt = self
+            .last
+            .map_or(0.0, |l| now.saturating_duration_since(l).as_secs_f64());
+        self.last = Some(now);
+        // Per group this tick: (threads, of which busy).
+        let mut busy: HashMap<&str, (u32, u32)> = HashMap::new();
+        let mut gone = Vec::new();
+        for (&tid, t) in self.threads.iter_mut() {
+            let Some(clocks) = ProcFiles::pread(&t.schedstat, &mut self.buf)
+                .ok()
+                .and_then(|n| parse_clocks(&String::from_utf8_lossy(&self.buf[..n])))
+            else {
+                gone.push(tid);
+                continue;
+            };
+            // (state, seconds) to add for this tick.
+            let mut spent = [(State::OnCpu, 0.0), (State::RunQueue, 0.0), (t.reason, 0.0)];
+            if std::mem::take(&mut t.fresh) {
+                t.clocks = clocks;
+            } else if clocks == t.clocks {
+                // It has not run since the last tick: still in the same wait (or still
+                // waiting for a CPU: the run-queue clock moves when it gets one).
+                spent[2] = (if t.running { State::RunQueue } else { t.reason }, dt);
+            } else {
+                let cpu = (clocks[0].saturating_sub(t.clocks[0]) as f64 / 1e9).min(dt);
+                let queued = (clocks[1].saturating_sub(t.clocks[1]) as f64 / 1e9).min(dt - cpu);
+                t.clocks = clocks;
+                if !Self::read_state(t, &mut self.buf) {
+                    gone.push(tid);
+                    continue;
+                }
+                spent = [
+                    (State::OnCpu, cpu),
+                    (State::RunQueue, queued),
+                    (t.reason, dt - cpu - queued),
+                ];
+            }
+            let g = self.tally.groups.entry(t.group.clone()).or_default();
+            for (state, secs) in spent {
+                g.states.add(state, secs);
+            }
+            let b = busy.entry(t.group.as_str()).or_default();
+            b.0 += 1;
+            b.1 += u32::from(t.running || t.reason.busy());
+        }
+        for (name, (n, b)) in busy {
+            let g = self.tally.groups.get_mut(name).expect("counted above");
+            g.threads = g.threads.max(n);
+            if n == b {
+                g.all_busy += dt;
+            }
+        }
+        for tid in gone {
+            self.threads.remove(&tid);
+        }
+        self.tally.seconds += dt;
+    }
+
+    /// Reads where a thread that ran is now: running, or blocked and why. False when
+    /// it has exited.
+    fn read_state(t: &mut Thread, buf: &mut Vec<u8>) -> bool {
+        let Some(st) = ProcFiles::pread(&t.stat, buf)
+            .ok()
+            .and_then(|n| parse_stat(&String::from_utf8_lossy(&buf[..n])))
+        else {
+            return false;
+        };
+        // A thread names itself after it starts (and may rename itself).
+        let group = group_of(&st.comm);
+        if group != t.group {
+            t.group = group;
+        }
+        let faulted = st.major_faults > t.major_faults;
+        t.major_faults = st.major_faults;
+        t.running = st.state == 'R';
+        if t.running {
+            return true;
+        }
+        let call = t
+            .syscall
+            .as_ref()
+            .and_then(|f| ProcFiles::pread(f, buf).ok())
+            .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
+        let pid = t.pid;
+        t.reason = match (st.state, call.as_deref()) {
+            ('D', _) if faulted => State::Paging,
+            ('D', Some(c)) if c.starts_with("-1") => State::Paging,
+            ('D', _) => State::Storage,
+            ('Z' | 'X', _) => return false,
+            ('S' | 'I', Some(c)) => classify(c, |fd| fd_state(pid, fd)),
+            _ => State::Other,
+        };
+        true
+    }
+
+    /// Follows the threads of `pids` not yet followed, and forgets those of processes
+    /// that left.
+    fn relist(&mut self, pids: &[u32]) {
+        self.threads.retain(|_, t| pids.contains(&t.pid));
+        for &pid in pids {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for e in dir.flatten() {
+                if self.threads.len() >= MAX_THREADS {
+                    return;
+                }
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if self.threads.contains_key(&tid) {
+                    continue;
+                }
+                if let Some(t) = Self::open(pid, tid, &mut self.buf) {
+                    self.threads.insert(tid, t);
+                }
+            }
+        }
+    }
+
+    fn open(pid: u32, tid: u32, buf: &mut Vec<u8>) -> Option<Thread> {
+        let base = format!("/proc/{pid}/task/{tid}");
+        let schedstat = File::open(format!("{base}/schedstat")).ok()?;
+        let n = ProcFiles::pread(&schedstat, buf).ok()?;
+        let clocks = parse_clocks(&String::from_utf8_lossy(&buf[..n]))?;
+        let mut t = Thread {
+            pid,
+            group: String::new(),
+            schedstat,
+            stat: File::open(format!("{base}/stat")).ok()?,
+            syscall: File::open(format!("{base}/syscall")).ok(),
+            clocks,
+            major_faults: u64::MAX,
+            reason: State::Other,
+            running: false,
+            fresh: true,
+        };
+        Self::read_state(&mut t, buf).then_some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_group_by_their_stem() {
+        assert_eq!(group_of("worker-3"), "worker");
+        assert_eq!(group_of("pool-1-thread-12"), "pool-1-thread");
+        assert_eq!(group_of("GC Thread#0"), "GC Thread");
+        assert_eq!(group_of("python3"), "python3");
+        assert_eq!(group_of("tokio-runtime-w"), "tokio-runtime-w");
+        assert_eq!(group_of("-7"), "-7");
+    }
+
+    #[test]
+    fn system_calls_name_the_wait() {
+        let n = |nr: i64, rest: &str| format!("{nr} {rest} 0x0 0x0 0x0 0x0 0x0 0x7ffc 0x7f00");
+        let none = |_| State::Other;
+        assert_eq!(classify(&n(libc::SYS_futex, "0x7f01"), none), State::Lock);
+        assert_eq!(
+            classify(&n(libc::SYS_epoll_pwait, "0x3"), none),
+            State::Poll
+        );
+        assert_eq!(classify(&n(libc::SYS_recvfrom, "0x5"), none), State::Socket);
+        assert_eq!(
+            classify(&n(libc::SYS_fdatasync, "0x5"), none),
+            State::Storage
+        );
+        assert_eq!(
+            classify(&n(libc::SYS_clock_nanosleep, "0x0"), none),
+            State::Sleep
+        );
+        assert_eq!(
+            classify(&n(libc::SYS_wait4, "0xffffffffffffffff"), none),
+            State::Child
+        );
+        // read(2) is what its descriptor is: the fd comes from the first argument.
+        let kinds = |fd: u64| {
+            if fd == 0x1a {
+                State::Socket
+            } else {
+                State::Storage
+            }
+        };
+        assert_eq!(classify(&n(libc::SYS_read, "0x1a"), kinds), State::Socket);
+        assert_eq!(classify(&n(libc::SYS_read, "0x3"), kinds), State::Storage);
+        for odd in ["", "running", "-1 0x7ffc 0x7f00", "x y z", "99999 0x1"] {
+            assert_eq!(classify(odd, none), State::Other, "{odd:?}");
+        }
+    }
+
+    #[test]
+    fn a_tally_subtracts_to_rates_per_second() {
+        let mut a = Tally::default();
+        let mut g = Group {
+            threads: 4,
+            ..Group::default()
+        };
+        g.states.add(State::Lock, 3.0);
+        g.states.add(State::OnCpu, 1.0);
+        a.groups.insert("w".into(), g.clone());
+        a.seconds = 10.0;
+        let mut b = a.clone();
+        b.seconds = 12.0;
+        let g = b.groups.get_mut("w").unwrap();
+        g.states.add(State::Lock, 6.0);
+        g.states.add(State::OnCpu, 1.0);
+        g.all_busy += 1.0;
+        let d = b.since(&a);
+        assert_eq!(d.seconds, 2.0);
+        assert_eq!(d.groups[0].states.lock, 3.0);
+        assert_eq!(d.groups[0].states.on_cpu, 0.5);
+        assert_eq!(d.groups[0].all_busy, 0.5);
+        assert_eq!(d.total().dominant_wait(), (State::Lock, 3.0));
+    }
+
+    /// Known truth from the kernel: a thread asleep in nanosleep and one spinning, read
+    /// through /proc as the watcher reads them.
+    #[test]
+    fn a_sleeping_and_a_spinning_thread_are_told_apart() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spin = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("spin-1".into())
+                .spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+                .unwrap()
+        };
+        let nap = std::thread::Builder::new()
+            .name("nap-1".into())
+            .spawn(|| std::thread::sleep(std::time::Duration::from_millis(900)))
+            .unwrap();
+        let mut r = ThreadReader::default();
+        let me = std::process::id();
+        r.tick(&[me], true, Instant::now());
+        for _ in 0..10 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            r.tick(&[me], false, Instant::now());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spin.join().unwrap();
+        nap.join().unwrap();
+        let b = r.tally.since(&Tally::default());
+        let g = |n: &str| b.groups.iter().find(|g| g.name == n).unwrap().states;
+        let (spin, nap) = (g("spin"), g("nap"));
+        assert!(spin.on_cpu + spin.run_queue > 0.9, "{spin:?}");
+        assert!(nap.sleep > 0.95, "{nap:?}");
+        assert!(nap.on_cpu < 0.01, "{nap:?}");
+    }
+}
