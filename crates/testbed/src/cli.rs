@@ -189,6 +189,15 @@ struct ServeArgs {
     /// Abort after this many requests.
     #[arg(long)]
     crash_after: Option<u64>,
+    /// Hold one global lock this long per push, on the worker thread (a contended mutex).
+    #[arg(long, value_parser = duration)]
+    lock_hold: Option<Duration>,
+    /// Hand pushes to this many `pool-N` threads, each blocked for --delay (a blocking call).
+    #[arg(long, requires = "delay")]
+    pool: Option<usize>,
+    /// Write this many bytes per push to a file and fdatasync it (real storage writes).
+    #[arg(long, value_name = "BYTES")]
+    fsync_bytes: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -304,6 +313,9 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 tls: a.tls,
                 cert_out: a.cert_out,
                 crash_after: a.crash_after,
+                lock_hold: a.lock_hold,
+                pool: a.pool.map(|n| n.max(1)),
+                fsync_bytes: a.fsync_bytes,
             },
             a.allow_non_loopback,
         ),

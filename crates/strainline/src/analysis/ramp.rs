@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::bounds::{ACHIEVED_BOUND, SATURATED, STOLEN_BOUND};
+use crate::monitor::threads::Breakdown;
 
 /// The figures of one step, as measured and as stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -43,6 +44,18 @@ pub struct Figures {
     /// The share of the machine's CPU the hypervisor took during the step (steal).
     #[serde(default)]
     pub stolen: f64,
+    /// What the target's threads did during the step (none when its processes are
+    /// not on this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Breakdown>,
+}
+
+/// What the step's threads did, for a sentence: the breakdown, or why there is none.
+fn thread_summary(s: &Figures) -> String {
+    s.threads.as_ref().map_or_else(
+        || "its thread states were not read (the target runs on another machine)".into(),
+        |b| format!("its threads: {}", super::threads::summary(b)),
+    )
 }
 
 /// The CPU the target could not get is named as the limit when its threads waited for a
@@ -228,15 +241,22 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             "SYN queue full: the kernel answered {} SYNs with cookies (SyncookiesSent) while the target used {:.2} cores — connections are opened faster than they complete their handshake; raise net.ipv4.tcp_max_syn_backlog and the listen backlog, or reuse connections",
             s.syn_cookies, s.target_cpu
         )
+    } else if let Some(limit) = s.threads.as_ref().and_then(super::threads::limit) {
+        limit
     } else if s.error_rate > limits.max_error_rate {
         format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
-    } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
-        format!("latency: p99 {:.1} ms broke the SLO", s.p99_ms)
     } else {
+        // What broke the step (its p99, its throughput) is a symptom, not a cause.
+        let symptom = if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
+            format!("p99 {:.1} ms over the SLO", s.p99_ms)
+        } else {
+            format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
+        };
         format!(
-            "throughput stopped following the load while the target's CPU was not saturated ({:.2} cores, busiest thread {:.0}%): look for a lock, a pool, or I/O",
+            "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads; {}",
             s.target_cpu,
-            100.0 * s.busiest_thread
+            100.0 * s.busiest_thread,
+            thread_summary(s)
         )
     }
 }
@@ -344,6 +364,7 @@ mod tests {
                 run_queue: 0.0,
                 retransmits: 0,
                 stolen: 0.0,
+                threads: None,
             },
             generator_invalid: None,
             generator_at_capacity: false,
@@ -377,7 +398,9 @@ mod tests {
             ]
         );
         assert!(
-            c.limiting_factor.starts_with("latency: p99 900.0 ms"),
+            c.limiting_factor
+                .starts_with("nothing stands out: the step broke on p99 900.0 ms over the SLO")
+                && c.limiting_factor.contains("thread states were not read"),
             "{}",
             c.limiting_factor
         );
@@ -505,7 +528,8 @@ mod tests {
         r.figures.retransmits = 99;
         let (_, c) = run(&[rec(500.0, 500.0, 2.0), r]);
         assert!(
-            c.limiting_factor.starts_with("latency: p99 250.0 ms"),
+            c.limiting_factor
+                .starts_with("nothing stands out: the step broke on p99 250.0 ms"),
             "{}",
             c.limiting_factor
         );

@@ -345,6 +345,18 @@ pub fn run_http(
     Ok(r)
 }
 
+/// Thread groups a step keeps (the busiest).
+const STEP_GROUPS: usize = 8;
+
+/// The target's thread states so far, from its watcher (none when its processes are on
+/// another machine).
+fn thread_states(running: &Running) -> Option<crate::monitor::threads::Tally> {
+    if running.host.is_some() {
+        return None;
+    }
+    Some(running.watcher.shared.lock().unwrap().threads.clone())
+}
+
 /// Steps a ramp measures again because the hypervisor took CPU while they broke.
 const STEP_REPEATS: u32 = 3;
 
@@ -372,6 +384,7 @@ fn ramp(
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
         let before = thread_ticks(running);
+        let states_before = thread_states(running);
         let cpu_before = running.cpu_now();
         let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
         let run = drive(
@@ -403,6 +416,9 @@ fn ramp(
                     run_queue,
                     retransmits: tcp.retransmitted_segments,
                     stolen: verdict::stolen_share(&run.outcome),
+                    threads: states_before
+                        .zip(thread_states(running))
+                        .map(|(a, b)| b.since(&a).top(STEP_GROUPS)),
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),

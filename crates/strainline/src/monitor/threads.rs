@@ -27,9 +27,12 @@ pub enum State {
     OnCpu,
     /// Runnable, waiting for a CPU (schedstat's run-queue time).
     RunQueue,
-    /// Blocked on a futex (a mutex, a condition variable, an interpreter lock, a queue
-    /// waited on), a System V semaphore or a file lock.
+    /// Blocked on a lock: a futex another thread of the process waits on at the same
+    /// tick (a contended mutex, an interpreter lock), a System V semaphore, a file lock.
     Lock,
+    /// Parked on a futex no other thread waits on: waiting to be woken with work (a
+    /// pool's idle worker, a runtime's parked thread, a thread joining another).
+    Idle,
     /// Waiting for events: epoll, poll, select, accept, an eventfd or a pipe.
     Poll,
     /// Blocked reading or writing a socket, or connecting.
@@ -47,10 +50,11 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 10] = [
+    pub const ALL: [State; 11] = [
         State::OnCpu,
         State::RunQueue,
         State::Lock,
+        State::Idle,
         State::Poll,
         State::Socket,
         State::Storage,
@@ -60,40 +64,24 @@ impl State {
         State::Other,
     ];
 
-    /// The off-CPU states, in the order a tie is named.
-    pub const OFF_CPU: [State; 8] = [
+    /// The waits that can be a request's limit (not waiting for work), in the order a
+    /// tie is named.
+    pub const CAUSES: [State; 6] = [
         State::Lock,
         State::Storage,
         State::Paging,
         State::Socket,
         State::Sleep,
         State::Child,
-        State::Poll,
-        State::Other,
     ];
-
-    /// The name in JSON, CSV and the store.
-    pub fn key(self) -> &'static str {
-        match self {
-            State::OnCpu => "on_cpu",
-            State::RunQueue => "run_queue",
-            State::Lock => "lock",
-            State::Poll => "poll",
-            State::Socket => "socket",
-            State::Storage => "storage",
-            State::Paging => "paging",
-            State::Sleep => "sleep",
-            State::Child => "child",
-            State::Other => "other",
-        }
-    }
 
     /// The name in a table.
     pub fn label(self) -> &'static str {
         match self {
             State::OnCpu => "on CPU",
             State::RunQueue => "run queue",
-            State::Lock => "futex/lock",
+            State::Lock => "lock",
+            State::Idle => "idle",
             State::Poll => "poll/accept",
             State::Socket => "socket",
             State::Storage => "storage",
@@ -106,9 +94,9 @@ impl State {
 
     /// Whether a thread in this state is working on something (running, or waiting on
     /// what a piece of work needs: a socket, storage, a timer, a child) rather than
-    /// waiting for work to arrive (a poll, a futex: a pool's idle workers wait on one).
+    /// waiting for work to arrive (a poll, a parked futex) or for a lock.
     pub fn busy(self) -> bool {
-        !matches!(self, State::Lock | State::Poll | State::Other)
+        !matches!(self, State::Lock | State::Idle | State::Poll | State::Other)
     }
 }
 
@@ -120,6 +108,7 @@ pub struct States {
     pub on_cpu: f64,
     pub run_queue: f64,
     pub lock: f64,
+    pub idle: f64,
     pub poll: f64,
     pub socket: f64,
     pub storage: f64,
@@ -135,6 +124,7 @@ impl States {
             State::OnCpu => self.on_cpu,
             State::RunQueue => self.run_queue,
             State::Lock => self.lock,
+            State::Idle => self.idle,
             State::Poll => self.poll,
             State::Socket => self.socket,
             State::Storage => self.storage,
@@ -150,6 +140,7 @@ impl States {
             State::OnCpu => &mut self.on_cpu,
             State::RunQueue => &mut self.run_queue,
             State::Lock => &mut self.lock,
+            State::Idle => &mut self.idle,
             State::Poll => &mut self.poll,
             State::Socket => &mut self.socket,
             State::Storage => &mut self.storage,
@@ -185,9 +176,9 @@ impl States {
         State::ALL.iter().map(|s| self.get(*s)).sum()
     }
 
-    /// The off-CPU state with the most time, and that time.
+    /// The wait among [`State::CAUSES`] with the most time, and that time.
     pub fn dominant_wait(&self) -> (State, f64) {
-        State::OFF_CPU
+        State::CAUSES
             .iter()
             .map(|s| (*s, self.get(*s)))
             .fold(
@@ -260,7 +251,8 @@ impl Tally {
             .filter(|g| g.states.total() > 0.0)
             .collect();
         groups.sort_by(|a, b| {
-            let busy = |g: &GroupRates| g.states.total() - g.states.poll - g.states.other;
+            let busy =
+                |g: &GroupRates| g.states.total() - g.states.poll - g.states.idle - g.states.other;
             busy(b).total_cmp(&busy(a)).then(a.name.cmp(&b.name))
         });
         Breakdown { seconds, groups }
@@ -268,6 +260,12 @@ impl Tally {
 }
 
 impl Breakdown {
+    /// The `n` busiest groups (what a step keeps).
+    pub fn top(mut self, n: usize) -> Breakdown {
+        self.groups.truncate(n);
+        self
+    }
+
     /// Every group's states added up.
     pub fn total(&self) -> States {
         self.groups
@@ -390,6 +388,15 @@ pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
     }
 }
 
+/// The futex word a thread blocked in `futex(2)` waits on (its first argument).
+pub fn futex_word(syscall: &str) -> Option<u64> {
+    let mut words = syscall.split_ascii_whitespace();
+    if words.next()?.parse::<i64>().ok()? != libc::SYS_futex {
+        return None;
+    }
+    u64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()
+}
+
 /// One followed thread.
 struct Thread {
     pid: u32,
@@ -402,6 +409,8 @@ struct Thread {
     major_faults: u64,
     /// The wait it was last seen in.
     reason: State,
+    /// The futex word it waits on, when its wait is a futex.
+    futex: Option<u64>,
     /// Whether it was running or runnable at the last tick.
     running: bool,
     /// Found at this tick: its clocks start here.
@@ -436,8 +445,10 @@ impl ThreadReader {
             .last
             .map_or(0.0, |l| now.saturating_duration_since(l).as_secs_f64());
         self.last = Some(now);
-        // Per group this tick: (threads, of which busy).
-        let mut busy: HashMap<&str, (u32, u32)> = HashMap::new();
+        // Each thread's time this tick, placed once every thread is read: whether a
+        // futex wait is a lock depends on who else waits on the same word.
+        let mut spent: Vec<(u32, [(State, f64); 3])> = Vec::with_capacity(self.threads.len());
+        let mut waiters: HashMap<(u32, u64), u32> = HashMap::new();
         let mut gone = Vec::new();
         for (&tid, t) in self.threads.iter_mut() {
             let Some(clocks) = ProcFiles::pread(&t.schedstat, &mut self.buf)
@@ -447,14 +458,13 @@ impl ThreadReader {
                 gone.push(tid);
                 continue;
             };
-            // (state, seconds) to add for this tick.
-            let mut spent = [(State::OnCpu, 0.0), (State::RunQueue, 0.0), (t.reason, 0.0)];
+            let mut this = [(State::OnCpu, 0.0), (State::RunQueue, 0.0), (t.reason, 0.0)];
             if std::mem::take(&mut t.fresh) {
                 t.clocks = clocks;
             } else if clocks == t.clocks {
                 // It has not run since the last tick: still in the same wait (or still
                 // waiting for a CPU: the run-queue clock moves when it gets one).
-                spent[2] = (if t.running { State::RunQueue } else { t.reason }, dt);
+                this[2] = (if t.running { State::RunQueue } else { t.reason }, dt);
             } else {
                 let cpu = (clocks[0].saturating_sub(t.clocks[0]) as f64 / 1e9).min(dt);
                 let queued = (clocks[1].saturating_sub(t.clocks[1]) as f64 / 1e9).min(dt - cpu);
@@ -463,19 +473,41 @@ impl ThreadReader {
                     gone.push(tid);
                     continue;
                 }
-                spent = [
+                this = [
                     (State::OnCpu, cpu),
                     (State::RunQueue, queued),
                     (t.reason, dt - cpu - queued),
                 ];
             }
+            if let (false, Some(word)) = (t.running, t.futex) {
+                *waiters.entry((t.pid, word)).or_default() += 1;
+            }
+            spent.push((tid, this));
+        }
+        // Per group this tick: (threads, of which busy).
+        let mut busy: HashMap<&str, (u32, u32)> = HashMap::new();
+        for (tid, mut this) in spent {
+            let t = &self.threads[&tid];
+            let now = if t.running { State::OnCpu } else { t.reason };
+            // A futex only this thread waits on is a parked thread, not a lock.
+            let alone = t
+                .futex
+                .is_some_and(|w| waiters.get(&(t.pid, w)).copied().unwrap_or(0) < 2);
+            let settle = |s: State| {
+                if s == State::Lock && alone {
+                    State::Idle
+                } else {
+                    s
+                }
+            };
+            this[2].0 = settle(this[2].0);
             let g = self.tally.groups.entry(t.group.clone()).or_default();
-            for (state, secs) in spent {
+            for (state, secs) in this {
                 g.states.add(state, secs);
             }
             let b = busy.entry(t.group.as_str()).or_default();
             b.0 += 1;
-            b.1 += u32::from(t.running || t.reason.busy());
+            b.1 += u32::from(settle(now).busy());
         }
         for (name, (n, b)) in busy {
             let g = self.tally.groups.get_mut(name).expect("counted above");
@@ -516,6 +548,7 @@ impl ThreadReader {
             .and_then(|f| ProcFiles::pread(f, buf).ok())
             .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
         let pid = t.pid;
+        t.futex = call.as_deref().and_then(futex_word);
         t.reason = match (st.state, call.as_deref()) {
             ('D', _) if faulted => State::Paging,
             ('D', Some(c)) if c.starts_with("-1") => State::Paging,
@@ -566,6 +599,7 @@ impl ThreadReader {
             clocks,
             major_faults: u64::MAX,
             reason: State::Other,
+            futex: None,
             running: false,
             fresh: true,
         };
@@ -622,6 +656,75 @@ mod tests {
         for odd in ["", "running", "-1 0x7ffc 0x7f00", "x y z", "99999 0x1"] {
             assert_eq!(classify(odd, none), State::Other, "{odd:?}");
         }
+    }
+
+    #[test]
+    fn the_futex_word_is_the_first_argument_of_futex_only() {
+        let futex = format!(
+            "{} 0x7f3a10 0x80 0x2 0x0 0x0 0x0 0x7ffc 0x7f00",
+            libc::SYS_futex
+        );
+        assert_eq!(futex_word(&futex), Some(0x7f3a10));
+        let read = format!("{} 0x7f3a10 0x80", libc::SYS_read);
+        assert_eq!(futex_word(&read), None);
+        assert_eq!(futex_word("running"), None);
+    }
+
+    /// Known truth: eight threads queued on one mutex are a lock; a thread parked on
+    /// its own condition variable is idle.
+    #[test]
+    fn threads_waiting_on_one_mutex_are_a_lock_and_a_parked_one_is_idle() {
+        use std::sync::{Arc, Barrier, Condvar, Mutex};
+        let lock = Arc::new(Mutex::new(()));
+        let held = lock.lock().unwrap();
+        let start = Arc::new(Barrier::new(9));
+        let waiters: Vec<_> = (0..8)
+            .map(|i| {
+                let (lock, start) = (lock.clone(), start.clone());
+                std::thread::Builder::new()
+                    .name(format!("locked-{i}"))
+                    .spawn(move || {
+                        start.wait();
+                        drop(lock.lock().unwrap());
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let parked = Arc::new((Mutex::new(false), Condvar::new()));
+        let idle = {
+            let parked = parked.clone();
+            std::thread::Builder::new()
+                .name("parked-0".into())
+                .spawn(move || {
+                    let (m, c) = &*parked;
+                    let mut go = m.lock().unwrap();
+                    while !*go {
+                        go = c.wait(go).unwrap();
+                    }
+                })
+                .unwrap()
+        };
+        start.wait();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut r = ThreadReader::default();
+        let me = std::process::id();
+        r.tick(&[me], true, Instant::now());
+        for _ in 0..6 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            r.tick(&[me], false, Instant::now());
+        }
+        drop(held);
+        for w in waiters {
+            w.join().unwrap();
+        }
+        *parked.0.lock().unwrap() = true;
+        parked.1.notify_all();
+        idle.join().unwrap();
+        let b = r.tally.since(&Tally::default());
+        let g = |n: &str| b.groups.iter().find(|g| g.name == n).unwrap().states;
+        let (locked, parked) = (g("locked"), g("parked"));
+        assert!(locked.lock > 7.5, "{locked:?}");
+        assert!(parked.idle > 0.9 && parked.lock == 0.0, "{parked:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::threads::{Tally, ThreadReader};
 use super::{Ending, Sampler, SamplerConfig};
 use crate::measure::{ExitInfo, MonitorSummary, Sample};
 use crate::observe;
@@ -42,6 +43,8 @@ pub struct Shared {
     pub stopping: bool,
     /// The samples, thinned evenly to at most [`KEPT`].
     pub samples: Vec<Sample>,
+    /// The tree's thread states summed since the watch began (none from an agent).
+    pub threads: Tally,
     /// One sample in `stride` is kept.
     stride: u64,
     seen: u64,
@@ -229,8 +232,11 @@ impl Watcher {
                 Ok(())
             })
         });
+        let detail_every = every(DETAIL_PERIOD);
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
+            let mut states = ThreadReader::default();
+            let mut ticks = 0u64;
             loop {
                 let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
                 if let Some(o) = &observer {
@@ -240,7 +246,11 @@ impl Watcher {
                     let _ = f.push(s.clone());
                 }
                 let tree = sampler.members();
+                let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
+                states.tick(&pids, ticks.is_multiple_of(detail_every), Instant::now());
+                ticks += 1;
                 let mut shared = shared2.lock().unwrap();
+                shared.threads.clone_from(&states.tally);
                 if let Some(e) = exit {
                     shared.daemonised = e.code == Some(0) && !tree.is_empty() && !shared.stopping;
                     shared.root_exit = Some(e);

@@ -41,6 +41,15 @@ pub struct Knobs {
     pub cert_out: Option<PathBuf>,
     /// Abort (SIGABRT) after this many requests.
     pub crash_after: Option<u64>,
+    /// Each push holds one global mutex this long (asleep while holding it), on the
+    /// worker thread: the other workers wait on the lock, a futex.
+    pub lock_hold: Option<Duration>,
+    /// Pushes are handed to this many threads named `pool-N`, each blocked for `delay`
+    /// (a blocking downstream call): beyond `pool ÷ delay` requests queue for a thread.
+    pub pool: Option<usize>,
+    /// Each push writes this many bytes to a file (at its own offset, no lock) and
+    /// waits for `fdatasync`: storage writes.
+    pub fsync_bytes: Option<usize>,
 }
 
 impl Knobs {

@@ -1,7 +1,7 @@
 //! `strainline-testbed serve`: an IoT-like HTTP service (devices register, then push
 //! data) whose behaviour is set by knobs — CPU cost per push, a deliberate leak, a slower
 //! v2 profile, injected failures, periodic stalls, an in-flight cap, TLS, a crash after N
-//! requests — so that strainline's figures can be checked against known truth.
+//! requests, a contended lock, a full thread pool, storage writes — so that strainline's figures can be checked against known truth.
 
 mod knobs;
 mod tls;
@@ -41,8 +41,17 @@ struct Counters {
     leaked_bytes: AtomicU64,
 }
 
+/// Work handed to the `pool-N` threads.
+type Job = Box<dyn FnOnce() + Send>;
+
 struct Server {
     knobs: Knobs,
+    /// The lock `--lock-hold` holds.
+    lock: Mutex<()>,
+    /// Where `--pool` hands its pushes.
+    pool: Option<Mutex<std::sync::mpsc::Sender<Job>>>,
+    /// The file `--fsync-bytes` writes to, and where the next write goes.
+    journal: Option<(std::fs::File, AtomicU64)>,
     start: Instant,
     devices: Mutex<HashMap<String, Device>>,
     registering: Mutex<HashSet<String>>,
@@ -104,6 +113,13 @@ fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     r
 }
 
+/// Where `--fsync-bytes` wraps around.
+const JOURNAL_BYTES: u64 = 64 << 20;
+
+fn digest_seed(body: &[u8]) -> u8 {
+    body.first().copied().unwrap_or(0) | 1
+}
+
 /// Decrements the in-flight count when a request ends, however it ends.
 struct InflightGuard<'a>(&'a AtomicU64);
 impl Drop for InflightGuard<'_> {
@@ -143,10 +159,24 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         (Method::GET, "/stats") => reply(StatusCode::OK, s.stats().to_string()),
         (Method::POST, "/register") => register(&s, &body).await,
         (Method::POST, p) if p.starts_with("/push/") => {
+            let id = p["/push/".len()..].to_string();
+            if let Some(pool) = &s.pool {
+                // A blocking call on one of the pool's threads; the request waits for one.
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let s2 = s.clone();
+                let job: Job = Box::new(move || {
+                    std::thread::sleep(s2.knobs.delay);
+                    let _ = tx.send(push(&s2, &id, body));
+                });
+                let _ = pool.lock().unwrap().send(job);
+                return rx.await.unwrap_or_else(|_| {
+                    reply(StatusCode::INTERNAL_SERVER_ERROR, "the pool stopped\n")
+                });
+            }
             if !s.knobs.delay.is_zero() {
                 tokio::time::sleep(s.knobs.delay).await;
             }
-            push(&s, &p["/push/".len()..], body)
+            push(&s, &id, body)
         }
         _ => reply(StatusCode::NOT_FOUND, "no such endpoint\n"),
     }
@@ -220,6 +250,20 @@ fn push(s: &Server, id: &str, body: Bytes) -> Response<Full<Bytes>> {
             &format!("push failed for device {id} (injected failure)"),
         );
         return reply(StatusCode::INTERNAL_SERVER_ERROR, "injected failure\n");
+    }
+    if let Some(hold) = s.knobs.lock_hold {
+        // Blocks this worker thread while held: the others queue on the futex.
+        let _held = s.lock.lock().unwrap();
+        std::thread::sleep(hold);
+    }
+    if let (Some((file, next)), Some(n)) = (&s.journal, s.knobs.fsync_bytes) {
+        // Each push at its own offset (the file bounded to JOURNAL_BYTES): no lock of
+        // ours between the writers; the kernel orders their flushes.
+        use std::os::unix::fs::FileExt;
+        let at = next.fetch_add(n as u64, Relaxed) % JOURNAL_BYTES;
+        let _ = file
+            .write_all_at(&vec![digest_seed(&body); n], at)
+            .and_then(|_| file.sync_data());
     }
     let digest = work::hash_units(s.knobs.units_per_push(), body.first().copied().unwrap_or(0));
     if s.knobs.leak_bytes > 0 {
@@ -296,7 +340,54 @@ async fn serve(knobs: Knobs) -> i32 {
             return 2;
         }
     }
+    let journal = if knobs.fsync_bytes.is_some() {
+        // Beside the working directory's files (on storage; /tmp may be in memory).
+        let path = std::path::PathBuf::from(format!(
+            ".strainline-testbed-{}.journal",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            // Unlinked at once: the writes go to storage, the file goes with the process.
+            Ok(f) => {
+                let _ = std::fs::remove_file(&path);
+                Some((f, AtomicU64::new(0)))
+            }
+            Err(e) => {
+                eprintln!("strainline-testbed: cannot open {}: {e}", path.display());
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
+    let pool = knobs.pool.map(|n| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..n {
+            let rx = rx.clone();
+            std::thread::Builder::new()
+                .name(format!("pool-{i}"))
+                .spawn(move || loop {
+                    let job = rx.lock().unwrap().recv();
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+                .expect("a pool thread");
+        }
+        Mutex::new(tx)
+    });
     let server = Arc::new(Server {
+        lock: Mutex::new(()),
+        pool,
+        journal,
         knobs,
         start: Instant::now(),
         devices: Mutex::new(HashMap::new()),
