@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve the IoT-like HTTP service (HTTP/1.1 and HTTP/2, optionally TLS).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// The crash-test record store.
     #[command(subcommand)]
     Store(StoreCmd),
