@@ -30,12 +30,13 @@ pub enum State {
     /// Blocked on a lock: a futex another thread of the process waits on at the same
     /// tick (a contended mutex, an interpreter lock), a System V semaphore, a file lock.
     Lock,
-    /// Parked on a futex no other thread waits on: waiting to be woken with work (a
-    /// pool's idle worker, a runtime's parked thread, a thread joining another).
+    /// Waiting for work: parked on a futex no other thread waits on (a pool's idle
+    /// worker, a runtime's parked thread), or reading a connection accepted from a
+    /// client (a thread per connection, between requests).
     Idle,
     /// Waiting for events: epoll, poll, select, accept, an eventfd or a pipe.
     Poll,
-    /// Blocked reading or writing a socket, or connecting.
+    /// Blocked reading or writing a socket the target opened (downstream), or connecting.
     Socket,
     /// Uninterruptible (`D`) or in fsync, reading or writing a file, asynchronous I/O.
     Storage,
@@ -289,29 +290,97 @@ pub fn group_of(comm: &str) -> String {
     comm.to_string()
 }
 
+/// The TCP sockets of the network namespaces the tree is in: which were accepted from a
+/// client (their local port is one the namespace listens on). A thread blocked reading
+/// one waits for a client's next request (a thread per connection between requests):
+/// idle, not a downstream wait.
+#[derive(Default)]
+struct Sockets {
+    /// Socket inode → accepted from a client.
+    accepted: HashMap<u64, bool>,
+}
+
+impl Sockets {
+    /// Forgotten past this many, so a long soak's churn cannot grow it.
+    const MAX: usize = 100_000;
+
+    fn accepted(&mut self, pid: u32, inode: u64) -> bool {
+        if let Some(a) = self.accepted.get(&inode) {
+            return *a;
+        }
+        if self.accepted.len() > Self::MAX {
+            self.accepted.clear();
+        }
+        let mut listening = std::collections::HashSet::new();
+        let mut ports = Vec::new();
+        for table in ["tcp", "tcp6"] {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+                continue;
+            };
+            for line in text.lines().skip(1) {
+                let f: Vec<&str> = line.split_ascii_whitespace().collect();
+                let (Some(local), Some(state), Some(Ok(inode))) =
+                    (f.get(1), f.get(3), f.get(9).map(|i| i.parse::<u64>()))
+                else {
+                    continue;
+                };
+                let port = local.rsplit(':').next().unwrap_or_default().to_string();
+                if *state == "0A" {
+                    listening.insert(port.clone());
+                }
+                ports.push((inode, port));
+            }
+        }
+        for (i, port) in ports {
+            self.accepted.insert(i, listening.contains(&port));
+        }
+        // Not TCP (a UNIX socket, UDP) or gone: a socket of its own, not a client's.
+        *self.accepted.entry(inode).or_insert(false)
+    }
+}
+
+/// What a file descriptor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fd {
+    /// A connection accepted from a client.
+    Client,
+    /// Any other socket.
+    Socket,
+    /// A pipe, an eventfd and the like: a wait for an event.
+    Event,
+    /// A file on storage.
+    File,
+    Other,
+}
+
 /// What a file descriptor is, from its `/proc/PID/fd` link.
-fn fd_state(pid: u32, fd: u64) -> State {
+fn fd_kind(pid: u32, fd: u64, sockets: &mut Sockets) -> Fd {
     match std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) {
         Ok(l) => {
             let l = l.to_string_lossy();
-            if l.starts_with("socket:") {
-                State::Socket
+            if let Some(inode) = l.strip_prefix("socket:[") {
+                let inode = inode.trim_end_matches(']').parse().unwrap_or(0);
+                if sockets.accepted(pid, inode) {
+                    Fd::Client
+                } else {
+                    Fd::Socket
+                }
             } else if l.starts_with("pipe:") || l.starts_with("anon_inode:") {
-                State::Poll
+                Fd::Event
             } else if l.starts_with('/') && !l.starts_with("/dev/") {
-                State::Storage
+                Fd::File
             } else {
-                State::Other
+                Fd::Other
             }
         }
-        Err(_) => State::Other,
+        Err(_) => Fd::Other,
     }
 }
 
 /// The state of a blocked thread from the text of its `/proc/…/syscall`: the call's
 /// number, then its arguments. `fd` says what a file descriptor is, for the calls that
-/// read or write one.
-pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
+/// read or write one: reading a client's connection is waiting for its next request.
+pub fn classify(syscall: &str, fd: impl FnOnce(u64) -> Fd) -> State {
     let mut words = syscall.split_ascii_whitespace();
     let Some(Ok(nr)) = words.next().map(str::parse::<i64>) else {
         return State::Other;
@@ -335,14 +404,21 @@ pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
         l::SYS_io_uring_enter,
         l::SYS_rt_sigtimedwait,
     ];
-    let socket = [
+    let reads = [
+        l::SYS_read,
+        l::SYS_readv,
+        l::SYS_pread64,
         l::SYS_recvfrom,
         l::SYS_recvmsg,
         l::SYS_recvmmsg,
+    ];
+    let writes = [
+        l::SYS_write,
+        l::SYS_writev,
+        l::SYS_pwrite64,
         l::SYS_sendto,
         l::SYS_sendmsg,
         l::SYS_sendmmsg,
-        l::SYS_connect,
     ];
     let storage = [
         l::SYS_fsync,
@@ -351,14 +427,6 @@ pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
         l::SYS_syncfs,
         l::SYS_sync_file_range,
         l::SYS_io_getevents,
-    ];
-    let on_fd = [
-        l::SYS_read,
-        l::SYS_write,
-        l::SYS_readv,
-        l::SYS_writev,
-        l::SYS_pread64,
-        l::SYS_pwrite64,
     ];
     let sleep = [l::SYS_nanosleep, l::SYS_clock_nanosleep];
     let child = [l::SYS_wait4, l::SYS_waitid];
@@ -373,7 +441,7 @@ pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
         State::Lock
     } else if poll.contains(&nr) || poll_x.contains(&nr) {
         State::Poll
-    } else if socket.contains(&nr) {
+    } else if nr == l::SYS_connect {
         State::Socket
     } else if storage.contains(&nr) {
         State::Storage
@@ -381,8 +449,14 @@ pub fn classify(syscall: &str, fd: impl Fn(u64) -> State) -> State {
         State::Sleep
     } else if child.contains(&nr) {
         State::Child
-    } else if on_fd.contains(&nr) {
-        arg0.map_or(State::Other, fd)
+    } else if reads.contains(&nr) || writes.contains(&nr) {
+        match arg0.map(fd) {
+            Some(Fd::Client) if reads.contains(&nr) => State::Idle,
+            Some(Fd::Client | Fd::Socket) => State::Socket,
+            Some(Fd::Event) => State::Poll,
+            Some(Fd::File) => State::Storage,
+            _ => State::Other,
+        }
     } else {
         State::Other
     }
@@ -424,6 +498,7 @@ pub struct ThreadReader {
     pub tally: Tally,
     last: Option<Instant>,
     buf: Vec<u8>,
+    sockets: Sockets,
 }
 
 fn parse_clocks(text: &str) -> Option<[u64; 3]> {
@@ -469,7 +544,7 @@ impl ThreadReader {
                 let cpu = (clocks[0].saturating_sub(t.clocks[0]) as f64 / 1e9).min(dt);
                 let queued = (clocks[1].saturating_sub(t.clocks[1]) as f64 / 1e9).min(dt - cpu);
                 t.clocks = clocks;
-                if !Self::read_state(t, &mut self.buf) {
+                if !Self::read_state(t, &mut self.buf, &mut self.sockets) {
                     gone.push(tid);
                     continue;
                 }
@@ -524,7 +599,7 @@ impl ThreadReader {
 
     /// Reads where a thread that ran is now: running, or blocked and why. False when
     /// it has exited.
-    fn read_state(t: &mut Thread, buf: &mut Vec<u8>) -> bool {
+    fn read_state(t: &mut Thread, buf: &mut Vec<u8>, sockets: &mut Sockets) -> bool {
         let Some(st) = ProcFiles::pread(&t.stat, buf)
             .ok()
             .and_then(|n| parse_stat(&String::from_utf8_lossy(&buf[..n])))
@@ -554,7 +629,7 @@ impl ThreadReader {
             ('D', Some(c)) if c.starts_with("-1") => State::Paging,
             ('D', _) => State::Storage,
             ('Z' | 'X', _) => return false,
-            ('S' | 'I', Some(c)) => classify(c, |fd| fd_state(pid, fd)),
+            ('S' | 'I', Some(c)) => classify(c, |fd| fd_kind(pid, fd, sockets)),
             _ => State::Other,
         };
         true
@@ -578,14 +653,14 @@ impl ThreadReader {
                 if self.threads.contains_key(&tid) {
                     continue;
                 }
-                if let Some(t) = Self::open(pid, tid, &mut self.buf) {
+                if let Some(t) = Self::open(pid, tid, &mut self.buf, &mut self.sockets) {
                     self.threads.insert(tid, t);
                 }
             }
         }
     }
 
-    fn open(pid: u32, tid: u32, buf: &mut Vec<u8>) -> Option<Thread> {
+    fn open(pid: u32, tid: u32, buf: &mut Vec<u8>, sockets: &mut Sockets) -> Option<Thread> {
         let base = format!("/proc/{pid}/task/{tid}");
         let schedstat = File::open(format!("{base}/schedstat")).ok()?;
         let n = ProcFiles::pread(&schedstat, buf).ok()?;
@@ -603,7 +678,7 @@ impl ThreadReader {
             running: false,
             fresh: true,
         };
-        Self::read_state(&mut t, buf).then_some(t)
+        Self::read_state(&mut t, buf, sockets).then_some(t)
     }
 }
 
@@ -624,33 +699,28 @@ mod tests {
     #[test]
     fn system_calls_name_the_wait() {
         let n = |nr: i64, rest: &str| format!("{nr} {rest} 0x0 0x0 0x0 0x0 0x0 0x7ffc 0x7f00");
-        let none = |_| State::Other;
-        assert_eq!(classify(&n(libc::SYS_futex, "0x7f01"), none), State::Lock);
-        assert_eq!(
-            classify(&n(libc::SYS_epoll_pwait, "0x3"), none),
-            State::Poll
-        );
-        assert_eq!(classify(&n(libc::SYS_recvfrom, "0x5"), none), State::Socket);
-        assert_eq!(
-            classify(&n(libc::SYS_fdatasync, "0x5"), none),
-            State::Storage
-        );
-        assert_eq!(
-            classify(&n(libc::SYS_clock_nanosleep, "0x0"), none),
-            State::Sleep
-        );
-        assert_eq!(
-            classify(&n(libc::SYS_wait4, "0xffffffffffffffff"), none),
-            State::Child
-        );
-        // read(2) is what its descriptor is: the fd comes from the first argument.
-        let kinds = |fd: u64| {
-            if fd == 0x1a {
-                State::Socket
-            } else {
-                State::Storage
-            }
-        };
+        let none = |_| Fd::Other;
+        let cases = [
+            (libc::SYS_futex, Fd::Other, State::Lock),
+            (libc::SYS_epoll_pwait, Fd::Other, State::Poll),
+            (libc::SYS_recvfrom, Fd::Socket, State::Socket),
+            // A thread per connection reading its client's next request waits for
+            // work; blocked writing to a slow client, it is busy on the socket.
+            (libc::SYS_recvfrom, Fd::Client, State::Idle),
+            (libc::SYS_read, Fd::Client, State::Idle),
+            (libc::SYS_sendto, Fd::Client, State::Socket),
+            (libc::SYS_read, Fd::File, State::Storage),
+            (libc::SYS_read, Fd::Event, State::Poll),
+            (libc::SYS_fdatasync, Fd::Other, State::Storage),
+            (libc::SYS_clock_nanosleep, Fd::Other, State::Sleep),
+            (libc::SYS_wait4, Fd::Other, State::Child),
+            (libc::SYS_connect, Fd::Other, State::Socket),
+        ];
+        for (nr, fd, want) in cases {
+            assert_eq!(classify(&n(nr, "0x1a"), |_| fd), want, "{nr} on {fd:?}");
+        }
+        // The descriptor comes from the first argument.
+        let kinds = |fd: u64| if fd == 0x1a { Fd::Socket } else { Fd::File };
         assert_eq!(classify(&n(libc::SYS_read, "0x1a"), kinds), State::Socket);
         assert_eq!(classify(&n(libc::SYS_read, "0x3"), kinds), State::Storage);
         for odd in ["", "running", "-1 0x7ffc 0x7f00", "x y z", "99999 0x1"] {

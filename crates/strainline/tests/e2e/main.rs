@@ -21,5 +21,6 @@ mod protocols;
 mod report;
 mod run;
 mod store;
+mod threads;
 mod verdicts;
 mod workload;

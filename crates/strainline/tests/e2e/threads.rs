@@ -1,0 +1,161 @@
+//! Thread states name the limit when no resource is saturated, each against a known
+//! truth built into the testbed: a contended lock (`--lock-hold`), a full pool
+//! (`--pool` with a blocking `--delay`) and storage writes held back by the kernel's
+//! block-I/O throttle (`--fsync-bytes` in a blkio cgroup limited to 100 writes/s).
+
+use crate::common::*;
+
+/// A ramp of the testbed with `args`, from `start` by `step`; the run's output and the
+/// breaking step's thread groups.
+fn ramp(s: &Scratch, command: &str, start: u32, step: u32) -> (String, Vec<serde_json::Value>) {
+    let out = run_suite(
+        s,
+        &format!(
+            "[target]\ncommand = {command}\nready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"peak\"\nkind = \"ramp\"\n{PUSH}\n\
+             start = {start}\nstep = {step}\nmax_steps = 4\nstep_duration = \"1500ms\"\nslo_p99 = \"150ms\"\n"
+        ),
+        &[],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    let steps = case_metrics(s)[0]["summary"]["details"]["steps"].clone();
+    let last = steps.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["ok"], false, "the ramp never broke:\n{text}");
+    (text, last["threads"]["groups"].as_array().unwrap().clone())
+}
+
+fn group<'a>(groups: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    groups
+        .iter()
+        .find(|g| g["name"] == name)
+        .unwrap_or_else(|| panic!("no group {name} in {groups:?}"))
+}
+
+fn f(v: &serde_json::Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap()
+}
+
+#[test]
+fn a_global_lock_held_per_request_is_named_a_lock_from_the_futex_waits() {
+    let _bench = measuring();
+    // Eight workers, one lock held 5 ms per push: at most 200 pushes/s, whatever the CPU.
+    let s = Scratch::new();
+    let (text, groups) = ramp(
+        &s,
+        r#"["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "8", "--lock-hold", "5ms"]"#,
+        100,
+        200,
+    );
+    let workers = group(&groups, "tokio-rt-worker");
+    let total: f64 = [
+        "on_cpu",
+        "run_queue",
+        "lock",
+        "idle",
+        "poll",
+        "socket",
+        "storage",
+        "paging",
+        "sleep",
+        "child",
+        "other",
+    ]
+    .iter()
+    .map(|k| f(workers, k))
+    .sum();
+    let lock = f(workers, "lock");
+    assert!(
+        lock >= 0.7 * total,
+        "the workers waited on the lock {lock:.2} of {total:.2} thread-s/s: {workers}\n{text}"
+    );
+    assert_has(
+        &text,
+        &format!("limiting factor: a lock: the target's 8 `tokio-rt-worker` threads spent {lock:.2} thread-s/s waiting on a futex"),
+    );
+}
+
+#[test]
+fn two_pool_threads_blocked_50ms_per_request_are_named_a_full_pool() {
+    let _bench = measuring();
+    // Two threads, 50 ms each per push: at most 40 pushes/s.
+    let s = Scratch::new();
+    let (text, groups) = ramp(
+        &s,
+        r#"["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--pool", "2", "--delay", "50ms"]"#,
+        20,
+        40,
+    );
+    let pool = group(&groups, "pool");
+    assert_eq!(pool["threads"], 2, "{pool}");
+    assert!(f(pool, "all_busy") >= 0.9, "{pool}");
+    assert!(f(pool, "sleep") >= 1.8, "{pool}");
+    assert_has(
+        &text,
+        &format!(
+            "limiting factor: a pool: all 2 `pool` threads were busy {:.0}% of the step (sleep {:.2} thread-s/s",
+            100.0 * f(pool, "all_busy"),
+            f(pool, "sleep")
+        ),
+    );
+}
+
+/// A blkio cgroup (cgroup v1) whose members may write at most `iops` times a second to
+/// the disk holding `dir`; removed on drop.
+struct Throttled(std::path::PathBuf);
+
+impl Throttled {
+    fn new(dir: &std::path::Path, iops: u32) -> Throttled {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(dir).unwrap().dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        // The throttle takes a whole disk: a partition's parent holds it.
+        let sys = format!("/sys/dev/block/{major}:{minor}");
+        let disk = if std::path::Path::new(&format!("{sys}/partition")).exists() {
+            std::fs::read_to_string(format!("{sys}/../dev")).unwrap()
+        } else {
+            format!("{major}:{minor}")
+        };
+        let group = std::path::PathBuf::from(format!(
+            "/sys/fs/cgroup/blkio/strainline-e2e-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&group).expect("a blkio cgroup (cgroup v1, as root)");
+        std::fs::write(
+            group.join("blkio.throttle.write_iops_device"),
+            format!("{} {iops}", disk.trim()),
+        )
+        .expect("the blkio write throttle");
+        Throttled(group)
+    }
+}
+
+impl Drop for Throttled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn fsyncs_held_back_by_the_disk_are_named_storage_io() {
+    let _bench = measuring();
+    let s = Scratch::new();
+    let dir = s.path("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    // 100 writes a second, and each push's fdatasync needs its data and the journal's.
+    let throttle = Throttled::new(&dir, 100);
+    let command = format!(
+        r#"["sh", "-c", "echo $$ > {}/cgroup.procs && cd {} && exec TB serve --listen 127.0.0.1:{{{{port}}}} --workers 4 --fsync-bytes 4096"]"#,
+        throttle.0.display(),
+        dir.display()
+    );
+    let (text, groups) = ramp(&s, &command, 20, 60);
+    drop(throttle);
+    let workers = group(&groups, "tokio-rt-worker");
+    let storage = f(workers, "storage");
+    assert!(storage >= 0.5, "{workers}\n{text}");
+    assert_has(
+        &text,
+        "limiting factor: storage I/O: the target's 4 `tokio-rt-worker` threads spent",
+    );
+}
