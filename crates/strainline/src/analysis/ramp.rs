@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::bounds::{ACHIEVED_BOUND, SATURATED, STOLEN_BOUND};
-use crate::monitor::threads::Breakdown;
+use crate::measure::threads::Breakdown;
 
 /// The figures of one step, as measured and as stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -568,11 +568,36 @@ mod tests {
     }
 
     #[test]
-    fn throughput_that_stops_following_without_cpu_points_at_a_lock_or_io() {
+    fn throughput_that_stops_following_without_cpu_is_named_from_the_threads_or_not_at_all() {
         let (_, c) = run(&[rec(100.0, 100.0, 1.0), rec(200.0, 160.0, 2.0)]);
         assert_eq!(c.end, End::Broke);
-        assert!(c
-            .limiting_factor
-            .contains("look for a lock, a pool, or I/O"));
+        assert!(
+            c.limiting_factor.starts_with(
+                "nothing stands out: the step broke on achieved 160 of 200 req/s while the target used 0.30 cores"
+            ),
+            "{}",
+            c.limiting_factor
+        );
+        // The same step whose working threads waited on a shared futex: a lock.
+        let mut r = rec(200.0, 160.0, 2.0);
+        let mut states = crate::measure::threads::States::default();
+        states.add(crate::measure::threads::State::Lock, 6.0);
+        states.add(crate::measure::threads::State::OnCpu, 0.3);
+        r.figures.threads = Some(Breakdown {
+            seconds: 10.0,
+            groups: vec![crate::measure::threads::GroupRates {
+                name: "worker".into(),
+                threads: 8,
+                states,
+                all_busy: 0.0,
+            }],
+        });
+        let (_, c) = run(&[rec(100.0, 100.0, 1.0), r]);
+        assert!(
+            c.limiting_factor
+                .starts_with("a lock: the target's 8 `worker` threads spent 6.00 thread-s/s"),
+            "{}",
+            c.limiting_factor
+        );
     }
 }

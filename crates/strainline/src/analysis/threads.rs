@@ -3,7 +3,7 @@
 //! (a lock, storage, a downstream socket, a timer). Pure functions of a
 //! [`Breakdown`], so each rule is checked against the figures it names.
 
-use crate::monitor::threads::{Breakdown, GroupRates, State, States};
+use crate::measure::threads::{Breakdown, GroupRates, State, States};
 
 /// A group whose threads ran at least this many cores' worth took part in the work (a
 /// millisecond a second: threads blocked on storage or a downstream barely run).

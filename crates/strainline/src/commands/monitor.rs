@@ -127,8 +127,14 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     );
     crate::live::new_case(&command.join(" "), None);
 
+    let mut states = crate::monitor::threads::ThreadReader::default();
+    let detail_every = every(DETAIL_PERIOD);
+    let mut ticks = 0u64;
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
+        let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
+        states.tick(&pids, ticks.is_multiple_of(detail_every), Instant::now());
+        ticks += 1;
         crate::live::sample(&s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {
@@ -194,7 +200,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     } else {
         "completed"
     };
-    let summary = sampler.finish(Ending {
+    let mut summary = sampler.finish(Ending {
         command,
         label: args.label.clone(),
         exit: exit_info.clone(),
@@ -203,6 +209,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         overhead_cpu_seconds: overhead,
         leftover_processes_stopped: leftovers,
     });
+    summary.threads = Some(states.tally.since(&Default::default()).top(8));
     flusher.flush()?;
     store.finish_case(
         case_id,

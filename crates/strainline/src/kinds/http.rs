@@ -357,6 +357,15 @@ fn thread_states(running: &Running) -> Option<crate::monitor::threads::Tally> {
     Some(running.watcher.shared.lock().unwrap().threads.clone())
 }
 
+/// The target's thread states since `before`: a step's busiest groups.
+fn states_since(
+    running: &Running,
+    before: Option<crate::monitor::threads::Tally>,
+) -> Option<crate::measure::threads::Breakdown> {
+    let (a, b) = before.zip(thread_states(running))?;
+    Some(b.since(&a).top(STEP_GROUPS))
+}
+
 /// Steps a ramp measures again because the hypervisor took CPU while they broke.
 const STEP_REPEATS: u32 = 3;
 
@@ -383,8 +392,7 @@ fn ramp(
     let mut k = 0;
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
-        let before = thread_ticks(running);
-        let states_before = thread_states(running);
+        let (before, states_before) = (thread_ticks(running), thread_states(running));
         let cpu_before = running.cpu_now();
         let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
         let run = drive(
@@ -416,9 +424,7 @@ fn ramp(
                     run_queue,
                     retransmits: tcp.retransmitted_segments,
                     stolen: verdict::stolen_share(&run.outcome),
-                    threads: states_before
-                        .zip(thread_states(running))
-                        .map(|(a, b)| b.since(&a).top(STEP_GROUPS)),
+                    threads: states_since(running, states_before),
                 },
                 generator_invalid: (run.verdict.status == Validity::Invalid)
                     .then(|| run.verdict.reasons.join("; ")),

@@ -652,6 +652,7 @@ impl Sampler {
                 },
             },
             processes,
+            threads: None,
         }
     }
 }

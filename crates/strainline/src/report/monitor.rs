@@ -15,6 +15,33 @@ pub const JSON_SCHEMA: &str = "strainline.monitor.v1";
 /// Prints the summary block. Long because it is the block as it reads, line by line
 /// (status, memory, CPU, threads, FDs, I/O, the tree, findings), each line with its
 /// own conditions.
+/// Where the tree's threads spent the run: thread-seconds per second in each state, per
+/// group of threads of one name (docs/suites.md, "Thread states").
+fn write_thread_states(
+    out: &mut dyn Write,
+    b: &crate::measure::threads::Breakdown,
+) -> io::Result<()> {
+    use crate::measure::threads::State;
+    let shown: Vec<State> = State::ALL
+        .into_iter()
+        .filter(|st| b.total().get(*st) >= 0.005)
+        .collect();
+    writeln!(out, "Thread states (thread-seconds per second):")?;
+    let mut head = format!("  {:<16} {:>7}", "GROUP", "THREADS");
+    for st in &shown {
+        head.push_str(&format!(" {:>10}", st.label()));
+    }
+    writeln!(out, "{head}")?;
+    for g in &b.groups {
+        let mut line = format!("  {:<16} {:>7}", g.name, g.threads);
+        for st in &shown {
+            line.push_str(&format!(" {:>10.2}", g.states.get(*st)));
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 pub fn write_summary(
     out: &mut dyn Write,
     s: &MonitorSummary,
@@ -131,6 +158,9 @@ pub fn write_summary(
         "{:<20}{:.2}% of one core ({:.3} s CPU, {:.0} µs per tick)",
         "Monitor overhead:", o.percent_of_core, o.cpu_seconds, o.per_tick_us
     )?;
+    if let Some(b) = s.threads.as_ref().filter(|b| !b.groups.is_empty()) {
+        write_thread_states(out, b)?;
+    }
     if !s.processes.is_empty() {
         writeln!(out, "Largest processes:")?;
         // Each process's own figures; what the children it waited for used is apart (a

@@ -1,6 +1,8 @@
 //! The measurements that flow down the pipeline, shared by the monitor that makes them,
 //! the store that keeps them and the reports that print them. Every field says its unit.
 
+pub mod threads;
+
 use serde::{Deserialize, Serialize};
 
 /// One tick of the process-tree monitor. Cumulative counters (I/O, context switches)
@@ -229,4 +231,7 @@ pub struct MonitorSummary {
     pub overhead: Overhead,
     /// Processes of the tree, largest exact peak first.
     pub processes: Vec<ProcessRecord>,
+    /// Where the tree's threads spent the run, its busiest groups (`strainline monitor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<threads::Breakdown>,
 }
