@@ -250,7 +250,19 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     }
 }
 
+/// Whether the generator was the limit of a run (INVALID) or nothing succeeded (FAILED);
+/// the target's accept queue, when it kept connections from opening, is named once per
+/// case however many runs the case drives.
 fn judge_generator(r: &mut CaseResult, run: &Run) {
+    if let Some(line) = verdict::accept_queue(&run.outcome) {
+        if !r
+            .table
+            .iter()
+            .any(|l| l.starts_with("the target's accept queue"))
+        {
+            r.table.push(line);
+        }
+    }
     if run.verdict.status == Validity::Invalid {
         r.fail(
             Status::Invalid,

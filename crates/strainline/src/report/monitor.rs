@@ -12,9 +12,6 @@ use crate::units::{format_duration, Bytes};
 /// The JSON document's schema identifier; bump it on any incompatible change.
 pub const JSON_SCHEMA: &str = "strainline.monitor.v1";
 
-/// Prints the summary block. Long because it is the block as it reads, line by line
-/// (status, memory, CPU, threads, FDs, I/O, the tree, findings), each line with its
-/// own conditions.
 /// Where the tree's threads spent the run: thread-seconds per second in each state, per
 /// group of threads of one name (docs/suites.md, "Thread states").
 fn write_thread_states(
@@ -42,6 +39,9 @@ fn write_thread_states(
     Ok(())
 }
 
+/// Prints the summary block. Long because it is the block as it reads, line by line
+/// (status, memory, CPU, threads, FDs, I/O, the tree, findings), each line with its
+/// own conditions.
 pub fn write_summary(
     out: &mut dyn Write,
     s: &MonitorSummary,

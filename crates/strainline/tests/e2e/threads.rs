@@ -1,7 +1,8 @@
 //! Thread states name the limit when no resource is saturated, each against a known
 //! truth built into the testbed: a contended lock (`--lock-hold`), a full pool
 //! (`--pool` with a blocking `--delay`) and storage writes held back by the kernel's
-//! block-I/O throttle (`--fsync-bytes` in a blkio cgroup limited to 100 writes/s).
+//! block-I/O throttle (`--fsync-bytes` in a blkio cgroup limited to 100 writes/s). And
+//! the honest word when connections do not open: the target's accept queue, once a case.
 
 use crate::common::*;
 
@@ -158,4 +159,33 @@ fn fsyncs_held_back_by_the_disk_are_named_storage_io() {
         &text,
         "limiting factor: storage I/O: the target's 4 `tokio-rt-worker` threads spent",
     );
+}
+
+/// A `rounds` case against a server whose accept queue (backlog 2, one accept every
+/// 200 ms) keeps most of the 10 connections from opening each round: the target's
+/// accept queue is named once for the case, and the case is not called generator-bound.
+#[test]
+fn a_slow_acceptor_in_rounds_is_named_the_targets_accept_queue_once() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    let out = run_suite(
+        &s,
+        &format!(
+            "[target]\ncommand = [\"/usr/bin/python3\", \"{}/tests/fixtures/slow_accept_server.py\", \"{{{{port}}}}\"]\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/\"\n\
+             [[test]]\nname = \"rounds\"\nkind = \"rounds\"\nurl = \"http://127.0.0.1:{{{{port}}}}/\"\n\
+             rounds = 3\nops = 300\nconnections = 10\nsettle = \"100ms\"\nleak_budget = \"1GiB\"\n",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        &[],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    assert_eq!(
+        text.matches("the target's accept queue: only ").count(),
+        1,
+        "{text}"
+    );
+    assert_has(&text, "the target did not accept the rest in time");
+    assert!(!text.contains("generator-bound"), "{text}");
 }
