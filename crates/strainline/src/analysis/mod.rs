@@ -2,8 +2,8 @@
 //! ([`leak`]), version comparisons ([`comparison`]), change points across a history
 //! ([`changepoint`]), the ramp's ceiling, knee and limiting factor ([`ramp`]), and the
 //! shared saturation bounds ([`bounds`]), capacity ([`capacity`]) and the rounds
-//! verdict ([`rounds`]), and what the target's thread states name as its limit
-//! ([`threads`]).
+//! verdict ([`rounds`]), what the target's thread states name as its limit
+//! ([`threads`]), and latency signatures that name their own cause ([`signatures`]).
 
 pub mod bounds;
 pub mod capacity;
@@ -13,6 +13,7 @@ pub mod leak;
 pub mod paired;
 pub mod ramp;
 pub mod rounds;
+pub mod signatures;
 pub mod stats;
 pub mod threads;
 pub mod twosample;

@@ -250,19 +250,29 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     }
 }
 
-/// Whether the generator was the limit of a run (INVALID) or nothing succeeded (FAILED);
-/// the target's accept queue, when it kept connections from opening, is named once per
-/// case however many runs the case drives.
-fn judge_generator(r: &mut CaseResult, run: &Run) {
-    if let Some(line) = verdict::accept_queue(&run.outcome) {
-        if !r
-            .table
-            .iter()
-            .any(|l| l.starts_with("the target's accept queue"))
-        {
+/// What a run found about the target, named once per case however many runs the case
+/// drives: its accept queue, when it kept connections from opening; the delayed-ACK
+/// signature.
+fn findings(r: &mut CaseResult, run: &Run) {
+    for line in [
+        verdict::accept_queue(&run.outcome),
+        verdict::delayed_ack(&run.outcome),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        // Each finding once a case: its first words name it.
+        let name: String = line.chars().take(24).collect();
+        if !r.table.iter().any(|l| l.starts_with(&name)) {
             r.table.push(line);
         }
     }
+}
+
+/// Whether the generator was the limit of a run (INVALID) or nothing succeeded
+/// (FAILED), and what the run found about the target.
+fn judge_generator(r: &mut CaseResult, run: &Run) {
+    findings(r, run);
     if run.verdict.status == Validity::Invalid {
         r.fail(
             Status::Invalid,
@@ -400,8 +410,7 @@ fn ramp(
         "{:>10} {:>10} {:>9} {:>8} {:>8} {:>8}  verdict",
         "offered", "achieved", "p99", "errors", "cpu", "thread"
     ));
-    let mut repeats = 0;
-    let mut k = 0;
+    let (mut repeats, mut k) = (0, 0);
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
         let (before, states_before) = (thread_ticks(running), thread_states(running));
@@ -416,6 +425,7 @@ fn ramp(
             None,
         )?;
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
+        findings(r, &run);
         // The ticks before include the engine's idle warm-up: divide by the measured window.
         let (busy, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
         let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);

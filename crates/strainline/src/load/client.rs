@@ -92,6 +92,8 @@ pub struct Reply {
     pub bytes: u64,
     /// Messages in the reply, where a reply is a stream of them (gRPC); 0 elsewhere.
     pub messages: u64,
+    /// Its body came [`super::recorder::LATE_TAIL`] or more after its head (HTTP/1.1).
+    pub late_tail: bool,
 }
 
 /// An open connection of some protocol.
@@ -166,12 +168,13 @@ impl Client {
     ) -> Result<Reply, ErrorKind> {
         match (self, conn) {
             (Client::Http { target, .. }, Conn::Http(c)) => {
-                let (status, bytes) = http::send(c, target, out).await?;
+                let (status, bytes, late_tail) = http::send(c, target, out).await?;
                 Ok(Reply {
                     status,
                     ok: status < 400,
                     bytes,
                     messages: 0,
+                    late_tail,
                 })
             }
             (Client::WebSocket(_), Conn::WebSocket(c)) => {
@@ -181,6 +184,7 @@ impl Client {
                     ok: true,
                     bytes,
                     messages: 0,
+                    late_tail: false,
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
@@ -199,6 +203,7 @@ impl Client {
                     ok: !refused,
                     bytes: 0,
                     messages: 0,
+                    late_tail: false,
                 })
             }
             (Client::Grpc(t), Conn::Http(c)) => {
@@ -222,6 +227,7 @@ impl Client {
                     ok: called.status == 0,
                     bytes: called.bytes,
                     messages: called.messages,
+                    late_tail: false,
                 })
             }
             _ => Err(ErrorKind::Protocol),

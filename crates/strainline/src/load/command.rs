@@ -35,6 +35,7 @@ pub async fn run(unit: &Unit, argv: &[String], timeout: Duration) -> Result<Repl
                 ok: code == 0,
                 bytes: 0,
                 messages: 0,
+                late_tail: false,
             })
         }
         Ok(Err(_)) => Err(ErrorKind::LocalResources),

@@ -419,6 +419,9 @@ async fn exchange(
             if reply.messages > 0 {
                 rec.messages(reply.messages);
             }
+            if reply.late_tail {
+                rec.late_tail();
+            }
             reply.ok
         }
         Err(kind) => {

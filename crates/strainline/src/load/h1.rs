@@ -5,6 +5,7 @@
 //! wrk. It handles keep-alive, `Content-Length`, chunked bodies, bodies delimited by
 //! the connection's close, `1xx` interim responses and `Connection: close`.
 
+use super::recorder::LATE_TAIL;
 use std::io;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -154,13 +155,15 @@ impl H1 {
         }
     }
 
-    /// Sends one prepared request and reads its whole response; returns the status and
-    /// the number of body bytes. `head_request` says the response has no body.
+    /// Sends one prepared request and reads its whole response; returns the status, the
+    /// number of body bytes, and whether the body came [`LATE_TAIL`] or more after the
+    /// head (a response in two segments, the second held back: Nagle's algorithm
+    /// meeting a delayed ACK). `head_request` says the response has no body.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
-    ) -> Result<(u16, u64), ErrorKind> {
+    ) -> Result<(u16, u64, bool), ErrorKind> {
         self.stream
             .write_all(request)
             .await
@@ -207,7 +210,15 @@ impl H1 {
             if close {
                 self.reusable = false;
             }
-            let bytes = if head_request || status == 204 || status == 304 {
+            let bodiless = head_request || status == 204 || status == 304;
+            // The clock is read only when the body is not all here with the head.
+            let buffered = (self.end - self.start) as u64;
+            let head_at = match length {
+                _ if bodiless => None,
+                Some(n) if !chunked && n <= buffered => None,
+                _ => Some(std::time::Instant::now()),
+            };
+            let bytes = if bodiless || status == 204 || status == 304 {
                 0
             } else if chunked {
                 self.chunked_body().await?
@@ -229,7 +240,8 @@ impl H1 {
                 }
                 n
             };
-            return Ok((status, bytes));
+            let late = head_at.is_some_and(|t| t.elapsed() >= LATE_TAIL);
+            return Ok((status, bytes, late));
         }
     }
 
@@ -297,7 +309,8 @@ mod tests {
         for _ in 0..n {
             out.push(
                 h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false)
-                    .await,
+                    .await
+                    .map(|(status, bytes, _)| (status, bytes)),
             );
         }
         server.await.unwrap();
@@ -324,6 +337,45 @@ mod tests {
                 Ok((503, 4))
             ]
         );
+    }
+
+    /// Known truth: a body written 45 ms after its head is a late tail; one written
+    /// with its head, or 5 ms after it, is not.
+    #[tokio::test]
+    async fn a_body_held_back_after_its_head_is_a_late_tail() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let gaps = [None, Some(5), Some(45), Some(45)];
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut buf = [0u8; 1024];
+            for gap in gaps {
+                let _ = s.read(&mut buf).await.unwrap();
+                let head: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
+                match gap {
+                    None => s.write_all(&[head, b"ok\n"].concat()).await.unwrap(),
+                    Some(ms) => {
+                        s.write_all(head).await.unwrap();
+                        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                        s.write_all(b"ok\n").await.unwrap();
+                    }
+                }
+            }
+        });
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut h = H1::new(Stream::Tcp(tcp));
+        let mut late = Vec::new();
+        for _ in gaps {
+            let (status, bytes, l) = h
+                .exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false)
+                .await
+                .unwrap();
+            assert_eq!((status, bytes), (200, 3));
+            late.push(l);
+        }
+        server.await.unwrap();
+        assert_eq!(late, [false, false, true, true]);
     }
 
     #[tokio::test]

@@ -315,12 +315,13 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
     ErrorKind::Reset
 }
 
-/// Sends a request and reads the whole response. Returns its status and body size.
+/// Sends a request and reads the whole response. Returns its status, its body size and
+/// whether its body came late after its head (HTTP/1.1: [`super::recorder::LATE_TAIL`]).
 pub async fn send(
     conn: &mut Conn,
     target: &Target,
     out: Outgoing<'_>,
-) -> Result<(u16, u64), ErrorKind> {
+) -> Result<(u16, u64, bool), ErrorKind> {
     if let Kind::H1(h) = &mut conn.kind {
         return match out {
             Outgoing::Template(t, prepared, seq) => {
@@ -345,7 +346,7 @@ pub async fn send(
     };
     let mut bytes = 0u64;
     let r = send_h2(conn, req, |d| bytes += d.len() as u64).await?;
-    Ok((r.status, bytes))
+    Ok((r.status, bytes, false))
 }
 
 /// What an HTTP/2 response brought: its status and headers, its body's data frames

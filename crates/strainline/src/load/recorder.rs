@@ -119,7 +119,15 @@ pub struct Tally {
     /// Messages the replies brought, where a reply is a stream of them (gRPC).
     #[serde(default)]
     pub messages: u64,
+    /// HTTP/1.1 responses whose body came at least [`LATE_TAIL`] after their head, in a
+    /// later read: a response written in two segments, the second held back.
+    #[serde(default)]
+    pub late_tails: u64,
 }
+
+/// How long after its head a response's body must come to be a late tail: less than
+/// Linux's 40 ms delayed-ACK minimum, more than a loopback round trip.
+pub const LATE_TAIL: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// A histogram as base64 of its V2 encoding (HdrHistogram's interchange format).
 pub mod hdr {
@@ -217,6 +225,7 @@ impl Default for Tally {
             duplicates: 0,
             delivery: histogram(),
             messages: 0,
+            late_tails: 0,
         }
     }
 }
@@ -263,6 +272,7 @@ impl Tally {
         d.duplicates = d.duplicates.saturating_sub(part.duplicates);
         let _ = d.delivery.subtract(&part.delivery);
         d.messages = d.messages.saturating_sub(part.messages);
+        d.late_tails = d.late_tails.saturating_sub(part.late_tails);
         d
     }
 
@@ -295,6 +305,7 @@ impl Tally {
         self.duplicates += o.duplicates;
         let _ = self.delivery.add(&o.delivery);
         self.messages += o.messages;
+        self.late_tails += o.late_tails;
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -442,6 +453,11 @@ impl Recorder {
     /// A reply brought `n` messages (a gRPC stream).
     pub fn messages(&mut self, n: u64) {
         self.interval.messages += n;
+    }
+
+    /// A response's body came late after its head ([`LATE_TAIL`]).
+    pub fn late_tail(&mut self) {
+        self.interval.late_tails += 1;
     }
 
     /// A subscriber subscribed (`late`: after the clock started).

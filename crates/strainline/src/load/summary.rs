@@ -69,6 +69,9 @@ pub struct LoadSummary {
     /// Messages the replies brought, where replies are streams of them (gRPC).
     #[serde(skip_serializing_if = "is_zero")]
     pub messages_received: u64,
+    /// HTTP/1.1 responses whose body came 30 ms or more after their head.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub late_tails: u64,
     /// From the intended send time (open model); equal to service time in the closed model.
     pub latency_us: Percentiles,
     /// From the actual send.
@@ -264,6 +267,7 @@ pub fn summarize(
             .collect(),
         bytes_received: t.bytes_received,
         messages_received: t.messages,
+        late_tails: t.late_tails,
         latency_us: percentiles(&t.corrected),
         service_time_us: percentiles(&t.service),
         schedule_lag_us: percentiles(&t.lag),

@@ -225,6 +225,9 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
     if let Some(line) = accept_queue(o) {
         notes.push(line);
     }
+    if let Some(line) = delayed_ack(o) {
+        notes.push(line);
+    }
     if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
         evidence.push(format!(
             "{n} connections failed for lack of local resources (ports, file descriptors)"
@@ -253,6 +256,17 @@ pub fn accept_queue(o: &Outcome) -> Option<String> {
             o.connections_ready, o.connections_asked
         )
     })
+}
+
+/// The delayed-ACK signature, when the run's responses show it.
+pub fn delayed_ack(o: &Outcome) -> Option<String> {
+    let t = &o.total;
+    let p50 = if t.service.is_empty() {
+        0.0
+    } else {
+        t.service.value_at_quantile(0.5) as f64 / 1e3
+    };
+    crate::analysis::signatures::delayed_ack(t.late_tails, t.completed, p50)
 }
 
 /// A run on agents: each agent judged its own generator; one that was the limit, or

@@ -288,14 +288,22 @@ impl ThreadReader {
                 let cpu = (clocks[0].saturating_sub(t.clocks[0]) as f64 / 1e9).min(dt);
                 let queued = (clocks[1].saturating_sub(t.clocks[1]) as f64 / 1e9).min(dt - cpu);
                 t.clocks = clocks;
+                let was_running = t.running;
                 if !Self::read_state(t, &mut self.buf, &mut self.sockets) {
                     gone.push(tid);
                     continue;
                 }
+                // Runnable at both ticks: the time not yet in its clocks is a wait for a
+                // CPU (the run-queue clock moves only when it gets one).
+                let rest = if was_running && t.running {
+                    State::RunQueue
+                } else {
+                    t.reason
+                };
                 this = [
                     (State::OnCpu, cpu),
                     (State::RunQueue, queued),
-                    (t.reason, dt - cpu - queued),
+                    (rest, dt - cpu - queued),
                 ];
             }
             if let (false, Some(word)) = (t.running, t.futex) {

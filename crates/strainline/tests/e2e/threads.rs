@@ -189,3 +189,87 @@ fn a_slow_acceptor_in_rounds_is_named_the_targets_accept_queue_once() {
     assert_has(&text, "the target did not accept the rest in time");
     assert!(!text.contains("generator-bound"), "{text}");
 }
+
+/// Loads `server` (started on a free port given as its last argument) over two
+/// connections back to back for 2 s; the output and the JSON summary.
+fn two_connections_against(
+    mut server: std::process::Command,
+    what: &str,
+) -> (String, serde_json::Value) {
+    let port = free_port();
+    server.arg(port.to_string());
+    let _srv = serving(server, ("127.0.0.1", port), what);
+    let url = format!("http://127.0.0.1:{port}/");
+    let s = Scratch::new();
+    let json = s.path("load.json");
+    let out = s.run(&[
+        "load",
+        &url,
+        "-c",
+        "2",
+        "-z",
+        "2s",
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (stdout(&out), doc["summary"].clone())
+}
+
+fn python(nodelay: bool) -> std::process::Command {
+    let mut c = std::process::Command::new("/usr/bin/python3");
+    c.arg(format!(
+        "{}/tests/fixtures/threaded_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    if nodelay {
+        c.env("NODELAY", "1");
+    }
+    c
+}
+
+fn jdk(nodelay: bool) -> std::process::Command {
+    let mut c = std::process::Command::new("java");
+    c.arg(format!("-Dsun.net.httpserver.nodelay={nodelay}"))
+        .arg(format!(
+            "{}/tests/fixtures/JdkServer.java",
+            env!("CARGO_MANIFEST_DIR")
+        ));
+    c
+}
+
+/// CPython's http.server and the JDK's HttpServer write a response's head and body in
+/// two writes; without TCP_NODELAY the body waits for strainline's delayed ACK (40 ms on
+/// Linux). Over two connections back to back (closed model) — past a connection's first
+/// few segments, which Linux acknowledges at once, every ACK is delayed — the signature
+/// is named from the responses themselves (bodies 30 ms or more after their heads); with
+/// TCP_NODELAY set in the same servers it disappears, and so do the 40 ms.
+#[test]
+fn nagle_meeting_delayed_acks_is_named_and_tcp_nodelay_makes_it_disappear() {
+    let _bench = loaded();
+    for (name, server) in [("python3", python as fn(bool) -> _), ("the JDK", jdk)] {
+        let (text, summary) = two_connections_against(server(false), name);
+        let (late, ok) = (
+            summary["late_tails"].as_u64().unwrap_or(0),
+            summary["ok"].as_u64().unwrap(),
+        );
+        let p50 = summary["service_time_us"]["p50"].as_f64().unwrap() / 1e3;
+        assert!(
+            late * 2 >= ok && (38.0..60.0).contains(&p50),
+            "{name}: {late} of {ok}, p50 {p50} ms\n{text}"
+        );
+        assert_has(
+            &text,
+            &format!("Nagle's algorithm meeting delayed ACKs: {late} of {ok} responses"),
+        );
+        let (text, summary) = two_connections_against(server(true), name);
+        let p50 = summary["service_time_us"]["p50"].as_f64().unwrap() / 1e3;
+        assert!(
+            summary.get("late_tails").is_none() && p50 < 20.0,
+            "{name} with TCP_NODELAY: p50 {p50} ms\n{text}"
+        );
+        assert!(!text.contains("Nagle"), "{text}");
+    }
+}
