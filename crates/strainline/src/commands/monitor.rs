@@ -128,13 +128,10 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     crate::live::new_case(&command.join(" "), None);
 
     let mut states = crate::monitor::threads::ThreadReader::default();
-    let detail_every = every(DETAIL_PERIOD);
-    let mut ticks = 0u64;
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
         let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
-        states.tick(&pids, ticks.is_multiple_of(detail_every), Instant::now());
-        ticks += 1;
+        states.tick(&pids, Instant::now());
         crate::live::sample(&s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {

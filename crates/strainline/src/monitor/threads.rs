@@ -19,6 +19,14 @@ pub use crate::measure::threads::{State, Tally};
 /// Threads followed at most: each keeps three files open.
 pub const MAX_THREADS: usize = 1024;
 
+/// Thread states are read at most this often, whatever the monitor's interval: their
+/// clocks are exact at any period, and 20 readings a second place the off-CPU time
+/// well enough; at a 10 ms interval this keeps them to a fifth of the ticks.
+pub const PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+/// The processes' threads are listed again this often (a thread that lives less may
+/// not be seen).
+pub const RELIST: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The group a thread's name belongs to: trailing digits after a separator removed
 /// (`worker-3`, `pool-1-thread-7`, `GC Thread#0`), a name without one kept
 /// (`python3`).
@@ -241,6 +249,7 @@ pub struct ThreadReader {
     threads: HashMap<u32, Thread>,
     pub tally: Tally,
     last: Option<Instant>,
+    listed: Option<Instant>,
     buf: Vec<u8>,
     sockets: Sockets,
 }
@@ -251,13 +260,24 @@ fn parse_clocks(text: &str) -> Option<[u64; 3]> {
 }
 
 impl ThreadReader {
-    /// One tick over the processes `pids`; `relist` looks for threads that started
-    /// (and processes that joined) since the last listing.
-    pub fn tick(&mut self, pids: &[u32], relist: bool, now: Instant) {
+    /// One tick over the processes `pids` (none when the last was less than
+    /// [`PERIOD`] ago); every [`RELIST`] it also looks for threads that started and
+    /// processes that joined.
+    pub fn tick(&mut self, pids: &[u32], now: Instant) {
+        if self
+            .last
+            .is_some_and(|l| now.saturating_duration_since(l) < PERIOD)
+        {
+            return;
+        }
         if self.buf.is_empty() {
             self.buf = vec![0; 1024];
         }
-        if relist {
+        if self
+            .listed
+            .is_none_or(|l| now.saturating_duration_since(l) >= RELIST)
+        {
+            self.listed = Some(now);
             self.relist(pids);
         }
         let dt = self
@@ -530,10 +550,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[me], true, Instant::now());
+        r.tick(&[me], Instant::now());
         for _ in 0..6 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[me], false, Instant::now());
+            r.tick(&[me], Instant::now());
         }
         drop(held);
         for w in waiters {
@@ -571,10 +591,10 @@ mod tests {
             .unwrap();
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[me], true, Instant::now());
+        r.tick(&[me], Instant::now());
         for _ in 0..10 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[me], false, Instant::now());
+            r.tick(&[me], Instant::now());
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();

@@ -232,11 +232,9 @@ impl Watcher {
                 Ok(())
             })
         });
-        let detail_every = every(DETAIL_PERIOD);
         let thread = std::thread::spawn(move || {
             let mut next = Instant::now();
             let mut states = ThreadReader::default();
-            let mut ticks = 0u64;
             loop {
                 let (s, exit) = tick(&mut sampler, root, Reap::Adopted { me });
                 if let Some(o) = &observer {
@@ -247,8 +245,7 @@ impl Watcher {
                 }
                 let tree = sampler.members();
                 let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
-                states.tick(&pids, ticks.is_multiple_of(detail_every), Instant::now());
-                ticks += 1;
+                states.tick(&pids, Instant::now());
                 let mut shared = shared2.lock().unwrap();
                 shared.threads.clone_from(&states.tally);
                 if let Some(e) = exit {
