@@ -4,6 +4,8 @@
 //! [`Breakdown`], so each rule is checked against the figures it names.
 
 use crate::measure::threads::{Breakdown, GroupRates, State, States};
+// Thread names are the target's text: one line, escapes shown.
+use crate::units::one_line;
 
 /// A group whose threads ran at least this many cores' worth took part in the work (a
 /// millisecond a second: threads blocked on storage or a downstream barely run).
@@ -37,14 +39,16 @@ fn noun(n: u32) -> &'static str {
 pub fn limit(b: &Breakdown) -> Option<String> {
     // A pool: every thread of a group busy nearly all the time, mostly not on a CPU
     // (a pool on a CPU all the time is a CPU limit, named from the CPU figures).
-    if let Some(g) = b.groups.iter().find(|g| {
-        g.all_busy >= POOL_FULL && g.states.on_cpu < 0.5 * g.threads as f64 && g.threads >= 1
-    }) {
+    if let Some(g) = b
+        .groups
+        .iter()
+        .find(|g| g.all_busy >= POOL_FULL && g.states.on_cpu < 0.5 * g.threads as f64)
+    {
         let (wait, secs) = g.states.dominant_wait();
         return Some(format!(
             "a pool: all {} `{}` {} were busy {:.0}% of the step ({} {:.2} thread-s/s, on CPU {:.2}) — requests queue for a free thread; more threads, or a shorter {}",
             g.threads,
-            g.name,
+            one_line(&g.name),
             noun(g.threads),
             100.0 * g.all_busy,
             wait.label(),
@@ -73,12 +77,15 @@ pub fn limit(b: &Breakdown) -> Option<String> {
         format!(
             "the target's {} `{}` {}",
             top.threads,
-            top.name,
+            one_line(&top.name),
             noun(top.threads)
         )
     } else {
         let n: u32 = work.iter().map(|g| g.threads).sum();
-        format!("the target's {n} working threads (most in `{}`)", top.name)
+        format!(
+            "the target's {n} working threads (most in `{}`)",
+            one_line(&top.name)
+        )
     };
     Some(match wait {
         State::Lock => format!(

@@ -130,8 +130,10 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     let mut states = crate::monitor::threads::ThreadReader::default();
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
-        let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
-        states.tick(&pids, Instant::now());
+        if states.due(Instant::now()) {
+            let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
+            states.tick(&pids, Instant::now());
+        }
         crate::live::sample(&s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {

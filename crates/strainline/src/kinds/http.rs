@@ -254,16 +254,17 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
 /// drives: its accept queue, when it kept connections from opening; the delayed-ACK
 /// signature.
 fn findings(r: &mut CaseResult, run: &Run) {
-    for line in [
-        verdict::accept_queue(&run.outcome),
-        verdict::delayed_ack(&run.outcome),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        // Each finding once a case: its first words name it.
-        let name: String = line.chars().take(24).collect();
-        if !r.table.iter().any(|l| l.starts_with(&name)) {
+    for (name, line) in [
+        (
+            "the target's accept queue",
+            verdict::accept_queue(&run.outcome),
+        ),
+        ("Nagle's algorithm", verdict::delayed_ack(&run.outcome)),
+    ] {
+        // Each finding once a case: the words it begins with name it.
+        let Some(line) = line else { continue };
+        debug_assert!(line.starts_with(name), "{line}");
+        if !r.table.iter().any(|l| l.starts_with(name)) {
             r.table.push(line);
         }
     }

@@ -177,8 +177,7 @@ impl States {
 }
 
 /// The threads of one name (trailing numbers removed: `worker-3` is `worker`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Group {
     /// The most threads of this name seen at one tick.
     pub threads: u32,

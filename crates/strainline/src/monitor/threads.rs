@@ -3,8 +3,8 @@
 //! events, a socket, storage, a timer). When no resource is saturated, this is what names
 //! the limit (*Systems Performance*'s thread-state analysis; `analysis::threads` judges).
 //!
-//! Cost: each tick reads one small file per thread, `schedstat`, whose clocks give the
-//! time on a CPU and in the run queue exactly. `stat` and `syscall` are read only for
+//! Cost: each reading (at most every [`PERIOD`]) reads one small file per thread,
+//! `schedstat`, whose clocks give the time on a CPU and in the run queue exactly. `stat` and `syscall` are read only for
 //! threads that ran since the last tick: a thread that did not is still in the same wait.
 //! What is sampled is the reason for the off-CPU time of threads that ran: the wait they
 //! are in at the tick (or, caught running, the wait they were last seen in).
@@ -260,15 +260,19 @@ fn parse_clocks(text: &str) -> Option<[u64; 3]> {
 }
 
 impl ThreadReader {
-    /// One tick over the processes `pids` (none when the last was less than
-    /// [`PERIOD`] ago); every [`RELIST`] it also looks for threads that started and
-    /// processes that joined.
-    pub fn tick(&mut self, pids: &[u32], now: Instant) {
-        if self
-            .last
-            .is_some_and(|l| now.saturating_duration_since(l) < PERIOD)
-        {
-            return;
+    /// Whether a reading is due at `now`: none yet, or the last [`PERIOD`] ago. A
+    /// caller asks before gathering the tree's pids (and publishing the tally).
+    pub fn due(&self, now: Instant) -> bool {
+        self.last
+            .is_none_or(|l| now.saturating_duration_since(l) >= PERIOD)
+    }
+
+    /// One reading over the processes `pids` (nothing when not [`Self::due`]); every
+    /// [`RELIST`] it also looks for threads that started and processes that joined.
+    /// Returns whether it read.
+    pub fn tick(&mut self, pids: &[u32], now: Instant) -> bool {
+        if !self.due(now) {
+            return false;
         }
         if self.buf.is_empty() {
             self.buf = vec![0; 1024];
@@ -348,7 +352,13 @@ impl ThreadReader {
                 }
             };
             this[2].0 = settle(this[2].0);
-            let g = self.tally.groups.entry(t.group.clone()).or_default();
+            // The group's name is copied only the first time it is seen.
+            if !self.tally.groups.contains_key(&t.group) {
+                self.tally
+                    .groups
+                    .insert(t.group.clone(), Default::default());
+            }
+            let g = self.tally.groups.get_mut(&t.group).expect("inserted above");
             for (state, secs) in this {
                 g.states.add(state, secs);
             }
@@ -367,6 +377,7 @@ impl ThreadReader {
             self.threads.remove(&tid);
         }
         self.tally.seconds += dt;
+        true
     }
 
     /// Reads where a thread that ran is now: running, or blocked and why. False when
@@ -498,6 +509,53 @@ mod tests {
         for odd in ["", "running", "-1 0x7ffc 0x7f00", "x y z", "99999 0x1"] {
             assert_eq!(classify(odd, none), State::Other, "{odd:?}");
         }
+    }
+
+    /// Known truth from the kernel: a thread blocked reading a connection it opened
+    /// waits downstream (`socket`); one reading a connection its listener accepted waits
+    /// for the client's next request (`idle`); one waiting for a child process, `child`.
+    #[test]
+    fn socket_reads_are_told_from_waits_for_a_client_and_for_a_child() {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut opened = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut accepted, _) = listener.accept().unwrap();
+        let reading = |name: &str, mut s: std::net::TcpStream| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    let mut b = [0u8; 1];
+                    let _ = s.read(&mut b);
+                })
+                .unwrap()
+        };
+        let down = reading("down-0", opened.try_clone().unwrap());
+        let client = reading("client-0", accepted.try_clone().unwrap());
+        let child = std::thread::Builder::new()
+            .name("child-0".into())
+            .spawn(|| {
+                let _ = std::process::Command::new("sleep").arg("0.6").status();
+            })
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut r = ThreadReader::default();
+        let me = std::process::id();
+        r.tick(&[me], Instant::now());
+        for _ in 0..6 {
+            std::thread::sleep(PERIOD);
+            r.tick(&[me], Instant::now());
+        }
+        use std::io::Write;
+        opened.write_all(b"x").unwrap();
+        accepted.write_all(b"x").unwrap();
+        for t in [down, client, child] {
+            t.join().unwrap();
+        }
+        let b = r.tally.since(&Tally::default());
+        let g = |n: &str| b.groups.iter().find(|g| g.name == n).unwrap().states;
+        assert!(g("down").socket > 0.9, "{:?}", g("down"));
+        assert!(g("client").idle > 0.9, "{:?}", g("client"));
+        assert!(g("child").child > 0.9, "{:?}", g("child"));
     }
 
     #[test]

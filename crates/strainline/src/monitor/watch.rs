@@ -244,10 +244,15 @@ impl Watcher {
                     let _ = f.push(s.clone());
                 }
                 let tree = sampler.members();
-                let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
-                states.tick(&pids, Instant::now());
+                let now = Instant::now();
+                let read = states.due(now) && {
+                    let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
+                    states.tick(&pids, now)
+                };
                 let mut shared = shared2.lock().unwrap();
-                shared.threads.clone_from(&states.tally);
+                if read {
+                    shared.threads.clone_from(&states.tally);
+                }
                 if let Some(e) = exit {
                     shared.daemonised = e.code == Some(0) && !tree.is_empty() && !shared.stopping;
                     shared.root_exit = Some(e);

@@ -30,7 +30,9 @@ fn write_thread_states(
     }
     writeln!(out, "{head}")?;
     for g in &b.groups {
-        let mut line = format!("  {:<16} {:>7}", g.name, g.threads);
+        // A thread names itself: its name is the target's text, escapes shown.
+        let name = crate::units::one_line(&g.name);
+        let mut line = format!("  {name:<16} {:>7}", g.threads);
         for st in &shown {
             line.push_str(&format!(" {:>10.2}", g.states.get(*st)));
         }
@@ -176,7 +178,7 @@ pub fn write_summary(
             } else {
                 &p.cmdline
             };
-            let cmd: String = cmd.chars().take(60).collect();
+            let cmd: String = crate::units::one_line(cmd).chars().take(60).collect();
             let children = if p.children_cpu_seconds > 0.0 || p.children_peak_rss > 0 {
                 let peak = if p.children_peak_rss > 0 {
                     format!(", peak {}", Bytes(p.children_peak_rss))
@@ -275,6 +277,30 @@ pub fn csv_field(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A target names its threads (and writes its command line): an escape sequence or a
+    /// line break there reaches the summary as text, not as a terminal control.
+    #[test]
+    fn hostile_thread_names_print_as_text() {
+        use crate::measure::threads::{Breakdown, GroupRates, State, States};
+        let mut states = States::default();
+        states.add(State::OnCpu, 1.0);
+        let b = Breakdown {
+            seconds: 1.0,
+            groups: vec![GroupRates {
+                name: "\x1b]0;owned\x07\x1b[2J\nfake".into(),
+                threads: 1,
+                states,
+                all_busy: 1.0,
+            }],
+        };
+        let mut out = Vec::new();
+        write_thread_states(&mut out, &b).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.contains("\\u{1b}[2J\\u{a}fake"), "{text}");
+    }
 
     #[test]
     fn csv_quotes_awkward_names() {

@@ -49,7 +49,7 @@ struct Server {
     /// The lock `--lock-hold` holds.
     lock: Mutex<()>,
     /// Where `--pool` hands its pushes.
-    pool: Option<Mutex<std::sync::mpsc::Sender<Job>>>,
+    pool: Option<std::sync::mpsc::Sender<Job>>,
     /// The file `--fsync-bytes` writes to, and where the next write goes.
     journal: Option<(std::fs::File, AtomicU64)>,
     start: Instant,
@@ -116,7 +116,8 @@ fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
 /// Where `--fsync-bytes` wraps around.
 const JOURNAL_BYTES: u64 = 64 << 20;
 
-fn digest_seed(body: &[u8]) -> u8 {
+/// The byte `--fsync-bytes` writes: from the body, so the write is not all zeroes.
+fn journal_byte(body: &[u8]) -> u8 {
     body.first().copied().unwrap_or(0) | 1
 }
 
@@ -168,7 +169,7 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
                     std::thread::sleep(s2.knobs.delay);
                     let _ = tx.send(push(&s2, &id, body));
                 });
-                let _ = pool.lock().unwrap().send(job);
+                let _ = pool.send(job);
                 return rx.await.unwrap_or_else(|_| {
                     reply(StatusCode::INTERNAL_SERVER_ERROR, "the pool stopped\n")
                 });
@@ -262,7 +263,7 @@ fn push(s: &Server, id: &str, body: Bytes) -> Response<Full<Bytes>> {
         use std::os::unix::fs::FileExt;
         let at = next.fetch_add(n as u64, Relaxed) % JOURNAL_BYTES;
         let _ = file
-            .write_all_at(&vec![digest_seed(&body); n], at)
+            .write_all_at(&vec![journal_byte(&body); n], at)
             .and_then(|_| file.sync_data());
     }
     let digest = work::hash_units(s.knobs.units_per_push(), body.first().copied().unwrap_or(0));
@@ -382,7 +383,7 @@ async fn serve(knobs: Knobs) -> i32 {
                 })
                 .expect("a pool thread");
         }
-        Mutex::new(tx)
+        tx
     });
     let server = Arc::new(Server {
         lock: Mutex::new(()),
