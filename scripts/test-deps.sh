@@ -11,7 +11,7 @@
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
 # redis-server (a target that daemonises), python3-websockets and python3-grpcio (a
-# WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), a JDK (its built-in HTTP server), openssl (its s_client plays a stranger at an
+# WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
 # agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
@@ -42,6 +42,8 @@ command -v mosquitto >/dev/null || need+=(mosquitto)
 command -v mosquitto_passwd >/dev/null || need+=(mosquitto)
 # The JDK's built-in HTTP server, a target we did not write (its responses meet delayed ACKs).
 command -v java >/dev/null || need+=(default-jdk-headless)
+# Node's http2 module (nghttp2 inside), an HTTP/2 server we did not write.
+command -v node >/dev/null || need+=(nodejs)
 # The Kubernetes API's own schemas, offline: the agents' manifest is validated against them.
 python3 -c 'import kubernetes_validate' 2>/dev/null \
   || python3 -m pip install --quiet --break-system-packages kubernetes-validate==1.37.0

@@ -153,7 +153,7 @@ impl Client {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
             Client::WebSocket(t) => ws::connect(t, &template.headers).await.map(Conn::WebSocket),
             Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
-            Client::Grpc(t) => http::connect(&t.http).await.map(Conn::Http),
+            Client::Grpc(t) => http::connect_hyper(&t.http).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
         }
     }
@@ -286,7 +286,8 @@ impl Client {
         }
     }
 
-    /// The template's HTTP/1.1 requests as bytes (empty for other protocols).
+    /// The template's requests as prepared (HTTP/1.1's bytes, HTTP/2's header blocks;
+    /// empty for other protocols).
     pub fn prepared(&self) -> &[Bytes] {
         match self {
             Client::Http { prepared, .. } => prepared,

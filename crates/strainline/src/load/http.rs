@@ -32,9 +32,6 @@ pub struct Target {
 pub struct Template {
     pub method: Method,
     pub path: Uri,
-    /// The whole URL, for HTTP/2's requests: made once, not formatted and parsed again
-    /// for every request.
-    pub absolute: Option<Uri>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Body,
 }
@@ -66,9 +63,10 @@ impl Body {
 }
 
 impl Template {
-    /// The HTTP/1.1 requests as bytes on the wire: one per distinct body (a random
-    /// body pool gives several), made once before the run.
-    pub fn prepare_h1(&self, target: &Target) -> Vec<Bytes> {
+    /// The requests as prepared before the run: HTTP/1.1's bytes on the wire, or
+    /// HTTP/2's header blocks (the body is sent from the template); one per distinct
+    /// body (a random body pool gives several).
+    pub fn prepare(&self, target: &Target) -> Vec<Bytes> {
         let bodies: Vec<Bytes> = match &self.body {
             Body::Empty => vec![Bytes::new()],
             Body::Fixed(b) => vec![b.clone()],
@@ -78,20 +76,20 @@ impl Template {
         bodies
             .into_iter()
             .map(|body| {
+                if target.http2 {
+                    return Bytes::from(h2_block(
+                        &self.method,
+                        &path,
+                        target,
+                        &self.headers,
+                        &body,
+                    ));
+                }
                 let mut w = Vec::with_capacity(256 + body.len());
                 write_h1(&self.method, &path, target, &self.headers, &body, &mut w);
                 Bytes::from(w)
             })
             .collect()
-    }
-
-    /// The request as hyper wants it (HTTP/2).
-    pub fn build(&self, target: &Target, seq: u64) -> Request<Full<Bytes>> {
-        let uri = match &self.absolute {
-            Some(u) => u.clone(),
-            None => absolute(target, &self.path.to_string()),
-        };
-        hyper_request(&self.method, uri, &self.headers, self.body.pick(seq))
     }
 }
 
@@ -156,6 +154,26 @@ fn write_h1(
     w.extend_from_slice(body);
 }
 
+/// An HTTP/2 request's header block (see [`super::h2::encode`]).
+fn h2_block(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Vec<u8> {
+    let length = sends_length(method, body).then_some(body.len());
+    let https = target.tls.is_some();
+    super::h2::encode(
+        method.as_str(),
+        https,
+        target.host_header.as_bytes(),
+        path,
+        headers,
+        length,
+    )
+}
+
 /// Builds a hyper request (HTTP/2 wants the full URI: it carries :scheme and :authority).
 /// `path` on `target` as an absolute URI (what hyper's HTTP/2 client sends).
 pub fn absolute(target: &Target, path: &str) -> Uri {
@@ -202,8 +220,10 @@ pub struct Conn {
 enum Kind {
     /// HTTP/1.1: strainline's own lean client.
     H1(super::h1::H1),
-    /// HTTP/2: hyper.
-    H2(http2::SendRequest<Full<Bytes>>),
+    /// HTTP/2: strainline's own lean client, a handle per stream loop.
+    H2(super::h2::H2),
+    /// HTTP/2 through hyper, for gRPC (trailers and messages).
+    Hyper(http2::SendRequest<Full<Bytes>>),
 }
 
 impl Conn {
@@ -215,6 +235,10 @@ impl Conn {
                 kind: Kind::H2(s.clone()),
                 fd: self.fd,
             }),
+            Kind::Hyper(s) => Some(Conn {
+                kind: Kind::Hyper(s.clone()),
+                fd: self.fd,
+            }),
             Kind::H1(_) => None,
         }
     }
@@ -223,6 +247,7 @@ impl Conn {
         match &self.kind {
             Kind::H1(h) => !h.reusable,
             Kind::H2(s) => s.is_closed(),
+            Kind::Hyper(s) => s.is_closed(),
         }
     }
 }
@@ -276,15 +301,24 @@ pub(super) async fn open_stream(
 pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
     let (stream, fd) = open_stream(t.addr, &t.tls).await?;
     let kind = if t.http2 {
-        let send = match stream {
-            super::h1::Stream::Tcp(s) => h2_handshake(TokioIo::new(s)).await?,
-            super::h1::Stream::Tls(s) => h2_handshake(TokioIo::new(s)).await?,
-        };
-        Kind::H2(send)
+        Kind::H2(super::h2::H2::handshake(stream).await?)
     } else {
         Kind::H1(super::h1::H1::new(stream))
     };
     Ok(Conn { kind, fd })
+}
+
+/// Opens an HTTP/2 connection through hyper's client (gRPC's: trailers, messages).
+pub async fn connect_hyper(t: &Target) -> Result<Conn, ErrorKind> {
+    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
+    let send = match stream {
+        super::h1::Stream::Tcp(s) => h2_handshake(TokioIo::new(s)).await?,
+        super::h1::Stream::Tls(s) => h2_handshake(TokioIo::new(s)).await?,
+    };
+    Ok(Conn {
+        kind: Kind::Hyper(send),
+        fd,
+    })
 }
 
 async fn h2_handshake<I>(io: TokioIo<I>) -> Result<http2::SendRequest<Full<Bytes>>, ErrorKind>
@@ -322,8 +356,8 @@ pub async fn send(
     target: &Target,
     out: Outgoing<'_>,
 ) -> Result<(u16, u64, bool), ErrorKind> {
-    if let Kind::H1(h) = &mut conn.kind {
-        return match out {
+    match &mut conn.kind {
+        Kind::H1(h) => match out {
             Outgoing::Template(t, prepared, seq) => {
                 let req = &prepared[(seq % prepared.len() as u64) as usize];
                 h.exchange(req, t.method == Method::HEAD).await
@@ -333,20 +367,22 @@ pub async fn send(
                 write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
                 h.exchange(&w, r.method == Method::HEAD).await
             }
-        };
+        },
+        Kind::H2(h) => {
+            let (status, bytes) = match out {
+                Outgoing::Template(t, prepared, seq) => {
+                    let block = &prepared[(seq % prepared.len() as u64) as usize];
+                    h.exchange(block, t.body.pick(seq)).await?
+                }
+                Outgoing::Rendered(r) => {
+                    let block = h2_block(&r.method, &r.path, target, &r.headers, &r.body);
+                    h.exchange(&block, r.body.clone()).await?
+                }
+            };
+            Ok((status, bytes, false))
+        }
+        Kind::Hyper(_) => Err(ErrorKind::Protocol),
     }
-    let req = match out {
-        Outgoing::Template(t, _, seq) => t.build(target, seq),
-        Outgoing::Rendered(r) => hyper_request(
-            &r.method,
-            absolute(target, &r.path),
-            &r.headers,
-            r.body.clone(),
-        ),
-    };
-    let mut bytes = 0u64;
-    let r = send_h2(conn, req, |d| bytes += d.len() as u64).await?;
-    Ok((r.status, bytes, false))
 }
 
 /// What an HTTP/2 response brought: its status and headers, its body's data frames
@@ -364,7 +400,7 @@ pub async fn send_h2(
     req: Request<Full<Bytes>>,
     mut data: impl FnMut(&Bytes),
 ) -> Result<H2Response, ErrorKind> {
-    let Kind::H2(s) = &mut conn.kind else {
+    let Kind::Hyper(s) = &mut conn.kind else {
         return Err(ErrorKind::Protocol);
     };
     s.ready().await.map_err(|e| hyper_kind(&e))?;

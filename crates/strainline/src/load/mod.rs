@@ -10,6 +10,7 @@ mod command;
 pub mod driver;
 pub mod grpc;
 mod h1;
+mod h2;
 pub mod http;
 pub mod mqtt;
 mod progress;

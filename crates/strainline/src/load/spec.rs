@@ -470,12 +470,9 @@ fn template(
         .unwrap_or("/")
         .parse()
         .map_err(|e| bad(format!("URL path: {e}")))?;
-    // An http(s) URL is what an HTTP/2 request carries, whole.
-    let absolute = matches!(uri.scheme_str(), Some("http" | "https")).then(|| uri.clone());
     Ok(Template {
         method,
         path,
-        absolute,
         headers: parsed,
         body,
     })
@@ -577,7 +574,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             let template = template(&uri, method, headers, body)?;
             // The requests' bytes, made once and shared by every worker (a 64 MiB body
             // was copied per worker and per pool entry: 1.6 GB at 8 MiB).
-            let prepared = Arc::new(template.prepare_h1(&target));
+            let prepared = Arc::new(template.prepare(&target));
             Ok((Client::Http { target, prepared }, template, body))
         }
     }

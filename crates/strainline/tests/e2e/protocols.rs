@@ -736,3 +736,70 @@ fn a_broker_and_a_grpc_server_that_stall_show_it_from_the_intended_time() {
         a_stall_shows(&doc["summary"], "gRPC call");
     });
 }
+
+/// Node's `http2` module (nghttp2 inside) serving h2c on a free port
+/// (`tests/fixtures/h2_server.js`).
+fn node_h2_server() -> (KillOnDrop, u16) {
+    let port = free_port();
+    let script = format!("{}/tests/fixtures/h2_server.js", env!("CARGO_MANIFEST_DIR"));
+    let mut c = Command::new("node");
+    c.args([script.as_str(), &port.to_string()]);
+    (serving(c, ("127.0.0.1", port), "node"), port)
+}
+
+/// strainline's own HTTP/2 client against a server no one here wrote: statuses HPACK
+/// sends Huffman-coded counted exactly (every 20th is a 502), in the closed model with
+/// streams and in the open model; bodies larger than HTTP/2's default window sent and
+/// received whole.
+#[test]
+fn http2_statuses_and_bodies_are_counted_exactly_against_nodes_server() {
+    let _l = loaded();
+    let (_srv, port) = node_h2_server();
+    let s = Scratch::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mix = format!("{base}/mix");
+    let (out, doc) = load(
+        &s,
+        &[&mix, "--http2", "-c", "4", "--streams", "8", "-n", "2000"],
+    );
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["sent"]), 2000, "{}", stdout(&out));
+    assert_eq!(n(&sum["by_status"]["201"]), 1900, "{}", stdout(&out));
+    assert_eq!(n(&sum["by_status"]["502"]), 100);
+    assert_eq!(n(&sum["bytes_received"]), 2000 * 5);
+    assert_eq!(n(&sum["connections_opened"]), 4);
+    // The open model, on the connections its rate needs: requests 2001..3000.
+    let (out, doc) = load(&s, &[&mix, "--http2", "-q", "500", "-z", "2s"]);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["sent"]), 1000, "{}", stdout(&out));
+    assert_eq!(n(&sum["by_status"]["201"]), 950, "{}", stdout(&out));
+    assert_eq!(n(&sum["by_status"]["502"]), 50);
+    // 200,000-byte bodies (three times the default window) echoed back whole.
+    let echo = format!("{base}/echo");
+    let (out, doc) = load(
+        &s,
+        &[
+            &echo,
+            "--http2",
+            "-c",
+            "2",
+            "--streams",
+            "2",
+            "-n",
+            "40",
+            "-m",
+            "POST",
+            "--body-bytes",
+            "200000",
+        ],
+    );
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["ok"]), 40, "{}", stdout(&out));
+    assert_eq!(n(&sum["bytes_received"]), 40 * 200_000);
+    let (out, doc) = load(
+        &s,
+        &[&format!("{base}/big"), "--http2", "-c", "2", "-n", "20"],
+    );
+    assert_eq!(n(&doc["summary"]["ok"]), 20, "{}", stdout(&out));
+    assert_eq!(n(&doc["summary"]["bytes_received"]), 20 << 20);
+}
