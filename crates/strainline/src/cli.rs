@@ -311,8 +311,9 @@ pub struct LoadArgs {
     /// Speak HTTP/2 (prior knowledge on http://, ALPN on https://).
     #[arg(long)]
     pub http2: bool,
-    /// With --http2 in the closed model: requests in flight on each connection, each on
-    /// its own stream (h2load's -m); -c 10 --streams 10 keeps 100 requests in flight.
+    /// With --http2 (or gRPC): requests in flight on each connection, each on its own
+    /// stream (h2load's -m). Closed model: -c 10 --streams 10 keeps 100 requests in
+    /// flight; open model: the pool's connections carry up to M requests each.
     #[arg(long, value_name = "M", default_value_t = 1)]
     pub streams: usize,
     /// Accept any TLS certificate (self-signed test servers).

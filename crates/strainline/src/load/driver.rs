@@ -693,7 +693,7 @@ struct Pool {
     /// Idle connections asked to close.
     close: Cell<usize>,
     done: Cell<bool>,
-    /// The most connections it may open.
+    /// The most requests it may have in flight: connections × streams.
     cap: usize,
     /// The target's service time: recent (a moving average over the last ~16
     /// responses) and the lowest mean of a window of [`SATURATION_WINDOW`] (≥ 20
@@ -704,11 +704,28 @@ struct Pool {
     window: Cell<(f64, u32)>,
     /// What each schedule position sends, when not the template.
     requests: Option<Arc<Requests>>,
+    /// Requests in flight on one connection at most (HTTP/2 streams; 1 otherwise).
+    streams: usize,
+    /// The pool's multiplexed connections, each with the tasks riding it.
+    carried: RefCell<Vec<(Conn, Rc<Cell<usize>>)>>,
+    /// Multiplexed connections being opened: the streams they still have spare, and
+    /// what the tasks waiting to ride them wait on.
+    opening_carriers: RefCell<Vec<Rc<Opening>>>,
 }
 
+/// A multiplexed connection being opened: its streams not yet promised to a task, and
+/// what the tasks promised one wait on.
+type Opening = (Cell<usize>, Notify);
+
 impl Pool {
-    fn new(cap: usize, requests: Option<Arc<Requests>>) -> Pool {
+    /// A pool of at most `cap` connections, each carrying up to `streams` requests at
+    /// once (a task per request in flight).
+    fn new(cap: usize, streams: usize, requests: Option<Arc<Requests>>) -> Pool {
+        let streams = streams.max(1);
         Pool {
+            streams,
+            carried: RefCell::new(Vec::new()),
+            opening_carriers: RefCell::new(Vec::new()),
             queue: RefCell::new(VecDeque::new()),
             notify: Notify::new(),
             idle: Cell::new(0),
@@ -716,12 +733,47 @@ impl Pool {
             opening: Cell::new(0),
             close: Cell::new(0),
             done: Cell::new(false),
-            cap,
+            cap: cap * streams,
             service: Cell::new(0.0),
             floor: Cell::new(0.0),
             window: Cell::new((0.0, 0)),
             requests,
         }
+    }
+
+    /// A task's place on a multiplexed connection of the pool that has room for one
+    /// more stream, if there is one.
+    fn ride(&self, slot: &Slot) -> Option<(Conn, Rc<Cell<usize>>)> {
+        if self.streams < 2 {
+            return None;
+        }
+        let mut carried = self.carried.borrow_mut();
+        carried.retain(|(c, riders)| riders.get() > 0 && !c.is_closed());
+        let (c, riders) = carried.iter().find(|(_, r)| r.get() < self.streams)?;
+        let conn = c.share()?;
+        riders.set(riders.get() + 1);
+        slot.fd.set(Some(conn.fd()));
+        Some((conn, riders.clone()))
+    }
+
+    /// Waits for a multiplexed connection being opened with a stream spare, if there is
+    /// one, and rides it: the pool grows by several tasks at once, and without this each
+    /// would open a connection of its own.
+    async fn ride_when_open(&self, slot: &Slot) -> Option<(Conn, Rc<Cell<usize>>)> {
+        let opening = (self.opening_carriers.borrow().iter())
+            .find(|o| o.0.get() > 0)
+            .cloned()?;
+        opening.0.set(opening.0.get() - 1);
+        opening.1.notified().await;
+        self.ride(slot)
+    }
+
+    /// A new connection offered to the tasks that come after (HTTP/2 with streams).
+    fn carry(&self, conn: &Option<Conn>) -> Option<Rc<Cell<usize>>> {
+        let shared = conn.as_ref().filter(|_| self.streams > 1)?.share()?;
+        let riders = Rc::new(Cell::new(1));
+        self.carried.borrow_mut().push((shared, riders.clone()));
+        Some(riders)
     }
 
     /// Notes the service time of one response.
@@ -784,14 +836,40 @@ const SATURATION_WINDOW: Duration = Duration::from_millis(100);
 
 async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
     let slot = ctx.slot();
-    let mut conn = if warm {
-        warm_connect(&ctx, &slot).await
-    } else {
-        // Opened at once, not at its first send: the send that made the pool grow is
-        // taken by whichever connection is free first.
-        let c = fresh_connect(&ctx, &slot).await;
-        pool.opening.set(pool.opening.get() - 1);
-        c
+    let (mut conn, riders) = match pool.ride(&slot) {
+        Some((c, riders)) => {
+            if !warm {
+                pool.opening.set(pool.opening.get() - 1);
+            }
+            (Some(c), Some(riders))
+        }
+        None => match pool.ride_when_open(&slot).await {
+            Some((c, riders)) => {
+                if !warm {
+                    pool.opening.set(pool.opening.get() - 1);
+                }
+                (Some(c), Some(riders))
+            }
+            None => {
+                let opening = Rc::new((Cell::new(pool.streams - 1), Notify::new()));
+                if pool.streams > 1 {
+                    pool.opening_carriers.borrow_mut().push(opening.clone());
+                }
+                let c = if warm {
+                    warm_connect(&ctx, &slot).await
+                } else {
+                    // Opened at once, not at its first send: the send that made the
+                    // pool grow is taken by whichever connection is free first.
+                    let c = fresh_connect(&ctx, &slot).await;
+                    pool.opening.set(pool.opening.get() - 1);
+                    c
+                };
+                let riders = pool.carry(&c);
+                (pool.opening_carriers.borrow_mut()).retain(|o| !Rc::ptr_eq(o, &opening));
+                opening.1.notify_waiters();
+                (c, riders)
+            }
+        },
     };
     loop {
         let job = loop {
@@ -856,6 +934,9 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         pool.served(sent_at.elapsed().as_secs_f64());
     }
     pool.tasks.set(pool.tasks.get() - 1);
+    if let Some(r) = riders {
+        r.set(r.get() - 1);
+    }
     ctx.forget(&slot);
     goodbye(&ctx, conn).await;
 }
@@ -882,11 +963,12 @@ async fn open(
     ctx: Rc<Ctx>,
     mut share: Share,
     cap: usize,
+    streams: usize,
     rate_per_worker: f64,
     requests: Option<Arc<Requests>>,
 ) {
     let by_position = requests.is_some();
-    let pool = Rc::new(Pool::new(cap, requests));
+    let pool = Rc::new(Pool::new(cap, streams, requests));
     *ctx.pool.borrow_mut() = Some(pool.clone());
     // Enough connections for ~2 ms of latency at this rate.
     let initial = ((rate_per_worker * 0.002).ceil() as usize).clamp(1, cap);
@@ -991,7 +1073,9 @@ async fn open(
             } else {
                 pool.close.set(0);
                 let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
-                let grow = short.min(room).min(cap - pool.tasks.get());
+                let grow = short
+                    .min(room)
+                    .min(pool.cap.saturating_sub(pool.tasks.get()));
                 for _ in 0..grow {
                     pool.tasks.set(pool.tasks.get() + 1);
                     pool.opening.set(pool.opening.get() + 1);
@@ -1001,7 +1085,7 @@ async fn open(
                         false,
                     )));
                 }
-                if pool.tasks.get() >= cap {
+                if pool.tasks.get() >= pool.cap {
                     let mut rec = ctx.rec.lock().unwrap();
                     for _ in 0..short.min(batch) {
                         rec.cap_hit();
@@ -1312,7 +1396,8 @@ pub fn run_from(
                                     .max(1);
                                     let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
                                         / (slice.of * threads) as f64;
-                                    open(ctx, share, cap, per_worker, requests).await;
+                                    let streams = plan.streams;
+                                    open(ctx, share, cap, streams, per_worker, requests).await;
                                 }
                             }
                         };
@@ -1422,7 +1507,7 @@ mod tests {
     use super::*;
 
     fn pool() -> Pool {
-        Pool::new(10, None)
+        Pool::new(10, 1, None)
     }
 
     #[test]

@@ -584,11 +584,19 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let (client, template, body) = client(spec)?;
-    if spec.client.streams > 1 && !matches!(spec.offer, Offer::Closed { .. }) {
-        return Err(bad(format!(
-            "--streams {}: streams per connection are for the closed model (-c); the open model opens the connections its rate needs",
-            spec.client.streams
-        )));
+    if spec.client.streams > 1 {
+        if !matches!(spec.offer, Offer::Closed { .. } | Offer::Open { .. }) {
+            return Err(bad(format!(
+                "--streams {}: streams per connection are for -c (the closed model) or -q (the open model), not for a scenario or a replay",
+                spec.client.streams
+            )));
+        }
+        if !(spec.client.http2 || matches!(client, Client::Grpc(_))) {
+            return Err(bad(format!(
+                "--streams {}: several requests in flight on one connection need HTTP/2: add --http2",
+                spec.client.streams
+            )));
+        }
     }
     // A replay lasts as long as its log (divided by the speed), a per-second
     // scenario as long as its list: set below with the offer.
@@ -626,6 +634,11 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                     format!("open model, {r} req/s constant")
                 }
             };
+            let d = match spec.client.streams {
+                m if m > 1000 => return Err(bad(format!("--streams {m}: give 1 to 1000 streams"))),
+                m if m > 1 => format!("{d}, up to {m} streams per connection"),
+                _ => d,
+            };
             (
                 Model::Open {
                     rate: *rate,
@@ -638,13 +651,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         Offer::Closed { connections, think } => {
             let c = connections.unwrap_or(DEFAULT_CONNECTIONS);
             if spec.client.streams > 1 {
-                let multiplexed = spec.client.http2 || matches!(client, Client::Grpc(_));
-                if !multiplexed {
-                    return Err(bad(format!(
-                        "--streams {}: several requests in flight on one connection need HTTP/2: add --http2",
-                        spec.client.streams
-                    )));
-                }
                 let most = crate::limits::CONNECTIONS.max as usize;
                 if spec.client.streams > 1000 || c * spec.client.streams > most {
                     return Err(bad(format!(

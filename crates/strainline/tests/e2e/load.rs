@@ -700,7 +700,8 @@ fn a_generator_hiccup_does_not_make_the_pool_spiral() {
 }
 
 /// HTTP/2 streams (h2load's -m): with a known service time, the requests in flight —
-/// and so the throughput — are connections × streams, on the connections asked for.
+/// and so the throughput — are connections × streams, on the connections asked for; in
+/// the open model the pool's requests share its connections.
 #[test]
 fn http2_streams_multiply_the_requests_in_flight_on_each_connection() {
     let _bench = loaded();
@@ -753,7 +754,29 @@ fn http2_streams_multiply_the_requests_in_flight_on_each_connection() {
     let out = s.run(&["load", &push, "-c", "2", "--streams", "10", "-z", "1s"]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "add --http2");
-    let out = s.run(&["load", &push, "--http2", "-q", "100", "--streams", "10"]);
-    assert_exit(&out, 2);
-    assert_has(&stderr(&out), "for the closed model");
+    // The open model: the pool's connections carry up to 1,000 requests each, so each
+    // thread's tasks (tens in flight at 400/s × 50 ms) ride the one connection it opened.
+    let (out, doc) = load(
+        &s,
+        &[
+            &push,
+            "--http2",
+            "-q",
+            "400",
+            "--streams",
+            "1000",
+            "--threads",
+            "2",
+            "-m",
+            "POST",
+            "-d",
+            "x",
+            "-z",
+            "2s",
+        ],
+    );
+    let sum = &doc["summary"];
+    assert_eq!(sum["ok"], 800, "{}", stdout(&out));
+    assert_eq!(sum["connections_opened"], 2, "{}", stdout(&out));
+    assert_has(&stdout(&out), "up to 1000 streams per connection");
 }
