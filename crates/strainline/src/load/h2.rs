@@ -162,9 +162,7 @@ impl Drop for Turn<'_> {
             c.driver = None;
             c.hand_on();
         }
-        if let Some(w) = c.admit.pop_front() {
-            w.wake();
-        }
+        c.admit_all();
     }
 }
 
@@ -201,6 +199,14 @@ impl Connection {
         }
         self.admit.push_back(cx.waker().clone());
         Poll::Pending
+    }
+
+    /// A stream ended: every task waiting to start one looks again (a waiting task that
+    /// was dropped must not swallow the turn of one that was not).
+    fn admit_all(&mut self) {
+        for w in self.admit.drain(..) {
+            w.wake();
+        }
     }
 
     /// Opens a stream: the HEADERS frame (with CONTINUATIONs if the block is larger
@@ -307,9 +313,7 @@ impl Connection {
                     self.driver = None;
                     self.hand_on();
                 }
-                if let Some(w) = self.admit.pop_front() {
-                    w.wake();
-                }
+                self.admit_all();
                 Poll::Ready(result.map(|()| (status, bytes)))
             }
             None => {
@@ -351,9 +355,7 @@ impl Connection {
                 }
             }
         }
-        for w in self.admit.drain(..) {
-            w.wake();
-        }
+        self.admit_all();
     }
 
     /// Writes the queued frames (several streams' at once).
@@ -571,9 +573,7 @@ impl Connection {
                         finish(slot, Err(ErrorKind::Reset));
                     }
                 }
-                for w in self.admit.drain(..) {
-                    w.wake();
-                }
+                self.admit_all();
             }
             WINDOW_UPDATE if len == 4 => {
                 let p = &self.rbuf[payload];
@@ -991,6 +991,32 @@ mod tests {
         assert_eq!(got, [(404, 1), (404, 3), (404, 5)]);
         drop((h2, a, b, c));
         server.await.unwrap();
+    }
+
+    /// A server allowing one stream at a time: the others wait their turn, none is lost.
+    #[tokio::test]
+    async fn streams_beyond_the_servers_limit_wait_for_their_turn() {
+        let (addr, server) = scripted(settings(&[(3, 1)]), |id, _| {
+            frame(HEADERS, END_HEADERS | END_STREAM, id, &[0x88])
+        })
+        .await;
+        let h2 = connect(addr).await.unwrap();
+        let block = get();
+        let all = async {
+            tokio::join!(
+                h2.exchange(&block, Bytes::new()),
+                h2.exchange(&block, Bytes::new()),
+                h2.exchange(&block, Bytes::new()),
+            )
+        };
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), all)
+            .await
+            .expect("every stream got its turn");
+        assert_eq!([got.0, got.1, got.2], [Ok((200, 0)); 3]);
+        drop(h2);
+        let seen = server.await.unwrap();
+        let streams: Vec<u32> = seen.keys().copied().filter(|id| *id != 0).collect();
+        assert_eq!(streams.len(), 3, "{seen:?}");
     }
 
     /// Known truth: a server granting 1,000 bytes of window gets a 10,000-byte body in
