@@ -287,7 +287,10 @@ pub(super) async fn open_stream(
                     .connect(name.clone(), tcp)
                     .await
                     .map_err(|e| match io_kind(&e) {
-                        ErrorKind::Connect => ErrorKind::Tls,
+                        ErrorKind::Connect => {
+                            tls_failed(addr, &e);
+                            ErrorKind::Tls
+                        }
                         k => k,
                     })?;
             super::h1::Stream::Tls(Box::new(tls))
@@ -295,6 +298,18 @@ pub(super) async fn open_stream(
         None => super::h1::Stream::Tcp(tcp),
     };
     Ok((stream, fd))
+}
+
+/// Says why the first TLS handshake of the run failed (later ones are counted as `tls`):
+/// the count alone does not tell a certificate not trusted from one for another name,
+/// or a CA certificate served as a server's own.
+fn tls_failed(addr: SocketAddr, e: &std::io::Error) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let text = e.to_string();
+        let why = crate::units::one_line(&text);
+        tracing::warn!("TLS handshake with {addr} failed: {why}");
+    });
 }
 
 /// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).

@@ -803,3 +803,86 @@ fn http2_statuses_and_bodies_are_counted_exactly_against_nodes_server() {
     assert_eq!(n(&doc["summary"]["ok"]), 20, "{}", stdout(&out));
     assert_eq!(n(&doc["summary"]["bytes_received"]), 20 << 20);
 }
+
+/// A self-signed certificate for 127.0.0.1 made by openssl in the scratch directory:
+/// (certificate, key). Not a CA (`openssl req -x509` makes one by default, and rustls
+/// refuses a CA certificate as a server's own; docs/load.md says so).
+fn self_signed(s: &Scratch, name: &str) -> (String, String) {
+    let cert = s.path(&format!("{name}.pem")).display().to_string();
+    let key = s.path(&format!("{name}.key")).display().to_string();
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-keyout", &key, "-out", &cert])
+        .output()
+        .expect("openssl (installed by `make test`)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+/// wss://, mqtts:// and grpcs:// against servers no one here wrote, serving TLS with a
+/// certificate of their own: every unit succeeds when the certificate is trusted
+/// (`--cacert`), none when another one is — counted as `tls` errors — and the run is
+/// refused before anything is sent when no trust is given.
+#[test]
+fn the_tls_schemes_of_each_protocol_trust_only_the_certificate_given() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (cert, key) = self_signed(&s, "server");
+    let (other, _) = self_signed(&s, "stranger");
+    let tls = ["--cert", cert.as_str(), "--key", key.as_str()];
+    let (_ws, ws_port) = ws_server(&tls);
+    let (_broker, mqtt_port) = mosquitto(
+        &s,
+        &format!("allow_anonymous true\ncertfile {cert}\nkeyfile {key}"),
+    );
+    let (_grpc, grpc_port) = grpc_server(&tls);
+    let proto = fixture("grpc_demo.proto");
+    let urls = [
+        format!("wss://127.0.0.1:{ws_port}/"),
+        format!("mqtts://127.0.0.1:{mqtt_port}/devices/t?qos=1"),
+        format!("grpcs://127.0.0.1:{grpc_port}/demo.Greeter/Hello?proto={proto}"),
+    ];
+    for url in &urls {
+        let (out, doc) = load(
+            &s,
+            &[
+                url, "-q", "100", "-z", "1s", "-d", READING, "--cacert", &cert,
+            ],
+        );
+        let sum = &doc["summary"];
+        assert_eq!(n(&sum["ok"]), 100, "{url}\n{}", stdout(&out));
+        assert_eq!(n(&sum["errors"]), 0, "{url}");
+        let (out, doc) = load(
+            &s,
+            &[
+                url, "-q", "20", "-z", "1s", "-d", READING, "--cacert", &other,
+            ],
+        );
+        let sum = &doc["summary"];
+        assert_eq!(n(&sum["ok"]), 0, "{url}\n{}", stdout(&out));
+        assert!(n(&sum["by_error"]["tls"]) > 0, "{url}\n{}", stdout(&out));
+        // Why, once: the count alone would not say.
+        let said = stderr(&out);
+        assert_eq!(said.matches("TLS handshake with").count(), 1, "{said}");
+        assert_has(&said, "invalid peer certificate");
+        let out = s.run(&[
+            "load", url, "-q", "20", "-z", "1s", "-d", READING, "--no-tui",
+        ]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), "--cacert");
+    }
+}
