@@ -30,6 +30,7 @@ pub const RATE: Limit = limit("rate", 0.001, 10_000_000.0, "req/s");
 pub const RAMP_START: Limit = limit("start", 0.001, 10_000_000.0, "req/s");
 pub const RAMP_STEP: Limit = limit("step", 0.001, 10_000_000.0, "req/s");
 pub const CONNECTIONS: Limit = limit("connections", 1.0, 100_000.0, "connections");
+pub const STREAMS: Limit = limit("streams", 1.0, 1000.0, "streams per connection");
 pub const THREADS: Limit = limit("threads", 1.0, 256.0, "threads");
 pub const REQUESTS: Limit = limit("requests", 1.0, 1e12, "requests");
 pub const BODY_BYTES: Limit = limit("body_bytes", 0.0, 64.0 * 1048576.0, "bytes");

@@ -73,7 +73,13 @@ fn load_spec(
         duration,
         count,
         timeout: w.timeout,
-        client: ClientOptions::from_env(),
+        client: ClientOptions {
+            http2: w.http2,
+            streams: w.streams,
+            cacert_pem: w.cacert_pem.clone(),
+            insecure: w.insecure,
+            ..ClientOptions::from_env()
+        },
     }
 }
 

@@ -144,6 +144,13 @@ pub struct Workload {
     pub timeout: Duration,
     /// Requests sent once the target is ready, before the test measures.
     pub setup: Vec<SetupRequest>,
+    /// HTTP/2 (prior knowledge on http://, ALPN on https://), and its requests in flight
+    /// per connection.
+    pub http2: bool,
+    pub streams: usize,
+    /// TLS: the certificate (PEM, read from beside the suite) to trust, or any.
+    pub cacert_pem: Option<Vec<u8>>,
+    pub insecure: bool,
 }
 
 /// `bench`: a fixed load (open at `rate`, else closed), repeated.

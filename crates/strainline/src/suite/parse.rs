@@ -35,6 +35,10 @@ const WORKLOAD_KEYS: &[&str] = &[
     "threads",
     "timeout",
     "setup",
+    "http2",
+    "streams",
+    "cacert",
+    "insecure",
 ];
 
 /// The keys a kind takes beyond the common ones (and, for load kinds, the workload's).
@@ -87,6 +91,7 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     check(t.step, limits::RAMP_STEP)?;
     check(t.connections.map(|v| v as f64), limits::CONNECTIONS)?;
     check(t.threads.map(|v| v as f64), limits::THREADS)?;
+    check(t.streams.map(|v| v as f64), limits::STREAMS)?;
     check(t.max_steps.map(f64::from), limits::MAX_STEPS)?;
     check(t.max_error_rate, limits::MAX_ERROR_RATE)?;
     check(t.clients.map(|v| v as f64), limits::CLIENTS)?;
@@ -753,6 +758,20 @@ fn workload(
     if !bench_without_target {
         needs(has_target, "a [target] to start")?;
     }
+    let grpc = t.url.as_deref().is_some_and(|u| u.starts_with("grpc"));
+    let tls = ["https://", "wss://", "mqtts://", "grpcs://"];
+    let tls = t
+        .url
+        .as_deref()
+        .is_some_and(|u| tls.iter().any(|p| u.starts_with(p)));
+    needs(
+        !tls || t.cacert.is_some() || t.insecure == Some(true),
+        "cacert = \"FILE\" (the server's certificate or its CA, PEM, beside the suite) or insecure = true for a TLS url",
+    )?;
+    needs(
+        t.streams.is_none_or(|m| m < 2) || t.http2 == Some(true) || grpc,
+        "http2 = true for streams (requests in flight on one connection are HTTP/2's)",
+    )?;
     Ok(Workload {
         url: t.url.as_deref().map(|u| beside_the_suite(doc.path, u)),
         scenario: match &t.scenario {
@@ -785,6 +804,24 @@ fn workload(
         threads: t.threads,
         timeout: doc.opt_dur(&t.timeout, "timeout", Duration::from_secs(10), false)?,
         setup: t.setup.clone(),
+        http2: t.http2.unwrap_or(false),
+        streams: t.streams.unwrap_or(1),
+        cacert_pem: match &t.cacert {
+            Some(f) => {
+                let p = doc
+                    .path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join(f.get_ref());
+                Some(
+                    std::fs::read(&p).map_err(|e| {
+                        doc.at(f.span().start, format!("cacert: {}: {e}", p.display()))
+                    })?,
+                )
+            }
+            None => None,
+        },
+        insecure: t.insecure.unwrap_or(false),
     })
 }
 

@@ -886,3 +886,55 @@ fn the_tls_schemes_of_each_protocol_trust_only_the_certificate_given() {
         assert_has(&stderr(&out), "--cacert");
     }
 }
+
+/// A suite's workload keys for HTTP/2 and TLS: `http2` with `streams` against Node's
+/// server, `cacert` read from beside the suite (and `insecure`) for a `wss://` target;
+/// without trust the case cannot run; streams without http2 refused at their line.
+#[test]
+fn a_suite_speaks_http2_with_streams_and_trusts_the_certificate_beside_it() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let node = fixture("h2_server.js");
+    let suite = format!(
+        "[target]\ncommand = [\"node\", \"{node}\", \"{{{{port}}}}\"]\n\
+         ready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\n\
+         [[test]]\nname = \"h2\"\nkind = \"bench\"\n\
+         url = \"http://127.0.0.1:{{{{port}}}}/echo\"\nbody = \"x\"\n\
+         http2 = true\nstreams = 4\nconnections = 2\nduration = \"1s\"\n\
+         gates = [\"error_rate <= 0\"]\n"
+    );
+    let out = run_suite(&s, &suite, &["--no-tui"]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "closed model, 2 connections x 4 streams");
+    assert_has(&stdout(&out), "HTTP/2");
+    let out = run_suite(&s, &suite.replace("http2 = true\n", ""), &["--no-tui"]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "suite.toml:5:1: test 'h2' (bench) needs http2 = true for streams",
+    );
+
+    let (cert, key) = self_signed(&s, "server");
+    let script = ws_server_script();
+    let wss = |trust: &str| {
+        format!(
+            "[target]\ncommand = [\"{PYTHON}\", \"{script}\", \"--port\", \"{{{{port}}}}\", \
+             \"--cert\", \"{cert}\", \"--key\", \"{key}\"]\n\
+             ready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\n\
+             [[test]]\nname = \"echo\"\nkind = \"bench\"\n\
+             url = \"wss://127.0.0.1:{{{{port}}}}/\"\nbody = \"x\"\n{trust}\
+             rate = 100\nduration = \"1s\"\ngates = [\"error_rate <= 0\"]\n"
+        )
+    };
+    for trust in ["cacert = \"server.pem\"\n", "insecure = true\n"] {
+        let out = run_suite(&s, &wss(trust), &["--no-tui"]);
+        assert_exit(&out, 0);
+        assert_eq!(stored(&case_metrics(&s)[0], "error_rate"), 0.0, "{trust}");
+    }
+    let out = run_suite(&s, &wss(""), &["--no-tui"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "needs cacert = \"FILE\"");
+    let out = run_suite(&s, &wss("cacert = \"missing.pem\"\n"), &["--no-tui"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "cacert: ");
+}
