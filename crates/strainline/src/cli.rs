@@ -316,6 +316,10 @@ pub struct LoadArgs {
     /// flight; open model: the pool's connections carry up to M requests each.
     #[arg(long, value_name = "M", default_value_t = 1)]
     pub streams: usize,
+    /// WebSocket: the reply to a message is the first one whose JSON field NAME (a.b for
+    /// a nested one) equals the message's; other messages are counted as pushed.
+    #[arg(long, value_name = "NAME")]
+    pub reply_field: Option<String>,
     /// Accept any TLS certificate (self-signed test servers).
     #[arg(long)]
     pub insecure: bool,

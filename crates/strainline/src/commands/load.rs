@@ -107,6 +107,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             cacert_pem,
             password: ClientOptions::from_env().password,
             streams: args.streams,
+            reply_field: args.reply_field.clone(),
         },
     })
 }

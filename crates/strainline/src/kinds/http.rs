@@ -78,6 +78,7 @@ fn load_spec(
             streams: w.streams,
             cacert_pem: w.cacert_pem.clone(),
             insecure: w.insecure,
+            reply_field: w.reply_field.clone(),
             ..ClientOptions::from_env()
         },
     }

@@ -177,13 +177,13 @@ impl Client {
                     late_tail,
                 })
             }
-            (Client::WebSocket(_), Conn::WebSocket(c)) => {
-                let bytes = ws::send(c, out.body()).await?;
+            (Client::WebSocket(t), Conn::WebSocket(c)) => {
+                let read = ws::send(c, t, out.body()).await?;
                 Ok(Reply {
                     status: 0,
                     ok: true,
-                    bytes,
-                    messages: 0,
+                    bytes: read.bytes,
+                    messages: read.pushed,
                     late_tail: false,
                 })
             }

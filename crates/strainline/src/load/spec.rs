@@ -92,6 +92,9 @@ pub struct ClientOptions {
     /// stream (0 or 1: one at a time).
     #[serde(default)]
     pub streams: usize,
+    /// WebSocket: the JSON field (dotted path) that matches a reply to its message.
+    #[serde(default)]
+    pub reply_field: Option<String>,
 }
 
 /// A secret that `{:?}` does not show (specs are logged and sent to agents over TLS).
@@ -522,10 +525,23 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 },
             )?;
             let template = template(&uri, method, headers, body)?;
+            let reply_field = match &spec.client.reply_field {
+                Some(f) => Some(super::ws::field_path(f).map_err(bad)?),
+                None => None,
+            };
+            if let (Some(path), BodySpec::Bytes(b)) = (&reply_field, body) {
+                if super::ws::id_of(b, path).is_none() {
+                    return Err(bad(format!(
+                        "--reply-field {}: the message has no such JSON field, so no reply could be matched to it",
+                        spec.client.reply_field.as_deref().unwrap_or_default()
+                    )));
+                }
+            }
             let ws = super::ws::Target {
                 addr: target.addr,
                 url: url.clone(),
                 tls: target.tls,
+                reply_field,
             };
             Ok((Client::WebSocket(ws), template, body))
         }
@@ -584,6 +600,11 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let (client, template, body) = client(spec)?;
+    if spec.client.reply_field.is_some() && !matches!(client, Client::WebSocket(_)) {
+        return Err(bad(
+            "--reply-field matches a WebSocket's replies to its messages: give a ws:// or wss:// URL",
+        ));
+    }
     if spec.client.streams > 1 {
         if !matches!(spec.offer, Offer::Closed { .. } | Offer::Open { .. }) {
             return Err(bad(format!(

@@ -66,7 +66,8 @@ pub struct LoadSummary {
     pub by_status: std::collections::BTreeMap<String, u64>,
     pub by_error: std::collections::BTreeMap<String, u64>,
     pub bytes_received: u64,
-    /// Messages the replies brought, where replies are streams of them (gRPC).
+    /// Messages the replies brought, where replies are streams of them (gRPC), or that
+    /// the server pushed besides the replies (WebSocket with a reply field).
     #[serde(skip_serializing_if = "is_zero")]
     pub messages_received: u64,
     /// HTTP/1.1 responses whose body came 30 ms or more after their head.

@@ -4,11 +4,14 @@
 //! workload's body, a text frame when it is UTF-8 and a binary frame otherwise — and
 //! ends when the server's next data message arrives (an echo server's echo, a
 //! request/response server's reply): its latency is from the intended send time, as
-//! for HTTP. Pings are answered as the reply is read; a close frame, or the stream's
-//! end, is a `reset` and the connection is opened again at the next send.
+//! for HTTP. With a reply field (`--reply-field id`) the reply is the first message whose
+//! JSON field has the message's value, and the messages before it are counted as pushed
+//! by the server. Pings are answered as the reply is read; a close frame, or the
+//! stream's end, is a `reset` and the connection is opened again at the next send.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -28,6 +31,34 @@ pub struct Target {
     /// The URL as given (`ws://host:port/path`), for the upgrade request.
     pub url: String,
     pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    /// The JSON field (a path of object keys) a reply shares with its message.
+    pub reply_field: Option<Arc<[String]>>,
+}
+
+/// `a.b` as the path of keys `["a", "b"]`, each key non-empty.
+pub fn field_path(f: &str) -> Result<Arc<[String]>, String> {
+    let keys: Vec<String> = f.split('.').map(str::to_string).collect();
+    if keys.iter().any(String::is_empty) {
+        return Err(format!(
+            "--reply-field '{f}': give a JSON field name, or a.b for a nested one"
+        ));
+    }
+    Ok(keys.into())
+}
+
+/// The value at `path` in a JSON message, if it is one and has it.
+pub fn id_of(message: &[u8], path: &[String]) -> Option<serde_json::Value> {
+    let mut v: serde_json::Value = serde_json::from_slice(message).ok()?;
+    for key in path {
+        v = v.as_object_mut()?.remove(key)?;
+    }
+    Some(v)
+}
+
+/// What a unit of work read: the reply's size and the messages pushed before it.
+pub struct Read {
+    pub bytes: u64,
+    pub pushed: u64,
 }
 
 /// One open WebSocket, and its socket's descriptor for the driver's watchdog.
@@ -83,9 +114,14 @@ pub fn message(body: Bytes) -> Message {
     }
 }
 
-/// Sends one message and waits for the server's next data message; returns its size.
-pub async fn send(conn: &mut Conn, body: Bytes) -> Result<u64, ErrorKind> {
-    let r = exchange(&mut conn.socket, message(body)).await;
+/// Sends one message and waits for its reply: the server's next data message, or with
+/// a reply field the first one that matches (a message without the field takes the next).
+pub async fn send(conn: &mut Conn, t: &Target, body: Bytes) -> Result<Read, ErrorKind> {
+    let id = t
+        .reply_field
+        .as_ref()
+        .and_then(|p| Some((p, id_of(&body, p)?)));
+    let r = exchange(&mut conn.socket, message(body), id).await;
     if r.is_err() {
         conn.closed = true;
     }
@@ -105,17 +141,52 @@ pub async fn close(mut conn: Conn) {
     let _ = conn.socket.send(bye).await;
 }
 
-async fn exchange(ws: &mut WebSocketStream<Stream>, msg: Message) -> Result<u64, ErrorKind> {
+async fn exchange(
+    ws: &mut WebSocketStream<Stream>,
+    msg: Message,
+    id: Option<(&Arc<[String]>, serde_json::Value)>,
+) -> Result<Read, ErrorKind> {
     ws.send(msg).await.map_err(|e| ws_kind(&e))?;
+    let mut pushed = 0;
     loop {
-        match ws.next().await {
-            Some(Ok(Message::Text(t))) => return Ok(t.len() as u64),
-            Some(Ok(Message::Binary(b))) => return Ok(b.len() as u64),
+        let data: Bytes = match ws.next().await {
+            Some(Ok(Message::Text(t))) => t.into(),
+            Some(Ok(Message::Binary(b))) => b,
             // Control frames: tungstenite queues the pong and sends it with the next
             // write; a close frame ends the connection.
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
             Some(Ok(Message::Close(_))) | None => return Err(ErrorKind::Reset),
             Some(Err(e)) => return Err(ws_kind(&e)),
+        };
+        let matched = match &id {
+            None => true,
+            Some((path, want)) => id_of(&data, path).as_ref() == Some(want),
+        };
+        if matched {
+            let bytes = data.len() as u64;
+            return Ok(Read { bytes, pushed });
         }
+        pushed += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_field_is_read_from_json_at_its_path() {
+        let path = field_path("req.id").unwrap();
+        let msg = br#"{"req": {"id": "a-1", "op": "get"}, "id": 9}"#;
+        assert_eq!(id_of(msg, &path), Some(serde_json::json!("a-1")));
+        assert_eq!(
+            id_of(msg, &field_path("id").unwrap()),
+            Some(serde_json::json!(9))
+        );
+        assert_eq!(id_of(msg, &field_path("req.nope").unwrap()), None);
+        assert_eq!(id_of(b"not json", &path), None);
+        assert_eq!(id_of(br#"{"req": 3}"#, &path), None);
+        assert!(field_path("a..b").is_err());
+        assert!(field_path("").is_err());
     }
 }

@@ -101,13 +101,20 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
     if s.messages_received > 0 {
-        writeln!(
-            out,
-            "  {:<14}{} received, {:.1} per answered call",
-            "Messages",
-            s.messages_received,
-            s.messages_received as f64 / s.completed.max(1) as f64
-        )?;
+        let per = s.messages_received as f64 / s.completed.max(1) as f64;
+        if s.by_status.contains_key("reply") {
+            writeln!(
+                out,
+                "  {:<14}{} pushed by the server besides the replies, {per:.1} per reply",
+                "Messages", s.messages_received
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  {:<14}{} received, {per:.1} per answered call",
+                "Messages", s.messages_received
+            )?;
+        }
     }
     if let Some(d) = &s.deliveries {
         write_deliveries(out, d)?;

@@ -151,6 +151,8 @@ pub struct Workload {
     /// TLS: the certificate (PEM, read from beside the suite) to trust, or any.
     pub cacert_pem: Option<Vec<u8>>,
     pub insecure: bool,
+    /// WebSocket: the JSON field a reply shares with its message.
+    pub reply_field: Option<String>,
 }
 
 /// `bench`: a fixed load (open at `rate`, else closed), repeated.

@@ -39,6 +39,7 @@ const WORKLOAD_KEYS: &[&str] = &[
     "streams",
     "cacert",
     "insecure",
+    "reply_field",
 ];
 
 /// The keys a kind takes beyond the common ones (and, for load kinds, the workload's).
@@ -759,6 +760,11 @@ fn workload(
         needs(has_target, "a [target] to start")?;
     }
     let grpc = t.url.as_deref().is_some_and(|u| u.starts_with("grpc"));
+    let ws = t.url.as_deref().is_some_and(|u| u.starts_with("ws"));
+    needs(
+        t.reply_field.is_none() || ws,
+        "a ws:// or wss:// url for reply_field (it matches a WebSocket's replies to its messages)",
+    )?;
     let tls = ["https://", "wss://", "mqtts://", "grpcs://"];
     let tls = t
         .url
@@ -822,6 +828,7 @@ fn workload(
             None => None,
         },
         insecure: t.insecure.unwrap_or(false),
+        reply_field: t.reply_field.clone(),
     })
 }
 

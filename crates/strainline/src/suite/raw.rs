@@ -122,6 +122,7 @@ pub struct RawTest {
     pub streams: Option<usize>,
     pub cacert: Option<Spanned<String>>,
     pub insecure: Option<bool>,
+    pub reply_field: Option<String>,
     pub iterations: Option<u32>,
     pub kill_after: Option<Spanned<String>>,
     pub kill_at_log: Option<Spanned<String>>,

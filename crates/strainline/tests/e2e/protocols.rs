@@ -938,3 +938,65 @@ fn a_suite_speaks_http2_with_streams_and_trusts_the_certificate_beside_it() {
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "cacert: ");
 }
+
+/// Known truth: a server that pushes two event messages before each echo. Matched by
+/// its `id`, every message's reply is its echo (bytes = messages × the message's size)
+/// and the events are counted as pushed, exactly two per reply; bad reply fields are
+/// refused before anything is sent.
+#[test]
+fn websocket_replies_are_matched_by_id_and_pushed_messages_counted() {
+    let _l = loaded();
+    let (_srv, port) = ws_server(&["--push", "2"]);
+    let s = Scratch::new();
+    let url = format!("ws://127.0.0.1:{port}/");
+    let message = r#"{"id": 7, "op": "get"}"#;
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-q",
+            "300",
+            "-z",
+            "2s",
+            "-d",
+            message,
+            "--reply-field",
+            "id",
+        ],
+    );
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["ok"]), 600, "{}", stdout(&out));
+    assert_eq!(n(&sum["bytes_received"]), 600 * message.len() as u64);
+    assert_eq!(n(&sum["messages_received"]), 1200);
+    assert_has(
+        &stdout(&out),
+        "Messages      1200 pushed by the server besides the replies, 2.0 per reply",
+    );
+    for (args, said) in [
+        (
+            vec!["-d", "x", "--reply-field", "id"],
+            "the message has no such JSON field",
+        ),
+        (
+            vec!["-d", "{}", "--reply-field", "a..b"],
+            "give a JSON field name",
+        ),
+    ] {
+        let mut all = vec!["load", url.as_str(), "-q", "10", "-z", "1s", "--no-tui"];
+        all.extend(args);
+        let out = s.run(&all);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), said);
+    }
+    let out = s.run(&[
+        "load",
+        "http://127.0.0.1:9/",
+        "-q",
+        "10",
+        "--reply-field",
+        "id",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "give a ws:// or wss:// URL");
+}
