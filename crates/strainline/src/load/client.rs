@@ -51,6 +51,8 @@ pub enum Statuses {
     Published,
     /// A call's gRPC status (ok when 0, OK).
     Grpc,
+    /// A client connected and was accepted (MQTT `conn` mode): one status, 0.
+    Connected,
 }
 
 impl Statuses {
@@ -68,6 +70,7 @@ impl Statuses {
                 _ => format!("refused {code:#04x}"),
             },
             Statuses::Grpc => grpc::status_name(code).into(),
+            Statuses::Connected => "connack".into(),
         }
     }
 
@@ -80,6 +83,7 @@ impl Statuses {
             Statuses::Reply => format!("WebSocket {}", self.label(code)),
             Statuses::Published => format!("MQTT {}", self.label(code)),
             Statuses::Grpc => format!("gRPC {}", self.label(code)),
+            Statuses::Connected => format!("MQTT {}", self.label(code)),
         }
     }
 }
@@ -132,15 +136,31 @@ impl Conn {
 }
 
 impl Client {
-    /// Whether units of work go over a connection (a command's do not).
+    /// Whether units of work go over a connection of the driver's (a command's do not;
+    /// MQTT's `conn` mode opens one per unit itself).
     pub fn connects(&self) -> bool {
-        !matches!(self, Client::Command(_))
+        match self {
+            Client::Command(_) => false,
+            Client::Mqtt(t) => t.mode == mqtt::Mode::Publish,
+            _ => true,
+        }
+    }
+
+    /// Whether each unit of work is a connection opened (MQTT's `conn` mode).
+    pub fn unit_connects(&self) -> bool {
+        matches!(self, Client::Mqtt(t) if t.mode == mqtt::Mode::Connect)
+    }
+
+    /// Whether units of work are commands (run in one containment unit).
+    pub fn runs_commands(&self) -> bool {
+        matches!(self, Client::Command(_))
     }
 
     pub fn statuses(&self) -> Statuses {
         match self {
             Client::Http { .. } => Statuses::Http,
             Client::WebSocket(_) => Statuses::Reply,
+            Client::Mqtt(t) if t.mode == mqtt::Mode::Connect => Statuses::Connected,
             Client::Mqtt(_) => Statuses::Published,
             Client::Grpc(_) => Statuses::Grpc,
             Client::Command(_) => Statuses::Exit,
@@ -244,11 +264,33 @@ impl Client {
         }
     }
 
-    /// One unit of a command workload, in `unit`, within `timeout`.
-    pub async fn run(&self, unit: &Unit, timeout: Duration) -> Result<Reply, ErrorKind> {
-        match self {
-            Client::Command(argv) => super::command::run(unit, argv, timeout).await,
+    /// One unit of work that needs no connection of the driver's, within `timeout`: a
+    /// command run in `unit`, or an MQTT client connecting to stay (`conn` mode).
+    pub async fn run(&self, unit: Option<&Unit>, timeout: Duration) -> Result<Reply, ErrorKind> {
+        match (self, unit) {
+            (Client::Command(argv), Some(unit)) => super::command::run(unit, argv, timeout).await,
+            (Client::Mqtt(t), _) => {
+                let held = tokio::time::timeout(timeout, mqtt::hold(t)).await;
+                held.map_err(|_| ErrorKind::Timeout)??;
+                Ok(Reply {
+                    status: 0,
+                    ok: true,
+                    bytes: 0,
+                    messages: 0,
+                    late_tail: false,
+                })
+            }
             _ => Err(ErrorKind::Connect),
+        }
+    }
+
+    /// The run is over on this worker: what units left open (MQTT `conn` mode's
+    /// clients) is closed politely.
+    pub async fn release(&self) {
+        if let Client::Mqtt(t) = self {
+            if t.mode == mqtt::Mode::Connect {
+                mqtt::release().await;
+            }
         }
     }
 

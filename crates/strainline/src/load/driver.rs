@@ -8,7 +8,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -368,10 +368,16 @@ async fn exchange(
         sent_at,
         load,
     } = at;
-    let result = match &ctx.unit {
-        // A command has no connection: its own timer kills it.
-        Some(unit) => ctx.client.run(unit, ctx.timeout).await,
-        None => {
+    let result = match ctx.client.connects() {
+        // A command, or a client connecting to stay: no connection of the driver's.
+        false => {
+            let r = ctx.client.run(ctx.unit.as_deref(), ctx.timeout).await;
+            if r.is_ok() && ctx.client.unit_connects() {
+                ctx.rec.lock().unwrap().connection_opened();
+            }
+            r
+        }
+        true => {
             slot.expired.set(false);
             slot.deadline.set(Some(sent_at + ctx.timeout));
             slot.intended.set(Some((intended, step)));
@@ -1306,8 +1312,10 @@ pub fn run_from(
         _ => None,
     };
     let ready = Arc::new(AtomicI64::new(0));
+    // When the last worker's units were done (µs after the start), before any hold.
+    let units_done = Arc::new(AtomicU64::new(0));
     let stolen_before = crate::host::stolen_seconds();
-    let unit = (!plan.client.connects()).then(|| Arc::new(Unit::new(true)));
+    let unit = (plan.client.runs_commands()).then(|| Arc::new(Unit::new(true)));
     let deadline = plan.duration.map(|d| start + d);
     let handles: Vec<_> = (0..threads)
         .map(|w| {
@@ -1316,6 +1324,7 @@ pub fn run_from(
             let cancel = cancel.clone();
             let tickets = tickets.clone();
             let ready = ready.clone();
+            let units_done = units_done.clone();
             let unit = unit.clone();
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
@@ -1408,6 +1417,19 @@ pub fn run_from(
                                 stopper.cut();
                             }
                         }
+                        let done = start.elapsed().as_micros() as u64;
+                        units_done.fetch_max(done, Ordering::Relaxed);
+                        // Clients connected to stay (MQTT `conn` mode) are held to the
+                        // end of the run's duration, however soon they were all made.
+                        if let (true, Some(end)) =
+                            (stopper.client.unit_connects(), stopper.deadline)
+                        {
+                            tokio::select! {
+                                _ = sleep_or_stop(&stopper, end) => {}
+                                _ = hard_stop(stopper.clone()) => {}
+                            }
+                        }
+                        stopper.client.release().await;
                         dog.abort();
                     });
                     thread_cpu_seconds()
@@ -1453,8 +1475,12 @@ pub fn run_from(
         .into_iter()
         .map(|h| h.join().unwrap_or(0.0))
         .collect();
-    // The run's length is the publishers': the subscribers' drain is not in it.
-    let elapsed = start.elapsed().as_secs_f64();
+    // The run's length is the publishers': the subscribers' drain is not in it, nor
+    // the hold of clients connected to stay (their rate is the one they came at).
+    let elapsed = match plan.client.unit_connects() {
+        true => units_done.load(Ordering::Relaxed) as f64 / 1e6,
+        false => start.elapsed().as_secs_f64(),
+    };
     if let Some((thread, control)) = subscribers {
         // The deliveries still on their way are waited for (at most the timeout).
         control.publishers_done.store(true, Ordering::Relaxed);

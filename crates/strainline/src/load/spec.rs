@@ -256,8 +256,9 @@ fn grpc_target(
     ))
 }
 
-/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`:
-/// the broker resolved, TLS set up, the topic and options checked.
+/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`
+/// (`mqtt://HOST/?mode=conn`: clients connecting, no topic): the broker resolved, TLS
+/// set up, the topic and options checked.
 fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
     use super::mqtt::wire::Version;
     let (tls, rest) = match url.strip_prefix("mqtts://") {
@@ -266,9 +267,12 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
     };
     let eg = "e.g. mqtt://127.0.0.1:1883/devices/{{client}}/telemetry?qos=1";
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (authority, topic) = rest
-        .split_once('/')
-        .ok_or_else(|| bad(format!("URL '{url}' names no topic ({eg})")))?;
+    let connect = query.split('&').any(|p| p == "mode=conn");
+    let (authority, topic) = match rest.split_once('/') {
+        Some(parts) => parts,
+        None if connect => (rest, ""),
+        None => return Err(bad(format!("URL '{url}' names no topic ({eg})"))),
+    };
     let (user, hostport) = match authority.rsplit_once('@') {
         Some((u, _)) if u.contains(':') => {
             return Err(bad(format!(
@@ -279,7 +283,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
         Some((u, h)) => (Some(u.to_string()), h),
         None => (None, authority),
     };
-    if topic.is_empty() {
+    if topic.is_empty() && !connect {
         return Err(bad(format!("URL '{url}' names no topic ({eg})")));
     }
     if super::mqtt::wildcard(topic) || topic.contains('\0') {
@@ -293,9 +297,21 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
     let mut clean_session = true;
     let mut subscribers = 0u64;
     let mut filter = None;
+    let mut mode = super::mqtt::Mode::Publish;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match k {
+            "mode" => {
+                mode = match v {
+                    "pub" => super::mqtt::Mode::Publish,
+                    "conn" => super::mqtt::Mode::Connect,
+                    _ => {
+                        return Err(bad(format!(
+                            "URL '{url}': mode={v}: give pub (a unit is a publish) or conn (a unit is a client connecting to stay)"
+                        )))
+                    }
+                }
+            }
             "qos" => {
                 qos = match v {
                     "0" => 0,
@@ -349,10 +365,15 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
             }
             _ => {
                 return Err(bad(format!(
-                    "URL '{url}': unknown option '{k}' (the options are qos, version, keep_alive, clean, subscribers, filter)"
+                    "URL '{url}': unknown option '{k}' (the options are mode, qos, version, keep_alive, clean, subscribers, filter)"
                 )))
             }
         }
+    }
+    if mode == super::mqtt::Mode::Connect && subscribers > 0 {
+        return Err(bad(format!(
+            "URL '{url}': mode=conn connects clients that publish nothing: subscribers have nothing to receive"
+        )));
     }
     let port = if hostport.ends_with(']') || !hostport.contains(':') {
         format!(":{}", if tls { 8883 } else { 1883 })
@@ -379,6 +400,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
         subscribers,
         // By default subscribers take every client's topic: `{{client}}` is `+`.
         filter: filter.unwrap_or_else(|| topic.replace("{{client}}", "+")),
+        mode,
     })
 }
 
@@ -600,6 +622,13 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let (client, template, body) = client(spec)?;
+    if let Client::Mqtt(t) = &client {
+        if t.mode == super::mqtt::Mode::Connect && !matches!(spec.offer, Offer::Open { .. }) {
+            return Err(bad(
+                "mode=conn connects clients at a rate, each staying connected until the run ends: give -q RATE (with -n N clients or -z DURATION)",
+            ));
+        }
+    }
     if spec.client.reply_field.is_some() && !matches!(client, Client::WebSocket(_)) {
         return Err(bad(
             "--reply-field matches a WebSocket's replies to its messages: give a ws:// or wss:// URL",
@@ -763,6 +792,15 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 " over TLS"
             } else {
                 ""
+            }
+        ),
+        Client::Mqtt(t) if t.mode == super::mqtt::Mode::Connect => format!(
+            "MQTT {}{}, clients connecting to stay until the end{}",
+            t.version.name(),
+            if t.tls.is_some() { " over TLS" } else { "" },
+            match t.keep_alive {
+                0 => String::new(),
+                k => format!(" (keep-alive {k}s)"),
             }
         ),
         Client::Mqtt(t) => format!(

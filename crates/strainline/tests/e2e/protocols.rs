@@ -1000,3 +1000,43 @@ fn websocket_replies_are_matched_by_id_and_pushed_messages_counted() {
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "give a ws:// or wss:// URL");
 }
+
+/// MQTT `conn` mode (emqtt-bench's): 300 clients connect at 200/s and stay connected,
+/// pinging within a 1 s keep-alive, until the run's 3 s end; then each leaves with
+/// DISCONNECT. mosquitto's own log is the truth: 300 clients connected, no client timed out,
+/// 300 DISCONNECTs; the rate is the one they came at, not diluted by the hold.
+#[test]
+fn mqtt_clients_connect_at_a_rate_and_stay_connected_until_the_end() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let log = s.path("mosquitto.log");
+    let (_broker, port) = mosquitto(
+        &s,
+        &format!(
+            "allow_anonymous true\nlog_dest file {}\nlog_type all",
+            log.display()
+        ),
+    );
+    let url = format!("mqtt://127.0.0.1:{port}/?mode=conn&keep_alive=1");
+    let (out, doc) = load(&s, &[&url, "-q", "200", "-n", "300", "-z", "3s"]);
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["by_status"]["connack"]), 300, "{}", stdout(&out));
+    assert_eq!(n(&sum["connections_opened"]), 300);
+    let rate = sum["achieved_rate"].as_f64().unwrap();
+    assert!((170.0..=210.0).contains(&rate), "{rate}\n{}", stdout(&out));
+    assert_has(
+        &stdout(&out),
+        "clients connecting to stay until the end (keep-alive 1s)",
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let count = |what: &str| text.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("New client connected from"), 300, "{text}");
+    assert_eq!(count("exceeded timeout"), 0, "{text}");
+    assert!(count("Received PINGREQ from") >= 300, "{text}");
+    assert_eq!(count("Received DISCONNECT from"), 300, "{text}");
+    // A mode that makes no sense with the load's shape is refused before anything is sent.
+    let out = s.run(&["load", &url, "-c", "5", "-z", "1s", "--no-tui"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "mode=conn connects clients at a rate");
+}

@@ -42,6 +42,15 @@ pub struct Target {
     /// starts with a [`Stamp`] that they measure from.
     pub subscribers: u64,
     pub filter: String,
+    /// What a unit of work is: a publish (emqtt-bench's `pub`), or a client connecting
+    /// and staying connected (`conn`).
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Publish,
+    Connect,
 }
 
 /// One connected client.
@@ -179,6 +188,49 @@ pub fn topic_of(r: &crate::load::http::Rendered) -> Option<&str> {
 /// Whether a topic has a wildcard, which is for subscribing, never for publishing.
 pub fn wildcard(topic: &str) -> bool {
     topic.contains(['+', '#'])
+}
+
+thread_local! {
+    /// The clients this worker thread connected in `conn` mode, held until the run ends.
+    static HELD: std::cell::RefCell<Vec<Conn>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// What pings them, when they have a keep-alive.
+    static PINGER: std::cell::RefCell<Option<tokio::task::JoinHandle<()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A unit of `conn` mode: a client connects (CONNECT, CONNACK) and stays connected,
+/// pinged every half keep-alive, until the run ends ([`release`]).
+pub async fn hold(t: &Target) -> Result<(), ErrorKind> {
+    let conn = connect(t).await?;
+    HELD.with(|h| h.borrow_mut().push(conn));
+    if t.keep_alive > 0 && PINGER.with(|p| p.borrow().is_none()) {
+        let every = std::time::Duration::from_millis(500 * u64::from(t.keep_alive));
+        let task = tokio::task::spawn_local(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let mut conns = HELD.with(|h| std::mem::take(&mut *h.borrow_mut()));
+                for c in conns.iter_mut().filter(|c| !c.closed) {
+                    // The broker's PINGRESP (2 bytes) waits in the socket, unread.
+                    if c.send(Out::PingReq).await.is_err() {
+                        c.closed = true;
+                    }
+                }
+                HELD.with(|h| h.borrow_mut().extend(conns));
+            }
+        });
+        PINGER.with(|p| *p.borrow_mut() = Some(task));
+    }
+    Ok(())
+}
+
+/// The run is over: the clients this thread holds leave with DISCONNECT.
+pub async fn release() {
+    if let Some(task) = PINGER.with(|p| p.borrow_mut().take()) {
+        task.abort();
+    }
+    let conns = HELD.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    let bye = futures_util::future::join_all(conns.into_iter().map(disconnect));
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), bye).await;
 }
 
 /// Sends DISCONNECT: the client leaves as a client that is done (no will published).
