@@ -548,7 +548,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             )?;
             let template = template(&uri, method, headers, body)?;
             let reply_field = match &spec.client.reply_field {
-                Some(f) => Some(super::ws::field_path(f).map_err(bad)?),
+                Some(f) => Some(super::ws::field_path(f)?),
                 None => None,
             };
             if let (Some(path), BodySpec::Bytes(b)) = (&reply_field, body) {

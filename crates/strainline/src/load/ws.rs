@@ -36,12 +36,12 @@ pub struct Target {
 }
 
 /// `a.b` as the path of keys `["a", "b"]`, each key non-empty.
-pub fn field_path(f: &str) -> Result<Arc<[String]>, String> {
+pub fn field_path(f: &str) -> crate::error::Result<Arc<[String]>> {
     let keys: Vec<String> = f.split('.').map(str::to_string).collect();
     if keys.iter().any(String::is_empty) {
-        return Err(format!(
+        return Err(crate::Error::usage(format!(
             "--reply-field '{f}': give a JSON field name, or a.b for a nested one"
-        ));
+        )));
     }
     Ok(keys.into())
 }
