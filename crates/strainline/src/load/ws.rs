@@ -96,7 +96,12 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
         request.headers_mut().append(k.clone(), v.clone());
     }
     let (stream, fd) = open_stream(t.addr, &t.tls).await?;
-    let (ws, _) = tokio_tungstenite::client_async(request, stream)
+    // tungstenite zero-fills its read buffer's spare room up to `read_buffer_size` at
+    // every read: at its default (128 KiB) a message cost ~10% more CPU (memset was the
+    // hottest user-space symbol; docs/performance.md); 4 KiB covers a typical message
+    // and the buffer still grows for a larger one.
+    let config = tungstenite::protocol::WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+    let (ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
         .await
         .map_err(|e| ws_kind(&e))?;
     Ok(Conn {
@@ -105,6 +110,9 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
         closed: false,
     })
 }
+
+/// What tungstenite reads into at once (see [`connect`]).
+const READ_BUFFER: usize = 4096;
 
 /// The message a body makes: text when it is UTF-8, binary otherwise.
 pub fn message(body: Bytes) -> Message {
