@@ -147,6 +147,49 @@ fn ramp_chart(c: &CaseData, out: &mut Vec<Chart>) {
     });
 }
 
+/// A colour per thread state, in [`State::ALL`]'s order.
+const STATE_COLORS: [&str; 11] = [
+    "#2ca02c", "#98df8a", "#d62728", "#c7c7c7", "#aec7e8", "#1f77b4", "#8c564b", "#e377c2",
+    "#ff7f0e", "#9467bd", "#7f7f7f",
+];
+
+/// Where the target's threads spent each step of a ramp: thread-seconds per second in
+/// each state (its busiest groups together), stacked, against the offered load — the
+/// figure the step's limiting factor is read from.
+fn thread_state_chart(c: &CaseData, out: &mut Vec<Chart>) {
+    use crate::measure::threads::State;
+    let d: RampDetails = c.details();
+    let steps: Vec<(f64, crate::measure::threads::States)> = (d.steps.iter())
+        .filter_map(|s| Some((s.figures.offered, s.figures.threads.as_ref()?.total())))
+        .collect();
+    if steps.len() < 2 {
+        return;
+    }
+    let most = steps.iter().map(|(_, s)| s.total()).fold(0.0, f64::max);
+    let mut sum = vec![0.0; steps.len()];
+    let mut lines = Vec::new();
+    for (state, color) in State::ALL.iter().zip(STATE_COLORS) {
+        // A state no step spent 0.5% of its thread time in is left out of the legend.
+        if steps.iter().all(|(_, s)| s.get(*state) <= 0.005 * most) {
+            continue;
+        }
+        for (k, (_, s)) in steps.iter().enumerate() {
+            sum[k] += s.get(*state);
+        }
+        let points = steps.iter().zip(&sum).map(|((x, _), y)| (*x, *y)).collect();
+        lines.push(Line::new(state.label(), points, color));
+    }
+    out.push(Chart {
+        title: "Thread states per step (the busiest groups)".into(),
+        x_label: "offered load (req/s)".into(),
+        y_label: "thread-seconds per second".into(),
+        lines,
+        y_from_zero: true,
+        stacked: true,
+        ..Chart::default()
+    });
+}
+
 fn latency_chart(c: &CaseData, out: &mut Vec<Chart>) {
     if c.latency.is_empty() {
         return;
@@ -239,6 +282,7 @@ fn other_series(c: &CaseData, out: &mut Vec<Chart>) {
 pub fn case_charts(c: &CaseData) -> Vec<Chart> {
     let mut charts = Vec::new();
     ramp_chart(c, &mut charts);
+    thread_state_chart(c, &mut charts);
     latency_chart(c, &mut charts);
     leak_chart(c, &mut charts);
     resource_charts(c, &mut charts);

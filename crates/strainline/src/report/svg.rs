@@ -86,6 +86,9 @@ pub struct Chart {
     pub percentile_x: bool,
     /// Start the y axes at zero (resources, rates) rather than at the data's minimum.
     pub y_from_zero: bool,
+    /// The lines are running totals (each one the sum of those before and its own):
+    /// the band between a line and the one before it is filled with its colour.
+    pub stacked: bool,
 }
 
 pub const COLORS: [&str; 6] = [
@@ -336,6 +339,28 @@ pub fn render(chart: &Chart) -> String {
             m.color,
             escape(&m.label)
         );
+    }
+    // Bands of a stacked chart, under the lines.
+    if chart.stacked {
+        let mut below: Vec<(f64, f64)> = Vec::new();
+        for l in &chart.lines {
+            let floor: Vec<(f64, f64)> = match below.len() {
+                0 => l.points.iter().map(|p| (p.0, ylo.max(0.0))).collect(),
+                _ => below.clone(),
+            };
+            let ring: Vec<String> = (l.points.iter().chain(floor.iter().rev()))
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .map(|p| format!("{:.1},{:.1}", x.map(xt(chart, p.0)), y.map(p.1)))
+                .collect();
+            let _ = write!(
+                s,
+                r#"<polygon class="band" fill="{}" fill-opacity="0.55" stroke="none" points="{}"><title>{}</title></polygon>"#,
+                l.color,
+                ring.join(" "),
+                escape(&l.name)
+            );
+            below = l.points.clone();
+        }
     }
     // Lines.
     for l in &chart.lines {

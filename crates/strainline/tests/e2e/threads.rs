@@ -74,6 +74,16 @@ fn a_global_lock_held_per_request_is_named_a_lock_from_the_futex_waits() {
         &text,
         &format!("limiting factor: a lock: the target's 8 `tokio-rt-worker` threads spent {lock:.2} thread-s/s waiting on a futex"),
     );
+    // The HTML report draws the steps' states stacked, the lock's band among them.
+    let html = s.path("ramp.html");
+    assert_exit(
+        &s.run(&["report", "latest", "--html", html.to_str().unwrap()]),
+        0,
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_has(&page, "Thread states per step (the busiest groups)");
+    assert_has(&page, r##"<polygon class="band" fill="#d62728""##);
+    assert_has(&page, "<title>lock</title></polygon>");
 }
 
 #[test]
