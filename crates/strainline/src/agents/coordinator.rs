@@ -549,6 +549,7 @@ fn merge(
         elapsed,
         scheduled: crate::load::driver::scheduled(plan),
         thread_cpu: Vec::new(),
+        thread_queue: Vec::new(),
         connections_asked: asked,
         connections_ready: ready,
         threads,

@@ -108,6 +108,9 @@ pub struct Outcome {
     pub scheduled: Option<(u64, f64)>,
     /// CPU seconds each worker thread used.
     pub thread_cpu: Vec<f64>,
+    /// Seconds each worker thread was runnable but waited for a CPU (the scheduler's
+    /// run queue; empty on agents and where schedstat is not there).
+    pub thread_queue: Vec<f64>,
     /// Connections asked for (closed model) and how many could be opened at the start.
     pub connections_asked: usize,
     pub connections_ready: usize,
@@ -1148,6 +1151,14 @@ async fn hard_stop(ctx: Rc<Ctx>) {
     }
 }
 
+/// How long the calling thread has waited in the scheduler's run queue (runnable, no
+/// CPU free), seconds: the second field of its `schedstat`, exact in nanoseconds.
+fn queue_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 /// CPU time of the calling thread, seconds.
 fn thread_cpu_seconds() -> f64 {
     // SAFETY: zeroed rusage is valid; getrusage fills it.
@@ -1329,6 +1340,7 @@ pub fn run_from(
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
                 .spawn(move || {
+                    let queued_before = queue_seconds().unwrap_or(0.0);
                     let (rt, local) = single_threaded();
                     let slots = Rc::new(RefCell::new(Vec::new()));
                     let ctx = Rc::new(Ctx {
@@ -1432,7 +1444,10 @@ pub fn run_from(
                         stopper.client.release().await;
                         dog.abort();
                     });
-                    thread_cpu_seconds()
+                    (
+                        thread_cpu_seconds(),
+                        queue_seconds().map(|q| q - queued_before),
+                    )
                 })
                 .expect("a worker thread")
         })
@@ -1471,10 +1486,11 @@ pub fn run_from(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let thread_cpu: Vec<f64> = handles
+    let (thread_cpu, thread_queue): (Vec<f64>, Vec<Option<f64>>) = handles
         .into_iter()
-        .map(|h| h.join().unwrap_or(0.0))
-        .collect();
+        .map(|h| h.join().unwrap_or((0.0, None)))
+        .unzip();
+    let thread_queue: Vec<f64> = thread_queue.into_iter().flatten().collect();
     // The run's length is the publishers': the subscribers' drain is not in it, nor
     // the hold of clients connected to stay (their rate is the one they came at).
     let elapsed = match plan.client.unit_connects() {
@@ -1514,6 +1530,7 @@ pub fn run_from(
         elapsed,
         scheduled,
         thread_cpu,
+        thread_queue,
         connections_asked: match &plan.model {
             Model::Closed { connections, .. } => *connections,
             _ => 0,

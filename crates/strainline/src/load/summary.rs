@@ -94,6 +94,10 @@ pub struct LoadSummary {
     pub scheduled: Option<u64>,
     /// CPU seconds of each worker thread.
     pub generator_thread_cpu_seconds: Vec<f64>,
+    /// Seconds the worker threads (here, not on agents) were runnable but waited for a
+    /// CPU, all together; absent when none was measured.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub generator_run_queue_seconds: f64,
     /// Per scenario step.
     pub steps: Vec<StepSummary>,
     /// Per agent, when agents generated the load (absent otherwise).
@@ -138,6 +142,10 @@ impl Deliveries {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn deliveries(o: &Outcome) -> Option<Deliveries> {
@@ -284,6 +292,7 @@ pub fn summarize(
         } else {
             o.agents.iter().flat_map(|a| a.thread_cpu.clone()).collect()
         },
+        generator_run_queue_seconds: o.thread_queue.iter().sum::<f64>() + 0.0,
         agents: o.agents.iter().map(agent_summary).collect(),
         deliveries: deliveries(o),
         steps: step_names

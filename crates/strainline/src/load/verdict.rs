@@ -446,6 +446,7 @@ mod tests {
             elapsed: 10.0,
             scheduled: Some((1000, 10.0)),
             thread_cpu: vec![1.0],
+            thread_queue: Vec::new(),
             connections_asked: 0,
             connections_ready: 0,
             threads: 1,

@@ -250,6 +250,17 @@ fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             String::new()
         }
     )?;
+    // Runnable but not running: the machine's CPUs were busy with something else (the
+    // target, a neighbour) when the generator had sends to make.
+    let queued = s.generator_run_queue_seconds;
+    if s.elapsed_seconds > 0.0 && queued >= 0.01 * s.elapsed_seconds {
+        writeln!(
+            out,
+            "  {:<14}its threads waited {queued:.2} s for a CPU (runnable, in the run queue: {:.1}% of the run per thread), the machine's CPUs busy elsewhere",
+            "",
+            100.0 * queued / (s.elapsed_seconds * s.generator_thread_cpu_seconds.len().max(1) as f64)
+        )?;
+    }
     for a in &s.agents {
         let state = match (&a.lost, a.status) {
             (Some(_), _) => "LOST".to_string(),

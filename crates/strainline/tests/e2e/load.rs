@@ -780,3 +780,57 @@ fn http2_streams_multiply_the_requests_in_flight_on_each_connection() {
     assert_eq!(sum["connections_opened"], 2, "{}", stdout(&out));
     assert_has(&stdout(&out), "up to 1000 streams per connection");
 }
+
+/// Known truth: a spinning neighbour pinned to the generator's CPU takes half of it
+/// (the scheduler shares it fairly), so the generator's one thread, busy in the closed
+/// model, waits about half the run in the run queue — read from its own schedstat and
+/// said under the Generator line.
+#[test]
+fn the_generators_wait_for_a_cpu_taken_by_a_neighbour_is_measured() {
+    let _bench = measuring();
+    let srv = server(&[]);
+    let s = Scratch::new();
+    let mut hog = KillOnDrop(
+        std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux)"),
+    );
+    let json = s.path("q.json");
+    let out = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_strainline"),
+            "--store",
+            &s.store(),
+        ])
+        .args([
+            "load",
+            &srv.url("/health"),
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "-z",
+            "3s",
+        ])
+        .args(["--no-tui", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = hog.0.kill();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sum = &doc["summary"];
+    let queued = f(&sum["generator_run_queue_seconds"]);
+    let elapsed = f(&sum["elapsed_seconds"]);
+    assert!(
+        (0.3 * elapsed..=0.7 * elapsed).contains(&queued),
+        "waited {queued:.2} s of {elapsed:.2} s\n{}",
+        stdout(&out)
+    );
+    assert_has(&stdout(&out), "its threads waited");
+    assert_has(&stdout(&out), "for a CPU (runnable, in the run queue");
+    let errors = load_schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:#?}");
+}
