@@ -283,3 +283,90 @@ fn nagle_meeting_delayed_acks_is_named_and_tcp_nodelay_makes_it_disappear() {
         assert!(!text.contains("Nagle"), "{text}");
     }
 }
+
+/// The share of `pid`'s threads blocked in `futex(2)` among those blocked at all, from
+/// `/proc/PID/task/*/syscall` read here, `samples` times `every` apart — independently
+/// of strainline's reader.
+fn futex_share(pid: u32, samples: usize, every: std::time::Duration) -> f64 {
+    const FUTEX: &str = "202"; // x86_64
+    let (mut futex, mut blocked) = (0usize, 0usize);
+    for _ in 0..samples {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            break;
+        };
+        for t in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(t.path().join("syscall")) else {
+                continue;
+            };
+            match text.split_whitespace().next() {
+                Some("running") | None => {}
+                Some(nr) => {
+                    blocked += 1;
+                    futex += usize::from(nr == FUTEX);
+                }
+            }
+        }
+        std::thread::sleep(every);
+    }
+    futex as f64 / blocked.max(1) as f64
+}
+
+/// CPython's threaded server (a thread per keep-alive connection, TCP_NODELAY so that
+/// Nagle does not set the pace) under more load than one interpreter serves: its threads
+/// wait on the interpreter lock, read here from /proc directly (most blocked threads are
+/// in futex), and the ramp's limiting factor, read from thread states, says "a lock".
+#[test]
+fn cpythons_interpreter_lock_is_named_a_lock_and_proc_agrees() {
+    let _bench = measuring();
+    // Independently: 64 connections pressing as fast as they can, /proc sampled meanwhile.
+    let port = free_port();
+    let mut server = python(true);
+    server.arg(port.to_string());
+    let srv = serving(server, ("127.0.0.1", port), "python3");
+    let s = Scratch::new();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut load = strainline()
+        .args([
+            "--store",
+            &s.store(),
+            "load",
+            &url,
+            "-c",
+            "64",
+            "-z",
+            "4s",
+            "--no-progress",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let share = futex_share(srv.0.id(), 100, std::time::Duration::from_millis(20));
+    let _ = load.wait();
+    drop(srv);
+    assert!(
+        share >= 0.5,
+        "{:.0}% of blocked threads in futex",
+        100.0 * share
+    );
+    // The ramp, from its own thread states.
+    let py = format!(
+        "{}/tests/fixtures/threaded_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = run_suite(
+        &s,
+        &format!(
+            "[target]\ncommand = [\"/usr/bin/python3\", \"{py}\", \"{{{{port}}}}\"]\n\
+             env = {{ NODELAY = \"1\" }}\nready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\
+             [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/\"\n\
+             connections = 64\nstart = 2000\nstep = 1500\nmax_steps = 10\n\
+             step_duration = \"1500ms\"\nslo_p99 = \"100ms\"\n"
+        ),
+        &[],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    assert_has(&text, "limiting factor: a lock: the target's");
+    assert_has(&text, "`python3` threads spent");
+}
