@@ -200,10 +200,42 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
+/// A ramp's thread states in long form — `offered,group,threads,state,thread_s_per_s`,
+/// a row per step, thread group and state it spent time in — for a spreadsheet's pivot;
+/// `None` when no step has them. Group names are the target's: quoted as CSV quotes.
+fn thread_states_csv(ramp: &RampDetails) -> Option<String> {
+    use crate::measure::threads::State;
+    let mut t = String::from("offered,group,threads,state,thread_s_per_s\n");
+    let mut any = false;
+    for st in &ramp.steps {
+        let Some(b) = &st.figures.threads else {
+            continue;
+        };
+        for g in &b.groups {
+            for state in State::ALL {
+                let v = g.states.get(state);
+                if v > 0.0 {
+                    any = true;
+                    let name = format!("\"{}\"", g.name.replace('"', "\"\""));
+                    let _ = writeln!(
+                        t,
+                        "{},{name},{},{},{v:.6}",
+                        serde_json::Value::from(st.figures.offered),
+                        g.threads,
+                        state.label()
+                    );
+                }
+            }
+        }
+    }
+    any.then_some(t)
+}
+
 /// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics), and
 /// per case `NN-CASE-samples.csv` (the resource timeline), `NN-CASE-SERIES.csv` (each
-/// named series, e.g. a ramp's offered vs achieved) and `NN-CASE-steps.csv` (a ramp's
-/// steps). Returns the files written.
+/// named series, e.g. a ramp's offered vs achieved), `NN-CASE-steps.csv` (a ramp's
+/// steps) and `NN-CASE-thread-states.csv` (its steps' thread states, one row per step,
+/// group and state). Returns the files written.
 pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
@@ -271,6 +303,9 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 );
             }
             put(format!("{stem}-steps.csv"), t)?;
+            if let Some(t) = thread_states_csv(&ramp) {
+                put(format!("{stem}-thread-states.csv"), t)?;
+            }
         }
         if !c.latency.is_empty() {
             let mut t = String::from("percentile,latency_ms\n");
@@ -412,6 +447,30 @@ mod tests {
         let text = markdown(&fixture());
         assert!(text.contains("&lt;b&gt;\\|beta&lt;/b&gt;"), "{text}");
         check("report.md", &text);
+    }
+
+    /// A step's groups become rows (a hostile name quoted as CSV quotes); states a
+    /// group spent no time in are left out; a ramp without thread states has no file.
+    #[test]
+    fn a_ramps_thread_states_are_written_long_form() {
+        let ramp: RampDetails = serde_json::from_value(serde_json::json!({"steps": [
+            {"offered": 100.0, "achieved": 100.0, "generator": "valid", "ok": true,
+             "threads": {"seconds": 1.5, "groups": [
+                {"name": "pool", "threads": 2, "on_cpu": 0.25, "lock": 1.5, "all_busy": 0.1},
+                {"name": "a\"b,c", "threads": 1, "idle": 1.0}
+             ]}},
+            {"offered": 200.0, "achieved": 150.0, "generator": "valid", "ok": false}
+        ]}))
+        .unwrap();
+        let text = thread_states_csv(&ramp).unwrap();
+        assert_eq!(
+            text,
+            "offered,group,threads,state,thread_s_per_s\n\
+             100.0,\"pool\",2,on CPU,0.250000\n\
+             100.0,\"pool\",2,lock,1.500000\n\
+             100.0,\"a\"\"b,c\",1,idle,1.000000\n"
+        );
+        assert_eq!(thread_states_csv(&RampDetails::default()), None);
     }
 
     #[test]

@@ -211,6 +211,15 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         assert!(reports
             .join("csv/01-peak_crash_1000000_-steps.csv")
             .exists());
+        // The target's threads were read at every step: their states, long form.
+        let states =
+            std::fs::read_to_string(reports.join("csv/01-peak_crash_1000000_-thread-states.csv"))
+                .unwrap();
+        assert!(
+            states.starts_with("offered,group,threads,state,thread_s_per_s\n")
+                && states.contains(",\"tokio-rt-worker\","),
+            "{states}"
+        );
     });
 }
 
