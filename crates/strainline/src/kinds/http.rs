@@ -188,7 +188,7 @@ fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
             {
                 let waited = std::fs::read_to_string(e.path().join("schedstat"))
                     .ok()
-                    .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+                    .and_then(|t| Some(crate::os::process::schedstat(&t)?[1]))
                     .unwrap_or(0);
                 out.insert(tid, (st.cpu_ticks, waited));
             }

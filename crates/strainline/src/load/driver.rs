@@ -1155,8 +1155,7 @@ async fn hard_stop(ctx: Rc<Ctx>) {
 /// CPU free), seconds: the second field of its `schedstat`, exact in nanoseconds.
 fn queue_seconds() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
-    Some(ns as f64 / 1e9)
+    Some(crate::os::process::schedstat(&text)?[1] as f64 / 1e9)
 }
 
 /// CPU time of the calling thread, seconds.

@@ -264,6 +264,9 @@ impl Connection {
 
     /// Bodies held back for want of window, sent now that the window opened.
     fn send_waiting_bodies(&mut self) {
+        if self.streams.values().all(|s| s.pending.is_none()) {
+            return; // the usual case: no allocation per WINDOW_UPDATE
+        }
         let waiting: Vec<u32> = (self.streams.iter())
             .filter(|(_, s)| s.pending.is_some())
             .map(|(id, _)| *id)

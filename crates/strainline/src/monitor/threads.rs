@@ -254,11 +254,6 @@ pub struct ThreadReader {
     sockets: Sockets,
 }
 
-fn parse_clocks(text: &str) -> Option<[u64; 3]> {
-    let mut w = text.split_ascii_whitespace().map(|v| v.parse().ok());
-    Some([w.next()??, w.next()??, w.next()??])
-}
-
 impl ThreadReader {
     /// Whether a reading is due at `now`: none yet, or the last [`PERIOD`] ago. A
     /// caller asks before gathering the tree's pids (and publishing the tally).
@@ -296,7 +291,9 @@ impl ThreadReader {
         for (&tid, t) in self.threads.iter_mut() {
             let Some(clocks) = ProcFiles::pread(&t.schedstat, &mut self.buf)
                 .ok()
-                .and_then(|n| parse_clocks(&String::from_utf8_lossy(&self.buf[..n])))
+                .and_then(|n| {
+                    crate::os::process::schedstat(&String::from_utf8_lossy(&self.buf[..n]))
+                })
             else {
                 gone.push(tid);
                 continue;
@@ -447,7 +444,7 @@ impl ThreadReader {
         let base = format!("/proc/{pid}/task/{tid}");
         let schedstat = File::open(format!("{base}/schedstat")).ok()?;
         let n = ProcFiles::pread(&schedstat, buf).ok()?;
-        let clocks = parse_clocks(&String::from_utf8_lossy(&buf[..n]))?;
+        let clocks = crate::os::process::schedstat(&String::from_utf8_lossy(&buf[..n]))?;
         let mut t = Thread {
             pid,
             group: String::new(),

@@ -458,6 +458,13 @@ pub fn raise_nofile() -> u64 {
     1024
 }
 
+/// A `schedstat` file's clocks (`/proc/PID/task/TID/schedstat`): ns on a CPU, ns
+/// runnable in the run queue, times scheduled. Exact, whenever read.
+pub fn schedstat(text: &str) -> Option<[u64; 3]> {
+    let mut w = text.split_ascii_whitespace().map(|v| v.parse().ok());
+    Some([w.next()??, w.next()??, w.next()??])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
