@@ -3,7 +3,9 @@
 
 pub mod compare;
 pub mod files;
+pub mod history;
 pub mod html;
+pub mod judged;
 pub mod load;
 pub mod monitor;
 pub mod run;

@@ -8,6 +8,7 @@
 //! nothing completed.
 
 pub mod backend;
+mod browse;
 mod keys;
 mod pg;
 mod schema;
@@ -22,6 +23,7 @@ use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
 use crate::metrics::Direction;
 use backend::{vals, Backend, Row, Value};
+pub use browse::{LiveSecond, MetricValue, RunFilter};
 pub use keys::{case_key, usable};
 
 /// The default store path, relative to the working directory.
@@ -100,6 +102,12 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("the results store at {where_} has schema version {found}, older than this strainline's ({known}), and is opened read-only: run `strainline runs --store {where_}` once to upgrade it")]
+    TooOld {
+        where_: String,
+        found: i64,
+        known: i64,
+    },
     #[error("no run {0} in the results store (see `strainline runs`)")]
     NoSuchRun(String),
     #[error("results store: {0}")]
@@ -121,6 +129,7 @@ impl From<StoreError> for crate::Error {
             | StoreError::Open { .. }
             | StoreError::Foreign { .. }
             | StoreError::TooNew { .. }
+            | StoreError::TooOld { .. }
             | StoreError::NoSuchRun(_) => crate::Error::Usage(e.to_string()),
             StoreError::Sql(_) | StoreError::Postgres(_) | StoreError::Json(_) => {
                 crate::Error::Environment(e.to_string())
@@ -266,6 +275,52 @@ impl Store {
         };
         store.prepare()?;
         Ok(store)
+    }
+
+    /// Opens an existing store to read only (`serve`): SQLite opened read-only, a
+    /// PostgreSQL session whose transactions are read-only. Nothing is created or
+    /// migrated; a store of another schema version is refused.
+    pub fn open_read_only(location: &Location) -> Result<Store> {
+        let shown = location.shown();
+        let db: Box<dyn Backend> = match location {
+            Location::Sqlite(path) => {
+                if !path.exists() {
+                    return Err(StoreError::Open {
+                        where_: shown,
+                        why: "no such file".into(),
+                    });
+                }
+                Box::new(sqlite::Sqlite::open_read_only(path)?)
+            }
+            Location::Postgres(url) => {
+                let mut db = pg::Postgres::connect(url, &shown)?;
+                db.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
+                Box::new(db)
+            }
+        };
+        let store = Store {
+            db: RefCell::new(db),
+            location: location.clone(),
+        };
+        let found = store.current_version().map_err(|e| StoreError::Foreign {
+            where_: shown.clone(),
+            why: e.to_string(),
+        })?;
+        store.check_marker()?;
+        let known = schema::latest();
+        match found.cmp(&known) {
+            std::cmp::Ordering::Greater => Err(StoreError::TooNew {
+                where_: shown,
+                found,
+                known,
+            }),
+            std::cmp::Ordering::Less => Err(StoreError::TooOld {
+                where_: shown,
+                found,
+                known,
+            }),
+            std::cmp::Ordering::Equal => Ok(store),
+        }
     }
 
     pub fn location(&self) -> &Location {

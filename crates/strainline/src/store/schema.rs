@@ -137,6 +137,25 @@ ALTER TABLE processes ADD COLUMN children_cpu_seconds REAL NOT NULL DEFAULT 0;
 ALTER TABLE processes ADD COLUMN children_peak_rss INTEGER NOT NULL DEFAULT 0;
 "#,
     ),
+    (
+        5,
+        "live: a run's figures of each second as it goes (serve's live page); runs by suite",
+        r#"
+CREATE TABLE live (
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    t               REAL NOT NULL,             -- seconds since the run started
+    case_name       TEXT NOT NULL,
+    offered         REAL,                      -- the open model's rate that second
+    achieved        REAL,
+    p99_us          INTEGER,
+    errors          INTEGER,
+    rss_bytes       INTEGER,
+    cpu_cores       REAL
+);
+CREATE INDEX live_run ON live(run_id, t);
+CREATE INDEX runs_suite ON runs(suite, id);
+"#,
+    ),
 ];
 
 /// The newest schema version this build knows.

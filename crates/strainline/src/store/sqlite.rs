@@ -44,6 +44,22 @@ impl Sqlite {
         Ok(Sqlite { conn })
     }
 
+    /// An existing file, read-only: `serve` never writes to the store (WAL readers
+    /// neither block the writer nor see a half-written transaction).
+    pub fn open_read_only(path: &Path) -> Result<Sqlite> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::Open {
+            where_: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(Sqlite { conn })
+    }
+
     /// Settings that only make sense once the file is known to be ours.
     pub fn configure(&mut self) -> Result<()> {
         // WAL is a property of the file: the first opener sets it. Switching needs the

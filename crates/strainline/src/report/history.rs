@@ -1,0 +1,278 @@
+//! A metric's history: each case's value over the stored runs, in order (the median of
+//! a run's repetitions), with the change points in it
+//! ([`crate::analysis::changepoint`]) — where the series shifted, between which runs,
+//! by how much, and how sure. `strainline history` prints one series; `serve` draws
+//! every judged metric of a suite.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::analysis::changepoint::{change_points, ChangePoint, Params};
+use crate::analysis::comparison::p_text;
+use crate::analysis::stats::median;
+use crate::metrics::Direction;
+use crate::store::{RunFilter, RunRow, Store};
+use crate::units::format_value;
+
+/// Which runs and metrics a history covers.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// One metric, or every metric with a better direction (`None`).
+    pub metric: Option<String>,
+    pub case: Option<String>,
+    pub suite: Option<String>,
+    pub label: Option<String>,
+    pub since: Option<String>,
+    /// Only the newest N runs (a page), or all of them.
+    pub last: Option<usize>,
+    pub params: Params,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub run: i64,
+    pub label: Option<String>,
+    pub started_at: String,
+    pub git_commit: Option<String>,
+    /// Median over the run's repetitions of the case.
+    pub value: f64,
+    pub repetitions: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Shift {
+    /// The first run after the change, and the last before it.
+    pub run_after: i64,
+    pub run_before: i64,
+    #[serde(flatten)]
+    pub point: ChangePoint,
+    pub change_percent: f64,
+}
+
+/// One case's metric over runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub case: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub points: Vec<Point>,
+    pub change_points: Vec<Shift>,
+}
+
+/// The document `history --json` writes: one series.
+#[derive(Debug, Serialize)]
+pub struct History {
+    pub schema: &'static str,
+    pub case: String,
+    pub metric: String,
+    pub unit: String,
+    pub parameters: serde_json::Value,
+    pub points: Vec<Point>,
+    pub change_points: Vec<Shift>,
+}
+
+/// How change points were found, for documents.
+pub fn parameters(p: &Params) -> serde_json::Value {
+    serde_json::json!({
+        "method": "e-divisive means, Student's t-test (as Apache Otava)",
+        "window": p.window,
+        "max_p": p.max_p,
+        "min_magnitude": p.min_magnitude,
+    })
+}
+
+/// The runs a query covers, oldest first.
+pub fn runs(store: &Store, q: &Query) -> crate::error::Result<Vec<RunRow>> {
+    Ok(match q.last {
+        Some(n) => {
+            let filter = RunFilter {
+                suite: q.suite.clone(),
+                label: q.label.clone(),
+                since: q.since.clone(),
+                ..RunFilter::default()
+            };
+            let mut runs = store.runs_page(&filter, n, 0)?;
+            runs.reverse();
+            runs
+        }
+        None => store
+            .runs_in_order(q.label.as_deref(), q.since.as_deref())?
+            .into_iter()
+            .filter(|r| q.suite.is_none() || r.suite == q.suite)
+            .collect(),
+    })
+}
+
+/// Every (case, metric) series the query covers, by case then metric, with their change
+/// points; and the runs, oldest first. One query reads the metrics of all the runs.
+pub fn series(store: &Store, q: &Query) -> crate::error::Result<(Vec<RunRow>, Vec<Series>)> {
+    let runs = runs(store, q)?;
+    let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
+        return Ok((runs, Vec::new()));
+    };
+    let index: HashMap<i64, usize> = runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    // (case, metric) → unit, direction, per run: the repetitions' values.
+    type Values = (String, Direction, BTreeMap<usize, Vec<f64>>);
+    let mut by: BTreeMap<(String, String), Values> = BTreeMap::new();
+    for v in store.metric_values(first.id, last.id, q.metric.as_deref())? {
+        let Some(&at) = index.get(&v.run) else {
+            continue;
+        };
+        if q.case.as_ref().is_some_and(|c| *c != v.case)
+            || q.metric.is_none() && v.direction == Direction::None
+        {
+            continue;
+        }
+        let e = by
+            .entry((v.case, v.metric))
+            .or_insert_with(|| (v.unit, v.direction, BTreeMap::new()));
+        e.2.entry(at).or_default().push(v.value);
+    }
+    let out = by
+        .into_iter()
+        .map(|((case, metric), (unit, direction, values))| {
+            let points: Vec<Point> = values
+                .into_iter()
+                .map(|(at, v)| {
+                    let run = &runs[at];
+                    Point {
+                        run: run.id,
+                        label: run.label.clone(),
+                        started_at: run.started_at.clone(),
+                        git_commit: run.git_commit.clone(),
+                        value: median(&v).unwrap_or(f64::NAN),
+                        repetitions: v.len(),
+                    }
+                })
+                .collect();
+            let change_points = shifts(&points, q.params);
+            Series {
+                case,
+                metric,
+                unit,
+                direction,
+                points,
+                change_points,
+            }
+        })
+        .collect();
+    Ok((runs, out))
+}
+
+/// The change points of a series, named by the runs on each side.
+fn shifts(points: &[Point], params: Params) -> Vec<Shift> {
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    change_points(&values, params)
+        .into_iter()
+        .map(|cp| Shift {
+            run_after: points[cp.index].run,
+            run_before: points[cp.index - 1].run,
+            change_percent: 100.0 * cp.change(),
+            point: cp,
+        })
+        .collect()
+}
+
+/// One metric's history (`strainline history`): the one case that has it, or the one
+/// asked for.
+pub fn one(store: &Store, q: &Query) -> crate::error::Result<History> {
+    let metric = q.metric.clone().unwrap_or_default();
+    let (_, all) = series(
+        store,
+        &Query {
+            case: None,
+            ..q.clone()
+        },
+    )?;
+    let cases: Vec<&str> = all.iter().map(|s| s.case.as_str()).collect();
+    if all.is_empty() {
+        return Err(crate::Error::usage(format!(
+            "no stored run has the metric '{metric}' (see `strainline show RUN` for the metrics a run has)"
+        )));
+    }
+    let chosen: Vec<&Series> = all
+        .iter()
+        .filter(|s| q.case.as_ref().is_none_or(|c| *c == s.case))
+        .collect();
+    let s = match chosen.as_slice() {
+        [s] => *s,
+        [] => {
+            return Err(crate::Error::usage(format!(
+                "no run has '{metric}' for case '{}'; cases with it: {}",
+                q.case.as_deref().unwrap_or_default(),
+                cases.join(", ")
+            )))
+        }
+        _ => {
+            return Err(crate::Error::usage(format!(
+                "several cases have the metric '{metric}': {}; choose one with --case",
+                cases.join(", ")
+            )))
+        }
+    };
+    Ok(History {
+        schema: "strainline.history.v1",
+        case: s.case.clone(),
+        metric,
+        unit: s.unit.clone(),
+        parameters: parameters(&q.params),
+        points: s.points.clone(),
+        change_points: s.change_points.clone(),
+    })
+}
+
+pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} of {} over {} run(s); change points: E-Divisive means + t-test, window {}, p < {}",
+        h.metric,
+        h.case,
+        h.points.len(),
+        h.parameters["window"],
+        h.parameters["max_p"]
+    )?;
+    writeln!(
+        out,
+        "{:>7}  {:<20} {:<20} {:>16}",
+        "run", "label", "started", "value"
+    )?;
+    for p in &h.points {
+        if let Some(s) = h.change_points.iter().find(|s| s.run_after == p.run) {
+            writeln!(
+                out,
+                "  ---- change point: {:+.1}% (p {}) ----",
+                s.change_percent,
+                p_text(s.point.p)
+            )?;
+        }
+        writeln!(
+            out,
+            "{:>7}  {:<20} {:<20} {:>16}",
+            format!("#{}", p.run),
+            p.label.as_deref().unwrap_or("-"),
+            p.started_at.get(..19).unwrap_or(&p.started_at),
+            format_value(p.value, &h.unit)
+        )?;
+    }
+    if h.change_points.is_empty() {
+        writeln!(out, "\nno change point")?;
+    }
+    for s in &h.change_points {
+        writeln!(
+            out,
+            "\nchange point between run #{} and run #{}: mean {} → {} ({:+.1}%), sd {} → {}, p {}",
+            s.run_before,
+            s.run_after,
+            format_value(s.point.mean_before, &h.unit),
+            format_value(s.point.mean_after, &h.unit),
+            s.change_percent,
+            format_value(s.point.stddev_before, &h.unit),
+            format_value(s.point.stddev_after, &h.unit),
+            p_text(s.point.p)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! Queries for browsing a history (`serve`, `history`): a page of runs under filters,
+//! why each failed, one metric's values over many runs in one query, and the figures a
+//! running run writes every second. Each reads only what one page shows — never the
+//! whole store — so a page over 10,000 runs costs what a page over ten does.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::backend::{vals, Value};
+use super::{Result, RunRow, Store};
+use crate::metrics::Direction;
+
+/// Which runs a page lists; every field narrows, `None` does not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFilter {
+    pub suite: Option<String>,
+    pub label: Option<String>,
+    pub kind: Option<String>,
+    pub status: Option<String>,
+    pub host: Option<String>,
+    /// Started at or after (RFC 3339 or a date).
+    pub since: Option<String>,
+    /// Started before (RFC 3339 or a date).
+    pub until: Option<String>,
+}
+
+/// One metric of one case of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricValue {
+    pub run: i64,
+    pub case: String,
+    pub test_kind: String,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+/// A second of a running run, as it wrote it: a second of load, or a sample of the
+/// target (once a second), or both.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LiveSecond {
+    pub t: f64,
+    pub case: String,
+    pub offered: Option<f64>,
+    pub achieved: Option<f64>,
+    pub p99_us: Option<i64>,
+    pub errors: Option<i64>,
+    pub rss_bytes: Option<i64>,
+    pub cpu_cores: Option<f64>,
+}
+
+/// `?1, ?2, …` for `n` values from `first`.
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Store {
+    /// Runs under `filter`, newest first: `limit` of them after skipping `offset`.
+    pub fn runs_page(&self, filter: &RunFilter, limit: usize, offset: usize) -> Result<Vec<RunRow>> {
+        let f = filter;
+        let rows = self.query(
+            &format!(
+                "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id
+                 WHERE (CAST(?1 AS TEXT) IS NULL OR r.suite = ?1)
+                   AND (CAST(?2 AS TEXT) IS NULL OR r.label = ?2)
+                   AND (CAST(?3 AS TEXT) IS NULL OR r.kind = ?3)
+                   AND (CAST(?4 AS TEXT) IS NULL OR r.status = ?4)
+                   AND (CAST(?5 AS TEXT) IS NULL OR h.hostname = ?5)
+                   AND (CAST(?6 AS TEXT) IS NULL OR r.started_at >= ?6)
+                   AND (CAST(?7 AS TEXT) IS NULL OR r.started_at < ?7)
+                 ORDER BY r.id DESC LIMIT ?8 OFFSET ?9",
+                Self::RUN_COLUMNS
+            ),
+            vals![
+                f.suite.as_deref(),
+                f.label.as_deref(),
+                f.kind.as_deref(),
+                f.status.as_deref(),
+                f.host.as_deref(),
+                f.since.as_deref(),
+                f.until.as_deref(),
+                limit.min(10_000) as i64,
+                offset.min(i64::MAX as usize) as i64
+            ],
+        )?;
+        Ok(rows.iter().map(Self::run_row).collect())
+    }
+
+    /// The suites in the store with their number of runs, by name.
+    pub fn suites(&self) -> Result<Vec<(String, i64)>> {
+        Ok(self
+            .query(
+                "SELECT suite, COUNT(*) FROM runs WHERE suite IS NOT NULL GROUP BY suite ORDER BY suite",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.text(0), r.int(1)))
+            .collect())
+    }
+
+    /// Why each of `runs` did not pass, in a line: the run's own first reason, else its
+    /// first case that did not pass, with that case's first reason.
+    pub fn first_reasons(&self, runs: &[i64]) -> Result<HashMap<i64, String>> {
+        let mut out = HashMap::new();
+        if runs.is_empty() {
+            return Ok(out);
+        }
+        let ids: Vec<Value> = runs.iter().map(|&id| Value::Int(id)).collect();
+        let list = placeholders(1, ids.len());
+        for r in self.query(
+            &format!("SELECT id, reasons FROM runs WHERE id IN ({list})"),
+            &ids,
+        )? {
+            let reasons: Vec<String> = r
+                .opt_text(1)
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default();
+            if let Some(first) = reasons.into_iter().next() {
+                out.insert(r.int(0), first);
+            }
+        }
+        for r in self.query(
+            &format!(
+                "SELECT run_id, name, status, summary FROM cases
+                 WHERE run_id IN ({list}) AND status NOT IN ('passed', 'completed') ORDER BY id"
+            ),
+            &ids,
+        )? {
+            out.entry(r.int(0)).or_insert_with(|| {
+                let summary: Option<serde_json::Value> =
+                    r.opt_text(3).and_then(|s| serde_json::from_str(&s).ok());
+                let why = summary
+                    .as_ref()
+                    .and_then(|s| s.pointer("/reasons/0"))
+                    .and_then(|v| v.as_str())
+                    .map(String::from)
+                    .unwrap_or_else(|| r.text(2));
+                format!("{}: {why}", r.text(1))
+            });
+        }
+        Ok(out)
+    }
+
+    /// The metrics of the usable cases of runs `first..=last` (one query), optionally
+    /// only the metric named `metric`, in run then case order.
+    pub fn metric_values(
+        &self,
+        first: i64,
+        last: i64,
+        metric: Option<&str>,
+    ) -> Result<Vec<MetricValue>> {
+        Ok(self
+            .query(
+                "SELECT c.run_id, c.name, c.test_kind, m.name, m.value, m.unit, m.direction
+                 FROM cases c JOIN metrics m ON m.case_id = c.id
+                 WHERE c.run_id >= ?1 AND c.run_id <= ?2
+                   AND c.status IN ('passed', 'failed', 'completed')
+                   AND (CAST(?3 AS TEXT) IS NULL OR m.name = ?3)
+                 ORDER BY c.run_id, c.id, m.name",
+                vals![first, last, metric],
+            )?
+            .iter()
+            .map(|r| MetricValue {
+                run: r.int(0),
+                case: super::case_key(&r.text(1), &r.text(2)).to_string(),
+                test_kind: r.text(2),
+                metric: r.text(3),
+                value: r.real(4),
+                unit: r.text(5),
+                direction: Direction::parse(&r.text(6)),
+            })
+            .collect())
+    }
+
+    /// Writes a second of a running run (its own short transaction: a reader never
+    /// waits on it).
+    pub fn append_live(&self, run_id: i64, s: &LiveSecond) -> Result<()> {
+        self.execute(
+            "INSERT INTO live (run_id, t, case_name, offered, achieved, p99_us, errors, rss_bytes, cpu_cores)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            vals![
+                run_id,
+                s.t,
+                &s.case,
+                s.offered,
+                s.achieved,
+                s.p99_us,
+                s.errors,
+                s.rss_bytes,
+                s.cpu_cores
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The seconds a run wrote after `after` (seconds since its start), oldest first,
+    /// at most `limit`.
+    pub fn live_seconds(&self, run_id: i64, after: f64, limit: usize) -> Result<Vec<LiveSecond>> {
+        Ok(self
+            .query(
+                "SELECT t, case_name, offered, achieved, p99_us, errors, rss_bytes, cpu_cores
+                 FROM live WHERE run_id = ?1 AND t > ?2 ORDER BY t LIMIT ?3",
+                vals![run_id, after, limit.min(100_000) as i64],
+            )?
+            .iter()
+            .map(|r| LiveSecond {
+                t: r.real(0),
+                case: r.text(1),
+                offered: opt_real(&r.0[2]),
+                achieved: opt_real(&r.0[3]),
+                p99_us: r.opt_int(4),
+                errors: r.opt_int(5),
+                rss_bytes: r.opt_int(6),
+                cpu_cores: opt_real(&r.0[7]),
+            })
+            .collect())
+    }
+}
+
+fn opt_real(v: &Value) -> Option<f64> {
+    match v {
+        Value::Real(x) => Some(*x),
+        Value::Int(x) => Some(*x as f64),
+        _ => None,
+    }
+}
