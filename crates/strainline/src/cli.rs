@@ -90,6 +90,9 @@ pub enum Command {
     /// Store the results of another benchmark tool as a run (one case per benchmark, one
     /// repetition per sample), for compare, history, reports and gates.
     Import(ImportArgs),
+    /// Serve the results store as pages in a browser: runs, a run's report, comparisons,
+    /// histories with change points, runs in progress; and as JSON under /api/v1/.
+    Serve(ServeArgs),
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {
@@ -413,6 +416,25 @@ pub enum WorkloadCommand {
         strainline workload scenario access.log --by hour --window '2026-11-22 18' --scale 2 -o peak-x2.toml\n  \
         strainline workload scenario access.log --constant -o average.toml")]
     Scenario(WorkloadScenarioArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The store is only read. A non-loopback address needs --token-file: \
+    clients send `Authorization: Bearer TOKEN`, a browser opens http://HOST:PORT/?token=TOKEN once.\n\n\
+    Examples:\n  \
+    strainline serve                                  # http://127.0.0.1:8080\n  \
+    strainline serve --store postgres://ci@db/perf --listen 127.0.0.1:9000\n  \
+    curl -s 127.0.0.1:8080/api/v1/runs?suite=api"
+)]
+pub struct ServeArgs {
+    /// Where to listen (HOST:PORT; port 0 picks a free one, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// A file whose first line is the token clients must present (required for an
+    /// address other than loopback).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@
 /// layer below. `main.rs` and `lib.rs` are the top and are not checked.
 pub const LAYERS: &[&[&str]] = &[
     &["cli", "commands"],
-    &["runner", "live"],
+    &["serve", "runner", "live"],
     &["report"],
     &["kinds"],
     &["suite"],

@@ -31,6 +31,7 @@ mod placeholders;
 mod report;
 mod rng;
 mod runner;
+mod serve;
 mod store;
 pub mod suite;
 mod sut;
@@ -74,6 +75,7 @@ pub fn run(cli: cli::Cli) -> error::Result<i32> {
         cli::Command::Agents(cmd) => commands::agent::agents(cmd),
         cli::Command::Workload(cmd) => commands::workload::run(cmd),
         cli::Command::Import(args) => commands::import::run(&cli.store, args),
+        cli::Command::Serve(args) => commands::serve::run(&cli.store, args),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

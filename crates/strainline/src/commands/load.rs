@@ -155,6 +155,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     signals::install();
     let export = crate::live::export::start(&args.export.targets())?;
     let feed = crate::live::feed();
+    let _recording = crate::live::record::start(store_location, run_id);
+    feed.case(&loaded, None);
     let watcher = match args.pid {
         Some(pid) if crate::os::process::exists(pid) => {
             Some(crate::monitor::watch::Watcher::attach_target(

@@ -11,6 +11,7 @@ pub mod monitor;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod workload;
 
 /// A closed pipe (`strainline runs | head`) ends the output quietly.

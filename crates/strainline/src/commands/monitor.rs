@@ -125,7 +125,9 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         attached && !args.no_tui && !args.quiet,
         &format!("monitor --pid {root}"),
     );
-    crate::live::new_case(&command.join(" "), None);
+    let _recording = crate::live::record::start(store_location, run_id);
+    let feed = crate::live::Feed;
+    crate::observe::Observer::case(&feed, &command.join(" "), None);
 
     let mut states = crate::monitor::threads::ThreadReader::default();
     loop {
@@ -134,7 +136,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
             let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
             states.tick(&pids, Instant::now());
         }
-        crate::live::sample(&s);
+        crate::observe::Observer::sample(&feed, &s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {
             writeln!(w, "{}", report::csv_row(&s))?;

@@ -9,6 +9,7 @@
 //! [`export`] (Prometheus, OTLP) when a command asks for it.
 
 pub mod export;
+pub mod record;
 mod view;
 
 use std::collections::VecDeque;
@@ -148,6 +149,7 @@ impl crate::observe::Observer for Feed {
 
     fn case(&self, name: &str, of: Option<(usize, usize)>) {
         new_case(name, of);
+        record::case(name);
     }
 
     fn load_starting(&self, what: &str, offered: Option<f64>) {
@@ -156,6 +158,7 @@ impl crate::observe::Observer for Feed {
 
     fn second(&self, s: &crate::observe::LoadSecond<'_>) {
         export::second(s);
+        record::second(s);
         // The run's last, partial second goes to the exported counters only: as a
         // second of the view it would read as a drop in the rate.
         if !s.partial {
@@ -171,6 +174,7 @@ impl crate::observe::Observer for Feed {
 
     fn sample(&self, s: &Sample) {
         sample(s);
+        record::sample(s);
     }
 
     fn step(&self, offered: f64, achieved: f64, p99_ms: f64, held: bool) {

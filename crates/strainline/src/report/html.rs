@@ -12,7 +12,7 @@ use crate::analysis::comparison::Verdict;
 use crate::kinds::details::{RampDetails, SoakDetails};
 use crate::units::format_value;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
+pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
 .verdict{padding:.8em 1em;border-radius:6px;font-size:1.1em}\
 .passed,.ok,.completed{background:#e6f4ea}.failed,.regressed,.crashed{background:#fce8e6}\

@@ -37,6 +37,8 @@ pub struct Line {
     pub dashed: bool,
     /// Draw a dot at each point (few points, e.g. ramp steps).
     pub dots: bool,
+    /// With dots: where each point links (a run's page), with its tooltip.
+    pub links: Vec<(String, String)>,
 }
 
 impl Line {
@@ -48,6 +50,7 @@ impl Line {
             axis: Axis::Left,
             dashed: false,
             dots: false,
+            links: Vec::new(),
         }
     }
     pub fn right(mut self) -> Line {
@@ -60,6 +63,12 @@ impl Line {
     }
     pub fn dots(mut self) -> Line {
         self.dots = true;
+        self
+    }
+    /// Dots that link, one `(href, title)` per point (the caller makes the href safe).
+    pub fn linked(mut self, links: Vec<(String, String)>) -> Line {
+        self.dots = true;
+        self.links = links;
         self
     }
 }
@@ -387,13 +396,26 @@ pub fn render(chart: &Chart) -> String {
             escape(&l.name)
         );
         if l.dots {
-            for p in &pts {
+            for (i, p) in pts.iter().enumerate() {
                 let (cx, cy) = p.split_once(',').unwrap_or(("0", "0"));
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{cx}" cy="{cy}" r="3" fill="{}"/>"#,
-                    l.color
-                );
+                match l.links.get(i) {
+                    Some((href, title)) => {
+                        let _ = write!(
+                            s,
+                            r#"<a href="{}"><circle class="point" cx="{cx}" cy="{cy}" r="4" fill="{}"><title>{}</title></circle></a>"#,
+                            escape(href),
+                            l.color,
+                            escape(title)
+                        );
+                    }
+                    None => {
+                        let _ = write!(
+                            s,
+                            r#"<circle cx="{cx}" cy="{cy}" r="3" fill="{}"/>"#,
+                            l.color
+                        );
+                    }
+                }
             }
         }
     }

@@ -240,6 +240,7 @@ pub fn run(
     let (suite, cases) = prepare(args)?;
     let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
     let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
+    let _recording = crate::live::record::start(store_location, run_id);
     signals::install();
     writeln!(
         out,

@@ -23,7 +23,7 @@ use crate::host::{GitState, Host};
 use crate::measure::{ProcessRecord, Sample};
 use crate::metrics::Direction;
 use backend::{vals, Backend, Row, Value};
-pub use browse::{LiveSecond, MetricValue, RunFilter};
+pub use browse::{LiveSecond, RunFilter};
 pub use keys::{case_key, usable};
 
 /// The default store path, relative to the working directory.

@@ -1,0 +1,208 @@
+//! `strainline serve`: the results store as pages in a browser — runs, a run's report,
+//! comparisons, histories with change points, runs in progress — and the same as JSON
+//! under `/api/v1/`. Server-rendered HTML with the reports' SVG charts; one small
+//! script (the live page's polling) served from here; nothing fetched from elsewhere.
+//!
+//! The store is opened read-only (SQLite's read-only mode, PostgreSQL read-only
+//! transactions), one connection per request at a time from a small pool, each request
+//! one short read: a suite writing to the store is never held up, and a page never
+//! reads a half-written case (WAL readers see committed transactions only). A
+//! connection per request, a thread per connection, at most [`MAX_CLIENTS`] at once:
+//! a slow client holds only its own thread. A non-loopback address needs a token.
+
+mod charts;
+pub mod http;
+mod pages;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::store::{Location, Store};
+use http::{Request, Response};
+
+/// Clients served at once; one more is answered 503 at once.
+pub const MAX_CLIENTS: usize = 64;
+
+/// What `serve` was asked.
+pub struct Options {
+    pub listen: SocketAddr,
+    pub store: Location,
+    /// The secret a browser or client must present, when set.
+    pub token: Option<String>,
+}
+
+/// What every request shares.
+struct Shared {
+    store: Location,
+    token: Option<String>,
+    /// Idle read-only connections.
+    pool: Mutex<Vec<Store>>,
+}
+
+impl Shared {
+    /// A connection from the pool (or a new one) for the time of `work`.
+    fn with_store<T>(
+        &self,
+        work: impl FnOnce(&Store) -> crate::error::Result<T>,
+    ) -> crate::error::Result<T> {
+        let store = self.pool.lock().unwrap().pop();
+        let store = match store {
+            Some(s) => s,
+            None => Store::open_read_only(&self.store)?,
+        };
+        let out = work(&store);
+        let mut pool = self.pool.lock().unwrap();
+        if pool.len() < 8 {
+            pool.push(store);
+        }
+        out
+    }
+}
+
+/// The token in a token file: its first line, which must be long enough to guess at
+/// no better than chance.
+pub fn read_token(path: &std::path::Path) -> crate::error::Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::Error::usage(format!("--token-file {}: {e}", path.display()))
+    })?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.len() < 16 || token.chars().any(|c| c.is_control() || c == ';' || c == ' ') {
+        return Err(crate::Error::usage(format!(
+            "--token-file {}: the token (its first line) must be at least 16 characters without spaces or ';' (e.g. `head -c 24 /dev/urandom | base64 > {}`)",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+/// A bound server, not yet answering.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// Binds `options.listen`, after checking the store opens read-only and that a
+/// non-loopback address has a token.
+pub fn bind(options: Options) -> crate::error::Result<Server> {
+    if !options.listen.ip().is_loopback() && options.token.is_none() {
+        return Err(crate::Error::usage(format!(
+            "serve --listen {}: an address other hosts can reach needs a token; give --token-file FILE (clients send `Authorization: Bearer TOKEN`, a browser opens http://HOST:PORT/?token=TOKEN once), or listen on 127.0.0.1",
+            options.listen
+        )));
+    }
+    // The store must open now, not at the first request.
+    let first = Store::open_read_only(&options.store)?;
+    let listener = TcpListener::bind(options.listen).map_err(|e| {
+        crate::Error::usage(format!(
+            "serve --listen {}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:8080)",
+            options.listen
+        ))
+    })?;
+    Ok(Server {
+        listener,
+        shared: Arc::new(Shared {
+            store: options.store,
+            token: options.token,
+            pool: Mutex::new(vec![first]),
+        }),
+    })
+}
+
+impl Server {
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Answers until the process ends.
+    pub fn run(self) -> ! {
+        let busy = Arc::new(AtomicUsize::new(0));
+        loop {
+            let Ok((mut s, _)) = self.listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            };
+            if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                busy.fetch_sub(1, Ordering::SeqCst);
+                let _ = http::write(
+                    &mut s,
+                    &Response::html(503, "too many clients at once; retry\n".into()),
+                    false,
+                );
+                continue;
+            }
+            let (shared, mine) = (self.shared.clone(), busy.clone());
+            let spawned = std::thread::Builder::new()
+                .name("serve".into())
+                .spawn(move || {
+                    answer(&shared, s);
+                    mine.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                busy.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Compares in time independent of where the strings differ.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn answer(shared: &Shared, mut s: TcpStream) {
+    let req = match http::read(&mut s) {
+        Ok(r) => r,
+        Err(http::Bad::Gone) => return,
+        Err(http::Bad::Malformed(why)) => {
+            let _ = http::write(&mut s, &Response::html(400, format!("{why}\n")), false);
+            return;
+        }
+    };
+    let r = respond(shared, &req);
+    let _ = http::write(&mut s, &r, req.method == "HEAD");
+}
+
+/// The answer to one request: the token checked, then the page.
+fn respond(shared: &Shared, req: &Request) -> Response {
+    if req.method != "GET" && req.method != "HEAD" {
+        return Response::html(405, "strainline serve only reads: GET\n".into())
+            .with("Allow", "GET, HEAD".into());
+    }
+    if let Some(token) = &shared.token {
+        if let Some(given) = req.query.iter().find(|(k, _)| k == "token").map(|p| &p.1) {
+            if !same_secret(given, token) {
+                return unauthorized();
+            }
+            // A browser given the token once keeps it in a cookie; the address bar
+            // loses it.
+            let rest: Vec<(&str, Option<&str>)> = req
+                .query
+                .iter()
+                .filter(|(k, _)| k != "token")
+                .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+                .collect();
+            return Response::redirect(format!("{}{}", req.path, http::query(&rest))).with(
+                "Set-Cookie",
+                format!("strainline_token={token}; Path=/; HttpOnly; SameSite=Strict"),
+            );
+        }
+        let given = req.bearer.as_deref().or(req.cookie_token.as_deref());
+        if !given.is_some_and(|g| same_secret(g, token)) {
+            return unauthorized();
+        }
+    }
+    pages::route(req, shared)
+}
+
+fn unauthorized() -> Response {
+    Response::html(
+        401,
+        pages::layout(
+            "Token needed",
+            "<h1>Token needed</h1><p>This strainline server needs its token: open this address with <code>?token=TOKEN</code> once, or send <code>Authorization: Bearer TOKEN</code>.</p>",
+        ),
+    )
+    .with("WWW-Authenticate", "Bearer realm=\"strainline\"".into())
+}
