@@ -194,16 +194,9 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             Validity::Failed => (exit::FAILED, "failed"),
         }
     };
-    let series = |f: &dyn Fn(&load::Second) -> f64| -> Vec<(f64, f64)> {
-        outcome.seconds.iter().map(|s| (s.t, f(s))).collect()
-    };
-    store.append_series(
-        case_id,
-        "completed_per_second",
-        &series(&|s| s.completed as f64),
-    )?;
-    store.append_series(case_id, "errors_per_second", &series(&|s| s.errors as f64))?;
-    store.append_series(case_id, "p99_us", &series(&|s| s.p99_us as f64))?;
+    for (name, points) in outcome.per_second() {
+        store.append_series(case_id, &name, &points)?;
+    }
     if let Some(encoded) = load::recorder::hdr::stored(&outcome.total.corrected) {
         store.put_histogram(
             case_id,

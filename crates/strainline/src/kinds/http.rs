@@ -198,8 +198,9 @@ fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
 }
 
 /// Keeps the run's latency histogram (from intended send times) for the store and the
-/// report's percentile curve.
+/// report's percentile curve, and its figures of each second.
 fn keep_latency(r: &mut CaseResult, run: &Run) {
+    r.series.extend(run.outcome.per_second());
     if let Some(encoded) = crate::load::recorder::hdr::stored(&run.outcome.total.corrected) {
         r.histograms.push(("latency_us".into(), encoded));
     }

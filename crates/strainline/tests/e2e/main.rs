@@ -20,6 +20,7 @@ mod pg;
 mod protocols;
 mod report;
 mod run;
+mod serve;
 mod store;
 mod threads;
 mod verdicts;
