@@ -22,6 +22,16 @@
     label.setAttribute("x", L); label.setAttribute("y", 16);
     label.setAttribute("class", "chart-title"); label.textContent = title;
     svg.appendChild(label);
+    const frame = document.createElementNS(NS, "rect");
+    frame.setAttribute("x", L); frame.setAttribute("y", T);
+    frame.setAttribute("width", W - L - R); frame.setAttribute("height", H - T - B);
+    frame.setAttribute("fill", "none"); frame.setAttribute("stroke", "#888");
+    svg.appendChild(frame);
+    const xl = document.createElementNS(NS, "text");
+    xl.setAttribute("x", W - R); xl.setAttribute("y", H - 6);
+    xl.setAttribute("text-anchor", "end"); xl.setAttribute("class", "axis-label");
+    xl.textContent = "seconds since the run started";
+    svg.appendChild(xl);
     if (pts.length === 0) return;
     const x0 = Math.min(...pts.map((p) => p[0])), x1 = Math.max(...pts.map((p) => p[0]), x0 + 1);
     const y1 = Math.max(...pts.map((p) => p[1]), 1e-9);
