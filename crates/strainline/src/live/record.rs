@@ -109,8 +109,7 @@ pub(super) fn second(s: &crate::observe::LoadSecond<'_>) {
 pub(super) fn sample(s: &Sample) {
     send(|w| {
         let now = Instant::now();
-        if w
-            .last_sample
+        if w.last_sample
             .is_some_and(|at| now - at < Duration::from_millis(950))
         {
             return None;

@@ -289,4 +289,3 @@ fn baseline_for(
         ),
     ))
 }
-

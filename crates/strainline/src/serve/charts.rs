@@ -265,7 +265,9 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
     }
     b.push_str("</ul>");
     if suites.is_empty() {
-        b.push_str("<p class=\"note\">No suite has run yet (<code>strainline run SUITE</code>).</p>");
+        b.push_str(
+            "<p class=\"note\">No suite has run yet (<code>strainline run SUITE</code>).</p>",
+        );
     }
     Ok(Response::html(200, layout("History", &b)))
 }

@@ -104,9 +104,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<Request>, Bad> {
         if h.name.eq_ignore_ascii_case("accept") {
             out.accept_json = value.contains("application/json") && !value.contains("text/html");
         } else if h.name.eq_ignore_ascii_case("authorization") {
-            out.bearer = value
-                .strip_prefix("Bearer ")
-                .map(|t| t.trim().to_string());
+            out.bearer = value.strip_prefix("Bearer ").map(|t| t.trim().to_string());
         } else if h.name.eq_ignore_ascii_case("cookie") {
             out.cookie_token = value
                 .split(';')
@@ -279,7 +277,13 @@ mod tests {
 
     #[test]
     fn encoding_round_trips_hostile_text() {
-        for s in ["<script>alert(1)</script>", "a&b=c", "javascript:x", "é ü %", "%"] {
+        for s in [
+            "<script>alert(1)</script>",
+            "a&b=c",
+            "javascript:x",
+            "é ü %",
+            "%",
+        ] {
             assert_eq!(decode(&encode(s), true), s);
         }
         assert_eq!(decode("%", true), "%");

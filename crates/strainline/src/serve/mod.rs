@@ -63,11 +63,14 @@ impl Shared {
 /// The token in a token file: its first line, which must be long enough to guess at
 /// no better than chance.
 pub fn read_token(path: &std::path::Path) -> crate::error::Result<String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        crate::Error::usage(format!("--token-file {}: {e}", path.display()))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::Error::usage(format!("--token-file {}: {e}", path.display())))?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
-    if token.len() < 16 || token.chars().any(|c| c.is_control() || c == ';' || c == ' ') {
+    if token.len() < 16
+        || token
+            .chars()
+            .any(|c| c.is_control() || c == ';' || c == ' ')
+    {
         return Err(crate::Error::usage(format!(
             "--token-file {}: the token (its first line) must be at least 16 characters without spaces or ';' (e.g. `head -c 24 /dev/urandom | base64 > {}`)",
             path.display(),
@@ -148,7 +151,11 @@ impl Server {
 
 /// Compares in time independent of where the strings differ.
 fn same_secret(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 fn answer(shared: &Shared, mut s: TcpStream) {

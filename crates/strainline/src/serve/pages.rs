@@ -57,14 +57,20 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
         ["runs"] => shared.with_store(|s| runs(s, req, json)),
         ["runs", id] => match id.parse::<i64>() {
             Ok(id) => shared.with_store(|s| run(s, id, json)),
-            Err(_) => Ok(not_found(json, &format!("no run '{id}': runs are numbered"))),
+            Err(_) => Ok(not_found(
+                json,
+                &format!("no run '{id}': runs are numbered"),
+            )),
         },
         ["compare"] => shared.with_store(|s| comparison(s, req, json)),
         ["history"] => shared.with_store(|s| charts::history(s, req, json)),
         ["live"] => shared.with_store(|s| live_list(s, json)),
         ["live", id] => match id.parse::<i64>() {
             Ok(id) => shared.with_store(|s| live(s, id, req, json)),
-            Err(_) => Ok(not_found(json, &format!("no run '{id}': runs are numbered"))),
+            Err(_) => Ok(not_found(
+                json,
+                &format!("no run '{id}': runs are numbered"),
+            )),
         },
         ["static", "live.js"] => Ok(Response {
             status: 200,
@@ -85,10 +91,7 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
             } else {
                 Response::html(
                     500,
-                    layout(
-                        "Error",
-                        &format!("<h1>Error</h1><p>{}</p>", escape(&why)),
-                    ),
+                    layout("Error", &format!("<h1>Error</h1><p>{}</p>", escape(&why))),
                 )
             }
         }
@@ -136,7 +139,11 @@ fn duration_text(s: Option<f64>) -> String {
         None => "-".into(),
         Some(s) if s < 60.0 => format!("{s:.1} s"),
         Some(s) if s < 3600.0 => format!("{:.0} min {:02.0} s", (s / 60.0).floor(), s % 60.0),
-        Some(s) => format!("{:.0} h {:02.0} min", (s / 3600.0).floor(), (s % 3600.0) / 60.0),
+        Some(s) => format!(
+            "{:.0} h {:02.0} min",
+            (s / 3600.0).floor(),
+            (s % 3600.0) / 60.0
+        ),
     }
 }
 
@@ -250,11 +257,19 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
     };
     b.push_str("<p class=\"pager\">");
     if page > 1 {
-        let _ = write!(b, "<a rel=\"prev\" href=\"/runs{}\">← newer</a>", link(page - 1));
+        let _ = write!(
+            b,
+            "<a rel=\"prev\" href=\"/runs{}\">← newer</a>",
+            link(page - 1)
+        );
     }
     let _ = write!(b, "<span>page {page}</span>");
     if more {
-        let _ = write!(b, "<a rel=\"next\" href=\"/runs{}\">older →</a>", link(page + 1));
+        let _ = write!(
+            b,
+            "<a rel=\"next\" href=\"/runs{}\">older →</a>",
+            link(page + 1)
+        );
     }
     b.push_str("</p>");
     Ok(Response::html(200, layout("strainline runs", &b)))
@@ -278,7 +293,10 @@ fn css_class(status: &str) -> &'static str {
 
 fn filter_form(f: &RunFilter, suites: &[(String, i64)]) -> String {
     let mut s = String::from("<form class=\"filters\" method=\"get\" action=\"/runs\">");
-    let _ = write!(s, "<label>Suite<select name=\"suite\"><option value=\"\">any</option>");
+    let _ = write!(
+        s,
+        "<label>Suite<select name=\"suite\"><option value=\"\">any</option>"
+    );
     for (name, n) in suites {
         let _ = write!(
             s,
@@ -350,7 +368,10 @@ fn filter_form(f: &RunFilter, suites: &[(String, i64)]) -> String {
 }
 
 /// The run before and after `r` in its suite (or among runs without one).
-fn neighbours(store: &Store, r: &RunRow) -> crate::error::Result<(Vec<RunRow>, Option<i64>, Option<i64>)> {
+fn neighbours(
+    store: &Store,
+    r: &RunRow,
+) -> crate::error::Result<(Vec<RunRow>, Option<i64>, Option<i64>)> {
     let same = RunFilter {
         suite: r.suite.clone(),
         kind: Some(r.kind.clone()),

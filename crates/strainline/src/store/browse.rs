@@ -61,7 +61,12 @@ fn placeholders(first: usize, n: usize) -> String {
 
 impl Store {
     /// Runs under `filter`, newest first: `limit` of them after skipping `offset`.
-    pub fn runs_page(&self, filter: &RunFilter, limit: usize, offset: usize) -> Result<Vec<RunRow>> {
+    pub fn runs_page(
+        &self,
+        filter: &RunFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<RunRow>> {
         let f = filter;
         let rows = self.query(
             &format!(

@@ -58,7 +58,13 @@ fn import(s: &Scratch, label: &str, command: &str, base: f64) {
             .to_string(),
     )
     .unwrap();
-    let out = s.run(&["import", "hyperfine", path.to_str().unwrap(), "--label", label]);
+    let out = s.run(&[
+        "import",
+        "hyperfine",
+        path.to_str().unwrap(),
+        "--label",
+        label,
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -168,7 +174,10 @@ fn sha(path: &std::path::Path) -> Vec<u8> {
 fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     let _bench = loaded();
     let s = Scratch::new();
-    let text = suite("web <b>api</b>", "kind = \"bench\"\nrate = 200\nduration = \"1s\"");
+    let text = suite(
+        "web <b>api</b>",
+        "kind = \"bench\"\nrate = 200\nduration = \"1s\"",
+    );
     // Six runs of v1 then six of v2 (1.5× the hashing per request): the history's
     // change point must be at the first v2 run.
     let mut ids = Vec::new();
@@ -203,7 +212,10 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     // Twelve suite runs and two imports passed.
     assert_eq!(dom.matches("verdict passed").count(), 14);
     assert!(dom.contains("verdict failed"));
-    assert!(dom.contains("latency_p99"), "the first reason of the failing run");
+    assert!(
+        dom.contains("latency_p99"),
+        "the first reason of the failing run"
+    );
     // Hostile texts are text: no element they could make, no javascript: link.
     assert!(!dom.to_lowercase().contains("<script"), "{dom}");
     assert!(!dom.contains("<img"));
@@ -212,7 +224,10 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     assert!(dom.contains("web &lt;b&gt;api&lt;/b&gt;"));
     screenshot(&format!("{base}/runs"), "runs");
     // The JSON of the same page.
-    let doc = get_json(&base, "/api/v1/runs?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&status=passed");
+    let doc = get_json(
+        &base,
+        "/api/v1/runs?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&status=passed",
+    );
     assert_eq!(doc["schema"], "strainline.serve.runs.v1");
     assert_eq!(doc["runs"].as_array().unwrap().len(), 12);
     let (status, _, body) = get(&base, "/runs?kind=import", &["Accept: application/json"]);
@@ -225,8 +240,14 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     let (dom, log) = browse(&format!("{base}/runs/{first_v2}"), &[]);
     assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
     assert!(dom.contains(&format!("strainline run #{first_v2}")));
-    assert!(dom.contains(&format!("href=\"/runs/{}\"", ids[5])), "previous run");
-    assert!(dom.contains(&format!("href=\"/runs/{}\"", ids[7])), "next run");
+    assert!(
+        dom.contains(&format!("href=\"/runs/{}\"", ids[5])),
+        "previous run"
+    );
+    assert!(
+        dom.contains(&format!("href=\"/runs/{}\"", ids[7])),
+        "next run"
+    );
     assert!(dom.contains("name=\"baseline\""));
     assert!(dom.matches("<svg class=\"chart\"").count() >= 3);
     assert!(!dom.to_lowercase().contains("<script"));
@@ -251,7 +272,10 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     // The imports compare too (the hostile label as a key).
     let doc = get_json(
         &base,
-        &format!("/api/v1/compare?baseline={}&candidate=imported-2", "javascript%3Aalert(2)"),
+        &format!(
+            "/api/v1/compare?baseline={}&candidate=imported-2",
+            "javascript%3Aalert(2)"
+        ),
     );
     assert_eq!(doc["rows"][0]["case"], IMG);
 
@@ -267,9 +291,13 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     // elsewhere; the JSON below checks their sizes).
     assert!(!cpu.contains("data-change-points=\"0\""));
     assert!(
-        cpu.contains(&format!("Change point at run <a href=\"/runs/{first_v2}\">")),
+        cpu.contains(&format!(
+            "Change point at run <a href=\"/runs/{first_v2}\">"
+        )),
         "{:?}",
-        cpu.split("<p class=\"change-point\">").skip(1).collect::<Vec<_>>()
+        cpu.split("<p class=\"change-point\">")
+            .skip(1)
+            .collect::<Vec<_>>()
     );
     // Every run is a point that links to it.
     assert_eq!(cpu.matches("<circle class=\"point\"").count(), 13);
@@ -289,13 +317,19 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     assert!((30.0..=70.0).contains(&pct), "{pct}");
     for c in changes.iter().filter(|c| c["run_after"] != first_v2) {
         let other = c["change_percent"].as_f64().unwrap().abs();
-        assert!(other < 15.0, "a change of {other:.1}% besides v2's: {changes:#?}");
+        assert!(
+            other < 15.0,
+            "a change of {other:.1}% besides v2's: {changes:#?}"
+        );
     }
 
     // Unknown pages and runs are 404s, in HTML and JSON.
     assert_eq!(get(&base, "/runs/999999", &[]).0, 404);
     assert_eq!(get(&base, "/api/v1/runs/999999", &[]).0, 404);
-    assert_eq!(get(&base, "/compare?baseline=nope&candidate=v2", &[]).0, 404);
+    assert_eq!(
+        get(&base, "/compare?baseline=nope&candidate=v2", &[]).0,
+        404
+    );
     assert_eq!(get(&base, "/etc/passwd", &[]).0, 404);
 
     // Nothing was written to the store.
@@ -354,7 +388,10 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
     // Chromium runs the page's script: the figures are filled in from the API.
     let (dom, log) = browse(
         &format!("{base}/live/{id}"),
-        &["--virtual-time-budget=3000", "--run-all-compositor-stages-before-draw"],
+        &[
+            "--virtual-time-budget=3000",
+            "--run-all-compositor-stages-before-draw",
+        ],
     );
     assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
     let figure = |name: &str| -> String {
@@ -364,7 +401,9 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
         let rest = &dom[at + name.len() + 6..];
         rest[..rest.find('<').unwrap()].to_string()
     };
-    let achieved: f64 = figure("achieved").parse().unwrap_or_else(|_| panic!("{dom}"));
+    let achieved: f64 = figure("achieved")
+        .parse()
+        .unwrap_or_else(|_| panic!("{dom}"));
     assert!((250.0..=350.0).contains(&achieved), "{achieved}");
     assert!(figure("rss").parse::<f64>().unwrap() > 0.5);
     assert!(dom.contains("<polyline"), "the rate chart is drawn");
@@ -385,9 +424,15 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
         .map(Result::unwrap)
         .collect();
     assert!(live.len() >= 6, "{live:?}");
-    assert_eq!(&stored[..live.len()], &live[..], "live {live:?}, stored {stored:?}");
+    assert_eq!(
+        &stored[..live.len()],
+        &live[..],
+        "live {live:?}, stored {stored:?}"
+    );
     let rss: Vec<i64> = conn
-        .prepare("SELECT rss_bytes FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1")
+        .prepare(
+            "SELECT rss_bytes FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1",
+        )
         .unwrap()
         .query_map([id], |r| r.get(0))
         .unwrap()
@@ -414,7 +459,15 @@ fn postgres_serves_the_pages_sqlite_serves() {
             assert_exit(&run_suite_as(&s, &text, label, "v1"), 0);
         }
         let (_server, base) = serve(&s, &[]);
-        for page in ["/runs", "/runs/3", "/compare?baseline=base&candidate=cand", "/history", "/history?suite=pg", "/live", "/live/3"] {
+        for page in [
+            "/runs",
+            "/runs/3",
+            "/compare?baseline=base&candidate=cand",
+            "/history",
+            "/history?suite=pg",
+            "/live",
+            "/live/3",
+        ] {
             let (status, _, body) = get(&base, page, &[]);
             assert_eq!(status, 200, "{} {page}: {body}", s.store());
         }
@@ -446,7 +499,13 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     assert_has(&stderr(&out), "--token-file");
     let token = s.path("token");
     std::fs::write(&token, "short\n").unwrap();
-    let out = s.run(&["serve", "--listen", "0.0.0.0:0", "--token-file", token.to_str().unwrap()]);
+    let out = s.run(&[
+        "serve",
+        "--listen",
+        "0.0.0.0:0",
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "at least 16 characters");
     let secret = "s3cret-token-0123456789";
@@ -454,13 +513,39 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     let (_server, base) = serve(&s, &["--token-file", token.to_str().unwrap()]);
     // (bound to loopback here: the network rule; the token is enforced on any address)
     assert_eq!(get(&base, "/runs", &[]).0, 401);
-    assert_eq!(get(&base, "/api/v1/runs", &["Authorization: Bearer wrong-token-0123456789"]).0, 401);
-    assert_eq!(get(&base, "/api/v1/runs", &[&format!("Authorization: Bearer {secret}")]).0, 200);
+    assert_eq!(
+        get(
+            &base,
+            "/api/v1/runs",
+            &["Authorization: Bearer wrong-token-0123456789"]
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        get(
+            &base,
+            "/api/v1/runs",
+            &[&format!("Authorization: Bearer {secret}")]
+        )
+        .0,
+        200
+    );
     let (status, head, _) = get(&base, &format!("/runs?kind=import&token={secret}"), &[]);
     assert_eq!(status, 303);
     assert!(head.contains("Location: /runs?kind=import"), "{head}");
-    assert!(head.contains(&format!("Set-Cookie: strainline_token={secret}; Path=/; HttpOnly")));
-    assert_eq!(get(&base, "/runs", &[&format!("Cookie: strainline_token={secret}")]).0, 200);
+    assert!(head.contains(&format!(
+        "Set-Cookie: strainline_token={secret}; Path=/; HttpOnly"
+    )));
+    assert_eq!(
+        get(
+            &base,
+            "/runs",
+            &[&format!("Cookie: strainline_token={secret}")]
+        )
+        .0,
+        200
+    );
     assert_eq!(get(&base, "/runs?token=nope", &[]).0, 401);
 
     // Hostile requests: a method that writes, a malformed head, a silent client and an
@@ -477,7 +562,9 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     let mut answer = String::new();
     g.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-    let _silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let _silent: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
     let mut big = TcpStream::connect(&addr).unwrap();
     let _ = big.write_all(format!("GET /{} HTTP/1.1\r\n", "a".repeat(40_000)).as_bytes());
     let mut answer = String::new();
@@ -485,21 +572,34 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     let t = Instant::now();
     assert_eq!(get(&base, "/api/v1/runs", &[&auth]).0, 200);
-    assert!(t.elapsed() < Duration::from_secs(4), "silent clients held the server");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "silent clients held the server"
+    );
 }
 
 #[test]
 fn twenty_clients_browsing_while_a_suite_writes_get_only_200s() {
     let _bench = loaded();
     let s = Scratch::new();
-    let text = suite("busy", "kind = \"bench\"\nrate = 200\nduration = \"2s\"\nrepeat = 4");
+    let text = suite(
+        "busy",
+        "kind = \"bench\"\nrate = 200\nduration = \"2s\"\nrepeat = 4",
+    );
     assert_exit(&run_suite_as(&s, &text, "before", "v1"), 0);
     let (_server, base) = serve(&s, &[]);
     let path = s.path("suite.toml");
     let writer = strainline()
         .arg("--store")
         .arg(s.store())
-        .args(["run", path.to_str().unwrap(), "--label", "during", "--var", "profile=v1"])
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--label",
+            "during",
+            "--var",
+            "profile=v1",
+        ])
         .current_dir(s.dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -511,7 +611,14 @@ fn twenty_clients_browsing_while_a_suite_writes_get_only_200s() {
         .map(|i| {
             let (base, stop) = (base.clone(), stop.clone());
             std::thread::spawn(move || {
-                let pages = ["/runs", "/runs/1", "/history?suite=busy", "/api/v1/runs", "/live", "/compare?baseline=before&candidate=1"];
+                let pages = [
+                    "/runs",
+                    "/runs/1",
+                    "/history?suite=busy",
+                    "/api/v1/runs",
+                    "/live",
+                    "/compare?baseline=before&candidate=1",
+                ];
                 let mut answers = std::collections::BTreeMap::new();
                 let mut n = i;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -533,8 +640,16 @@ fn twenty_clients_browsing_while_a_suite_writes_get_only_200s() {
             *all.entry(k).or_insert(0u32) += v;
         }
     }
-    assert_eq!(status.code(), Some(0), "the suite's run failed while browsed");
-    assert_eq!(all.keys().copied().collect::<Vec<u16>>(), vec![200], "{all:?}");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the suite's run failed while browsed"
+    );
+    assert_eq!(
+        all.keys().copied().collect::<Vec<u16>>(),
+        vec![200],
+        "{all:?}"
+    );
     assert!(all[&200] > 300, "{all:?}");
     // The run was not held up: every repetition kept the offered rate, with no error.
     let doc = get_json(&base, "/api/v1/runs?label=during");
