@@ -42,17 +42,7 @@ pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
             "RUN", "STARTED (UTC)", "KIND", "STATUS", "EXIT", "LABEL", "COMMIT"
         )?;
         for r in &runs {
-            let commit = r
-                .git_commit
-                .as_deref()
-                .map(|c| {
-                    format!(
-                        "{}{}",
-                        &c[..c.len().min(8)],
-                        if r.git_dirty == Some(true) { "+" } else { "" }
-                    )
-                })
-                .unwrap_or_default();
+            let commit = r.commit_shown(8);
             let cmd: String = r.command.chars().take(50).collect();
             writeln!(
                 out,

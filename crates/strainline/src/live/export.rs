@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -433,32 +433,16 @@ fn serve(listener: TcpListener, stop: &AtomicBool) {
     }
 }
 
-/// One scrape: the request line within [`SCRAPE_TIMEOUT`], then the figures.
+/// One scrape: the request within [`SCRAPE_TIMEOUT`] (read as `serve` reads one),
+/// then the figures.
 fn answer(mut s: TcpStream) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
     let _ = s.set_write_timeout(Some(SCRAPE_TIMEOUT));
-    let until = std::time::Instant::now() + SCRAPE_TIMEOUT;
-    let mut buf = Vec::with_capacity(512);
-    let mut chunk = [0u8; 1024];
-    while buf.len() < 4096
-        && !buf.windows(2).any(|w| w == b"\r\n" || w == b"\n\n")
-        && std::time::Instant::now() < until
-    {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return,
-        }
-    }
-    let req = String::from_utf8_lossy(&buf);
-    let path = req.split_whitespace().nth(1).unwrap_or("/");
-    let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
+    let path = match crate::serve::http::read(&mut s, SCRAPE_TIMEOUT) {
+        Ok(req) => req.path,
+        Err(crate::serve::http::Bad::Gone) => return,
+        Err(crate::serve::http::Bad::Malformed(_)) => "/".to_string(),
+    };
+    let (status, body) = if path == "/metrics" {
         let f = figures().lock().unwrap().clone();
         (
             "200 OK",

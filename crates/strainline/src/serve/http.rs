@@ -45,10 +45,12 @@ pub enum Bad {
     Malformed(&'static str),
 }
 
-/// Reads one request head from `s`.
-pub fn read(s: &mut TcpStream) -> Result<Request, Bad> {
-    let _ = s.set_read_timeout(Some(Duration::from_millis(250)));
-    let until = Instant::now() + READ_TIMEOUT;
+/// Reads one request head from `s`, which must arrive `within` (a page server's
+/// [`READ_TIMEOUT`], a metrics scrape's own).
+pub fn read(s: &mut TcpStream, within: Duration) -> Result<Request, Bad> {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    let until = Instant::now() + within;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {

@@ -159,7 +159,7 @@ fn same_secret(a: &str, b: &str) -> bool {
 }
 
 fn answer(shared: &Shared, mut s: TcpStream) {
-    let req = match http::read(&mut s) {
+    let req = match http::read(&mut s, http::READ_TIMEOUT) {
         Ok(r) => r,
         Err(http::Bad::Gone) => return,
         Err(http::Bad::Malformed(why)) => {
@@ -212,4 +212,42 @@ fn unauthorized() -> Response {
         ),
     )
     .with("WWW-Authenticate", "Bearer realm=\"strainline\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_must_be_long_and_plain_and_compares_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        for bad in [
+            "",
+            "short",
+            "has a space in it 0123",
+            "semi;colon0123456789",
+        ] {
+            std::fs::write(&path, format!("{bad}\n")).unwrap();
+            assert!(read_token(&path).is_err(), "{bad:?} accepted");
+        }
+        std::fs::write(&path, "0123456789abcdef-XYZ\nignored\n").unwrap();
+        assert_eq!(read_token(&path).unwrap(), "0123456789abcdef-XYZ");
+        assert!(same_secret("0123456789abcdef", "0123456789abcdef"));
+        assert!(!same_secret("0123456789abcdef", "0123456789abcdeg"));
+        assert!(!same_secret("0123456789abcdef", "0123456789abcde"));
+        assert!(!same_secret("", "x"));
+    }
+
+    #[test]
+    fn a_reachable_address_without_a_token_is_refused_before_binding() {
+        let e = bind(Options {
+            listen: "0.0.0.0:0".parse().unwrap(),
+            store: Location::Sqlite("/nonexistent/results.db".into()),
+            token: None,
+        })
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("--token-file"), "{e}");
+    }
 }

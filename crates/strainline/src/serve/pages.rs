@@ -147,19 +147,6 @@ fn duration_text(s: Option<f64>) -> String {
     }
 }
 
-fn commit_text(r: &RunRow) -> String {
-    r.git_commit
-        .as_deref()
-        .map(|c| {
-            format!(
-                "{}{}",
-                &c[..c.len().min(10)],
-                if r.git_dirty == Some(true) { "+" } else { "" }
-            )
-        })
-        .unwrap_or_default()
-}
-
 fn filter_of(req: &Request) -> RunFilter {
     let p = |k: &str| req.param(k).map(String::from);
     RunFilter {
@@ -233,7 +220,7 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
             css_class(&r.status),
             escape(&r.status),
             escape(reasons.get(&r.id).map_or("", |s| s.as_str())),
-            escape(&commit_text(r)),
+            escape(&r.commit_shown(10)),
             duration_text(seconds_between(&r.started_at, r.ended_at.as_deref())),
         );
     }

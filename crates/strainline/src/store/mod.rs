@@ -212,6 +212,26 @@ pub struct RunRow {
     pub suite: Option<String>,
 }
 
+impl RunRow {
+    /// The commit in `n` characters, `+` when the tree was dirty; empty without git.
+    pub fn commit_shown(&self, n: usize) -> String {
+        self.git_commit
+            .as_deref()
+            .map(|c| {
+                format!(
+                    "{}{}",
+                    &c[..c.len().min(n)],
+                    if self.git_dirty == Some(true) {
+                        "+"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// A case with its metrics and stored summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseRow {
