@@ -15,6 +15,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> 
             metric: Some(args.metric.clone()),
             case: args.case.clone(),
             suite: args.suite.clone(),
+            suiteless_kind: None,
             label: args.label.clone(),
             since: args.since.clone(),
             last: None,

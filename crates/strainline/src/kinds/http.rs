@@ -331,7 +331,9 @@ pub fn run_http(
                 Some(w.connections.unwrap_or(10))
             };
             let before = running.and_then(Running::cpu_now);
+            let states = running.and_then(thread_states);
             let run = drive(ctx, running, b.rate, conns, Some(b.duration), None)?;
+            let states = running.and_then(|t| states_since(t, states));
             let cpu_s = cpu_seconds_of(running, before.as_ref(), &run);
             load_metrics(ctx, &mut r, &run.summary);
             keep_latency(&mut r, &run);
@@ -353,6 +355,7 @@ pub fn run_http(
                 "target: {cpu:.2} cores, {per_op:.3} ms of CPU per request"
             ));
             judge_generator(&mut r, &run);
+            keep_thread_states(&mut r, states, b.rate.is_none());
         }
         LoadTest::Ramp(spec) => ramp(
             ctx,
@@ -395,6 +398,37 @@ fn states_since(
 ) -> Option<crate::measure::threads::Breakdown> {
     let (a, b) = before.zip(thread_states(running))?;
     Some(b.since(&a).top(STEP_GROUPS))
+}
+
+/// The target's thread states over a bench or a soak: a line of the case's table with
+/// the breakdown, the limit they name when the load was a closed model (as fast as the
+/// target answers, so something limited it), and the breakdown in the case's details
+/// (`threads`), for the reports.
+fn keep_thread_states(
+    r: &mut CaseResult,
+    b: Option<crate::measure::threads::Breakdown>,
+    closed: bool,
+) {
+    let Some(b) = b.filter(|b| b.seconds > 0.0 && !b.groups.is_empty()) else {
+        return;
+    };
+    r.table.push(format!(
+        "thread states: {}",
+        crate::analysis::threads::summary(&b)
+    ));
+    if closed {
+        if let Some(limit) = crate::analysis::threads::limit(&b) {
+            r.table
+                .push(format!("limiting factor (thread states): {limit}"));
+        }
+    }
+    let v = serde_json::to_value(&b).unwrap_or_default();
+    match &mut r.details {
+        serde_json::Value::Object(m) => {
+            m.insert("threads".into(), v);
+        }
+        d => *d = serde_json::json!({ "threads": v }),
+    }
 }
 
 /// Steps a ramp measures again because the hypervisor took CPU while they broke.
@@ -560,6 +594,7 @@ fn soak(
     r: &mut CaseResult,
 ) -> crate::error::Result<()> {
     let rate = t.rate;
+    let states = thread_states(running);
     let run = drive(
         ctx,
         Some(running),
@@ -568,6 +603,7 @@ fn soak(
         Some(t.duration),
         None,
     )?;
+    let states = states_since(running, states);
     load_metrics(ctx, r, &run.summary);
     keep_latency(r, &run);
     r.phases.push(("soak".into(), run.window.0));
@@ -694,6 +730,7 @@ fn soak(
         );
     }
     r.details = serde_json::to_value(super::details::SoakDetails { leak_fits: fits })?;
+    keep_thread_states(r, states, false);
     Ok(())
 }
 

@@ -23,6 +23,8 @@ pub struct Query {
     pub metric: Option<String>,
     pub case: Option<String>,
     pub suite: Option<String>,
+    /// With `last`: only runs of this kind outside any suite (`import`, `load`, …).
+    pub suiteless_kind: Option<String>,
     pub label: Option<String>,
     pub since: Option<String>,
     /// Only the newest N runs (a page), or all of them.
@@ -92,6 +94,8 @@ pub fn runs(store: &Store, q: &Query) -> crate::error::Result<Vec<RunRow>> {
                 suite: q.suite.clone(),
                 label: q.label.clone(),
                 since: q.since.clone(),
+                kind: q.suiteless_kind.clone(),
+                without_suite: q.suiteless_kind.is_some(),
                 ..RunFilter::default()
             };
             let mut runs = store.runs_page(&filter, n, 0)?;

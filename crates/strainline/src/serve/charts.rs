@@ -22,8 +22,16 @@ const LAST: usize = 100;
 const MOST: usize = 2000;
 
 pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result<Response> {
-    let Some(suite) = req.param("suite") else {
-        return suites(store, json);
+    // A suite's runs, or the runs of one kind outside any suite (imports, loads,
+    // monitors: each kind is a series of its own).
+    let (scope, suite, kind) = match (req.param("suite"), req.param("kind")) {
+        (Some(s), _) => (("suite", s), Some(s), None),
+        (None, Some(k)) => (("kind", k), None, Some(k)),
+        (None, None) => return suites(store, json),
+    };
+    let title = match kind {
+        Some(k) => format!("{k} runs outside a suite"),
+        None => scope.1.to_string(),
     };
     let last = req
         .param("last")
@@ -33,7 +41,8 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
     let q = Query {
         metric: req.param("metric").map(String::from),
         case: req.param("case").map(String::from),
-        suite: Some(suite.to_string()),
+        suite: suite.map(String::from),
+        suiteless_kind: kind.map(String::from),
         label: None,
         since: None,
         last: Some(last),
@@ -55,6 +64,7 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
             &json!({
                 "schema": "strainline.serve.history.v1",
                 "suite": suite,
+                "kind": kind,
                 "runs": runs.len(),
                 "parameters": parameters(&q.params),
                 "series": list,
@@ -62,15 +72,16 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
         ));
     }
     let mut b = format!(
-        "<h1>History of {}</h1><p class=\"note\">The newest {} run(s) of the suite; each point is a run (the median of its repetitions) and links to it. Change points: E-Divisive means with a t-test (as Apache Otava), p &lt; {}; the dashed grey lines are the comparison's tolerance band around the level since the last change.</p>",
-        escape(suite),
+        "<h1>History of {}</h1><p class=\"note\">The newest {} run(s); each point is a run (the median of its repetitions) and links to it. Change points: E-Divisive means with a t-test (as Apache Otava), p &lt; {}; the dashed grey lines are the comparison's tolerance band around the level since the last change.</p>",
+        escape(&title),
         runs.len(),
         q.params.max_p
     );
     let _ = write!(
         b,
-        "<form class=\"filters\" method=\"get\" action=\"/history\"><input type=\"hidden\" name=\"suite\" value=\"{}\"><label>Runs<input name=\"last\" value=\"{last}\" size=\"5\"></label><button type=\"submit\">Show</button></form>",
-        escape(suite)
+        "<form class=\"filters\" method=\"get\" action=\"/history\"><input type=\"hidden\" name=\"{}\" value=\"{}\"><label>Runs<input name=\"last\" value=\"{last}\" size=\"5\"></label><button type=\"submit\">Show</button></form>",
+        scope.0,
+        escape(scope.1)
     );
     if all.is_empty() {
         b.push_str("<p class=\"note\">No judged metric in these runs.</p>");
@@ -97,7 +108,7 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
             let _ = write!(
                 b,
                 "<p><a href=\"{}\">{} in full</a></p>",
-                escape(&history_link(suite, Some(&s.case), Some(&s.metric))),
+                escape(&history_link(scope, Some(&s.case), Some(&s.metric))),
                 escape(&s.metric)
             );
         }
@@ -130,7 +141,7 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
     }
     Ok(Response::html(
         200,
-        layout(&format!("History of {suite}"), &b),
+        layout(&format!("History of {title}"), &b),
     ))
 }
 
@@ -244,14 +255,19 @@ fn points_table(b: &mut String, s: &Series) {
 
 fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
     let suites = store.suites()?;
+    let kinds = store.suiteless_kinds()?;
     if json {
         let list: Vec<serde_json::Value> = suites
             .iter()
             .map(|(s, n)| json!({ "suite": s, "runs": n }))
             .collect();
+        let others: Vec<serde_json::Value> = kinds
+            .iter()
+            .map(|(k, n)| json!({ "kind": k, "runs": n }))
+            .collect();
         return Ok(Response::json(
             200,
-            &json!({ "schema": "strainline.serve.suites.v1", "suites": list }),
+            &json!({ "schema": "strainline.serve.suites.v1", "suites": list, "outside_suites": others }),
         ));
     }
     let mut b = String::from("<h1>History</h1><p class=\"note\">Each suite's judged metrics over its runs, with change points.</p><ul class=\"suites\">");
@@ -259,12 +275,20 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
         let _ = write!(
             b,
             "<li><a href=\"{}\">{}</a> — {n} run(s)</li>",
-            escape(&history_link(s, None, None)),
+            escape(&history_link(("suite", s), None, None)),
             escape(s)
         );
     }
+    for (k, n) in &kinds {
+        let _ = write!(
+            b,
+            "<li><a href=\"{}\">{} runs outside a suite</a> — {n} run(s)</li>",
+            escape(&history_link(("kind", k), None, None)),
+            escape(k)
+        );
+    }
     b.push_str("</ul>");
-    if suites.is_empty() {
+    if suites.is_empty() && kinds.is_empty() {
         b.push_str(
             "<p class=\"note\">No suite has run yet (<code>strainline run SUITE</code>).</p>",
         );

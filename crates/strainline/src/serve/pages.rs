@@ -157,6 +157,7 @@ fn filter_of(req: &Request) -> RunFilter {
         host: p("host"),
         since: p("since"),
         until: p("until"),
+        without_suite: false,
     }
 }
 
@@ -218,7 +219,11 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
             escape(r.label.as_deref().unwrap_or("")),
             escape(&r.kind),
             css_class(&r.status),
-            escape(&r.status),
+            if r.status == "running" {
+                format!("<a href=\"/live/{}\">running</a>", r.id)
+            } else {
+                escape(&r.status)
+            },
             escape(reasons.get(&r.id).map_or("", |s| s.as_str())),
             escape(&r.commit_shown(10)),
             duration_text(seconds_between(&r.started_at, r.ended_at.as_deref())),
@@ -565,11 +570,11 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
     Ok(Response::html(200, layout(&format!("Live: run #{id}"), &b)))
 }
 
-/// The permalink of a history page.
-pub fn history_link(suite: &str, case: Option<&str>, metric: Option<&str>) -> String {
+/// The permalink of a history page: `scope` is `("suite", S)` or `("kind", K)`.
+pub fn history_link(scope: (&str, &str), case: Option<&str>, metric: Option<&str>) -> String {
     format!(
         "/history{}",
-        query(&[("suite", Some(suite)), ("case", case), ("metric", metric)])
+        query(&[(scope.0, Some(scope.1)), ("case", case), ("metric", metric)])
     )
 }
 

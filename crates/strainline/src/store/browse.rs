@@ -23,6 +23,9 @@ pub struct RunFilter {
     pub since: Option<String>,
     /// Started before (RFC 3339 or a date).
     pub until: Option<String>,
+    /// Only runs outside any suite (`load`, `monitor`, `import`).
+    #[serde(default)]
+    pub without_suite: bool,
 }
 
 /// One metric of one case of one run.
@@ -78,6 +81,7 @@ impl Store {
                    AND (CAST(?5 AS TEXT) IS NULL OR h.hostname = ?5)
                    AND (CAST(?6 AS TEXT) IS NULL OR r.started_at >= ?6)
                    AND (CAST(?7 AS TEXT) IS NULL OR r.started_at < ?7)
+                   AND (?10 = 0 OR r.suite IS NULL)
                  ORDER BY r.id DESC LIMIT ?8 OFFSET ?9",
                 Self::RUN_COLUMNS
             ),
@@ -90,7 +94,8 @@ impl Store {
                 f.since.as_deref(),
                 f.until.as_deref(),
                 limit.min(10_000) as i64,
-                offset.min(i64::MAX as usize) as i64
+                offset.min(i64::MAX as usize) as i64,
+                f.without_suite
             ],
         )?;
         Ok(rows.iter().map(Self::run_row).collect())
@@ -101,6 +106,18 @@ impl Store {
         Ok(self
             .query(
                 "SELECT suite, COUNT(*) FROM runs WHERE suite IS NOT NULL GROUP BY suite ORDER BY suite",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.text(0), r.int(1)))
+            .collect())
+    }
+
+    /// The kinds of the runs outside any suite, with their number of runs.
+    pub fn suiteless_kinds(&self) -> Result<Vec<(String, i64)>> {
+        Ok(self
+            .query(
+                "SELECT kind, COUNT(*) FROM runs WHERE suite IS NULL GROUP BY kind ORDER BY kind",
                 &[],
             )?
             .iter()

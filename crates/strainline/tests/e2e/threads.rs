@@ -87,6 +87,47 @@ fn a_global_lock_held_per_request_is_named_a_lock_from_the_futex_waits() {
 }
 
 #[test]
+fn a_closed_bench_names_the_lock_and_a_soak_keeps_its_thread_states() {
+    let _bench = measuring();
+    // The same lock as above, under a closed-model bench (as fast as it answers) and a
+    // soak below its limit.
+    let s = Scratch::new();
+    let out = run_suite(
+        &s,
+        &format!(
+            "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{{{port}}}}\", \"--workers\", \"8\", \"--lock-hold\", \"5ms\"]\n\
+             ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
+             [[test]]\nname = \"fast\"\nkind = \"bench\"\n{PUSH}\nduration = \"2s\"\n\
+             [[test]]\nname = \"hold\"\nkind = \"soak\"\n{PUSH}\nrate = 50\nduration = \"3s\"\n"
+        ),
+        &[],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    let cases = case_metrics(&s);
+    let bench = cases[0]["summary"]["details"]["threads"]["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no thread states in the bench's details:\n{text}"))
+        .clone();
+    let workers = group(&bench, "tokio-rt-worker");
+    let lock = f(workers, "lock");
+    assert!(lock >= 2.0 * f(workers, "on_cpu"), "{workers}\n{text}");
+    // (the main thread counts among the working ones: it ran a little)
+    assert_has(
+        &text,
+        "limiting factor (thread states): a lock: the target's ",
+    );
+    assert_has(&text, "`tokio-rt-worker`");
+    assert_has(&text, "thread-s/s waiting on a futex");
+    // The soak at a quarter of the lock's limit: its states are kept, no limit named.
+    let soak = &cases[1]["summary"]["details"];
+    assert!(soak["leak_fits"].is_object(), "{soak}");
+    assert!(!soak["threads"]["groups"].as_array().unwrap().is_empty());
+    assert_eq!(text.matches("thread states: ").count(), 2, "{text}");
+    assert_eq!(text.matches("limiting factor (thread states)").count(), 1);
+}
+
+#[test]
 fn two_pool_threads_blocked_50ms_per_request_are_named_a_full_pool() {
     let _bench = measuring();
     // Two threads, 50 ms each per push: at most 40 pushes/s.
