@@ -253,9 +253,11 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
         };
         format!(
-            "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads; {}",
+            "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads (a wait is named from {:.2} thread-s/s and more than they ran; a pool when all its threads were busy {:.0}% of the step); {}",
             s.target_cpu,
             100.0 * s.busiest_thread,
+            super::threads::WAIT_MIN,
+            100.0 * super::threads::POOL_FULL,
             thread_summary(s)
         )
     }
@@ -574,6 +576,14 @@ mod tests {
         assert!(
             c.limiting_factor.starts_with(
                 "nothing stands out: the step broke on achieved 160 of 200 req/s while the target used 0.30 cores"
+            ),
+            "{}",
+            c.limiting_factor
+        );
+        // …and says at what figures a wait or a pool would have been named.
+        assert!(
+            c.limiting_factor.contains(
+                "a wait is named from 0.25 thread-s/s and more than they ran; a pool when all its threads were busy 90% of the step"
             ),
             "{}",
             c.limiting_factor
