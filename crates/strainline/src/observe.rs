@@ -44,6 +44,8 @@ pub trait Observer: Send + Sync {
     fn second(&self, _s: &LoadSecond<'_>) {}
     /// A sample of the target's process tree.
     fn sample(&self, _s: &Sample) {}
+    /// A new reading of the target's thread states (thread-seconds so far, by group).
+    fn threads(&self, _t: &crate::measure::threads::Tally) {}
     /// A ramp's step ended: offered and achieved rate, p99 ms, whether it held.
     fn step(&self, _offered: f64, _achieved: f64, _p99_ms: f64, _held: bool) {}
 }

@@ -39,7 +39,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
             let f = File::create(p)
                 .map_err(|e| crate::Error::usage(format!("--csv {}: {e}", p.display())))?;
             let mut w = BufWriter::new(f);
-            writeln!(w, "{}", report::CSV_HEADER)?;
+            writeln!(w, "{}", report::csv_header(true))?;
             Some(w)
         }
         None => None,
@@ -134,12 +134,14 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         let (s, exit) = tick(&mut sampler, root, Reap::All);
         if states.due(Instant::now()) {
             let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
-            states.tick(&pids, Instant::now());
+            if states.tick(&pids, Instant::now()) {
+                crate::observe::Observer::threads(&feed, &states.tally);
+            }
         }
         crate::observe::Observer::sample(&feed, &s);
         root_exit = root_exit.or(exit);
         if let Some(w) = csv.as_mut() {
-            writeln!(w, "{}", report::csv_row(&s))?;
+            writeln!(w, "{}", report::csv_row(&s, Some(&states.tally.total())))?;
         }
         if args.json.is_some() {
             all.push(s.clone());

@@ -35,6 +35,8 @@ pub struct Figures {
     pub achieved_rate: f64,
     pub lag_p99_seconds: f64,
     pub target: Option<Sample>,
+    /// The target's thread states so far (thread-seconds by group and state).
+    pub threads: Option<crate::measure::threads::Tally>,
     /// The suite case (or monitored command) running now.
     pub case: Option<String>,
 }
@@ -100,6 +102,33 @@ pub fn sample(s: &Sample) {
         s.top.clear();
         figures().lock().unwrap().target = Some(s);
     }
+}
+
+/// A reading of the target's thread states.
+pub fn threads(t: &crate::measure::threads::Tally) {
+    if on() {
+        figures().lock().unwrap().threads = Some(t.clone());
+    }
+}
+
+/// Thread groups exported at most (the busiest by thread-seconds): a target that names
+/// every thread differently does not make a series per thread.
+const THREAD_GROUPS: usize = 20;
+
+/// `(group, state, thread-seconds)` of the busiest groups, states with any time.
+fn thread_seconds(t: &crate::measure::threads::Tally) -> Vec<(&str, &'static str, f64)> {
+    let mut groups: Vec<_> = t.groups.iter().collect();
+    groups.sort_by(|a, b| b.1.states.total().total_cmp(&a.1.states.total()));
+    groups
+        .into_iter()
+        .take(THREAD_GROUPS)
+        .flat_map(|(name, g)| {
+            crate::measure::threads::State::ALL
+                .into_iter()
+                .filter(|st| g.states.get(*st) > 0.0)
+                .map(move |st| (name.as_str(), st.key(), g.states.get(st)))
+        })
+        .collect()
 }
 
 /// The figures in the Prometheus text exposition format (0.0.4).
@@ -231,6 +260,21 @@ pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
             let _ = writeln!(o, "{name} {v}");
         }
     }
+    if let Some(t) = &f.threads {
+        head(
+            &mut o,
+            "strainline_target_thread_seconds_total",
+            "counter",
+            "Thread-seconds the target's threads spent in each state (on_cpu, run_queue, lock, socket, storage, sleep, …), by thread name; rate() is threads in that state.",
+        );
+        for (group, state, v) in thread_seconds(t) {
+            let _ = writeln!(
+                o,
+                "strainline_target_thread_seconds_total{{group=\"{}\",state=\"{state}\"}} {v}",
+                label_value(group)
+            );
+        }
+    }
     o
 }
 
@@ -295,6 +339,22 @@ pub fn otlp(f: &Figures, generator_cpu: f64, start_ns: u64) -> serde_json::Value
             t.threads as f64,
         ));
         metrics.push(gauge("strainline_target_fds", "{fd}", t.fds as f64));
+    }
+    if let Some(t) = &f.threads {
+        metrics.push(sum(
+            "strainline_target_thread_seconds",
+            "s",
+            thread_seconds(t)
+                .into_iter()
+                .map(|(group, state, v)| {
+                    let mut a = attr("group", group.to_string());
+                    a.as_array_mut()
+                        .unwrap()
+                        .push(json!({"key": "state", "value": {"stringValue": state}}));
+                    point(v, a)
+                })
+                .collect(),
+        ));
     }
     json!({"resourceMetrics": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "strainline"}}]},
@@ -486,9 +546,21 @@ mod tests {
     fn every_series_the_grafana_dashboard_queries_is_exported() {
         let dashboard: serde_json::Value =
             serde_json::from_str(include_str!("../../../../docs/grafana-dashboard.json")).unwrap();
+        let mut threads = crate::measure::threads::Tally::default();
+        let mut states = crate::measure::threads::States::default();
+        states.add(crate::measure::threads::State::Lock, 1.0);
+        threads.groups.insert(
+            "worker".into(),
+            crate::measure::threads::Group {
+                threads: 1,
+                states,
+                all_busy: 0.0,
+            },
+        );
         let mut f = Figures {
             offered_rate: Some(1.0),
             target: Some(Sample::default()),
+            threads: Some(threads),
             case: Some("case".into()),
             ..Figures::default()
         };
@@ -554,6 +626,81 @@ mod tests {
             .unwrap();
         assert_eq!(requests["sum"]["dataPoints"][0]["asDouble"], 9.0);
         assert_eq!(requests["sum"]["aggregationTemporality"], 2);
+    }
+
+    #[test]
+    fn thread_states_are_counters_by_group_and_state_with_hostile_names_escaped() {
+        use crate::measure::threads::{Group, State, States, Tally};
+        let mut t = Tally {
+            seconds: 10.0,
+            ..Tally::default()
+        };
+        let mut states = States::default();
+        states.add(State::Lock, 61.5);
+        states.add(State::OnCpu, 4.25);
+        t.groups.insert(
+            "worker\"}\n evil".into(),
+            Group {
+                threads: 8,
+                states,
+                all_busy: 0.0,
+            },
+        );
+        for i in 0..30 {
+            let mut s = States::default();
+            s.add(State::Idle, f64::from(i));
+            t.groups.insert(
+                format!("pool-{i}"),
+                Group {
+                    threads: 1,
+                    states: s,
+                    all_busy: 0.0,
+                },
+            );
+        }
+        let f = Figures {
+            threads: Some(t),
+            ..Figures::default()
+        };
+        let text = prometheus(&f, 0.0);
+        assert!(text.contains("# TYPE strainline_target_thread_seconds_total counter"));
+        assert!(
+            text.lines().any(|l| l
+                == r#"strainline_target_thread_seconds_total{group="worker\"}\n evil",state="lock"} 61.5"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"group="worker\"}\n evil",state="on_cpu"} 4.25"#));
+        // States without time are left out; at most 20 groups, the busiest.
+        assert!(!text.contains(r#"evil",state="idle""#));
+        let groups: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("strainline_target_thread_seconds_total{"))
+            .map(|l| l.split(",state=").next().unwrap())
+            .collect();
+        assert_eq!(groups.len(), 20, "{groups:?}");
+        assert!(
+            !text.contains("group=\"pool-10\""),
+            "an idle group kept over busier ones"
+        );
+        let doc = otlp(&f, 0.0, 1);
+        let m = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "strainline_target_thread_seconds")
+            .unwrap()
+            .clone();
+        let lock = m["sum"]["dataPoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["attributes"][1]["value"]["stringValue"] == "lock")
+            .unwrap();
+        assert_eq!(lock["asDouble"], 61.5);
+        assert_eq!(
+            lock["attributes"][0]["value"]["stringValue"],
+            "worker\"}\n evil"
+        );
     }
 
     #[test]

@@ -177,6 +177,10 @@ impl crate::observe::Observer for Feed {
         record::sample(s);
     }
 
+    fn threads(&self, t: &crate::measure::threads::Tally) {
+        export::threads(t);
+    }
+
     fn step(&self, offered: f64, achieved: f64, p99_ms: f64, held: bool) {
         step(offered, achieved, p99_ms, held);
     }

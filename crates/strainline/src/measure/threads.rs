@@ -83,6 +83,23 @@ impl State {
     /// Whether a thread in this state is working on something (running, or waiting on
     /// what a piece of work needs: a socket, storage, a timer, a child) rather than
     /// waiting for work to arrive (a poll, a parked futex) or for a lock.
+    /// The state's name in files (JSON keys, CSV columns, metric labels).
+    pub fn key(self) -> &'static str {
+        match self {
+            State::OnCpu => "on_cpu",
+            State::RunQueue => "run_queue",
+            State::Lock => "lock",
+            State::Idle => "idle",
+            State::Poll => "poll",
+            State::Socket => "socket",
+            State::Storage => "storage",
+            State::Paging => "paging",
+            State::Sleep => "sleep",
+            State::Child => "child",
+            State::Other => "other",
+        }
+    }
+
     pub fn busy(self) -> bool {
         !matches!(self, State::Lock | State::Idle | State::Poll | State::Other)
     }
@@ -192,6 +209,15 @@ pub struct Tally {
     /// Wall-clock seconds covered.
     pub seconds: f64,
     pub groups: BTreeMap<String, Group>,
+}
+
+impl Tally {
+    /// Every group's thread-seconds added up, per state.
+    pub fn total(&self) -> States {
+        self.groups
+            .values()
+            .fold(States::default(), |t, g| t.plus(&g.states))
+    }
 }
 
 /// One group over a window: thread-seconds per second in each state.

@@ -249,6 +249,9 @@ impl Watcher {
                     let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
                     states.tick(&pids, now)
                 };
+                if let Some(o) = observer.as_ref().filter(|_| read) {
+                    o.threads(&states.tally);
+                }
                 let mut shared = shared2.lock().unwrap();
                 if read {
                     shared.threads.clone_from(&states.tally);

@@ -265,10 +265,10 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     for (i, c) in r.cases.iter().enumerate() {
         let stem = format!("{:02}-{}", i + 1, slug(&c.row.name));
         if !c.samples.is_empty() {
-            let mut t = String::from(crate::report::monitor::CSV_HEADER);
+            let mut t = crate::report::monitor::csv_header(false);
             t.push('\n');
             for s in &c.samples {
-                t.push_str(&crate::report::monitor::csv_row(s));
+                t.push_str(&crate::report::monitor::csv_row(s, None));
                 t.push('\n');
             }
             put(format!("{stem}-samples.csv"), t)?;

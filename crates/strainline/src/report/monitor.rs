@@ -230,17 +230,39 @@ pub fn to_json(
     )
 }
 
-pub const CSV_HEADER: &str =
-    "t_seconds,rss_bytes,cpu_cores,threads,fds,read_bytes,write_bytes,ctx_switches,processes,top";
+/// The columns of a samples CSV: a sample, then (`monitor --csv`, `with_threads`) the
+/// thread-seconds the tree's threads spent in each state so far (`thread_s_on_cpu`, …;
+/// cumulative, like /proc's counters: the difference of two rows over their time apart
+/// is the rate).
+pub fn csv_header(with_threads: bool) -> String {
+    let mut h = String::from(
+        "t_seconds,rss_bytes,cpu_cores,threads,fds,read_bytes,write_bytes,ctx_switches,processes,top",
+    );
+    for st in crate::measure::threads::State::ALL
+        .iter()
+        .filter(|_| with_threads)
+    {
+        h.push_str(",thread_s_");
+        h.push_str(st.key());
+    }
+    h
+}
 
-/// One CSV row for a sample; `top` lists `pid:name:rss_bytes` separated by spaces.
-pub fn csv_row(s: &Sample) -> String {
+/// One CSV row for a sample and, when given, the thread states so far; `top` lists
+/// `pid:name:rss_bytes` separated by spaces.
+pub fn csv_row(s: &Sample, states: Option<&crate::measure::threads::States>) -> String {
     let top: Vec<String> = s
         .top
         .iter()
         .map(|p| format!("{}:{}:{}", p.pid, p.name, p.rss_bytes))
         .collect();
-    format!(
+    let mut threads = String::new();
+    for st in crate::measure::threads::State::ALL {
+        if let Some(states) = states {
+            threads.push_str(&format!(",{:.3}", states.get(st)));
+        }
+    }
+    let row = format!(
         "{:.4},{},{:.4},{},{},{},{},{},{},{}",
         s.t,
         s.rss_bytes,
@@ -252,7 +274,8 @@ pub fn csv_row(s: &Sample) -> String {
         s.ctx_switches,
         s.processes,
         csv_field(&top.join(" "))
-    )
+    );
+    row + &threads
 }
 
 /// Quotes a CSV field when it needs it (RFC 4180). A text a spreadsheet would read as

@@ -280,6 +280,17 @@ fn prometheus_scrapes_a_load_s_rate_the_target_s_figures_and_the_generator_s_cpu
             (exported - kernel).abs() <= 0.15 * kernel + 0.01,
             "target CPU exported {exported:.3} cores, the kernel counted {kernel:.3} ({cores:?})"
         );
+        // The threads' time on a CPU is the CPU: their on_cpu thread-seconds per second.
+        let on_cpu = query(
+            prom_port,
+            "sum(rate(strainline_target_thread_seconds_total{state=\"on_cpu\"}[5s]))",
+            &range,
+        );
+        let on_cpu = on_cpu.iter().sum::<f64>() / on_cpu.len() as f64;
+        assert!(
+            (on_cpu - kernel).abs() <= 0.2 * kernel + 0.01,
+            "threads on CPU exported {on_cpu:.3} thread-s/s, the kernel counted {kernel:.3} cores"
+        );
         // Descriptors and the generator's CPU at the range's end (a scrape is at most a
         // second old; strainline's CPU grows by a few hundredths of a second a second).
         let instant = format!("&time={t1:.3}");

@@ -121,6 +121,29 @@ fn csv_has_one_row_per_sample() {
     assert!(rows[0].starts_with("t_seconds,rss_bytes,cpu_cores"));
     assert_eq!(rows.len() - 1, doc["samples"].as_array().unwrap().len());
     assert!(rows[1].contains(":sleep:"), "{}", rows[1]);
+    // Thread-seconds per state so far: `sleep` spends its life in nanosleep, so the
+    // last row's sleep column is about its age, and never more than the time watched.
+    let head: Vec<&str> = rows[0].split(',').collect();
+    let col = head
+        .iter()
+        .position(|c| *c == "thread_s_sleep")
+        .unwrap_or_else(|| panic!("{}", rows[0]));
+    assert_eq!(head.len(), 21, "{}", rows[0]);
+    let last: Vec<&str> = rows.last().unwrap().rsplitn(11, ',').collect();
+    let sleep: f64 = last[10 - (col - 10)].parse().unwrap();
+    let t: f64 = rows
+        .last()
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        sleep >= 0.6 * t && sleep <= t + 0.06,
+        "slept {sleep:.3} thread-s in {t:.3} s: {}",
+        rows.last().unwrap()
+    );
 }
 
 /// Several strainline processes writing to one store at once: every run, case and
