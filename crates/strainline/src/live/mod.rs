@@ -42,6 +42,10 @@ pub struct State {
     pub offered: Option<f64>,
     /// Load has been driven (a `monitor` never does: no load pane).
     pub load: bool,
+    /// The target's thread states over the last second or so, busiest groups first.
+    pub threads: Option<crate::measure::threads::Breakdown>,
+    /// The thread-state reading that window began at.
+    threads_at: Option<crate::measure::threads::Tally>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -101,6 +105,26 @@ pub fn sample(s: &Sample) {
     }
 }
 
+/// Thread groups the view shows.
+const THREAD_GROUPS: usize = 5;
+
+/// A reading of the target's thread states: the view shows the last second's rates.
+pub fn threads(t: &crate::measure::threads::Tally) {
+    export::threads(t);
+    if !on() {
+        return;
+    }
+    let mut st = state().lock().unwrap();
+    match &st.threads_at {
+        Some(prev) if t.seconds - prev.seconds < 1.0 => {}
+        Some(prev) => {
+            st.threads = Some(t.since(prev).top(THREAD_GROUPS));
+            st.threads_at = Some(t.clone());
+        }
+        None => st.threads_at = Some(t.clone()),
+    }
+}
+
 /// A ramp step ended.
 pub fn step(offered: f64, achieved: f64, p99_ms: f64, held: bool) {
     if on() {
@@ -135,6 +159,8 @@ pub fn new_case(name: &str, of: Option<(usize, usize)>) {
         st.samples.clear();
         st.steps.clear();
         st.seconds.clear();
+        st.threads = None;
+        st.threads_at = None;
     }
 }
 
@@ -178,7 +204,7 @@ impl crate::observe::Observer for Feed {
     }
 
     fn threads(&self, t: &crate::measure::threads::Tally) {
-        export::threads(t);
+        threads(t);
     }
 
     fn step(&self, offered: f64, achieved: f64, p99_ms: f64, held: bool) {

@@ -90,6 +90,9 @@ pub fn draw(f: &mut Frame, st: &State, elapsed: Duration) {
     if has_ramp {
         rows.push(Constraint::Length(6));
     }
+    if st.threads.is_some() {
+        rows.push(Constraint::Length(1 + THREAD_ROWS));
+    }
     rows.push(Constraint::Min(3));
     rows.push(Constraint::Length(1));
     let parts = Layout::default()
@@ -123,6 +126,9 @@ pub fn draw(f: &mut Frame, st: &State, elapsed: Duration) {
     if has_ramp {
         draw_ramp(f, st, next());
     }
+    if let Some(b) = &st.threads {
+        draw_threads(f, b, next());
+    }
     let log = next();
     let shown = log.height.saturating_sub(1) as usize;
     let lines: Vec<Line> = st
@@ -138,6 +144,46 @@ pub fn draw(f: &mut Frame, st: &State, elapsed: Duration) {
     f.render_widget(
         Paragraph::new(" q or Ctrl-C: stop (what was measured is kept, exit 130)".dim()),
         next(),
+    );
+}
+
+/// Thread groups shown, at most.
+const THREAD_ROWS: u16 = 5;
+
+/// The target's threads over the last second: per group of one name, the states it
+/// spent time in (thread-seconds per second = threads in that state), largest first.
+fn draw_threads(f: &mut Frame, b: &crate::measure::threads::Breakdown, area: Rect) {
+    let lines: Vec<Line> = b
+        .groups
+        .iter()
+        .take(THREAD_ROWS as usize)
+        .map(|g| {
+            let mut states: Vec<(crate::measure::threads::State, f64)> =
+                crate::measure::threads::State::ALL
+                    .into_iter()
+                    .map(|st| (st, g.states.get(st)))
+                    .filter(|(_, v)| *v >= 0.005)
+                    .collect();
+            states.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let shown: Vec<String> = states
+                .iter()
+                .map(|(st, v)| format!("{} {v:.2}", st.label()))
+                .collect();
+            Line::from(format!(
+                " {:<18} ×{:<4} {}",
+                crate::units::one_line(&g.name),
+                g.threads,
+                shown.join(" · ")
+            ))
+        })
+        .collect();
+    f.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::TOP)
+                .title("Threads by state (thread-s/s, last second)"),
+        ),
+        area,
     );
 }
 

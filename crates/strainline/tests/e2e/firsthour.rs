@@ -315,6 +315,19 @@ fn the_live_view_shows_rate_latency_and_memory_and_q_stops_the_run_keeping_it() 
         kill();
         panic!("the live view did not show the rate, p99 and RSS within 2 s:\n{screen}");
     }
+    // The target's threads by state, over the last second, group by group.
+    let threads_seen = std::time::Instant::now();
+    while threads_seen.elapsed() < std::time::Duration::from_secs(4) {
+        screen = tmux_screen(&session);
+        if screen.contains("Threads by state") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if !(screen.contains("Threads by state") && screen.contains("tokio-rt-worker")) {
+        kill();
+        panic!("the live view did not show the threads by state:\n{screen}");
+    }
     // `q`: the run stops, exit 130, the completed case and the partial one stored.
     std::process::Command::new("tmux")
         .args(["send-keys", "-t", &session, "q"])
