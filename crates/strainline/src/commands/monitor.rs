@@ -132,11 +132,10 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     let mut states = crate::monitor::threads::ThreadReader::default();
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
-        if states.due(Instant::now()) {
-            let pids: Vec<u32> = sampler.members().iter().map(|m| m.0).collect();
-            if states.tick(&pids, Instant::now()) {
-                crate::observe::Observer::threads(&feed, &states.tally);
-            }
+        if states.due(Instant::now()) && states.tick(&sampler.thread_procs(), Instant::now()) {
+            let (parked, ran) = states.parked_and_ran();
+            sampler.on_threads(parked, &ran);
+            crate::observe::Observer::threads(&feed, &states.tally);
         }
         crate::observe::Observer::sample(&feed, &s);
         root_exit = root_exit.or(exit);

@@ -89,31 +89,91 @@ pub fn parse_io(text: &str) -> Io {
     io
 }
 
-/// Open handles on one process's `/proc` files.
+/// A `/proc/PID` file opened only when first read: under churn (a build's compilers,
+/// living a fraction of a second) most processes end before their first status read,
+/// and an open and a close per file per process was a sixth of the monitor's cost.
+enum Lazy {
+    Unopened,
+    Open(File),
+    /// Absent or closed to us: not tried again.
+    Absent,
+}
+
+impl Lazy {
+    /// The file `name` of the process directory `dir`, opened at the first call. Opened
+    /// relative to the directory's handle, so a pid that was recycled meanwhile cannot
+    /// lend us another process's file: the handle stays bound to the process it named.
+    fn get(&mut self, dir: &File, name: &str) -> Option<&File> {
+        if matches!(self, Lazy::Unopened) {
+            *self = match open_at(dir, name) {
+                Ok(f) => Lazy::Open(f),
+                Err(_) => Lazy::Absent,
+            };
+        }
+        match self {
+            Lazy::Open(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// Opens `name` read-only in the directory `dir`.
+fn open_at(dir: &File, name: &str) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `dir` is an open directory and `c` a NUL-terminated name; a descriptor the
+    // kernel returns is ours alone, and File takes ownership of it.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Open handles on one process's `/proc` files: `stat` and `statm`, read every tick,
+/// from the start; the rest when first read.
 pub struct ProcFiles {
+    dir: File,
     stat: File,
     statm: Option<File>,
-    status: Option<File>,
-    io: Option<File>,
-    fd_dir: Option<File>,
+    status: Lazy,
+    io: Lazy,
+    fd_dir: Lazy,
     /// `smaps_rollup` (Linux 4.14+): the proportional set size.
-    smaps_rollup: Option<File>,
+    smaps_rollup: Lazy,
     buf: Vec<u8>,
 }
 
 impl ProcFiles {
     /// Opens the files of `pid`; fails if the process is gone.
     pub fn open(pid: u32) -> io::Result<ProcFiles> {
-        let base = format!("/proc/{pid}");
+        let dir = File::open(format!("/proc/{pid}"))?;
         Ok(ProcFiles {
-            stat: File::open(format!("{base}/stat"))?,
-            statm: File::open(format!("{base}/statm")).ok(),
-            status: File::open(format!("{base}/status")).ok(),
-            io: File::open(format!("{base}/io")).ok(),
-            fd_dir: File::open(format!("{base}/fd")).ok(),
-            smaps_rollup: File::open(format!("{base}/smaps_rollup")).ok(),
+            stat: open_at(&dir, "stat")?,
+            statm: open_at(&dir, "statm").ok(),
+            dir,
+            status: Lazy::Unopened,
+            io: Lazy::Unopened,
+            fd_dir: Lazy::Unopened,
+            smaps_rollup: Lazy::Unopened,
             buf: vec![0; 4096],
         })
+    }
+
+    /// The command line, arguments joined by spaces (see [`cmdline`]): one open, one
+    /// read.
+    pub fn cmdline(&mut self) -> String {
+        open_at(&self.dir, "cmdline")
+            .and_then(|f| Self::pread(&f, &mut self.buf))
+            .map(|n| join_args(&self.buf[..n]))
+            .unwrap_or_default()
     }
 
     /// Reads a whole /proc file into `buf` and returns its length. A /proc read that
@@ -161,14 +221,14 @@ impl ProcFiles {
     }
 
     pub fn status(&mut self) -> Option<Status> {
-        let f = self.status.as_ref()?;
+        let f = self.status.get(&self.dir, "status")?;
         Some(parse_status(&Self::read_text(f, &mut self.buf).ok()?))
     }
 
     /// The process's proportional set size, bytes: each shared page divided among the
     /// processes that map it, so a sum over a tree counts shared memory once.
     pub fn pss_bytes(&mut self) -> Option<u64> {
-        let f = self.smaps_rollup.as_ref()?;
+        let f = self.smaps_rollup.get(&self.dir, "smaps_rollup")?;
         let text = Self::read_text(f, &mut self.buf).ok()?;
         let kib: u64 = text
             .lines()
@@ -182,13 +242,13 @@ impl ProcFiles {
     }
 
     pub fn io(&mut self) -> Option<Io> {
-        let f = self.io.as_ref()?;
+        let f = self.io.get(&self.dir, "io")?;
         Some(parse_io(&Self::read_text(f, &mut self.buf).ok()?))
     }
 
     /// Counts open file descriptors by listing `/proc/PID/fd` through the kept handle.
     pub fn fd_count(&mut self) -> Option<u64> {
-        let fd = self.fd_dir.as_ref()?.as_raw_fd();
+        let fd = self.fd_dir.get(&self.dir, "fd")?.as_raw_fd();
         // SAFETY: fd is an open directory we own; getdents64 writes at most buf.len() bytes.
         unsafe {
             if libc::lseek(fd, 0, libc::SEEK_SET) < 0 {
@@ -231,14 +291,37 @@ impl ProcFiles {
 /// or processes that are gone.
 pub fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(|b| join_args(&b))
         .unwrap_or_default()
+}
+
+/// The NUL-separated arguments of a `cmdline` file, joined by spaces.
+fn join_args(b: &[u8]) -> String {
+    b.split(|&c| c == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The pid the kernel allocated last in this pid namespace (the last field of
+/// `/proc/loadavg`), threads' included. While it stands still no process was created,
+/// so a tree cannot have gained a member: the monitor skips listing `/proc` or the
+/// cgroup then (wrapping around `pid_max` between two ticks would take millions of
+/// forks).
+pub fn last_pid() -> Option<u32> {
+    static LOADAVG: OnceLock<Option<File>> = OnceLock::new();
+    let f = LOADAVG
+        .get_or_init(|| File::open("/proc/loadavg").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 128];
+    let n = f.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_ascii_whitespace()
+        .nth(4)?
+        .parse()
+        .ok()
 }
 
 /// Every pid in `/proc` (processes, not threads).
@@ -298,6 +381,18 @@ mod tests {
                 write_bytes: 4096
             }
         );
+    }
+
+    #[test]
+    fn the_last_pid_moves_when_a_process_is_created() {
+        let before = last_pid().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let after = last_pid().unwrap();
+        assert_ne!(before, after);
+        // Another process may have been created since, never fewer.
+        assert!(after >= pid || after < before, "{before} {pid} {after}");
     }
 
     #[test]

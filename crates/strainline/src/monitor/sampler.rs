@@ -19,6 +19,13 @@ use crate::os::cgroup::{Cgroup, PeakFile};
 use crate::os::process::Reaped;
 use std::sync::Arc;
 
+/// The share of the monitor's time that reading PSS may take. `smaps_rollup` walks a
+/// process's page tables: ~100 µs for a compiler, milliseconds for a JVM of gigabytes.
+/// A churning tree (a build's compilers, each new process read once) spent 0.7% of a
+/// core on it alone at one reading a second; past the budget, the tree's PSS is summed
+/// at fewer status ticks (its peak is the highest of the sums taken).
+pub const PSS_BUDGET: f64 = 0.002;
+
 struct Tracked {
     files: ProcFiles,
     last: Stat,
@@ -73,6 +80,8 @@ pub struct Sampler {
     live: HashMap<u32, Tracked>,
     outsiders: Outsiders,
     finished: Vec<ProcessRecord>,
+    /// The pids of `finished`: a zombie still listed by the cgroup is not tracked again.
+    finished_pids: HashSet<u32>,
     reaped: HashMap<u32, Reaped>,
     /// CPU ticks of processes that vanished with no member left to account for them.
     vanished_cpu_ticks: u64,
@@ -90,6 +99,16 @@ pub struct Sampler {
     /// Whether the tree's memory may have moved since PSS was last read: the cgroup's
     /// charge moved, or a process joined or left (without a cgroup, always).
     pss_stale: bool,
+    /// Single-threaded members parked in a wait for a child (from the thread-state
+    /// reader): their RSS is not re-read every tick.
+    parked: HashSet<u32>,
+    /// Members a child of which ended since they were last seen running: not parked
+    /// again until they have been seen to run.
+    woken: HashSet<u32>,
+    /// The kernel's last allocated pid at the last listing.
+    last_pid: Option<u32>,
+    /// Seconds spent reading `smaps_rollup` so far, held to [`PSS_BUDGET`].
+    pss_seconds: f64,
     max_processes: u64,
     max_threads: u64,
     max_fds: u64,
@@ -107,6 +126,7 @@ impl Sampler {
             live: HashMap::new(),
             outsiders: Outsiders::default(),
             finished: Vec::new(),
+            finished_pids: HashSet::new(),
             reaped: HashMap::new(),
             vanished_cpu_ticks: 0,
             reaped_cpu_seconds: 0.0,
@@ -118,6 +138,10 @@ impl Sampler {
             peak_tree: (0, 0.0),
             peak_tree_pss: None,
             pss_stale: true,
+            pss_seconds: 0.0,
+            last_pid: None,
+            parked: HashSet::new(),
+            woken: HashSet::new(),
             max_processes: 0,
             max_threads: 0,
             max_fds: 0,
@@ -148,6 +172,32 @@ impl Sampler {
             .collect()
     }
 
+    /// The live members with their thread counts (as of their last `stat`), for the
+    /// thread-state reader.
+    pub fn thread_procs(&self) -> Vec<super::threads::Proc> {
+        self.live
+            .iter()
+            .map(|(&pid, p)| super::threads::Proc {
+                pid,
+                threads: Some(p.last.num_threads),
+            })
+            .collect()
+    }
+
+    /// What the thread-state reader saw at its last reading: the processes parked in a
+    /// wait for a child, and those that ran (see [`ThreadReader::parked_and_ran`]).
+    ///
+    /// [`ThreadReader::parked_and_ran`]: super::threads::ThreadReader::parked_and_ran
+    pub fn on_threads(&mut self, parked: Vec<u32>, ran: &[u32]) {
+        for pid in ran {
+            self.woken.remove(pid);
+        }
+        self.parked = parked
+            .into_iter()
+            .filter(|pid| !self.woken.contains(pid))
+            .collect();
+    }
+
     /// Live members whose parent is `parent` (for strainline: the ones it must reap).
     pub fn children_of(&self, parent: u32) -> Vec<u32> {
         self.live
@@ -171,11 +221,15 @@ impl Sampler {
             return;
         };
         let Ok(stat) = files.stat() else { return };
+        // Its parent forked it: the parent ran, and is no longer parked.
+        if self.parked.remove(&stat.ppid) {
+            self.woken.insert(stat.ppid);
+        }
         let record = ProcessRecord {
             pid,
             ppid: stat.ppid,
             name: stat.comm.clone(),
-            cmdline: procfs::cmdline(pid),
+            cmdline: files.cmdline(),
             first_seen: t,
             last_seen: t,
             peak_rss_sampled: 0,
@@ -205,6 +259,14 @@ impl Sampler {
         if self.live.is_empty() && self.finished.is_empty() {
             self.track(self.cfg.root, t);
         }
+        // No pid allocated since the last listing: no process can have joined.
+        let last_pid = procfs::last_pid();
+        let listed = last_pid.is_some() && last_pid == self.last_pid;
+        self.last_pid = last_pid;
+        if listed {
+            self.drop_strays();
+            return;
+        }
         if let Some(pids) = self
             .cgroup
             .as_ref()
@@ -212,7 +274,7 @@ impl Sampler {
             .and_then(|c| c.pids())
         {
             for pid in pids {
-                if !self.live.contains_key(&pid) && !self.finished.iter().any(|r| r.pid == pid) {
+                if !self.live.contains_key(&pid) && !self.finished_pids.contains(&pid) {
                     self.track(pid, t);
                 }
             }
@@ -244,8 +306,14 @@ impl Sampler {
                 self.outsiders.insert(pid, starts[&pid]);
             }
         }
-        // A command strainline started can be seen before it is noted as its own (the
-        // pid is known once it runs): it leaves the tree when noted.
+        self.drop_strays();
+        let live: HashSet<u32> = all.into_iter().collect();
+        self.outsiders.retain_live(&live);
+    }
+
+    /// A command strainline started can be seen before it is noted as its own (the
+    /// pid is known once it runs): it leaves the tree when noted.
+    fn drop_strays(&mut self) {
         let strays: Vec<u32> = self
             .live
             .iter()
@@ -257,8 +325,6 @@ impl Sampler {
                 self.outsiders.insert(pid, p.last.start_ticks);
             }
         }
-        let live: HashSet<u32> = all.into_iter().collect();
-        self.outsiders.retain_live(&live);
     }
 
     /// Takes one sample of the tree.
@@ -279,16 +345,18 @@ impl Sampler {
         let charge = self.cgroup.as_ref().and_then(|c| c.memory_usage());
         let rss_unchanged = charge.is_some() && charge == self.last_charge && !joined;
         self.last_charge = charge;
-        // PSS (`smaps_rollup` walks the page tables) is re-read on the same evidence.
+        // PSS (`smaps_rollup` walks the page tables) is re-read on the same evidence,
+        // within its budget of the monitor's time.
         self.pss_stale |= !rss_unchanged;
-        let read_pss = status_tick && self.pss_stale;
+        let pss_due = status_tick && self.pss_seconds <= PSS_BUDGET * t;
+        let read_pss = pss_due && self.pss_stale;
 
         let mut gone = Vec::new();
         for (&pid, p) in self.live.iter_mut() {
             let stack_before = p.last.start_stack;
             let read = if full_stat {
                 p.files.stat().map(|st| p.last = st)
-            } else if rss_unchanged {
+            } else if rss_unchanged || (self.parked.contains(&pid) && p.last.num_threads == 1) {
                 Ok(())
             } else {
                 p.files.rss_pages().map(|r| p.last.rss_pages = r)
@@ -301,7 +369,7 @@ impl Sampler {
                 // It called exec since the last read (a forked child seen before its exec
                 // keeps its parent's command line until then).
                 p.record.name = p.last.comm.clone();
-                p.record.cmdline = procfs::cmdline(pid);
+                p.record.cmdline = p.files.cmdline();
             }
             let rss = p.last.rss_pages * units.page_size;
             p.record.last_seen = t;
@@ -315,11 +383,15 @@ impl Sampler {
                 if let Some(io) = p.files.io() {
                     p.io = io;
                 }
-                // A process not read yet (it joined since the last read) is read now:
-                // under churn (a build's compilers) nearly every process is new.
-                if read_pss || p.pss_bytes.is_none() {
-                    p.pss_bytes = p.files.pss_bytes();
-                }
+            }
+            // A process not read yet (it joined since the last read) is read now:
+            // under churn (a build's compilers) nearly every process is new.
+            if read_pss || (pss_due && p.pss_bytes.is_none()) {
+                let began = Instant::now();
+                p.pss_bytes = p.files.pss_bytes();
+                self.pss_seconds += began.elapsed().as_secs_f64();
+            }
+            if status_tick {
                 if let Some(n) = p.files.fd_count() {
                     p.fds = n;
                 }
@@ -384,7 +456,7 @@ impl Sampler {
         if s.rss_bytes > self.peak_tree.0 {
             self.peak_tree = (s.rss_bytes, t);
         }
-        if status_tick {
+        if pss_due {
             // A process whose PSS cannot be read (it is exiting: a zombie has no
             // mappings; or its smaps are closed to us) counts by its RSS, PSS's upper
             // bound — before, one such process dropped the whole sum, and a build of
@@ -412,6 +484,8 @@ impl Sampler {
         let Some(mut p) = self.live.remove(&pid) else {
             return;
         };
+        self.parked.remove(&pid);
+        self.woken.remove(&pid);
         let units = kernel_units();
         let ticks = p.last.cpu_ticks + p.last.children_cpu_ticks;
         let seconds = |ticks: u64| ticks as f64 / units.clock_ticks as f64;
@@ -450,6 +524,10 @@ impl Sampler {
             self.vanished_cpu_ticks += ticks;
         }
         // Otherwise its parent, still a member, now counts it in its children's time.
+        // Its parent wakes from its wait: its RSS is read every tick again.
+        if self.parked.remove(&p.last.ppid) {
+            self.woken.insert(p.last.ppid);
+        }
         let mut io = p.io;
         if let Some(parent) = self.live.get_mut(&p.last.ppid) {
             let peak = p.record.peak_rss_exact.max(p.record.children_peak_rss);
@@ -471,6 +549,7 @@ impl Sampler {
         self.gone_io.read_bytes += io.read_bytes;
         self.gone_io.write_bytes += io.write_bytes;
         self.gone_ctx += p.ctx_switches;
+        self.finished_pids.insert(p.record.pid);
         self.finished.push(p.record);
     }
 

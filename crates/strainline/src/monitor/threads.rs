@@ -223,6 +223,22 @@ pub fn futex_word(syscall: &str) -> Option<u64> {
     u64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()
 }
 
+/// A process whose threads are read: its pid and, when known, how many threads its
+/// `stat` last counted (unknown: its thread directory is listed at every relisting).
+#[derive(Debug, Clone, Copy)]
+pub struct Proc {
+    pub pid: u32,
+    pub threads: Option<u64>,
+}
+
+#[cfg(test)]
+impl Proc {
+    /// A process whose thread count is not known.
+    pub fn pid(pid: u32) -> Proc {
+        Proc { pid, threads: None }
+    }
+}
+
 /// One followed thread.
 struct Thread {
     pid: u32,
@@ -241,6 +257,8 @@ struct Thread {
     running: bool,
     /// Found at this tick: its clocks start here.
     fresh: bool,
+    /// It did not run between the last two readings.
+    quiet: bool,
 }
 
 /// Reads the thread states of a tree, tick after tick, into a [`Tally`].
@@ -262,10 +280,10 @@ impl ThreadReader {
             .is_none_or(|l| now.saturating_duration_since(l) >= PERIOD)
     }
 
-    /// One reading over the processes `pids` (nothing when not [`Self::due`]); every
+    /// One reading over the processes `procs` (nothing when not [`Self::due`]); every
     /// [`RELIST`] it also looks for threads that started and processes that joined.
     /// Returns whether it read.
-    pub fn tick(&mut self, pids: &[u32], now: Instant) -> bool {
+    pub fn tick(&mut self, procs: &[Proc], now: Instant) -> bool {
         if !self.due(now) {
             return false;
         }
@@ -277,7 +295,7 @@ impl ThreadReader {
             .is_none_or(|l| now.saturating_duration_since(l) >= RELIST)
         {
             self.listed = Some(now);
-            self.relist(pids);
+            self.relist(procs);
         }
         let dt = self
             .last
@@ -299,6 +317,7 @@ impl ThreadReader {
                 continue;
             };
             let mut this = [(State::OnCpu, 0.0), (State::RunQueue, 0.0), (t.reason, 0.0)];
+            t.quiet = !t.fresh && clocks == t.clocks;
             if std::mem::take(&mut t.fresh) {
                 t.clocks = clocks;
             } else if clocks == t.clocks {
@@ -377,6 +396,24 @@ impl ThreadReader {
         true
     }
 
+    /// Single-threaded processes that, at the last reading, had not run since the one
+    /// before and were blocked waiting for a child (`wait4`, `waitid`): a build's shells,
+    /// `make`, `xargs` and compiler drivers. Their memory cannot change until a child of
+    /// theirs ends or a signal wakes them; the sampler skips their per-tick RSS read
+    /// until then. And the processes whose threads ran since the last reading.
+    pub fn parked_and_ran(&self) -> (Vec<u32>, Vec<u32>) {
+        let mut parked = Vec::new();
+        let mut ran = Vec::new();
+        for (&tid, t) in &self.threads {
+            if !t.quiet {
+                ran.push(t.pid);
+            } else if tid == t.pid && !t.running && t.reason == State::Child {
+                parked.push(t.pid);
+            }
+        }
+        (parked, ran)
+    }
+
     /// Reads where a thread that ran is now: running, or blocked and why. False when
     /// it has exited.
     fn read_state(t: &mut Thread, buf: &mut Vec<u8>, sockets: &mut Sockets) -> bool {
@@ -415,12 +452,34 @@ impl ThreadReader {
         true
     }
 
-    /// Follows the threads of `pids` not yet followed, and forgets those of processes
-    /// that left.
-    fn relist(&mut self, pids: &[u32]) {
-        self.threads.retain(|_, t| pids.contains(&t.pid));
-        for &pid in pids {
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    /// Follows the threads of `procs` not yet followed, and forgets those of processes
+    /// that left. A process's thread directory is listed only when its thread count
+    /// says a thread is not followed yet (a listing is five system calls), and a
+    /// single-threaded process's one thread is its pid: under churn (a build's
+    /// compilers) most processes are new and have one thread.
+    fn relist(&mut self, procs: &[Proc]) {
+        let live: std::collections::HashSet<u32> = procs.iter().map(|p| p.pid).collect();
+        self.threads.retain(|_, t| live.contains(&t.pid));
+        let mut followed: HashMap<u32, u64> = HashMap::new();
+        for t in self.threads.values() {
+            *followed.entry(t.pid).or_default() += 1;
+        }
+        for p in procs {
+            if self.threads.len() >= MAX_THREADS {
+                return;
+            }
+            let have = followed.get(&p.pid).copied().unwrap_or(0);
+            match p.threads {
+                Some(n) if n == have => continue,
+                Some(1) => {
+                    if let Some(t) = Self::open(p.pid, p.pid, &mut self.buf, &mut self.sockets) {
+                        self.threads.insert(p.pid, t);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", p.pid)) else {
                 continue;
             };
             for e in dir.flatten() {
@@ -433,7 +492,7 @@ impl ThreadReader {
                 if self.threads.contains_key(&tid) {
                     continue;
                 }
-                if let Some(t) = Self::open(pid, tid, &mut self.buf, &mut self.sockets) {
+                if let Some(t) = Self::open(p.pid, tid, &mut self.buf, &mut self.sockets) {
                     self.threads.insert(tid, t);
                 }
             }
@@ -457,6 +516,7 @@ impl ThreadReader {
             futex: None,
             running: false,
             fresh: true,
+            quiet: false,
         };
         Self::read_state(&mut t, buf, sockets).then_some(t)
     }
@@ -537,10 +597,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[me], Instant::now());
+        r.tick(&[Proc::pid(me)], Instant::now());
         for _ in 0..6 {
             std::thread::sleep(PERIOD);
-            r.tick(&[me], Instant::now());
+            r.tick(&[Proc::pid(me)], Instant::now());
         }
         use std::io::Write;
         opened.write_all(b"x").unwrap();
@@ -605,10 +665,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[me], Instant::now());
+        r.tick(&[Proc::pid(me)], Instant::now());
         for _ in 0..6 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[me], Instant::now());
+            r.tick(&[Proc::pid(me)], Instant::now());
         }
         drop(held);
         for w in waiters {
@@ -646,10 +706,10 @@ mod tests {
             .unwrap();
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[me], Instant::now());
+        r.tick(&[Proc::pid(me)], Instant::now());
         for _ in 0..10 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[me], Instant::now());
+            r.tick(&[Proc::pid(me)], Instant::now());
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();

@@ -245,10 +245,11 @@ impl Watcher {
                 }
                 let tree = sampler.members();
                 let now = Instant::now();
-                let read = states.due(now) && {
-                    let pids: Vec<u32> = tree.iter().map(|t| t.0).collect();
-                    states.tick(&pids, now)
-                };
+                let read = states.due(now) && states.tick(&sampler.thread_procs(), now);
+                if read {
+                    let (parked, ran) = states.parked_and_ran();
+                    sampler.on_threads(parked, &ran);
+                }
                 if let Some(o) = observer.as_ref().filter(|_| read) {
                     o.threads(&states.tally);
                 }

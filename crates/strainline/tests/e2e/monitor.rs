@@ -462,3 +462,48 @@ fn the_tree_pss_holds_while_members_come_and_go() {
         "tree PSS {pss:.1} MiB: {doc}"
     );
 }
+
+/// A parent blocked in `wait4` is not re-read every tick (its memory cannot change until
+/// a child of its ends): it is read again when its child ends, or at the latest when the
+/// next thread-state reading (50 ms) sees it ran. Here it holds 150 MiB for 80 ms between
+/// two children — less than the 250 ms between full reads, so only the resumed per-tick
+/// reads see it in the sampled tree sum.
+#[test]
+fn a_parent_that_waited_for_its_child_is_read_again_when_the_child_ends() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let script = "import subprocess, time\n\
+                      subprocess.run(['sleep', '0.5'])\n\
+                      b = b'x' * (150 << 20)\n\
+                      time.sleep(0.08)\n\
+                      del b\n\
+                      subprocess.run(['sleep', '0.5'])\n";
+        let json = s.path("parked.json");
+        let out = s.run(&[
+            "monitor",
+            "-q",
+            "--interval",
+            "10ms",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let sampled = doc["summary"]["peak_tree_rss_sampled"]["bytes"]
+            .as_f64()
+            .unwrap()
+            / MIB;
+        assert!(sampled >= 150.0, "sampled tree peak {sampled:.1} MiB");
+        // And the samples after the buffer was freed fall back: the parent was read
+        // while the second child ran, before it was parked again.
+        let samples = doc["samples"].as_array().unwrap();
+        let last = samples.last().unwrap()["rss_bytes"].as_f64().unwrap() / MIB;
+        assert!(last < 100.0, "last sample {last:.1} MiB");
+    });
+}

@@ -128,6 +128,73 @@ fn a_closed_bench_names_the_lock_and_a_soak_keeps_its_thread_states() {
 }
 
 #[test]
+fn nginx_at_its_ceiling_is_named_its_cpu_not_its_threads() {
+    let _bench = measuring();
+    // One nginx worker on CPU 1, strainline (and so its generator) on CPU 0: the worker
+    // saturates its core first. Its thread never waits on a lock: the CPU rule comes
+    // first, and says so.
+    let s = Scratch::new();
+    let dir = s.path("nginx");
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    std::fs::write(dir.join("www/health"), "ok\n").unwrap();
+    let port = free_port();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{ access_log off; client_body_temp_path {d}/body; keepalive_requests 1000000;\n\
+             server {{ listen 127.0.0.1:{port} backlog=4096; root {d}/www; }} }}\n"
+        ),
+    )
+    .unwrap();
+    let _ = std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(s.dir.path())
+        .status();
+    let path = s.path("suite.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[target]\ncommand = [\"taskset\", \"-c\", \"1\", \"nginx\", \"-c\", \"{d}/nginx.conf\", \"-p\", \"{d}\"]\n\
+             ready = \"http://127.0.0.1:{port}/health\"\n\
+             [[test]]\nname = \"peak\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{port}/health\"\n\
+             start = 4000\nstep = 4000\nmax_steps = 12\nstep_duration = \"1500ms\"\nslo_p99 = \"20ms\"\n"
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_strainline"),
+            "--store",
+            &s.store(),
+        ])
+        .args(["run", path.to_str().unwrap()])
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    let factor = text
+        .lines()
+        .find(|l| l.contains("limiting factor:"))
+        .unwrap_or_else(|| panic!("no limiting factor:\n{text}"));
+    assert!(
+        factor.contains("target CPU saturated: its busiest thread was on a CPU"),
+        "{factor}\n{text}"
+    );
+    // The thread states agree: the worker ran, it did not wait on a lock.
+    let steps = case_metrics(&s)[0]["summary"]["details"]["steps"].clone();
+    let last = steps.as_array().unwrap().last().unwrap();
+    let worker = group(last["threads"]["groups"].as_array().unwrap(), "nginx");
+    assert!(f(worker, "on_cpu") >= 0.8, "{worker}\n{text}");
+    assert!(f(worker, "lock") < 0.05, "{worker}");
+}
+
+#[test]
 fn two_pool_threads_blocked_50ms_per_request_are_named_a_full_pool() {
     let _bench = measuring();
     // Two threads, 50 ms each per push: at most 40 pushes/s.
