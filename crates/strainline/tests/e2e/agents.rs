@@ -303,8 +303,9 @@ fn a_starved_agent_makes_the_run_invalid_naming_it() {
     let _l = loaded();
     // Under the hypervisor's steal the lateness would be the machine's, not the cgroup's.
     on_a_quiet_machine(|| {
-        // Agent 2 gets 1% of one CPU (a cgroup v1 CFS quota): alive, but it cannot keep
-        // its schedule of 2,000 sends a second. The group is removed after the agents
+        // Agent 2 gets 2% of one CPU (a cgroup v1 CFS quota): alive, but it cannot keep
+        // its schedule of 2,000 sends a second (it needs ~7%). At 1% it was once silent
+        // for 3 s in a CI run and declared lost, not late. The group is removed after the agents
         // are stopped (declared first, dropped last: a group with tasks cannot go).
         let cg = PathBuf::from(format!(
             "/sys/fs/cgroup/cpu/strainline-e2e-{}",
@@ -322,7 +323,7 @@ fn a_starved_agent_makes_the_run_invalid_naming_it() {
         let rig = Rig::new(&s, 2, &[]);
         let a2 = &rig.agents[1];
         std::fs::write(cg.join("cpu.cfs_period_us"), "100000").unwrap();
-        std::fs::write(cg.join("cpu.cfs_quota_us"), "1000").unwrap();
+        std::fs::write(cg.join("cpu.cfs_quota_us"), "2000").unwrap();
         // `ip netns exec` runs the agent as its child.
         let agent_pid = processes_where(|p| {
             std::fs::read_to_string(format!("/proc/{p}/stat"))

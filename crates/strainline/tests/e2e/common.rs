@@ -80,7 +80,13 @@ impl Scratch {
         let mut argv = vec![env!("CARGO_BIN_EXE_strainline"), "--store", &inner];
         argv.extend_from_slice(args);
         let (out, doc) = self.monitor_plain(&argv);
-        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            out.status.success(),
+            "{:?}\n{}\n{}",
+            out.status,
+            stdout(&out),
+            stderr(&out)
+        );
         doc["summary"]["peak_rss"]["bytes"]
             .as_f64()
             .unwrap_or_else(|| panic!("no peak RSS: {doc}"))

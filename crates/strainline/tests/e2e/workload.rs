@@ -601,7 +601,7 @@ fn a_replay_of_a_1_gib_log_runs_in_bounded_memory() {
         "--replay",
         log.to_str().unwrap(),
         "-z",
-        "2s",
+        "4s",
         "--json",
         json.to_str().unwrap(),
     ]) / 1048576.0;
@@ -609,7 +609,10 @@ fn a_replay_of_a_1_gib_log_runs_in_bounded_memory() {
     assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    // The first two seconds of the log: 2,000 requests, every one answered.
-    assert_eq!(run["summary"]["sent"], 2000, "{}", run["summary"]);
-    assert_eq!(run["summary"]["ok"], 2000);
+    // The first four seconds of the log: 4,000 requests, every one answered. (Four, not
+    // two: the debug build's first second has one stall of ~0.2 s on this VM, which over
+    // two seconds is a tenth of the sends late and the run INVALID; the release build
+    // has none.)
+    assert_eq!(run["summary"]["sent"], 4000, "{}", run["summary"]);
+    assert_eq!(run["summary"]["ok"], 4000);
 }
