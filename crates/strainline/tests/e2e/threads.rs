@@ -8,13 +8,17 @@ use crate::common::*;
 
 /// A ramp of the testbed with `args`, from `start` by `step`; the run's output and the
 /// breaking step's thread groups.
+/// A ramp of up to four steps of 3 s. At 1.5 s a full pool read 88.9% busy (one pool
+/// thread idle for a ninth of the step, the same figure to four places each time, so one
+/// reading near the step's edge) in half the runs on 2026-11-25, under the 90% rule; at
+/// 3 s that reading weighs half as much (4 of 4 runs passed).
 fn ramp(s: &Scratch, command: &str, start: u32, step: u32) -> (String, Vec<serde_json::Value>) {
     let out = run_suite(
         s,
         &format!(
             "[target]\ncommand = {command}\nready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
              [[test]]\nname = \"peak\"\nkind = \"ramp\"\n{PUSH}\n\
-             start = {start}\nstep = {step}\nmax_steps = 4\nstep_duration = \"1500ms\"\nslo_p99 = \"150ms\"\n"
+             start = {start}\nstep = {step}\nmax_steps = 4\nstep_duration = \"3s\"\nslo_p99 = \"150ms\"\n"
         ),
         &[],
     );
