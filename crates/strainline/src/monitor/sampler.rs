@@ -572,11 +572,10 @@ impl Sampler {
             self.retire(pid);
         }
         // Processes that ended before any sample saw them are known from wait4 alone.
-        let seen: HashSet<u32> = self.finished.iter().map(|p| p.pid).collect();
         let mut unseen: Vec<(u32, Reaped)> = self
             .reaped
             .iter()
-            .filter(|(pid, _)| !seen.contains(pid))
+            .filter(|(pid, _)| !self.finished_pids.contains(pid))
             .map(|(&pid, &r)| (pid, r))
             .collect();
         unseen.sort_by_key(|u| u.0);
