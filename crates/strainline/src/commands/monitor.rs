@@ -132,7 +132,13 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     let mut states = crate::monitor::threads::ThreadReader::default();
     loop {
         let (s, exit) = tick(&mut sampler, root, Reap::All);
-        if states.due(Instant::now()) && states.tick(&sampler.thread_procs(), Instant::now()) {
+        if states.due(Instant::now())
+            && states.tick(
+                &sampler.thread_procs(),
+                sampler.tree_cpu_usec(),
+                Instant::now(),
+            )
+        {
             let (parked, ran) = states.parked_and_ran();
             sampler.on_threads(parked, &ran);
             crate::observe::Observer::threads(&feed, &states.tally);

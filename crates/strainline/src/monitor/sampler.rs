@@ -107,6 +107,14 @@ pub struct Sampler {
     woken: HashSet<u32>,
     /// The kernel's last allocated pid at the last listing.
     last_pid: Option<u32>,
+    /// The tree's CPU counter (the cgroup's `usage_usec`) read at the start of this
+    /// tick, and when the pids, `stat` and `status` files were last read: a tree whose
+    /// counter has not moved since ran nothing, so forked nothing and changed none of
+    /// them.
+    tree_cpu: Option<u64>,
+    cpu_at_listing: Option<u64>,
+    cpu_at_stat: Option<u64>,
+    cpu_at_status: Option<u64>,
     /// Seconds spent reading `smaps_rollup` so far, held to [`PSS_BUDGET`].
     pss_seconds: f64,
     max_processes: u64,
@@ -140,6 +148,10 @@ impl Sampler {
             pss_stale: true,
             pss_seconds: 0.0,
             last_pid: None,
+            tree_cpu: None,
+            cpu_at_listing: None,
+            cpu_at_stat: None,
+            cpu_at_status: None,
             parked: HashSet::new(),
             woken: HashSet::new(),
             max_processes: 0,
@@ -151,6 +163,18 @@ impl Sampler {
 
     pub fn cgroup(&self) -> Option<&Cgroup> {
         self.cgroup.as_deref()
+    }
+
+    /// The tree's CPU counter at the last sample, microseconds (with a cgroup): the
+    /// thread-state reader skips the threads of a tree that has not run since its last
+    /// reading.
+    pub fn tree_cpu_usec(&self) -> Option<u64> {
+        self.tree_cpu
+    }
+
+    /// Whether the tree may have run since the counter read `at` (always, without one).
+    fn ran_since(&self, at: Option<u64>) -> bool {
+        self.tree_cpu.is_none() || self.tree_cpu != at
     }
 
     /// Pids of the live members of the tree.
@@ -259,6 +283,12 @@ impl Sampler {
         if self.live.is_empty() && self.finished.is_empty() {
             self.track(self.cfg.root, t);
         }
+        // Nothing of the tree ran since the last listing: nothing of it forked.
+        if !self.ran_since(self.cpu_at_listing) {
+            self.drop_strays();
+            return;
+        }
+        self.cpu_at_listing = self.tree_cpu;
         // No pid allocated since the last listing: no process can have joined.
         let last_pid = procfs::last_pid();
         let listed = last_pid.is_some() && last_pid == self.last_pid;
@@ -330,6 +360,12 @@ impl Sampler {
     /// Takes one sample of the tree.
     pub fn sample(&mut self) -> Sample {
         let t = self.elapsed();
+        // Read first: every file read below is at least as new as this figure.
+        self.tree_cpu = self
+            .cgroup
+            .as_ref()
+            .filter(|_| self.cgroup_cpu)
+            .and_then(|c| c.cpu_usage_usec());
         let members_before = self.live.len() + self.finished.len();
         self.discover(t);
         let joined = self.live.len() + self.finished.len() != members_before;
@@ -338,8 +374,16 @@ impl Sampler {
         let status_tick = self.ticks.is_multiple_of(self.cfg.status_every.max(1));
         self.ticks += 1;
         // With the cgroup's CPU counter, the per-tick read is the cheap `statm`; without
-        // it, `stat` is needed every tick for the CPU times.
-        let full_stat = detail || !self.cgroup_cpu;
+        // it, `stat` is needed every tick for the CPU times. A tree that ran nothing
+        // since the last read of `stat` (or `status`, `io`, `fd/`) has not changed them.
+        let full_stat = (detail && self.ran_since(self.cpu_at_stat)) || self.tree_cpu.is_none();
+        if full_stat {
+            self.cpu_at_stat = self.tree_cpu;
+        }
+        let read_status = status_tick && self.ran_since(self.cpu_at_status);
+        if read_status {
+            self.cpu_at_status = self.tree_cpu;
+        }
         // Between full reads, RSS is re-read only when the cgroup's memory charge moved
         // (or a process joined): a tree that allocated and freed nothing kept its RSS.
         let charge = self.cgroup.as_ref().and_then(|c| c.memory_usage());
@@ -350,6 +394,9 @@ impl Sampler {
         self.pss_stale |= !rss_unchanged;
         let pss_due = status_tick && self.pss_seconds <= PSS_BUDGET * t;
         let read_pss = pss_due && self.pss_stale;
+        // Nothing is read below and no process joined: the tree's sums and its top
+        // processes are the last sample's.
+        let still = !full_stat && !status_tick && rss_unchanged;
 
         let mut gone = Vec::new();
         for (&pid, p) in self.live.iter_mut() {
@@ -375,7 +422,7 @@ impl Sampler {
             p.record.last_seen = t;
             p.record.ppid = p.last.ppid;
             p.record.peak_rss_sampled = p.record.peak_rss_sampled.max(rss);
-            if status_tick {
+            if read_status {
                 if let Some(s) = p.files.status() {
                     p.hwm_bytes = p.hwm_bytes.max(s.hwm_bytes);
                     p.ctx_switches = s.ctx_switches;
@@ -391,7 +438,7 @@ impl Sampler {
                 p.pss_bytes = p.files.pss_bytes();
                 self.pss_seconds += began.elapsed().as_secs_f64();
             }
-            if status_tick {
+            if read_status {
                 if let Some(n) = p.files.fd_count() {
                     p.fds = n;
                 }
@@ -400,59 +447,28 @@ impl Sampler {
         if read_pss {
             self.pss_stale = false;
         }
+        let still = still && gone.is_empty();
         for pid in gone {
             self.retire(pid);
             self.pss_stale = true;
         }
-
-        let mut s = Sample {
-            t,
-            rss_bytes: 0,
-            cpu_cores: 0.0,
-            threads: 0,
-            fds: 0,
-            read_bytes: self.gone_io.read_bytes,
-            write_bytes: self.gone_io.write_bytes,
-            ctx_switches: self.gone_ctx,
-            processes: self.live.len() as u32,
-            top: Vec::new(),
-        };
-        let mut live_cpu_ticks = 0u64;
-        for p in self.live.values() {
-            s.rss_bytes += p.last.rss_pages * units.page_size;
-            s.threads += p.last.num_threads;
-            s.fds += p.fds;
-            s.read_bytes += p.io.read_bytes;
-            s.write_bytes += p.io.write_bytes;
-            s.ctx_switches += p.ctx_switches;
-            live_cpu_ticks += p.last.cpu_ticks + p.last.children_cpu_ticks;
-        }
-        let cum_cpu = match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
+        let cum_cpu = match self.tree_cpu {
             Some(us) => us as f64 / 1e6,
-            None => {
-                (live_cpu_ticks + self.vanished_cpu_ticks) as f64 / units.clock_ticks as f64
-                    + self.reaped_cpu_seconds
-            }
+            None => self.cpu_of_members(),
         };
-        if let Some((pt, pc)) = self.prev_cpu {
-            if t > pt {
-                s.cpu_cores = ((cum_cpu - pc) / (t - pt)).max(0.0);
-            }
-        }
+        let cpu_cores = match self.prev_cpu {
+            Some((pt, pc)) if t > pt => ((cum_cpu - pc) / (t - pt)).max(0.0),
+            _ => 0.0,
+        };
         self.prev_cpu = Some((t, cum_cpu.max(self.prev_cpu.map_or(0.0, |p| p.1))));
+        self.samples.push((t, cum_cpu));
+        if let Some(last) = self.last.as_mut().filter(|_| still) {
+            last.t = t;
+            last.cpu_cores = cpu_cores;
+            return last.clone();
+        }
 
-        let mut top: Vec<&Tracked> = self.live.values().collect();
-        top.sort_by_key(|p| std::cmp::Reverse(p.last.rss_pages));
-        s.top = top
-            .into_iter()
-            .take(self.cfg.top_n)
-            .map(|p| TopProcess {
-                pid: p.record.pid,
-                name: p.record.name.clone(),
-                rss_bytes: p.last.rss_pages * units.page_size,
-            })
-            .collect();
-
+        let s = self.sum_tree(t, cpu_cores);
         if s.rss_bytes > self.peak_tree.0 {
             self.peak_tree = (s.rss_bytes, t);
         }
@@ -473,9 +489,58 @@ impl Sampler {
         self.max_processes = self.max_processes.max(s.processes as u64);
         self.max_threads = self.max_threads.max(s.threads);
         self.max_fds = self.max_fds.max(s.fds);
-        self.samples.push((t, cum_cpu));
         self.last = Some(s.clone());
         s
+    }
+
+    /// The tree's sums over its live members at `t`, and its top processes by RSS.
+    fn sum_tree(&self, t: f64, cpu_cores: f64) -> Sample {
+        let units = kernel_units();
+        let mut s = Sample {
+            t,
+            rss_bytes: 0,
+            cpu_cores,
+            threads: 0,
+            fds: 0,
+            read_bytes: self.gone_io.read_bytes,
+            write_bytes: self.gone_io.write_bytes,
+            ctx_switches: self.gone_ctx,
+            processes: self.live.len() as u32,
+            top: Vec::new(),
+        };
+        for p in self.live.values() {
+            s.rss_bytes += p.last.rss_pages * units.page_size;
+            s.threads += p.last.num_threads;
+            s.fds += p.fds;
+            s.read_bytes += p.io.read_bytes;
+            s.write_bytes += p.io.write_bytes;
+            s.ctx_switches += p.ctx_switches;
+        }
+
+        let mut top: Vec<&Tracked> = self.live.values().collect();
+        top.sort_by_key(|p| std::cmp::Reverse(p.last.rss_pages));
+        s.top = top
+            .into_iter()
+            .take(self.cfg.top_n)
+            .map(|p| TopProcess {
+                pid: p.record.pid,
+                name: p.record.name.clone(),
+                rss_bytes: p.last.rss_pages * units.page_size,
+            })
+            .collect();
+        s
+    }
+
+    /// The tree's cumulative CPU seconds from its members' `stat` (without the
+    /// cgroup's counter): the live, the vanished and the reaped.
+    fn cpu_of_members(&self) -> f64 {
+        let units = kernel_units();
+        let live: u64 = self
+            .live
+            .values()
+            .map(|p| p.last.cpu_ticks + p.last.children_cpu_ticks)
+            .sum();
+        (live + self.vanished_cpu_ticks) as f64 / units.clock_ticks as f64 + self.reaped_cpu_seconds
     }
 
     /// Moves a process that has exited from the live table to the finished list,

@@ -6,6 +6,8 @@
 //! Cost: each reading (at most every [`PERIOD`]) reads one small file per thread,
 //! `schedstat`, whose clocks give the time on a CPU and in the run queue exactly. `stat` and `syscall` are read only for
 //! threads that ran since the last tick: a thread that did not is still in the same wait.
+//! With the tree's CPU counter (a cgroup's), a tree that ran nothing since the last
+//! reading is not read at all: each thread is still in its wait.
 //! What is sampled is the reason for the off-CPU time of threads that ran: the wait they
 //! are in at the tick (or, caught running, the wait they were last seen in).
 
@@ -270,6 +272,12 @@ pub struct ThreadReader {
     listed: Option<Instant>,
     buf: Vec<u8>,
     sockets: Sockets,
+    /// The tree's CPU counter at the last reading and at the last listing (see
+    /// [`Self::tick`]).
+    tree_cpu: Option<u64>,
+    listed_cpu: Option<u64>,
+    /// `schedstat` files read so far (what the reading costs).
+    pub reads: u64,
 }
 
 impl ThreadReader {
@@ -282,19 +290,29 @@ impl ThreadReader {
 
     /// One reading over the processes `procs` (nothing when not [`Self::due`]); every
     /// [`RELIST`] it also looks for threads that started and processes that joined.
-    /// Returns whether it read.
-    pub fn tick(&mut self, procs: &[Proc], now: Instant) -> bool {
+    /// `tree_cpu` is a CPU counter of the whole tree read before this call (the
+    /// cgroup's), when there is one: if it has not moved since the last reading, no
+    /// thread ran, so a thread that was not runnable then is still in the same wait
+    /// and is not read, and no thread can have started. Returns whether it read.
+    pub fn tick(&mut self, procs: &[Proc], tree_cpu: Option<u64>, now: Instant) -> bool {
         if !self.due(now) {
             return false;
         }
         if self.buf.is_empty() {
             self.buf = vec![0; 1024];
         }
-        if self
-            .listed
-            .is_none_or(|l| now.saturating_duration_since(l) >= RELIST)
+        let idle = tree_cpu.is_some() && tree_cpu == self.tree_cpu;
+        self.tree_cpu = tree_cpu;
+        // A listing is due if the tree ran since the last one (it may have started
+        // threads then, even if it has been idle since).
+        let ran_since_listed = tree_cpu.is_none() || tree_cpu != self.listed_cpu;
+        if ran_since_listed
+            && self
+                .listed
+                .is_none_or(|l| now.saturating_duration_since(l) >= RELIST)
         {
             self.listed = Some(now);
+            self.listed_cpu = tree_cpu;
             self.relist(procs);
         }
         let dt = self
@@ -307,12 +325,18 @@ impl ThreadReader {
         let mut waiters: HashMap<(u32, u64), u32> = HashMap::new();
         let mut gone = Vec::new();
         for (&tid, t) in self.threads.iter_mut() {
-            let Some(clocks) = ProcFiles::pread(&t.schedstat, &mut self.buf)
-                .ok()
-                .and_then(|n| {
-                    crate::os::process::schedstat(&String::from_utf8_lossy(&self.buf[..n]))
-                })
-            else {
+            // Nothing of the tree ran since the last reading: its clocks stand.
+            let clocks = if idle && !t.running && !t.fresh {
+                Some(t.clocks)
+            } else {
+                self.reads += 1;
+                ProcFiles::pread(&t.schedstat, &mut self.buf)
+                    .ok()
+                    .and_then(|n| {
+                        crate::os::process::schedstat(&String::from_utf8_lossy(&self.buf[..n]))
+                    })
+            };
+            let Some(clocks) = clocks else {
                 gone.push(tid);
                 continue;
             };
@@ -597,10 +621,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[Proc::pid(me)], Instant::now());
+        r.tick(&[Proc::pid(me)], None, Instant::now());
         for _ in 0..6 {
             std::thread::sleep(PERIOD);
-            r.tick(&[Proc::pid(me)], Instant::now());
+            r.tick(&[Proc::pid(me)], None, Instant::now());
         }
         use std::io::Write;
         opened.write_all(b"x").unwrap();
@@ -613,6 +637,47 @@ mod tests {
         assert!(g("down").socket > 0.9, "{:?}", g("down"));
         assert!(g("client").idle > 0.9, "{:?}", g("client"));
         assert!(g("child").child > 0.9, "{:?}", g("child"));
+    }
+
+    /// With a tree CPU counter that stands still, a sleeping process's thread is not
+    /// read again, yet its time is still its sleep; when the counter moves it is read.
+    #[test]
+    fn a_tree_that_ran_nothing_is_credited_its_waits_without_reading_them() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let procs = [Proc::pid(child.id())];
+        let mut r = ThreadReader::default();
+        let start = Instant::now();
+        r.tick(&procs, Some(7), start);
+        std::thread::sleep(PERIOD);
+        r.tick(&procs, Some(8), Instant::now());
+        let read = r.reads;
+        assert_eq!(read, 2, "one thread, read at both readings");
+        for _ in 0..8 {
+            std::thread::sleep(PERIOD);
+            assert!(r.tick(&procs, Some(8), Instant::now()));
+        }
+        assert_eq!(r.reads, read, "the counter stood still: nothing read");
+        std::thread::sleep(PERIOD);
+        r.tick(&procs, Some(9), Instant::now());
+        assert_eq!(r.reads, read + 1);
+        let elapsed = start.elapsed().as_secs_f64();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let g = r.tally.since(&Tally::default());
+        let sleep = g.groups.iter().find(|g| g.name == "sleep").unwrap().states;
+        // All of the time from the first reading to the last is its sleep: one
+        // thread-second per second, over the whole time.
+        assert!(
+            (r.tally.seconds - elapsed).abs() < 0.02,
+            "{} s",
+            r.tally.seconds
+        );
+        assert!((sleep.sleep - 1.0).abs() < 1e-9, "{sleep:?}");
+        assert_eq!(sleep.on_cpu, 0.0);
     }
 
     #[test]
@@ -665,10 +730,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[Proc::pid(me)], Instant::now());
+        r.tick(&[Proc::pid(me)], None, Instant::now());
         for _ in 0..6 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[Proc::pid(me)], Instant::now());
+            r.tick(&[Proc::pid(me)], None, Instant::now());
         }
         drop(held);
         for w in waiters {
@@ -706,10 +771,10 @@ mod tests {
             .unwrap();
         let mut r = ThreadReader::default();
         let me = std::process::id();
-        r.tick(&[Proc::pid(me)], Instant::now());
+        r.tick(&[Proc::pid(me)], None, Instant::now());
         for _ in 0..10 {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            r.tick(&[Proc::pid(me)], Instant::now());
+            r.tick(&[Proc::pid(me)], None, Instant::now());
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();

@@ -245,7 +245,8 @@ impl Watcher {
                 }
                 let tree = sampler.members();
                 let now = Instant::now();
-                let read = states.due(now) && states.tick(&sampler.thread_procs(), now);
+                let read = states.due(now)
+                    && states.tick(&sampler.thread_procs(), sampler.tree_cpu_usec(), now);
                 if read {
                     let (parked, ran) = states.parked_and_ran();
                     sampler.on_threads(parked, &ran);

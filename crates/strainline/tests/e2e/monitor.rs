@@ -97,6 +97,58 @@ fn cpu_truth(flags: &[&str]) {
     assert!(idle < 0.02, "sleeper read {idle} cores");
 }
 
+/// With a cgroup, a tree whose CPU counter stands still is not read; its threads are
+/// credited the waits they were in. Known truth: 20 children that sleep 2.5 s from
+/// the start (the tree idle from ~20 ms to 1 s), then a busy loop of 1 s. The sleeps
+/// count from when the children were first followed (a listing at most 250 ms after
+/// they start): a listing skipped because the tree had gone idle lost 15 of them.
+#[test]
+fn an_idle_tree_keeps_its_waits_and_its_busy_second() {
+    let _bench = measuring();
+    let s = Scratch::new();
+    let tb = testbed();
+    let tb = tb.to_str().unwrap();
+    let script =
+        format!("{tb} forktree --children 20 --seconds 2.5 & sleep 1; {tb} spin --seconds 1; wait");
+    let json = s.path("idle.json");
+    let out = s.run(&[
+        "monitor",
+        "-q",
+        "-i",
+        "10ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_exit(&out, 0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let threads = &doc["summary"]["threads"];
+    let secs = threads["seconds"].as_f64().unwrap();
+    let tb = threads["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "strainline-test")
+        .unwrap_or_else(|| panic!("{threads:#}"));
+    let thread_s = |state: &str| tb[state].as_f64().unwrap() * secs;
+    assert!(thread_s("sleep") >= 40.0, "{tb:#} over {secs} s");
+    assert!(thread_s("sleep") <= 50.0, "{tb:#} over {secs} s");
+    // The forktree parent waits for its children the whole time it is followed.
+    assert!((2.1..=2.6).contains(&thread_s("child")), "{tb:#}");
+    // The busy second, as the cgroup counted it (the loop is followed from its
+    // first listing, up to 250 ms after it starts).
+    let cpu = doc["summary"]["cpu"]["total_seconds"].as_f64().unwrap();
+    assert!((0.95..=1.2).contains(&cpu), "{cpu}");
+    assert!(
+        (0.7..=cpu).contains(&thread_s("on_cpu")),
+        "{tb:#} against {cpu} s of CPU"
+    );
+}
+
 #[test]
 fn a_setsid_daemon_is_followed_and_stopped_at_the_end() {
     setsid_daemon(&[]);
