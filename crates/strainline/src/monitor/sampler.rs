@@ -41,6 +41,19 @@ struct Tracked {
     record: ProcessRecord,
 }
 
+/// What one tick reads of each member.
+#[derive(Clone, Copy)]
+struct Reads {
+    /// `stat` (else `statm` when `rss`).
+    full_stat: bool,
+    rss: bool,
+    /// `status`, `io`, `fd/`.
+    status: bool,
+    /// `smaps_rollup` of every member (`pss`), or of those not read yet (`pss_due`).
+    pss: bool,
+    pss_due: bool,
+}
+
 /// What the sampler is told at start.
 pub struct SamplerConfig {
     /// The process whose tree is watched.
@@ -115,6 +128,9 @@ pub struct Sampler {
     cpu_at_listing: Option<u64>,
     cpu_at_stat: Option<u64>,
     cpu_at_status: Option<u64>,
+    /// The last tick at which the members were not visited (nothing ran, nothing was
+    /// to be read): every live member was alive then.
+    all_seen_at: f64,
     /// Seconds spent reading `smaps_rollup` so far, held to [`PSS_BUDGET`].
     pss_seconds: f64,
     max_processes: u64,
@@ -147,6 +163,7 @@ impl Sampler {
             peak_tree_pss: None,
             pss_stale: true,
             pss_seconds: 0.0,
+            all_seen_at: 0.0,
             last_pid: None,
             tree_cpu: None,
             cpu_at_listing: None,
@@ -283,9 +300,10 @@ impl Sampler {
         if self.live.is_empty() && self.finished.is_empty() {
             self.track(self.cfg.root, t);
         }
-        // Nothing of the tree ran since the last listing: nothing of it forked.
+        // Nothing of the tree ran since the last listing: nothing of it forked (and
+        // no stray joined: this is a cgroup's count, and strainline's own commands are
+        // not in it).
         if !self.ran_since(self.cpu_at_listing) {
-            self.drop_strays();
             return;
         }
         self.cpu_at_listing = self.tree_cpu;
@@ -394,56 +412,25 @@ impl Sampler {
         self.pss_stale |= !rss_unchanged;
         let pss_due = status_tick && self.pss_seconds <= PSS_BUDGET * t;
         let read_pss = pss_due && self.pss_stale;
-        // Nothing is read below and no process joined: the tree's sums and its top
-        // processes are the last sample's.
+        // Nothing is to be read and no process joined: the members are not visited, and
+        // the tree's sums and its top processes are the last sample's.
         let still = !full_stat && !status_tick && rss_unchanged;
 
-        let mut gone = Vec::new();
-        for (&pid, p) in self.live.iter_mut() {
-            let stack_before = p.last.start_stack;
-            let read = if full_stat {
-                p.files.stat().map(|st| p.last = st)
-            } else if rss_unchanged || (self.parked.contains(&pid) && p.last.num_threads == 1) {
-                Ok(())
-            } else {
-                p.files.rss_pages().map(|r| p.last.rss_pages = r)
-            };
-            if read.is_err() {
-                gone.push(pid);
-                continue;
-            }
-            if full_stat && (p.last.comm != p.record.name || p.last.start_stack != stack_before) {
-                // It called exec since the last read (a forked child seen before its exec
-                // keeps its parent's command line until then).
-                p.record.name = p.last.comm.clone();
-                p.record.cmdline = p.files.cmdline();
-            }
-            let rss = p.last.rss_pages * units.page_size;
-            p.record.last_seen = t;
-            p.record.ppid = p.last.ppid;
-            p.record.peak_rss_sampled = p.record.peak_rss_sampled.max(rss);
-            if read_status {
-                if let Some(s) = p.files.status() {
-                    p.hwm_bytes = p.hwm_bytes.max(s.hwm_bytes);
-                    p.ctx_switches = s.ctx_switches;
-                }
-                if let Some(io) = p.files.io() {
-                    p.io = io;
-                }
-            }
-            // A process not read yet (it joined since the last read) is read now:
-            // under churn (a build's compilers) nearly every process is new.
-            if read_pss || (pss_due && p.pss_bytes.is_none()) {
-                let began = Instant::now();
-                p.pss_bytes = p.files.pss_bytes();
-                self.pss_seconds += began.elapsed().as_secs_f64();
-            }
-            if read_status {
-                if let Some(n) = p.files.fd_count() {
-                    p.fds = n;
-                }
-            }
-        }
+        let gone = if still {
+            self.all_seen_at = t;
+            Vec::new()
+        } else {
+            self.read_members(
+                t,
+                Reads {
+                    full_stat,
+                    rss: !rss_unchanged,
+                    status: read_status,
+                    pss: read_pss,
+                    pss_due,
+                },
+            )
+        };
         if read_pss {
             self.pss_stale = false;
         }
@@ -491,6 +478,58 @@ impl Sampler {
         self.max_fds = self.max_fds.max(s.fds);
         self.last = Some(s.clone());
         s
+    }
+
+    /// Reads what `r` says of every live member at `t`; the pids that are gone.
+    fn read_members(&mut self, t: f64, r: Reads) -> Vec<u32> {
+        let units = kernel_units();
+        let mut gone = Vec::new();
+        for (&pid, p) in self.live.iter_mut() {
+            let stack_before = p.last.start_stack;
+            let read = if r.full_stat {
+                p.files.stat().map(|st| p.last = st)
+            } else if !r.rss || (self.parked.contains(&pid) && p.last.num_threads == 1) {
+                Ok(())
+            } else {
+                p.files.rss_pages().map(|r| p.last.rss_pages = r)
+            };
+            if read.is_err() {
+                gone.push(pid);
+                continue;
+            }
+            if r.full_stat && (p.last.comm != p.record.name || p.last.start_stack != stack_before) {
+                // It called exec since the last read (a forked child seen before its exec
+                // keeps its parent's command line until then).
+                p.record.name = p.last.comm.clone();
+                p.record.cmdline = p.files.cmdline();
+            }
+            let rss = p.last.rss_pages * units.page_size;
+            p.record.last_seen = t;
+            p.record.ppid = p.last.ppid;
+            p.record.peak_rss_sampled = p.record.peak_rss_sampled.max(rss);
+            if r.status {
+                if let Some(s) = p.files.status() {
+                    p.hwm_bytes = p.hwm_bytes.max(s.hwm_bytes);
+                    p.ctx_switches = s.ctx_switches;
+                }
+                if let Some(io) = p.files.io() {
+                    p.io = io;
+                }
+            }
+            // A process not read yet (it joined since the last read) is read now:
+            // under churn (a build's compilers) nearly every process is new.
+            if r.pss || (r.pss_due && p.pss_bytes.is_none()) {
+                let began = Instant::now();
+                p.pss_bytes = p.files.pss_bytes();
+                self.pss_seconds += began.elapsed().as_secs_f64();
+            }
+            if r.status {
+                if let Some(n) = p.files.fd_count() {
+                    p.fds = n;
+                }
+            }
+        }
+        gone
     }
 
     /// The tree's sums over its live members at `t`, and its top processes by RSS.
@@ -549,6 +588,7 @@ impl Sampler {
         let Some(mut p) = self.live.remove(&pid) else {
             return;
         };
+        p.record.last_seen = p.record.last_seen.max(self.all_seen_at);
         self.parked.remove(&pid);
         self.woken.remove(&pid);
         let units = kernel_units();
@@ -600,8 +640,10 @@ impl Sampler {
             parent.children_seen.1 = parent.children_seen.1.max(peak);
             // And in its I/O: the kernel adds a reaped child's to its parent's
             // `/proc/PID/io`. Read the parent now; what it did not take (a parent that
-            // let the kernel reap for it) stays counted here.
-            if let Some(now) = parent.files.io() {
+            // let the kernel reap for it) stays counted here. A child seen doing no
+            // storage I/O (most of a build's compilers) has nothing to hand over.
+            let moved = io.read_bytes > 0 || io.write_bytes > 0;
+            if let Some(now) = moved.then(|| parent.files.io()).flatten() {
                 if now.read_bytes.saturating_sub(parent.io.read_bytes) >= io.read_bytes {
                     io.read_bytes = 0;
                 }
