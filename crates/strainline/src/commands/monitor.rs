@@ -188,7 +188,9 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
             // Fell behind (a slow tick): skip missed ticks rather than bursting.
             next_tick = Instant::now();
         }
-        process::sleep_until(next_tick, pidfd.as_ref());
+        if process::sleep_until(next_tick, pidfd.as_ref()) {
+            sampler.end_seen();
+        }
     }
     drop(live);
 

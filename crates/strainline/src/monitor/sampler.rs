@@ -125,6 +125,10 @@ pub struct Sampler {
     /// counter has not moved since ran nothing, so forked nothing and changed none of
     /// them.
     tree_cpu: Option<u64>,
+    /// The counter at the sample before: the tree ran in the last tick if it moved.
+    tree_cpu_before: Option<u64>,
+    /// A process of the tree was seen to end (the root's pidfd): reap at the next tick.
+    end_seen: bool,
     cpu_at_listing: Option<u64>,
     cpu_at_stat: Option<u64>,
     cpu_at_status: Option<u64>,
@@ -166,6 +170,8 @@ impl Sampler {
             all_seen_at: 0.0,
             last_pid: None,
             tree_cpu: None,
+            tree_cpu_before: None,
+            end_seen: false,
             cpu_at_listing: None,
             cpu_at_stat: None,
             cpu_at_status: None,
@@ -187,6 +193,21 @@ impl Sampler {
     /// reading.
     pub fn tree_cpu_usec(&self) -> Option<u64> {
         self.tree_cpu
+    }
+
+    /// Whether a process of the tree may have ended unreaped since the last tick's
+    /// reaping: the tree ran between the last two samples (an end after the last
+    /// sample moves the next one, so it is reaped a tick later, as an end just after a
+    /// reaping always was), or an end was seen. Always, without the counter.
+    pub fn may_have_ended(&mut self) -> bool {
+        std::mem::take(&mut self.end_seen)
+            || self.tree_cpu.is_none()
+            || self.tree_cpu != self.tree_cpu_before
+    }
+
+    /// The root's end was seen (its pidfd became readable): reap at the next tick.
+    pub fn end_seen(&mut self) {
+        self.end_seen = true;
     }
 
     /// Whether the tree may have run since the counter read `at` (always, without one).
@@ -379,6 +400,7 @@ impl Sampler {
     pub fn sample(&mut self) -> Sample {
         let t = self.elapsed();
         // Read first: every file read below is at least as new as this figure.
+        self.tree_cpu_before = self.tree_cpu;
         self.tree_cpu = self
             .cgroup
             .as_ref()

@@ -83,7 +83,9 @@ pub enum Reap {
 /// runner's background watcher: reap what exited (their `ru_maxrss` and CPU go to the
 /// sampler), note the root's exit, take a sample.
 pub fn tick(sampler: &mut Sampler, root: u32, reap: Reap) -> (Sample, Option<ExitInfo>) {
+    // A tree that did not run ended nothing: no wait system call.
     let reaped = match reap {
+        _ if !sampler.may_have_ended() => Vec::new(),
         Reap::All => process::reap_exited(),
         Reap::Adopted { me } => {
             let mut mine = sampler.children_of(me);
