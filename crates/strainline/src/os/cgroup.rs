@@ -228,6 +228,13 @@ impl Cgroup {
 }
 
 fn read_at0(f: &File) -> Option<String> {
+    // Most of these files are a line or a few (read every tick): one read into the
+    // stack, no zeroed page from the allocator.
+    let mut small = [0u8; 512];
+    let n = f.read_at(&mut small, 0).ok()?;
+    if n < small.len() {
+        return std::str::from_utf8(&small[..n]).ok().map(str::to_string);
+    }
     let mut buf = vec![0u8; 4096];
     let mut len = 0;
     loop {
