@@ -51,6 +51,22 @@ pub struct Shift {
     #[serde(flatten)]
     pub point: ChangePoint,
     pub change_percent: f64,
+    /// Runs in the level before it and after it (to the neighbouring change points).
+    pub runs_before: usize,
+    pub runs_after: usize,
+}
+
+impl Shift {
+    /// What a reader must be told when one side is a single run: the method cannot
+    /// tell one run from a new level (the runs before it were tight enough to make it
+    /// significant).
+    pub fn caveat(&self) -> Option<&'static str> {
+        match (self.runs_before, self.runs_after) {
+            (_, 1) => Some("one run after it: an outlier or a new level, the next runs will tell"),
+            (1, _) => Some("one run before it: that run may be an outlier"),
+            _ => None,
+        }
+    }
 }
 
 /// One case's metric over runs.
@@ -169,12 +185,19 @@ pub fn series(store: &Store, q: &Query) -> crate::error::Result<(Vec<RunRow>, Ve
 /// The change points of a series, named by the runs on each side.
 fn shifts(points: &[Point], params: Params) -> Vec<Shift> {
     let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-    change_points(&values, params)
-        .into_iter()
-        .map(|cp| Shift {
+    let cps = change_points(&values, params);
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(cps.iter().map(|c| c.index))
+        .chain(std::iter::once(points.len()))
+        .collect();
+    cps.into_iter()
+        .enumerate()
+        .map(|(i, cp)| Shift {
             run_after: points[cp.index].run,
             run_before: points[cp.index - 1].run,
             change_percent: 100.0 * cp.change(),
+            runs_before: bounds[i + 1] - bounds[i],
+            runs_after: bounds[i + 2] - bounds[i + 1],
             point: cp,
         })
         .collect()
@@ -247,9 +270,10 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
         if let Some(s) = h.change_points.iter().find(|s| s.run_after == p.run) {
             writeln!(
                 out,
-                "  ---- change point: {:+.1}% (p {}) ----",
+                "  ---- change point: {:+.1}% (p {}){} ----",
                 s.change_percent,
-                p_text(s.point.p)
+                p_text(s.point.p),
+                s.caveat().map(|c| format!("; {c}")).unwrap_or_default()
             )?;
         }
         writeln!(
@@ -267,7 +291,7 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
     for s in &h.change_points {
         writeln!(
             out,
-            "\nchange point between run #{} and run #{}: mean {} → {} ({:+.1}%), sd {} → {}, p {}",
+            "\nchange point between run #{} and run #{}: mean {} → {} ({:+.1}%), sd {} → {}, p {}{}",
             s.run_before,
             s.run_after,
             format_value(s.point.mean_before, &h.unit),
@@ -275,8 +299,60 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
             s.change_percent,
             format_value(s.point.stddev_before, &h.unit),
             format_value(s.point.stddev_after, &h.unit),
-            p_text(s.point.p)
+            p_text(s.point.p),
+            s.caveat().map(|c| format!(" ({c})")).unwrap_or_default()
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(values: &[f64]) -> Vec<Point> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &value)| Point {
+                run: i as i64 + 1,
+                label: None,
+                started_at: String::new(),
+                git_commit: None,
+                value,
+                repetitions: 1,
+            })
+            .collect()
+    }
+
+    /// The CI series of 2026-11-25 (cpu_per_op, ms): six v1 runs, six v2 runs, and one
+    /// last v2 run 19% above the six before it. Both changes are found; the last has one
+    /// run after it, and says so.
+    #[test]
+    fn a_change_with_one_run_on_a_side_says_so() {
+        let v1 = [1.31, 1.52, 1.36, 1.47, 1.33, 1.41];
+        let v2 = [1.93, 1.95, 1.96, 1.94, 1.93, 1.955];
+        let mut all: Vec<f64> = v1.iter().chain(v2.iter()).copied().collect();
+        all.push(2.313);
+        let found = shifts(&points(&all), Params::default());
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(
+            (
+                found[0].run_after,
+                found[0].runs_before,
+                found[0].runs_after
+            ),
+            (7, 6, 6)
+        );
+        assert_eq!(found[0].caveat(), None);
+        assert_eq!(
+            (
+                found[1].run_after,
+                found[1].runs_before,
+                found[1].runs_after
+            ),
+            (13, 6, 1)
+        );
+        assert!(found[1].caveat().unwrap().starts_with("one run after it"));
+    }
 }

@@ -115,7 +115,7 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
         for c in &s.change_points {
             let _ = write!(
                 b,
-                "<p class=\"change-point\">Change point at run <a href=\"{}\">#{}</a> (after #{}): {} → {} ({:+.1}%, p {}); {} → {} · <a href=\"/compare{}\">compare</a></p>",
+                "<p class=\"change-point\">Change point at run <a href=\"{}\">#{}</a> (after #{}): {} → {} ({:+.1}%, p {}{}); {} → {} · <a href=\"/compare{}\">compare</a></p>",
                 run_link(c.run_after),
                 c.run_after,
                 c.run_before,
@@ -123,6 +123,7 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
                 escape(&format_value(c.point.mean_after, &s.unit)),
                 c.change_percent,
                 crate::analysis::comparison::p_text(c.point.p),
+                c.caveat().map(|c| format!("; {c}")).unwrap_or_default(),
                 escape(&commit_of(&runs, c.run_before)),
                 escape(&commit_of(&runs, c.run_after)),
                 query(&[
