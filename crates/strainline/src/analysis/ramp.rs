@@ -22,6 +22,10 @@ pub struct Figures {
     pub target_cpu: f64,
     /// The target's busiest thread's share of the step (1.0 = on a CPU all the time).
     pub busiest_thread: f64,
+    /// The largest share of the step one of the target's threads wanted a CPU: on one,
+    /// or waiting in a run queue for one (1.0 = it was never off CPU for anything else).
+    #[serde(default)]
+    pub busiest_demand: f64,
     /// Connections the kernel found the listen queue full for during the step
     /// (`ListenOverflows`, for the whole network namespace).
     #[serde(default)]
@@ -226,6 +230,15 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             "CPU contention: the target's threads waited for a CPU {:.2} thread-seconds per second of the step (run queue, from schedstat) while the tree used {:.2} cores — other processes on its CPUs (the generator, another service) took the time it needed",
             s.run_queue, s.target_cpu
         )
+    } else if s.busiest_demand >= SATURATED {
+        // Less than a whole core for its busiest thread, but only because the thread
+        // queued for a CPU it shared now and then: it never waited for anything else.
+        format!(
+            "target CPU saturated: its busiest thread wanted a CPU {:.0}% of the step — on one {:.0}%, waiting in a run queue for the rest (schedstat; {:.2} cores for the tree)",
+            100.0 * s.busiest_demand.min(1.0),
+            100.0 * s.busiest_thread,
+            s.target_cpu
+        )
     } else if s.listen_overflows > 0 {
         format!(
             "listen queue overflowed: the kernel counted {} connections that found the target's accept queue full (ListenOverflows) while it used {:.2} cores — it accepts too slowly or its listen backlog is too small, and clients wait for the 1 s SYN retransmit",
@@ -360,6 +373,7 @@ mod tests {
                 error_rate: 0.0,
                 target_cpu: 0.3,
                 busiest_thread: 0.3,
+                busiest_demand: 0.3,
                 listen_overflows: 0,
                 syn_drops: 0,
                 syn_cookies: 0,
@@ -551,6 +565,41 @@ mod tests {
             c.limiting_factor.starts_with(
                 "CPU contention: the target's threads waited for a CPU 0.80 thread-seconds"
             ),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn a_thread_that_ran_or_queued_for_a_cpu_all_step_is_a_saturated_cpu() {
+        // nginx's one gzip worker on a CPU it shared now and then (a CI run): on a CPU
+        // 88% of the step, queued for one the rest; too little queueing for contention.
+        let mut r = rec(1000.0, 992.1, 288.0);
+        r.figures.target_cpu = 0.88;
+        r.figures.busiest_thread = 0.88;
+        r.figures.busiest_demand = 1.02;
+        r.figures.run_queue = 0.24;
+        let (_, c) = run(&[rec(500.0, 496.2, 2.4), r.clone()]);
+        assert_eq!(
+            c.limiting_factor,
+            "target CPU saturated: its busiest thread wanted a CPU 100% of the step — on one 88%, waiting in a run queue for the rest (schedstat; 0.88 cores for the tree)"
+        );
+        // The same thread wanting a CPU 80% of the step had room to go faster.
+        r.figures.busiest_demand = 0.80;
+        let (_, c) = run(&[rec(500.0, 496.2, 2.4), r.clone()]);
+        assert!(
+            c.limiting_factor.starts_with("nothing stands out"),
+            "{}",
+            c.limiting_factor
+        );
+        // Half its time queued behind another process is contention, named as such.
+        r.figures.busiest_thread = 0.5;
+        r.figures.target_cpu = 0.5;
+        r.figures.run_queue = 0.5;
+        r.figures.busiest_demand = 1.0;
+        let (_, c) = run(&[rec(500.0, 496.2, 2.4), r]);
+        assert!(
+            c.limiting_factor.starts_with("CPU contention"),
             "{}",
             c.limiting_factor
         );

@@ -206,23 +206,26 @@ fn keep_latency(r: &mut CaseResult, run: &Run) {
     }
 }
 
-/// The busiest thread's share of a window: 1.0 = on a CPU all the time.
-/// The busiest thread's share of `seconds`, and how many threads waited for a CPU on
-/// average (run-queue time per second).
+/// Over `seconds`: the busiest thread's share on a CPU (1.0 = all the time), the largest
+/// share one thread was on a CPU or queued for one, and how many threads waited for a
+/// CPU on average (run-queue time per second).
 fn busiest(
     before: &HashMap<u32, (u64, u64)>,
     after: &HashMap<u32, (u64, u64)>,
     seconds: f64,
-) -> (f64, f64) {
+) -> (f64, f64, f64) {
     let hz = kernel_units().clock_ticks as f64;
-    let mut top = 0.0f64;
+    let (mut top, mut demand) = (0.0f64, 0.0f64);
     let mut waited = 0u64;
     for (tid, (ticks, wait)) in after {
         let (t0, w0) = before.get(tid).copied().unwrap_or((0, 0));
-        top = top.max(ticks.saturating_sub(t0) as f64 / hz / seconds);
+        let on_cpu = ticks.saturating_sub(t0) as f64 / hz / seconds;
+        let queued = wait.saturating_sub(w0) as f64 / 1e9 / seconds;
+        top = top.max(on_cpu);
+        demand = demand.max(on_cpu + queued);
         waited += wait.saturating_sub(w0);
     }
-    (top, waited as f64 / 1e9 / seconds)
+    (top, demand, waited as f64 / 1e9 / seconds)
 }
 
 fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
@@ -470,7 +473,8 @@ fn ramp(
         r.phases.push((format!("{rate:.0}/s"), run.window.0));
         findings(r, &run);
         // The ticks before include the engine's idle warm-up: divide by the measured window.
-        let (busy, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
+        let (busy, demand, run_queue) =
+            busiest(&before, &thread_ticks(running), run.outcome.elapsed);
         let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);
         let s = &run.summary;
         let step = ramp::judge_step(
@@ -483,6 +487,7 @@ fn ramp(
                     target_cpu: cpu_seconds_of(Some(running), cpu_before.as_ref(), &run)
                         / run.outcome.elapsed.max(1e-9),
                     busiest_thread: busy,
+                    busiest_demand: demand,
                     listen_overflows: tcp.listen_overflows,
                     syn_drops: tcp.syn_drops(),
                     syn_cookies: tcp.syn_cookies,

@@ -205,15 +205,21 @@ fn nginx_at_its_ceiling_is_named_its_cpu_not_its_threads() {
         .lines()
         .find(|l| l.contains("limiting factor:"))
         .unwrap_or_else(|| panic!("no limiting factor:\n{text}"));
+    // On a CPU all the step, or (when something else ran on its CPU now and then) on
+    // one or queued for one all the step: either way the CPU rule names it.
     assert!(
-        factor.contains("target CPU saturated: its busiest thread was on a CPU"),
+        factor.contains("target CPU saturated: its busiest thread was on a CPU")
+            || factor.contains("target CPU saturated: its busiest thread wanted a CPU"),
         "{factor}\n{text}"
     );
-    // The thread states agree: the worker ran, it did not wait on a lock.
+    // The thread states agree: the worker ran or queued to run; it did not wait on a lock.
     let steps = case_metrics(&s)[0]["summary"]["details"]["steps"].clone();
     let last = steps.as_array().unwrap().last().unwrap();
     let worker = group(last["threads"]["groups"].as_array().unwrap(), "nginx");
-    assert!(f(worker, "on_cpu") >= 0.8, "{worker}\n{text}");
+    assert!(
+        f(worker, "on_cpu") + f(worker, "run_queue") >= 0.85,
+        "{worker}\n{text}"
+    );
     assert!(f(worker, "lock") < 0.05, "{worker}");
 }
 
