@@ -35,6 +35,8 @@ struct Tracked {
     hwm_bytes: u64,
     /// Proportional set size at the last status tick, when the kernel gives it.
     pss_bytes: Option<u64>,
+    /// Its resident pages when its PSS was read: PSS is read again once they moved.
+    rss_at_pss: u64,
     /// Children of this process that the sampler saw end while it lived: their CPU
     /// (their own and their reaped children's) and their largest peak.
     children_seen: (f64, u64),
@@ -49,7 +51,8 @@ struct Reads {
     rss: bool,
     /// `status`, `io`, `fd/`.
     status: bool,
-    /// `smaps_rollup` of every member (`pss`), or of those not read yet (`pss_due`).
+    /// `smaps_rollup` of every member (`pss`), or of those whose RSS moved since their
+    /// last read or that were not read yet (`pss_due`).
     pss: bool,
     pss_due: bool,
 }
@@ -109,8 +112,8 @@ pub struct Sampler {
     peak_tree: (u64, f64),
     /// The highest sum of PSS over the tree (status ticks), and when.
     peak_tree_pss: Option<(u64, f64)>,
-    /// Whether the tree's memory may have moved since PSS was last read: the cgroup's
-    /// charge moved, or a process joined or left (without a cgroup, always).
+    /// Whether the tree's membership changed since PSS was last read: a process that
+    /// forked, exited or mapped what others map changes everyone's share.
     pss_stale: bool,
     /// Single-threaded members parked in a wait for a child (from the thread-state
     /// reader): their RSS is not re-read every tick.
@@ -311,6 +314,7 @@ impl Sampler {
                 ctx_switches: 0,
                 hwm_bytes: 0,
                 pss_bytes: None,
+                rss_at_pss: 0,
                 children_seen: (0.0, 0),
                 record,
             },
@@ -429,9 +433,12 @@ impl Sampler {
         let charge = self.cgroup.as_ref().and_then(|c| c.memory_usage());
         let rss_unchanged = charge.is_some() && charge == self.last_charge && !joined;
         self.last_charge = charge;
-        // PSS (`smaps_rollup` walks the page tables) is re-read on the same evidence,
-        // within its budget of the monitor's time.
-        self.pss_stale |= !rss_unchanged;
+        // PSS (`smaps_rollup` walks the page tables) is re-read, within its budget of the
+        // monitor's time, for every member when one joined or left, else for those whose
+        // RSS moved. A charge that moved while RSS did not is the kernel's (its per-CPU
+        // charge caches drained, page cache): on an idle tree of 50 processes it moved
+        // every few seconds and each time cost 50 reads of `smaps_rollup`.
+        self.pss_stale |= joined;
         let pss_due = status_tick && self.pss_seconds <= PSS_BUDGET * t;
         let read_pss = pss_due && self.pss_stale;
         // Nothing is to be read and no process joined: the members are not visited, and
@@ -538,11 +545,14 @@ impl Sampler {
                     p.io = io;
                 }
             }
-            // A process not read yet (it joined since the last read) is read now:
-            // under churn (a build's compilers) nearly every process is new.
-            if r.pss || (r.pss_due && p.pss_bytes.is_none()) {
+            // A process not read yet (it joined since the last read) is read now —
+            // under churn (a build's compilers) nearly every process is new — and one
+            // whose resident pages moved since its last read.
+            let moved = p.pss_bytes.is_none() || p.last.rss_pages != p.rss_at_pss;
+            if r.pss || (r.pss_due && moved) {
                 let began = Instant::now();
                 p.pss_bytes = p.files.pss_bytes();
+                p.rss_at_pss = p.last.rss_pages;
                 self.pss_seconds += began.elapsed().as_secs_f64();
             }
             if r.status {

@@ -515,6 +515,31 @@ fn the_tree_pss_holds_while_members_come_and_go() {
     );
 }
 
+/// PSS is re-read for a member whose RSS moved, with no process joining or leaving: a
+/// process read at its first status tick (the interpreter alone) then fills 80 MiB and
+/// sleeps. Its share must reach the tree's PSS peak — the re-read follows its RSS, not
+/// the tree's membership.
+#[test]
+fn a_member_that_grows_alone_has_its_pss_read_again() {
+    let _bench = measuring();
+    let s = Scratch::new();
+    let script = "import time\n\
+                  time.sleep(1.3)\n\
+                  b = bytearray(b'x' * (80 << 20))\n\
+                  time.sleep(2.5)\n";
+    let (out, doc) = s.monitor_plain(&["python3", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pss = doc["summary"]["peak_tree_pss_sampled"]["bytes"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / MIB;
+    // 80 MiB filled, the interpreter's ~10 MiB; the literal copied: 160 MiB at most.
+    assert!(
+        (80.0..=180.0).contains(&pss),
+        "tree PSS {pss:.1} MiB: {doc}"
+    );
+}
+
 /// A parent blocked in `wait4` is not re-read every tick (its memory cannot change until
 /// a child of its ends): it is read again when its child ends, or at the latest when the
 /// next thread-state reading (50 ms) sees it ran. Here it holds 150 MiB for 80 ms between
