@@ -23,8 +23,27 @@ use super::recorder::ErrorKind;
 pub struct Target {
     pub addr: SocketAddr,
     pub host_header: HeaderValue,
-    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    pub tls: Option<Tls>,
     pub http2: bool,
+}
+
+/// TLS for one run's connections: the client configuration, the server's name, and
+/// whether the run has said why a handshake failed (its first failure only).
+#[derive(Clone)]
+pub struct Tls {
+    connector: tokio_rustls::TlsConnector,
+    name: ServerName<'static>,
+    failure_told: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Tls {
+    pub fn new(config: rustls::ClientConfig, name: ServerName<'static>) -> Tls {
+        Tls {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            name,
+            failure_told: Arc::default(),
+        }
+    }
 }
 
 /// What every request looks like.
@@ -274,21 +293,21 @@ pub(super) fn io_kind(e: &std::io::Error) -> ErrorKind {
 /// descriptor for the driver's watchdog.
 pub(super) async fn open_stream(
     addr: SocketAddr,
-    tls: &Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    tls: &Option<Tls>,
 ) -> Result<(super::h1::Stream, std::os::fd::RawFd), ErrorKind> {
     use std::os::fd::AsRawFd;
     let tcp = TcpStream::connect(addr).await.map_err(|e| io_kind(&e))?;
     let _ = tcp.set_nodelay(true);
     let fd = tcp.as_raw_fd();
     let stream = match tls {
-        Some((connector, name)) => {
+        Some(t) => {
             let tls =
-                connector
-                    .connect(name.clone(), tcp)
+                t.connector
+                    .connect(t.name.clone(), tcp)
                     .await
                     .map_err(|e| match io_kind(&e) {
                         ErrorKind::Connect => {
-                            tls_failed(addr, &e);
+                            tls_failed(t, addr, &e);
                             ErrorKind::Tls
                         }
                         k => k,
@@ -303,13 +322,15 @@ pub(super) async fn open_stream(
 /// Says why the first TLS handshake of the run failed (later ones are counted as `tls`):
 /// the count alone does not tell a certificate not trusted from one for another name,
 /// or a CA certificate served as a server's own.
-fn tls_failed(addr: SocketAddr, e: &std::io::Error) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
+fn tls_failed(tls: &Tls, addr: SocketAddr, e: &std::io::Error) {
+    if !tls
+        .failure_told
+        .swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
         let text = e.to_string();
         let why = crate::units::one_line(&text);
         tracing::warn!("TLS handshake with {addr} failed: {why}");
-    });
+    }
 }
 
 /// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).

@@ -442,7 +442,7 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
                 "URL '{url}': '{host}' is not a valid TLS server name: {e}"
             ))
         })?;
-        Some((tokio_rustls::TlsConnector::from(Arc::new(cfg)), name))
+        Some(super::http::Tls::new(cfg, name))
     } else {
         None
     };

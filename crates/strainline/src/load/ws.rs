@@ -16,7 +16,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{HeaderName, HeaderValue};
-use rustls::pki_types::ServerName;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
@@ -30,7 +29,7 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The URL as given (`ws://host:port/path`), for the upgrade request.
     pub url: String,
-    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    pub tls: Option<super::http::Tls>,
     /// The JSON field (a path of object keys) a reply shares with its message.
     pub reply_field: Option<Arc<[String]>>,
 }

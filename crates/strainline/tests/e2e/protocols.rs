@@ -931,6 +931,19 @@ fn a_suite_speaks_http2_with_streams_and_trusts_the_certificate_beside_it() {
         assert_exit(&out, 0);
         assert_eq!(stored(&case_metrics(&s)[0], "error_rate"), 0.0, "{trust}");
     }
+    // Trusting another certificate: each case of the run says why its first handshake
+    // failed, once (before, only the first case of a process did).
+    self_signed(&s, "stranger");
+    let two = wss("cacert = \"stranger.pem\"\n");
+    let second = two[two.find("[[test]]").unwrap()..].replace("\"echo\"", "\"echo-again\"");
+    let out = run_suite(&s, &format!("{two}\n{second}"), &["--no-tui"]);
+    let said = stderr(&out);
+    assert_eq!(said.matches("TLS handshake with").count(), 2, "{said}");
+    assert_eq!(
+        said.matches("invalid peer certificate").count(),
+        2,
+        "{said}"
+    );
     let out = run_suite(&s, &wss(""), &["--no-tui"]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "needs cacert = \"FILE\"");

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use rustls::pki_types::ServerName;
 
 use super::h1::Stream;
 use super::http::{io_kind, open_stream};
@@ -27,7 +26,7 @@ use wire::{In, Out, Version};
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
-    pub tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    pub tls: Option<super::http::Tls>,
     /// The topic published to; `{{client}}` stands for the client's number.
     pub topic: String,
     /// 0, 1 or 2, for every publish and subscription.
