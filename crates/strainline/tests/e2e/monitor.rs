@@ -483,6 +483,17 @@ fn a_parent_is_not_charged_with_the_children_it_reaped() {
     );
 }
 
+/// The peak tree PSS (MiB) of a Python script monitored to its end, and the document.
+fn tree_pss_of(s: &Scratch, script: &str) -> (f64, serde_json::Value) {
+    let (out, doc) = s.monitor_plain(&["python3", "-c", script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pss = doc["summary"]["peak_tree_pss_sampled"]["bytes"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / MIB;
+    (pss, doc)
+}
+
 /// The tree's PSS under churn: a parent holding 50 MiB whose three children exit at
 /// once and stay unreaped (zombies: no mappings, so no PSS) for 1.5 s — as a build's
 /// short-lived compilers are between two samples. Before, one member without a PSS
@@ -501,12 +512,7 @@ fn the_tree_pss_holds_while_members_come_and_go() {
                   while True:\n    \
                       try:\n        os.wait()\n    \
                       except ChildProcessError:\n        break\n";
-    let (out, doc) = s.monitor_plain(&["python3", "-c", script]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let pss = doc["summary"]["peak_tree_pss_sampled"]["bytes"]
-        .as_f64()
-        .unwrap_or(0.0)
-        / MIB;
+    let (pss, doc) = tree_pss_of(&s, script);
     // The 50 MiB buffer and the interpreter (~10 MiB), never more than the parent's
     // own peak (its 50 MiB literal was copied: 100 MiB for a moment).
     assert!(
@@ -527,12 +533,7 @@ fn a_member_that_grows_alone_has_its_pss_read_again() {
                   time.sleep(1.3)\n\
                   b = bytearray(b'x' * (80 << 20))\n\
                   time.sleep(2.5)\n";
-    let (out, doc) = s.monitor_plain(&["python3", "-c", script]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let pss = doc["summary"]["peak_tree_pss_sampled"]["bytes"]
-        .as_f64()
-        .unwrap_or(0.0)
-        / MIB;
+    let (pss, doc) = tree_pss_of(&s, script);
     // 80 MiB filled, the interpreter's ~10 MiB; the literal copied: 160 MiB at most.
     assert!(
         (80.0..=180.0).contains(&pss),
