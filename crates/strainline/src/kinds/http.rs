@@ -459,49 +459,7 @@ fn ramp(
     let (mut repeats, mut k) = (0, 0);
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
-        let (before, states_before) = (thread_ticks(running), thread_states(running));
-        let cpu_before = running.cpu_now();
-        let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
-        let run = drive(
-            ctx,
-            Some(running),
-            Some(rate),
-            t.workload.connections,
-            Some(t.step_duration),
-            None,
-        )?;
-        r.phases.push((format!("{rate:.0}/s"), run.window.0));
-        findings(r, &run);
-        // The ticks before include the engine's idle warm-up: divide by the measured window.
-        let (busy, demand, run_queue) =
-            busiest(&before, &thread_ticks(running), run.outcome.elapsed);
-        let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);
-        let s = &run.summary;
-        let step = ramp::judge_step(
-            &ramp::StepRecord {
-                figures: ramp::Figures {
-                    offered: rate,
-                    achieved: s.achieved_rate,
-                    p99_ms: s.latency_us.p99 as f64 / 1000.0,
-                    error_rate: s.error_rate,
-                    target_cpu: cpu_seconds_of(Some(running), cpu_before.as_ref(), &run)
-                        / run.outcome.elapsed.max(1e-9),
-                    busiest_thread: busy,
-                    busiest_demand: demand,
-                    listen_overflows: tcp.listen_overflows,
-                    syn_drops: tcp.syn_drops(),
-                    syn_cookies: tcp.syn_cookies,
-                    run_queue,
-                    retransmits: tcp.retransmitted_segments,
-                    stolen: verdict::stolen_share(&run.outcome),
-                    threads: states_since(running, states_before),
-                },
-                generator_invalid: (run.verdict.status == Validity::Invalid)
-                    .then(|| run.verdict.reasons.join("; ")),
-                generator_at_capacity: verdict::at_capacity(&run.outcome),
-            },
-            &limits,
-        );
+        let step = measure_step(ctx, t, running, rate, &limits, r)?;
         let f = &step.figures;
         ctx.observer.step(f.offered, f.achieved, f.p99_ms, step.ok);
         r.table.push(format!(
@@ -590,6 +548,60 @@ fn ramp(
         limiting_factor: c.limiting_factor.clone(),
     })?;
     Ok(())
+}
+
+/// Drives one step of a ramp at `rate` and judges it from what it measured: the load's
+/// figures, and the target's CPU, threads and the kernel's TCP counters over the step.
+fn measure_step(
+    ctx: &CaseCtx,
+    t: &suite::Ramp,
+    running: &Running,
+    rate: f64,
+    limits: &ramp::Limits,
+    r: &mut CaseResult,
+) -> crate::error::Result<ramp::Step> {
+    let (before, states_before) = (thread_ticks(running), thread_states(running));
+    let cpu_before = running.cpu_now();
+    let tcp_before = crate::monitor::net::tcp_counters(&running.pids());
+    let run = drive(
+        ctx,
+        Some(running),
+        Some(rate),
+        t.workload.connections,
+        Some(t.step_duration),
+        None,
+    )?;
+    r.phases.push((format!("{rate:.0}/s"), run.window.0));
+    findings(r, &run);
+    // The ticks before include the engine's idle warm-up: divide by the measured window.
+    let (busy, demand, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
+    let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);
+    let s = &run.summary;
+    Ok(ramp::judge_step(
+        &ramp::StepRecord {
+            figures: ramp::Figures {
+                offered: rate,
+                achieved: s.achieved_rate,
+                p99_ms: s.latency_us.p99 as f64 / 1000.0,
+                error_rate: s.error_rate,
+                target_cpu: cpu_seconds_of(Some(running), cpu_before.as_ref(), &run)
+                    / run.outcome.elapsed.max(1e-9),
+                busiest_thread: busy,
+                busiest_demand: demand,
+                listen_overflows: tcp.listen_overflows,
+                syn_drops: tcp.syn_drops(),
+                syn_cookies: tcp.syn_cookies,
+                run_queue,
+                retransmits: tcp.retransmitted_segments,
+                stolen: verdict::stolen_share(&run.outcome),
+                threads: states_since(running, states_before),
+            },
+            generator_invalid: (run.verdict.status == Validity::Invalid)
+                .then(|| run.verdict.reasons.join("; ")),
+            generator_at_capacity: verdict::at_capacity(&run.outcome),
+        },
+        limits,
+    ))
 }
 
 fn soak(
