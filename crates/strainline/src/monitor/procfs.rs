@@ -6,7 +6,6 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 
 /// Kernel constants needed to turn `/proc` figures into bytes and seconds.
@@ -179,16 +178,7 @@ impl ProcFiles {
     /// Reads a whole /proc file into `buf` and returns its length. A /proc read that
     /// returns less than asked for has returned everything, so one call usually does.
     pub(super) fn pread(file: &File, buf: &mut Vec<u8>) -> io::Result<usize> {
-        let mut len = 0;
-        loop {
-            let want = buf.len() - len;
-            let n = file.read_at(&mut buf[len..], len as u64)?;
-            len += n;
-            if n < want {
-                break;
-            }
-            buf.resize(buf.len() * 2, 0);
-        }
+        let len = crate::os::kfile::read_on(file, buf, 0)?;
         if len == 0 {
             // A process that has exited answers with an empty file or ESRCH.
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
@@ -314,14 +304,7 @@ pub fn last_pid() -> Option<u32> {
     let f = LOADAVG
         .get_or_init(|| File::open("/proc/loadavg").ok())
         .as_ref()?;
-    let mut buf = [0u8; 128];
-    let n = f.read_at(&mut buf, 0).ok()?;
-    std::str::from_utf8(&buf[..n])
-        .ok()?
-        .split_ascii_whitespace()
-        .nth(4)?
-        .parse()
-        .ok()
+    crate::os::kfile::read_with(f, |t| t.split_ascii_whitespace().nth(4)?.parse().ok())
 }
 
 /// Every pid in `/proc` (processes, not threads).

@@ -8,7 +8,6 @@
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Which kernel file gave the tree memory peak.
@@ -194,14 +193,14 @@ impl Cgroup {
 
     /// Every process in the group.
     pub fn pids(&self) -> Option<Vec<u32>> {
-        read_with(self.procs.as_ref()?, |text| {
+        super::kfile::read_with(self.procs.as_ref()?, |text| {
             Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
         })
     }
 
     /// CPU time of the whole group so far, microseconds.
     pub fn cpu_usage_usec(&self) -> Option<u64> {
-        read_with(self.cpu_stat.as_ref()?, |text| {
+        super::kfile::read_with(self.cpu_stat.as_ref()?, |text| {
             text.lines()
                 .find_map(|l| l.strip_prefix("usage_usec "))
                 .and_then(|v| v.trim().parse().ok())
@@ -211,14 +210,14 @@ impl Cgroup {
     /// The kernel's memory high-water mark of the group, bytes, and which file said so.
     pub fn memory_peak(&self) -> Option<(u64, PeakFile)> {
         let (file, kind) = self.peak.as_ref()?;
-        let v = read_with(file, |t| t.trim().parse().ok())?;
+        let v = super::kfile::read_with(file, |t| t.trim().parse().ok())?;
         Some((v, *kind))
     }
 
     /// Memory charged to the group right now, bytes: when it has not moved, no process
     /// of the tree has allocated or freed memory.
     pub fn memory_usage(&self) -> Option<u64> {
-        read_with(self.usage.as_ref()?, |t| t.trim().parse().ok())
+        super::kfile::read_with(self.usage.as_ref()?, |t| t.trim().parse().ok())
     }
 
     /// Sends SIGKILL to every process in the group (`cgroup.kill`, v2), or returns false.
@@ -227,28 +226,6 @@ impl Cgroup {
             .as_ref()
             .is_some_and(|d| fs::write(d.join("cgroup.kill"), "1").is_ok())
     }
-}
-
-/// Reads a whole kernel file from its start and hands its text to `parse`. Most of these
-/// files are a line or a few, read every tick: one read into the stack, no allocation.
-fn read_with<T>(f: &File, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
-    let mut small = [0u8; 512];
-    let n = f.read_at(&mut small, 0).ok()?;
-    if n < small.len() {
-        return parse(std::str::from_utf8(&small[..n]).ok()?);
-    }
-    // A larger one (the `cgroup.procs` of a big tree): the rest follows into the heap.
-    let mut buf = small.to_vec();
-    loop {
-        let len = buf.len();
-        buf.resize(len * 2, 0);
-        let n = f.read_at(&mut buf[len..], len as u64).ok()?;
-        buf.truncate(len + n);
-        if n < len {
-            break; // a short read of a kernel file is its end
-        }
-    }
-    parse(std::str::from_utf8(&buf).ok()?)
 }
 
 impl Drop for Cgroup {
@@ -269,23 +246,5 @@ mod tests {
         assert_eq!(super::owner("strainline-4242-3"), Some(4242));
         assert_eq!(super::owner("strainline-x"), None);
         assert_eq!(super::owner("system.slice"), None);
-    }
-
-    #[test]
-    fn a_file_is_read_whole_whether_it_fits_the_stack_buffer_or_not() {
-        let dir = tempfile::tempdir().unwrap();
-        for lines in [3, 128, 1000] {
-            // Pids of a big group: 6 bytes a line, 18 to 6,000 bytes in all.
-            let text: String = (0..lines).map(|i| format!("{:05}\n", 10000 + i)).collect();
-            let path = dir.path().join(format!("procs-{lines}"));
-            std::fs::write(&path, &text).unwrap();
-            let f = std::fs::File::open(&path).unwrap();
-            let pids: Vec<u32> = super::read_with(&f, |t| {
-                Some(t.lines().filter_map(|l| l.parse().ok()).collect())
-            })
-            .unwrap();
-            assert_eq!(pids.len(), lines);
-            assert_eq!(pids.last(), Some(&(10000 + lines as u32 - 1)));
-        }
     }
 }

@@ -2,11 +2,12 @@
 //! processes as child subreaper ([`process`]), containment units that hold a whole
 //! process tree ([`unit`], on a [`cgroup`] where one can be made, with a [`guardian`]
 //! for when strainline is killed) and the signals that interrupt strainline
-//! ([`signals`]).
+//! ([`signals`]), and kernel files read whole through kept descriptors ([`kfile`]).
 //! Nothing here knows about suites, load or reports.
 
 pub mod cgroup;
 pub mod guardian;
+pub mod kfile;
 pub mod process;
 pub mod signals;
 pub mod unit;
