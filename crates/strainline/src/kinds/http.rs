@@ -215,17 +215,16 @@ fn busiest(
     seconds: f64,
 ) -> (f64, f64, f64) {
     let hz = kernel_units().clock_ticks as f64;
-    let (mut top, mut demand) = (0.0f64, 0.0f64);
-    let mut waited = 0u64;
+    let (mut top, mut demand, mut queued_all) = (0.0f64, 0.0f64, 0.0f64);
     for (tid, (ticks, wait)) in after {
         let (t0, w0) = before.get(tid).copied().unwrap_or((0, 0));
         let on_cpu = ticks.saturating_sub(t0) as f64 / hz / seconds;
         let queued = wait.saturating_sub(w0) as f64 / 1e9 / seconds;
         top = top.max(on_cpu);
         demand = demand.max(on_cpu + queued);
-        waited += wait.saturating_sub(w0);
+        queued_all += queued;
     }
-    (top, demand, waited as f64 / 1e9 / seconds)
+    (top, demand, queued_all)
 }
 
 fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {

@@ -217,6 +217,8 @@ fn nginx_at_its_ceiling_is_named_its_cpu_not_its_threads() {
         // The thread states agree: the worker ran or queued to run; it did not wait on a lock.
         let steps = case_metrics(&s)[0]["summary"]["details"]["steps"].clone();
         let last = steps.as_array().unwrap().last().unwrap();
+        // At its ceiling the worker wanted a CPU all the step, whatever it was given.
+        assert!(f(last, "busiest_demand") >= 0.9, "{last}\n{text}");
         let worker = group(last["threads"]["groups"].as_array().unwrap(), "nginx");
         assert!(
             f(worker, "on_cpu") + f(worker, "run_queue") >= 0.85,

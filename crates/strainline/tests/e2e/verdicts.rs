@@ -332,5 +332,14 @@ fn a_target_sharing_its_cpu_with_a_hog_is_named_cpu_contention() {
             queue >= 0.5 * cpu && cpu < 0.75,
             "run queue {queue} against {cpu} cores\n{text}"
         );
+        // Its one worker wanted the whole CPU it got half of: on it or queued for it.
+        let (busiest, demand) = (
+            last["busiest_thread"].as_f64().unwrap(),
+            last["busiest_demand"].as_f64().unwrap(),
+        );
+        assert!(
+            demand >= 0.9 && busiest < 0.75,
+            "busiest thread on a CPU {busiest}, wanting one {demand}\n{text}"
+        );
     });
 }
