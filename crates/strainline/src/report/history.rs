@@ -354,5 +354,12 @@ mod tests {
             (13, 6, 1)
         );
         assert!(found[1].caveat().unwrap().starts_with("one run after it"));
+        // The other way round: a first run alone before a tight level.
+        let mut all = vec![2.313];
+        all.extend(v2);
+        let found = shifts(&points(&all), Params::default());
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!((found[0].runs_before, found[0].runs_after), (1, 6));
+        assert!(found[0].caveat().unwrap().starts_with("one run before it"));
     }
 }
