@@ -66,6 +66,15 @@ impl Scratch {
             .output()
             .unwrap()
     }
+    /// strainline on this store, pinned to `cpu` (`taskset -c`), in the scratch
+    /// directory: what a test that shares out the machine's cores runs.
+    pub fn strainline_on_cpu(&self, cpu: &str) -> std::process::Command {
+        let mut c = std::process::Command::new("taskset");
+        c.args(["-c", cpu, env!("CARGO_BIN_EXE_strainline"), "--store"])
+            .arg(self.store())
+            .current_dir(self.dir.path());
+        c
+    }
     /// Monitors the testbed with `args`, writing JSON; returns the output and the document.
     pub fn monitor_testbed(&self, interval: &str, args: &[&str]) -> (Output, serde_json::Value) {
         let mut all = vec!["--"];

@@ -797,14 +797,8 @@ fn the_generators_wait_for_a_cpu_taken_by_a_neighbour_is_measured() {
             .expect("taskset (util-linux)"),
     );
     let json = s.path("q.json");
-    let out = std::process::Command::new("taskset")
-        .args([
-            "-c",
-            "0",
-            env!("CARGO_BIN_EXE_strainline"),
-            "--store",
-            &s.store(),
-        ])
+    let out = s
+        .strainline_on_cpu("0")
         .args([
             "load",
             &srv.url("/health"),

@@ -188,16 +188,9 @@ fn nginx_at_its_ceiling_is_named_its_cpu_not_its_threads() {
             ),
         )
         .unwrap();
-        let out = std::process::Command::new("taskset")
-            .args([
-                "-c",
-                "0",
-                env!("CARGO_BIN_EXE_strainline"),
-                "--store",
-                &s.store(),
-            ])
+        let out = s
+            .strainline_on_cpu("0")
             .args(["run", path.to_str().unwrap()])
-            .current_dir(s.dir.path())
             .output()
             .unwrap();
         let text = stdout(&out);
