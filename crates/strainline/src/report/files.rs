@@ -282,8 +282,10 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
         let ramp: RampDetails = c.details();
         if !ramp.steps.is_empty() {
+            // Every figure a step's limiting factor is named from (docs/suites.md).
             let mut t = String::from(
-                "offered,achieved,p99_ms,error_rate,target_cpu,busiest_thread,generator,ok\n",
+                "offered,achieved,p99_ms,error_rate,target_cpu,busiest_thread,busiest_demand,\
+                 run_queue,listen_overflows,syn_drops,syn_cookies,retransmits,stolen,generator,ok\n",
             );
             // Numbers as JSON writes them (100.0, not 100), as the file always had.
             let n = serde_json::Value::from;
@@ -291,13 +293,20 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 let f = &st.figures;
                 let _ = writeln!(
                     t,
-                    "{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     n(f.offered),
                     n(f.achieved),
                     n(f.p99_ms),
                     n(f.error_rate),
                     n(f.target_cpu),
                     n(f.busiest_thread),
+                    n(f.busiest_demand),
+                    n(f.run_queue),
+                    f.listen_overflows,
+                    f.syn_drops,
+                    f.syn_cookies,
+                    f.retransmits,
+                    n(f.stolen),
                     st.generator,
                     st.ok
                 );
@@ -398,7 +407,7 @@ mod tests {
                 "reasons": [],
                 "details": {"steps": [
                     {"offered": 100.0, "achieved": 99.5, "p99_ms": 1.2, "error_rate": 0.0, "target_cpu": 0.1, "busiest_thread": 0.1, "generator": "valid", "ok": true},
-                    {"offered": 200.0, "achieved": 150.0, "p99_ms": 80.0, "error_rate": 0.0, "target_cpu": 1.0, "busiest_thread": 0.99, "generator": "valid", "ok": false}
+                    {"offered": 200.0, "achieved": 150.0, "p99_ms": 80.0, "error_rate": 0.0, "target_cpu": 1.0, "busiest_thread": 0.88, "busiest_demand": 1.0, "run_queue": 0.24, "listen_overflows": 3, "syn_drops": 1, "syn_cookies": 0, "retransmits": 2, "stolen": 0.01, "generator": "valid", "ok": false}
                 ], "ceiling": 100.0, "knee": 100.0}
             })),
             metrics: vec![m("ceiling", 100.0, "req/s", "higher")],

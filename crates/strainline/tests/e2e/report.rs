@@ -208,9 +208,33 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
         assert!(md.contains("| case | kind | status | key figures |"));
         assert!(reports.join("csv/metrics.csv").exists());
-        assert!(reports
-            .join("csv/01-peak_crash_1000000_-steps.csv")
-            .exists());
+        // The steps hold every figure a limiting factor is named from; a thread's demand
+        // for a CPU (on one, or queued) is never less than its time on one.
+        let steps =
+            std::fs::read_to_string(reports.join("csv/01-peak_crash_1000000_-steps.csv")).unwrap();
+        let mut rows = steps.lines().map(|l| l.split(',').collect::<Vec<_>>());
+        let header = rows.next().unwrap();
+        let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+        let (busy, demand, queue) = (
+            col("busiest_thread"),
+            col("busiest_demand"),
+            col("run_queue"),
+        );
+        for k in [
+            "listen_overflows",
+            "syn_drops",
+            "retransmits",
+            "stolen",
+            "ok",
+        ] {
+            col(k);
+        }
+        let rows: Vec<Vec<&str>> = rows.collect();
+        assert!(!rows.is_empty(), "{steps}");
+        for r in &rows {
+            let f = |i: usize| r[i].parse::<f64>().unwrap();
+            assert!(f(demand) + 1e-9 >= f(busy) && f(queue) >= 0.0, "{steps}");
+        }
         // The target's threads were read at every step: their states, long form.
         let states =
             std::fs::read_to_string(reports.join("csv/01-peak_crash_1000000_-thread-states.csv"))
