@@ -205,6 +205,48 @@ pub fn change_points(series: &[f64], params: Params) -> Vec<ChangePoint> {
     }
 }
 
+/// The smallest shift this method would find, with 80% probability, in the middle of
+/// the newest `window` points of `series` (or all of them, when fewer): the t-test's
+/// detectable difference between the two halves at `max_p`, given the series' noise —
+/// the standard deviation pooled within the levels its change points `cps` separate, so
+/// that a real change does not count as noise. Relative to the newest level's mean
+/// (0.1 = a shift of 10%), and never below `min_magnitude`. `None` with fewer than
+/// four points, or a mean of zero.
+///
+/// The search for the split makes a real finding slightly harder than one planned
+/// t-test; the unit test checks the figure against injected shifts.
+pub fn detectable(series: &[f64], cps: &[ChangePoint], params: Params) -> Option<f64> {
+    let m = series.len().min(params.window.max(4));
+    if m < 4 {
+        return None;
+    }
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(cps.iter().map(|c| c.index))
+        .chain(std::iter::once(series.len()))
+        .collect();
+    let (mut squares, mut df) = (0.0, 0.0);
+    for w in bounds.windows(2) {
+        let level = &series[w[0]..w[1]];
+        if level.len() >= 2 {
+            squares += sd(level).powi(2) * (level.len() - 1) as f64;
+            df += (level.len() - 1) as f64;
+        }
+    }
+    let newest = &series[bounds[bounds.len() - 2]..];
+    let mean = newest.iter().sum::<f64>() / newest.len() as f64;
+    if df == 0.0 || mean == 0.0 {
+        return None;
+    }
+    let sigma = (squares / df).sqrt();
+    let (left, right) = ((m / 2) as f64, (m - m / 2) as f64);
+    let se = sigma * (1.0 / left + 1.0 / right).sqrt();
+    let dof = m as f64 - 2.0;
+    let critical = super::paired::t_critical(dof, params.max_p);
+    let shift = (critical + super::paired::power_quantile(dof)) * se / mean.abs();
+    // Nor is a shift below the smallest change reported.
+    Some(shift.max(params.min_magnitude))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +273,67 @@ mod tests {
     fn series(seed: u64, n: usize, level: impl Fn(usize) -> f64, sd: f64) -> Vec<f64> {
         let mut g = Gauss(seed);
         (0..n).map(|i| level(i) + sd * g.next()).collect()
+    }
+
+    #[test]
+    fn the_detectable_shift_is_the_t_tests_at_the_methods_threshold() {
+        // 20 runs alternating 95 and 105: sd 5.130 (n - 1 = 19), mean 100, no change
+        // point. Halves of 10: se = 5.130 * sqrt(0.2) = 2.2942; Student's t for 18
+        // degrees of freedom (tables; scipy.stats.t.ppf): 0.9995 → 3.9216, 0.8 → 0.8620.
+        // (3.9216 + 0.8620) * 2.2942 / 100 = 0.10974.
+        let z: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 95.0 } else { 105.0 })
+            .collect();
+        let cps = change_points(&z, Params::default());
+        assert!(cps.is_empty(), "{cps:?}");
+        let d = detectable(&z, &cps, Params::default()).unwrap();
+        assert!((d - 0.10974).abs() < 2e-4, "{d}");
+        // A real change is not noise: the same wobble on two levels gives the same sd,
+        // relative to the newest level's mean.
+        let two: Vec<f64> = z
+            .iter()
+            .map(|v| v + 0.0)
+            .chain(z.iter().map(|v| v + 100.0))
+            .collect();
+        let cps = change_points(&two, Params::default());
+        assert_eq!(cps.iter().map(|c| c.index).collect::<Vec<_>>(), vec![20]);
+        let d = detectable(&two, &cps, Params::default()).unwrap();
+        // sd pooled over two levels of 20 (df 38) = 5.130; the newest 40 points split
+        // 20/20: se = 5.130 * sqrt(0.1) = 1.6222; t(38): 0.9995 → 3.5657, 0.8 → 0.8510;
+        // (3.5657 + 0.8510) * 1.6222 / 200 = 0.035823.
+        assert!((d - 0.035823).abs() < 2e-4, "{d}");
+        assert_eq!(detectable(&z[..3], &[], Params::default()), None);
+    }
+
+    #[test]
+    fn a_shift_the_size_of_the_detectable_one_is_found_and_a_third_of_it_is_not() {
+        // 20 runs of noise sd 2 around 100, shifted after the tenth. The figure is
+        // computed from each series itself; a shift of that size is found at the right
+        // place most of the time (140 of 200: 80% is the aim, the search for the split
+        // costs some of it), half of it in 14, a third of it in 1.
+        let trial = |factor: f64| {
+            let mut found = 0;
+            for seed in 0..200 {
+                let flat = series(seed, 20, |_| 100.0, 2.0);
+                let d = detectable(
+                    &flat,
+                    &change_points(&flat, Params::default()),
+                    Params::default(),
+                )
+                .unwrap();
+                let z: Vec<f64> = flat
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if i < 10 { *v } else { v + 100.0 * d * factor })
+                    .collect();
+                let cps = change_points(&z, Params::default());
+                found += cps.iter().any(|c| c.index.abs_diff(10) <= 1) as usize;
+            }
+            found as f64 / 200.0
+        };
+        let (full, third) = (trial(1.0), trial(1.0 / 3.0));
+        assert!(full >= 0.6, "a shift of the detectable size found {full}");
+        assert!(third <= 0.2, "a third of it found {third}");
     }
 
     #[test]

@@ -211,7 +211,7 @@ pub fn t_critical(df: f64, p: f64) -> f64 {
 }
 
 /// The one-sided quantile for the stated power: P(T ≤ q) = POWER.
-fn power_quantile(df: f64) -> f64 {
+pub fn power_quantile(df: f64) -> f64 {
     t_critical(df, 2.0 * (1.0 - POWER))
 }
 

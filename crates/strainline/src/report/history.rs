@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::analysis::changepoint::{change_points, ChangePoint, Params};
+use crate::analysis::changepoint::{change_points, detectable, ChangePoint, Params};
 use crate::analysis::comparison::p_text;
 use crate::analysis::stats::median;
 use crate::metrics::Direction;
@@ -78,6 +78,9 @@ pub struct Series {
     pub direction: Direction,
     pub points: Vec<Point>,
     pub change_points: Vec<Shift>,
+    /// The smallest shift the change-point method would find in this series, with 80%
+    /// probability, given its noise and length (0.1 = 10%; `None` under four runs).
+    pub detectable: Option<f64>,
 }
 
 /// The document `history --json` writes: one series.
@@ -90,6 +93,8 @@ pub struct History {
     pub parameters: serde_json::Value,
     pub points: Vec<Point>,
     pub change_points: Vec<Shift>,
+    /// The smallest shift the method would find in this series (0.1 = 10%).
+    pub detectable: Option<f64>,
 }
 
 /// How change points were found, for documents.
@@ -168,14 +173,17 @@ pub fn series(store: &Store, q: &Query) -> crate::error::Result<(Vec<RunRow>, Ve
                     }
                 })
                 .collect();
-            let change_points = shifts(&points, q.params);
+            let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+            let cps = change_points(&values, q.params);
+            let detectable = detectable(&values, &cps, q.params);
             Series {
                 case,
                 metric,
                 unit,
                 direction,
+                change_points: shifts(&points, cps),
                 points,
-                change_points,
+                detectable,
             }
         })
         .collect();
@@ -183,9 +191,7 @@ pub fn series(store: &Store, q: &Query) -> crate::error::Result<(Vec<RunRow>, Ve
 }
 
 /// The change points of a series, named by the runs on each side.
-fn shifts(points: &[Point], params: Params) -> Vec<Shift> {
-    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-    let cps = change_points(&values, params);
+fn shifts(points: &[Point], cps: Vec<ChangePoint>) -> Vec<Shift> {
     let bounds: Vec<usize> = std::iter::once(0)
         .chain(cps.iter().map(|c| c.index))
         .chain(std::iter::once(points.len()))
@@ -248,6 +254,7 @@ pub fn one(store: &Store, q: &Query) -> crate::error::Result<History> {
         parameters: parameters(&q.params),
         points: s.points.clone(),
         change_points: s.change_points.clone(),
+        detectable: s.detectable,
     })
 }
 
@@ -287,6 +294,14 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
     }
     if h.change_points.is_empty() {
         writeln!(out, "\nno change point")?;
+    }
+    if let Some(d) = h.detectable {
+        writeln!(
+            out,
+            "smallest shift this history can show: ±{:.1}% (found 80% of the time in the middle of its newest {} runs, from its noise within its levels)",
+            100.0 * d,
+            h.points.len().min(h.parameters["window"].as_u64().unwrap_or(50) as usize)
+        )?;
     }
     for s in &h.change_points {
         writeln!(
@@ -334,7 +349,7 @@ mod tests {
         let v2 = [1.93, 1.95, 1.96, 1.94, 1.93, 1.955];
         let mut all: Vec<f64> = v1.iter().chain(v2.iter()).copied().collect();
         all.push(2.313);
-        let found = shifts(&points(&all), Params::default());
+        let found = shifts(&points(&all), change_points(&all, Params::default()));
         assert_eq!(found.len(), 2, "{found:#?}");
         assert_eq!(
             (
@@ -357,7 +372,7 @@ mod tests {
         // The other way round: a first run alone before a tight level.
         let mut all = vec![2.313];
         all.extend(v2);
-        let found = shifts(&points(&all), Params::default());
+        let found = shifts(&points(&all), change_points(&all, Params::default()));
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!((found[0].runs_before, found[0].runs_after), (1, 6));
         assert!(found[0].caveat().unwrap().starts_with("one run before it"));

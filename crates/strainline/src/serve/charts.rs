@@ -104,6 +104,13 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
             s.change_points.len()
         );
         b.push_str(&render(&chart(s, policy.band(&s.metric), &runs)));
+        if let Some(d) = s.detectable {
+            let _ = write!(
+                b,
+                "<p class=\"detectable\">Smallest shift this history can show: ±{:.1}% (its noise over its newest runs)</p>",
+                100.0 * d
+            );
+        }
         if !one {
             let _ = write!(
                 b,

@@ -276,6 +276,12 @@ fn history_finds_an_injected_change_at_the_right_run_and_none_without_one() {
         let pct = cps[0]["change_percent"].as_f64().unwrap();
         assert!((15.0..=25.0).contains(&pct), "{pct}");
         assert!(cps[0]["p"].as_f64().unwrap() < 0.001);
+        // The shift it found is above the smallest one it says it can show.
+        let smallest = h["detectable"].as_f64().unwrap();
+        assert!(
+            smallest > 0.0 && 100.0 * smallest < pct,
+            "{smallest} against {pct}%"
+        );
 
         // On SQLite: the same program every time, no change point.
         let s = Scratch::new();
@@ -283,5 +289,9 @@ fn history_finds_an_injected_change_at_the_right_run_and_none_without_one() {
         let h = history(&s, "flat");
         assert_eq!(h["points"].as_array().unwrap().len(), 30);
         assert!(h["change_points"].as_array().unwrap().is_empty(), "{h:#}");
+        // The same program's peak varies by far less than 1%: the smallest shift it can
+        // show is about the smallest change reported (`--min-change`, 1%), never less.
+        let smallest = h["detectable"].as_f64().unwrap();
+        assert!((0.01..0.02).contains(&smallest), "{h:#}");
     });
 }

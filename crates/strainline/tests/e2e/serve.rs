@@ -318,6 +318,10 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
         .find(|c| c["run_after"] == first_v2)
         .unwrap_or_else(|| panic!("no change at run #{first_v2}: {changes:#?}"));
     assert_eq!(v2["runs_before"], 6, "the six v1 runs: {v2}");
+    // The smallest shift the series can show is stated, on the page and in the JSON.
+    let smallest = doc["series"][0]["detectable"].as_f64().unwrap();
+    assert!(smallest > 0.0 && smallest < 1.0, "{smallest}");
+    assert!(cpu.contains("Smallest shift this history can show: ±"));
     // Its size is the level's: the mean of the runs after it over the mean of the six
     // before, recomputed here from the points the page plots.
     let points = doc["series"][0]["points"].as_array().unwrap();
