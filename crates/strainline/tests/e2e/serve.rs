@@ -173,224 +173,231 @@ fn sha(path: &std::path::Path) -> Vec<u8> {
 #[test]
 fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
     let _bench = loaded();
-    let s = Scratch::new();
-    let text = suite(
-        "web <b>api</b>",
-        "kind = \"bench\"\nrate = 200\nduration = \"1s\"",
-    );
-    // Six runs of v1 then six of v2 (1.5× the hashing per request): the history's
-    // change point must be at the first v2 run.
-    let mut ids = Vec::new();
-    for (label, profile) in [("v1", "v1"), ("v2", "v2")] {
-        for _ in 0..6 {
-            let out = run_suite_as(&s, &text, label, profile);
-            assert_exit(&out, 0);
-            let runs: serde_json::Value =
-                serde_json::from_slice(&s.run(&["runs", "--json", "--limit", "1"]).stdout).unwrap();
-            ids.push(runs[0]["id"].as_i64().unwrap());
-        }
-    }
-    let first_v2 = ids[6];
-    // A failing run with a hostile label, and imports named by hostile text.
-    let failing = suite(
-        "web <b>api</b>",
-        "kind = \"bench\"\nrate = 200\nduration = \"1s\"\ngates = [\"latency_p99 < 1us\"]",
-    );
-    // (v2 too: its figures count in the history, whose change stays single)
-    assert_exit(&run_suite_as(&s, &failing, XSS_LABEL, "v2"), 1);
-    import(&s, JS_LINK, IMG, 0.010);
-    import(&s, "imported-2", IMG, 0.011);
-    for _ in 0..2 {
-        assert_exit(&s.run(&["monitor", "-q", "--", "sleep", "0.2"]), 0);
-    }
-    let db = s.path("results.db");
-    let before = sha(&db);
-
-    let (_server, base) = serve(&s, &[]);
-
-    // Runs: every run, newest first, with its verdict; the failing one says why.
-    let (dom, log) = browse(&format!("{base}/runs"), &[]);
-    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
-    assert_eq!(dom.matches("<tr class=\"run\"").count(), 17, "{dom}");
-    // Twelve suite runs and two imports passed (the monitor runs are `completed`).
-    assert_eq!(dom.matches("verdict passed").count(), 14);
-    assert!(dom.contains("verdict failed"));
-    assert!(
-        dom.contains("latency_p99"),
-        "the first reason of the failing run"
-    );
-    // Hostile texts are text: no element they could make, no javascript: link.
-    assert!(!dom.to_lowercase().contains("<script"), "{dom}");
-    assert!(!dom.contains("<img"));
-    assert!(!dom.contains("href=\"javascript:"));
-    assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert!(dom.contains("web &lt;b&gt;api&lt;/b&gt;"));
-    screenshot(&format!("{base}/runs"), "runs");
-    // The JSON of the same page.
-    let doc = get_json(
-        &base,
-        "/api/v1/runs?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&status=passed",
-    );
-    assert_eq!(doc["schema"], "strainline.serve.runs.v1");
-    assert_eq!(doc["runs"].as_array().unwrap().len(), 12);
-    let (status, _, body) = get(&base, "/runs?kind=import", &["Accept: application/json"]);
-    assert_eq!(status, 200);
-    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
-    assert_eq!(doc["runs"][1]["label"], JS_LINK);
-
-    // A run: its report, its neighbours, the compare picker.
-    let (dom, log) = browse(&format!("{base}/runs/{first_v2}"), &[]);
-    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
-    assert!(dom.contains(&format!("strainline run #{first_v2}")));
-    assert!(
-        dom.contains(&format!("href=\"/runs/{}\"", ids[5])),
-        "previous run"
-    );
-    assert!(
-        dom.contains(&format!("href=\"/runs/{}\"", ids[7])),
-        "next run"
-    );
-    assert!(dom.contains("name=\"baseline\""));
-    assert!(dom.matches("<svg class=\"chart\"").count() >= 3);
-    assert!(!dom.to_lowercase().contains("<script"));
-    screenshot(&format!("{base}/runs/{first_v2}"), "run");
-
-    // Compare: v1's six runs against v2's; the CPU per request regressed.
-    let url = format!("{base}/compare?baseline=v1&candidate=v2");
-    let (dom, log) = browse(&url, &[]);
-    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
-    assert!(dom.contains("cpu_per_op"), "{dom}");
-    assert!(dom.contains("permalink"));
-    let doc = get_json(&base, "/api/v1/compare?baseline=v1&candidate=v2");
-    let cpu = doc["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == "cpu_per_op")
-        .unwrap();
-    assert_eq!(cpu["verdict"], "regressed", "{doc:#}");
-    let compared = 100.0 * (cpu["ratio"].as_f64().unwrap() - 1.0);
-    assert_eq!(doc["verdict"], "regressed");
-    screenshot(&url, "compare");
-    // The imports compare too (the hostile label as a key).
-    let doc = get_json(
-        &base,
-        &format!(
-            "/api/v1/compare?baseline={}&candidate=imported-2",
-            "javascript%3Aalert(2)"
-        ),
-    );
-    assert_eq!(doc["rows"][0]["case"], IMG);
-
-    // History: the suite's small multiples; cpu_per_op changes at the first v2 run.
-    let url = format!("{base}/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E");
-    let (dom, log) = browse(&url, &[]);
-    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
-    let cpu = dom
-        .split("<div class=\"series\"")
-        .find(|d| d.contains("data-metric=\"cpu_per_op\""))
-        .expect("a cpu_per_op chart");
-    // The change is marked at the first v2 run (this VM's noise may add a small one
-    // elsewhere; the JSON below checks their sizes).
-    assert!(!cpu.contains("data-change-points=\"0\""));
-    assert!(
-        cpu.contains(&format!(
-            "Change point at run <a href=\"/runs/{first_v2}\">"
-        )),
-        "{:?}",
-        cpu.split("<p class=\"change-point\">")
-            .skip(1)
-            .collect::<Vec<_>>()
-    );
-    // Every run is a point that links to it.
-    assert_eq!(cpu.matches("<circle class=\"point\"").count(), 13);
-    assert!(cpu.contains("tolerance"));
-    assert!(!dom.to_lowercase().contains("<script"));
-    screenshot(&url, "history");
-    let doc = get_json(
-        &base,
-        "/api/v1/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&metric=cpu_per_op",
-    );
-    let changes = doc["series"][0]["change_points"].as_array().unwrap();
-    let v2 = changes
-        .iter()
-        .find(|c| c["run_after"] == first_v2)
-        .unwrap_or_else(|| panic!("no change at run #{first_v2}: {changes:#?}"));
-    assert_eq!(v2["runs_before"], 6, "the six v1 runs: {v2}");
-    // The smallest shift the series can show is stated, on the page and in the JSON.
-    let smallest = doc["series"][0]["detectable"].as_f64().unwrap();
-    assert!(smallest > 0.0 && smallest < 1.0, "{smallest}");
-    assert!(cpu.contains("Smallest shift this history can show: ±"));
-    // Its size is the level's: the mean of the runs after it over the mean of the six
-    // before, recomputed here from the points the page plots.
-    let points = doc["series"][0]["points"].as_array().unwrap();
-    let at = points.iter().position(|p| p["run"] == first_v2).unwrap();
-    let after = v2["runs_after"].as_u64().unwrap() as usize;
-    let mean = |ps: &[serde_json::Value]| {
-        ps.iter().map(|p| p["value"].as_f64().unwrap()).sum::<f64>() / ps.len() as f64
-    };
-    let level = 100.0 * (mean(&points[at..at + after]) / mean(&points[at - 6..at]) - 1.0);
-    let pct = v2["change_percent"].as_f64().unwrap();
-    assert!((pct - level).abs() < 0.01, "{pct} against {level}");
-    // And it is the regression the comparison found: v2 hashes 1.5x as much per request
-    // and the rest of a request's work is the same, so the whole grows by about half at
-    // most (43-52% here on a quiet machine, 27% in a CI run where the fixed part, the
-    // HTTP handling, cost more). The comparison of the medians tells the same size.
-    assert!((5.0..=65.0).contains(&pct), "{pct}");
-    assert!(
-        (pct - compared).abs() < 15.0,
-        "change point {pct:+.1}%, comparison {compared:+.1}%"
-    );
-    // No other shift of size: a change whose one side is a single run is a run the
-    // method cannot tell from an outlier (in CI, the last run of thirteen once took 19%
-    // more CPU per request than the six v2 runs before it), so it is not held to this.
-    for c in changes.iter().filter(|c| c["run_after"] != first_v2) {
-        let side = |k: &str| c[k].as_u64().unwrap();
-        if side("runs_before") < 2 || side("runs_after") < 2 {
-            // The page says what the method cannot tell.
-            assert!(cpu.contains("an outlier or a new level") || cpu.contains("may be an outlier"));
-            continue;
-        }
-        let other = c["change_percent"].as_f64().unwrap().abs();
-        assert!(
-            other < 15.0,
-            "a change of {other:.1}% besides v2's: {changes:#?}"
+    // Its history and comparison measure CPU per request: repeated when the
+    // hypervisor took the machine during it (CI once measured v2's change at 27%).
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let text = suite(
+            "web <b>api</b>",
+            "kind = \"bench\"\nrate = 200\nduration = \"1s\"",
         );
-    }
+        // Six runs of v1 then six of v2 (1.5× the hashing per request): the history's
+        // change point must be at the first v2 run.
+        let mut ids = Vec::new();
+        for (label, profile) in [("v1", "v1"), ("v2", "v2")] {
+            for _ in 0..6 {
+                let out = run_suite_as(&s, &text, label, profile);
+                assert_exit(&out, 0);
+                let runs: serde_json::Value =
+                    serde_json::from_slice(&s.run(&["runs", "--json", "--limit", "1"]).stdout)
+                        .unwrap();
+                ids.push(runs[0]["id"].as_i64().unwrap());
+            }
+        }
+        let first_v2 = ids[6];
+        // A failing run with a hostile label, and imports named by hostile text.
+        let failing = suite(
+            "web <b>api</b>",
+            "kind = \"bench\"\nrate = 200\nduration = \"1s\"\ngates = [\"latency_p99 < 1us\"]",
+        );
+        // (v2 too: its figures count in the history, whose change stays single)
+        assert_exit(&run_suite_as(&s, &failing, XSS_LABEL, "v2"), 1);
+        import(&s, JS_LINK, IMG, 0.010);
+        import(&s, "imported-2", IMG, 0.011);
+        for _ in 0..2 {
+            assert_exit(&s.run(&["monitor", "-q", "--", "sleep", "0.2"]), 0);
+        }
+        let db = s.path("results.db");
+        let before = sha(&db);
 
-    // Imports are a suite of their tool's name; runs outside a suite have a history
-    // per kind: the two monitor runs.
-    let doc = get_json(&base, "/api/v1/history");
-    assert_eq!(doc["outside_suites"][0]["kind"], "monitor", "{doc:#}");
-    let doc = get_json(&base, "/api/v1/history?suite=hyperfine&metric=time");
-    assert_eq!(
-        doc["series"][0]["points"].as_array().unwrap().len(),
-        2,
-        "{doc:#}"
-    );
-    assert_eq!(doc["series"][0]["case"], IMG);
-    let doc = get_json(&base, "/api/v1/history?kind=monitor&metric=peak_rss");
-    assert_eq!(
-        doc["series"][0]["points"].as_array().unwrap().len(),
-        2,
-        "{doc:#}"
-    );
-    let (dom, _) = browse(&format!("{base}/history?suite=hyperfine"), &[]);
-    assert!(dom.contains("History of hyperfine"));
-    assert!(!dom.contains("<img"));
+        let (_server, base) = serve(&s, &[]);
 
-    // Unknown pages and runs are 404s, in HTML and JSON.
-    assert_eq!(get(&base, "/runs/999999", &[]).0, 404);
-    assert_eq!(get(&base, "/api/v1/runs/999999", &[]).0, 404);
-    assert_eq!(
-        get(&base, "/compare?baseline=nope&candidate=v2", &[]).0,
-        404
-    );
-    assert_eq!(get(&base, "/etc/passwd", &[]).0, 404);
+        // Runs: every run, newest first, with its verdict; the failing one says why.
+        let (dom, log) = browse(&format!("{base}/runs"), &[]);
+        assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+        assert_eq!(dom.matches("<tr class=\"run\"").count(), 17, "{dom}");
+        // Twelve suite runs and two imports passed (the monitor runs are `completed`).
+        assert_eq!(dom.matches("verdict passed").count(), 14);
+        assert!(dom.contains("verdict failed"));
+        assert!(
+            dom.contains("latency_p99"),
+            "the first reason of the failing run"
+        );
+        // Hostile texts are text: no element they could make, no javascript: link.
+        assert!(!dom.to_lowercase().contains("<script"), "{dom}");
+        assert!(!dom.contains("<img"));
+        assert!(!dom.contains("href=\"javascript:"));
+        assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(dom.contains("web &lt;b&gt;api&lt;/b&gt;"));
+        screenshot(&format!("{base}/runs"), "runs");
+        // The JSON of the same page.
+        let doc = get_json(
+            &base,
+            "/api/v1/runs?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&status=passed",
+        );
+        assert_eq!(doc["schema"], "strainline.serve.runs.v1");
+        assert_eq!(doc["runs"].as_array().unwrap().len(), 12);
+        let (status, _, body) = get(&base, "/runs?kind=import", &["Accept: application/json"]);
+        assert_eq!(status, 200);
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["runs"][1]["label"], JS_LINK);
 
-    // Nothing was written to the store.
-    assert_eq!(sha(&db), before, "the store file changed while browsing");
+        // A run: its report, its neighbours, the compare picker.
+        let (dom, log) = browse(&format!("{base}/runs/{first_v2}"), &[]);
+        assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+        assert!(dom.contains(&format!("strainline run #{first_v2}")));
+        assert!(
+            dom.contains(&format!("href=\"/runs/{}\"", ids[5])),
+            "previous run"
+        );
+        assert!(
+            dom.contains(&format!("href=\"/runs/{}\"", ids[7])),
+            "next run"
+        );
+        assert!(dom.contains("name=\"baseline\""));
+        assert!(dom.matches("<svg class=\"chart\"").count() >= 3);
+        assert!(!dom.to_lowercase().contains("<script"));
+        screenshot(&format!("{base}/runs/{first_v2}"), "run");
+
+        // Compare: v1's six runs against v2's; the CPU per request regressed.
+        let url = format!("{base}/compare?baseline=v1&candidate=v2");
+        let (dom, log) = browse(&url, &[]);
+        assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+        assert!(dom.contains("cpu_per_op"), "{dom}");
+        assert!(dom.contains("permalink"));
+        let doc = get_json(&base, "/api/v1/compare?baseline=v1&candidate=v2");
+        let cpu = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == "cpu_per_op")
+            .unwrap();
+        assert_eq!(cpu["verdict"], "regressed", "{doc:#}");
+        let compared = 100.0 * (cpu["ratio"].as_f64().unwrap() - 1.0);
+        assert_eq!(doc["verdict"], "regressed");
+        screenshot(&url, "compare");
+        // The imports compare too (the hostile label as a key).
+        let doc = get_json(
+            &base,
+            &format!(
+                "/api/v1/compare?baseline={}&candidate=imported-2",
+                "javascript%3Aalert(2)"
+            ),
+        );
+        assert_eq!(doc["rows"][0]["case"], IMG);
+
+        // History: the suite's small multiples; cpu_per_op changes at the first v2 run.
+        let url = format!("{base}/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E");
+        let (dom, log) = browse(&url, &[]);
+        assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+        let cpu = dom
+            .split("<div class=\"series\"")
+            .find(|d| d.contains("data-metric=\"cpu_per_op\""))
+            .expect("a cpu_per_op chart");
+        // The change is marked at the first v2 run (this VM's noise may add a small one
+        // elsewhere; the JSON below checks their sizes).
+        assert!(!cpu.contains("data-change-points=\"0\""));
+        assert!(
+            cpu.contains(&format!(
+                "Change point at run <a href=\"/runs/{first_v2}\">"
+            )),
+            "{:?}",
+            cpu.split("<p class=\"change-point\">")
+                .skip(1)
+                .collect::<Vec<_>>()
+        );
+        // Every run is a point that links to it.
+        assert_eq!(cpu.matches("<circle class=\"point\"").count(), 13);
+        assert!(cpu.contains("tolerance"));
+        assert!(!dom.to_lowercase().contains("<script"));
+        screenshot(&url, "history");
+        let doc = get_json(
+            &base,
+            "/api/v1/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E&metric=cpu_per_op",
+        );
+        let changes = doc["series"][0]["change_points"].as_array().unwrap();
+        let v2 = changes
+            .iter()
+            .find(|c| c["run_after"] == first_v2)
+            .unwrap_or_else(|| panic!("no change at run #{first_v2}: {changes:#?}"));
+        assert_eq!(v2["runs_before"], 6, "the six v1 runs: {v2}");
+        // The smallest shift the series can show is stated, on the page and in the JSON.
+        let smallest = doc["series"][0]["detectable"].as_f64().unwrap();
+        assert!(smallest > 0.0 && smallest < 1.0, "{smallest}");
+        assert!(cpu.contains("Smallest shift this history can show: ±"));
+        // Its size is the level's: the mean of the runs after it over the mean of the six
+        // before, recomputed here from the points the page plots.
+        let points = doc["series"][0]["points"].as_array().unwrap();
+        let at = points.iter().position(|p| p["run"] == first_v2).unwrap();
+        let after = v2["runs_after"].as_u64().unwrap() as usize;
+        let mean = |ps: &[serde_json::Value]| {
+            ps.iter().map(|p| p["value"].as_f64().unwrap()).sum::<f64>() / ps.len() as f64
+        };
+        let level = 100.0 * (mean(&points[at..at + after]) / mean(&points[at - 6..at]) - 1.0);
+        let pct = v2["change_percent"].as_f64().unwrap();
+        assert!((pct - level).abs() < 0.01, "{pct} against {level}");
+        // And it is the regression the comparison found: v2 hashes 1.5x as much per request
+        // and the rest of a request's work is the same, so the whole grows by about half at
+        // most (43-52% here on a quiet machine, 27% in a CI run where the fixed part, the
+        // HTTP handling, cost more). The comparison of the medians tells the same size.
+        assert!((5.0..=65.0).contains(&pct), "{pct}");
+        assert!(
+            (pct - compared).abs() < 15.0,
+            "change point {pct:+.1}%, comparison {compared:+.1}%"
+        );
+        // No other shift of size: a change whose one side is a single run is a run the
+        // method cannot tell from an outlier (in CI, the last run of thirteen once took 19%
+        // more CPU per request than the six v2 runs before it), so it is not held to this.
+        for c in changes.iter().filter(|c| c["run_after"] != first_v2) {
+            let side = |k: &str| c[k].as_u64().unwrap();
+            if side("runs_before") < 2 || side("runs_after") < 2 {
+                // The page says what the method cannot tell.
+                assert!(
+                    cpu.contains("an outlier or a new level") || cpu.contains("may be an outlier")
+                );
+                continue;
+            }
+            let other = c["change_percent"].as_f64().unwrap().abs();
+            assert!(
+                other < 15.0,
+                "a change of {other:.1}% besides v2's: {changes:#?}"
+            );
+        }
+
+        // Imports are a suite of their tool's name; runs outside a suite have a history
+        // per kind: the two monitor runs.
+        let doc = get_json(&base, "/api/v1/history");
+        assert_eq!(doc["outside_suites"][0]["kind"], "monitor", "{doc:#}");
+        let doc = get_json(&base, "/api/v1/history?suite=hyperfine&metric=time");
+        assert_eq!(
+            doc["series"][0]["points"].as_array().unwrap().len(),
+            2,
+            "{doc:#}"
+        );
+        assert_eq!(doc["series"][0]["case"], IMG);
+        let doc = get_json(&base, "/api/v1/history?kind=monitor&metric=peak_rss");
+        assert_eq!(
+            doc["series"][0]["points"].as_array().unwrap().len(),
+            2,
+            "{doc:#}"
+        );
+        let (dom, _) = browse(&format!("{base}/history?suite=hyperfine"), &[]);
+        assert!(dom.contains("History of hyperfine"));
+        assert!(!dom.contains("<img"));
+
+        // Unknown pages and runs are 404s, in HTML and JSON.
+        assert_eq!(get(&base, "/runs/999999", &[]).0, 404);
+        assert_eq!(get(&base, "/api/v1/runs/999999", &[]).0, 404);
+        assert_eq!(
+            get(&base, "/compare?baseline=nope&candidate=v2", &[]).0,
+            404
+        );
+        assert_eq!(get(&base, "/etc/passwd", &[]).0, 404);
+
+        // Nothing was written to the store.
+        assert_eq!(sha(&db), before, "the store file changed while browsing");
+    });
 }
 
 #[test]
