@@ -23,6 +23,20 @@ fn rss_bytes(pid: u32) -> f64 {
     kib * 1024.0
 }
 
+/// Every thread of `pid` to run on `cpu` only.
+fn pin(pid: u32, cpu: usize) {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let tid: i32 = task.unwrap().file_name().to_string_lossy().parse().unwrap();
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the call reads it only.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        assert_eq!(ok, 0, "pinning thread {tid} of {pid}");
+    }
+}
+
 /// CPU time of a process, seconds, from the kernel's per-thread scheduler statistics
 /// (nanosecond resolution, unlike the 10 ms ticks of /proc/PID/stat).
 fn cpu_seconds(pid: u32) -> f64 {
@@ -83,27 +97,46 @@ fn the_leak_knob_leaks_what_it_says_and_none_without_it() {
 
 #[test]
 fn profile_v2_costs_half_as_much_cpu_again_per_push() {
-    // Both servers run side by side and take turns, so both see the same machine noise.
-    let start = |profile: &str| {
-        let s = server(&["--profile", profile, "--cpu-cost", "1000", "--workers", "1"]);
+    // v1 and v2 run side by side, on one CPU, and take turns, so both see the same
+    // machine noise (the two vCPUs here run at different speeds when the host's other
+    // guests load one of them: blocks of 1.30 against 1.50 before the pinning); a third
+    // server without hashing measures what a push costs besides it (the HTTP
+    // handling, whose cost moves with the machine: on a busy CI host it lowered the
+    // plain v2/v1 ratio to 1.33). The knob's truth is on the hashing alone: v2's is
+    // 1.5 times v1's.
+    let start = |profile: &str, cost: &str| {
+        let s = server(&["--profile", profile, "--cpu-cost", cost, "--workers", "1"]);
         let mut c = s.client();
         register(&mut c, 10);
         push_n(&mut c, 20, 10);
+        pin(s.pid(), 0);
         (s, c)
     };
-    let (v1, mut c1) = start("v1");
-    let (v2, mut c2) = start("v2");
-    let (b1, b2) = (cpu_seconds(v1.pid()), cpu_seconds(v2.pid()));
-    for _ in 0..100 {
-        push_n(&mut c1, 3, 10);
-        push_n(&mut c2, 3, 10);
-    }
-    let (cpu1, cpu2) = (cpu_seconds(v1.pid()) - b1, cpu_seconds(v2.pid()) - b2);
-    let ratio = cpu2 / cpu1;
-    eprintln!("v2/v1 CPU per push: {ratio:.2}");
+    let (v1, mut c1) = start("v1", "1000");
+    let (v2, mut c2) = start("v2", "1000");
+    let (bare, mut c0) = start("v1", "0");
+    // Ten blocks of 30 pushes each, three at a time in turn; a burst of noise bends a
+    // block, so the verdict is the median block's.
+    let mut ratios: Vec<f64> = (0..10)
+        .map(|_| {
+            let cpu = || [&v1, &v2, &bare].map(|s| cpu_seconds(s.pid()));
+            let before = cpu();
+            for _ in 0..10 {
+                push_n(&mut c1, 3, 10);
+                push_n(&mut c2, 3, 10);
+                push_n(&mut c0, 3, 10);
+            }
+            let after = cpu();
+            let used = |i: usize| after[i] - before[i];
+            (used(1) - used(2)) / (used(0) - used(2))
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let ratio = (ratios[4] + ratios[5]) / 2.0;
+    eprintln!("v2/v1 CPU per push, hashing alone: {ratio:.3} (blocks: {ratios:.2?})");
     assert!(
-        ratio >= 1.4,
-        "v2 used {cpu2:.3} s and v1 {cpu1:.3} s for 300 pushes each: ratio {ratio:.2}"
+        (1.45..=1.55).contains(&ratio),
+        "v2/v1 hashing CPU over ten blocks of 30 pushes: median {ratio:.3}, blocks {ratios:.2?}"
     );
 }
 
