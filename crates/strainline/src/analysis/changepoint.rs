@@ -292,7 +292,7 @@ mod tests {
         // relative to the newest level's mean.
         let two: Vec<f64> = z
             .iter()
-            .map(|v| v + 0.0)
+            .copied()
             .chain(z.iter().map(|v| v + 100.0))
             .collect();
         let cps = change_points(&two, Params::default());
