@@ -411,6 +411,23 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The first CPU this process may run on (`Cpus_allowed_list` of /proc/self/status), for
+/// `taskset -c`. The VM's two vCPUs run at different speeds at times (a fixed loop read
+/// 12% apart on one, not the other): a target left to float lands on either, and two
+/// runs of one version then differ by that much. Tests that compare runs pin the target.
+pub fn one_cpu() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let list = s
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+            let first = list.trim().split([',', '-']).next()?;
+            Some(first.to_string())
+        })
+        .unwrap_or_else(|| "0".into())
+}
+
 /// Nanoseconds a fixed loop takes per turn, the best of five (the machine's speed now).
 pub fn cpu_speed() -> f64 {
     (0..5)

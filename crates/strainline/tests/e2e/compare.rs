@@ -12,7 +12,7 @@ fn ab_suite(kind_body: &str) -> String {
 name = "ab"
 
 [target]
-command = ["TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "{{{{cost}}}}", "--profile", "{{{{profile}}}}"]
+command = ["taskset", "-c", "CPU", "TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "{{{{cost}}}}", "--profile", "{{{{profile}}}}"]
 ready = "http://127.0.0.1:{{{{port}}}}/health"
 
 [[test]]
@@ -26,7 +26,10 @@ name = "push"
 /// Runs the suite for one version; returns the run id.
 fn run_version(s: &Scratch, suite: &str, profile: &str, cost: u32, label: &str) -> i64 {
     let path = s.path("ab.toml");
-    std::fs::write(&path, suite.replace("TB", testbed().to_str().unwrap())).unwrap();
+    let suite = suite
+        .replace("TB", testbed().to_str().unwrap())
+        .replace("\"CPU\"", &format!("\"{}\"", one_cpu()));
+    std::fs::write(&path, suite).unwrap();
     let args = [
         "run",
         path.to_str().unwrap(),
@@ -114,8 +117,10 @@ fn a_a_runs_flag_nothing_and_the_v2_profile_is_flagged_in_each_of_three_trials()
             let cpu = row(&doc, "cpu_per_op");
             assert_eq!(cpu["verdict"], "regressed", "{text}");
             let ratio = cpu["ratio"].as_f64().unwrap();
+            // At most 1.5: the hashing is 1.5x, the rest of a push is unchanged. Pinned,
+            // three trials read 1.445-1.451 here; regressed already says beyond 1.2.
             assert!(
-                (1.3..=1.7).contains(&ratio),
+                (1.25..=1.7).contains(&ratio),
                 "cpu_per_op at {ratio:.2}× of v1\n{text}"
             );
             assert!(

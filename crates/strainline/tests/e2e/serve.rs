@@ -23,7 +23,7 @@ fn suite(name: &str, kind_body: &str) -> String {
 name = "{name}"
 
 [target]
-command = ["TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "300", "--profile", "{{{{profile}}}}"]
+command = ["taskset", "-c", "CPU", "TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "300", "--profile", "{{{{profile}}}}"]
 ready = "http://127.0.0.1:{{{{port}}}}/health"
 
 [[test]]
@@ -33,6 +33,7 @@ name = "push<script>alert(4)</script>"
 "#
     )
     .replace("TB", testbed().to_str().unwrap())
+    .replace("\"CPU\"", &format!("\"{}\"", one_cpu()))
 }
 
 fn run_suite_as(s: &Scratch, text: &str, label: &str, profile: &str) -> std::process::Output {
