@@ -241,8 +241,8 @@ pub fn detectable(series: &[f64], cps: &[ChangePoint], params: Params) -> Option
     let (left, right) = ((m / 2) as f64, (m - m / 2) as f64);
     let se = sigma * (1.0 / left + 1.0 / right).sqrt();
     let dof = m as f64 - 2.0;
-    let critical = super::paired::t_critical(dof, params.max_p);
-    let shift = (critical + super::paired::power_quantile(dof)) * se / mean.abs();
+    let critical = super::twosample::t_critical(dof, params.max_p);
+    let shift = (critical + super::twosample::power_quantile(dof)) * se / mean.abs();
     // Nor is a shift below the smallest change reported.
     Some(shift.max(params.min_magnitude))
 }

@@ -194,6 +194,29 @@ pub fn t_two_sided(t: f64, df: f64) -> f64 {
     incomplete_beta(df / (df + t * t), df / 2.0, 0.5)
 }
 
+/// The power at which a comparison states the smallest change it could see.
+pub const POWER: f64 = 0.8;
+
+/// The quantile of Student's t with `df` degrees of freedom that a two-sided test
+/// exceeds with probability `p` (bisection on the exact distribution).
+pub fn t_critical(df: f64, p: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1e3f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_two_sided(mid, df) > p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The one-sided quantile for the stated power: P(T ≤ q) = [`POWER`].
+pub fn power_quantile(df: f64) -> f64 {
+    t_critical(df, 2.0 * (1.0 - POWER))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TTest {
     pub t: f64,
@@ -389,6 +412,16 @@ mod tests {
         let w = welch_t(&g1, &g2).unwrap();
         assert!(close(w.df, 17.776, 1e-3), "{}", w.df);
         assert!(close(w.p, 0.07939, 1e-5), "{}", w.p);
+    }
+
+    #[test]
+    fn student_quantiles_match_tables() {
+        // SciPy: scipy.stats.t.ppf(0.975, [4, 9, 29]) = 2.776445, 2.262157, 2.045230.
+        for (df, q) in [(4.0, 2.776445), (9.0, 2.262157), (29.0, 2.045230)] {
+            assert!((t_critical(df, 0.05) - q).abs() < 1e-5, "df {df}");
+        }
+        // One-sided 80%: scipy.stats.t.ppf(0.8, 9) = 0.883404.
+        assert!((power_quantile(9.0) - 0.883404).abs() < 1e-5);
     }
 
     #[test]
