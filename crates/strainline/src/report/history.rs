@@ -90,7 +90,7 @@ pub struct History {
     pub case: String,
     pub metric: String,
     pub unit: String,
-    pub parameters: serde_json::Value,
+    pub parameters: Parameters,
     pub points: Vec<Point>,
     pub change_points: Vec<Shift>,
     /// The smallest shift the method would find in this series (0.1 = 10%).
@@ -98,13 +98,21 @@ pub struct History {
 }
 
 /// How change points were found, for documents.
-pub fn parameters(p: &Params) -> serde_json::Value {
-    serde_json::json!({
-        "method": "e-divisive means, Student's t-test (as Apache Otava)",
-        "window": p.window,
-        "max_p": p.max_p,
-        "min_magnitude": p.min_magnitude,
-    })
+#[derive(Debug, Clone, Serialize)]
+pub struct Parameters {
+    pub method: &'static str,
+    pub window: usize,
+    pub max_p: f64,
+    pub min_magnitude: f64,
+}
+
+pub fn parameters(p: &Params) -> Parameters {
+    Parameters {
+        method: "e-divisive means, Student's t-test (as Apache Otava)",
+        window: p.window,
+        max_p: p.max_p,
+        min_magnitude: p.min_magnitude,
+    }
 }
 
 /// The runs a query covers, oldest first.
@@ -265,8 +273,8 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
         h.metric,
         h.case,
         h.points.len(),
-        h.parameters["window"],
-        h.parameters["max_p"]
+        h.parameters.window,
+        h.parameters.max_p
     )?;
     writeln!(
         out,
@@ -300,7 +308,7 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
             out,
             "smallest shift this history can show: ±{:.1}% (found 80% of the time in the middle of its newest {} runs, from its noise within its levels)",
             100.0 * d,
-            h.points.len().min(h.parameters["window"].as_u64().unwrap_or(50) as usize)
+            h.points.len().min(h.parameters.window)
         )?;
     }
     for s in &h.change_points {
