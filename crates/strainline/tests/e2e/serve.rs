@@ -340,8 +340,9 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
         assert!((pct - level).abs() < 0.01, "{pct} against {level}");
         // And it is the regression the comparison found: v2 hashes 1.5x as much per request
         // and the rest of a request's work is the same, so the whole grows by about half at
-        // most (43-52% here on a quiet machine, 27% in a CI run where the fixed part, the
-        // HTTP handling, cost more). The comparison of the medians tells the same size.
+        // most (43-52% here on a quiet machine; 27% in a CI run before the target was
+        // pinned to one CPU, the VM's two running at different speeds). The comparison of
+        // the medians tells the same size.
         assert!((5.0..=65.0).contains(&pct), "{pct}");
         assert!(
             (pct - compared).abs() < 15.0,
@@ -359,10 +360,12 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
                 );
                 continue;
             }
+            // The machine's own drift between separate runs reaches 15% here: what is
+            // held is that the injected change stands out, any other under half of it.
             let other = c["change_percent"].as_f64().unwrap().abs();
             assert!(
-                other < 15.0,
-                "a change of {other:.1}% besides v2's: {changes:#?}"
+                other < pct.abs() / 2.0,
+                "a change of {other:.1}% besides v2's {pct:+.1}%: {changes:#?}"
             );
         }
 
