@@ -276,25 +276,30 @@ fn wait_for_quiet(cores: f64) {
 /// the machine is quiet ([`wait_for_quiet`]). If it fails while the hypervisor stole a
 /// noticeable share of the machine's CPU (0.25%, and at least 0.05 s: a burst on the
 /// target's core bends a 3 s step), the measurement is not of strainline or the target:
-/// it is repeated, up to five attempts in all. A failure on a machine nobody stole from
-/// fails at once; the assertions are the same in every attempt.
+/// it is repeated, up to five attempts in all; so is one during which the machine's CPUs
+/// ran more than 10% apart or changed speed by that much ([`cpu_speeds`]: this VM's two
+/// vCPUs do at times, and a target costs more on the slower). A failure on a machine
+/// that held still fails at once; the assertions are the same in every attempt.
 pub fn on_a_quiet_machine(mut body: impl FnMut()) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     for attempt in 1..=5 {
         wait_for_quiet(cores);
-        let (steal0, t0, speed0) = (steal_seconds(), std::time::Instant::now(), cpu_speed());
+        let (steal0, t0, speeds0) = (steal_seconds(), std::time::Instant::now(), cpu_speeds());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut body));
         let stolen = steal_seconds() - steal0;
         let budget = (0.0025 * t0.elapsed().as_secs_f64() * cores).max(0.05);
+        let speeds = cpu_speeds();
         match r {
             Ok(()) => return,
             Err(_) if attempt < 5 && stolen > budget => eprintln!(
                 "attempt {attempt} failed while the hypervisor stole {stolen:.2} s of CPU: repeated"
             ),
             // The VM's speed moves without any steal being accounted (a neighbour's
-            // cache, the host's clock): a fixed loop timed before and after tells.
-            Err(_) if attempt < 5 && (cpu_speed() / speed0 - 1.0).abs() > 0.1 => eprintln!(
-                "attempt {attempt} failed while this machine's speed moved by more than 10%: repeated"
+            // cache, the host's clock), and its CPUs can run at different speeds (a
+            // process then costs more on one than on the other): a fixed loop timed on
+            // each CPU before and after tells.
+            Err(_) if attempt < 5 && speeds_differ(&speeds0, &speeds) => eprintln!(
+                "attempt {attempt} failed while this machine's CPUs ran {speeds0:.2?} then {speeds:.2?} ns a turn (apart or moved by more than 10%): repeated"
             ),
             Err(e) => std::panic::resume_unwind(e),
         }
@@ -426,6 +431,49 @@ pub fn one_cpu() -> String {
             Some(first.to_string())
         })
         .unwrap_or_else(|| "0".into())
+}
+
+/// [`cpu_speed`] on each CPU this thread may use, pinned there in turn (the thread's
+/// affinity is restored after).
+pub fn cpu_speeds() -> Vec<f64> {
+    // SAFETY: cpu_set_t is plain data; sched_{get,set}affinity(0, …) act on this thread
+    // and are given the set's own size.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return vec![cpu_speed()];
+        }
+        let cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed));
+        let speeds = cpus
+            .map(|c| {
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(c, &mut one);
+                libc::sched_setaffinity(0, size, &one);
+                cpu_speed()
+            })
+            .collect();
+        libc::sched_setaffinity(0, size, &allowed);
+        speeds
+    }
+}
+
+/// Whether two readings of [`cpu_speeds`] show the CPUs more than 10% apart, or any one
+/// moved by more than 10% between them.
+fn speeds_differ(before: &[f64], after: &[f64]) -> bool {
+    let apart = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        hi / lo - 1.0 > 0.1
+    };
+    apart(before)
+        || apart(after)
+        || before.len() != after.len()
+        || before
+            .iter()
+            .zip(after)
+            .any(|(b, a)| (a / b - 1.0).abs() > 0.1)
 }
 
 /// Nanoseconds a fixed loop takes per turn, the best of five (the machine's speed now).
