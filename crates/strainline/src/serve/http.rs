@@ -160,6 +160,18 @@ pub fn encode(s: &str) -> String {
     out
 }
 
+/// `path` as a path on this server, for a `Location`: each segment percent-encoded and
+/// empty ones dropped, so that it starts with one `/` (never `//host`, which a browser
+/// would follow off this server) and holds nothing a header could break on.
+pub fn local_path(path: &str) -> String {
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|seg| !seg.is_empty())
+        .map(encode)
+        .collect();
+    format!("/{}", segments.join("/"))
+}
+
 /// A query string of the pairs whose value is set: `?a=1&b=x%20y`, or empty.
 pub fn query(pairs: &[(&str, Option<&str>)]) -> String {
     let set: Vec<String> = pairs
@@ -288,6 +300,14 @@ mod tests {
         ] {
             assert_eq!(decode(&encode(s), true), s);
         }
+        assert_eq!(local_path("/runs/5"), "/runs/5");
+        assert_eq!(local_path("//evil.example/x"), "/evil.example/x");
+        assert_eq!(local_path("/\\evil.example"), "/%5Cevil.example");
+        assert_eq!(
+            local_path("/a b\r\nSet-Cookie: x"),
+            "/a%20b%0D%0ASet-Cookie%3A%20x"
+        );
+        assert_eq!(local_path(""), "/");
         assert_eq!(decode("%", true), "%");
         assert_eq!(decode("%4", true), "%4");
         assert_eq!(

@@ -190,7 +190,12 @@ fn respond(shared: &Shared, req: &Request) -> Response {
                 .filter(|(k, _)| k != "token")
                 .map(|(k, v)| (k.as_str(), Some(v.as_str())))
                 .collect();
-            return Response::redirect(format!("{}{}", req.path, http::query(&rest))).with(
+            return Response::redirect(format!(
+                "{}{}",
+                http::local_path(&req.path),
+                http::query(&rest)
+            ))
+            .with(
                 "Set-Cookie",
                 format!("strainline_token={token}; Path=/; HttpOnly; SameSite=Strict"),
             );

@@ -617,6 +617,18 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
         200
     );
     assert_eq!(get(&base, "/runs?token=nope", &[]).0, 401);
+    // The redirect that drops the token never leaves this server, nor breaks its head.
+    let (status, head, _) = get(
+        &base,
+        &format!("//evil.example/%0D%0AX-Injected:%201?token={secret}"),
+        &[],
+    );
+    assert_eq!(status, 303);
+    assert!(
+        head.contains("Location: /evil.example/%0D%0AX-Injected%3A%201\r\n"),
+        "{head}"
+    );
+    assert!(!head.contains("\nX-Injected"), "{head}");
 
     // Hostile requests: a method that writes, a malformed head, a silent client and an
     // oversized head get clean answers and do not stop the next request.
