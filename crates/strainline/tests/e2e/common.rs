@@ -423,46 +423,53 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// The first CPU this process may run on (`Cpus_allowed_list` of /proc/self/status), for
-/// `taskset -c`. The VM's two vCPUs run at different speeds at times (a fixed loop read
-/// 12% apart on one, not the other): a target left to float lands on either, and two
-/// runs of one version then differ by that much. Tests that compare runs pin the target.
+/// The CPUs this thread may run on (its affinity; CPU 0 alone if it cannot be read).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity(0, …) reads this thread's set
+    // into it and is given the set's own size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// The first CPU this process may run on, for `taskset -c`. The VM's two vCPUs run at
+/// different speeds at times (a fixed loop read 12% apart on one, not the other): a
+/// target left to float lands on either, and two runs of one version then differ by
+/// that much. Tests that compare runs pin the target.
 pub fn one_cpu() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let list = s
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-            let first = list.trim().split([',', '-']).next()?;
-            Some(first.to_string())
-        })
-        .unwrap_or_else(|| "0".into())
+    allowed_cpus().first().copied().unwrap_or(0).to_string()
 }
 
 /// [`cpu_speed`] on each CPU this thread may use, pinned there in turn (the thread's
 /// affinity is restored after).
 pub fn cpu_speeds() -> Vec<f64> {
-    // SAFETY: cpu_set_t is plain data; sched_{get,set}affinity(0, …) act on this thread
-    // and are given the set's own size.
-    unsafe {
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
-            return vec![cpu_speed()];
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    let pin = |cpus: &[usize]| {
+        // SAFETY: as in `allowed_cpus`; sched_setaffinity(0, …) sets this thread's.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                libc::CPU_SET(c, &mut set);
+            }
+            libc::sched_setaffinity(0, size, &set);
         }
-        let cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed));
-        let speeds = cpus
-            .map(|c| {
-                let mut one: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(c, &mut one);
-                libc::sched_setaffinity(0, size, &one);
-                cpu_speed()
-            })
-            .collect();
-        libc::sched_setaffinity(0, size, &allowed);
-        speeds
-    }
+    };
+    let allowed = allowed_cpus();
+    let speeds = allowed
+        .iter()
+        .map(|&c| {
+            pin(&[c]);
+            cpu_speed()
+        })
+        .collect();
+    pin(&allowed);
+    speeds
 }
 
 /// Whether two readings of [`cpu_speeds`] show the CPUs more than 10% apart, or any one
