@@ -592,19 +592,29 @@ fn a_replay_of_a_1_gib_log_runs_in_bounded_memory() {
                 .unwrap();
             }
         }
+        // On disk before the run: a gigabyte of dirty pages written back during it
+        // competes with the generator for the two CPUs.
+        w.into_inner().unwrap().sync_all().unwrap();
     }
     assert!(std::fs::metadata(&log).unwrap().len() > 1 << 30);
     let json = s.path("load.json");
-    let peak = s.own_peak(&[
-        "load",
-        &srv.url(""),
-        "--replay",
-        log.to_str().unwrap(),
-        "-z",
-        "4s",
-        "--json",
-        json.to_str().unwrap(),
-    ]) / 1048576.0;
+    // The claim is the memory bound and every request sent and answered, not the
+    // verdict: the other tests share the machine, and a generator they delay sends late
+    // and is rightly called INVALID (CI, 2026-11-26: schedule lag p99 393 ms, 4,000 of
+    // 4,000 answered).
+    let peak = s.own_peak_ending(
+        &[
+            "load",
+            &srv.url(""),
+            "--replay",
+            log.to_str().unwrap(),
+            "-z",
+            "4s",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[0, strainline::exit::INVALID],
+    ) / 1048576.0;
     let _ = std::fs::remove_file(&log);
     assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
     let run: serde_json::Value =
