@@ -428,14 +428,14 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// The CPUs this thread may run on (its affinity; CPU 0 alone if it cannot be read).
+/// The CPUs this thread may run on (its affinity; none if it cannot be read).
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity(0, …) reads this thread's set
     // into it and is given the set's own size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
+            return Vec::new();
         }
         (0..libc::CPU_SETSIZE as usize)
             .filter(|&c| libc::CPU_ISSET(c, &set))
@@ -452,8 +452,12 @@ pub fn one_cpu() -> String {
 }
 
 /// [`cpu_speed`] on each CPU this thread may use, pinned there in turn (the thread's
-/// affinity is restored after).
+/// affinity is restored after); unpinned, once, if its affinity cannot be read.
 pub fn cpu_speeds() -> Vec<f64> {
+    let allowed = allowed_cpus();
+    if allowed.is_empty() {
+        return vec![cpu_speed()];
+    }
     let size = std::mem::size_of::<libc::cpu_set_t>();
     let pin = |cpus: &[usize]| {
         // SAFETY: as in `allowed_cpus`; sched_setaffinity(0, …) sets this thread's.
@@ -465,7 +469,6 @@ pub fn cpu_speeds() -> Vec<f64> {
             libc::sched_setaffinity(0, size, &set);
         }
     };
-    let allowed = allowed_cpus();
     let speeds = allowed
         .iter()
         .map(|&c| {
