@@ -332,6 +332,15 @@ pub struct LoadArgs {
     /// Write the summary and the per-second series as JSON (schema strainline.load.v1).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// A pass/fail condition on the run (repeatable), in the suite's gate language:
+    /// `error_rate < 1%`, `latency_p99 < 300ms`, `throughput >= 500`. A failed gate
+    /// exits 1, like a suite's.
+    #[arg(long = "gate", value_name = "METRIC<VALUE")]
+    pub gates: Vec<String>,
+    /// Stop the run as soon as a gate on error_rate or a latency is decided failed
+    /// (it cannot pass whatever the rest of the run does), exit 1 with the reason.
+    #[arg(long, requires = "gates")]
+    pub abort_on_fail: bool,
     /// A label for the run in the store.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,

@@ -35,7 +35,6 @@ pub const THREADS: Limit = limit("threads", 1.0, 256.0, "threads");
 pub const REQUESTS: Limit = limit("requests", 1.0, 1e12, "requests");
 pub const BODY_BYTES: Limit = limit("body_bytes", 0.0, 64.0 * 1048576.0, "bytes");
 pub const MAX_STEPS: Limit = limit("max_steps", 1.0, 10_000.0, "steps");
-pub const MAX_ERROR_RATE: Limit = limit("max_error_rate", 0.0, 1.0, "(a fraction)");
 pub const CLIENTS: Limit = limit("clients", 1.0, 1_000_000.0, "clients");
 pub const ROUNDS: Limit = limit("rounds", 2.0, 100_000.0, "rounds");
 pub const OPS: Limit = limit("ops", 1.0, 1e9, "operations per round");
@@ -111,6 +110,5 @@ mod tests {
         assert!(INTERVAL.duration(Duration::ZERO).is_err());
         assert!(PAUSE.duration(Duration::ZERO).is_ok());
         assert!(ROUNDS.check(1.0).is_err());
-        assert!(MAX_ERROR_RATE.check(1.5).is_err());
     }
 }

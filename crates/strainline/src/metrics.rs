@@ -100,7 +100,7 @@ pub enum Unit {
     Bytes,
     /// Mebibytes (a per-client memory figure).
     MiB,
-    /// A ratio 0..1; gates may say `0.1%` or `0.001`.
+    /// A ratio 0..1; gates say `0.1%` (a bare number is refused: 0.1 of what?).
     Ratio,
     /// A yes/no finding: `none` (0) or `detected` (1).
     Finding,

@@ -100,18 +100,39 @@ impl fmt::Display for Bytes {
     }
 }
 
-/// A share: `20%` or `0.2` → 0.2. Refuses negatives and anything that is not a number.
+/// A share written with its unit: `20%` → 0.2. A bare number is refused with the fix,
+/// because `3` is ambiguous between 3% and 300% (a fraction of 3).
 pub fn parse_fraction(s: &str) -> crate::error::Result<f64> {
     let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
+    let Some(p) = t.strip_suffix('%') else {
+        return Err(crate::Error::usage(match t.parse::<f64>() {
+            Ok(v) if v.is_finite() => format!(
+                "'{t}' has no unit: {t} what? write {t}%{}",
+                if v > 0.0 && v < 1.0 {
+                    format!(" (or {}% if {t} was a fraction)", format_number(v * 100.0))
+                } else {
+                    String::new()
+                }
+            ),
+            _ => format!("'{s}' is not a percentage: write it as 20%"),
+        }));
     };
-    match v {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+    match p.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
         _ => Err(crate::Error::usage(format!(
-            "'{s}' is not a percentage: write it as 20% or 0.2"
+            "'{s}' is not a percentage: write it as 20%"
         ))),
+    }
+}
+
+/// `text` in bold red when stdout is a terminal (and `NO_COLOR` is unset), else as is:
+/// for the line a reader must not miss.
+pub fn alarm(text: &str) -> String {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        format!("\x1b[1;31m{text}\x1b[0m")
+    } else {
+        text.to_string()
     }
 }
 
@@ -257,6 +278,18 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_share_needs_its_percent_sign() {
+        assert_eq!(super::parse_fraction("3%").unwrap(), 0.03);
+        assert_eq!(super::parse_fraction(" 0.1% ").unwrap(), 0.001);
+        let e = super::parse_fraction("3").unwrap_err().to_string();
+        assert!(e.contains("'3' has no unit: 3 what? write 3%"), "{e}");
+        let e = super::parse_fraction("0.2").unwrap_err().to_string();
+        assert!(e.contains("write 0.2% (or 20% if 0.2 was a fraction)"), "{e}");
+        assert!(super::parse_fraction("-3%").is_err());
+        assert!(super::parse_fraction("abc").is_err());
+    }
+
     use super::*;
 
     #[test]
@@ -313,7 +346,7 @@ mod tests {
     #[test]
     fn parses_and_formats_metric_values() {
         assert_eq!(parse_fraction("20%").unwrap(), 0.2);
-        assert_eq!(parse_fraction("0.05").unwrap(), 0.05);
+        assert!(parse_fraction("0.05").is_err());
         assert!(parse_fraction("-5%")
             .unwrap_err()
             .to_string()

@@ -90,12 +90,18 @@ enum Cmd {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
-    /// Work of known complexity: --n units, or n²/1000 with --quadratic.
+    /// Work of known complexity: --n units, or n²/1000 with --quadratic, after a fixed
+    /// start of --start-ms of CPU (what a real binary's start costs).
     Work {
         #[arg(long)]
         n: u64,
         #[arg(long)]
         quadratic: bool,
+        #[arg(long, default_value_t = 0.0)]
+        start_ms: f64,
+        /// Hashing rounds per unit (the work's weight).
+        #[arg(long, default_value_t = 200)]
+        rounds: u64,
     },
     /// Leave behind a setsid daemon holding --mib MiB for --seconds, and exit at once.
     /// A server with a small listen backlog that accepts slowly (one connection every
@@ -289,8 +295,13 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             accept_every,
             close,
         } => fixtures::backlog(&listen, backlog, accept_every, close),
-        Cmd::Work { n, quadratic } => {
-            fixtures::work(n, quadratic);
+        Cmd::Work {
+            n,
+            quadratic,
+            start_ms,
+            rounds,
+        } => {
+            fixtures::work(n, quadratic, start_ms, rounds);
             0
         }
         Cmd::Serve(a) => serve::run(

@@ -253,13 +253,19 @@ pub fn daemonize(mib: usize, seconds: f64, linger_ms: u64) {
 }
 
 /// Work of known complexity for scale tests: `n` units (linear) or `n²/1000` units
-/// (quadratic), each a little hashing. Prints `ops=…` and `elapsed_ms=…`.
-pub fn work(n: u64, quadratic: bool) {
+/// (quadratic), each `rounds` of hashing, after `start_ms` of CPU spent as a fixed start
+/// (loading, parsing a configuration). Prints `ops=…` and `elapsed_ms=…`.
+pub fn work(n: u64, quadratic: bool, start_ms: f64, rounds: u64) {
     let start = Instant::now();
-    let units = if quadratic { n * n / 1000 } else { n };
     let mut x = 0u64;
+    while start.elapsed().as_secs_f64() * 1000.0 < start_ms {
+        for j in 0..1000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(j));
+        }
+    }
+    let units = if quadratic { n * n / 1000 } else { n };
     for i in 0..units {
-        for j in 0..200u64 {
+        for j in 0..rounds {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i ^ j));
         }
     }

@@ -2,6 +2,8 @@
 //! with a live progress line, judge whether the generator was the limit, store the run
 //! and print the summary.
 
+use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agents;
@@ -14,6 +16,8 @@ use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Work};
 use crate::os::signals;
 use crate::report::load as report;
 use crate::store::{Location, Store};
+use crate::suite::abort::Abort;
+use crate::suite::gate::Gate;
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
@@ -131,8 +135,47 @@ pub fn fleet(
     Ok(Some(fleet))
 }
 
+/// The `--gate`s, checked against the metrics `load` stores (exit 2 on a bad one, before
+/// any load is sent).
+fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
+    let metrics: Vec<(&str, crate::metrics::Unit)> = crate::metrics::METRICS
+        .iter()
+        .filter(|d| d.made_by(crate::metrics::Source::Load) && !d.name.contains('*'))
+        .map(|d| (d.name, d.unit))
+        .collect();
+    let gates: Vec<Gate> = args
+        .gates
+        .iter()
+        .map(|text| {
+            crate::suite::gate::parse(text, &metrics)
+                .map_err(|(_, e)| crate::Error::usage(format!("--gate '{text}': {e}")))
+        })
+        .collect::<crate::error::Result<_>>()?;
+    if args.abort_on_fail && !gates.iter().any(crate::suite::abort::decidable) {
+        return Err(crate::Error::usage(
+            "--abort-on-fail: no --gate can be decided during the run (those are ceilings on \
+             error_rate or a latency percentile, e.g. --gate 'error_rate < 1%')",
+        ));
+    }
+    Ok(gates)
+}
+
+/// The requests the run will make due in all, when the command line fixes it: `-n`, or
+/// an open model's rate over its duration.
+fn planned_requests(spec: &LoadSpec) -> Option<u64> {
+    if let Some(n) = spec.count {
+        return Some(n);
+    }
+    let over = spec.duration?.as_secs_f64();
+    match &spec.offer {
+        Offer::Open { rate, .. } => Some(rate.count_by(over).floor() as u64),
+        _ => None,
+    }
+}
+
 pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i32> {
     let spec = spec(&args)?;
+    let gates = gates(&args)?;
     let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
     let fleet = match fleet(&args.agents, Some(&spec))? {
@@ -169,7 +212,13 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         None => None,
     };
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
-    let session = agents::session::drive(&spec, &planned, fleet, (!args.no_progress, ""), &*feed);
+    let abort = Arc::new(Abort::new(feed.clone(), &gates, planned_requests(&spec)));
+    let observer: crate::observe::Shared = if args.abort_on_fail {
+        abort.clone()
+    } else {
+        feed.clone()
+    };
+    let session = agents::session::drive(&spec, &planned, fleet, (!args.no_progress, ""), &*observer);
     drop(live);
     let Session {
         outcome,
@@ -185,8 +234,30 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     };
     let target = watcher.map(|w| w.finish(Vec::new(), "watched").0);
     drop(export);
-    let (code, status) = if outcome.interrupted {
+    let metrics = load::summary::metrics(&summary);
+    let judged: Vec<(bool, String)> = gates
+        .iter()
+        .map(|g| match metrics.iter().find(|m| m.name == g.metric) {
+            Some(m) => (g.holds(m.value), g.describe(m.value)),
+            None => (false, format!("{}: not measured in this run", g.text)),
+        })
+        .collect();
+    let aborted = abort.decided();
+    let gate_failed = judged.iter().any(|(held, _)| !held);
+    let mut reasons = summary.reasons.clone();
+    reasons.extend(aborted.iter().map(|why| format!("stopped early: {why}")));
+    reasons.extend(
+        judged
+            .iter()
+            .filter(|(held, _)| !held)
+            .map(|(_, d)| format!("gate failed: {d}")),
+    );
+    let (code, status) = if aborted.is_some() {
+        (exit::FAILED, "failed")
+    } else if outcome.interrupted {
         (exit::INTERRUPTED, "interrupted")
+    } else if gate_failed {
+        (exit::FAILED, "failed")
     } else {
         match v.status {
             Validity::Valid => (exit::PASSED, "valid"),
@@ -206,18 +277,28 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             &encoded,
         )?;
     }
-    store.finish_case(
-        case_id,
-        status,
-        &load::summary::metrics(&summary),
-        &[],
-        &summary,
-    )?;
-    store.finish_run(run_id, status, Some(code), &summary.reasons)?;
+    store.finish_case(case_id, status, &metrics, &[], &summary)?;
+    store.finish_run(run_id, status, Some(code), &reasons)?;
     if let Some(p) = &args.json {
         std::fs::write(p, report::to_json(&summary, &outcome.seconds, Some(run_id)))?;
     }
-    report::write_summary(&mut std::io::stdout().lock(), &summary, Some(run_id))?;
+    let mut out = std::io::stdout().lock();
+    if let Some(why) = &aborted {
+        writeln!(out, "{}", crate::units::alarm(&format!("FAILED, stopped early: {why}")))?;
+    } else if gate_failed {
+        let n = judged.iter().filter(|(held, _)| !held).count();
+        writeln!(
+            out,
+            "{}",
+            crate::units::alarm(&format!("FAILED: {} of {} gates", n, judged.len()))
+        )?;
+    }
+    report::write_summary(&mut out, &summary, Some(run_id))?;
+    for (held, detail) in &judged {
+        let line = format!("  {:<14}{} {detail}", "Gate", if *held { "ok:" } else { "FAILED:" });
+        writeln!(out, "{}", if *held { line } else { crate::units::alarm(&line) })?;
+    }
+    drop(out);
     if let Some(t) = &target {
         println!(
             "  Target pid {}: peak RSS {} (tree, sampled), CPU {:.2} s ({:.2} cores on average), at most {} threads and {} FDs",

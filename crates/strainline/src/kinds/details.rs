@@ -64,7 +64,18 @@ pub struct CrashIteration {
 #[serde(default)]
 pub struct ScaleDetails {
     pub sizes: Vec<u64>,
+    /// The fitted k of `cost = a + b·sizeᵏ`, and its 5th–95th percentile interval.
     pub exponent: f64,
+    pub exponent_low: f64,
+    pub exponent_high: f64,
+    /// The fitted fixed cost `a`, seconds.
+    pub fixed_seconds: f64,
+    /// linear, superlinear or inconclusive.
+    pub verdict: String,
+    /// Whether the cost is CPU time (else wall time).
+    pub by_cpu: bool,
+    /// Each run's cost (seconds), by size.
+    pub runs: Vec<Vec<f64>>,
 }
 
 /// The details of a stored case summary (its `details`), as `T`; the default when it

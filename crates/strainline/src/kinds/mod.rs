@@ -256,6 +256,18 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
 pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> {
     for g in &test.gates {
         match r.metric(&g.metric) {
+            // Undecided (a scale test that could not tell left its metric out and said
+            // why): the gate is not held, and the case stays INVALID, not FAILED.
+            None if r.status == Status::Invalid => {
+                let detail = format!("{}: undecided (the case could not measure it)", g.text);
+                r.table.push(format!("gate undecided: {detail}"));
+                r.fail(Status::Invalid, format!("gate undecided: {detail}"));
+                r.gates.push(GateResult {
+                    gate: g.text.clone(),
+                    passed: false,
+                    detail,
+                });
+            }
             Some(v) => r.gate(&g.text, g.holds(v), g.describe(v)),
             None => {
                 return Err(crate::Error::usage(format!(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::details::{CrashDetails, CrashIteration, ScaleDetails};
 use super::{CaseCtx, CaseResult, Status};
-use crate::analysis::stats::least_squares;
+use crate::analysis::growth;
 use crate::os::unit::{Ended, Unit};
 use crate::os::{process, signals};
 use crate::store::Metric;
@@ -168,65 +168,129 @@ fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
     Ok(r)
 }
 
+/// Runs of each size in a `scale` test: the spread of their costs gives the exponent's
+/// interval. Sizes are run in rounds (every size once, then again) so that a drift of
+/// the machine touches all sizes alike.
+const RUNS_PER_SIZE: usize = 3;
+
 fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    r.table.push(format!(
-        "{:>12} {:>12} {:>12} {:>14}",
-        "size", "wall s", "CPU s", "CPU µs / unit"
-    ));
-    for &size in &t.sizes {
-        let mut vars = ctx.vars.clone();
-        vars.insert("size".into(), size.to_string());
-        let log = ctx.dir.join(format!("size-{size}.log"));
-        let started = Instant::now();
-        let unit = Unit::new(true);
-        let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
-        let (exit, cpu) = wait(&unit, pid)?;
-        drop(unit);
-        let wall = started.elapsed().as_secs_f64();
-        if exit.code != Some(0) {
-            r.fail(
-                Status::Failed,
-                format!(
-                    "size {size}: the command ended with {}:\n{}",
-                    exit.describe(),
-                    tail(&log, 10)
-                ),
-            );
-            return Ok(r);
+    // (wall, cpu) of each run, by size.
+    let mut measured: Vec<Vec<(f64, f64)>> = vec![Vec::new(); t.sizes.len()];
+    for round in 0..RUNS_PER_SIZE {
+        for (i, &size) in t.sizes.iter().enumerate() {
+            let mut vars = ctx.vars.clone();
+            vars.insert("size".into(), size.to_string());
+            let log = ctx.dir.join(format!("size-{size}-{}.log", round + 1));
+            let started = Instant::now();
+            let unit = Unit::new(true);
+            let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
+            let (exit, cpu) = wait(&unit, pid)?;
+            drop(unit);
+            let wall = started.elapsed().as_secs_f64();
+            if exit.code != Some(0) {
+                r.fail(
+                    Status::Failed,
+                    format!(
+                        "size {size}: the command ended with {}:\n{}",
+                        exit.describe(),
+                        tail(&log, 10)
+                    ),
+                );
+                return Ok(r);
+            }
+            measured[i].push((wall, cpu));
         }
-        // CPU time is what the work costs; wall time for work that mostly waits.
-        let cost = if cpu >= 0.02 { cpu } else { wall };
-        xs.push((size as f64).ln());
-        ys.push(cost.ln());
+    }
+    // CPU time is what the work costs; wall time for work that mostly waits (its CPU
+    // under half its wall time at the largest size). One measure for every size.
+    let last = &measured[measured.len() - 1];
+    let (wall_sum, cpu_sum) = last
+        .iter()
+        .fold((0.0, 0.0), |(w, c), &(wa, cp)| (w + wa, c + cp));
+    let by_cpu = cpu_sum >= 0.5 * wall_sum;
+    let costs: Vec<Vec<f64>> = measured
+        .iter()
+        .map(|runs| {
+            runs.iter()
+                .map(|&(w, c)| if by_cpu { c } else { w })
+                .collect()
+        })
+        .collect();
+    r.table.push(format!(
+        "{:>12} {:>12} {:>12} {:>14}   ({} runs a size, median; cost = {} time)",
+        "size",
+        "wall s",
+        "CPU s",
+        "cost µs / unit",
+        RUNS_PER_SIZE,
+        if by_cpu { "CPU" } else { "wall" }
+    ));
+    for (i, &size) in t.sizes.iter().enumerate() {
+        let med = |f: fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = measured[i].iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (wall, cpu) = (med(|m| m.0), med(|m| m.1));
+        let cost = if by_cpu { cpu } else { wall };
         r.table.push(format!(
             "{size:>12} {wall:>12.3} {cpu:>12.3} {:>14.3}",
             1e6 * cost / size as f64
         ));
     }
-    let (exponent, _) = least_squares(&xs, &ys).unwrap_or((f64::NAN, 0.0));
-    let superlinear = exponent > 1.3;
-    r.metrics.push(Metric::of("exponent", exponent));
-    r.metrics
-        .push(Metric::of("superlinear", f64::from(superlinear)));
-    r.table.push(format!(
-        "cost grows as size^{exponent:.2}: {}",
-        if superlinear {
-            "superlinear"
-        } else {
-            "linear (or better)"
-        }
-    ));
-    if superlinear {
+    let Some(g) = growth::growth(&t.sizes, &costs) else {
         r.fail(
-            Status::Failed,
-            format!("cost grows superlinearly: exponent {exponent:.2} (> 1.3)"),
+            Status::Invalid,
+            "the costs could not be fitted (no size's cost grew)".into(),
         );
+        return Ok(r);
+    };
+    let limit = growth::SUPERLINEAR_ABOVE;
+    r.metrics.push(Metric::of("exponent", g.exponent));
+    let line = format!(
+        "cost = {:.1} ms fixed + growth as size^{:.2} [{:.2}–{:.2}]: {}",
+        g.fixed * 1e3,
+        g.exponent,
+        g.low,
+        g.high,
+        match g.verdict {
+            growth::Verdict::Linear => format!("linear (or better): the interval is at or under {limit}"),
+            growth::Verdict::Superlinear => format!("superlinear: the interval is above {limit}"),
+            growth::Verdict::Inconclusive => format!("inconclusive: the interval spans {limit}"),
+        }
+    );
+    r.table.push(line.clone());
+    match g.verdict {
+        growth::Verdict::Linear => r.metrics.push(Metric::of("superlinear", 0.0)),
+        growth::Verdict::Superlinear => {
+            r.metrics.push(Metric::of("superlinear", 1.0));
+            r.fail(Status::Failed, format!("cost grows superlinearly: {line}"));
+        }
+        growth::Verdict::Inconclusive => {
+            // Undecided: no `superlinear` figure to gate on, and not a pass.
+            let hint = g.deciding_size.map_or(String::new(), |n| {
+                format!(
+                    "; sizes where the work outweighs the fixed cost and its noise \
+                     (from about {}, and a few times beyond) would decide it",
+                    crate::units::format_number(n.round())
+                )
+            });
+            r.fail(
+                Status::Invalid,
+                format!("the sizes cannot tell linear from superlinear: {line}{hint}"),
+            );
+        }
     }
     r.details = serde_json::to_value(ScaleDetails {
         sizes: t.sizes.clone(),
-        exponent,
+        exponent: g.exponent,
+        exponent_low: g.low,
+        exponent_high: g.high,
+        fixed_seconds: g.fixed,
+        verdict: g.verdict.name().to_string(),
+        by_cpu,
+        runs: costs,
     })?;
     Ok(r)
 }

@@ -24,6 +24,47 @@ fn pline(out: &mut dyn Write, name: &str, p: &Percentiles) -> io::Result<()> {
     )
 }
 
+/// The line that leads a summary with failures: how many of the requests due failed,
+/// and why, most frequent first (in colour on a terminal). Nothing when none failed.
+fn write_failures(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
+    if s.errors == 0 {
+        return Ok(());
+    }
+    let unanswered = s.unfinished + s.unsent;
+    // Failures lead: a run that mostly failed says so first, whatever else it says.
+    let due = s.completed + s.by_error.values().sum::<u64>() + unanswered;
+    let mut causes: Vec<(String, u64)> = s
+        .by_error
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .chain(
+            s.by_status
+                .iter()
+                .filter(|(k, _)| k.parse::<u16>().is_ok_and(|c| c >= 400))
+                .map(|(k, v)| (format!("status {k}"), *v)),
+        )
+        .collect();
+    causes.sort_by(|a, b| b.1.cmp(&a.1));
+    let causes: Vec<String> = causes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(
+        out,
+        "{}",
+        crate::units::alarm(&format!(
+            "  {:<14}{} of {} requests failed ({:.1}%){}",
+            "FAILURES",
+            s.errors,
+            due,
+            100.0 * s.error_rate,
+            if causes.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", causes.join(", "))
+            }
+        ))
+    )?;
+    Ok(())
+}
+
 pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) -> io::Result<()> {
     let rule = "=".repeat(72);
     writeln!(out, "{rule}")?;
@@ -32,6 +73,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     writeln!(out, "  {}", s.description)?;
     writeln!(out, "{rule}")?;
     let unanswered = s.unfinished + s.unsent;
+    write_failures(out, s)?;
     writeln!(
         out,
         "  {:<14}{} sent, {} completed ({} ok), {} errors{} ({:.3}%{})",
@@ -137,6 +179,9 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         )?;
     }
     let verdict = match s.status {
+        Validity::Valid if s.errors > 0 => {
+            "VALID measurement: the generator was not the limit (the failures above are the target's answers)"
+        }
         Validity::Valid => "VALID: the target, not the generator, set the pace",
         Validity::Invalid => "INVALID: the generator, not the target, was the limit",
         Validity::Failed => "FAILED",

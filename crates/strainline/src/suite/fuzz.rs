@@ -275,7 +275,7 @@ fn every_value_that_used_to_slip_through_is_refused_with_its_range() {
         ("bench", "threads = 100000", "from 1 to 256"),
         ("ramp", "max_steps = 0", "from 1 to 10000"),
         ("ramp", "step = 0", "from 0.001"),
-        ("ramp", "max_error_rate = 2", "from 0 to 1"),
+        ("ramp", "max_error_rate = \"200%\"", "from 0% to 100%"),
         ("rounds", "rounds = 0", "from 2 to 100000"),
         ("rounds", "ops = 0", "from 1 to"),
         ("bench", "repeat = 0", "from 1 to 1000"),
@@ -323,7 +323,7 @@ fn every_value_that_used_to_slip_through_is_refused_with_its_range() {
     }
     let e = refused("rounds", bench, "quiesce_url = \"ftp://x\"");
     assert!(e.contains("http://"), "{e}");
-    let e = refused("soak", bench, "ram = \"0\"");
+    let e = refused("soak", bench, "ram = \"0MiB\"");
     assert!(e.contains("from 1.0 MiB to 64.0 TiB"), "{e}");
     let e = refused("soak", bench, "leak_budget = \"99999999999GiB\"");
     assert!(e.contains("out of range"), "{e}");

@@ -114,6 +114,29 @@ fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
         .map_err(|_| format!("'{raw}' is not a number with a unit (e.g. 200ms, 17MiB, 0.1%)"))?;
     let suffix = suffix.trim();
     let scale = match (unit, suffix) {
+        (Unit::Ms | Unit::Seconds, "") => {
+            return Err(crate::Error::usage(format!(
+                "'{raw}' has no unit: {raw} what? write {raw}ms or {raw}s (a time)"
+            )))
+        }
+        (Unit::Bytes | Unit::MiB, "") => {
+            return Err(crate::Error::usage(format!(
+                "'{raw}' has no unit: {raw} what? write {raw}MiB, {raw}KiB or {raw}B (a size)"
+            )))
+        }
+        (Unit::Ratio | Unit::PercentOfCore, "") => {
+            return Err(crate::Error::usage(format!(
+                "'{raw}' has no unit: {raw} what? write {raw}%{} (a share)",
+                if n > 0.0 && n < 1.0 && unit == Unit::Ratio {
+                    format!(
+                        " (or {}% if {raw} was a fraction)",
+                        crate::units::format_number(n * 100.0)
+                    )
+                } else {
+                    String::new()
+                }
+            )))
+        }
         (_, "") => 1.0,
         (Unit::Ms, "us" | "µs") => 1e-3,
         (Unit::Ms, "ms") => 1.0,

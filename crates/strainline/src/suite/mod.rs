@@ -5,6 +5,7 @@
 
 #[cfg(test)]
 mod fuzz;
+pub mod abort;
 pub mod gate;
 mod parse;
 mod raw;
@@ -521,6 +522,10 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                     .replace("log_*", "log_slow");
                 let value = match d.unit {
                     Unit::Finding => "none",
+                    Unit::Ms => "1ms",
+                    Unit::Seconds => "1s",
+                    Unit::Bytes | Unit::MiB => "1MiB",
+                    Unit::Ratio | Unit::PercentOfCore => "1%",
                     _ => "1",
                 };
                 let text = format!("{head}gates = [\"{metric} < {value}\"]\n");

@@ -94,7 +94,6 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     check(t.threads.map(|v| v as f64), limits::THREADS)?;
     check(t.streams.map(|v| v as f64), limits::STREAMS)?;
     check(t.max_steps.map(f64::from), limits::MAX_STEPS)?;
-    check(t.max_error_rate, limits::MAX_ERROR_RATE)?;
     check(t.clients.map(|v| v as f64), limits::CLIENTS)?;
     check(t.rounds.map(f64::from), limits::ROUNDS)?;
     check(t.ops.map(|v| v as f64), limits::OPS)?;
@@ -370,14 +369,14 @@ impl Doc<'_> {
     }
 }
 
-/// Parses `1024`, `17MiB`, `2GiB` into bytes.
+/// Parses `1024B`, `17MiB`, `2GiB` into bytes (a bare number is not a size).
 fn bytes(s: &str) -> Option<f64> {
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let n: f64 = s[..split].parse().ok()?;
     let scale = match s[split..].trim() {
-        "" | "B" => 1.0,
+        "B" => 1.0,
         "KiB" | "KB" | "K" => 1024.0,
         "MiB" | "MB" | "M" => 1048576.0,
         "GiB" | "GB" | "G" => 1073741824.0,
@@ -832,13 +831,46 @@ fn workload(
     })
 }
 
+/// A share as written (`"1%"`), from 0% to `at_most`: a bare number is refused with the fix.
+fn share(doc: &Doc, v: &Spanned<toml::Value>, key: &str, at_most: f64) -> Result<f64> {
+    let parsed = match v.get_ref() {
+        toml::Value::String(s) => crate::units::parse_fraction(s),
+        toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string())
+            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{f}%\""))),
+        toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string())
+            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{i}%\""))),
+        other => Err(crate::Error::usage(format!(
+            "{other} is not a percentage: write it as \"1%\""
+        ))),
+    };
+    match parsed {
+        Ok(f) if f <= at_most => Ok(f),
+        Ok(_) => Err(doc.at(
+            v.span().start,
+            format!(
+                "{key}: out of range, give a share from 0% to {}%",
+                at_most * 100.0
+            ),
+        )),
+        Err(e) => Err(doc.at(v.span().start, format!("{key}: {e}"))),
+    }
+}
+
 /// A size in bytes as written (`17MiB`), within its range.
 fn size(doc: &Doc, b: &Spanned<String>, limit: limits::Limit, example: &str) -> Result<f64> {
     let v = b.get_ref();
     let n = bytes(v).ok_or_else(|| {
+        let bare = v.trim().parse::<f64>().is_ok();
         doc.at(
             b.span().start,
-            format!("{}: '{v}' is not a size (e.g. {example})", limit.key),
+            if bare {
+                format!(
+                    "{}: '{v}' has no unit: {v} what? write \"{v}MiB\", \"{v}KiB\" or \"{v}B\"",
+                    limit.key
+                )
+            } else {
+                format!("{}: '{v}' is not a size (e.g. {example})", limit.key)
+            },
         )
     })?;
     limit.check(n).map_err(|_| {
@@ -893,7 +925,12 @@ fn spec(
                 .as_ref()
                 .map(|s| doc.dur(s, "slo_p99", false))
                 .transpose()?,
-            max_error_rate: t.max_error_rate.unwrap_or(0.01),
+            max_error_rate: t
+                .max_error_rate
+                .as_ref()
+                .map(|v| share(doc, v, "max_error_rate", 1.0))
+                .transpose()?
+                .unwrap_or(0.01),
         }),
         Kind::Soak => Spec::Soak(Soak {
             workload: workload(doc, kind, t, has_target, needs)?,
@@ -992,17 +1029,6 @@ fn spec(
 
 /// `[compare]`: the significance level and tolerance bands for `strainline compare`.
 fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
-    let fraction = |v: &Spanned<toml::Value>, key: &str| -> Result<f64> {
-        let parsed = match v.get_ref() {
-            toml::Value::String(s) => crate::units::parse_fraction(s),
-            toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string()),
-            toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string()),
-            other => Err(crate::Error::usage(format!(
-                "{other} is not a percentage: write it as \"20%\" or 0.2"
-            ))),
-        };
-        parsed.map_err(|e| doc.at(v.span().start, format!("{key}: {e}")))
-    };
     let mut compare = CompareSpec::default();
     if let Some(a) = &c.alpha {
         if !(*a.get_ref() > 0.0 && *a.get_ref() < 1.0) {
@@ -1010,10 +1036,10 @@ fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
         }
         compare.alpha = Some(*a.get_ref());
     }
-    compare.band = c.band.as_ref().map(|b| fraction(b, "band")).transpose()?;
+    compare.band = c.band.as_ref().map(|b| share(doc, b, "band", 10.0)).transpose()?;
     let mut bands = BTreeMap::new();
     for (metric, v) in &c.bands {
-        bands.insert(metric.clone(), fraction(v, &format!("bands.{metric}"))?);
+        bands.insert(metric.clone(), share(doc, v, &format!("bands.{metric}"), 10.0)?);
     }
     compare.bands = bands;
     Ok(compare)

@@ -107,7 +107,7 @@ pub struct RawTest {
     pub step_duration: Option<Spanned<String>>,
     pub max_steps: Option<u32>,
     pub slo_p99: Option<Spanned<String>>,
-    pub max_error_rate: Option<f64>,
+    pub max_error_rate: Option<Spanned<toml::Value>>,
     pub leak_budget: Option<Spanned<String>>,
     pub horizon: Option<Spanned<String>>,
     pub clients: Option<u64>,

@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn tolerances_parse_with_clear_errors() {
         let t = Tolerance::default()
-            .with("mix=2,rate=5%,dispersion=0.2")
+            .with("mix=2,rate=5%,dispersion=20%")
             .unwrap();
         assert_eq!((t.mix_points, t.rate, t.dispersion), (2.0, 0.05, 0.2));
         assert!(Tolerance::default()
