@@ -285,7 +285,10 @@ mod tests {
         let e = super::parse_fraction("3").unwrap_err().to_string();
         assert!(e.contains("'3' has no unit: 3 what? write 3%"), "{e}");
         let e = super::parse_fraction("0.2").unwrap_err().to_string();
-        assert!(e.contains("write 0.2% (or 20% if 0.2 was a fraction)"), "{e}");
+        assert!(
+            e.contains("write 0.2% (or 20% if 0.2 was a fraction)"),
+            "{e}"
+        );
         assert!(super::parse_fraction("-3%").is_err());
         assert!(super::parse_fraction("abc").is_err());
     }

@@ -218,7 +218,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     } else {
         feed.clone()
     };
-    let session = agents::session::drive(&spec, &planned, fleet, (!args.no_progress, ""), &*observer);
+    let session =
+        agents::session::drive(&spec, &planned, fleet, (!args.no_progress, ""), &*observer);
     drop(live);
     let Session {
         outcome,
@@ -282,25 +283,58 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     if let Some(p) = &args.json {
         std::fs::write(p, report::to_json(&summary, &outcome.seconds, Some(run_id)))?;
     }
+    let printed = print(
+        &summary,
+        run_id,
+        aborted.as_deref(),
+        &judged,
+        target.as_ref(),
+    );
+    super::quiet_pipe(printed)?;
+    Ok(code)
+}
+
+/// The terminal's account of a load run: failures first (a stopped run's reason, failed
+/// gates), the summary, each gate, and the watched target.
+fn print(
+    summary: &load::summary::LoadSummary,
+    run_id: i64,
+    aborted: Option<&str>,
+    judged: &[(bool, String)],
+    target: Option<&crate::measure::MonitorSummary>,
+) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    if let Some(why) = &aborted {
-        writeln!(out, "{}", crate::units::alarm(&format!("FAILED, stopped early: {why}")))?;
-    } else if gate_failed {
-        let n = judged.iter().filter(|(held, _)| !held).count();
+    let failed = judged.iter().filter(|(held, _)| !held).count();
+    if let Some(why) = aborted {
         writeln!(
             out,
             "{}",
-            crate::units::alarm(&format!("FAILED: {} of {} gates", n, judged.len()))
+            crate::units::alarm(&format!("FAILED, stopped early: {why}"))
+        )?;
+    } else if failed > 0 {
+        let line = format!("FAILED: {failed} of {} gates", judged.len());
+        writeln!(out, "{}", crate::units::alarm(&line))?;
+    }
+    report::write_summary(&mut out, summary, Some(run_id))?;
+    for (held, detail) in judged {
+        let line = format!(
+            "  {:<14}{} {detail}",
+            "Gate",
+            if *held { "ok:" } else { "FAILED:" }
+        );
+        writeln!(
+            out,
+            "{}",
+            if *held {
+                line
+            } else {
+                crate::units::alarm(&line)
+            }
         )?;
     }
-    report::write_summary(&mut out, &summary, Some(run_id))?;
-    for (held, detail) in &judged {
-        let line = format!("  {:<14}{} {detail}", "Gate", if *held { "ok:" } else { "FAILED:" });
-        writeln!(out, "{}", if *held { line } else { crate::units::alarm(&line) })?;
-    }
-    drop(out);
-    if let Some(t) = &target {
-        println!(
+    if let Some(t) = target {
+        writeln!(
+            out,
             "  Target pid {}: peak RSS {} (tree, sampled), CPU {:.2} s ({:.2} cores on average), at most {} threads and {} FDs",
             t.root_pid,
             crate::units::Bytes(t.peak_tree_rss_sampled.bytes),
@@ -308,7 +342,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             t.cpu.avg_cores,
             t.max_threads,
             t.max_fds
-        );
+        )?;
     }
-    Ok(code)
+    Ok(())
 }

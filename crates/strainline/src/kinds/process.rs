@@ -255,7 +255,8 @@ fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
         g.low,
         g.high,
         match g.verdict {
-            growth::Verdict::Linear => format!("linear (or better): the interval is at or under {limit}"),
+            growth::Verdict::Linear =>
+                format!("linear (or better): the interval is at or under {limit}"),
             growth::Verdict::Superlinear => format!("superlinear: the interval is above {limit}"),
             growth::Verdict::Inconclusive => format!("inconclusive: the interval spans {limit}"),
         }

@@ -31,8 +31,7 @@ fn tail_share(metric: &str) -> Option<f64> {
 
 /// Whether the gate can be decided during a run at all.
 pub fn decidable(g: &Gate) -> bool {
-    matches!(g.op, Op::Lt | Op::Le)
-        && (g.metric == "error_rate" || tail_share(&g.metric).is_some())
+    matches!(g.op, Op::Lt | Op::Le) && (g.metric == "error_rate" || tail_share(&g.metric).is_some())
 }
 
 struct Counts {

@@ -3,9 +3,9 @@
 //! a test does not produce are refused as `FILE:LINE:COLUMN: what is wrong` — and
 //! expanded into concrete cases (matrix × repetitions).
 
+pub mod abort;
 #[cfg(test)]
 mod fuzz;
-pub mod abort;
 pub mod gate;
 mod parse;
 mod raw;

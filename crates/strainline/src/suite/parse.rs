@@ -1036,10 +1036,17 @@ fn compare(doc: &Doc, c: &RawCompare) -> Result<CompareSpec> {
         }
         compare.alpha = Some(*a.get_ref());
     }
-    compare.band = c.band.as_ref().map(|b| share(doc, b, "band", 10.0)).transpose()?;
+    compare.band = c
+        .band
+        .as_ref()
+        .map(|b| share(doc, b, "band", 10.0))
+        .transpose()?;
     let mut bands = BTreeMap::new();
     for (metric, v) in &c.bands {
-        bands.insert(metric.clone(), share(doc, v, &format!("bands.{metric}"), 10.0)?);
+        bands.insert(
+            metric.clone(),
+            share(doc, v, &format!("bands.{metric}"), 10.0)?,
+        );
     }
     compare.bands = bands;
     Ok(compare)

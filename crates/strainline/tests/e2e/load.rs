@@ -828,3 +828,79 @@ fn the_generators_wait_for_a_cpu_taken_by_a_neighbour_is_measured() {
     let errors = load_schema_errors(&doc);
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn a_gate_fails_a_load_run_that_mostly_failed_and_abort_on_fail_stops_it_early() {
+    let _bench = loaded();
+    on_a_quiet_machine(|| {
+        // Half the registrations answer 500: the run is VALID as a measurement, and the
+        // failures lead the summary; a gate on them exits 1.
+        let srv = server(&["--fail-rate", "0.5"]);
+        let s = Scratch::new();
+        let url = srv.url("/register");
+        let base = ["-m", "POST", "-d", "{\"id\": \"a\"}", "-q", "100"];
+        let out = s.run(
+            &[
+                &["load", url.as_str()],
+                &base[..],
+                &["-z", "2s", "--gate", "error_rate < 1%"],
+            ]
+            .concat(),
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let text = stdout(&out);
+        assert!(text.starts_with("FAILED: 1 of 1 gates"), "{text}");
+        let failures = text.lines().position(|l| l.contains("FAILURES")).unwrap();
+        assert!(failures < 6, "the failures lead the summary:\n{text}");
+        assert_has(&text, "status 500");
+        assert_has(&text, "Gate          FAILED: error_rate < 1%");
+        // The same without a gate: a valid measurement, exit 0, the failures still first.
+        let out = s.run(&[&["load", url.as_str()], &base[..], &["-z", "1s"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert_has(&stdout(&out), "FAILURES");
+        // --abort-on-fail: 1% of the 2,000 due is 20 errors, reached in the first second;
+        // the run stops at that second's end, not after 20 s.
+        let started = std::time::Instant::now();
+        let out = s.run(
+            &[
+                &["load", url.as_str()],
+                &base[..],
+                &["-z", "20s", "--gate", "error_rate < 1%", "--abort-on-fail"],
+            ]
+            .concat(),
+        );
+        let took = started.elapsed().as_secs_f64();
+        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert!(took < 4.0, "stopped after {took:.1} s\n{}", stdout(&out));
+        assert_has(
+            &stdout(&out),
+            "FAILED, stopped early: gate error_rate < 1% decided failed after 1 s",
+        );
+        // A gate that holds: exit 0.
+        let ok = srv.url("/health");
+        let out = s.run(&[
+            "load",
+            ok.as_str(),
+            "-q",
+            "100",
+            "-z",
+            "1s",
+            "--gate",
+            "error_rate < 1%",
+            "--gate",
+            "latency_p99 < 500ms",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert_has(&stdout(&out), "Gate          ok: latency_p99 < 500ms");
+        // A bad gate is refused before any load: unit-less, unknown metric.
+        for (gate, says) in [
+            ("error_rate < 1", "'1' has no unit: 1 what? write 1%"),
+            ("latency_p99 < 300", "write 300ms or 300s"),
+            ("p99 < 3ms", "unknown metric 'p99'"),
+        ] {
+            let out = s.run(&["load", ok.as_str(), "-q", "10", "-z", "1s", "--gate", gate]);
+            assert_eq!(out.status.code(), Some(2), "{gate}");
+            assert_has(&stderr(&out), says);
+        }
+    });
+}

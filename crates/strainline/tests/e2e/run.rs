@@ -229,8 +229,7 @@ fn scale_tells_linear_from_quadratic_at_the_example_s_sizes_despite_a_fixed_star
     on_a_quiet_machine(|| {
         // 2 ms of CPU to start, as a real binary spends: the log–log slope over all four
         // sizes called a quadratic linear (0.67); the fit of a + b·nᵏ does not.
-        let (code, e, text) =
-            scale_run(r#"["TB", "work", "--n", "{{size}}", "--start-ms", "2"]"#);
+        let (code, e, text) = scale_run(r#"["TB", "work", "--n", "{{size}}", "--start-ms", "2"]"#);
         assert_eq!(code, Some(0), "{text}");
         let e = e.unwrap();
         assert!((0.8..=1.2).contains(&e), "linear work fitted {e}\n{text}");
@@ -240,7 +239,10 @@ fn scale_tells_linear_from_quadratic_at_the_example_s_sizes_despite_a_fixed_star
         );
         assert_eq!(code, Some(1), "{text}");
         let e = e.unwrap();
-        assert!((1.7..=2.3).contains(&e), "quadratic work fitted {e}\n{text}");
+        assert!(
+            (1.7..=2.3).contains(&e),
+            "quadratic work fitted {e}\n{text}"
+        );
         assert_has(&text, "superlinear: the interval is above 1.3");
     });
 }
