@@ -723,8 +723,9 @@ pub struct PairingArgs {
     #[arg(long, default_value = "shared", value_parser = ["shared", "split"], requires = "baseline")]
     pub duet_cpus: String,
     /// At most this many pairs per case (sequential: exactly this many of each).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
-    pub pairs: u32,
+    /// Default 20; with --budget, 200 (a safety bound: the budget ends the session).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
+    pub pairs: Option<u32>,
     /// Pairs before the first look at the verdict.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
     pub min_pairs: u32,
@@ -755,7 +756,7 @@ impl Default for PairingArgs {
             candidate: Vec::new(),
             mode: "auto".into(),
             duet_cpus: "shared".into(),
-            pairs: 20,
+            pairs: None,
             min_pairs: 5,
             budget: None,
             seed: None,

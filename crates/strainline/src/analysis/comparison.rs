@@ -130,6 +130,15 @@ pub struct Row {
     pub pairs_to_decide: Option<usize>,
 }
 
+impl Row {
+    /// An `unchanged` that could not have seen a change its band asks about (the
+    /// smallest change it would see is wider than the band): said wherever it is shown.
+    pub fn blind(&self) -> bool {
+        self.verdict == Verdict::Unchanged
+            && matches!((self.detectable, self.band), (Some(d), Some(b)) if d.is_finite() && d > b)
+    }
+}
+
 /// How to judge.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -603,5 +612,15 @@ mod tests {
             "{}",
             rows[0].why
         );
+        assert!(rows[0].blind());
+        // Within the band's reach: not blind.
+        let mut wide = Policy::default();
+        wide.bands.insert("cpu_per_op".into(), 0.5);
+        let rows = judge(&[pair("cpu_per_op", "lower", &b, &c_values())], &wide);
+        assert!(!rows[0].blind(), "{}", rows[0].why);
+    }
+
+    fn c_values() -> [f64; 6] {
+        [1.02, 1.15, 0.93, 1.08, 0.97, 1.1]
     }
 }

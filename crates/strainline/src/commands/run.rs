@@ -93,7 +93,13 @@ fn paired(
         },
         split_cpus: a.duet_cpus == "split",
         min_pairs: a.min_pairs as usize,
-        max_pairs: a.pairs as usize,
+        // With a budget, an undecided case goes on until its share of it is spent: the
+        // pairs cap is then only a safety bound.
+        max_pairs: match (a.pairs, a.budget) {
+            (Some(n), _) => n as usize,
+            (None, Some(_)) => crate::analysis::paired::MAX_PAIRS,
+            (None, None) => 20,
+        },
         budget: a.budget,
         seed,
         bands: a.bands.clone(),

@@ -195,9 +195,10 @@ pub fn header_lines(c: &Comparison) -> Vec<String> {
     lines
 }
 
-fn summary_line(c: &Comparison) -> String {
+pub fn summary_line(c: &Comparison) -> String {
+    let blind = c.rows.iter().filter(|r| r.blind()).count();
     format!(
-        "{}: {} regressed, {} improved, {} unchanged, {} inconclusive",
+        "{}: {} regressed, {} improved, {} unchanged{}, {} inconclusive",
         if c.verdict == "regressed" {
             "REGRESSION"
         } else {
@@ -206,6 +207,11 @@ fn summary_line(c: &Comparison) -> String {
         c.count(Verdict::Regressed),
         c.count(Verdict::Improved),
         c.count(Verdict::Unchanged),
+        if blind > 0 {
+            format!(" ({blind} of them could miss a change of their band's size)")
+        } else {
+            String::new()
+        },
         c.count(Verdict::Inconclusive)
     )
 }
@@ -245,6 +251,7 @@ pub fn write_table(out: &mut dyn Write, c: &Comparison) -> io::Result<()> {
         // within the band is worth seeing too.
         if matches!(r.verdict, Verdict::Regressed | Verdict::Inconclusive)
             || r.p_adjusted.is_some_and(|p| p < c.alpha)
+            || r.blind()
         {
             writeln!(out, "  {:<22} ↳ {}", "", r.why)?;
         }
@@ -285,6 +292,10 @@ pub fn to_markdown(c: &Comparison) -> String {
         let verdict = match r.verdict {
             Verdict::Regressed => format!("**REGRESSED** ({})", md(&r.why)),
             Verdict::Inconclusive => format!("inconclusive ({})", md(&r.why)),
+            _ if r.blind() => format!(
+                "unchanged, **could miss a change of the band's size** ({})",
+                md(&r.why)
+            ),
             v => v.word().to_string(),
         };
         format!(
@@ -300,8 +311,10 @@ pub fn to_markdown(c: &Comparison) -> String {
             verdict
         )
     };
-    let (changed, same): (Vec<&Row>, Vec<&Row>) =
-        c.rows.iter().partition(|r| r.verdict != Verdict::Unchanged);
+    let (changed, same): (Vec<&Row>, Vec<&Row>) = c
+        .rows
+        .iter()
+        .partition(|r| r.verdict != Verdict::Unchanged || r.blind());
     if changed.is_empty() {
         s.push_str("No metric changed beyond its band.\n\n");
     } else {
@@ -342,4 +355,66 @@ pub fn to_markdown(c: &Comparison) -> String {
 
 pub fn to_json(c: &Comparison) -> String {
     serde_json::to_string_pretty(c).expect("a comparison serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::comparison::{judge, Pair, Policy};
+
+    #[test]
+    fn an_unchanged_that_could_miss_its_band_says_so_on_the_terminal_and_in_markdown() {
+        let mut policy = Policy::default();
+        policy.bands.insert("cpu_per_op".into(), 0.03);
+        let rows = judge(
+            &[Pair {
+                case: "bench".into(),
+                metric: "cpu_per_op".into(),
+                unit: "ms".into(),
+                direction: Direction::Lower,
+                baseline: vec![1.0, 1.2, 0.9, 1.1, 0.95, 1.05],
+                candidate: vec![1.02, 1.15, 0.93, 1.08, 0.97, 1.1],
+                paired: false,
+            }],
+            &policy,
+        );
+        assert!(rows[0].blind(), "{}", rows[0].why);
+        let version = |key: &str, run| Version {
+            key: key.into(),
+            runs: vec![run],
+            hosts: vec![],
+        };
+        let c = Comparison {
+            schema: "strainline.compare.v1",
+            baseline: version("a", 1),
+            candidate: version("b", 2),
+            environment_mismatch: None,
+            alpha: 0.05,
+            notes: vec![],
+            rows,
+            verdict: "ok",
+            flame_diff: None,
+            mode: Mode::Separate,
+            machine: None,
+        };
+        let mut term = Vec::new();
+        write_table(&mut term, &c).unwrap();
+        let term = String::from_utf8(term).unwrap();
+        assert!(
+            term.contains("↳") && term.contains("wider than the ±3% band"),
+            "{term}"
+        );
+        assert!(
+            term.contains("1 unchanged (1 of them could miss a change of their band's size)"),
+            "{term}"
+        );
+        let md = to_markdown(&c);
+        assert!(
+            md.contains("could miss a change of the band's size"),
+            "{md}"
+        );
+        assert!(!md.contains("<details>"), "{md}");
+        let html = crate::report::html::comparison_report(&c);
+        assert!(html.contains("could miss a change of their band"), "{html}");
+    }
 }

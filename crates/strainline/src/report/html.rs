@@ -543,15 +543,14 @@ pub fn comparison_report(c: &Comparison) -> String {
         );
     }
     let regressed = c.count(Verdict::Regressed);
+    let line = super::compare::summary_line(c);
+    let (head, rest) = line.split_once(": ").unwrap_or((&line, ""));
     let _ = write!(
         s,
-        "<p class=\"verdict {}\"><strong>{}</strong>: {} regressed, {} improved, {} unchanged, {} inconclusive</p>",
+        "<p class=\"verdict {}\"><strong>{}</strong>: {}</p>",
         if regressed > 0 { "regressed" } else { "ok" },
-        if regressed > 0 { "REGRESSION" } else { "no regression" },
-        regressed,
-        c.count(Verdict::Improved),
-        c.count(Verdict::Unchanged),
-        c.count(Verdict::Inconclusive)
+        escape(head),
+        escape(rest)
     );
     for line in super::compare::header_lines(c)
         .iter()
@@ -579,6 +578,7 @@ pub fn comparison_report(c: &Comparison) -> String {
             match r.verdict {
                 Verdict::Regressed => "regressed",
                 Verdict::Inconclusive => "inconclusive",
+                _ if r.blind() => "inconclusive",
                 _ => "",
             },
             escape(&r.case),

@@ -870,7 +870,13 @@ fn a_gate_fails_a_load_run_that_mostly_failed_and_abort_on_fail_stops_it_early()
             .concat(),
         );
         let took = started.elapsed().as_secs_f64();
-        assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
         assert!(took < 4.0, "stopped after {took:.1} s\n{}", stdout(&out));
         assert_has(
             &stdout(&out),
