@@ -854,6 +854,10 @@ pub struct CompareArgs {
     /// Compare runs made on different hosts (the report says so at the top).
     #[arg(long)]
     pub allow_env_mismatch: bool,
+    /// Compare runs measured differently — another --time-scale, duration, rate,
+    /// connection count, matrix or strainline version (the report starts with it).
+    #[arg(long)]
+    pub allow_shape_mismatch: bool,
     /// Write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

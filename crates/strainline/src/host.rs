@@ -19,6 +19,94 @@ pub fn stolen_seconds() -> f64 {
     steal as f64 / if hz > 0 { hz as f64 } else { 100.0 }
 }
 
+/// The machine's CPU time since boot from `/proc/stat`'s first line, seconds: (busy —
+/// user, nice, system, irq, softirq — and steal).
+fn machine_cpu() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_ascii_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6);
+    (busy as f64 / hz, at(7) as f64 / hz)
+}
+
+/// CPU seconds of this process and of every child it reaped (a started target, the
+/// processes it left to strainline as subreaper).
+fn own_cpu() -> f64 {
+    let of = |who| {
+        // SAFETY: getrusage writes into the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut u) } != 0 {
+            return 0.0;
+        }
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
+}
+
+/// What the machine did during a run besides the run itself: the work of other
+/// processes shapes every figure (a busy neighbour slows the target, the generator,
+/// both), so a comparison of two runs must know it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    /// The run's wall time, seconds.
+    pub seconds: f64,
+    /// Cores kept busy by processes other than strainline and what it started and
+    /// reaped (an attached target counts here: it is the same on both sides).
+    pub busy_elsewhere_cores: f64,
+    /// Share of the machine's CPU time the hypervisor took.
+    pub steal: f64,
+    /// The 1-minute load average at the run's end.
+    pub load_avg: f64,
+}
+
+/// Reads the machine at a run's start; [`ConditionsProbe::finish`] at its end.
+#[derive(Debug, Clone, Copy)]
+pub struct ConditionsProbe {
+    started: std::time::Instant,
+    busy: f64,
+    steal: f64,
+    own: f64,
+}
+
+impl ConditionsProbe {
+    pub fn start() -> ConditionsProbe {
+        let (busy, steal) = machine_cpu();
+        ConditionsProbe {
+            started: std::time::Instant::now(),
+            busy,
+            steal,
+            own: own_cpu(),
+        }
+    }
+
+    pub fn finish(&self) -> Conditions {
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+        let (busy, steal) = machine_cpu();
+        let others = (busy - self.busy) - (own_cpu() - self.own);
+        let load_avg = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0.0);
+        Conditions {
+            seconds,
+            busy_elsewhere_cores: (others / seconds).max(0.0),
+            steal: ((steal - self.steal) / (seconds * cores() as f64)).clamp(0.0, 1.0),
+            load_avg,
+        }
+    }
+}
+
 /// Logical CPUs online on the machine (not only those this process may use): the
 /// denominator of machine-wide shares such as steal, and of a target's CPU saturation.
 pub fn cores() -> usize {

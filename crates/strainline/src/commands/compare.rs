@@ -27,6 +27,7 @@ pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> 
             bands: args.bands.clone(),
             alpha: args.alpha,
             allow_env_mismatch: args.allow_env_mismatch,
+            allow_shape_mismatch: args.allow_shape_mismatch,
         },
     )?;
     let mut comparison = judged.comparison;

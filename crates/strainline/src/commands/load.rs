@@ -195,6 +195,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let command = format!("load {loaded}");
     let run_id = store.begin_run_here("load", args.label.as_deref(), None, &command)?;
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
+    let conditions = crate::host::ConditionsProbe::start();
     signals::install();
     let export = crate::live::export::start(&args.export.targets())?;
     let feed = crate::live::feed();
@@ -279,6 +280,17 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         )?;
     }
     store.finish_case(case_id, status, &metrics, &[], &summary)?;
+    store.set_run_settings(
+        run_id,
+        &serde_json::json!({
+            "shape": {
+                "time_scale": 1.0,
+                "strainline": env!("CARGO_PKG_VERSION"),
+                "tests": { "load": summary.description },
+            },
+            "conditions": conditions.finish(),
+        }),
+    )?;
     store.finish_run(run_id, status, Some(code), &reasons)?;
     if let Some(p) = &args.json {
         std::fs::write(p, report::to_json(&summary, &outcome.seconds, Some(run_id)))?;

@@ -77,6 +77,14 @@ pub struct Comparison {
     pub candidate: Version,
     /// Set when the versions ran on different hosts and the user allowed it.
     pub environment_mismatch: Option<String>,
+    /// Set when the runs were measured differently (time scale, durations, rates…) and
+    /// the user allowed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape_mismatch: Option<String>,
+    /// Set when the machine did other work during one side's runs beyond the stated
+    /// thresholds: a warning that leads every form of the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<String>,
     pub alpha: f64,
     /// Cases left out, with why (e.g. generator-bound repetitions).
     pub notes: Vec<String>,
@@ -142,6 +150,17 @@ pub fn seen(r: &Row) -> String {
 
 /// The lines that say what was compared and how: the versions, the mode, the machine's
 /// noise and the method (the terminal's header, the Markdown's footer, the HTML's notes).
+/// A header line that the Markdown and the HTML show apart, at the top.
+pub fn is_alarm(line: &str) -> bool {
+    [
+        "ENVIRONMENT MISMATCH",
+        "SHAPE MISMATCH",
+        "CONDITIONS DIFFERED",
+    ]
+    .iter()
+    .any(|a| line.starts_with(a))
+}
+
 pub fn header_lines(c: &Comparison) -> Vec<String> {
     let runs = |v: &Version| {
         v.runs
@@ -153,6 +172,12 @@ pub fn header_lines(c: &Comparison) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(m) = &c.environment_mismatch {
         lines.push(format!("ENVIRONMENT MISMATCH: {m}"));
+    }
+    if let Some(m) = &c.shape_mismatch {
+        lines.push(format!("SHAPE MISMATCH: {m}"));
+    }
+    if let Some(m) = &c.conditions {
+        lines.push(format!("CONDITIONS DIFFERED: {m}"));
     }
     lines.push(format!(
         "baseline {} (run {}) → candidate {} (run {})",
@@ -213,7 +238,11 @@ pub fn summary_line(c: &Comparison) -> String {
             String::new()
         },
         c.count(Verdict::Inconclusive)
-    )
+    ) + if c.conditions.is_some() {
+        " — but the runs' conditions differed (see the top)"
+    } else {
+        ""
+    }
 }
 
 /// The terminal table.
@@ -287,6 +316,12 @@ pub fn to_markdown(c: &Comparison) -> String {
     if let Some(m) = &c.environment_mismatch {
         s.push_str(&format!("> **ENVIRONMENT MISMATCH: {}**\n\n", md(m)));
     }
+    if let Some(m) = &c.shape_mismatch {
+        s.push_str(&format!("> **SHAPE MISMATCH: {}**\n\n", md(m)));
+    }
+    if let Some(m) = &c.conditions {
+        s.push_str(&format!("> **CONDITIONS DIFFERED: {}**\n\n", md(m)));
+    }
     let header = "| case | metric | baseline | candidate | change | 95% CI | p (adj) | seen | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
     let row = |r: &Row| {
         let verdict = match r.verdict {
@@ -345,7 +380,7 @@ pub fn to_markdown(c: &Comparison) -> String {
         "<sub>{}</sub>\n",
         header_lines(c)
             .iter()
-            .filter(|l| !l.starts_with("ENVIRONMENT MISMATCH"))
+            .filter(|l| !is_alarm(l))
             .map(|l| md(l))
             .collect::<Vec<_>>()
             .join(" · ")
@@ -389,6 +424,8 @@ mod tests {
             baseline: version("a", 1),
             candidate: version("b", 2),
             environment_mismatch: None,
+            shape_mismatch: None,
+            conditions: None,
             alpha: 0.05,
             notes: vec![],
             rows,

@@ -542,6 +542,18 @@ pub fn comparison_report(c: &Comparison) -> String {
             escape(m)
         );
     }
+    for (what, m) in [
+        ("SHAPE MISMATCH", &c.shape_mismatch),
+        ("CONDITIONS DIFFERED", &c.conditions),
+    ] {
+        if let Some(m) = m {
+            let _ = write!(
+                s,
+                "<p class=\"verdict invalid\"><strong>{what}</strong>: {}</p>",
+                escape(m)
+            );
+        }
+    }
     let regressed = c.count(Verdict::Regressed);
     let line = super::compare::summary_line(c);
     let (head, rest) = line.split_once(": ").unwrap_or((&line, ""));
@@ -554,7 +566,7 @@ pub fn comparison_report(c: &Comparison) -> String {
     );
     for line in super::compare::header_lines(c)
         .iter()
-        .filter(|l| !l.starts_with("ENVIRONMENT MISMATCH"))
+        .filter(|l| !super::compare::is_alarm(l))
     {
         let _ = write!(s, "<p class=\"note\">{}</p>", escape(line));
     }

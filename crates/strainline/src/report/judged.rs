@@ -22,6 +22,9 @@ pub struct Ask {
     pub bands: Vec<(String, f64)>,
     pub alpha: Option<f64>,
     pub allow_env_mismatch: bool,
+    /// Compare runs whose shapes differ (time scale, durations, rates…): the report
+    /// starts with what differs.
+    pub allow_shape_mismatch: bool,
 }
 
 /// A comparison and the runs on each side.
@@ -63,11 +66,22 @@ pub fn compare(store: &Store, ask: &Ask) -> crate::error::Result<Judged> {
     } else {
         None
     };
+    let shape_mismatch = shape_difference(store, &base_runs, &cand_runs)?;
+    if let (Some(what), false) = (&shape_mismatch, ask.allow_shape_mismatch) {
+        return Err(Error::usage(format!(
+            "refusing to compare runs of different shapes: {what}. Their figures differ because they were measured differently, not because of the code; rerun one with the other's settings, or pass --allow-shape-mismatch to compare anyway"
+        )));
+    }
     let mut notes = Vec::new();
     let b = gather(store, &base_runs, &mut notes)?;
     let c = gather(store, &cand_runs, &mut notes)?;
     let session = paired_session(store, &base_runs, &cand_runs)?;
     let paired = session.is_some_and(|s| s.mode != Mode::Sequential);
+    // One session's two runs share the machine's conditions by construction.
+    let conditions = match session {
+        Some(_) => None,
+        None => conditions_difference(store, &base_runs, &cand_runs)?,
+    };
     let pairs: Vec<Pair> = b
         .iter()
         .filter_map(|((case, metric), (unit, direction, xs))| {
@@ -130,6 +144,8 @@ pub fn compare(store: &Store, ask: &Ask) -> crate::error::Result<Judged> {
             baseline,
             candidate,
             environment_mismatch,
+            shape_mismatch,
+            conditions,
             alpha: policy.alpha,
             notes,
             rows,
@@ -141,6 +157,139 @@ pub fn compare(store: &Store, ask: &Ask) -> crate::error::Result<Judged> {
         baseline: base_runs,
         candidate: cand_runs,
     })
+}
+
+/// A run's settings under `key`, as `T`, when it recorded them.
+fn setting<T: serde::de::DeserializeOwned>(
+    store: &Store,
+    run: &RunRow,
+    key: &str,
+) -> crate::error::Result<Option<T>> {
+    Ok(store
+        .run_settings(run.id)?
+        .and_then(|s| serde_json::from_value(s.get(key)?.clone()).ok()))
+}
+
+#[derive(serde::Deserialize, PartialEq)]
+struct Shape {
+    time_scale: f64,
+    strainline: String,
+    tests: BTreeMap<String, String>,
+}
+
+/// What differs between the two sides' shapes (the first run of each that recorded
+/// one; runs from before shapes were recorded are not judged), in words.
+fn shape_difference(
+    store: &Store,
+    base: &[RunRow],
+    cand: &[RunRow],
+) -> crate::error::Result<Option<String>> {
+    let first = |runs: &[RunRow]| -> crate::error::Result<Option<Shape>> {
+        for r in runs {
+            if let Some(s) = setting::<Shape>(store, r, "shape")? {
+                return Ok(Some(s));
+            }
+        }
+        Ok(None)
+    };
+    let (Some(b), Some(c)) = (first(base)?, first(cand)?) else {
+        return Ok(None);
+    };
+    let mut differs = Vec::new();
+    if b.time_scale != c.time_scale {
+        differs.push(format!(
+            "the time scale (baseline {}, candidate {})",
+            b.time_scale, c.time_scale
+        ));
+    }
+    if b.strainline != c.strainline {
+        differs.push(format!(
+            "strainline's version (baseline {}, candidate {})",
+            b.strainline, c.strainline
+        ));
+    }
+    for (name, bt) in &b.tests {
+        let Some(ct) = c.tests.get(name) else {
+            continue;
+        };
+        if bt != ct {
+            differs.push(format!("test '{name}': {}", token_difference(bt, ct)));
+        }
+    }
+    Ok((!differs.is_empty()).then(|| differs.join("; ")))
+}
+
+/// The first settings that differ between two descriptions (`duration: 30s` against
+/// `duration: 12s`), at most three.
+fn token_difference(a: &str, b: &str) -> String {
+    let split = |s: &str| -> Vec<String> {
+        s.split([',', '{', '}', '(', ')', '[', ']'])
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    let (ta, tb) = (split(a), split(b));
+    let pairs: Vec<String> = ta
+        .iter()
+        .zip(&tb)
+        .filter(|(x, y)| x != y)
+        .take(3)
+        .map(|(x, y)| format!("{x} in the baseline, {y} in the candidate"))
+        .collect();
+    if pairs.is_empty() {
+        "its settings differ".into()
+    } else {
+        pairs.join("; ")
+    }
+}
+
+/// Cores busy elsewhere that make two runs' conditions differ enough to say so, and the
+/// steal share (a point is 1% of the machine).
+pub const CONDITIONS_CORES: f64 = 0.25;
+pub const CONDITIONS_STEAL: f64 = 0.02;
+
+/// A warning when the machine did other work during one side's runs and not (as much)
+/// during the other's: the averages of each side's runs beyond the thresholds.
+fn conditions_difference(
+    store: &Store,
+    base: &[RunRow],
+    cand: &[RunRow],
+) -> crate::error::Result<Option<String>> {
+    let mean = |runs: &[RunRow]| -> crate::error::Result<Option<(f64, f64)>> {
+        let mut v = Vec::new();
+        for r in runs {
+            if let Some(c) = setting::<crate::host::Conditions>(store, r, "conditions")? {
+                v.push((c.busy_elsewhere_cores, c.steal));
+            }
+        }
+        let n = v.len() as f64;
+        Ok((n > 0.0).then(|| {
+            let (a, b) = v.iter().fold((0.0, 0.0), |(x, y), (p, q)| (x + p, y + q));
+            (a / n, b / n)
+        }))
+    };
+    let (Some((bc, bs)), Some((cc, cs))) = (mean(base)?, mean(cand)?) else {
+        return Ok(None);
+    };
+    let mut why = Vec::new();
+    if (bc - cc).abs() >= CONDITIONS_CORES {
+        why.push(format!(
+            "the baseline ran while {bc:.2} cores were busy elsewhere on the machine, the candidate beside {cc:.2}"
+        ));
+    }
+    if (bs - cs).abs() >= CONDITIONS_STEAL {
+        why.push(format!(
+            "the hypervisor took {:.1}% of the machine during the baseline, {:.1}% during the candidate",
+            100.0 * bs,
+            100.0 * cs
+        ));
+    }
+    Ok((!why.is_empty()).then(|| {
+        format!(
+            "{}: a difference below may be the machine's, not the code's — repeat both on a quiet machine, or measure them in one paired session (strainline run SUITE --baseline … --candidate …)",
+            why.join("; ")
+        )
+    }))
 }
 
 /// Every metric's values with their repetition numbers, by (case, metric).

@@ -240,6 +240,7 @@ pub fn run(
     let (suite, cases) = prepare(args)?;
     let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
     let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
+    let conditions = crate::host::ConditionsProbe::start();
     let _recording = crate::live::record::start(store_location, run_id);
     signals::install();
     writeln!(
@@ -298,6 +299,11 @@ pub fn run(
         Ending::Completed(worst)
     };
     let status = ending.name();
+    store.merge_run_settings(
+        run_id,
+        "conditions",
+        serde_json::to_value(conditions.finish())?,
+    )?;
     store.finish_run(run_id, status, Some(ending.exit_code()), &[])?;
     writeln!(
         out,
@@ -314,8 +320,33 @@ pub fn run(
     Ok(Outcome { run_id, ending })
 }
 
+/// What shapes a suite run's figures, for `compare` to refuse runs that differ in it:
+/// the time scale, strainline's version and each test as parsed (durations scaled,
+/// rates, connections, threads, sizes, matrix values, repetitions, interval). `--var`
+/// values are not in it: they name the version under test.
+pub fn shape(suite: &suite::Suite, args: &Options) -> serde_json::Value {
+    let tests: serde_json::Map<String, serde_json::Value> = suite
+        .tests
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                serde_json::Value::String(format!(
+                    "{:?}, repeat: {}, matrix: {:?}, interval: {:?}",
+                    t.spec, t.repeat, t.matrix, t.interval
+                )),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "time_scale": args.time_scale,
+        "strainline": env!("CARGO_PKG_VERSION"),
+        "tests": tests,
+    })
+}
+
 /// Opens a run of the suite in the store (its host, directory and commit recorded, the
-/// suite's `[compare]` settings kept) and its work directory.
+/// suite's `[compare]` settings and its shape kept) and its work directory.
 fn begin(
     store: &Store,
     location: &Location,
@@ -329,7 +360,10 @@ fn begin(
         Some(&suite.name),
         &format!("run {}", args.suite.display()),
     )?;
-    store.set_run_settings(run_id, &serde_json::json!({ "compare": suite.compare }))?;
+    store.set_run_settings(
+        run_id,
+        &serde_json::json!({ "compare": suite.compare, "shape": shape(suite, args) }),
+    )?;
     let work = location.work_dir().join(format!("run-{run_id}"));
     std::fs::create_dir_all(&work)?;
     Ok((run_id, work))

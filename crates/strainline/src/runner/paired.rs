@@ -461,6 +461,8 @@ fn conclude(
         baseline: version(&p.baseline_label, base_id),
         candidate: version(&p.candidate_label, cand_id),
         environment_mismatch: None,
+        shape_mismatch: None,
+        conditions: None,
         alpha: policy.alpha,
         notes,
         rows,

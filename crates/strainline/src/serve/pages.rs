@@ -464,6 +464,7 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
             bands: Vec::new(),
             alpha: None,
             allow_env_mismatch: req.param("allow_env_mismatch").is_some(),
+            allow_shape_mismatch: req.param("allow_shape_mismatch").is_some(),
         },
     )?;
     let c = &judged.comparison;

@@ -527,6 +527,21 @@ impl Store {
         Ok(())
     }
 
+    /// Sets one key of a run's settings, keeping the others.
+    pub fn merge_run_settings(
+        &self,
+        run_id: i64,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<()> {
+        let mut settings = match self.run_settings(run_id)? {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        settings.insert(key.to_string(), value);
+        self.set_run_settings(run_id, &serde_json::Value::Object(settings))
+    }
+
     pub fn run_settings(&self, run_id: i64) -> Result<Option<serde_json::Value>> {
         Ok(self
             .one("SELECT settings FROM runs WHERE id = ?1", vals![run_id])?

@@ -300,3 +300,62 @@ fn history_finds_an_injected_change_at_the_right_run_and_none_without_one() {
         assert!((0.01..0.02).contains(&smallest), "{h:#}");
     });
 }
+
+#[test]
+fn separate_runs_under_other_conditions_are_warned_about_and_another_shape_is_refused() {
+    let _bench = measuring();
+    let s = Scratch::new();
+    let suite = ab_suite("kind = \"bench\"\nrepeat = 3\nrate = 200\nduration = \"1s\"");
+    let quiet = run_version(&s, &suite, "v1", 300, "quiet");
+    // The same build, beside a CPU burner on the target's own CPU: the A/A case.
+    let cpu = one_cpu();
+    let mut burner = std::process::Command::new("taskset")
+        .args(["-c", &cpu, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let busy = run_version(&s, &suite, "v1", 300, "busy");
+    let _ = burner.kill();
+    let _ = burner.wait();
+    let (code, text, doc) = compare(&s, quiet, busy, &[]);
+    assert_eq!(code, 0, "{text}");
+    let why = doc["conditions"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no warning:\n{text}"));
+    assert!(why.contains("cores were busy elsewhere"), "{why}");
+    // It leads the terminal, and the summary line points at it.
+    assert!(
+        text.starts_with("CONDITIONS DIFFERED: the baseline ran while 0."),
+        "{text}"
+    );
+    assert_has(&text, "— but the runs' conditions differed (see the top)");
+    // Two quiet runs: no warning.
+    let again = run_version(&s, &suite, "v1", 300, "again");
+    let (_, text, doc) = compare(&s, quiet, again, &[]);
+    assert!(doc.get("conditions").is_none(), "{text}");
+    // Another time scale: refused, exit 2, naming it; forced, the report starts with it.
+    let path = s.path("ab.toml");
+    let out = s.run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--label",
+        "short",
+        "--time-scale",
+        "0.05",
+        "--var",
+        "profile=v1",
+        "--var",
+        "cost=300",
+    ]);
+    assert_exit(&out, 0);
+    let (code, text, _) = compare_keys(&s, "quiet", "short");
+    assert_eq!(code, 2, "{text}");
+    assert_has(
+        &text,
+        "refusing to compare runs of different shapes: the time scale (baseline 1, candidate 0.05)",
+    );
+    assert_has(&text, "--allow-shape-mismatch");
+    let (code, text, doc) = compare_with(&s, "quiet", "short", &["--allow-shape-mismatch"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.starts_with("SHAPE MISMATCH: the time scale"), "{text}");
+    assert!(doc["shape_mismatch"].as_str().is_some(), "{doc}");
+}
