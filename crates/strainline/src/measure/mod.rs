@@ -191,6 +191,10 @@ pub struct Overhead {
     pub per_tick_us: f64,
 }
 
+/// Fewer samples than this over a run and a sampled peak is only a reading, not a
+/// peak: printed with its count and "too few to know the peak", never as a headline.
+pub const MIN_PEAK_SAMPLES: u64 = 5;
+
 /// The result of one `strainline monitor` run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MonitorSummary {
@@ -215,6 +219,10 @@ pub struct MonitorSummary {
     /// The highest sum of PSS across the tree (once a second): shared pages once.
     #[serde(default)]
     pub peak_tree_pss_sampled: Option<Peak>,
+    /// How many tree PSS sums that peak is the highest of: under
+    /// [`MIN_PEAK_SAMPLES`] it is printed as too few to know the peak.
+    #[serde(default)]
+    pub tree_pss_samples: u64,
     /// The kernel's tree-wide memory peak from a cgroup, when one could be made.
     pub cgroup_memory_peak: Option<Peak>,
     pub cpu: CpuSummary,

@@ -112,6 +112,8 @@ pub struct Sampler {
     peak_tree: (u64, f64),
     /// The highest sum of PSS over the tree (status ticks), and when.
     peak_tree_pss: Option<(u64, f64)>,
+    /// How many tree PSS sums were taken (at most one a second).
+    pss_sums: u64,
     /// Whether the tree's membership changed since PSS was last read: a process that
     /// forked, exited or mapped what others map changes everyone's share.
     pss_stale: bool,
@@ -168,6 +170,7 @@ impl Sampler {
             samples: Vec::new(),
             peak_tree: (0, 0.0),
             peak_tree_pss: None,
+            pss_sums: 0,
             pss_stale: true,
             pss_seconds: 0.0,
             all_seen_at: 0.0,
@@ -498,6 +501,7 @@ impl Sampler {
                 .values()
                 .map(|p| p.pss_bytes.unwrap_or(p.last.rss_pages * units.page_size))
                 .sum();
+            self.pss_sums += 1;
             if pss > self.peak_tree_pss.map_or(0, |p| p.0) {
                 self.peak_tree_pss = Some((pss, t));
             }
@@ -817,6 +821,7 @@ impl Sampler {
             peak_rss,
             peak_tree_rss_sampled: tree,
             peak_tree_pss_sampled: tree_pss,
+            tree_pss_samples: self.pss_sums,
             cgroup_memory_peak: cgroup_peak.map(|(bytes, f)| Peak {
                 bytes,
                 source: match f {

@@ -85,23 +85,53 @@ pub fn write_summary(
         p.source.describe(),
         whose
     )?;
+    // A sampled sum from too few samples is a reading, not a peak: a build under a
+    // second had one PSS sum, taken before its compilers started (531 KiB beside an
+    // exact 61 MiB). It says so and how many it had.
+    let few = |n: u64, what: &str| {
+        format!(
+            "from {} over the run ({what}): too few to know the peak — the exact figures are above and below",
+            crate::units::count(n, "sample", "samples")
+        )
+    };
     if let Some(t) = &s.peak_tree_pss_sampled {
+        let n = s.tree_pss_samples;
+        if n > 0 && n < crate::measure::MIN_PEAK_SAMPLES {
+            writeln!(
+                out,
+                "{:<20}{}  {}",
+                "Tree PSS reading:",
+                Bytes(t.bytes),
+                few(n, "PSS is summed at most once a second")
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{:<20}{}  sampled sum of PSS over the tree (shared pages once), at {}",
+                "Peak tree PSS:",
+                Bytes(t.bytes),
+                secs(t.at.unwrap_or(0.0))
+            )?;
+        }
+    }
+    let t = &s.peak_tree_rss_sampled;
+    if s.samples < crate::measure::MIN_PEAK_SAMPLES {
         writeln!(
             out,
-            "{:<20}{}  sampled sum of PSS over the tree (shared pages once), at {}",
-            "Peak tree PSS:",
+            "{:<20}{}  {}",
+            "Tree RSS reading:",
+            Bytes(t.bytes),
+            few(s.samples, "one a tick")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{:<20}{}  sampled sum of RSS over the tree (shared pages once per process), at {}",
+            "Peak tree RSS:",
             Bytes(t.bytes),
             secs(t.at.unwrap_or(0.0))
         )?;
     }
-    let t = &s.peak_tree_rss_sampled;
-    writeln!(
-        out,
-        "{:<20}{}  sampled sum of RSS over the tree (shared pages once per process), at {}",
-        "Peak tree RSS:",
-        Bytes(t.bytes),
-        secs(t.at.unwrap_or(0.0))
-    )?;
     if let Some(c) = &s.cgroup_memory_peak {
         writeln!(
             out,

@@ -585,3 +585,51 @@ fn a_parent_that_waited_for_its_child_is_read_again_when_the_child_ends() {
         assert!(last < 100.0, "last sample {last:.1} MiB");
     });
 }
+
+#[test]
+fn a_build_under_a_second_has_no_tree_pss_headline_from_one_sample() {
+    let _bench = loaded();
+    let s = Scratch::new();
+    // 45 small C files compiled 15 at a time: under a second on this machine, so the
+    // tree's PSS (summed at most once a second) is read once or twice.
+    for i in 0..45 {
+        std::fs::write(
+            s.path(&format!("f{i}.c")),
+            format!(
+                "int f{i}(int x) {{ return x * {i}; }}\nint main(void) {{ return f{i}(0); }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let json = s.path("build.json");
+    let out = s.run(&[
+        "monitor",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "ls *.c | xargs -P15 -n1 gcc -O2 -c",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let text = stderr(&out);
+    let summary = &doc["summary"];
+    let sums = summary["tree_pss_samples"].as_u64().unwrap();
+    if summary["duration_seconds"].as_f64().unwrap() < 2.0 {
+        assert!(sums < 5, "{sums} PSS sums in a short run\n{text}");
+        // The reading is labelled for what it is, not printed as a peak.
+        assert!(!text.contains("Peak tree PSS:"), "{text}");
+        assert_has(&text, "Tree PSS reading:");
+        assert_has(&text, "too few to know the peak");
+    }
+    // Whatever is printed as a peak is not 100× below the cgroup's exact one.
+    if let Some(exact) = summary["cgroup_memory_peak"]["bytes"].as_f64() {
+        let headline = summary["peak_rss"]["bytes"].as_f64().unwrap();
+        assert!(
+            headline * 100.0 > exact,
+            "headline {headline} against exact {exact}\n{text}"
+        );
+    }
+}
