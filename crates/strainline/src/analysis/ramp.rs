@@ -17,7 +17,15 @@ pub struct Figures {
     pub achieved: f64,
     /// Corrected p99 latency, milliseconds.
     pub p99_ms: f64,
+    /// Failed requests over those the step made due, not counting the requests still in
+    /// flight when the step was cut (`unfinished`): they belong to no step's verdict.
     pub error_rate: f64,
+    /// Requests still unanswered when the step's time was up: counted apart.
+    #[serde(default)]
+    pub unfinished: u64,
+    /// What the step's failures were, most frequent first (`status 500 12, timeout 3`).
+    #[serde(default)]
+    pub error_causes: String,
     /// The target tree's average CPU, cores.
     pub target_cpu: f64,
     /// The target's busiest thread's share of the step (1.0 = on a CPU all the time).
@@ -162,7 +170,15 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
         ));
     }
     if r.error_rate > limits.max_error_rate {
-        why.push(format!("errors {:.2}%", 100.0 * r.error_rate));
+        why.push(format!(
+            "errors {:.2}%{}",
+            100.0 * r.error_rate,
+            if r.error_causes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", r.error_causes)
+            }
+        ));
     }
     if let Some(slo) = limits.slo_p99 {
         if r.p99_ms > ms(slo) {
@@ -256,11 +272,20 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
         )
     } else if let Some(limit) = s.threads.as_ref().and_then(super::threads::limit) {
         limit
-    } else if s.error_rate > limits.max_error_rate {
-        format!("errors: {:.2}% of requests failed", 100.0 * s.error_rate)
     } else {
-        // What broke the step (its p99, its throughput) is a symptom, not a cause.
-        let symptom = if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
+        // What broke the step (its errors, its p99, its throughput) is a symptom, not a
+        // cause: errors are what broke it, not what limited it.
+        let symptom = if s.error_rate > limits.max_error_rate {
+            format!(
+                "errors {:.2}%{}",
+                100.0 * s.error_rate,
+                if s.error_causes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", s.error_causes)
+                }
+            )
+        } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
             format!("p99 {:.1} ms over the SLO", s.p99_ms)
         } else {
             format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
@@ -371,6 +396,8 @@ mod tests {
                 achieved,
                 p99_ms,
                 error_rate: 0.0,
+                unfinished: 0,
+                error_causes: String::new(),
                 target_cpu: 0.3,
                 busiest_thread: 0.3,
                 busiest_demand: 0.3,
@@ -436,13 +463,46 @@ mod tests {
     fn a_first_step_already_broken_has_no_ceiling() {
         let mut r = rec(100.0, 40.0, 5.0);
         r.figures.error_rate = 0.5;
+        r.figures.error_causes = "refused 500".into();
         let (steps, c) = run(&[r]);
         assert!(!steps[0].ok);
         assert_eq!((c.ceiling, c.knee), (0.0, 0.0));
         assert_eq!(c.end, End::FirstStepBroke);
-        assert_eq!(
-            c.limiting_factor,
-            "the target could not take the starting rate of 100 req/s: errors: 50.00% of requests failed"
+        // Errors are what broke the step, not what limited it: named as the symptom,
+        // with what they were, never as the factor.
+        assert!(
+            c.limiting_factor.starts_with(
+                "the target could not take the starting rate of 100 req/s: nothing stands out: the step broke on errors 50.00% (refused 500)"
+            ),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn a_step_broken_by_errors_names_the_lock_its_threads_waited_on() {
+        // The CPython ramp: a step broken by errors whose threads mostly waited on a
+        // futex is limited by the lock, as a step broken by its p99 is.
+        let mut r = rec(2700.0, 2650.0, 20.0);
+        r.figures.error_rate = 0.03;
+        r.figures.error_causes = "reset 81".into();
+        let mut states = crate::measure::threads::States::default();
+        states.add(crate::measure::threads::State::Lock, 6.0);
+        states.add(crate::measure::threads::State::OnCpu, 0.9);
+        r.figures.threads = Some(Breakdown {
+            seconds: 4.0,
+            groups: vec![crate::measure::threads::GroupRates {
+                name: "python3".into(),
+                threads: 60,
+                states,
+                all_busy: 0.0,
+            }],
+        });
+        let (_, c) = run(&[rec(2400.0, 2400.0, 5.0), r]);
+        assert!(
+            c.limiting_factor.starts_with("a lock"),
+            "{}",
+            c.limiting_factor
         );
     }
 

@@ -576,13 +576,28 @@ fn measure_step(
     let (busy, demand, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
     let tcp = crate::monitor::net::tcp_counters(&running.pids()).since(&tcp_before);
     let s = &run.summary;
+    // Requests in flight when the step's time was up are not its failures: the next
+    // step's load would have met the same target, and a keep-alive client always has
+    // some in flight. They are counted apart.
+    let failed_before_cut = s.errors + s.unsent;
+    let due_before_cut = s.completed + s.by_error.values().sum::<u64>() + s.unsent;
+    let mut causes = s.failure_causes();
+    if s.unsent > 0 {
+        causes.push(("never sent".to_string(), s.unsent));
+    }
     Ok(ramp::judge_step(
         &ramp::StepRecord {
             figures: ramp::Figures {
                 offered: rate,
                 achieved: s.achieved_rate,
                 p99_ms: s.latency_us.p99 as f64 / 1000.0,
-                error_rate: s.error_rate,
+                error_rate: if due_before_cut > 0 {
+                    failed_before_cut as f64 / due_before_cut as f64
+                } else {
+                    0.0
+                },
+                unfinished: s.unfinished,
+                error_causes: crate::load::summary::causes_text(&causes),
                 target_cpu: cpu_seconds_of(Some(running), cpu_before.as_ref(), &run)
                     / run.outcome.elapsed.max(1e-9),
                 busiest_thread: busy,

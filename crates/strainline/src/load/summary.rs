@@ -313,6 +313,35 @@ pub fn summarize(
 }
 
 /// The figures of a load run as named metrics.
+impl LoadSummary {
+    /// What the failed requests were, most frequent first: each error kind
+    /// (`refused`, `timeout`…) and each HTTP status of 400 and above (`status 500`).
+    pub fn failure_causes(&self) -> Vec<(String, u64)> {
+        let mut causes: Vec<(String, u64)> = self
+            .by_error
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .chain(
+                self.by_status
+                    .iter()
+                    .filter(|(k, _)| k.parse::<u16>().is_ok_and(|c| c >= 400))
+                    .map(|(k, v)| (format!("status {k}"), *v)),
+            )
+            .collect();
+        causes.sort_by(|a, b| b.1.cmp(&a.1));
+        causes
+    }
+}
+
+/// Causes as a phrase: `status 500 157, timeout 3`.
+pub fn causes_text(causes: &[(String, u64)]) -> String {
+    causes
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     let ms = |us: u64| us as f64 / 1000.0;
     let mut v = vec![

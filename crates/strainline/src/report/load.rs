@@ -33,19 +33,7 @@ fn write_failures(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
     let unanswered = s.unfinished + s.unsent;
     // Failures lead: a run that mostly failed says so first, whatever else it says.
     let due = s.completed + s.by_error.values().sum::<u64>() + unanswered;
-    let mut causes: Vec<(String, u64)> = s
-        .by_error
-        .iter()
-        .map(|(k, v)| (k.clone(), *v))
-        .chain(
-            s.by_status
-                .iter()
-                .filter(|(k, _)| k.parse::<u16>().is_ok_and(|c| c >= 400))
-                .map(|(k, v)| (format!("status {k}"), *v)),
-        )
-        .collect();
-    causes.sort_by(|a, b| b.1.cmp(&a.1));
-    let causes: Vec<String> = causes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let causes = crate::load::summary::causes_text(&s.failure_causes());
     writeln!(
         out,
         "{}",
@@ -58,7 +46,7 @@ fn write_failures(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             if causes.is_empty() {
                 String::new()
             } else {
-                format!(": {}", causes.join(", "))
+                format!(": {causes}")
             }
         ))
     )?;
