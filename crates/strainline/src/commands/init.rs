@@ -177,6 +177,7 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
         build: None,
         command,
         attach: None,
+        unwatched: None,
         host: None,
         shell,
         env: Default::default(),

@@ -341,21 +341,25 @@ pub fn run_http(
             keep_latency(&mut r, &run);
             r.phases.push(("load".into(), run.window.0));
             r.phases.push(("end".into(), run.window.1));
-            let cpu = if run.outcome.elapsed > 0.0 {
-                cpu_s / run.outcome.elapsed
-            } else {
-                0.0
-            };
-            r.metrics.push(Metric::of("target_cpu", cpu));
-            let per_op = if run.outcome.total.completed > 0 {
-                1000.0 * cpu_s / run.outcome.total.completed as f64
-            } else {
-                0.0
-            };
-            r.metrics.push(Metric::of("cpu_per_op", per_op));
-            r.table.push(format!(
-                "target: {cpu:.2} cores, {per_op:.3} ms of CPU per request"
-            ));
+            // A target's CPU only where one is watched: with none (a URL only, a
+            // command workload) there is no figure, not a zero.
+            if running.is_some() {
+                let cpu = if run.outcome.elapsed > 0.0 {
+                    cpu_s / run.outcome.elapsed
+                } else {
+                    0.0
+                };
+                r.metrics.push(Metric::of("target_cpu", cpu));
+                let per_op = if run.outcome.total.completed > 0 {
+                    1000.0 * cpu_s / run.outcome.total.completed as f64
+                } else {
+                    0.0
+                };
+                r.metrics.push(Metric::of("cpu_per_op", per_op));
+                r.table.push(format!(
+                    "target: {cpu:.2} cores, {per_op:.3} ms of CPU per request"
+                ));
+            }
             judge_generator(&mut r, &run);
             keep_thread_states(&mut r, states, b.rate.is_none());
         }

@@ -35,6 +35,15 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
         watches.finish(&mut r);
         return Ok(r);
     };
+    if let Some(url) = &spec.unwatched {
+        // Only reached: wait until it answers, load it, and say what was not measured.
+        lifecycle::wait_answering(url, spec.ready_timeout)?;
+        let mut r = kinds::run_http(ctx, test, workload, None)?;
+        r.table.push(format!(
+            "target: not monitored — [target] url = \"{url}\" is only reached, so no CPU, memory, thread or log figures of it; its answers are measured"
+        ));
+        return Ok(r);
+    }
     let log = ctx.dir.join("target.log");
     lifecycle::build(spec, &ctx.vars, &ctx.dir.join("build.log"))?;
     let remote = |host: &str, how: &crate::sut::spec::Attach, every| match ctx.agents {

@@ -451,6 +451,9 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
     if tests.is_empty() {
         return Err(doc.at(0, "the suite has no [[test]]"));
     }
+    if let Some(url) = target.as_ref().and_then(|t| t.unwatched.as_ref()) {
+        unwatched_fits(&doc, &raw.test, &tests, url)?;
+    }
     let compare = raw
         .compare
         .as_ref()
@@ -479,12 +482,23 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
         t.command.is_some(),
         t.attach_pid_file.is_some(),
         t.attach_port.is_some(),
+        t.url.is_some(),
     ];
     if ways.iter().filter(|&&w| w).count() != 1 {
         return Err(doc.at(
             0,
-            "[target] needs exactly one of command = [...] (start it), attach_pid_file = \"...\" or attach_port = N (watch a running one)",
+            "[target] needs exactly one of command = [...] (start it), attach_pid_file = \"...\" or attach_port = N (watch a running one), or url = \"...\" (a service only reached, not watched)",
         ));
+    }
+    if let Some(u) = &t.url {
+        url_shape(u.get_ref(), HTTP_SCHEMES)
+            .map_err(|e| doc.at(u.span().start, format!("target.url '{}': {e}", u.get_ref())))?;
+        if t.host.is_some() || t.build.is_some() || t.ready.is_some() {
+            return Err(doc.at(
+                u.span().start,
+                "[target] url = \"...\" is a service strainline only reaches: no build, ready or host with it (its readiness is the URL answering; to watch it, attach on its host: attach_port with host = \"AGENT\")",
+            ));
+        }
     }
     if let (Some(h), true) = (&t.host, t.command.is_some()) {
         return Err(doc.at(
@@ -560,6 +574,7 @@ fn target(doc: &Doc, t: &RawTarget) -> Result<TargetSpec> {
             (None, Some(port)) => Some(Attach::Port(port)),
             (None, None) => None,
         },
+        unwatched: t.url.as_ref().map(|u| u.get_ref().clone()),
         host: t.host.as_ref().map(|h| h.get_ref().clone()),
         shell: t.shell,
         env: t.env.clone(),
@@ -627,6 +642,37 @@ fn watch(doc: &Doc, w: &Spanned<RawWatch>) -> Result<WatchSpec> {
         name: w.name.clone(),
         by,
     })
+}
+
+/// A target that is only a URL gives no CPU, memory or thread figures: the kinds whose
+/// verdicts read them, and gates on them, are refused at their line.
+fn unwatched_fits(doc: &Doc, raw: &[Spanned<RawTest>], tests: &[Test], url: &str) -> Result<()> {
+    for (r, t) in raw.iter().zip(tests) {
+        if matches!(t.kind, Kind::Ramp | Kind::Soak | Kind::Rounds) {
+            return Err(doc.at(
+                r.get_ref().kind.span().start,
+                format!(
+                    "test '{}': kind = \"{}\" needs a target strainline starts or watches (its verdict reads the target's CPU, memory or threads), and [target] url = \"{url}\" is only reached: use kind = \"bench\", or watch it by an agent on its host (attach_port with host = \"AGENT\")",
+                    t.name,
+                    t.kind.name()
+                ),
+            ));
+        }
+        for (g, raw_gate) in t.gates.iter().zip(&r.get_ref().gates) {
+            let from_load = crate::metrics::lookup(&g.metric)
+                .is_some_and(|d| d.made_by(crate::metrics::Source::Load));
+            if !from_load {
+                return Err(doc.at(
+                    raw_gate.span().start + 1,
+                    format!(
+                        "gate: '{}' is a figure of the target's processes, and [target] url = \"{url}\" is not watched",
+                        g.metric
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A `[[test]]`: its common keys, its gates, then its kind's own spec.

@@ -54,6 +54,8 @@ pub struct RawTarget {
     pub command: Option<Spanned<Vec<String>>>,
     pub attach_pid_file: Option<String>,
     pub attach_port: Option<u16>,
+    /// A service strainline neither starts nor watches: only its URL (a staging host).
+    pub url: Option<Spanned<String>>,
     /// The agent (by name) on whose machine the process to attach to runs.
     pub host: Option<Spanned<String>>,
     #[serde(default)]

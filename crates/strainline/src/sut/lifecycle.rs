@@ -335,6 +335,28 @@ pub fn start(
     }
 }
 
+/// Waits until `url` answers an HTTP GET with any status below 500 (a target that is only
+/// a URL), or `timeout` passes.
+pub fn wait_answering(url: &str, timeout: Duration) -> Result<(), TargetError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if crate::os::signals::interrupted() {
+            return Err(TargetError::Interrupted);
+        }
+        if super::probe::request("GET", url, "").is_some_and(|s| s < 500) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(TargetError::NotReady {
+                timeout,
+                what: format!("GET {url}"),
+                tail: "(a URL-only target: strainline neither started nor watches it)".into(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The ready address, if something already accepts connections there.
 fn answering(ready: &Ready, vars: &BTreeMap<String, String>) -> Option<String> {
     let text = match ready {

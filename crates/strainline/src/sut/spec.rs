@@ -38,6 +38,9 @@ pub struct TargetSpec {
     /// Attach to a running process instead of starting one: it is watched, never
     /// stopped.
     pub attach: Option<Attach>,
+    /// A service reached by this URL only: not started, not watched (no CPU, memory or
+    /// thread figures); the cases wait until it answers, then load it.
+    pub unwatched: Option<String>,
     /// The agent on whose machine the attached process runs (`None`: this machine).
     pub host: Option<String>,
     pub shell: bool,

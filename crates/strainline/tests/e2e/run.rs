@@ -588,3 +588,48 @@ fn a_store_on_a_full_disk_mid_suite_is_an_invalid_run_not_a_usage_error() {
     assert_eq!(doc["cases"][0]["name"], "small", "{doc}");
     assert_eq!(doc["cases"][0]["status"], "passed", "{doc}");
 }
+
+#[test]
+fn a_target_that_is_only_a_url_is_loaded_and_said_to_be_unmonitored() {
+    let _bench = loaded();
+    // A service strainline did not start and cannot watch (a staging URL in CI).
+    let srv =
+        strainline_testbed::harness::RunningServer::start(&testbed(), &["--fail-rate", "0.5"]);
+    let health = srv.url("/health");
+    let register = srv.url("/register");
+    let suite = |kind: &str, gate: &str| {
+        format!(
+            "[target]\nurl = \"{health}\"\n\n[[test]]\nname = \"b\"\nkind = \"{kind}\"\nurl = \"{register}\"\n\
+             body = '{{\"id\": \"a\"}}'\nrate = 100\nduration = \"1s\"\ngates = [\"{gate}\"]\n"
+        )
+    };
+    let s = Scratch::new();
+    let out = run_suite(&s, &suite("bench", "error_rate < 1%"), &[]);
+    let text = stdout(&out);
+    // Half its registrations fail: the gate fails the run, exit 1.
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert_has(&text, "target: not monitored");
+    assert_has(&text, "gate failed: error_rate < 1%");
+    // No figure of the target is made up: no CPU line, no target metrics.
+    assert!(!text.contains("ms of CPU per request"), "{text}");
+    let names: Vec<String> = case_metrics(&s)[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "target_cpu" || n == "peak_rss"),
+        "{names:?}"
+    );
+    // What needs the target's figures is refused at its line.
+    let out = run_suite(&s, &suite("bench", "peak_rss < 10MiB"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(
+        &stderr(&out),
+        "'peak_rss' is a figure of the target's processes",
+    );
+    let out = run_suite(&s, &suite("soak", "error_rate < 1%"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(&stderr(&out), "needs a target strainline starts or watches");
+}
