@@ -328,7 +328,7 @@ impl LoadSummary {
                     .map(|(k, v)| (format!("status {k}"), *v)),
             )
             .collect();
-        causes.sort_by(|a, b| b.1.cmp(&a.1));
+        causes.sort_by_key(|c| std::cmp::Reverse(c.1));
         causes
     }
 }
