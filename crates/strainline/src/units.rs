@@ -104,12 +104,19 @@ impl fmt::Display for Bytes {
 /// because `3` is ambiguous between 3% and 300% (a fraction of 3).
 pub fn parse_fraction(s: &str) -> crate::error::Result<f64> {
     let t = s.trim();
+    // Zero is zero in every unit.
+    if t.parse::<f64>() == Ok(0.0) {
+        return Ok(0.0);
+    }
     let Some(p) = t.strip_suffix('%') else {
         return Err(crate::Error::usage(match t.parse::<f64>() {
             Ok(v) if v.is_finite() => format!(
                 "'{t}' has no unit: {t} what? write {t}%{}",
                 if v > 0.0 && v < 1.0 {
-                    format!(" (or {}% if {t} was a fraction)", format_number(v * 100.0))
+                    format!(
+                        " (or {}% if {t} was a fraction)",
+                        (v * 100.0 * 1e9).round() / 1e9
+                    )
                 } else {
                     String::new()
                 }
@@ -290,6 +297,7 @@ mod tests {
             "{e}"
         );
         assert!(super::parse_fraction("-3%").is_err());
+        assert_eq!(super::parse_fraction("0").unwrap(), 0.0);
         assert!(super::parse_fraction("abc").is_err());
     }
 

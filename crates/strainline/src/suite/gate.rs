@@ -114,6 +114,8 @@ fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
         .map_err(|_| format!("'{raw}' is not a number with a unit (e.g. 200ms, 17MiB, 0.1%)"))?;
     let suffix = suffix.trim();
     let scale = match (unit, suffix) {
+        // Zero is zero in every unit.
+        (_, "") if n == 0.0 => 1.0,
         (Unit::Ms | Unit::Seconds, "") => {
             return Err(crate::Error::usage(format!(
                 "'{raw}' has no unit: {raw} what? write {raw}ms or {raw}s (a time)"
@@ -130,7 +132,7 @@ fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
                 if n > 0.0 && n < 1.0 && unit == Unit::Ratio {
                     format!(
                         " (or {}% if {raw} was a fraction)",
-                        crate::units::format_number(n * 100.0)
+                        (n * 100.0 * 1e9).round() / 1e9
                     )
                 } else {
                     String::new()
@@ -243,6 +245,28 @@ mod tests {
         let g = parse("leak = none", M).unwrap();
         assert!(g.holds(0.0) && !g.holds(1.0));
         assert!(parse("cpu_per_op < 2ms", M).unwrap().holds(1.5));
+    }
+
+    #[test]
+    fn a_number_without_its_unit_is_refused_with_the_fix() {
+        for (gate, fix) in [
+            ("latency_p99 < 200", "write 200ms or 200s"),
+            ("peak_rss < 17", "write 17MiB, 17KiB or 17B"),
+            ("error_rate < 1", "write 1%"),
+            (
+                "error_rate < 0.001",
+                "write 0.001% (or 0.1% if 0.001 was a fraction)",
+            ),
+        ] {
+            let e = parse(gate, M).unwrap_err();
+            assert!(
+                e.1.contains("has no unit") && e.1.contains(fix),
+                "{gate}: {}",
+                e.1
+            );
+        }
+        // Zero is zero in any unit.
+        assert_eq!(parse("error_rate <= 0", M).unwrap().value, 0.0);
     }
 
     #[test]
