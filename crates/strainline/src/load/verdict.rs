@@ -542,6 +542,22 @@ mod tests {
         assert_eq!(judge(&late_run(300, 0.0)).status, Validity::Invalid);
     }
 
+    /// The note of a run whose pool held its size 40 times, the target answering in
+    /// 100 µs with few connections busy and in `service_us` over the run.
+    fn held_note(service_us: u64) -> String {
+        let mut o = late_run(0, 0.0);
+        o.total.held = 40;
+        for _ in 0..30 {
+            o.total.service_light.record(100).unwrap();
+            o.total.service.record(service_us).unwrap();
+        }
+        let v = judge(&o);
+        v.reasons
+            .into_iter()
+            .find(|r| r.contains("held its size"))
+            .unwrap()
+    }
+
     #[test]
     fn no_note_contradicts_the_verdict_above_it() {
         // A tail of late sends (p99 late, p90 on time): VALID, and its note says it is a
@@ -557,36 +573,14 @@ mod tests {
         );
         // A pool held while the target answered as fast as with few connections busy:
         // no "because the target slowed down".
-        let mut o = late_run(0, 0.0);
-        o.total.held = 40;
-        for _ in 0..30 {
-            o.total.service_light.record(100).unwrap();
-            o.total.service.record(110).unwrap();
-        }
-        let v = judge(&o);
-        let note = v
-            .reasons
-            .iter()
-            .find(|r| r.contains("held its size"))
-            .unwrap();
+        let note = held_note(110);
         assert!(!note.contains("because the target slowed down"), "{note}");
         assert!(
             note.contains("under the 2× that names a slowdown"),
             "{note}"
         );
         // Twice as slow: the target's slowdown, said so.
-        let mut o = late_run(0, 0.0);
-        o.total.held = 40;
-        for _ in 0..30 {
-            o.total.service_light.record(100).unwrap();
-            o.total.service.record(5_000).unwrap();
-        }
-        let v = judge(&o);
-        let note = v
-            .reasons
-            .iter()
-            .find(|r| r.contains("held its size"))
-            .unwrap();
+        let note = held_note(5_000);
         assert!(note.contains("because the target slowed down"), "{note}");
     }
 
