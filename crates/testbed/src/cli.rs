@@ -163,7 +163,7 @@ struct ServeArgs {
     #[arg(long, default_value_t = 2048)]
     state_bytes: usize,
     /// Units of hashing work per push (a SHA-256 of 4 KiB with SHA in hardware, else of
-    /// 1.25 KiB: about 10 µs either way; its measured cost is printed as cpu_unit_us).
+    /// 1 KiB: about 10 µs either way; its measured cost is printed as cpu_unit_us).
     #[arg(long, default_value_t = 10)]
     cpu_cost: u64,
     /// Bytes retained and never freed per push (a deliberate leak).

@@ -633,3 +633,77 @@ fn a_target_that_is_only_a_url_is_loaded_and_said_to_be_unmonitored() {
     assert_eq!(out.status.code(), Some(2));
     assert_has(&stderr(&out), "needs a target strainline starts or watches");
 }
+
+#[test]
+fn a_number_without_its_unit_is_refused_with_the_fix_in_flags_and_suites() {
+    let s = Scratch::new();
+    // Flags: refused at once, exit 2, before anything runs.
+    for (args, says) in [
+        (
+            vec![
+                "run",
+                "x.toml",
+                "--baseline",
+                "v=1",
+                "--candidate",
+                "v=2",
+                "--band",
+                "cpu_per_op=3",
+            ],
+            "'3' has no unit: 3 what? write 3%",
+        ),
+        (
+            vec!["compare", "1", "2", "--band", "default=0.2"],
+            "write 0.2% (or 20% if 0.2 was a fraction)",
+        ),
+        (vec!["history", "--min-change", "5"], "'5' has no unit"),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:9/",
+                "-z",
+                "1s",
+                "--gate",
+                "latency_p99 < 300",
+            ],
+            "write 300ms or 300s",
+        ),
+    ] {
+        let out = s.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_has(&stderr(&out), says);
+    }
+    // The suite: at its line and column.
+    let base = format!(
+        "{TARGET}\n[[test]]\nname = \"r\"\nkind = \"ramp\"\nurl = \"http://127.0.0.1:{{{{port}}}}/health\"\nstart = 10\nstep = 10\nstep_duration = \"1s\"\n"
+    );
+    for (line, says) in [
+        (
+            "max_error_rate = 0.01",
+            "max_error_rate: '0.01' has no unit",
+        ),
+        (
+            "gates = [\"peak_rss < 64\"]",
+            "'64' has no unit: 64 what? write 64MiB",
+        ),
+    ] {
+        let out = s.run(&["check", &{
+            let p = s.path("u.toml");
+            std::fs::write(&p, format!("{base}{line}\n")).unwrap();
+            p.to_str().unwrap().to_string()
+        }]);
+        assert_eq!(out.status.code(), Some(2), "{line}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains("u.toml:") && e.contains(says), "{line}: {e}");
+    }
+    let out = s.run(&["check", &{
+        let p = s.path("c.toml");
+        std::fs::write(&p, format!("{base}\n[compare]\nband = 20\n")).unwrap();
+        p.to_str().unwrap().to_string()
+    }]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(
+        &stderr(&out),
+        "band: '20' has no unit: 20 what? write 20%, in quotes: \"20%\"",
+    );
+}

@@ -1,8 +1,8 @@
 //! The work a push costs: `--cpu-cost` units of real hashing, its cost on this machine
 //! measured at start and printed (`cpu_unit_us=…`). A unit is a SHA-256 of 4 KiB where
 //! the CPU hashes SHA-256 in hardware (about 10 µs on the development machine), and of
-//! 1.25 KiB where it does not (a Xeon without SHA extensions took 25.6 µs for 4 KiB, 10.2-10.7 µs
-//! for 1.25 KiB): a cost and a rate then mean about the same load on either. The size is
+//! 1 KiB where it does not (a Xeon without SHA extensions took 25.6 µs for 4 KiB, about 8.5 µs
+//! for 1 KiB): a cost and a rate then mean about the same load on either. The size is
 //! chosen from the CPU's features, never from a timing, so that every run on one machine
 //! does the same work whatever else the machine was doing at its start.
 
@@ -12,14 +12,14 @@ use std::time::Instant;
 /// Bytes hashed by one unit of work at most (the development machine's unit).
 pub const UNIT_BYTES: usize = 4096;
 
-/// Bytes one unit hashes on this machine: 4 KiB with SHA in hardware, else 1.25 KiB.
+/// Bytes one unit hashes on this machine: 4 KiB with SHA in hardware, else 1 KiB.
 pub fn unit_bytes() -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("sha") {
             return UNIT_BYTES;
         }
-        1280
+        1024
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
