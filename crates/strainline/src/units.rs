@@ -100,6 +100,21 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// What a share written without its `%` gets told: `'3' has no unit: 3 what? write 3%`,
+/// and for a number under 1 the fraction it may have meant (`or 0.1% if 0.001 was a
+/// fraction`). One wording for flags, suite keys and gates.
+pub fn share_without_unit(raw: &str, v: f64) -> String {
+    let fraction = if v > 0.0 && v < 1.0 {
+        format!(
+            " (or {}% if {raw} was a fraction)",
+            (v * 100.0 * 1e9).round() / 1e9
+        )
+    } else {
+        String::new()
+    };
+    format!("'{raw}' has no unit: {raw} what? write {raw}%{fraction}")
+}
+
 /// A share written with its unit: `20%` → 0.2. A bare number is refused with the fix,
 /// because `3` is ambiguous between 3% and 300% (a fraction of 3).
 pub fn parse_fraction(s: &str) -> crate::error::Result<f64> {
@@ -110,17 +125,7 @@ pub fn parse_fraction(s: &str) -> crate::error::Result<f64> {
     }
     let Some(p) = t.strip_suffix('%') else {
         return Err(crate::Error::usage(match t.parse::<f64>() {
-            Ok(v) if v.is_finite() => format!(
-                "'{t}' has no unit: {t} what? write {t}%{}",
-                if v > 0.0 && v < 1.0 {
-                    format!(
-                        " (or {}% if {t} was a fraction)",
-                        (v * 100.0 * 1e9).round() / 1e9
-                    )
-                } else {
-                    String::new()
-                }
-            ),
+            Ok(v) if v.is_finite() => share_without_unit(t, v),
             _ => format!("'{s}' is not a percentage: write it as 20%"),
         }));
     };

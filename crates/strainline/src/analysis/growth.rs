@@ -96,17 +96,6 @@ fn fit(sizes: &[f64], costs: &[f64]) -> Option<(f64, f64, f64)> {
     best.map(|(k, a, b, _)| (k, a, b))
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
-}
-
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
     let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
@@ -120,7 +109,10 @@ pub fn growth(sizes: &[u64], runs: &[Vec<f64>]) -> Option<Growth> {
         return None;
     }
     let n: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
-    let medians: Vec<f64> = runs.iter().map(|r| median(r)).collect();
+    let medians: Vec<f64> = runs
+        .iter()
+        .map(|r| super::stats::median(r).expect("checked: no size without runs"))
+        .collect();
     let (exponent, fixed, b) = fit(&n, &medians)?;
     // Every choice of one run per size (sampled evenly when there are too many).
     let total: usize = runs.iter().map(Vec::len).product();

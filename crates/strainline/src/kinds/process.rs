@@ -228,9 +228,8 @@ fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
     ));
     for (i, &size) in t.sizes.iter().enumerate() {
         let med = |f: fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = measured[i].iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
+            let v: Vec<f64> = measured[i].iter().map(f).collect();
+            crate::analysis::stats::median(&v).unwrap_or(0.0)
         };
         let (wall, cpu) = (med(|m| m.0), med(|m| m.1));
         let cost = if by_cpu { cpu } else { wall };

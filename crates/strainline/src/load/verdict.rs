@@ -217,27 +217,26 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
         let (full, few) = (ms(all, 0.5), ms(light, 0.25));
         // "Slowed down" only where the documented rule (QUEUED_FACTOR) says so over the
         // run: the pool's own growth rule looks at a shorter window.
-        notes.push(if full >= QUEUED_FACTOR * few && few > 0.0 {
+        let why = if full >= QUEUED_FACTOR * few && few > 0.0 {
             format!(
-                "the connection pool held its size for {} of {} scheduled sends because the \
-                 target slowed down: it answered in {full:.1} ms (p50), against {few:.1} ms with \
-                 few connections busy (lower quartile) — it queued what it was sent (Little's \
-                 law), and more connections would only have moved the queue into it; the \
-                 corrected latency includes the wait",
-                t.held,
-                t.sent.max(t.held),
+                "because the target slowed down: it answered in {full:.1} ms (p50), against \
+                 {few:.1} ms with few connections busy (lower quartile) — it queued what it \
+                 was sent (Little's law), and more connections would only have moved the \
+                 queue into it"
             )
         } else {
             format!(
-                "the connection pool held its size for {} of {} scheduled sends, when the \
-                 target's latest answers were slower than its fastest; over the run it \
-                 answered in {full:.1} ms (p50) against {few:.1} ms with few connections busy \
-                 (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown: the corrected \
-                 latency includes the wait",
-                t.held,
-                t.sent.max(t.held),
+                "when the target's latest answers were slower than its fastest; over the run \
+                 it answered in {full:.1} ms (p50) against {few:.1} ms with few connections \
+                 busy (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown"
             )
-        });
+        };
+        notes.push(format!(
+            "the connection pool held its size for {} of {} scheduled sends {why}; the \
+             corrected latency includes the wait",
+            t.held,
+            t.sent.max(t.held),
+        ));
     }
     // The kernel completes a handshake whether or not the target accepts: connections
     // still not open are the target's (its accept queue), not the generator's limit.

@@ -37,7 +37,8 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     };
     if let Some(url) = &spec.unwatched {
         // Only reached: wait until it answers, load it, and say what was not measured.
-        lifecycle::wait_answering(url, spec.ready_timeout)?;
+        let url = crate::suite::substitute(url, &ctx.vars);
+        lifecycle::wait_answering(&url, spec.ready_timeout)?;
         let mut r = kinds::run_http(ctx, test, workload, None)?;
         r.table.push(format!(
             "target: not monitored — [target] url = \"{url}\" is only reached, so no CPU, memory, thread or log figures of it; its answers are measured"

@@ -126,17 +126,15 @@ fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
                 "'{raw}' has no unit: {raw} what? write {raw}MiB, {raw}KiB or {raw}B (a size)"
             )))
         }
-        (Unit::Ratio | Unit::PercentOfCore, "") => {
+        (Unit::Ratio, "") => {
             return Err(crate::Error::usage(format!(
-                "'{raw}' has no unit: {raw} what? write {raw}%{} (a share)",
-                if n > 0.0 && n < 1.0 && unit == Unit::Ratio {
-                    format!(
-                        " (or {}% if {raw} was a fraction)",
-                        (n * 100.0 * 1e9).round() / 1e9
-                    )
-                } else {
-                    String::new()
-                }
+                "{} (a share)",
+                crate::units::share_without_unit(raw, n)
+            )))
+        }
+        (Unit::PercentOfCore, "") => {
+            return Err(crate::Error::usage(format!(
+                "'{raw}' has no unit: {raw} what? write {raw}% (of one core)"
             )))
         }
         (_, "") => 1.0,
