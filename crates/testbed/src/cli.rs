@@ -162,8 +162,8 @@ struct ServeArgs {
     /// State kept per registered device, bytes.
     #[arg(long, default_value_t = 2048)]
     state_bytes: usize,
-    /// Units of hashing work per push (a SHA-256 of 4 KiB with SHA in hardware, else of
-    /// 1 KiB: about 10 µs either way; its measured cost is printed as cpu_unit_us).
+    /// Units of hashing work per push, each 10 µs of the handler thread's CPU time (its
+    /// thread CPU clock); a unit's wall time at start is printed as cpu_unit_us.
     #[arg(long, default_value_t = 10)]
     cpu_cost: u64,
     /// Bytes retained and never freed per push (a deliberate leak).

@@ -228,14 +228,21 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             s.p99_ms,
             100.0 * s.error_rate
         )
-    } else if s.stolen > STOLEN_BOUND {
-        format!(
-            "the machine: the hypervisor took {:.1}% of its CPU during the step (steal, even after the step was measured again) — the target's CPU was {:.2} cores, busiest thread {:.0}%; this ceiling is its neighbours' as much as the target's: repeat on a quiet machine",
-            100.0 * s.stolen,
-            s.target_cpu,
-            100.0 * s.busiest_thread
-        )
-    } else if step.target_saturated {
+    } else {
+        let own = target_limit(step);
+        if s.stolen > STOLEN_BOUND {
+            stolen_factor(s, own)
+        } else {
+            own.unwrap_or_else(|| nothing_stands_out(s, limits))
+        }
+    }
+}
+
+/// What the target's own evidence names as its limit: its CPU, a run queue, a kernel
+/// counter, a wait in its threads; None when nothing stands out.
+fn target_limit(step: &Step) -> Option<String> {
+    let s = &step.figures;
+    Some(if step.target_saturated {
         format!(
             "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
             100.0 * s.busiest_thread,
@@ -270,35 +277,56 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             "SYN queue full: the kernel answered {} SYNs with cookies (SyncookiesSent) while the target used {:.2} cores — connections are opened faster than they complete their handshake; raise net.ipv4.tcp_max_syn_backlog and the listen backlog, or reuse connections",
             s.syn_cookies, s.target_cpu
         )
-    } else if let Some(limit) = s.threads.as_ref().and_then(super::threads::limit) {
-        limit
     } else {
-        // What broke the step (its errors, its p99, its throughput) is a symptom, not a
-        // cause: errors are what broke it, not what limited it.
-        let symptom = if s.error_rate > limits.max_error_rate {
-            format!(
-                "errors {:.2}%{}",
-                100.0 * s.error_rate,
-                if s.error_causes.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", s.error_causes)
-                }
-            )
-        } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
-            format!("p99 {:.1} ms over the SLO", s.p99_ms)
-        } else {
-            format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
-        };
-        format!(
-            "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads (a wait is named from {:.2} thread-s/s and more than they ran; a pool when all its threads were busy {:.0}% of the step); {}",
+        return s.threads.as_ref().and_then(super::threads::limit);
+    })
+}
+
+/// A step that broke while the hypervisor took more than [`STOLEN_BOUND`] of the
+/// machine's CPU, even when measured again. The target's own evidence still names the
+/// kind of limit (its CPU, its lock: steal lowers the number, not the cause); with none,
+/// the machine is what stands out.
+fn stolen_factor(s: &Figures, own: Option<String>) -> String {
+    match own {
+        Some(own) => format!(
+            "{own}; the hypervisor took {:.1}% of the machine's CPU during the step (steal, even after the step was measured again): the limit is the target's, its ceiling lower than on a quiet machine",
+            100.0 * s.stolen
+        ),
+        None => format!(
+            "the machine: the hypervisor took {:.1}% of its CPU during the step (steal, even after the step was measured again) — the target's CPU was {:.2} cores, busiest thread {:.0}%, and nothing of its own stands out; this ceiling is its neighbours' as much as the target's: repeat on a quiet machine",
+            100.0 * s.stolen,
             s.target_cpu,
-            100.0 * s.busiest_thread,
-            super::threads::WAIT_MIN,
-            100.0 * super::threads::POOL_FULL,
-            thread_summary(s)
-        )
+            100.0 * s.busiest_thread
+        ),
     }
+}
+
+/// A step that broke with no cause in the target's evidence: what broke it (its errors,
+/// its p99, its throughput) is a symptom, not a cause.
+fn nothing_stands_out(s: &Figures, limits: &Limits) -> String {
+    let symptom = if s.error_rate > limits.max_error_rate {
+        format!(
+            "errors {:.2}%{}",
+            100.0 * s.error_rate,
+            if s.error_causes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", s.error_causes)
+            }
+        )
+    } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
+        format!("p99 {:.1} ms over the SLO", s.p99_ms)
+    } else {
+        format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
+    };
+    format!(
+        "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads (a wait is named from {:.2} thread-s/s and more than they ran; a pool when all its threads were busy {:.0}% of the step); {}",
+        s.target_cpu,
+        100.0 * s.busiest_thread,
+        super::threads::WAIT_MIN,
+        100.0 * super::threads::POOL_FULL,
+        thread_summary(s)
+    )
 }
 
 /// How a ramp ended.
@@ -673,6 +701,23 @@ mod tests {
         assert!(
             c.limiting_factor
                 .starts_with("the machine: the hypervisor took 25.0% of its CPU"),
+            "{}",
+            c.limiting_factor
+        );
+        // A target whose own evidence names its limit keeps it: steal lowers the
+        // ceiling, the cause is still the target's (CPython's lock on a VM that steals
+        // 10-20% under any network load).
+        let mut r = rec(1600.0, 1200.0, 1000.0);
+        r.figures.stolen = 0.18;
+        r.figures.busiest_thread = 0.97;
+        r.figures.target_cpu = 0.97;
+        let (_, c) = run(&[rec(800.0, 800.0, 2.0), r]);
+        assert!(
+            c.limiting_factor
+                .starts_with("target CPU saturated: its busiest thread was on a CPU 97%")
+                && c.limiting_factor
+                    .contains("; the hypervisor took 18.0% of the machine's CPU during the step")
+                && c.limiting_factor.contains("the limit is the target's"),
             "{}",
             c.limiting_factor
         );
