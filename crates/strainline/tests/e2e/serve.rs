@@ -16,6 +16,8 @@ const XSS_LABEL: &str = "\"><script>alert(1)</script>";
 const JS_LINK: &str = "javascript:alert(2)";
 const IMG: &str = "<img src=x onerror=alert(3)>";
 
+/// A suite of the testbed pinned to one CPU at 2 ms of CPU a push: 60% busy at the
+/// soak's 300 req/s, with room for the Chromium that browses beside it on 2 cores.
 fn suite(name: &str, kind_body: &str) -> String {
     format!(
         r#"
@@ -23,7 +25,7 @@ fn suite(name: &str, kind_body: &str) -> String {
 name = "{name}"
 
 [target]
-command = ["taskset", "-c", "CPU", "TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "300", "--profile", "{{{{profile}}}}"]
+command = ["taskset", "-c", "CPU", "TB", "serve", "--listen", "127.0.0.1:{{{{port}}}}", "--workers", "1", "--cpu-cost", "200", "--profile", "{{{{profile}}}}"]
 ready = "http://127.0.0.1:{{{{port}}}}/health"
 
 [[test]]
@@ -471,10 +473,11 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
         let rest = &dom[at + name.len() + 6..];
         rest[..rest.find('<').unwrap()].to_string()
     };
-    let achieved: f64 = figure("achieved")
-        .parse()
-        .unwrap_or_else(|_| panic!("{dom}"));
-    assert!((250.0..=350.0).contains(&achieved), "{achieved}");
+    // The figure is the latest second the page had read; checked against the store
+    // below (Chromium's own start takes the pinned CPU for a second or so, and that
+    // second's figure is what it is: 109 and 186 req/s were seen).
+    let achieved = figure("achieved");
+    let page_seconds: usize = figure("seen").parse().unwrap_or_else(|_| panic!("{dom}"));
     assert!(figure("rss").parse::<f64>().unwrap() > 0.5);
     assert!(dom.contains("<polyline"), "the rate chart is drawn");
     screenshot(&format!("{base}/live/{id}"), "live");
@@ -494,6 +497,18 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
         .map(Result::unwrap)
         .collect();
     assert!(live.len() >= 6, "{live:?}");
+    let shown = all[..page_seconds]
+        .iter()
+        .rev()
+        .find_map(|s| s["achieved"].as_f64())
+        .expect("the page showed a second with responses");
+    assert_eq!(achieved, format!("{shown:.0}"), "the page's latest second");
+    // The soak held its 300 req/s over its seconds (the open model catches up on a
+    // second the CPU was taken).
+    let mut sorted = stored.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!((250.0..=350.0).contains(&median), "{stored:?}");
     assert_eq!(
         &stored[..live.len()],
         &live[..],
