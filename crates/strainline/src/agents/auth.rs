@@ -16,9 +16,6 @@ const LABEL: &[u8] = b"EXPORTER-strainline-agent";
 /// The shortest token accepted, bytes.
 const MIN_TOKEN: usize = 16;
 
-/// The largest token file read, bytes.
-pub const MAX_TOKEN_FILE: u64 = 4096;
-
 /// A shared secret, read from a file (surrounding whitespace ignored).
 #[derive(Clone)]
 pub struct Token(Vec<u8>);
@@ -30,37 +27,9 @@ impl std::fmt::Debug for Token {
 }
 
 impl Token {
-    /// Reads the token from `path`: a regular file (a link to one is fine, as a
-    /// Kubernetes Secret mounts it) of at most [`MAX_TOKEN_FILE`] bytes that other users
-    /// can neither read nor change (group-readable is allowed, for a Secret shared with
-    /// a pod's `fsGroup`) — as ssh treats a private key.
+    /// Reads the token from `path`, a secret file ([`crate::os::secret`]).
     pub fn read(path: &Path) -> crate::error::Result<Token> {
-        use std::io::Read;
-        use std::os::unix::fs::PermissionsExt;
-        let shown = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("token file {shown}: {e}"))?;
-        if !meta.is_file() {
-            return Err(crate::Error::usage(format!(
-                "token file {shown}: not a regular file (a device, a pipe or a directory): give a file holding the token"
-            )));
-        }
-        if meta.len() > MAX_TOKEN_FILE {
-            return Err(crate::Error::usage(format!(
-                "token file {shown}: {} bytes, more than {MAX_TOKEN_FILE}: a token is one line (`head -c 32 /dev/urandom | base64`)",
-                meta.len()
-            )));
-        }
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o027 != 0 {
-            return Err(crate::Error::usage(format!(
-                "token file {shown}: mode {mode:04o} lets other users {} the token: `chmod 600 {shown}`",
-                if mode & 0o004 != 0 { "read" } else { "change" }
-            )));
-        }
-        let mut text = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_TOKEN_FILE + 1).read_to_end(&mut text))
-            .map_err(|e| format!("token file {shown}: {e}"))?;
+        let text = crate::os::secret::read(path, "token file")?;
         let t = text.trim_ascii().to_vec();
         if t.len() < MIN_TOKEN {
             return Err(crate::Error::usage(format!(

@@ -1285,6 +1285,7 @@ fn start_subscribers(
                         tokio::task::spawn_local(subscriber::run(
                             t.clone(),
                             i,
+                            t.subscribers as usize,
                             rec.clone(),
                             c.clone(),
                         ))
@@ -1515,8 +1516,15 @@ pub fn run_from(
         false => start.elapsed().as_secs_f64(),
     };
     if let Some((thread, control)) = subscribers {
-        // The deliveries still on their way are waited for (at most the timeout).
+        // The deliveries still on their way are waited for (at most the timeout), and
+        // a Ctrl-C meanwhile cancels the drain.
         control.publishers_done.store(true, Ordering::Relaxed);
+        while !thread.is_finished() {
+            if stop() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = thread.join();
     }
     // Whatever the command units left running (a `setsid` child) ends with the run.

@@ -3,7 +3,11 @@
 //! counted and discarded — no header map, no body object, no second task per
 //! connection. On loopback this is what lets strainline spend less CPU per request than
 //! wrk. It handles keep-alive, `Content-Length`, chunked bodies, bodies delimited by
-//! the connection's close, `1xx` interim responses and `Connection: close`.
+//! the connection's close, `1xx` interim responses and `Connection: close`. Nothing a
+//! server sends grows a buffer without bound: a head, a chunk-size line (with its
+//! extensions) and the trailers are [`MAX_HEAD`] at most, and a `Content-Length` that is
+//! not one decimal number (absurd, negative, or two that differ: RFC 9112 §6.3) is a
+//! `protocol` error, as is anything longer.
 
 use super::recorder::LATE_TAIL;
 use std::io;
@@ -97,6 +101,27 @@ pub struct H1 {
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// The most a response head, a chunk-size line or a trailer section may take, bytes.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// A `Content-Length` field's value as RFC 9112 §6.3 allows it: a decimal number, or a
+/// list of the same number repeated (as some proxies send); None for anything else.
+fn content_length(v: &[u8]) -> Option<u64> {
+    let mut n = None;
+    for part in v.split(|b| *b == b',') {
+        let part = part.trim_ascii();
+        if part.is_empty() || part.len() > 19 || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let this: u64 = std::str::from_utf8(part).ok()?.parse().ok()?;
+        if n.is_some_and(|m| m != this) {
+            return None;
+        }
+        n = Some(this);
+    }
+    n
+}
+
 fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::TimedOut => ErrorKind::Timeout,
@@ -180,9 +205,10 @@ impl H1 {
                         let mut close = resp.version == Some(0);
                         for h in resp.headers.iter() {
                             if h.name.eq_ignore_ascii_case("content-length") {
-                                length = std::str::from_utf8(h.value)
-                                    .ok()
-                                    .and_then(|v| v.trim().parse::<u64>().ok());
+                                match content_length(h.value) {
+                                    Some(n) if length.is_none_or(|m| m == n) => length = Some(n),
+                                    _ => return Err(ErrorKind::Protocol),
+                                }
                             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                                 chunked = h
                                     .value
@@ -196,6 +222,9 @@ impl H1 {
                         break (resp.code.unwrap_or(0), len, length, chunked, close);
                     }
                     Ok(httparse::Status::Partial) => {
+                        if self.end - self.start > MAX_HEAD {
+                            return Err(ErrorKind::Protocol);
+                        }
                         if self.fill().await? == 0 {
                             return Err(ErrorKind::Reset);
                         }
@@ -252,6 +281,9 @@ impl H1 {
                 match httparse::parse_chunk_size(&self.buf[self.start..self.end]) {
                     Ok(httparse::Status::Complete(c)) => break c,
                     Ok(httparse::Status::Partial) => {
+                        if self.end - self.start > MAX_HEAD {
+                            return Err(ErrorKind::Protocol);
+                        }
                         if self.fill().await? == 0 {
                             return Err(ErrorKind::Reset);
                         }
@@ -262,13 +294,17 @@ impl H1 {
             self.start += consumed;
             if size == 0 {
                 // Trailers, if any, end with an empty line.
+                let mut trailers = 0;
                 loop {
                     let window = &self.buf[self.start..self.end];
                     if let Some(pos) = window.windows(2).position(|w| w == b"\r\n") {
                         self.start += pos + 2;
+                        trailers += pos + 2;
                         if pos == 0 {
                             return Ok(total);
                         }
+                    } else if trailers + window.len() > MAX_HEAD {
+                        return Err(ErrorKind::Protocol);
                     } else if self.fill().await? == 0 {
                         return Err(ErrorKind::Reset);
                     }
@@ -376,6 +412,60 @@ mod tests {
         }
         server.await.unwrap();
         assert_eq!(late, [false, false, true, true]);
+    }
+
+    /// RFC 9112 §6.3 and bounded lines: each response is a `protocol` error at once,
+    /// never a wait for the cut nor a buffer grown without end.
+    #[tokio::test]
+    async fn absurd_lengths_and_endless_lines_are_protocol_errors() {
+        let endless_ext = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;".as_slice(),
+            &[b'e'; 200_000],
+        ]
+        .concat();
+        let endless_trailer = [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: ".as_slice(),
+            &[b'e'; 200_000],
+        ]
+        .concat();
+        let endless_head = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'e'; 200_000]].concat();
+        for response in [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100000000000000000000000\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd".to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabcd".to_vec(),
+            endless_ext,
+            endless_trailer,
+            endless_head,
+        ] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let shown = String::from_utf8_lossy(&response[..response.len().min(80)]).to_string();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(&response).await;
+                // Held open: an error must not wait for the close.
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            });
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut h = H1::new(Stream::Tcp(tcp));
+            let got = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("held: {shown}"));
+            assert_eq!(got.map(|r| r.0), Err(ErrorKind::Protocol), "{shown}");
+            assert!(h.buf.len() <= 2 * MAX_HEAD + READ_CHUNK, "{shown}");
+            server.abort();
+        }
+        // The same length repeated is one length.
+        assert_eq!(content_length(b"5, 5"), Some(5));
+        assert_eq!(content_length(b"5"), Some(5));
+        assert_eq!(content_length(b""), None);
+        assert_eq!(content_length(b"+5"), None);
     }
 
     #[tokio::test]

@@ -32,6 +32,10 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const WINDOW: u32 = (1 << 30) - 1;
 /// The largest frame we accept: the protocol's default, which we do not raise.
 const MAX_FRAME: usize = 16_384;
+/// Acknowledgements (of PING and SETTINGS) queued and not yet written at most: a server
+/// that floods them without reading our answers closes the connection as `protocol`,
+/// as nghttp2's `max_outbound_ack` (1,000) does since the 2019 ping and settings floods.
+const MAX_QUEUED_ACKS: usize = 1000;
 
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
@@ -81,6 +85,8 @@ struct Connection {
     send_window: i64,
     /// Bytes received on the connection not yet returned with a WINDOW_UPDATE.
     unacked: u32,
+    /// PING and SETTINGS acknowledgements in `wbuf` since it was last written whole.
+    acks_queued: usize,
 }
 
 #[derive(Default)]
@@ -186,6 +192,7 @@ impl Connection {
             peer_window: 65_535,
             send_window: 65_535,
             unacked: 0,
+            acks_queued: 0,
         }
     }
 
@@ -373,6 +380,9 @@ impl Connection {
             }
         }
         self.wbuf.drain(..written);
+        if self.wbuf.is_empty() {
+            self.acks_queued = 0;
+        }
         if written > 0 {
             if let Poll::Ready(Err(e)) = Pin::new(&mut self.stream).poll_flush(cx) {
                 return Err(super::http::io_kind(&e));
@@ -558,10 +568,12 @@ impl Connection {
                         _ => {}
                     }
                 }
+                self.ack()?;
                 frame_head(&mut self.wbuf, 0, SETTINGS, ACK, 0);
                 self.send_waiting_bodies();
             }
             PING if flags & ACK == 0 && len == 8 => {
+                self.ack()?;
                 let mut pong = [0u8; 8];
                 pong.copy_from_slice(&self.rbuf[payload]);
                 frame_head(&mut self.wbuf, 8, PING, ACK, 0);
@@ -592,6 +604,15 @@ impl Connection {
             PUSH_PROMISE => return Err(ErrorKind::Protocol),
             // PRIORITY, acknowledgements, unknown types: nothing to do.
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// Counts one more acknowledgement to write: a flood of them is a protocol error.
+    fn ack(&mut self) -> Result<(), ErrorKind> {
+        self.acks_queued += 1;
+        if self.acks_queued > MAX_QUEUED_ACKS {
+            return Err(ErrorKind::Protocol);
         }
         Ok(())
     }
@@ -1038,6 +1059,37 @@ mod tests {
         let seen = server.await.unwrap();
         assert_eq!(seen[&1].body, 10_000);
         assert!(seen[&1].largest <= 1000, "{:?}", seen[&1]);
+    }
+
+    /// The 2019 ping and settings floods: a server that sends PINGs (or SETTINGS)
+    /// without end and never reads our acknowledgements. The connection ends as a
+    /// protocol error, its write buffer never beyond 1,000 acknowledgements.
+    #[tokio::test]
+    async fn a_server_flooding_pings_or_settings_unread_is_a_protocol_error() {
+        for flood in [frame(PING, 0, 0, b"12345678"), settings(&[(3, 100)])] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let _ = s.write_all(&settings(&[])).await;
+                // Small: the kernel buffers fill with what we never read.
+                let _ = s.set_nodelay(true);
+                let batch = flood.repeat(1000);
+                for _ in 0..10_000 {
+                    if s.write_all(&batch).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            // The flood may end the handshake already, or the first exchange.
+            let r = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                connect(addr).await?.exchange(&get(), Bytes::new()).await
+            })
+            .await
+            .expect("ended, not held");
+            assert_eq!(r, Err(ErrorKind::Protocol));
+            server.abort();
+        }
     }
 
     #[tokio::test]

@@ -114,6 +114,11 @@ pub struct Tally {
     pub delivered: u64,
     #[serde(default)]
     pub duplicates: u64,
+    /// Deliveries whose stamp could not be checked for a duplicate (older than its
+    /// publisher's window, or from more publishers than a subscriber tracks: see
+    /// `mqtt::subscriber::Seen`).
+    #[serde(default)]
+    pub unverified: u64,
     #[serde(with = "hdr", default = "histogram")]
     pub delivery: Histogram<u64>,
     /// Messages the replies brought, where a reply is a stream of them (gRPC).
@@ -223,6 +228,7 @@ impl Default for Tally {
             subscribed_late: 0,
             delivered: 0,
             duplicates: 0,
+            unverified: 0,
             delivery: histogram(),
             messages: 0,
             late_tails: 0,
@@ -270,6 +276,7 @@ impl Tally {
         d.subscribed_late = d.subscribed_late.saturating_sub(part.subscribed_late);
         d.delivered = d.delivered.saturating_sub(part.delivered);
         d.duplicates = d.duplicates.saturating_sub(part.duplicates);
+        d.unverified = d.unverified.saturating_sub(part.unverified);
         let _ = d.delivery.subtract(&part.delivery);
         d.messages = d.messages.saturating_sub(part.messages);
         d.late_tails = d.late_tails.saturating_sub(part.late_tails);
@@ -303,6 +310,7 @@ impl Tally {
         self.subscribed_late += o.subscribed_late;
         self.delivered += o.delivered;
         self.duplicates += o.duplicates;
+        self.unverified += o.unverified;
         let _ = self.delivery.add(&o.delivery);
         self.messages += o.messages;
         self.late_tails += o.late_tails;
@@ -467,11 +475,14 @@ impl Recorder {
     }
 
     /// A message reached a subscriber `latency` after it was meant to be published;
-    /// `duplicate` if that subscriber had it already.
-    pub fn delivery(&mut self, latency: Duration, duplicate: bool) {
+    /// `check` says whether that subscriber had it already, or could not tell.
+    pub fn delivery(&mut self, latency: Duration, check: crate::load::mqtt::subscriber::Check) {
+        use crate::load::mqtt::subscriber::Check;
         self.interval.delivered += 1;
-        if duplicate {
-            self.interval.duplicates += 1;
+        match check {
+            Check::First => {}
+            Check::Duplicate => self.interval.duplicates += 1,
+            Check::Unverified => self.interval.unverified += 1,
         }
         self.interval.delivery.saturating_record(us(latency));
     }

@@ -125,6 +125,11 @@ pub struct Deliveries {
     pub delivered: u64,
     /// Deliveries of a message the subscriber already had.
     pub duplicates: u64,
+    /// Deliveries that could not be checked for a duplicate (a stamp older than its
+    /// publisher's window of 4,096, or from more publishers than tracked): counted as
+    /// distinct. A broker that forges or replays stamps shows here.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unverified: u64,
     /// expected − the distinct deliveries (never below 0).
     pub lost: u64,
     /// lost / expected.
@@ -160,6 +165,7 @@ fn deliveries(o: &Outcome) -> Option<Deliveries> {
             expected,
             delivered: t.delivered,
             duplicates: t.duplicates,
+            unverified: t.unverified,
             lost,
             loss_rate: if expected > 0 {
                 lost as f64 / expected as f64

@@ -6,8 +6,9 @@
 //! request/response server's reply): its latency is from the intended send time, as
 //! for HTTP. With a reply field (`--reply-field id`) the reply is the first message whose
 //! JSON field has the message's value, and the messages before it are counted as pushed
-//! by the server. Pings are answered as the reply is read; a close frame, or the
-//! stream's end, is a `reset` and the connection is opened again at the next send.
+//! by the server. Pings are answered as the reply is read, [`MAX_PINGS_PER_REPLY`] at
+//! most; a close frame, or the stream's end, is a `reset` and the connection is opened
+//! again at the next send. A reply is [`MAX_REPLY`] at most.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -99,7 +100,10 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
     // every read: at its default (128 KiB) a message cost ~10% more CPU (memset was the
     // hottest user-space symbol; docs/performance.md); 4 KiB covers a typical message
     // and the buffer still grows for a larger one.
-    let config = tungstenite::protocol::WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+    let config = tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(MAX_REPLY))
+        .max_frame_size(Some(MAX_REPLY));
     let (ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
         .await
         .map_err(|e| ws_kind(&e))?;
@@ -112,6 +116,16 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
 
 /// What tungstenite reads into at once (see [`connect`]).
 const READ_BUFFER: usize = 4096;
+
+/// The largest message (or frame) read from a server: a larger one is a `protocol`
+/// error, before more of it is buffered (tungstenite's default is 64 MiB a socket).
+pub const MAX_REPLY: usize = 16 << 20;
+
+/// Pings a server may send while one message waits for its reply: each is answered
+/// (tungstenite queues the pong), and a server that floods them without reading our
+/// pongs would grow the queue without end; beyond this the connection is closed as a
+/// `protocol` error and opened again at the next send.
+pub const MAX_PINGS_PER_REPLY: u32 = 1000;
 
 /// The message a body makes: text when it is UTF-8, binary otherwise.
 pub fn message(body: Bytes) -> Message {
@@ -154,14 +168,21 @@ async fn exchange(
     id: Option<(&Arc<[String]>, serde_json::Value)>,
 ) -> Result<Read, ErrorKind> {
     ws.send(msg).await.map_err(|e| ws_kind(&e))?;
-    let mut pushed = 0;
+    let (mut pushed, mut pings) = (0, 0u32);
     loop {
         let data: Bytes = match ws.next().await {
             Some(Ok(Message::Text(t))) => t.into(),
             Some(Ok(Message::Binary(b))) => b,
             // Control frames: tungstenite queues the pong and sends it with the next
-            // write; a close frame ends the connection.
-            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+            // write (a flood of pings is bounded); a close frame ends the connection.
+            Some(Ok(Message::Ping(_))) => {
+                pings += 1;
+                if pings > MAX_PINGS_PER_REPLY {
+                    return Err(ErrorKind::Protocol);
+                }
+                continue;
+            }
+            Some(Ok(Message::Pong(_) | Message::Frame(_))) => continue,
             Some(Ok(Message::Close(_))) | None => return Err(ErrorKind::Reset),
             Some(Err(e)) => return Err(ws_kind(&e)),
         };

@@ -2,12 +2,14 @@
 //! processes as child subreaper ([`process`]), containment units that hold a whole
 //! process tree ([`unit`], on a [`cgroup`] where one can be made, with a [`guardian`]
 //! for when strainline is killed) and the signals that interrupt strainline
-//! ([`signals`]), and kernel files read whole through kept descriptors ([`kfile`]).
+//! ([`signals`]), kernel files read whole through kept descriptors ([`kfile`]), and
+//! secret files read by ssh's rule ([`secret`]).
 //! Nothing here knows about suites, load or reports.
 
 pub mod cgroup;
 pub mod guardian;
 pub mod kfile;
 pub mod process;
+pub mod secret;
 pub mod signals;
 pub mod unit;

@@ -201,6 +201,13 @@ fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -
         100.0 * d.loss_rate,
         d.duplicates
     )?;
+    if d.unverified > 0 {
+        writeln!(
+            out,
+            "  {:<14}{} delivery(ies) could not be checked for a duplicate (a stamp older than its publisher's last 4,096, or from more publishers than a subscriber tracks): counted once each — a broker that replays or forges stamps shows here",
+            "", d.unverified
+        )?;
+    }
     if d.subscribed_late > 0 {
         writeln!(
             out,

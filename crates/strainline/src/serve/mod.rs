@@ -21,8 +21,42 @@ use std::sync::{Arc, Mutex};
 use crate::store::{Location, Store};
 use http::{Request, Response};
 
-/// Clients served at once; one more is answered 503 at once.
+/// Clients served at once. One more closes the oldest connection still waiting for its
+/// request (a stranger holding a socket open, a browser's spare), as the agent's
+/// newest-closes-oldest does; only when all are being answered is it answered 503.
 pub const MAX_CLIENTS: usize = 64;
+
+/// Connections whose request has not come yet, oldest first: each a clone of its socket,
+/// shut down to close it.
+#[derive(Default)]
+struct Waiting {
+    next: u64,
+    sockets: std::collections::VecDeque<(u64, TcpStream)>,
+}
+
+impl Waiting {
+    fn add(&mut self, s: &TcpStream) -> Option<u64> {
+        let clone = s.try_clone().ok()?;
+        self.next += 1;
+        self.sockets.push_back((self.next, clone));
+        Some(self.next)
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.sockets.retain(|(i, _)| *i != id);
+    }
+
+    /// Closes the oldest waiting connection; false if there is none.
+    fn close_oldest(&mut self) -> bool {
+        match self.sockets.pop_front() {
+            Some((_, s)) => {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// What `serve` was asked.
 pub struct Options {
@@ -61,10 +95,16 @@ impl Shared {
 }
 
 /// The token in a token file: its first line, which must be long enough to guess at
-/// no better than chance.
+/// no better than chance. The file is read by the agents' rule ([`crate::os::secret`]):
+/// a regular file of 4 KiB at most that other users cannot read.
 pub fn read_token(path: &std::path::Path) -> crate::error::Result<String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| crate::Error::usage(format!("--token-file {}: {e}", path.display())))?;
+    let bytes = crate::os::secret::read(path, "--token-file")?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        crate::Error::usage(format!(
+            "--token-file {}: not text: a token is one line (`head -c 24 /dev/urandom | base64`)",
+            path.display()
+        ))
+    })?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.len() < 16
         || token
@@ -121,13 +161,20 @@ impl Server {
     /// Answers until the process ends.
     pub fn run(self) -> ! {
         let busy = Arc::new(AtomicUsize::new(0));
+        let waiting = Arc::new(Mutex::new(Waiting::default()));
         loop {
             let Ok((mut s, _)) = self.listener.accept() else {
                 std::thread::sleep(std::time::Duration::from_millis(10));
                 continue;
             };
-            if busy.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
-                busy.fetch_sub(1, Ordering::SeqCst);
+            // At the cap, the oldest connection still silent makes room (its thread
+            // ends at once); the threads of closed ones may overlap the new for a
+            // moment, never beyond twice the cap.
+            let full = busy.load(Ordering::SeqCst) >= MAX_CLIENTS;
+            if full
+                && (busy.load(Ordering::SeqCst) >= 2 * MAX_CLIENTS
+                    || !waiting.lock().unwrap().close_oldest())
+            {
                 let _ = http::write(
                     &mut s,
                     &Response::html(503, "too many clients at once; retry\n".into()),
@@ -135,14 +182,20 @@ impl Server {
                 );
                 continue;
             }
-            let (shared, mine) = (self.shared.clone(), busy.clone());
+            let Some(id) = waiting.lock().unwrap().add(&s) else {
+                continue;
+            };
+            busy.fetch_add(1, Ordering::SeqCst);
+            let (shared, mine, wait) = (self.shared.clone(), busy.clone(), waiting.clone());
             let spawned = std::thread::Builder::new()
                 .name("serve".into())
                 .spawn(move || {
-                    answer(&shared, s);
+                    answer(&shared, s, || wait.lock().unwrap().remove(id));
+                    wait.lock().unwrap().remove(id);
                     mine.fetch_sub(1, Ordering::SeqCst);
                 });
             if spawned.is_err() {
+                waiting.lock().unwrap().remove(id);
                 busy.fetch_sub(1, Ordering::SeqCst);
             }
         }
@@ -158,8 +211,11 @@ fn same_secret(a: &str, b: &str) -> bool {
             == 0
 }
 
-fn answer(shared: &Shared, mut s: TcpStream) {
-    let req = match http::read(&mut s, http::READ_TIMEOUT) {
+/// Reads one request, then (`read`: no longer closable as silent) answers it.
+fn answer(shared: &Shared, mut s: TcpStream, read: impl FnOnce()) {
+    let req = http::read(&mut s, http::READ_TIMEOUT);
+    read();
+    let req = match req {
         Ok(r) => r,
         Err(http::Bad::Gone) => return,
         Err(http::Bad::Malformed(why)) => {
@@ -226,6 +282,11 @@ mod tests {
     #[test]
     fn a_token_must_be_long_and_plain_and_compares_whole() {
         let dir = tempfile::tempdir().unwrap();
+        let write_private = |path: &std::path::Path, text: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(path, text).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        };
         let path = dir.path().join("token");
         for bad in [
             "",
@@ -233,10 +294,10 @@ mod tests {
             "has a space in it 0123",
             "semi;colon0123456789",
         ] {
-            std::fs::write(&path, format!("{bad}\n")).unwrap();
+            write_private(&path, &format!("{bad}\n"));
             assert!(read_token(&path).is_err(), "{bad:?} accepted");
         }
-        std::fs::write(&path, "0123456789abcdef-XYZ\nignored\n").unwrap();
+        write_private(&path, "0123456789abcdef-XYZ\nignored\n");
         assert_eq!(read_token(&path).unwrap(), "0123456789abcdef-XYZ");
         assert!(same_secret("0123456789abcdef", "0123456789abcdef"));
         assert!(!same_secret("0123456789abcdef", "0123456789abcdeg"));

@@ -595,6 +595,30 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     assert_has(&stderr(&out), "at least 16 characters");
     let secret = "s3cret-token-0123456789";
     std::fs::write(&token, format!("{secret}\n")).unwrap();
+    // The agents' rule for a secret file: others may not read it, and it must be a
+    // regular file (a device or a FIFO would be read for ever).
+    use std::os::unix::fs::PermissionsExt;
+    for (mode, word) in [(0o644, "read"), (0o666, "read"), (0o622, "change")] {
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = s.run(&["serve", "--token-file", token.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert_has(
+            &stderr(&out),
+            &format!("lets other users {word} the token: `chmod 600"),
+        );
+    }
+    let fifo = s.path("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for dev in [std::path::Path::new("/dev/zero"), fifo.as_path()] {
+        let out = s.run(&["serve", "--token-file", dev.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), "not a regular file");
+    }
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let (_server, base) = serve(&s, &["--token-file", token.to_str().unwrap()]);
     // (bound to loopback here: the network rule; the token is enforced on any address)
     assert_eq!(get(&base, "/runs", &[]).0, 401);
@@ -673,6 +697,29 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
         t.elapsed() < Duration::from_secs(4),
         "silent clients held the server"
     );
+    // Strangers holding 64, then 2,000, connections open and silent: the newest closes
+    // the oldest silent one, so the token holder and a stranger's own page are answered
+    // within 2 s.
+    for idle in [64, 2000] {
+        let strangers: Vec<TcpStream> = (0..idle)
+            .filter_map(|_| TcpStream::connect(&addr).ok())
+            .collect();
+        assert!(
+            strangers.len() >= idle * 9 / 10,
+            "{} connected",
+            strangers.len()
+        );
+        for headers in [vec![auth.as_str()], vec![]] {
+            let t = Instant::now();
+            let status = get(&base, "/api/v1/runs", &headers).0;
+            assert_eq!(status, if headers.is_empty() { 401 } else { 200 });
+            assert!(
+                t.elapsed() < Duration::from_secs(2),
+                "{idle} idle strangers: answered in {:?}",
+                t.elapsed()
+            );
+        }
+    }
 }
 
 #[test]

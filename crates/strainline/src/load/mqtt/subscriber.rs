@@ -43,21 +43,85 @@ pub async fn subscribe(t: &Target, index: u64) -> Result<Conn, ErrorKind> {
     }
 }
 
-/// The messages one subscriber has had, by publisher: a bit per sequence number.
-#[derive(Default)]
-pub struct Seen(HashMap<u64, Vec<u64>>);
+/// The sequence numbers within which a subscriber tells a duplicate, per publisher:
+/// the newest [`WINDOW`] (a publisher's messages come in order, but for what the broker
+/// reorders). 512 bytes a publisher.
+pub const WINDOW: u64 = 4096;
+
+/// The memory all of a run's subscribers spend on telling duplicates at most; each
+/// tracks `SEEN_BUDGET / subscribers / 512 B` publishers (64 at least). Nothing a
+/// broker sends sizes it: a forged stamp (sequence 2⁴⁰, a new publisher each message)
+/// slides a window or finds the table full, and is counted as unverified.
+pub const SEEN_BUDGET: usize = 16 << 20;
+
+/// What a subscriber can say of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    First,
+    Duplicate,
+    /// Older than its publisher's window, or from a publisher beyond the table: counted
+    /// as delivered, not checked.
+    Unverified,
+}
+
+/// One publisher's window: a ring of bits for the sequence numbers `base..base+WINDOW`.
+struct Window {
+    base: u64,
+    bits: Box<[u64; (WINDOW / 64) as usize]>,
+}
+
+/// The messages one subscriber has had, by publisher, in bounded memory.
+pub struct Seen {
+    publishers: HashMap<u64, Window>,
+    cap: usize,
+}
 
 impl Seen {
-    /// Notes a message; false if it was seen before.
-    pub fn first(&mut self, client: u64, seq: u64) -> bool {
-        let bits = self.0.entry(client).or_default();
-        let (word, bit) = ((seq / 64) as usize, seq % 64);
-        if bits.len() <= word {
-            bits.resize(word + 1, 0);
+    /// A table of `cap` publishers at most.
+    pub fn new(cap: usize) -> Seen {
+        Seen {
+            publishers: HashMap::new(),
+            cap: cap.max(1),
         }
-        let new = bits[word] & (1 << bit) == 0;
-        bits[word] |= 1 << bit;
-        new
+    }
+
+    /// The table of one of `subscribers`, within [`SEEN_BUDGET`] for them all.
+    pub fn for_one_of(subscribers: usize) -> Seen {
+        let per = SEEN_BUDGET / subscribers.max(1) / (WINDOW as usize / 8);
+        Seen::new(per.max(64))
+    }
+
+    /// Notes a message from `client` numbered `seq`.
+    pub fn check(&mut self, client: u64, seq: u64) -> Check {
+        if !self.publishers.contains_key(&client) && self.publishers.len() >= self.cap {
+            return Check::Unverified;
+        }
+        let w = self.publishers.entry(client).or_insert_with(|| Window {
+            base: seq.saturating_sub(WINDOW - 1),
+            bits: Box::new([0; (WINDOW / 64) as usize]),
+        });
+        if seq < w.base {
+            return Check::Unverified;
+        }
+        if seq - w.base >= WINDOW {
+            // Slide: the positions of the numbers that leave are those of the ones
+            // that come.
+            let base = seq - (WINDOW - 1);
+            for old in w.base..base.min(w.base + WINDOW) {
+                let p = old % WINDOW;
+                w.bits[(p / 64) as usize] &= !(1 << (p % 64));
+            }
+            w.base = base;
+        }
+        let p = seq % WINDOW;
+        let (word, bit) = ((p / 64) as usize, p % 64);
+        let new = w.bits[word] & (1 << bit) == 0;
+        w.bits[word] |= 1 << bit;
+        if new {
+            Check::First
+        } else {
+            Check::Duplicate
+        }
     }
 }
 
@@ -93,12 +157,51 @@ pub struct Control {
     pub start: Instant,
 }
 
+impl Control {
+    /// Whether a subscriber stops now: the run was cancelled, or the publishers stopped
+    /// `timeout` ago (`done_at`: when this subscriber first saw them stopped).
+    fn stopping(&self, done_at: &mut Option<Instant>) -> bool {
+        if self.cancel.load(Ordering::Relaxed) {
+            return true;
+        }
+        self.publishers_done.load(Ordering::Relaxed)
+            && done_at.get_or_insert_with(Instant::now).elapsed() >= self.timeout
+    }
+}
+
+/// Awaits `fut` unless the subscriber stops first (None): every wait of a subscriber
+/// on its broker goes through here, so a broker that stops reading (a write that never
+/// completes) or never answers cannot hold the run past its drain or a Ctrl-C.
+async fn unless_stopped<F: std::future::Future>(
+    control: &Control,
+    done_at: &mut Option<Instant>,
+    fut: F,
+) -> Option<F::Output> {
+    const TICK: Duration = Duration::from_millis(50);
+    tokio::pin!(fut);
+    loop {
+        match tokio::time::timeout(TICK, &mut fut).await {
+            Ok(v) => return Some(v),
+            Err(_) if control.stopping(done_at) => return None,
+            Err(_) => {}
+        }
+    }
+}
+
 /// One subscriber's life: subscribed (counted), then deliveries until the drain ends.
 /// A subscriber that cannot subscribe is an error of its kind, and is not counted.
-pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: Arc<Control>) {
-    let mut conn = match subscribe(&t, index).await {
-        Ok(c) => c,
-        Err(kind) => {
+pub async fn run(
+    t: Rc<Target>,
+    index: u64,
+    subscribers: usize,
+    rec: Arc<Mutex<Recorder>>,
+    control: Arc<Control>,
+) {
+    let mut done_at: Option<Instant> = None;
+    let mut conn = match unless_stopped(&control, &mut done_at, subscribe(&t, index)).await {
+        None => return,
+        Some(Ok(c)) => c,
+        Some(Err(kind)) => {
             rec.lock().unwrap().error(None, kind);
             return;
         }
@@ -106,46 +209,44 @@ pub async fn run(t: Rc<Target>, index: u64, rec: Arc<Mutex<Recorder>>, control: 
     rec.lock()
         .unwrap()
         .subscribed(Instant::now() > control.start);
-    let mut seen = Seen::default();
+    let mut seen = Seen::for_one_of(subscribers);
     let mut last = Instant::now();
     // A subscriber only reads: with a keep-alive it must ping, or the broker drops it
     // after 1.5 × the keep-alive.
     let ping_every = (t.keep_alive > 0).then(|| Duration::from_secs(u64::from(t.keep_alive)) / 2);
     let mut pinged = Instant::now();
-    let mut done_at: Option<Instant> = None;
     const TICK: Duration = Duration::from_millis(50);
     loop {
-        if control.cancel.load(Ordering::Relaxed) {
+        if control.stopping(&mut done_at) {
             return;
         }
-        if control.publishers_done.load(Ordering::Relaxed) {
-            let since = *done_at.get_or_insert_with(Instant::now);
-            let now = Instant::now();
-            if now - last.max(since) >= QUIET || now - since >= control.timeout {
+        if let Some(since) = done_at {
+            if since.elapsed() >= QUIET && last.elapsed() >= QUIET {
                 return;
             }
         }
         if ping_every.is_some_and(|every| pinged.elapsed() >= every) {
-            if conn.send(Out::PingReq).await.is_err() {
+            let sent = unless_stopped(&control, &mut done_at, conn.send(Out::PingReq)).await;
+            if !matches!(sent, Some(Ok(()))) {
                 return;
             }
             pinged = Instant::now();
         }
-        // Only the read is timed out (it is cancel-safe); an answer is always written
-        // whole.
+        // The read is timed out (it is cancel-safe); an answer is written whole unless
+        // the subscriber stops, and the connection is then dropped.
         let packet = match tokio::time::timeout(TICK, conn.packet()).await {
             Err(_) => continue,
             Ok(Err(_)) => return,
             Ok(Ok(p)) => p,
         };
-        match answer(&mut conn, packet).await {
-            Err(_) => return,
-            Ok(None) => {}
-            Ok(Some(stamp)) => {
+        match unless_stopped(&control, &mut done_at, answer(&mut conn, packet)).await {
+            None | Some(Err(_)) => return,
+            Some(Ok(None)) => {}
+            Some(Ok(Some(stamp))) => {
                 let now = unix_nanos(Instant::now());
                 let latency = Duration::from_nanos(now.saturating_sub(stamp.intended_ns));
-                let first = seen.first(stamp.client, stamp.seq);
-                rec.lock().unwrap().delivery(latency, !first);
+                let check = seen.check(stamp.client, stamp.seq);
+                rec.lock().unwrap().delivery(latency, check);
                 last = Instant::now();
             }
         }
@@ -158,12 +259,43 @@ mod tests {
 
     #[test]
     fn a_message_seen_twice_is_a_duplicate_per_publisher() {
-        let mut s = Seen::default();
-        assert!(s.first(1, 0));
-        assert!(s.first(1, 200));
-        assert!(s.first(2, 0));
-        assert!(!s.first(1, 0));
-        assert!(!s.first(1, 200));
-        assert!(s.first(1, 199));
+        let mut s = Seen::new(8);
+        assert_eq!(s.check(1, 0), Check::First);
+        assert_eq!(s.check(1, 200), Check::First);
+        assert_eq!(s.check(2, 0), Check::First);
+        assert_eq!(s.check(1, 0), Check::Duplicate);
+        assert_eq!(s.check(1, 200), Check::Duplicate);
+        assert_eq!(s.check(1, 199), Check::First);
+    }
+
+    #[test]
+    fn forged_stamps_slide_a_window_or_find_the_table_full_and_are_not_trusted() {
+        let mut s = Seen::new(2);
+        for seq in 0..10_000 {
+            assert_eq!(s.check(1, seq), Check::First);
+        }
+        // Within the window: duplicates; before it: unverified.
+        assert_eq!(s.check(1, 9_999 - (WINDOW - 1)), Check::Duplicate);
+        assert_eq!(s.check(1, 9_999 - WINDOW), Check::Unverified);
+        // Sequence 2⁴⁰ costs no memory: the window slides and what it left is cleared.
+        assert_eq!(s.check(1, 1 << 40), Check::First);
+        assert_eq!(s.check(1, (1 << 40) - 1), Check::First);
+        assert_eq!(s.check(1, 1 << 40), Check::Duplicate);
+        assert_eq!(s.check(1, 9_999), Check::Unverified);
+        // A new publisher id each message: the table holds two, the rest unverified.
+        assert_eq!(s.check(2, 5), Check::First);
+        for id in 3..1000 {
+            assert_eq!(s.check(id, 0), Check::Unverified);
+        }
+        assert_eq!(s.publishers.len(), 2);
+    }
+
+    #[test]
+    fn the_tables_of_a_runs_subscribers_stay_within_the_budget() {
+        for subscribers in [1usize, 10, 1000, 1_000_000] {
+            let cap = Seen::for_one_of(subscribers).cap;
+            let bytes = cap * subscribers * (WINDOW as usize / 8);
+            assert!(bytes <= SEEN_BUDGET || cap == 64, "{subscribers}: {bytes}");
+        }
     }
 }

@@ -1,0 +1,175 @@
+//! Hostile peers (`tests/fixtures/hostile_peer.py`, on loopback): a broker that floods
+//! QoS 1 deliveries and stops reading, one that forges the stamps of deliveries, an
+//! HTTP/2 server and a WebSocket server that flood pings without reading, an HTTP/1.1
+//! server whose chunk-size line never ends. Each run ends on time (SIGINT within 2 s),
+//! its resident set within 64 MiB of a normal run's (~20 MB), with no panic or abort
+//! and the failure classified.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// What one watched run of strainline did.
+struct Watched {
+    code: Option<i32>,
+    text: String,
+    peak_kib: u64,
+    elapsed: Duration,
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `strainline load ARGS…`, its resident set read every 20 ms; SIGINT after
+/// `interrupt` when given. Killed (and the test failed) after `limit`.
+fn watched(s: &Scratch, args: &[&str], interrupt: Option<Duration>, limit: Duration) -> Watched {
+    let out = s.path("out.txt");
+    let mut child = KillOnDrop(
+        strainline()
+            .arg("--store")
+            .arg(s.store())
+            .args(["load", "--no-progress"])
+            .args(args)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let t = Instant::now();
+    let mut peak = 0;
+    let mut interrupted = None;
+    let status = loop {
+        if let Some(st) = child.0.try_wait().unwrap() {
+            break st;
+        }
+        peak = peak.max(rss_kib(pid));
+        if interrupt.is_some_and(|after| t.elapsed() >= after) && interrupted.is_none() {
+            // SAFETY: a signal to our own child, still unreaped.
+            unsafe { libc::kill(pid as i32, libc::SIGINT) };
+            interrupted = Some(Instant::now());
+        }
+        assert!(
+            t.elapsed() < limit,
+            "still running after {limit:?}: {}",
+            std::fs::read_to_string(&out).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if let Some(at) = interrupted {
+        assert!(
+            at.elapsed() < Duration::from_secs(2),
+            "SIGINT took {:?} to end it",
+            at.elapsed()
+        );
+    }
+    Watched {
+        code: status.code(),
+        text: std::fs::read_to_string(&out).unwrap_or_default(),
+        peak_kib: peak,
+        elapsed: t.elapsed(),
+    }
+}
+
+/// The hostile peer in `mode` on a free loopback port.
+fn peer(mode: &str) -> (KillOnDrop, u16) {
+    let port = free_port();
+    let mut c = std::process::Command::new("python3");
+    c.arg(format!(
+        "{}/tests/fixtures/hostile_peer.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .args([mode, &port.to_string()]);
+    (serving(c, ("127.0.0.1", port), "python3"), port)
+}
+
+/// Within 64 MiB of a normal run's peak (17-20 MB), no panic, no abort: an exit code.
+fn bounded_and_whole(w: &Watched, what: &str) {
+    assert!(
+        w.peak_kib < 84 * 1024,
+        "{what}: peak RSS {} KiB\n{}",
+        w.peak_kib,
+        w.text
+    );
+    assert!(
+        matches!(w.code, Some(0..=4) | Some(130)),
+        "{what}: exit {:?}\n{}",
+        w.code,
+        w.text
+    );
+}
+
+#[test]
+fn a_broker_that_floods_deliveries_and_stops_reading_cannot_hold_the_run() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (_broker, port) = peer("mqtt-flood");
+    let url = format!("mqtt://127.0.0.1:{port}/t?qos=1&subscribers=1");
+    let args = [url.as_str(), "-q", "50", "-z", "3s", "--timeout", "2s"];
+    // On its own: 3 s of publishing, the 2 s drain, then the end.
+    let w = watched(&s, &args, None, Duration::from_secs(15));
+    bounded_and_whole(&w, "QoS 1 flood");
+    assert!(w.elapsed < Duration::from_secs(9), "took {:?}", w.elapsed);
+    // SIGINT during the publishing and during the drain: each ends it within 2 s.
+    for after in [1500, 4000] {
+        let w = watched(
+            &s,
+            &args,
+            Some(Duration::from_millis(after)),
+            Duration::from_secs(15),
+        );
+        bounded_and_whole(&w, "QoS 1 flood, interrupted");
+        assert_eq!(w.code, Some(130), "{}", w.text);
+    }
+}
+
+#[test]
+fn a_broker_that_forges_stamps_sizes_nothing_and_is_counted() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (_broker, port) = peer("mqtt-forged");
+    let url = format!("mqtt://127.0.0.1:{port}/t?subscribers=1");
+    let w = watched(
+        &s,
+        &[&url, "-q", "50", "-z", "3s", "--timeout", "1s"],
+        None,
+        Duration::from_secs(15),
+    );
+    bounded_and_whole(&w, "forged stamps");
+    assert_has(&w.text, "could not be checked for a duplicate");
+}
+
+#[test]
+fn servers_that_flood_pings_or_never_end_a_line_are_protocol_errors_in_bounded_memory() {
+    let _l = loaded();
+    let s = Scratch::new();
+    for (mode, scheme, extra) in [
+        ("h2-ping", "http", "--http2"),
+        ("ws-ping", "ws", ""),
+        ("chunk-ext", "http", ""),
+    ] {
+        let (_srv, port) = peer(mode);
+        let url = format!("{scheme}://127.0.0.1:{port}/");
+        let mut args = vec![url.as_str(), "-c", "4", "-z", "2s", "--timeout", "1s"];
+        if !extra.is_empty() {
+            args.push(extra);
+        }
+        let w = watched(&s, &args, None, Duration::from_secs(12));
+        bounded_and_whole(&w, mode);
+        assert!(
+            w.elapsed < Duration::from_secs(6),
+            "{mode} took {:?}",
+            w.elapsed
+        );
+        assert_has(&w.text, "protocol");
+    }
+}
