@@ -584,6 +584,8 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     assert_has(&stderr(&out), "--token-file");
     let token = s.path("token");
     std::fs::write(&token, "short\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = s.run(&[
         "serve",
         "--listen",
@@ -597,7 +599,6 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
     std::fs::write(&token, format!("{secret}\n")).unwrap();
     // The agents' rule for a secret file: others may not read it, and it must be a
     // regular file (a device or a FIFO would be read for ever).
-    use std::os::unix::fs::PermissionsExt;
     for (mode, word) in [(0o644, "read"), (0o666, "read"), (0o622, "change")] {
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
         let out = s.run(&["serve", "--token-file", token.to_str().unwrap()]);
