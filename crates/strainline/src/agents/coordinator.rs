@@ -68,8 +68,7 @@ const SCENARIO_FILE: &str = "scenario.toml";
 /// A scenario and the CSV it names, to be sent to the agents: (name, content) pairs.
 /// The CSV must be named relative to the scenario, inside its directory.
 fn scenario_files(path: &std::path::Path) -> crate::error::Result<Vec<(String, String)>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())))?;
+    let text = crate::os::file::read_text(path, "scenario")?;
     let mut files = vec![(SCENARIO_FILE.to_string(), text.clone())];
     let csv = toml::from_str::<toml::Table>(&text)
         .ok()
@@ -87,8 +86,7 @@ fn scenario_files(path: &std::path::Path) -> crate::error::Result<Vec<(String, S
             )));
         }
         let file = path.parent().unwrap_or(std::path::Path::new(".")).join(rel);
-        let content = std::fs::read_to_string(&file)
-            .map_err(|e| crate::Error::usage(format!("{}: {e}", file.display())))?;
+        let content = crate::os::file::read_text(&file, "csv")?;
         files.push((csv, content));
     }
     Ok(files)

@@ -41,8 +41,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
                 BodySpec::Bytes(b.clone().into_bytes())
             } else if let Some(p) = &args.body_file {
                 BodySpec::Bytes(
-                    std::fs::read(p)
-                        .map_err(|e| crate::Error::usage(format!("--body-file {}: {e}", p.display())))?,
+                    crate::os::file::read(p, "--body-file")?,
                 )
             } else if let Some(n) = args.body_bytes {
                 BodySpec::Random {
@@ -92,10 +91,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
         },
     };
     let cacert_pem = match &args.cacert {
-        Some(p) => Some(
-            std::fs::read(p)
-                .map_err(|e| crate::Error::usage(format!("--cacert {}: {e}", p.display())))?,
-        ),
+        Some(p) => Some(crate::os::file::read(p, "--cacert")?),
         None => None,
     };
     Ok(LoadSpec {

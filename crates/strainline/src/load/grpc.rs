@@ -46,6 +46,7 @@ pub fn method(
     let dir = proto.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(std::path::Path::new("."));
     let name = proto.file_name().ok_or("names no file")?;
+    crate::os::file::check(proto, "proto", crate::os::file::MAX_INPUT)?;
     let files = protox::compile([name], [dir]).map_err(|e| crate::Error::usage(e.to_string()))?;
     let pool = DescriptorPool::from_file_descriptor_set(files)
         .map_err(|e| crate::Error::usage(e.to_string()))?;

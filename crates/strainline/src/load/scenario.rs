@@ -198,7 +198,7 @@ struct RawStep {
 
 /// Reads and checks a scenario file.
 pub fn load(path: &Path) -> crate::error::Result<Scenario> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::os::file::read_text(path, "scenario")?;
     parse(&text, path)
 }
 
@@ -220,8 +220,9 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         .map(|a| arrivals(a, seed, &at))
         .transpose()?;
     let clients = match (&raw.clients, &arrivals) {
-        (Some(c), None) if *c.get_ref() >= 1 => *c.get_ref() as u64,
-        (Some(c), None) => return Err(at(c.span().start, "clients must be at least 1".into())),
+        (Some(c), None) => crate::limits::CLIENTS
+            .check(*c.get_ref() as f64)
+            .map_err(|e| at(c.span().start, e.to_string()))? as u64,
         (None, None) => {
             return Err(at(
                 0,
@@ -243,28 +244,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         .transpose()?
         .unwrap_or_default();
     let (columns, rows) = match &raw.csv {
-        Some(c) => {
-            let file = path.parent().unwrap_or(Path::new(".")).join(c.get_ref());
-            let csv = std::fs::read_to_string(&file)
-                .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?;
-            let mut lines = parse_csv(&csv)
-                .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?
-                .into_iter();
-            let header = lines.next().ok_or_else(|| {
-                at(
-                    c.span().start,
-                    format!("csv: {} is empty (it needs a header row)", file.display()),
-                )
-            })?;
-            let rows: Vec<Vec<String>> = lines.collect();
-            if rows.is_empty() {
-                return Err(at(
-                    c.span().start,
-                    format!("csv: {} has a header but no rows", file.display()),
-                ));
-            }
-            (header, rows)
-        }
+        Some(c) => csv_rows(c, path, &at)?,
         None => (Vec::new(), Vec::new()),
     };
     let template = |s: &Spanned<String>| {
@@ -274,10 +254,29 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     if raw.step.is_empty() {
         return Err(at(0, "a scenario needs at least one [[step]]".into()));
     }
+    if let Some(extra) = raw.step.get(crate::limits::SCENARIO_STEPS) {
+        return Err(at(
+            extra.span().start,
+            format!(
+                "{} steps: a scenario has at most {} (each keeps its own latency figures in every worker); group requests into fewer steps, with paths = [...] for many URLs",
+                raw.step.len(),
+                crate::limits::SCENARIO_STEPS
+            ),
+        ));
+    }
     let mut steps = Vec::new();
     for (i, spanned) in raw.step.iter().enumerate() {
         let (st, here) = (spanned.get_ref(), spanned.span().start);
         let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
+        if name.chars().any(char::is_control) {
+            return Err(at(
+                here,
+                format!(
+                    "name: '{}' holds a control character; a step's name is printed on terminals: give plain text",
+                    crate::units::printable(&name)
+                ),
+            ));
+        }
         let (pos, observed) = paths(st, &name, here, &at)?;
         let when = when(st, &name, pos, arrivals.is_some(), &duration, &at)?;
         if arrivals.is_some() && !matches!(when, When::Weight(_)) {
@@ -340,6 +339,34 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         steps,
         random: RandomPool::new(seed),
     })
+}
+
+/// The CSV a scenario names (beside it): its header and its rows.
+fn csv_rows(
+    c: &Spanned<String>,
+    path: &Path,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<(Vec<String>, Vec<Vec<String>>)> {
+    let file = path.parent().unwrap_or(Path::new(".")).join(c.get_ref());
+    let csv =
+        crate::os::file::read_text(&file, "csv").map_err(|e| at(c.span().start, e.to_string()))?;
+    let mut lines = parse_csv(&csv)
+        .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?
+        .into_iter();
+    let header = lines.next().ok_or_else(|| {
+        at(
+            c.span().start,
+            format!("csv: {} is empty (it needs a header row)", file.display()),
+        )
+    })?;
+    let rows: Vec<Vec<String>> = lines.collect();
+    if rows.is_empty() {
+        return Err(at(
+            c.span().start,
+            format!("csv: {} has a header but no rows", file.display()),
+        ));
+    }
+    Ok((header, rows))
 }
 
 /// A step's path (a template) or paths (observed ones to pick from): where it is in the
@@ -411,12 +438,9 @@ fn when(
         (true, None, None) => When::Once,
         (false, Some(e), None) => {
             let p = duration(e, "every")?;
-            if p.is_zero() {
-                return Err(at(
-                    e.span().start,
-                    "every: the period must be positive".into(),
-                ));
-            }
+            crate::limits::PERIOD
+                .check(p.as_secs_f64())
+                .map_err(|err| at(e.span().start, err.to_string()))?;
             When::Every(p)
         }
         (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {
@@ -455,13 +479,9 @@ fn arrivals(
     let start = a.span().start;
     let a = a.get_ref();
     let scale = match &a.scale {
-        Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => *s.get_ref(),
-        Some(s) => {
-            return Err(at(
-                s.span().start,
-                "scale must be a positive number (2.0: twice the rate)".into(),
-            ))
-        }
+        Some(s) => crate::limits::SCALE
+            .check(*s.get_ref())
+            .map_err(|e| at(s.span().start, e.to_string()))?,
         None => 1.0,
     };
     match (&a.per_second, &a.rate) {
@@ -482,6 +502,16 @@ fn arrivals(
                     ));
                 }
                 let x = *c.get_ref() as f64 * scale;
+                if x > crate::limits::RATE.max {
+                    return Err(at(
+                        c.span().start,
+                        format!(
+                            "per_second: {} × scale {scale} = {x:.0} requests in one second, more than {}: give a smaller scale",
+                            c.get_ref(),
+                            crate::limits::RATE.max
+                        ),
+                    ));
+                }
                 let u = z.unit();
                 counts.push((x.floor() + f64::from(u < x.fract())) as u32);
             }
@@ -493,14 +523,16 @@ fn arrivals(
             }
             Ok(Arrive::PerSecond(counts))
         }
-        (None, Some(r)) if r.get_ref().is_finite() && *r.get_ref() > 0.0 => Ok(Arrive::Rate {
-            rate: r.get_ref() * scale,
-            poisson: a.poisson.unwrap_or(false),
-        }),
-        (None, Some(r)) => Err(at(
-            r.span().start,
-            "rate must be a positive number of requests per second".into(),
-        )),
+        (None, Some(r)) => {
+            let rate = crate::limits::RATE
+                .check(*r.get_ref())
+                .and_then(|r| crate::limits::RATE.named("rate × scale").check(r * scale))
+                .map_err(|e| at(r.span().start, e.to_string()))?;
+            Ok(Arrive::Rate {
+                rate,
+                poisson: a.poisson.unwrap_or(false),
+            })
+        }
         _ => Err(at(
             start,
             "[arrivals]: give either per_second = [counts…] or rate = N".into(),
@@ -647,11 +679,7 @@ path = "/push/{{seq}}"
             ),
             ("[3, 0, 5]", "[0, 0]", "the counts send nothing"),
             ("[3, 0, 5]", "[3, -1]", "a count must be from 0"),
-            (
-                "scale = 1.5",
-                "scale = 0.0",
-                "scale must be a positive number",
-            ),
+            ("scale = 1.5", "scale = 0.0", "scale = 0: out of range"),
             (
                 "per_second = [3, 0, 5]",
                 "rate = 10.0\nper_second = [1]",

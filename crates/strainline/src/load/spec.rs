@@ -256,10 +256,29 @@ fn grpc_target(
     ))
 }
 
-/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`
-/// (`mqtt://HOST/?mode=conn`: clients connecting, no topic): the broker resolved, TLS
-/// set up, the topic and options checked.
-fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
+/// An MQTT URL's parts, checked without resolving anything: what `check` checks of a
+/// suite's MQTT URL, and the first half of [`mqtt_target`].
+struct MqttParts {
+    tls: bool,
+    user: Option<String>,
+    hostport: String,
+    topic: String,
+    qos: u8,
+    version: super::mqtt::wire::Version,
+    keep_alive: u16,
+    clean_session: bool,
+    subscribers: u64,
+    filter: Option<String>,
+    mode: super::mqtt::Mode,
+}
+
+/// Checks an MQTT URL's topic and options as a run would, without resolving its host
+/// (a suite's URL holds `{{port}}`).
+pub fn check_mqtt(url: &str) -> Result<(), crate::Error> {
+    mqtt_parts(url).map(|_| ())
+}
+
+fn mqtt_parts(url: &str) -> Result<MqttParts, crate::Error> {
     use super::mqtt::wire::Version;
     let (tls, rest) = match url.strip_prefix("mqtts://") {
         Some(r) => (true, r),
@@ -375,6 +394,39 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
             "URL '{url}': mode=conn connects clients that publish nothing: subscribers have nothing to receive"
         )));
     }
+    Ok(MqttParts {
+        tls,
+        user,
+        hostport: hostport.to_string(),
+        topic: topic.to_string(),
+        qos,
+        version,
+        keep_alive,
+        clean_session,
+        subscribers,
+        filter,
+        mode,
+    })
+}
+
+/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`
+/// (`mqtt://HOST/?mode=conn`: clients connecting, no topic): the broker resolved, TLS
+/// set up, the topic and options checked.
+fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
+    let MqttParts {
+        tls,
+        user,
+        hostport,
+        topic,
+        qos,
+        version,
+        keep_alive,
+        clean_session,
+        subscribers,
+        filter,
+        mode,
+    } = mqtt_parts(url)?;
+    let hostport = hostport.as_str();
     let port = if hostport.ends_with(']') || !hostport.contains(':') {
         format!(":{}", if tls { 8883 } else { 1883 })
     } else {

@@ -29,6 +29,10 @@ pub struct Vars<'a> {
     pub random: &'a RandomPool,
 }
 
+/// The most random bytes one text's `{{random N}}` placeholders may make in all: 64 MiB,
+/// the largest body (`limits::BODY_BYTES`), so that no text renders gigabytes a request.
+pub const MAX_RENDERED: usize = 64 << 20;
+
 /// Random alphanumeric bytes, made once; `{{random N}}` takes a window of it.
 #[derive(Clone)]
 pub struct RandomPool(Arc<Vec<u8>>);
@@ -64,6 +68,7 @@ impl Text {
         let mut pieces = Vec::new();
         let mut lit = Vec::new();
         let mut i = 0;
+        let mut random = 0usize;
         while i < s.len() {
             if s[i..].starts_with("{{") {
                 let close = s[i..]
@@ -73,10 +78,21 @@ impl Text {
                 let piece = match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
                     ["client"] => Piece::Client,
                     ["seq"] => Piece::Seq,
-                    ["random", n] => Piece::Random(
-                        n.parse()
-                            .map_err(|_| (i, format!("{{{{random {n}}}}}: N must be a number of bytes")))?,
-                    ),
+                    ["random", n] => {
+                        let bytes: usize = n
+                            .parse()
+                            .map_err(|_| (i, format!("{{{{random {n}}}}}: N must be a number of bytes")))?;
+                        random += bytes;
+                        if random > MAX_RENDERED {
+                            return Err((
+                                i,
+                                format!(
+                                    "{{{{random {n}}}}}: the text's random bytes would reach {random}, more than {MAX_RENDERED} (64 MiB, the largest body): give a smaller N"
+                                ),
+                            ));
+                        }
+                        Piece::Random(bytes)
+                    }
                     [name] if name.starts_with("csv.") => {
                         let col = &name[4..];
                         let idx = columns.iter().position(|c| c == col).ok_or_else(|| {

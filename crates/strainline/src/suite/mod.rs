@@ -341,7 +341,7 @@ pub fn log_class_metric(class: &str) -> String {
 /// Reads and checks a suite; `time_scale` multiplies every duration (0.01 runs a 2 h
 /// soak in 72 s).
 pub fn load(path: &Path, time_scale: f64) -> crate::error::Result<Suite> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::os::file::read_text(path, "suite")?;
     parse(&text, path, time_scale)
 }
 

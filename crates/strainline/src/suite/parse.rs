@@ -465,6 +465,8 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
+    let header = text.find("[suite]").unwrap_or(0);
+    plain(&doc, doc.key_offset(header, "name"), "name", &name)?;
     Ok(Suite {
         name,
         path: path.to_path_buf(),
@@ -474,6 +476,21 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
         tests,
         compare,
     })
+}
+
+/// A name strainline prints on terminals (a suite's, a test's, a matrix value): no
+/// control character, so that a file cannot clear the reader's screen or plant a link.
+fn plain(doc: &Doc, at: usize, key: &str, name: &str) -> Result<()> {
+    if name.chars().any(char::is_control) {
+        return Err(doc.at(
+            at,
+            format!(
+                "{key}: '{}' holds a control character; a name is printed on terminals: give plain text",
+                crate::units::printable(name)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `[target]`: what to start (or attach to), how to tell it is ready, how to stop it.
@@ -685,6 +702,16 @@ fn test(
 ) -> Result<Test> {
     let span = spanned.span();
     let t = spanned.get_ref();
+    plain(doc, doc.key_offset(span.start, "name"), "name", &t.name)?;
+    for (k, vs) in &t.matrix {
+        let at = doc.key_offset(span.start, "matrix");
+        plain(doc, at, "matrix", k)?;
+        for v in vs {
+            if let toml::Value::String(s) = v {
+                plain(doc, at, "matrix", s)?;
+            }
+        }
+    }
     let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
         let kinds: Vec<&str> = Kind::TESTS.iter().map(|k| k.name()).collect();
         doc.at(
@@ -755,6 +782,28 @@ fn test(
             ))
         }
     };
+    // What a run would refuse of the URL's options and the reply field, `check`
+    // refuses at their line (MQTT's qos, keep_alive, subscribers; an empty field).
+    if let Some(url) = t.url.as_deref().filter(|u| u.starts_with("mqtt")) {
+        crate::load::spec::check_mqtt(url)
+            .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
+    }
+    if let Some(url) = t.url.as_deref().filter(|u| u.starts_with("grpc")) {
+        let url = beside_the_suite(doc.path, url);
+        let proto = url
+            .split_once('?')
+            .and_then(|(_, q)| q.split('&').find_map(|p| p.strip_prefix("proto=")));
+        if let Some(p) = proto.filter(|p| !p.is_empty()) {
+            crate::os::file::check(Path::new(p), "proto", crate::os::file::MAX_INPUT)
+                .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
+        }
+    }
+    if let Some(f) = &t.reply_field {
+        crate::load::ws::field_path(f).map_err(|e| {
+            let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
+            doc.at(doc.key_offset(span.start, "reply_field"), msg)
+        })?;
+    }
     let spec = spec(doc, kind, t, has_target, &needs)?;
     Ok(Test {
         name: t.name.clone(),
@@ -864,11 +913,7 @@ fn workload(
                     .parent()
                     .unwrap_or(Path::new("."))
                     .join(f.get_ref());
-                Some(
-                    std::fs::read(&p).map_err(|e| {
-                        doc.at(f.span().start, format!("cacert: {}: {e}", p.display()))
-                    })?,
-                )
+                Some(crate::os::file::read(&p, "cacert").map_err(|e| doc.at(f.span().start, e))?)
             }
             None => None,
         },

@@ -173,3 +173,137 @@ fn servers_that_flood_pings_or_never_end_a_line_are_protocol_errors_in_bounded_m
         assert_has(&w.text, "protocol");
     }
 }
+
+/// `check` is the contract of `run`: each of these files once passed `check` and then
+/// aborted or hung `run` (or ran unthrottled). Now `check` and `run` both refuse it,
+/// exit 2, at its file, line and column.
+#[test]
+fn hostile_files_are_refused_by_check_and_run_at_their_line() {
+    let s = Scratch::new();
+    let fifo = s.path("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let scenario =
+        |body: &str| format!("clients = 1\n[[step]]\nevery = \"1s\"\npath = \"/\"\n{body}\n");
+    let many_steps: String = (0..2049)
+        .map(|i| format!("[[step]]\nname = \"s{i}\"\nweight = 1\npath = \"/\"\n"))
+        .collect();
+    let scenarios: Vec<(&str, String, &str)> = vec![
+        (
+            "[arrivals]\nrate = 1e300\n[[step]]\npath = \"/\"\n".into(),
+            "rate = 1e300: out of range",
+        ),
+        (
+            "[arrivals]\nper_second = [10]\nscale = 1e300\n[[step]]\npath = \"/\"\n".into(),
+            "scale = 1e300: out of range",
+        ),
+        (
+            scenario("body = \"{{random 99999999999}}\""),
+            "more than 67108864",
+        ),
+        (
+            scenario(&format!("body = \"{}\"", "{{random 16777216}}".repeat(200))),
+            "more than 67108864",
+        ),
+        (
+            "clients = 1\n[[step]]\nevery = \"1ns\"\npath = \"/\"\n".into(),
+            "every = 0.000000001: out of range",
+        ),
+        (
+            format!(
+                "clients = 1\ncsv = \"{}\"\n[[step]]\nevery = \"1s\"\npath = \"/\"\n",
+                fifo.display()
+            ),
+            "is not a regular file",
+        ),
+        (
+            "clients = 1\ncsv = \"/dev/zero\"\n[[step]]\nevery = \"1s\"\npath = \"/\"\n".into(),
+            "is not a regular file",
+        ),
+        (
+            format!("[arrivals]\nrate = 10\n{many_steps}"),
+            "2049 steps: a scenario has at most 2048",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (text, want))| {
+        let name: &'static str = Box::leak(format!("sc{i}.toml").into_boxed_str());
+        (name, text, want)
+    })
+    .collect();
+    let head =
+        "[target]\nurl = \"http://127.0.0.1:9/\"\n[[test]]\nname = \"t\"\nkind = \"bench\"\n";
+    let mut suites: Vec<(String, &str)> = scenarios
+        .iter()
+        .map(|(name, text, want)| {
+            std::fs::write(s.path(name), text).unwrap();
+            (
+                format!("{head}url = \"http://127.0.0.1:9/\"\nscenario = \"{name}\"\nduration = \"1s\"\n"),
+                *want,
+            )
+        })
+        .collect();
+    for (url, want) in [
+        ("mqtt://127.0.0.1:9/t?qos=1e20", "qos=1e20: give 0, 1 or 2"),
+        (
+            "mqtt://127.0.0.1:9/t?keep_alive=65536",
+            "keep_alive=65536: give seconds",
+        ),
+        (
+            "mqtt://127.0.0.1:9/t?subscribers=1000000000",
+            "subscribers=1000000000: give a count",
+        ),
+        (
+            "grpc://127.0.0.1:9/a.B/C?proto=/dev/zero",
+            "proto: /dev/zero is not a regular file",
+        ),
+    ] {
+        suites.push((
+            format!("{head}url = \"{url}\"\nrate = 10\nduration = \"1s\"\n"),
+            want,
+        ));
+    }
+    let fifo_proto = format!("grpc://127.0.0.1:9/a.B/C?proto={}", fifo.display());
+    suites.push((
+        format!("{head}url = \"{fifo_proto}\"\nrate = 10\nduration = \"1s\"\n"),
+        "is not a regular file",
+    ));
+    suites.push((
+        format!(
+            "{head}url = \"ws://127.0.0.1:9/\"\nreply_field = \"\"\nrate = 10\nduration = \"1s\"\n"
+        ),
+        "reply_field = '': give a JSON field name",
+    ));
+    suites.push((
+        "[suite]\nname = \"x\\u001b[2J\\u001b]8;;http://e/\\u0007link\"\n[[test]]\nname = \"t\"\nkind = \"bench\"\ncommand = [\"true\"]\nrate = 10\nduration = \"100ms\"\n".into(),
+        "holds a control character",
+    ));
+    suites.push((
+        "[[test]]\nname = \"t\\u001b[31m\"\nkind = \"bench\"\ncommand = [\"true\"]\nrate = 10\nduration = \"100ms\"\n".into(),
+        "holds a control character",
+    ));
+    for (i, (text, want)) in suites.iter().enumerate() {
+        let path = s.path(&format!("suite{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let shown = path.display().to_string();
+        for cmd in ["check", "run"] {
+            let t = Instant::now();
+            let out = s.run(&[cmd, &shown]);
+            let err = stderr(&out);
+            assert_exit(&out, 2);
+            assert_has(&err, want);
+            assert_has(&err, &format!("{shown}:"));
+            // The terminal gets no escape sequence from the file.
+            assert!(!err.contains('\u{1b}'), "{err:?}");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{cmd} {shown} took {:?}",
+                t.elapsed()
+            );
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Files a user names (a suite, a scenario, its CSV, a body, a certificate, a `.proto`),
+//! read by one rule: a regular file (a link to one is fine) of at most a stated size.
+//! A device (`/dev/zero`), a FIFO or a directory is refused before a byte is read, so
+//! that no path can hang a run or fill its memory; `check` and `run` read through here
+//! alike.
+
+use std::path::Path;
+
+/// The most a suite, scenario, CSV, body or certificate file may hold: 64 MiB.
+pub const MAX_INPUT: u64 = 64 << 20;
+
+/// Whether `path` is a regular file of at most `max` bytes; the error names `what` (the
+/// key or flag that named it), the path and the fix.
+pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<()> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what}: {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(crate::Error::usage(format!(
+            "{what}: {shown} is not a regular file (a device, a pipe or a directory): give a file"
+        )));
+    }
+    if meta.len() > max {
+        return Err(crate::Error::usage(format!(
+            "{what}: {shown} holds {} bytes, more than {max}: give a smaller file",
+            meta.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of `path`, checked by [`check`] with [`MAX_INPUT`] (and read no further than
+/// that, should the file grow meanwhile).
+pub fn read(path: &Path, what: &str) -> crate::error::Result<Vec<u8>> {
+    use std::io::Read;
+    check(path, what, MAX_INPUT)?;
+    let mut out = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_INPUT).read_to_end(&mut out))
+        .map_err(|e| format!("{what}: {}: {e}", path.display()))?;
+    Ok(out)
+}
+
+/// [`read`] as UTF-8 text.
+pub fn read_text(path: &Path, what: &str) -> crate::error::Result<String> {
+    String::from_utf8(read(path, what)?)
+        .map_err(|_| crate::Error::usage(format!("{what}: {} is not UTF-8 text", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_pipes_and_directories_are_refused_before_reading() {
+        for p in ["/dev/zero", "/dev/null", "/tmp"] {
+            let e = read(Path::new(p), "csv").unwrap_err().to_string();
+            assert!(e.contains("is not a regular file"), "{e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string and mode.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read(&fifo, "proto")
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
+        let f = dir.path().join("f");
+        std::fs::write(&f, "abc").unwrap();
+        assert_eq!(read_text(&f, "x").unwrap(), "abc");
+        assert!(check(&f, "x", 2)
+            .unwrap_err()
+            .to_string()
+            .contains("3 bytes, more than 2"));
+    }
+}
