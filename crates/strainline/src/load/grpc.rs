@@ -134,6 +134,20 @@ impl Messages {
     }
 }
 
+/// Whether a response says it is gRPC: `content-type: application/grpc`, alone or with
+/// a `+proto` (or other) suffix or parameters. An HTML page with a `grpc-status` is not
+/// a call that succeeded.
+fn is_grpc(h: &hyper::HeaderMap) -> bool {
+    h.get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/grpc"
+                || v.starts_with("application/grpc+")
+                || v.starts_with("application/grpc;")
+        })
+}
+
 /// The status a response carries: in its trailers, or in its headers for a
 /// trailers-only answer (an error without a message).
 fn status(r: &H2Response) -> Option<u16> {
@@ -162,7 +176,7 @@ pub async fn call(
     h.insert("te", HeaderValue::from_static("trailers"));
     let mut messages = Messages::default();
     let r = http::send_h2(conn, req, |d| messages.feed(d)).await?;
-    if r.status != 200 {
+    if r.status != 200 || !is_grpc(&r.headers) {
         // Not a gRPC answer (a proxy's error page, an HTTP server).
         return Err(ErrorKind::Protocol);
     }
@@ -201,6 +215,26 @@ pub fn status_name(code: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_grpc_content_type_is_a_grpc_answer() {
+        let with = |ct: &str| {
+            let mut h = hyper::HeaderMap::new();
+            h.insert("content-type", HeaderValue::from_str(ct).unwrap());
+            is_grpc(&h)
+        };
+        for ok in [
+            "application/grpc",
+            "application/grpc+proto",
+            "Application/GRPC; charset=x",
+        ] {
+            assert!(with(ok), "{ok}");
+        }
+        for bad in ["text/html", "application/grpc-web", "application/json", ""] {
+            assert!(!with(bad), "{bad}");
+        }
+        assert!(!is_grpc(&hyper::HeaderMap::new()));
+    }
 
     #[test]
     fn messages_are_counted_whatever_the_data_frames_cut() {

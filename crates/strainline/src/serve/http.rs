@@ -172,11 +172,12 @@ pub fn local_path(path: &str) -> String {
     format!("/{}", segments.join("/"))
 }
 
-/// A query string of the pairs whose value is set: `?a=1&b=x%20y`, or empty.
+/// A query string of the pairs whose value is set: `?a=1&b=x%20y`, or empty; keys and
+/// values re-encoded (a key a client sent cannot put a control byte in a header).
 pub fn query(pairs: &[(&str, Option<&str>)]) -> String {
     let set: Vec<String> = pairs
         .iter()
-        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", encode(v))))
+        .filter_map(|(k, v)| v.map(|v| format!("{}={}", encode(k), encode(v))))
         .collect();
     if set.is_empty() {
         String::new()
@@ -271,6 +272,13 @@ pub fn write(s: &mut TcpStream, r: &Response, head_only: bool) -> std::io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_rebuilt_from_a_clients_keys_holds_no_control_byte() {
+        let q = query(&[("a\r\nX-Injected: 1", Some("v\r\n")), ("ok", Some("1"))]);
+        assert!(!q.chars().any(char::is_control), "{q:?}");
+        assert!(q.ends_with("&ok=1"), "{q}");
+    }
 
     #[test]
     fn a_request_head_is_parsed_and_its_query_decoded() {
