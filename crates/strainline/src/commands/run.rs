@@ -23,8 +23,8 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
     let (suite, cases) = runner::prepare(&options)?;
     println!(
         "{}: valid — suite '{}', {}, {}",
-        args.suite.display(),
-        suite.name,
+        crate::units::printable(&args.suite.display().to_string()),
+        crate::units::printable(&suite.name),
         crate::units::count(suite.tests.len() as u64, "test", "tests"),
         crate::units::count(cases.len() as u64, "case", "cases")
     );

@@ -268,15 +268,6 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     for (i, spanned) in raw.step.iter().enumerate() {
         let (st, here) = (spanned.get_ref(), spanned.span().start);
         let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-        if name.chars().any(char::is_control) {
-            return Err(at(
-                here,
-                format!(
-                    "name: '{}' holds a control character; a step's name is printed on terminals: give plain text",
-                    crate::units::printable(&name)
-                ),
-            ));
-        }
         let (pos, observed) = paths(st, &name, here, &at)?;
         let when = when(st, &name, pos, arrivals.is_some(), &duration, &at)?;
         if arrivals.is_some() && !matches!(when, When::Weight(_)) {

@@ -616,6 +616,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 url: url.clone(),
                 tls: target.tls,
                 reply_field,
+                max_reply: super::ws::MAX_REPLY,
             };
             Ok((Client::WebSocket(ws), template, body))
         }
@@ -673,7 +674,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
-    let (client, template, body) = client(spec)?;
+    let (mut client, template, body) = client(spec)?;
     if let Client::Mqtt(t) = &client {
         if t.mode == super::mqtt::Mode::Connect && !matches!(spec.offer, Offer::Open { .. }) {
             return Err(bad(
@@ -807,6 +808,9 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         }
         _ => unreachable!("the model follows the offer"),
     };
+    if let Client::WebSocket(ws) = &mut client {
+        ws.max_reply = super::ws::reply_bound(max_connections);
+    }
     let duration = match (spec.duration, spec.count) {
         (None, None) => Some(natural),
         (d, _) => d,

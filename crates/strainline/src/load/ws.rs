@@ -8,7 +8,8 @@
 //! JSON field has the message's value, and the messages before it are counted as pushed
 //! by the server. Pings are answered as the reply is read, [`MAX_PINGS_PER_REPLY`] at
 //! most; a close frame, or the stream's end, is a `reset` and the connection is opened
-//! again at the next send. A reply is [`MAX_REPLY`] at most.
+//! again at the next send. A reply is at most a socket's share of [`REPLY_BUDGET`]
+//! ([`reply_bound`]).
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -33,6 +34,8 @@ pub struct Target {
     pub tls: Option<super::http::Tls>,
     /// The JSON field (a path of object keys) a reply shares with its message.
     pub reply_field: Option<Arc<[String]>>,
+    /// The largest message (or frame) read on one socket ([`reply_bound`]).
+    pub max_reply: usize,
 }
 
 /// `a.b` as the path of keys `["a", "b"]`, each key non-empty.
@@ -102,8 +105,8 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
     // and the buffer still grows for a larger one.
     let config = tungstenite::protocol::WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
-        .max_message_size(Some(MAX_REPLY))
-        .max_frame_size(Some(MAX_REPLY));
+        .max_message_size(Some(t.max_reply))
+        .max_frame_size(Some(t.max_reply));
     let (ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
         .await
         .map_err(|e| ws_kind(&e))?;
@@ -117,9 +120,21 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
 /// What tungstenite reads into at once (see [`connect`]).
 const READ_BUFFER: usize = 4096;
 
-/// The largest message (or frame) read from a server: a larger one is a `protocol`
-/// error, before more of it is buffered (tungstenite's default is 64 MiB a socket).
+/// The largest message (or frame) read from a server on one socket: a larger one is a
+/// `protocol` error, before more of it is buffered (tungstenite's default is 64 MiB).
 pub const MAX_REPLY: usize = 16 << 20;
+
+/// What all of a run's sockets may hold of replies still arriving: [`reply_bound`]
+/// shares it among them.
+pub const REPLY_BUDGET: usize = 32 << 20;
+
+/// The largest reply one of `sockets` reads: its share of [`REPLY_BUDGET`], from 1 MiB to
+/// [`MAX_REPLY`] (a server sending a 100 MB message in fragments to 20 sockets held
+/// 1.27 GB; the buffers that hold a reply take about twice its bound: a budget of 64 MiB
+/// peaked at 109 MB at 20 sockets).
+pub fn reply_bound(sockets: usize) -> usize {
+    (REPLY_BUDGET / sockets.max(1)).clamp(1 << 20, MAX_REPLY)
+}
 
 /// Pings a server may send while one message waits for its reply: each is answered
 /// (tungstenite queues the pong), and a server that floods them without reading our

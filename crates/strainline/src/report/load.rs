@@ -251,7 +251,7 @@ fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         writeln!(
             out,
             "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
-            st.name,
+            crate::units::printable(&st.name),
             st.sent,
             st.ok,
             st.errors,
@@ -312,7 +312,7 @@ fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             out,
             "  {:<14}{} (slice {}/{}): {} sent, {:.1} req/s, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
             "Agent",
-            a.name,
+            crate::units::printable(&a.name),
             a.slice + 1,
             a.of,
             a.sent,

@@ -246,7 +246,7 @@ pub fn run(
     writeln!(
         out,
         "Suite {} — {}, run #{run_id}, logs in {}",
-        suite.name,
+        crate::units::printable(&suite.name),
         crate::units::count(cases.len() as u64, "case", "cases"),
         work.display()
     )?;
@@ -308,7 +308,7 @@ pub fn run(
     writeln!(
         out,
         "\nSuite {}: {} — {done} of {} run; stored as run #{run_id}{}",
-        suite.name,
+        crate::units::printable(&suite.name),
         status.to_uppercase(),
         crate::units::count(cases.len() as u64, "case", "cases"),
         if interrupted {

@@ -226,7 +226,7 @@ pub fn run_paired(
     writeln!(
         out,
         "Suite {} — {} of {} against {}, {} (seed {}), {} to {} pairs{}: baseline run #{base_id}, candidate run #{cand_id}",
-        suite.name,
+        crate::units::printable(&suite.name),
         crate::units::count(groups.len() as u64, "case", "cases"),
         p.candidate_label,
         p.baseline_label,

@@ -465,8 +465,6 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    let header = text.find("[suite]").unwrap_or(0);
-    plain(&doc, doc.key_offset(header, "name"), "name", &name)?;
     Ok(Suite {
         name,
         path: path.to_path_buf(),
@@ -476,21 +474,6 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
         tests,
         compare,
     })
-}
-
-/// A name strainline prints on terminals (a suite's, a test's, a matrix value): no
-/// control character, so that a file cannot clear the reader's screen or plant a link.
-fn plain(doc: &Doc, at: usize, key: &str, name: &str) -> Result<()> {
-    if name.chars().any(char::is_control) {
-        return Err(doc.at(
-            at,
-            format!(
-                "{key}: '{}' holds a control character; a name is printed on terminals: give plain text",
-                crate::units::printable(name)
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// `[target]`: what to start (or attach to), how to tell it is ready, how to stop it.
@@ -702,16 +685,6 @@ fn test(
 ) -> Result<Test> {
     let span = spanned.span();
     let t = spanned.get_ref();
-    plain(doc, doc.key_offset(span.start, "name"), "name", &t.name)?;
-    for (k, vs) in &t.matrix {
-        let at = doc.key_offset(span.start, "matrix");
-        plain(doc, at, "matrix", k)?;
-        for v in vs {
-            if let toml::Value::String(s) = v {
-                plain(doc, at, "matrix", s)?;
-            }
-        }
-    }
     let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
         let kinds: Vec<&str> = Kind::TESTS.iter().map(|k| k.name()).collect();
         doc.at(
