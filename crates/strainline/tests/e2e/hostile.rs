@@ -1,9 +1,10 @@
 //! Hostile peers (`tests/fixtures/hostile_peer.py`, on loopback): a broker that floods
 //! QoS 1 deliveries and stops reading, one that forges the stamps of deliveries, an
 //! HTTP/2 server and a WebSocket server that flood pings without reading, an HTTP/1.1
-//! server whose chunk-size line never ends. Each run ends on time (SIGINT within 2 s),
-//! its resident set within 64 MiB of a normal run's (~20 MB), with no panic or abort
-//! and the failure classified.
+//! server whose chunk-size line never ends, a WebSocket server sending a 100 MB message
+//! in fragments to 20 sockets. Each run ends on time (SIGINT within 2 s), its resident
+//! set within 64 MiB of a normal run's (28 MB in a debug build), with no panic or abort
+//! and the failure classified. And the files that once passed `check` and broke `run`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -182,6 +183,15 @@ fn servers_that_flood_pings_or_never_end_a_line_are_protocol_errors_in_bounded_m
             w.elapsed
         );
         assert_has(&w.text, "protocol");
+        // Ctrl-C in the middle ends it within 2 s (asserted by `watched`), exit 130.
+        let w = watched(
+            &s,
+            &args,
+            Some(Duration::from_millis(1000)),
+            Duration::from_secs(12),
+        );
+        bounded_and_whole(&w, mode);
+        assert_eq!(w.code, Some(130), "{mode}: {}", w.text);
     }
 }
 
