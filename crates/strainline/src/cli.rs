@@ -57,8 +57,8 @@ pub enum Command {
     /// Check a suite without running it: every key, value, gate and placeholder (exit 0
     /// valid, 2 not).
     Check(CheckArgs),
-    /// Drive load at a URL (HTTP or WebSocket) or a command: open model (-q RATE) or
-    /// closed model (-c N).
+    /// Drive load at a URL (HTTP/1.1, HTTP/2, WebSocket, gRPC or MQTT) or a command: open
+    /// model (-q RATE) or closed model (-c N).
     Load(Box<LoadArgs>),
     /// List the runs in the results store, newest first.
     Runs(RunsArgs),
@@ -93,6 +93,12 @@ pub enum Command {
     /// Serve the results store as pages in a browser: runs, a run's report, comparisons,
     /// histories with change points, runs in progress; and as JSON under /api/v1/.
     Serve(ServeArgs),
+    /// Print a shell's completion script for strainline: bash, zsh, fish, elvish or
+    /// powershell (e.g. `strainline completions bash > ~/.local/share/bash-completion/completions/strainline`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {

@@ -76,6 +76,12 @@ pub fn run(cli: cli::Cli) -> error::Result<i32> {
         cli::Command::Workload(cmd) => commands::workload::run(cmd),
         cli::Command::Import(args) => commands::import::run(&cli.store, args),
         cli::Command::Serve(args) => commands::serve::run(&cli.store, args),
+        cli::Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = cli::Cli::command();
+            clap_complete::generate(shell, &mut cmd, "strainline", &mut std::io::stdout());
+            Ok(exit::PASSED)
+        }
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

@@ -364,3 +364,34 @@ fn without_a_terminal_no_escape_code_is_written() {
         "escape codes written to a pipe"
     );
 }
+
+/// `strainline completions SHELL` prints a script the shell loads: bash completes the
+/// subcommand `lo` to `load` and `load --ht` to `--http2`; zsh and fish scripts name
+/// the subcommands too.
+#[test]
+fn completions_complete_subcommands_and_flags_in_bash() {
+    let exe = env!("CARGO_BIN_EXE_strainline");
+    let complete = |words: &str, cword: usize, cur: &str, prev: &str| {
+        let script = format!(
+            "source <('{exe}' completions bash); COMP_WORDS=({words}); COMP_CWORD={cword}; _strainline strainline {cur} {prev}; echo \"${{COMPREPLY[@]}}\""
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    assert_eq!(complete("strainline lo", 1, "lo", "strainline"), "load");
+    assert_eq!(
+        complete("strainline load --ht", 2, "--ht", "load"),
+        "--http2"
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = strainline().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        assert_has(&stdout(&out), "serve");
+    }
+    let out = strainline().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
