@@ -9,7 +9,22 @@ use crate::runner::paired::{run_paired, Pairing};
 use crate::store::{Location, Store};
 
 /// `strainline check SUITE`: everything `run` refuses before starting, without running.
+/// A scenario file (`[[step]]`s and no `[[test]]`) is checked as `load --scenario`
+/// reads it.
 pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
+    if is_scenario(&args.suite) {
+        let sc = crate::load::scenario::load(&args.suite)?;
+        println!(
+            "{}: valid — a scenario ({}), {}; use it with `strainline load URL --scenario FILE` or a test's scenario = \"FILE\"",
+            crate::units::printable(&args.suite.display().to_string()),
+            match sc.arrivals {
+                Some(_) => "open model: [arrivals]".to_string(),
+                None => crate::units::count(sc.clients, "client", "clients"),
+            },
+            crate::units::count(sc.steps.len() as u64, "step", "steps")
+        );
+        return Ok(exit::PASSED);
+    }
     let options = runner::Options {
         suite: args.suite.clone(),
         time_scale: 1.0,
@@ -29,6 +44,16 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
         crate::units::count(cases.len() as u64, "case", "cases")
     );
     Ok(exit::PASSED)
+}
+
+/// Whether the file at `path` is a scenario rather than a suite: it has `[[step]]`s and
+/// no `[[test]]` (read as TOML; anything unreadable is left to the suite's errors).
+fn is_scenario(path: &std::path::Path) -> bool {
+    let Ok(text) = crate::os::file::read_text(path, "suite") else {
+        return false;
+    };
+    toml::from_str::<toml::Table>(&text)
+        .is_ok_and(|t| t.contains_key("step") && !t.contains_key("test"))
 }
 
 pub fn run(store_location: &Location, args: RunArgs) -> crate::error::Result<i32> {

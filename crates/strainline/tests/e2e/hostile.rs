@@ -299,6 +299,19 @@ fn hostile_files_are_refused_by_check_and_run_at_their_line() {
         ),
         "reply_field = '': give a JSON field name",
     ));
+    // `check` reads a scenario file as a scenario, with the same refusals.
+    for (name, _, want) in &scenarios {
+        let out = s.run(&["check", s.path(name).to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), want);
+    }
+    let example = format!(
+        "{}/../../examples/iot-devices.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = s.run(&["check", &example]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "valid — a scenario (200 clients), 2 steps");
     for (i, (text, want)) in suites.iter().enumerate() {
         let path = s.path(&format!("suite{i}.toml"));
         std::fs::write(&path, text).unwrap();
