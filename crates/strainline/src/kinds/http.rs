@@ -247,13 +247,18 @@ fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     ));
     if let Some(d) = &s.deliveries {
         r.table.push(format!(
-            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s), end to end p50 {:.2} ms, p99 {:.2} ms",
+            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s){}, end to end p50 {:.2} ms, p99 {:.2} ms",
             d.distinct(),
             d.expected,
             d.subscribed,
             d.lost,
             100.0 * d.loss_rate,
             d.duplicates,
+            if d.unverified > 0 {
+                format!(", {} not checked for a duplicate (unverified stamps)", d.unverified)
+            } else {
+                String::new()
+            },
             ms(d.latency_us.p50),
             ms(d.latency_us.p99)
         ));

@@ -429,9 +429,15 @@ fn when(
         (true, None, None) => When::Once,
         (false, Some(e), None) => {
             let p = duration(e, "every")?;
-            crate::limits::PERIOD
-                .check(p.as_secs_f64())
-                .map_err(|err| at(e.span().start, err.to_string()))?;
+            crate::limits::PERIOD.check(p.as_secs_f64()).map_err(|_| {
+                at(
+                    e.span().start,
+                    format!(
+                        "every = \"{}\": out of range, give a period from 1ms to 30 days",
+                        e.get_ref()
+                    ),
+                )
+            })?;
             When::Every(p)
         }
         (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {

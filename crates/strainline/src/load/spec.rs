@@ -413,46 +413,40 @@ fn mqtt_parts(url: &str) -> Result<MqttParts, crate::Error> {
 /// (`mqtt://HOST/?mode=conn`: clients connecting, no topic): the broker resolved, TLS
 /// set up, the topic and options checked.
 fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
-    let MqttParts {
-        tls,
-        user,
-        hostport,
-        topic,
-        qos,
-        version,
-        keep_alive,
-        clean_session,
-        subscribers,
-        filter,
-        mode,
-    } = mqtt_parts(url)?;
-    let hostport = hostport.as_str();
+    let p = mqtt_parts(url)?;
+    let hostport = p.hostport.as_str();
     let port = if hostport.ends_with(']') || !hostport.contains(':') {
-        format!(":{}", if tls { 8883 } else { 1883 })
+        format!(":{}", if p.tls { 8883 } else { 1883 })
     } else {
         String::new()
     };
-    let scheme = if tls { "https" } else { "http" };
+    let scheme = if p.tls { "https" } else { "http" };
     let (target, _) = resolve(&format!("{scheme}://{hostport}{port}/"), client)
         .map_err(|e| bad(format!("URL '{url}': {e}")))?;
-    let login = match (user, &client.password) {
-        (Some(u), Some(p)) => Some((u, p.0.clone())),
-        (Some(u), None) => Some((u, String::new())),
-        (None, _) => None,
-    };
+    let login = p.user.map(|u| {
+        (
+            u,
+            client
+                .password
+                .as_ref()
+                .map_or_else(String::new, |pw| pw.0.clone()),
+        )
+    });
     Ok(super::mqtt::Target {
         addr: target.addr,
         tls: target.tls,
-        topic: topic.to_string(),
-        qos,
-        version,
-        login,
-        keep_alive,
-        clean_session,
-        subscribers,
         // By default subscribers take every client's topic: `{{client}}` is `+`.
-        filter: filter.unwrap_or_else(|| topic.replace("{{client}}", "+")),
-        mode,
+        filter: p
+            .filter
+            .unwrap_or_else(|| p.topic.replace("{{client}}", "+")),
+        topic: p.topic,
+        qos: p.qos,
+        version: p.version,
+        login,
+        keep_alive: p.keep_alive,
+        clean_session: p.clean_session,
+        subscribers: p.subscribers,
+        mode: p.mode,
     })
 }
 

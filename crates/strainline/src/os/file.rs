@@ -9,9 +9,9 @@ use std::path::Path;
 /// The most a suite, scenario, CSV, body or certificate file may hold: 64 MiB.
 pub const MAX_INPUT: u64 = 64 << 20;
 
-/// Whether `path` is a regular file of at most `max` bytes; the error names `what` (the
-/// key or flag that named it), the path and the fix.
-pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<()> {
+/// Whether `path` is a regular file of at most `max` bytes (its metadata if so); the
+/// error names `what` (the key or flag that named it), the path and the fix.
+pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<std::fs::Metadata> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("{what}: {shown}: {e}"))?;
     if !meta.is_file() {
@@ -25,17 +25,22 @@ pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<()> {
             meta.len()
         )));
     }
-    Ok(())
+    Ok(meta)
 }
 
-/// The bytes of `path`, checked by [`check`] with [`MAX_INPUT`] (and read no further than
-/// that, should the file grow meanwhile).
+/// The bytes of `path`, checked by [`check`] with [`MAX_INPUT`].
 pub fn read(path: &Path, what: &str) -> crate::error::Result<Vec<u8>> {
-    use std::io::Read;
     check(path, what, MAX_INPUT)?;
+    read_checked(path, what, MAX_INPUT)
+}
+
+/// The bytes of a file [`check`]ed already, read no further than `max` should it grow
+/// meanwhile.
+pub fn read_checked(path: &Path, what: &str, max: u64) -> crate::error::Result<Vec<u8>> {
+    use std::io::Read;
     let mut out = Vec::new();
     std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_INPUT).read_to_end(&mut out))
+        .and_then(|f| f.take(max).read_to_end(&mut out))
         .map_err(|e| format!("{what}: {}: {e}", path.display()))?;
     Ok(out)
 }

@@ -43,6 +43,12 @@ impl Scratch {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+    /// A FIFO named `name` in the scratch directory: a path that blocks whoever reads it.
+    pub fn fifo(&self, name: &str) -> PathBuf {
+        let p = self.path(name);
+        assert!(Command::new("mkfifo").arg(&p).status().unwrap().success());
+        p
+    }
     pub fn store(&self) -> String {
         self.store
             .clone()

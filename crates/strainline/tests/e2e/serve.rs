@@ -608,12 +608,7 @@ fn a_token_guards_a_reachable_address_and_hostile_requests_get_clean_answers() {
             &format!("lets other users {word} the token: `chmod 600"),
         );
     }
-    let fifo = s.path("fifo");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = s.fifo("fifo");
     for dev in [std::path::Path::new("/dev/zero"), fifo.as_path()] {
         let out = s.run(&["serve", "--token-file", dev.to_str().unwrap()]);
         assert_exit(&out, 2);
