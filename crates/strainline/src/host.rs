@@ -66,27 +66,85 @@ pub struct Conditions {
     pub busy_elsewhere_cores: f64,
     /// Share of the machine's CPU time the hypervisor took.
     pub steal: f64,
+    /// The standard deviation of that share from one second to the next, and the
+    /// seconds it was read in: what steal varies by on its own, so that a comparison
+    /// tells a change of conditions from the hypervisor's usual swings (0 and 0 in runs
+    /// stored before it was measured).
+    #[serde(default)]
+    pub steal_sd: f64,
+    #[serde(default)]
+    pub steal_seconds: u32,
     /// The 1-minute load average at the run's end.
     pub load_avg: f64,
 }
 
-/// Reads the machine at a run's start; [`ConditionsProbe::finish`] at its end.
-#[derive(Debug, Clone, Copy)]
+/// Reads the machine at a run's start; [`ConditionsProbe::finish`] at its end. Between
+/// the two, a thread reads steal once a second (see [`Conditions::steal_sd`]).
+#[derive(Debug)]
 pub struct ConditionsProbe {
     started: std::time::Instant,
     busy: f64,
     steal: f64,
     own: f64,
+    seconds: std::sync::Arc<std::sync::Mutex<Spread>>,
+    _stop: std::sync::mpsc::Sender<()>,
+}
+
+/// Welford's running mean and sum of squared deviations.
+#[derive(Debug, Default, Clone, Copy)]
+struct Spread {
+    n: u32,
+    mean: f64,
+    m2: f64,
+}
+
+impl Spread {
+    fn add(&mut self, x: f64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    fn sd(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.n - 1) as f64).sqrt()
+        }
+    }
 }
 
 impl ConditionsProbe {
     pub fn start() -> ConditionsProbe {
         let (busy, steal) = machine_cpu();
+        let seconds = std::sync::Arc::new(std::sync::Mutex::new(Spread::default()));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let shared = seconds.clone();
+        // The thread ends when the probe (its sender) is dropped or finished.
+        let _ = std::thread::Builder::new()
+            .name("conditions".into())
+            .spawn(move || {
+                let mut last = (std::time::Instant::now(), steal);
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(std::time::Duration::from_secs(1))
+                {
+                    let now = (std::time::Instant::now(), machine_cpu().1);
+                    let wall = now.0.duration_since(last.0).as_secs_f64() * cores() as f64;
+                    if wall > 0.0 {
+                        let share = ((now.1 - last.1) / wall).clamp(0.0, 1.0);
+                        shared.lock().unwrap_or_else(|e| e.into_inner()).add(share);
+                    }
+                    last = now;
+                }
+            });
         ConditionsProbe {
             started: std::time::Instant::now(),
             busy,
             steal,
             own: own_cpu(),
+            seconds,
+            _stop: stop,
         }
     }
 
@@ -98,10 +156,13 @@ impl ConditionsProbe {
             .ok()
             .and_then(|t| t.split_whitespace().next()?.parse().ok())
             .unwrap_or(0.0);
+        let spread = *self.seconds.lock().unwrap_or_else(|e| e.into_inner());
         Conditions {
             seconds,
             busy_elsewhere_cores: (others / seconds).max(0.0),
             steal: ((steal - self.steal) / (seconds * cores() as f64)).clamp(0.0, 1.0),
+            steal_sd: spread.sd(),
+            steal_seconds: spread.n,
             load_avg,
         }
     }
@@ -217,5 +278,30 @@ mod tests {
         assert!(h.memory_bytes > 0);
         assert!(!h.kernel.is_empty());
         assert!(h.fingerprint().contains(&format!("{}c", h.cores)));
+    }
+
+    #[test]
+    fn the_spread_of_steal_is_the_sample_standard_deviation() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sample variance 32/7.
+        let mut s = Spread::default();
+        for x in [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0] {
+            s.add(x);
+        }
+        assert_eq!(s.n, 8);
+        assert!((s.mean - 5.0).abs() < 1e-12);
+        assert!((s.sd() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        let mut one = Spread::default();
+        one.add(0.3);
+        assert_eq!(one.sd(), 0.0);
+    }
+
+    #[test]
+    fn a_probe_reads_steal_each_second_and_stops_with_the_run() {
+        let probe = ConditionsProbe::start();
+        std::thread::sleep(std::time::Duration::from_millis(2300));
+        let c = probe.finish();
+        assert_eq!(c.steal_seconds, 2, "{c:?}");
+        assert!((2.2..3.0).contains(&c.seconds), "{c:?}");
+        assert!((0.0..=1.0).contains(&c.steal), "{c:?}");
     }
 }

@@ -82,9 +82,13 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         .find_run(&args.run)
         .map_err(|e| crate::Error::usage(e.to_string()))?;
     let cases = store.cases(run.id)?;
+    let conditions = store
+        .run_settings(run.id)?
+        .and_then(|s| s.get("conditions").cloned())
+        .and_then(|c| serde_json::from_value::<crate::host::Conditions>(c).ok());
     if args.json {
         let mut out = io::stdout().lock();
-        let doc = serde_json::json!({ "run": run, "cases": cases });
+        let doc = serde_json::json!({ "run": run, "conditions": conditions, "cases": cases });
         return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&doc)?));
     }
     let mut out = crate::units::Printable(io::stdout().lock());
@@ -106,6 +110,16 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
             run.exit_code.map(|c| c.to_string()).unwrap_or("-".into())
         )?;
         writeln!(out, "  host:       {} [{}]", run.host, run.fingerprint)?;
+        if let Some(c) = &conditions {
+            writeln!(
+                out,
+                "  machine:    {:.2} cores busy elsewhere, the hypervisor took {:.1}% (±{:.1} points from second to second), load average {:.2}",
+                c.busy_elsewhere_cores,
+                100.0 * c.steal,
+                100.0 * c.steal_sd,
+                c.load_avg
+            )?;
+        }
         if let Some(c) = &run.git_commit {
             writeln!(
                 out,

@@ -247,43 +247,84 @@ fn token_difference(a: &str, b: &str) -> String {
 /// steal share (a point is 1% of the machine).
 pub const CONDITIONS_CORES: f64 = 0.25;
 pub const CONDITIONS_STEAL: f64 = 0.02;
+/// Standard errors of steal's own second-to-second swings a difference must exceed: on a
+/// VM whose neighbours come and go, two runs of the same conditions differ by more than
+/// [`CONDITIONS_STEAL`] by chance.
+pub const CONDITIONS_STEAL_SE: f64 = 3.0;
+
+/// One side's conditions: the means over its runs of the cores busy elsewhere and of the
+/// steal share, and the variance of that steal mean from its per-second swings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Side {
+    cores: f64,
+    steal: f64,
+    steal_var: f64,
+}
+
+impl Side {
+    fn of(c: &[crate::host::Conditions]) -> Option<Side> {
+        let n = c.len() as f64;
+        (n > 0.0).then(|| Side {
+            cores: c.iter().map(|c| c.busy_elsewhere_cores).sum::<f64>() / n,
+            steal: c.iter().map(|c| c.steal).sum::<f64>() / n,
+            steal_var: c
+                .iter()
+                .filter(|c| c.steal_seconds > 1)
+                .map(|c| c.steal_sd * c.steal_sd / c.steal_seconds as f64)
+                .sum::<f64>()
+                / (n * n),
+        })
+    }
+}
+
+/// Why two sides' conditions differ enough to warn, if they do: cores busy elsewhere
+/// beyond [`CONDITIONS_CORES`]; steal beyond [`CONDITIONS_STEAL`] and beyond
+/// [`CONDITIONS_STEAL_SE`] standard errors of its own swings.
+fn conditions_why(b: Side, c: Side) -> Vec<String> {
+    let mut why = Vec::new();
+    if (b.cores - c.cores).abs() >= CONDITIONS_CORES {
+        why.push(format!(
+            "the baseline ran while {:.2} cores were busy elsewhere on the machine, the candidate beside {:.2}",
+            b.cores, c.cores
+        ));
+    }
+    let swing = CONDITIONS_STEAL_SE * (b.steal_var + c.steal_var).sqrt();
+    if (b.steal - c.steal).abs() >= CONDITIONS_STEAL.max(swing) {
+        why.push(format!(
+            "the hypervisor took {:.1}% of the machine during the baseline, {:.1}% during the candidate{}",
+            100.0 * b.steal,
+            100.0 * c.steal,
+            if swing > 0.0 {
+                format!(
+                    " (beyond its swings from second to second, which could explain ±{:.1} points)",
+                    100.0 * swing
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    why
+}
 
 /// A warning when the machine did other work during one side's runs and not (as much)
-/// during the other's: the averages of each side's runs beyond the thresholds.
+/// during the other's (see [`conditions_why`]).
 fn conditions_difference(
     store: &Store,
     base: &[RunRow],
     cand: &[RunRow],
 ) -> crate::error::Result<Option<String>> {
-    let mean = |runs: &[RunRow]| -> crate::error::Result<Option<(f64, f64)>> {
+    let side = |runs: &[RunRow]| -> crate::error::Result<Option<Side>> {
         let mut v = Vec::new();
         for r in runs {
-            if let Some(c) = setting::<crate::host::Conditions>(store, r, "conditions")? {
-                v.push((c.busy_elsewhere_cores, c.steal));
-            }
+            v.extend(setting::<crate::host::Conditions>(store, r, "conditions")?);
         }
-        let n = v.len() as f64;
-        Ok((n > 0.0).then(|| {
-            let (a, b) = v.iter().fold((0.0, 0.0), |(x, y), (p, q)| (x + p, y + q));
-            (a / n, b / n)
-        }))
+        Ok(Side::of(&v))
     };
-    let (Some((bc, bs)), Some((cc, cs))) = (mean(base)?, mean(cand)?) else {
+    let (Some(b), Some(c)) = (side(base)?, side(cand)?) else {
         return Ok(None);
     };
-    let mut why = Vec::new();
-    if (bc - cc).abs() >= CONDITIONS_CORES {
-        why.push(format!(
-            "the baseline ran while {bc:.2} cores were busy elsewhere on the machine, the candidate beside {cc:.2}"
-        ));
-    }
-    if (bs - cs).abs() >= CONDITIONS_STEAL {
-        why.push(format!(
-            "the hypervisor took {:.1}% of the machine during the baseline, {:.1}% during the candidate",
-            100.0 * bs,
-            100.0 * cs
-        ));
-    }
+    let why = conditions_why(b, c);
     Ok((!why.is_empty()).then(|| {
         format!(
             "{}: a difference below may be the machine's, not the code's — repeat both on a quiet machine, or measure them in one paired session (strainline run SUITE --baseline … --candidate …)",
@@ -437,4 +478,47 @@ fn baseline_for(
             store.location()
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(cores: f64, steal: f64, sd: f64, seconds: u32) -> Side {
+        Side::of(&[crate::host::Conditions {
+            seconds: seconds as f64,
+            busy_elsewhere_cores: cores,
+            steal,
+            steal_sd: sd,
+            steal_seconds: seconds,
+            load_avg: 0.0,
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_burner_beside_one_side_is_named() {
+        let why = conditions_why(side(0.05, 0.0, 0.0, 5), side(1.02, 0.0, 0.0, 5));
+        assert_eq!(why.len(), 1);
+        assert!(why[0].contains("0.05 cores were busy elsewhere"), "{why:?}");
+    }
+
+    #[test]
+    fn steal_within_its_own_swings_is_not_a_difference_of_conditions() {
+        // 12% and 16% of steal that swings ±8 points from second to second: 5 seconds
+        // each cannot tell them apart (3 × √(2 × 0.08² / 5) = 15 points).
+        assert!(conditions_why(side(0.05, 0.12, 0.08, 5), side(0.05, 0.16, 0.08, 5)).is_empty());
+        // The same means, steady for a minute each: a change of conditions.
+        let why = conditions_why(side(0.05, 0.12, 0.005, 60), side(0.05, 0.16, 0.005, 60));
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].contains("12.0% of the machine during the baseline, 16.0%"));
+        assert!(why[0].contains("±0.3 points"), "{why:?}");
+    }
+
+    #[test]
+    fn runs_stored_without_steals_swings_keep_the_fixed_threshold() {
+        let why = conditions_why(side(0.0, 0.10, 0.0, 0), side(0.0, 0.13, 0.0, 0));
+        assert!(why[0].ends_with("13.0% during the candidate"), "{why:?}");
+        assert!(conditions_why(side(0.0, 0.10, 0.0, 0), side(0.0, 0.115, 0.0, 0)).is_empty());
+    }
 }
