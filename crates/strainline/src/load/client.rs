@@ -4,8 +4,8 @@
 //! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
 //! HTTP ([`super::http`]), WebSocket ([`super::ws`]), MQTT ([`super::mqtt`]), gRPC
 //! ([`super::grpc`]) and the command workload ([`super::command`]) each answer in their
-//! own module. Adding a protocol is a variant here, its module, and its scheme in
-//! [`super::spec::plan`].
+//! own module; a protocol of the registry ([`super::proto`], e.g. Redis) answers through
+//! [`Client::Proto`], and adding one touches nothing here.
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use super::http::{self, Outgoing, Template};
 use super::recorder::ErrorKind;
-use super::{grpc, mqtt, ws};
+use super::{grpc, mqtt, proto, ws};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -36,6 +36,8 @@ pub enum Client {
     Grpc(grpc::Target),
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
+    /// A protocol of the registry ([`super::proto::PROTOCOLS`]).
+    Proto(Arc<dyn proto::Target>),
 }
 
 /// What a unit of work's statuses are.
@@ -53,7 +55,27 @@ pub enum Statuses {
     Grpc,
     /// A client connected and was accepted (MQTT `conn` mode): one status, 0.
     Connected,
+    /// A registry protocol's statuses, named by it.
+    Proto(Named),
 }
+
+/// A registry protocol, as the statuses it names.
+#[derive(Clone, Copy)]
+pub struct Named(pub &'static dyn proto::Protocol);
+
+impl std::fmt::Debug for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name())
+    }
+}
+
+impl PartialEq for Named {
+    fn eq(&self, other: &Named) -> bool {
+        self.0.name() == other.0.name()
+    }
+}
+
+impl Eq for Named {}
 
 impl Statuses {
     /// A status as the summary names it: `200`, `exit 1`, `reply`.
@@ -71,6 +93,7 @@ impl Statuses {
             },
             Statuses::Grpc => grpc::status_name(code).into(),
             Statuses::Connected => "connack".into(),
+            Statuses::Proto(p) => p.0.label(code),
         }
     }
 
@@ -84,6 +107,7 @@ impl Statuses {
             Statuses::Published => format!("MQTT {}", self.label(code)),
             Statuses::Grpc => format!("gRPC {}", self.label(code)),
             Statuses::Connected => format!("MQTT {}", self.label(code)),
+            Statuses::Proto(p) => format!("{} {}", p.0.name(), self.label(code)),
         }
     }
 }
@@ -105,6 +129,7 @@ pub enum Conn {
     Http(http::Conn),
     WebSocket(ws::Conn),
     Mqtt(mqtt::Conn),
+    Proto(Box<dyn proto::Connection>),
 }
 
 impl Conn {
@@ -114,6 +139,7 @@ impl Conn {
             Conn::Http(c) => c.fd,
             Conn::WebSocket(c) => c.fd,
             Conn::Mqtt(c) => c.fd,
+            Conn::Proto(c) => c.fd(),
         }
     }
 
@@ -131,6 +157,7 @@ impl Conn {
             Conn::Http(c) => c.is_closed(),
             Conn::WebSocket(c) => c.is_closed(),
             Conn::Mqtt(c) => c.is_closed(),
+            Conn::Proto(c) => c.is_closed(),
         }
     }
 }
@@ -164,6 +191,7 @@ impl Client {
             Client::Mqtt(_) => Statuses::Published,
             Client::Grpc(_) => Statuses::Grpc,
             Client::Command(_) => Statuses::Exit,
+            Client::Proto(t) => Statuses::Proto(Named(t.protocol())),
         }
     }
 
@@ -175,6 +203,7 @@ impl Client {
             Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
             Client::Grpc(t) => http::connect_hyper(&t.http).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
+            Client::Proto(t) => t.connect().await.map(Conn::Proto),
         }
     }
 
@@ -250,6 +279,17 @@ impl Client {
                     late_tail: false,
                 })
             }
+            (Client::Proto(_), Conn::Proto(c)) => {
+                let body = match &out {
+                    Outgoing::Rendered(r) => Some(r.body.clone()),
+                    Outgoing::Template(..) => None,
+                };
+                let seq = match &out {
+                    Outgoing::Template(_, _, seq) => *seq,
+                    Outgoing::Rendered(_) => 0,
+                };
+                c.send(body, seq, intended).await
+            }
             _ => Err(ErrorKind::Protocol),
         }
     }
@@ -260,6 +300,7 @@ impl Client {
         match conn {
             Conn::WebSocket(c) => ws::close(c).await,
             Conn::Mqtt(c) => mqtt::disconnect(c).await,
+            Conn::Proto(c) => c.goodbye().await,
             Conn::Http(_) => {}
         }
     }
@@ -317,6 +358,7 @@ impl Client {
             Client::WebSocket(_) | Client::Mqtt(_) => true,
             Client::Grpc(t) => t.http.tls.is_some(),
             Client::Command(_) => false,
+            Client::Proto(t) => t.handshakes(),
         }
     }
 

@@ -14,6 +14,7 @@ mod h2;
 pub mod http;
 pub mod mqtt;
 mod progress;
+pub mod proto;
 pub mod recorder;
 pub mod replay;
 pub mod scenario;

@@ -451,7 +451,7 @@ fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target,
 }
 
 /// Where HTTP requests go: the URL resolved once, TLS set up.
-fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
+pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
     let uri: Uri = url.parse().map_err(|e| {
         bad(format!(
             "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
@@ -460,7 +460,8 @@ fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Er
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https", "ws", "wss"].contains(&scheme) {
         return Err(bad(format!(
-            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc:// or grpcs:// (e.g. http://127.0.0.1:8080/path)"
+            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc://, grpcs://{} (e.g. http://127.0.0.1:8080/path)",
+            super::proto::prefixes().map(|p| format!(", {p}")).collect::<String>()
         )));
     }
     let host = uri.host().ok_or_else(|| {
@@ -654,6 +655,24 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             method,
             headers,
             body,
+        } if super::proto::by_url(url).is_some() => {
+            let protocol = super::proto::by_url(url).expect("matched");
+            let target = protocol.plan(&super::proto::Ask {
+                url,
+                method,
+                headers,
+                body,
+                options: &spec.client,
+                replay: matches!(spec.offer, Offer::Replay(_)),
+            })?;
+            let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
+            Ok((Client::Proto(target), template, &BodySpec::Empty))
+        }
+        Work::Http {
+            url,
+            method,
+            headers,
+            body,
         } => {
             let (target, uri) = resolve(url, &spec.client)?;
             let template = template(&uri, method, headers, body)?;
@@ -817,6 +836,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     }
     let protocol = match &client {
         Client::Command(c) => format!("command: {}", c.join(" ")),
+        Client::Proto(t) => t.describe(),
         Client::Http { target, .. } => format!(
             "HTTP/{}{}",
             if spec.client.http2 { "2" } else { "1.1" },

@@ -152,11 +152,15 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     }
     // A workload's URL may be a WebSocket's; the quiesce request is HTTP.
     for (key, url, schemes) in [
-        ("url", &t.url, LOAD_SCHEMES),
-        ("quiesce_url", &t.quiesce_url, HTTP_SCHEMES),
+        ("url", &t.url, load_schemes()),
+        (
+            "quiesce_url",
+            &t.quiesce_url,
+            HTTP_SCHEMES.iter().map(|s| s.to_string()).collect(),
+        ),
     ] {
         if let Some(url) = url {
-            url_shape(url, schemes).map_err(|e| {
+            url_shape(url, &schemes).map_err(|e| {
                 doc.at(
                     doc.key_offset(header, key),
                     format!(
@@ -204,21 +208,32 @@ fn beside_the_suite(suite: &Path, url: &str) -> String {
 
 /// The schemes of an HTTP request (a probe, a quiesce request).
 const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's, WebSocket's, MQTT's and gRPC's.
-const LOAD_SCHEMES: &[&str] = &[
-    "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
-];
+/// The schemes a workload's URL may have: HTTP's, WebSocket's, MQTT's, gRPC's and the
+/// protocol registry's.
+fn load_schemes() -> Vec<String> {
+    [
+        "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(crate::load::proto::prefixes())
+    .collect()
+}
 
 /// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine
 /// can send to.
-fn url_shape(url: &str, schemes: &[&str]) -> crate::error::Result<()> {
+fn url_shape<S: AsRef<str>>(url: &str, schemes: &[S]) -> crate::error::Result<()> {
     let rest = schemes
         .iter()
-        .find_map(|s| url.strip_prefix(s))
+        .find_map(|s| url.strip_prefix(s.as_ref()))
         .ok_or_else(|| {
             crate::Error::usage(format!(
                 "give a URL that starts with {}",
-                schemes.join(" or ")
+                schemes
+                    .iter()
+                    .map(AsRef::as_ref)
+                    .collect::<Vec<&str>>()
+                    .join(" or ")
             ))
         })?;
     if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
@@ -836,7 +851,7 @@ fn workload(
     let tls = t
         .url
         .as_deref()
-        .is_some_and(|u| tls.iter().any(|p| u.starts_with(p)));
+        .is_some_and(|u| tls.iter().any(|p| u.starts_with(p)) || crate::load::proto::is_tls(u));
     needs(
         !tls || t.cacert.is_some() || t.insecure == Some(true),
         "cacert = \"FILE\" (the server's certificate or its CA, PEM, beside the suite) or insecure = true for a TLS url",

@@ -1,0 +1,135 @@
+//! The protocol registry: a protocol added to strainline is one module here and one row
+//! of [`PROTOCOLS`]. The module owns its URL schemes, the checking of a workload for it
+//! (once, for `strainline load`, suites and agents alike: all three make a
+//! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
+//! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
+//! names none of them. HTTP, WebSocket, MQTT and gRPC predate this seam and are still
+//! variants of [`super::client::Client`]; docs/design.md says how to add a protocol.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::client::Reply;
+use super::recorder::ErrorKind;
+use super::spec::{BodySpec, ClientOptions};
+
+/// Every protocol of the registry, in the order `--help` and errors list them.
+pub static PROTOCOLS: &[&dyn Protocol] = &[];
+
+/// A future of a protocol's client, polled on the driver's thread.
+pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// What a workload asks of a protocol, as the spec gives it.
+pub struct Ask<'a> {
+    pub url: &'a str,
+    /// `GET` unless given (`-X`, `method =`).
+    pub method: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: &'a BodySpec,
+    pub options: &'a ClientOptions,
+    /// The spec replays an access log's HTTP requests.
+    pub replay: bool,
+}
+
+/// A protocol: its schemes, and the checking of a workload into a [`Target`].
+pub trait Protocol: Sync {
+    /// Its name in sentences (`Redis`).
+    fn name(&self) -> &'static str;
+    /// Its URL schemes (`redis`), the plain one first.
+    fn schemes(&self) -> &'static [&'static str];
+    /// Those of its schemes that speak TLS (`rediss`).
+    fn tls_schemes(&self) -> &'static [&'static str];
+    /// Checks a workload for this protocol, or says exactly what is wrong and the fix.
+    fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>>;
+    /// A status as the summary names it (`reply`, `error WRONGTYPE`).
+    fn label(&self, code: u16) -> String;
+}
+
+/// Where and what a protocol's units of work go to, checked before the run.
+pub trait Target: Send + Sync {
+    fn protocol(&self) -> &'static dyn Protocol;
+    /// The protocol part of the run's description (`Redis: SET k{{seq}} …`).
+    fn describe(&self) -> String;
+    /// Whether opening a connection takes a handshake beyond TCP's (TLS, a login).
+    fn handshakes(&self) -> bool;
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>>;
+}
+
+/// One open connection of a protocol.
+pub trait Connection {
+    /// Its socket, shut down by the driver's watchdog when a unit overruns its timeout.
+    fn fd(&self) -> RawFd;
+    /// It cannot carry another unit of work (the driver opens a new one).
+    fn is_closed(&self) -> bool;
+    /// One unit of work: `body` is a scenario step's rendered body, or `None` for the
+    /// workload's own, as the `seq`th unit of the run; `intended` is when it was due.
+    fn send<'a>(
+        &'a mut self,
+        body: Option<Bytes>,
+        seq: u64,
+        intended: Instant,
+    ) -> Fut<'a, Result<Reply, ErrorKind>>;
+    /// Closes the connection politely at the end of the run.
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()>;
+}
+
+/// The protocol whose scheme begins `url`, if one of the registry's does.
+pub fn by_url(url: &str) -> Option<&'static dyn Protocol> {
+    let scheme = url.split_once("://")?.0;
+    PROTOCOLS
+        .iter()
+        .copied()
+        .find(|p| p.schemes().contains(&scheme))
+}
+
+/// Every registry scheme as URLs begin (`redis://`), for the lists errors give.
+pub fn prefixes() -> impl Iterator<Item = String> {
+    PROTOCOLS
+        .iter()
+        .flat_map(|p| p.schemes().iter().map(|s| format!("{s}://")))
+}
+
+/// Whether `url`'s scheme is one of the registry's TLS schemes.
+pub fn is_tls(url: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(s, _)| PROTOCOLS.iter().any(|p| p.tls_schemes().contains(&s)))
+}
+
+/// The address and TLS settings of `host[:port]` for a protocol whose default port is
+/// `port`: resolved, with the certificate options of the workload.
+pub fn endpoint(
+    url: &str,
+    hostport: &str,
+    port: u16,
+    tls: bool,
+    options: &ClientOptions,
+) -> crate::error::Result<(SocketAddr, Option<super::http::Tls>)> {
+    let with_port = if hostport.ends_with(']') || !hostport.contains(':') {
+        format!("{hostport}:{port}")
+    } else {
+        hostport.to_string()
+    };
+    let scheme = if tls { "https" } else { "http" };
+    let (target, _) = super::spec::resolve(&format!("{scheme}://{with_port}/"), options)
+        .map_err(|e| crate::Error::usage(format!("URL '{url}': {e}")))?;
+    Ok((target.addr, target.tls))
+}
+
+/// A byte stream to `addr` (TCP without Nagle, then TLS if asked) and its descriptor.
+pub async fn open(
+    addr: SocketAddr,
+    tls: &Option<super::http::Tls>,
+) -> Result<(super::h1::Stream, RawFd), ErrorKind> {
+    super::http::open_stream(addr, tls).await
+}
+
+/// How an I/O error ends a unit of work.
+pub fn io_kind(e: &std::io::Error) -> ErrorKind {
+    super::http::io_kind(e)
+}
