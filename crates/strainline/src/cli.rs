@@ -57,8 +57,8 @@ pub enum Command {
     /// Check a suite without running it: every key, value, gate and placeholder (exit 0
     /// valid, 2 not).
     Check(CheckArgs),
-    /// Drive load at a URL (HTTP/1.1, HTTP/2, WebSocket, gRPC or MQTT) or a command: open
-    /// model (-q RATE) or closed model (-c N).
+    /// Drive load at a URL (HTTP/1.1, HTTP/2, WebSocket, gRPC, MQTT or Redis) or a
+    /// command: open model (-q RATE) or closed model (-c N).
     Load(Box<LoadArgs>),
     /// List the runs in the results store, newest first.
     Runs(RunsArgs),
@@ -253,10 +253,11 @@ fn parse_pid(s: &str) -> crate::error::Result<u32> {
     strainline load http://127.0.0.1:8080/ --ramp 100..5000 -z 60s     # open model, ramp\n  \
     strainline load https://127.0.0.1:8443/ -q 500 --http2 --insecure  # HTTP/2 over TLS\n  \
     strainline load ws://127.0.0.1:9000/echo -q 5000 -d '{\"op\":1}'      # WebSocket messages, each awaiting its reply\n  \
+    strainline load redis://127.0.0.1:6379 -c 50 -d 'SET k{{seq}} {{random 64}}'  # Redis commands (RESP)\n  \
     strainline load -c 4 -z 10s -- ./client --op put                   # a command as the unit of work")]
 pub struct LoadArgs {
-    /// The URL to load (http://, https://, or ws:// and wss:// for WebSocket messages);
-    /// or give a command after `--`.
+    /// The URL to load: http(s)://, ws(s):// (WebSocket messages), grpc(s)://, mqtt(s)://,
+    /// redis(s):// (the body is the command); or give a command after `--`.
     pub url: Option<String>,
     /// Closed model: this many connections, each sending when its last response arrives.
     /// With -q or --ramp: the most connections the open model's pool may open.

@@ -1,7 +1,8 @@
 //! Protocols beyond HTTP, against servers no one here wrote: WebSocket against the
 //! `websockets` library of Debian's Python (its echo server in
 //! `tests/fixtures/ws_server.py`), MQTT against mosquitto, gRPC against Debian's
-//! grpcio (`tests/fixtures/grpc_server.py`) — all installed by `make test`.
+//! grpcio (`tests/fixtures/grpc_server.py`), Redis's RESP against redis-server — all
+//! installed by `make test`.
 
 use std::process::{Command, Stdio};
 
@@ -1052,4 +1053,134 @@ fn mqtt_clients_connect_at_a_rate_and_stay_connected_until_the_end() {
     let out = s.run(&["load", &url, "-c", "5", "-z", "1s", "--no-tui"]);
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "mode=conn connects clients at a rate");
+}
+
+/// A redis-server on a free loopback port, nothing saved, once it listens.
+fn redis_server() -> (KillOnDrop, u16) {
+    let port = free_port();
+    let mut c = Command::new("redis-server");
+    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"]);
+    (serving(c, ("127.0.0.1", port), "redis-server"), port)
+}
+
+/// `redis-cli -p PORT ARGS…`'s answer, trimmed.
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli (installed by `make test`)");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn redis_commands_land_one_each_and_error_replies_are_failures_by_their_prefix() {
+    let _l = loaded();
+    let (_srv, port) = redis_server();
+    let s = Scratch::new();
+    let url = format!("redis://127.0.0.1:{port}");
+    // Closed model: every SET a key of its own, so the server's key count is the count.
+    // A pause between requests keeps the (debug-built) generator from being the limit.
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-d",
+            "SET k{{seq}} {{random 64}}",
+            "-n",
+            "3000",
+            "-c",
+            "8",
+            "--think",
+            "2ms",
+        ],
+    );
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["ok"]), 3000, "{}", stdout(&out));
+    assert_eq!(redis_cli(port, &["dbsize"]), "3000");
+    assert_eq!(n(&sum["by_status"]["reply"]), 3000);
+    assert!(
+        load_schema_errors(&doc).is_empty(),
+        "{:?}",
+        load_schema_errors(&doc)
+    );
+    assert_has(&stdout(&out), "Redis: SET k{{seq}} {{random 64}}");
+    // Open model: each INCR counted by the server exactly as by strainline.
+    let (out, doc) = load(&s, &[&url, "-d", "INCR hits", "-q", "400", "-z", "2s"]);
+    assert_exit(&out, 0);
+    assert_eq!(n(&doc["summary"]["ok"]), 800, "{}", stdout(&out));
+    assert_eq!(redis_cli(port, &["get", "hits"]), "800");
+    // A database by the URL's path.
+    let (out, _) = load(
+        &s,
+        &[&format!("{url}/3"), "-d", "SET \"a key\" v", "-n", "5"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(redis_cli(port, &["-n", "3", "get", "a key"]), "v");
+    // Error replies are failures, named by their first word: a wrong command, a wrong type.
+    let (out, doc) = load(&s, &[&url, "-d", "NOSUCHCMD x", "-n", "50", "-c", "2"]);
+    assert_exit(&out, 1);
+    assert_eq!(n(&doc["summary"]["errors"]), 50);
+    assert_eq!(n(&doc["summary"]["by_status"]["error ERR"]), 50);
+    let (out, doc) = load(&s, &[&url, "-d", "LPUSH hits x", "-n", "20", "-c", "1"]);
+    assert_exit(&out, 1);
+    assert_eq!(
+        n(&doc["summary"]["by_status"]["error WRONGTYPE"]),
+        20,
+        "{}",
+        stdout(&out)
+    );
+    assert_has(&stdout(&out), "Redis error WRONGTYPE 20");
+    // What cannot be sent is refused before anything is, with the fix.
+    for (args, says) in [
+        (
+            vec![format!("{url}/x"), "-d".into(), "GET a".into()],
+            "is not a database number",
+        ),
+        (
+            vec![url.replace("//", "//u:p@"), "-d".into(), "GET a".into()],
+            "AUTH is not sent",
+        ),
+        (vec![url.clone()], "give a command as the body"),
+        (
+            vec![url.clone(), "-d".into(), "GET \"a".into()],
+            "is never closed",
+        ),
+        (
+            vec![url.clone(), "--http2".into(), "-d".into(), "GET a".into()],
+            "--http2 is for HTTP",
+        ),
+    ] {
+        let mut all = vec!["load"];
+        all.extend(args.iter().map(String::as_str));
+        all.extend(["-n", "1"]);
+        let out = s.run(&all);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), says);
+    }
+}
+
+#[test]
+fn a_suite_benches_a_redis_server_it_started() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let suite = "[target]\ncommand = [\"redis-server\", \"--port\", \"{{port}}\", \"--bind\", \"127.0.0.1\", \"--save\", \"\", \"--appendonly\", \"no\"]\n\
+         ready = \"tcp://127.0.0.1:{{port}}\"\n\n\
+         [[test]]\nname = \"set\"\nkind = \"bench\"\n\
+         url = \"redis://127.0.0.1:{{port}}\"\n\
+         body = \"SET k{{seq}} {{random 32}}\"\nrate = 300\nduration = \"2s\"\n\
+         gates = [\"error_rate <= 0%\"]\n";
+    let out = run_suite(&s, suite, &["--no-tui"]);
+    assert_exit(&out, 0);
+    let case = &case_metrics(&s)[0];
+    assert_eq!(stored(case, "error_rate"), 0.0, "{}", stdout(&out));
+    assert!(
+        (stored(case, "throughput") - 300.0).abs() < 6.0,
+        "{}",
+        stdout(&out)
+    );
+    // Its memory is redis-server's own: several MiB.
+    assert!(stored(case, "peak_rss") > 2.0 * 1048576.0);
 }

@@ -19,8 +19,10 @@ use super::client::Reply;
 use super::recorder::ErrorKind;
 use super::spec::{BodySpec, ClientOptions};
 
+mod resp;
+
 /// Every protocol of the registry, in the order `--help` and errors list them.
-pub static PROTOCOLS: &[&dyn Protocol] = &[];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&resp::Resp];
 
 /// A future of a protocol's client, polled on the driver's thread.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -132,4 +134,19 @@ pub async fn open(
 /// How an I/O error ends a unit of work.
 pub fn io_kind(e: &std::io::Error) -> ErrorKind {
     super::http::io_kind(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_finds_its_protocol_by_scheme_alone() {
+        assert_eq!(by_url("redis://127.0.0.1:6379").unwrap().name(), "Redis");
+        assert_eq!(by_url("rediss://h").unwrap().name(), "Redis");
+        assert!(by_url("redisx://h").is_none());
+        assert!(by_url("http://h/").is_none());
+        assert!(is_tls("rediss://h:1") && !is_tls("redis://h:1"));
+        assert!(prefixes().any(|p| p == "redis://"));
+    }
 }

@@ -1,0 +1,577 @@
+//! Redis's protocol, RESP, as a load protocol: `redis://HOST[:PORT][/DB]` (`rediss://`
+//! over TLS). A unit of work is one command — the workload's body, words split at
+//! spaces (`"…"` keeps one with spaces), each a template (`SET k{{seq}} {{random 64}}`)
+//! — sent as an array of bulk strings, and the reply read whole. An error reply
+//! (`-ERR …`, `-WRONGTYPE …`) is a failure, counted by its prefix; any other reply is a
+//! success. A reply is at most [`MAX_REPLY`] bytes and [`MAX_DEPTH`] arrays deep, and a
+//! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
+//! these, or answers one command twice, is a `protocol` error and the connection is
+//! opened again.
+
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::super::client::Reply;
+use super::super::h1::Stream;
+use super::super::http::Tls;
+use super::super::recorder::ErrorKind;
+use super::super::spec::BodySpec;
+use super::super::template::{RandomPool, Text, Vars};
+use super::{Ask, Connection, Fut, Protocol, Target};
+
+/// The largest reply read: a larger one is a `protocol` error.
+pub const MAX_REPLY: usize = 16 << 20;
+/// The deepest nesting of arrays (and maps, sets) in a reply.
+pub const MAX_DEPTH: usize = 64;
+/// The longest line of a reply: a simple string, an error, a length.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// Error replies by their first word: the status each is counted under.
+const ERRORS: &[(&str, u16)] = &[
+    ("ERR", 1),
+    ("WRONGTYPE", 2),
+    ("NOAUTH", 3),
+    ("NOPERM", 4),
+    ("OOM", 5),
+    ("BUSY", 6),
+    ("LOADING", 7),
+    ("READONLY", 8),
+    ("MOVED", 9),
+    ("ASK", 10),
+];
+/// An error reply whose first word is none of [`ERRORS`].
+const OTHER_ERROR: u16 = 99;
+
+pub struct Resp;
+
+impl Protocol for Resp {
+    fn name(&self) -> &'static str {
+        "Redis"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["redis", "rediss"]
+    }
+
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        &["rediss"]
+    }
+
+    fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>> {
+        let url = ask.url;
+        let bad = |why: String| crate::Error::usage(format!("URL '{url}': {why}"));
+        if ask.replay {
+            return Err(bad("a replay sends an access log's HTTP requests; a Redis load sends the command in the body (-d 'SET k{{seq}} v'), or a scenario's steps' bodies".into()));
+        }
+        if ask.method != "GET" {
+            return Err(bad(format!(
+                "a Redis command has no method ({}): give the command as the body (-d 'GET k')",
+                ask.method
+            )));
+        }
+        if !ask.headers.is_empty() {
+            return Err(bad("a Redis command has no headers: leave out -H".into()));
+        }
+        if ask.options.http2 {
+            return Err(bad("--http2 is for HTTP, not Redis".into()));
+        }
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let (hostport, db) = rest.split_once('/').unwrap_or((rest, ""));
+        if hostport.contains('@') {
+            return Err(bad(
+                "a user or password in the URL is not supported (AUTH is not sent): load a Redis without requirepass, or one bound to loopback".into(),
+            ));
+        }
+        if hostport.is_empty() {
+            return Err(bad("give the host, e.g. redis://127.0.0.1:6379".into()));
+        }
+        let db = match db {
+            "" => None,
+            d => Some(d.parse::<u32>().map_err(|_| {
+                bad(format!(
+                    "'/{d}' is not a database number: give redis://HOST:PORT/0 … /15, or no path"
+                ))
+            })?),
+        };
+        let tls = self.tls_schemes().contains(&scheme);
+        let (addr, tls) = super::endpoint(url, hostport, 6379, tls, ask.options)?;
+        let command = match ask.body {
+            BodySpec::Bytes(b) => String::from_utf8(b.clone())
+                .map_err(|_| bad("the command (-d) must be text".into()))?,
+            BodySpec::Empty => String::new(),
+            BodySpec::Random { .. } => return Err(bad(
+                "a random body is not a Redis command: give it as -d 'SET k{{seq}} {{random 64}}'"
+                    .into(),
+            )),
+        };
+        let words = words(&command).map_err(|e| bad(format!("the command: {e}")))?;
+        let args = words
+            .iter()
+            .map(|w| {
+                Text::parse(w, &[])
+                    .map_err(|(at, e)| bad(format!("the command's word '{w}', at {}: {e}", at + 1)))
+            })
+            .collect::<crate::error::Result<Vec<Text>>>()?;
+        Ok(Arc::new(Redis {
+            protocol: self,
+            addr,
+            tls,
+            db,
+            command,
+            args: Arc::new((args, RandomPool::new(0x5eed))),
+        }))
+    }
+
+    fn label(&self, code: u16) -> String {
+        match code {
+            0 => "reply".into(),
+            OTHER_ERROR => "error".into(),
+            c => match ERRORS.iter().find(|e| e.1 == c) {
+                Some((word, _)) => format!("error {word}"),
+                None => format!("status {c}"),
+            },
+        }
+    }
+}
+
+/// A command's words: split at ASCII whitespace, a `"…"` word kept whole (`\"` and `\\`
+/// inside it), as redis-cli reads them, and a placeholder's spaces kept in its word.
+fn words(command: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = command.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else { break };
+        let mut word = String::new();
+        if first == '"' {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("a \" is never closed".into()),
+                    Some('"') => break,
+                    Some('\\') => word.extend(chars.next()),
+                    Some(c) => word.push(c),
+                }
+            }
+        } else {
+            // A placeholder's spaces (`{{random 64}}`) are part of the word.
+            let mut inside = false;
+            while let Some(c) = chars
+                .peek()
+                .copied()
+                .filter(|c| inside || !c.is_ascii_whitespace())
+            {
+                word.push(c);
+                chars.next();
+                if word.ends_with("{{") {
+                    inside = true;
+                } else if word.ends_with("}}") {
+                    inside = false;
+                }
+            }
+        }
+        out.push(word);
+    }
+    if out.is_empty() {
+        return Err("it is empty: give a command as the body, e.g. -d 'SET k{{seq}} v'".into());
+    }
+    Ok(out)
+}
+
+/// One command as RESP: an array of bulk strings.
+fn encode<'a>(args: impl ExactSizeIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// A Redis server and the command sent to it.
+struct Redis {
+    protocol: &'static Resp,
+    addr: SocketAddr,
+    tls: Option<Tls>,
+    db: Option<u32>,
+    command: String,
+    /// The command's words as templates, and the random bytes they draw from.
+    args: Arc<(Vec<Text>, RandomPool)>,
+}
+
+impl Target for Redis {
+    fn protocol(&self) -> &'static dyn Protocol {
+        self.protocol
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "Redis{}{}: {}",
+            if self.tls.is_some() { " over TLS" } else { "" },
+            self.db
+                .map(|d| format!(" database {d}"))
+                .unwrap_or_default(),
+            crate::units::printable(&self.command)
+        )
+    }
+
+    fn handshakes(&self) -> bool {
+        self.tls.is_some() || self.db.is_some()
+    }
+
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
+        Box::pin(async move {
+            let (stream, fd) = super::open(self.addr, &self.tls).await?;
+            let mut conn = Conn {
+                target: self.args.clone(),
+                stream,
+                fd,
+                read: Vec::with_capacity(4096),
+                write: Vec::with_capacity(256),
+                closed: false,
+                rendered: Vec::new(),
+            };
+            if let Some(db) = self.db {
+                conn.write.clear();
+                let db = db.to_string();
+                encode([&b"SELECT"[..], db.as_bytes()].into_iter(), &mut conn.write);
+                let reply = conn.exchange().await?;
+                if reply.status != 0 {
+                    return Err(ErrorKind::Protocol);
+                }
+            }
+            Ok(Box::new(conn) as Box<dyn Connection>)
+        })
+    }
+}
+
+/// One connection to the server.
+struct Conn {
+    target: Arc<(Vec<Text>, RandomPool)>,
+    stream: Stream,
+    fd: RawFd,
+    /// Bytes read and not yet part of a whole reply.
+    read: Vec<u8>,
+    /// The command being sent.
+    write: Vec<u8>,
+    /// Each word of the workload's command, rendered for this unit.
+    rendered: Vec<Vec<u8>>,
+    closed: bool,
+}
+
+impl Conn {
+    /// Sends what is in `write` and reads the whole reply to it.
+    async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
+        let io = |e: std::io::Error| super::io_kind(&e);
+        if let Err(e) = self.stream.write_all(&self.write).await {
+            self.closed = true;
+            return Err(io(e));
+        }
+        let mut parse = Parse::default();
+        loop {
+            match parse.more(&self.read) {
+                Ok(Some(end)) => {
+                    // One command, one reply: anything after it is not ours.
+                    if end != self.read.len() {
+                        self.closed = true;
+                        return Err(ErrorKind::Protocol);
+                    }
+                    self.read.clear();
+                    let status = parse.error.map_or(0, |word| {
+                        ERRORS
+                            .iter()
+                            .find(|e| e.0.as_bytes() == word.as_slice())
+                            .map_or(OTHER_ERROR, |e| e.1)
+                    });
+                    return Ok(Reply {
+                        status,
+                        ok: status == 0,
+                        bytes: end as u64,
+                        messages: 0,
+                        late_tail: false,
+                    });
+                }
+                Ok(None) => {}
+                Err(()) => {
+                    self.closed = true;
+                    return Err(ErrorKind::Protocol);
+                }
+            }
+            let at = self.read.len();
+            self.read.resize(at + 16384, 0);
+            let n = self.stream.read(&mut self.read[at..]).await;
+            self.read.truncate(at + *n.as_ref().unwrap_or(&0));
+            match n {
+                Ok(0) => {
+                    self.closed = true;
+                    return Err(ErrorKind::Reset);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.closed = true;
+                    return Err(io(e));
+                }
+            }
+        }
+    }
+}
+
+impl Connection for Conn {
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        body: Option<Bytes>,
+        seq: u64,
+        _intended: Instant,
+    ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            self.write.clear();
+            match body {
+                // A scenario step's body, rendered by the scenario: its words.
+                Some(b) => {
+                    let text = String::from_utf8_lossy(&b);
+                    let words = words(&text).map_err(|_| ErrorKind::Protocol)?;
+                    encode(words.iter().map(|w| w.as_bytes()), &mut self.write);
+                }
+                None => {
+                    let (args, random) = &*self.target;
+                    self.rendered.resize_with(args.len(), Vec::new);
+                    let vars = Vars {
+                        client: 0,
+                        seq,
+                        row: None,
+                        random,
+                    };
+                    for (t, out) in args.iter().zip(&mut self.rendered) {
+                        out.clear();
+                        t.render(&vars, out);
+                    }
+                    encode(self.rendered.iter().map(Vec::as_slice), &mut self.write);
+                }
+            }
+            self.exchange().await
+        })
+    }
+
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
+        Box::pin(async move {
+            let mut conn = self;
+            if !conn.closed {
+                conn.write.clear();
+                encode([&b"QUIT"[..]].into_iter(), &mut conn.write);
+                let _ = conn.stream.write_all(&conn.write).await;
+            }
+        })
+    }
+}
+
+/// A reply read as it arrives: each complete item is parsed once, so a reply that comes
+/// in many reads costs no more than one that comes in one.
+#[derive(Default)]
+struct Parse {
+    /// Bytes of the reply parsed so far.
+    at: usize,
+    /// Items still expected by each open array, innermost last.
+    open: Vec<u64>,
+    /// The first word of the reply's error, when it is one.
+    error: Option<Vec<u8>>,
+    started: bool,
+}
+
+impl Parse {
+    /// Parses what `buf` holds beyond what was parsed: the reply's end when it is whole,
+    /// `None` when more must be read, `Err` when it breaks the protocol or its bounds.
+    fn more(&mut self, buf: &[u8]) -> Result<Option<usize>, ()> {
+        loop {
+            let rest = &buf[self.at..];
+            let Some(eol) = rest
+                .windows(2)
+                .take(MAX_LINE + 2)
+                .position(|w| w == b"\r\n")
+            else {
+                return if rest.len() > MAX_LINE + 1 {
+                    Err(())
+                } else {
+                    Ok(None)
+                };
+            };
+            let line = &rest[..eol];
+            let (&kind, value) = line.split_first().ok_or(())?;
+            let number = || -> Result<i64, ()> {
+                std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or(())
+            };
+            let top = !self.started;
+            self.started = true;
+            let mut used = eol + 2;
+            let mut items = 0u64;
+            match kind {
+                b'+' | b':' | b'_' | b'#' | b',' | b'(' => {}
+                b'-' => {
+                    if top {
+                        self.error =
+                            Some(value.split(|c| *c == b' ').next().unwrap_or(b"").to_vec());
+                    }
+                }
+                b'$' | b'!' | b'=' => {
+                    let n = number()?;
+                    if n >= 0 {
+                        let n = n as usize;
+                        if self.at + used + n + 2 > MAX_REPLY {
+                            return Err(());
+                        }
+                        if rest.len() < used + n + 2 {
+                            self.started = !top;
+                            return Ok(None);
+                        }
+                        if &rest[used + n..used + n + 2] != b"\r\n" {
+                            return Err(());
+                        }
+                        if top && kind == b'!' {
+                            let e = &rest[used..used + n];
+                            self.error =
+                                Some(e.split(|c| *c == b' ').next().unwrap_or(b"").to_vec());
+                        }
+                        used += n + 2;
+                    }
+                }
+                b'*' | b'~' | b'>' | b'%' => {
+                    let n = number()?;
+                    if n > 0 {
+                        items = if kind == b'%' { 2 * n as u64 } else { n as u64 };
+                    }
+                }
+                _ => return Err(()),
+            }
+            self.at += used;
+            if self.at > MAX_REPLY {
+                return Err(());
+            }
+            if items > 0 {
+                if self.open.len() >= MAX_DEPTH {
+                    return Err(());
+                }
+                self.open.push(items);
+                continue;
+            }
+            // A whole item: it ends the arrays it completes.
+            loop {
+                match self.open.last_mut() {
+                    None => return Ok(Some(self.at)),
+                    Some(left) => {
+                        *left -= 1;
+                        if *left > 0 {
+                            break;
+                        }
+                        self.open.pop();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(bytes: &[u8]) -> Result<Option<usize>, ()> {
+        Parse::default().more(bytes)
+    }
+
+    #[test]
+    fn words_split_at_spaces_and_quotes_keep_one() {
+        assert_eq!(words("SET k{{seq}}  v").unwrap(), ["SET", "k{{seq}}", "v"]);
+        assert_eq!(
+            words("SET k{{seq}} x{{random 64}}y").unwrap(),
+            ["SET", "k{{seq}}", "x{{random 64}}y"]
+        );
+        assert_eq!(
+            words(r#"SET "a key" "say \"hi\"""#).unwrap(),
+            ["SET", "a key", "say \"hi\""]
+        );
+        assert!(words("  ").is_err());
+        assert!(words("SET \"open").is_err());
+    }
+
+    #[test]
+    fn a_command_is_an_array_of_bulk_strings() {
+        let mut out = Vec::new();
+        encode([&b"SET"[..], b"k1", b""].into_iter(), &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$0\r\n\r\n");
+    }
+
+    #[test]
+    fn every_reply_type_is_read_whole_and_no_further() {
+        for r in [
+            &b"+OK\r\n"[..],
+            b":42\r\n",
+            b"$5\r\nhello\r\n",
+            b"$-1\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+            b"%1\r\n+k\r\n+v\r\n",
+            b"_\r\n",
+        ] {
+            assert_eq!(
+                whole(r),
+                Ok(Some(r.len())),
+                "{}",
+                String::from_utf8_lossy(r)
+            );
+        }
+        // Incomplete: more must be read; each item is parsed once.
+        let mut p = Parse::default();
+        let full = b"*2\r\n$5\r\nhello\r\n:7\r\n";
+        assert_eq!(p.more(&full[..10]), Ok(None));
+        assert_eq!(p.more(&full[..17]), Ok(None));
+        assert_eq!(p.more(full), Ok(Some(full.len())));
+    }
+
+    #[test]
+    fn an_error_reply_is_named_by_its_first_word() {
+        let mut p = Parse::default();
+        assert_eq!(
+            p.more(b"-WRONGTYPE Operation against a key\r\n"),
+            Ok(Some(36))
+        );
+        assert_eq!(p.error.as_deref(), Some(&b"WRONGTYPE"[..]));
+        // An error inside an array (EXEC's) leaves the reply a success.
+        let mut p = Parse::default();
+        assert_eq!(p.more(b"*1\r\n-ERR x\r\n"), Ok(Some(12)));
+        assert_eq!(p.error, None);
+        assert_eq!(Resp.label(2), "error WRONGTYPE");
+        assert_eq!(Resp.label(OTHER_ERROR), "error");
+    }
+
+    #[test]
+    fn a_hostile_reply_is_refused_within_its_bounds() {
+        // Deeper than MAX_DEPTH.
+        let deep = b"*1\r\n".repeat(MAX_DEPTH + 1);
+        assert_eq!(whole(&deep), Err(()));
+        // A bulk larger than MAX_REPLY is refused before it is read.
+        assert_eq!(whole(format!("${}\r\n", MAX_REPLY).as_bytes()), Err(()));
+        // A line that never ends.
+        assert_eq!(whole(&vec![b'+'; MAX_LINE + 8]), Err(()));
+        // A bulk whose end is not CRLF, an unknown type, a bad length.
+        assert_eq!(whole(b"$1\r\nab\r\n"), Err(()));
+        assert_eq!(whole(b"?x\r\n"), Err(()));
+        assert_eq!(whole(b"$x\r\n"), Err(()));
+    }
+}
