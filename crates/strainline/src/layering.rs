@@ -321,6 +321,41 @@ mod tests {
         );
     }
 
+    /// A registry protocol's module (`load/proto/resp.rs`) is named by the registry
+    /// alone: the driver, the client seam, the spec, the suite and every other file
+    /// reach it through `load::proto`, so adding one touches no file outside it.
+    #[test]
+    fn a_registry_protocol_is_named_only_by_the_registry() {
+        let all = files();
+        let modules: Vec<String> = all
+            .iter()
+            .filter_map(|(rel, _)| rel.strip_prefix("load/proto/")?.strip_suffix(".rs"))
+            .filter(|m| *m != "mod")
+            .map(str::to_string)
+            .collect();
+        assert!(modules.iter().any(|m| m == "resp"), "{modules:?}");
+        let mut wrong = Vec::new();
+        for (rel, text) in &all {
+            if rel.starts_with("load/proto/") || rel == "layering.rs" {
+                continue;
+            }
+            for m in &modules {
+                let named = [format!("proto::{m}"), format!("{m}::")];
+                if text.lines().any(|l| {
+                    let code = code_of(l);
+                    named.iter().any(|n| code.contains(n.as_str()))
+                }) {
+                    wrong.push(format!("{rel} names load/proto/{m}.rs"));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "only load/proto/mod.rs may name a registry protocol:\n{}",
+            wrong.join("\n")
+        );
+    }
+
     #[test]
     fn errors_are_the_crate_error_not_strings() {
         assert_eq!(

@@ -140,7 +140,7 @@ impl Protocol for Resp {
 
 /// A command's words: split at ASCII whitespace, a `"…"` word kept whole (`\"` and `\\`
 /// inside it), as redis-cli reads them, and a placeholder's spaces kept in its word.
-fn words(command: &str) -> Result<Vec<String>, String> {
+fn words(command: &str) -> crate::error::Result<Vec<String>> {
     let mut out = Vec::new();
     let mut chars = command.chars().peekable();
     loop {
@@ -153,7 +153,7 @@ fn words(command: &str) -> Result<Vec<String>, String> {
             chars.next();
             loop {
                 match chars.next() {
-                    None => return Err("a \" is never closed".into()),
+                    None => return Err(crate::Error::usage("a \" is never closed")),
                     Some('"') => break,
                     Some('\\') => word.extend(chars.next()),
                     Some(c) => word.push(c),
@@ -179,16 +179,20 @@ fn words(command: &str) -> Result<Vec<String>, String> {
         out.push(word);
     }
     if out.is_empty() {
-        return Err("it is empty: give a command as the body, e.g. -d 'SET k{{seq}} v'".into());
+        return Err(crate::Error::usage(
+            "it is empty: give a command as the body, e.g. -d 'SET k{{seq}} v'",
+        ));
     }
     Ok(out)
 }
 
 /// One command as RESP: an array of bulk strings.
 fn encode<'a>(args: impl ExactSizeIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    use std::io::Write;
+    // Writing to a Vec cannot fail; no String is made per command.
+    let _ = write!(out, "*{}\r\n", args.len());
     for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        let _ = write!(out, "${}\r\n", a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
