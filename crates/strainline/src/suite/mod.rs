@@ -446,7 +446,16 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
     #[test]
     fn mistakes_are_located() {
         let e = refused("repeat = 2", "repaet = 2");
-        assert!(e.starts_with("s.toml:9:1: unknown field `repaet`"), "{e}");
+        assert!(
+            e.starts_with("s.toml:9:1: test 'bench': unknown key `repaet` — did you mean `repeat`? (a bench test takes: name, kind, repeat,"),
+            "{e}"
+        );
+        // Only the kind's keys: a bench takes no ramp's nor crash's.
+        assert!(e.ends_with(", rate, duration)"), "{e}");
+        assert!(
+            !e.contains("kill_after") && !e.contains("step_duration"),
+            "{e}"
+        );
         let e = refused("\"2s\"", "\"2 fortnights\"");
         assert!(
             e.starts_with("s.toml:13:12: duration: '2 fortnights' is not a duration"),

@@ -300,7 +300,7 @@ fn configuration_errors_exit_2_with_their_position() {
         ),
         (
             base.replace("duration =", "duraton ="),
-            "suite.toml:10:1: unknown field `duraton`",
+            "suite.toml:10:1: test 'b': unknown key `duraton` — did you mean `duration`? (a bench test takes: name, kind,",
         ),
         (
             base.replace("\"1s\"", "\"1 sec\""),
@@ -315,6 +315,8 @@ fn configuration_errors_exit_2_with_their_position() {
             "expected {expect:?} in {}",
             stderr(&out)
         );
+        // An unknown key lists the bench's own keys, never another kind's.
+        assert!(!stderr(&out).contains("kill_after"), "{}", stderr(&out));
     }
 }
 
