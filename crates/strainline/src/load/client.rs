@@ -148,6 +148,7 @@ impl Conn {
     pub fn share(&self) -> Option<Conn> {
         match self {
             Conn::Http(c) => c.share().map(Conn::Http),
+            Conn::Proto(c) => c.share().map(Conn::Proto),
             _ => None,
         }
     }

@@ -707,9 +707,10 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 spec.client.streams
             )));
         }
-        if !(spec.client.http2 || matches!(client, Client::Grpc(_))) {
+        let pipelines = matches!(&client, Client::Proto(t) if t.protocol().pipelines());
+        if !(spec.client.http2 || matches!(client, Client::Grpc(_)) || pipelines) {
             return Err(bad(format!(
-                "--streams {}: several requests in flight on one connection need HTTP/2: add --http2",
+                "--streams {}: several requests in flight on one connection need HTTP/2 (add --http2), gRPC or a protocol that pipelines (Redis)",
                 spec.client.streams
             )));
         }

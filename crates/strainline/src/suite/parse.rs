@@ -923,9 +923,10 @@ fn workload(
         !tls || t.cacert.is_some() || t.insecure == Some(true),
         "cacert = \"FILE\" (the server's certificate or its CA, PEM, beside the suite) or insecure = true for a TLS url",
     )?;
+    let pipelines = t.url.as_deref().is_some_and(crate::load::proto::pipelines);
     needs(
-        t.streams.is_none_or(|m| m < 2) || t.http2 == Some(true) || grpc,
-        "http2 = true for streams (requests in flight on one connection are HTTP/2's)",
+        t.streams.is_none_or(|m| m < 2) || t.http2 == Some(true) || grpc || pipelines,
+        "http2 = true for streams (requests in flight on one connection are HTTP/2's, gRPC's or a pipelining protocol's such as Redis)",
     )?;
     Ok(Workload {
         url: t.url.as_deref().map(|u| beside_the_suite(doc.path, u)),

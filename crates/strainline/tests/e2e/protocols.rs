@@ -1112,6 +1112,28 @@ fn redis_commands_land_one_each_and_error_replies_are_failures_by_their_prefix()
     assert_exit(&out, 0);
     assert_eq!(n(&doc["summary"]["ok"]), 800, "{}", stdout(&out));
     assert_eq!(redis_cli(port, &["get", "hits"]), "800");
+    // Pipelining: 8 commands in flight on one connection (--streams), each answered.
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-d",
+            "SADD piped {{seq}}",
+            "-n",
+            "3000",
+            "-c",
+            "1",
+            "--streams",
+            "8",
+            "--think",
+            "5ms",
+        ],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(n(&doc["summary"]["ok"]), 3000, "{}", stdout(&out));
+    assert_eq!(n(&doc["summary"]["connections_opened"]), 1);
+    assert_eq!(redis_cli(port, &["scard", "piped"]), "3000");
+    assert_has(&stdout(&out), "1 connections x 8 streams");
     // A database by the URL's path.
     let (out, _) = load(
         &s,

@@ -51,6 +51,11 @@ pub trait Protocol: Sync {
     fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>>;
     /// A status as the summary names it (`reply`, `error WRONGTYPE`).
     fn label(&self, code: u16) -> String;
+    /// Whether several units may be in flight on one connection (`--streams M`): its
+    /// connections' [`Connection::share`] gives handles that pipeline.
+    fn pipelines(&self) -> bool {
+        false
+    }
 }
 
 /// Where and what a protocol's units of work go to, checked before the run.
@@ -79,6 +84,16 @@ pub trait Connection {
     ) -> Fut<'a, Result<Reply, ErrorKind>>;
     /// Closes the connection politely at the end of the run.
     fn goodbye(self: Box<Self>) -> Fut<'static, ()>;
+    /// Another handle on the same connection for a unit in flight beside this one's,
+    /// where the protocol [`Protocol::pipelines`].
+    fn share(&self) -> Option<Box<dyn Connection>> {
+        None
+    }
+}
+
+/// Whether `url`'s protocol is one of the registry's that pipelines (`--streams`).
+pub fn pipelines(url: &str) -> bool {
+    by_url(url).is_some_and(|p| p.pipelines())
 }
 
 /// The protocol whose scheme begins `url`, if one of the registry's does.

@@ -8,8 +8,10 @@
 //! these, or answers one command twice, is a `protocol` error and the connection is
 //! opened again.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -126,6 +128,10 @@ impl Protocol for Resp {
         }))
     }
 
+    fn pipelines(&self) -> bool {
+        true
+    }
+
     fn label(&self, code: u16) -> String {
         match code {
             0 => "reply".into(),
@@ -232,21 +238,29 @@ impl Target for Redis {
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
         Box::pin(async move {
             let (stream, fd) = super::open(self.addr, &self.tls).await?;
+            let (read, write) = tokio::io::split(stream);
             let mut conn = Conn {
-                target: self.args.clone(),
-                stream,
-                fd,
-                read: Vec::with_capacity(4096),
+                link: Rc::new(Link {
+                    write: tokio::sync::Mutex::new(write),
+                    read: tokio::sync::Mutex::new(Incoming {
+                        half: read,
+                        buf: Vec::with_capacity(16384),
+                        start: 0,
+                    }),
+                    fd,
+                    tickets: Cell::new(0),
+                    serving: Cell::new(0),
+                    turn: tokio::sync::Notify::new(),
+                    closed: Cell::new(false),
+                }),
+                args: self.args.clone(),
                 write: Vec::with_capacity(256),
-                closed: false,
                 rendered: Vec::new(),
             };
             if let Some(db) = self.db {
-                conn.write.clear();
                 let db = db.to_string();
                 encode([&b"SELECT"[..], db.as_bytes()].into_iter(), &mut conn.write);
-                let reply = conn.exchange().await?;
-                if reply.status != 0 {
+                if conn.exchange().await?.status != 0 {
                     return Err(ErrorKind::Protocol);
                 }
             }
@@ -255,38 +269,55 @@ impl Target for Redis {
     }
 }
 
-/// One connection to the server.
-struct Conn {
-    target: Arc<(Vec<Text>, RandomPool)>,
-    stream: Stream,
+/// One connection to the server, shared by the handles that pipeline on it: each
+/// command takes a ticket as it is written, and reads its reply when the replies before
+/// it have been read (Redis answers in order).
+struct Link {
+    write: tokio::sync::Mutex<tokio::io::WriteHalf<Stream>>,
+    read: tokio::sync::Mutex<Incoming>,
     fd: RawFd,
-    /// Bytes read and not yet part of a whole reply.
-    read: Vec<u8>,
-    /// The command being sent.
-    write: Vec<u8>,
-    /// Each word of the workload's command, rendered for this unit.
-    rendered: Vec<Vec<u8>>,
-    closed: bool,
+    /// The next command's ticket, and the ticket whose reply is read next.
+    tickets: Cell<u64>,
+    serving: Cell<u64>,
+    /// Told when a reply has been read (or the connection broke).
+    turn: tokio::sync::Notify,
+    closed: Cell<bool>,
 }
 
-impl Conn {
-    /// Sends what is in `write` and reads the whole reply to it.
-    async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
-        let io = |e: std::io::Error| super::io_kind(&e);
-        if let Err(e) = self.stream.write_all(&self.write).await {
-            self.closed = true;
-            return Err(io(e));
-        }
+/// What has been read from the server and not yet taken as a reply.
+struct Incoming {
+    half: tokio::io::ReadHalf<Stream>,
+    buf: Vec<u8>,
+    /// Where the next reply begins in `buf`.
+    start: usize,
+}
+
+impl Link {
+    fn broke(&self) -> ErrorKind {
+        self.closed.set(true);
+        self.turn.notify_waiters();
+        ErrorKind::Reset
+    }
+
+    /// Reads the next whole reply, that of command `ticket`. When no command was written
+    /// after it (read once the reply is whole: a command's ticket is taken before it is
+    /// written, so before any answer to it), anything after the reply is the server
+    /// answering twice.
+    async fn reply(&self, ticket: u64) -> Result<Reply, ErrorKind> {
+        use tokio::io::AsyncReadExt;
+        let mut inc = self.read.lock().await;
         let mut parse = Parse::default();
         loop {
-            match parse.more(&self.read) {
+            let start = inc.start;
+            match parse.more(&inc.buf[start..]) {
                 Ok(Some(end)) => {
-                    // One command, one reply: anything after it is not ours.
-                    if end != self.read.len() {
-                        self.closed = true;
-                        return Err(ErrorKind::Protocol);
+                    inc.start += end;
+                    if inc.start == inc.buf.len() {
+                        inc.buf.clear();
+                        inc.start = 0;
+                    } else if self.tickets.get() == ticket + 1 {
+                        return Err(self.broken(ErrorKind::Protocol));
                     }
-                    self.read.clear();
                     let status = parse.error.map_or(0, |word| {
                         ERRORS
                             .iter()
@@ -302,37 +333,99 @@ impl Conn {
                     });
                 }
                 Ok(None) => {}
-                Err(()) => {
-                    self.closed = true;
-                    return Err(ErrorKind::Protocol);
-                }
+                Err(()) => return Err(self.broken(ErrorKind::Protocol)),
             }
-            let at = self.read.len();
-            self.read.resize(at + 16384, 0);
-            let n = self.stream.read(&mut self.read[at..]).await;
-            self.read.truncate(at + *n.as_ref().unwrap_or(&0));
+            // Room to read: the replies already taken go first.
+            if inc.start > 0 && inc.buf.len() + 16384 > inc.buf.capacity() {
+                let start = inc.start;
+                inc.buf.drain(..start);
+                inc.start = 0;
+            }
+            let at = inc.buf.len();
+            inc.buf.resize(at + 16384, 0);
+            let Incoming { half, buf, .. } = &mut *inc;
+            let n = half.read(&mut buf[at..]).await;
+            inc.buf.truncate(at + *n.as_ref().unwrap_or(&0));
             match n {
-                Ok(0) => {
-                    self.closed = true;
-                    return Err(ErrorKind::Reset);
-                }
+                Ok(0) => return Err(self.broke()),
                 Ok(_) => {}
-                Err(e) => {
-                    self.closed = true;
-                    return Err(io(e));
-                }
+                Err(e) => return Err(self.broken(super::io_kind(&e))),
             }
         }
+    }
+
+    fn broken(&self, kind: ErrorKind) -> ErrorKind {
+        self.broke();
+        kind
+    }
+}
+
+/// A handle on a connection: its own buffers, the link shared with the handles that
+/// pipeline beside it (`--streams`).
+struct Conn {
+    link: Rc<Link>,
+    args: Arc<(Vec<Text>, RandomPool)>,
+    /// The command being sent.
+    write: Vec<u8>,
+    /// Each word of the workload's command, rendered for this unit.
+    rendered: Vec<Vec<u8>>,
+}
+
+impl Conn {
+    /// Sends what is in `write` and reads the reply to it, in its turn.
+    async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
+        use tokio::io::AsyncWriteExt;
+        let link = &*self.link;
+        let ticket = {
+            let mut w = link.write.lock().await;
+            if link.closed.get() {
+                return Err(ErrorKind::Reset);
+            }
+            let ticket = link.tickets.get();
+            link.tickets.set(ticket + 1);
+            if let Err(e) = async {
+                w.write_all(&self.write).await?;
+                w.flush().await
+            }
+            .await
+            {
+                return Err(link.broken(super::io_kind(&e)));
+            }
+            ticket
+        };
+        loop {
+            let turn = link.turn.notified();
+            if link.closed.get() {
+                return Err(ErrorKind::Reset);
+            }
+            if link.serving.get() == ticket {
+                break;
+            }
+            turn.await;
+        }
+        let reply = link.reply(ticket).await;
+        link.serving.set(ticket + 1);
+        link.turn.notify_waiters();
+        reply
     }
 }
 
 impl Connection for Conn {
     fn fd(&self) -> RawFd {
-        self.fd
+        self.link.fd
     }
 
     fn is_closed(&self) -> bool {
-        self.closed
+        self.link.closed.get()
+    }
+
+    fn share(&self) -> Option<Box<dyn Connection>> {
+        Some(Box::new(Conn {
+            link: self.link.clone(),
+            args: self.args.clone(),
+            write: Vec::with_capacity(256),
+            rendered: Vec::new(),
+        }))
     }
 
     fn send<'a>(
@@ -351,7 +444,7 @@ impl Connection for Conn {
                     encode(words.iter().map(|w| w.as_bytes()), &mut self.write);
                 }
                 None => {
-                    let (args, random) = &*self.target;
+                    let (args, random) = &*self.args;
                     self.rendered.resize_with(args.len(), Vec::new);
                     let vars = Vars {
                         client: 0,
@@ -372,11 +465,12 @@ impl Connection for Conn {
 
     fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
         Box::pin(async move {
-            let mut conn = self;
-            if !conn.closed {
-                conn.write.clear();
-                encode([&b"QUIT"[..]].into_iter(), &mut conn.write);
-                let _ = conn.stream.write_all(&conn.write).await;
+            // The last handle says QUIT; the socket closes when the link is dropped.
+            if Rc::strong_count(&self.link) == 1 && !self.link.closed.get() {
+                use tokio::io::AsyncWriteExt;
+                let mut quit = Vec::new();
+                encode([&b"QUIT"[..]].into_iter(), &mut quit);
+                let _ = self.link.write.lock().await.write_all(&quit).await;
             }
         })
     }
@@ -562,6 +656,94 @@ mod tests {
         assert_eq!(p.error, None);
         assert_eq!(Resp.label(2), "error WRONGTYPE");
         assert_eq!(Resp.label(OTHER_ERROR), "error");
+    }
+
+    /// A server on loopback that answers its `i`th command with `answer(i)` (once it has
+    /// read `per` bytes of commands), then connects a handle to it.
+    async fn served(answer: fn(usize) -> Vec<u8>, per: usize) -> Box<dyn Connection> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let (mut got, mut i) = (0, 0);
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                got += n;
+                while got >= per {
+                    got -= per;
+                    let _ = s.write_all(&answer(i)).await;
+                    i += 1;
+                }
+            }
+        });
+        let (stream, fd) = super::super::open(addr, &None).await.unwrap();
+        let (read, write) = tokio::io::split(stream);
+        Box::new(Conn {
+            link: Rc::new(Link {
+                write: tokio::sync::Mutex::new(write),
+                read: tokio::sync::Mutex::new(Incoming {
+                    half: read,
+                    buf: Vec::new(),
+                    start: 0,
+                }),
+                fd,
+                tickets: Cell::new(0),
+                serving: Cell::new(0),
+                turn: tokio::sync::Notify::new(),
+                closed: Cell::new(false),
+            }),
+            args: Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1))),
+            write: Vec::new(),
+            rendered: Vec::new(),
+        })
+    }
+
+    fn local<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
+    #[test]
+    fn pipelined_handles_each_read_their_own_reply_in_order() {
+        local(async {
+            // The ith PING (14 bytes) answered with i x's: each handle gets its own.
+            let mut first = served(|i| format!("+{}\r\n", "x".repeat(i)).into_bytes(), 14).await;
+            let mut others: Vec<_> = (0..7).map(|_| first.share().unwrap()).collect();
+            let now = Instant::now();
+            let mut sends = vec![first.send(None, 0, now)];
+            sends.extend(others.iter_mut().map(|c| c.send(None, 0, now)));
+            for (i, r) in futures_util::future::join_all(sends)
+                .await
+                .into_iter()
+                .enumerate()
+            {
+                let r = r.unwrap();
+                assert!(r.ok && r.bytes == i as u64 + 3, "{i}: {}", r.bytes);
+            }
+        });
+    }
+
+    #[test]
+    fn a_server_that_answers_one_command_twice_is_a_protocol_error() {
+        local(async {
+            let mut c = served(|_| b"+OK\r\n+OK\r\n".to_vec(), 14).await;
+            assert!(matches!(
+                c.send(None, 0, Instant::now()).await,
+                Err(ErrorKind::Protocol)
+            ));
+            assert!(c.is_closed());
+            assert!(matches!(
+                c.send(None, 1, Instant::now()).await,
+                Err(ErrorKind::Reset)
+            ));
+        });
     }
 
     #[test]
