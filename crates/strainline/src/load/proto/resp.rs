@@ -3,12 +3,15 @@
 //! spaces (`"…"` keeps one with spaces), each a template (`SET k{{seq}} {{random 64}}`)
 //! — sent as an array of bulk strings, and the reply read whole. An error reply
 //! (`-ERR …`, `-WRONGTYPE …`) is a failure, counted by its prefix; any other reply is a
-//! success. A reply is at most [`MAX_REPLY`] bytes and [`MAX_DEPTH`] arrays deep, and a
+//! success. With `--streams M`, M commands are in flight on each connection (pipelining):
+//! each takes a ticket as it is written and reads its reply when those before it have
+//! been read. A reply is at most [`MAX_REPLY`] bytes and [`MAX_DEPTH`] arrays deep, and a
 //! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
 //! these, or answers one command twice, is a `protocol` error and the connection is
 //! opened again.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Rc;
@@ -250,9 +253,10 @@ impl Target for Redis {
                     fd,
                     tickets: Cell::new(0),
                     serving: Cell::new(0),
-                    turn: tokio::sync::Notify::new(),
+                    waiting: RefCell::new(VecDeque::new()),
                     closed: Cell::new(false),
                 }),
+                own: Rc::new(tokio::sync::Notify::new()),
                 args: self.args.clone(),
                 write: Vec::with_capacity(256),
                 rendered: Vec::new(),
@@ -279,8 +283,9 @@ struct Link {
     /// The next command's ticket, and the ticket whose reply is read next.
     tickets: Cell<u64>,
     serving: Cell<u64>,
-    /// Told when a reply has been read (or the connection broke).
-    turn: tokio::sync::Notify,
+    /// The handles whose commands are in flight, in ticket order: each is woken alone
+    /// when its turn to read comes (or the connection broke).
+    waiting: RefCell<VecDeque<Rc<tokio::sync::Notify>>>,
     closed: Cell<bool>,
 }
 
@@ -295,7 +300,9 @@ struct Incoming {
 impl Link {
     fn broke(&self) -> ErrorKind {
         self.closed.set(true);
-        self.turn.notify_waiters();
+        for w in self.waiting.borrow().iter() {
+            w.notify_one();
+        }
         ErrorKind::Reset
     }
 
@@ -364,6 +371,8 @@ impl Link {
 /// pipeline beside it (`--streams`).
 struct Conn {
     link: Rc<Link>,
+    /// Woken when this handle's command is the next to read its reply.
+    own: Rc<tokio::sync::Notify>,
     args: Arc<(Vec<Text>, RandomPool)>,
     /// The command being sent.
     write: Vec<u8>,
@@ -383,6 +392,7 @@ impl Conn {
             }
             let ticket = link.tickets.get();
             link.tickets.set(ticket + 1);
+            link.waiting.borrow_mut().push_back(self.own.clone());
             if let Err(e) = async {
                 w.write_all(&self.write).await?;
                 w.flush().await
@@ -393,19 +403,23 @@ impl Conn {
             }
             ticket
         };
+        // A permit left by an earlier turn only makes the check run again.
         loop {
-            let turn = link.turn.notified();
             if link.closed.get() {
                 return Err(ErrorKind::Reset);
             }
             if link.serving.get() == ticket {
                 break;
             }
-            turn.await;
+            self.own.notified().await;
         }
         let reply = link.reply(ticket).await;
         link.serving.set(ticket + 1);
-        link.turn.notify_waiters();
+        let mut waiting = link.waiting.borrow_mut();
+        waiting.pop_front();
+        if let Some(next) = waiting.front() {
+            next.notify_one();
+        }
         reply
     }
 }
@@ -422,6 +436,7 @@ impl Connection for Conn {
     fn share(&self) -> Option<Box<dyn Connection>> {
         Some(Box::new(Conn {
             link: self.link.clone(),
+            own: Rc::new(tokio::sync::Notify::new()),
             args: self.args.clone(),
             write: Vec::with_capacity(256),
             rendered: Vec::new(),
@@ -693,9 +708,10 @@ mod tests {
                 fd,
                 tickets: Cell::new(0),
                 serving: Cell::new(0),
-                turn: tokio::sync::Notify::new(),
+                waiting: RefCell::new(VecDeque::new()),
                 closed: Cell::new(false),
             }),
+            own: Rc::new(tokio::sync::Notify::new()),
             args: Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1))),
             write: Vec::new(),
             rendered: Vec::new(),
