@@ -2,8 +2,9 @@
 # How efficient is strainline's Redis (RESP) client? Side by side on loopback, in one
 # run: redis-server (pinned to CPU 1, nothing saved) loaded with SETs of 64-byte values
 # by redis-benchmark (Redis's own, single-threaded) and by strainline load redis://, both
-# pinned to CPU 0 with one thread and 50 connections, one command in flight on each (no
-# pipelining), REPS times interleaved. Prints requests per generator-CPU-second (user +
+# pinned to CPU 0 with one thread and 50 connections, REPS times interleaved, in two
+# shapes: one command in flight on each connection, and 16 (pipelining: -P 16 and
+# --streams 16). Prints requests per generator-CPU-second (user +
 # system, GNU time) of each and the ratio strainline/redis-benchmark. Installs
 # redis-server and redis-tools when missing. Loopback only; every run is bounded.
 #   bash bench/redis-vs-redis-benchmark.sh
@@ -29,22 +30,24 @@ timed() { taskset -c 0 /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" > "$WORK/ou
   tail -1 "$WORK/time" | awk '{printf "%.3f\n", $1 + $2}'; }
 
 echo "redis-server on CPU 1; generators on CPU 0, 1 thread, 50 connections, $N SETs of 64 B each"
-printf '%-4s %-16s %10s %8s %12s\n' rep tool requests cpu_s req/cpu_s
-ratios=()
-for rep in $(seq 1 "$REPS"); do
-  redis-cli -p "$PORT" flushall >/dev/null
-  bcpu=$(timed redis-benchmark -p "$PORT" -c 50 -n "$N" -t set -d 64 -r 1000000 -q)
-  breq=$N
-  redis-cli -p "$PORT" flushall >/dev/null
-  scpu=$(timed "$SL" --store "$WORK/s.db" load "redis://127.0.0.1:$PORT" -c 50 --threads 1 \
-    -n "$N" -d 'SET key:{{seq}} {{random 64}}' --no-progress --json "$WORK/s.json")
-  sreq=$(python3 -c "import json; print(json.load(open('$WORK/s.json'))['summary']['ok'])")
-  keys=$(redis-cli -p "$PORT" dbsize)
-  br=$(awk -v a="$breq" -v b="$bcpu" 'BEGIN{printf "%.0f", a / b}')
-  sr=$(awk -v a="$sreq" -v b="$scpu" 'BEGIN{printf "%.0f", a / b}')
-  printf '%-4s %-16s %10s %8s %12s\n' "$rep" redis-benchmark "$breq" "$bcpu" "$br"
-  printf '%-4s %-16s %10s %8s %12s  (%s keys stored)\n' "$rep" strainline "$sreq" "$scpu" "$sr" "$keys"
-  ratios+=("$(awk -v a="$sr" -v b="$br" 'BEGIN{printf "%.3f", a / b}')")
+printf '%-6s %-4s %-16s %10s %8s %12s\n' depth rep tool requests cpu_s req/cpu_s
+for depth in 1 16; do
+  ratios=()
+  for rep in $(seq 1 "$REPS"); do
+    redis-cli -p "$PORT" flushall >/dev/null
+    bcpu=$(timed redis-benchmark -p "$PORT" -c 50 -P "$depth" -n "$N" -t set -d 64 -r 1000000 -q)
+    breq=$N
+    redis-cli -p "$PORT" flushall >/dev/null
+    scpu=$(timed "$SL" --store "$WORK/s.db" load "redis://127.0.0.1:$PORT" -c 50 --streams "$depth" \
+      --threads 1 -n "$N" -d 'SET key:{{seq}} {{random 64}}' --no-progress --json "$WORK/s.json")
+    sreq=$(python3 -c "import json; print(json.load(open('$WORK/s.json'))['summary']['ok'])")
+    keys=$(redis-cli -p "$PORT" dbsize)
+    br=$(awk -v a="$breq" -v b="$bcpu" 'BEGIN{printf "%.0f", a / b}')
+    sr=$(awk -v a="$sreq" -v b="$scpu" 'BEGIN{printf "%.0f", a / b}')
+    printf '%-6s %-4s %-16s %10s %8s %12s\n' "$depth" "$rep" redis-benchmark "$breq" "$bcpu" "$br"
+    printf '%-6s %-4s %-16s %10s %8s %12s  (%s keys stored)\n' "$depth" "$rep" strainline "$sreq" "$scpu" "$sr" "$keys"
+    ratios+=("$(awk -v a="$sr" -v b="$br" 'BEGIN{printf "%.3f", a / b}')")
+  done
+  median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+  echo "in flight per connection $depth: ratio strainline/redis-benchmark per generator-CPU-second: ${ratios[*]} (median $median)"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
-echo "ratio strainline/redis-benchmark per generator-CPU-second: ${ratios[*]} (median $median)"

@@ -903,6 +903,22 @@ pub struct ReportArgs {
     pub json: Option<PathBuf>,
 }
 
+impl ReportArgs {
+    /// The formats asked for, by their exporters' names (`report::export`), with where.
+    pub fn asked(&self) -> Vec<(&'static str, &PathBuf)> {
+        [
+            ("html", &self.html),
+            ("markdown", &self.markdown),
+            ("junit", &self.junit),
+            ("csv", &self.csv),
+            ("json", &self.json),
+        ]
+        .into_iter()
+        .filter_map(|(name, path)| Some((name, path.as_ref()?)))
+        .collect()
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  strainline history --metric cpu_per_op\n  \
                   strainline history --case 'bench[profile=v1]' --metric latency_p99 --since 2026-11-01\n\n\

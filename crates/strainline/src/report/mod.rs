@@ -2,6 +2,7 @@
 //! SVG charts, and the files other tools read (JSON, CSV, Markdown, JUnit XML).
 
 pub mod compare;
+pub mod export;
 pub mod files;
 pub mod history;
 pub mod html;

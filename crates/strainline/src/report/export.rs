@@ -1,0 +1,198 @@
+//! The report formats a stored run is written in: one [`Exporter`] per format, one list
+//! ([`EXPORTERS`]). `strainline report RUN --FORMAT PATH` and `strainline run --report
+//! DIR` both go through it; a new format is a type here and its flag in `cli.rs`.
+
+use std::path::{Path, PathBuf};
+
+use super::run::RunData;
+use crate::store::Store;
+
+/// A report format.
+pub trait Exporter: Sync {
+    /// Its name, as its flag says it (`html` for `--html FILE`).
+    fn name(&self) -> &'static str;
+    /// What the flag takes (`FILE`, or `DIR` for a format of several files).
+    fn takes(&self) -> &'static str {
+        "FILE"
+    }
+    /// Its file (or folder) in a report directory (`run --report DIR`).
+    fn in_dir(&self) -> &'static str;
+    /// Writes the run at `path`; returns the files written. `store` gives what a format
+    /// draws beside itself (the HTML's flame graphs).
+    fn write(
+        &self,
+        store: &Store,
+        run: &mut RunData,
+        path: &Path,
+    ) -> crate::error::Result<Vec<PathBuf>>;
+}
+
+/// Every format, in the order the help and a report directory list them.
+pub static EXPORTERS: &[&dyn Exporter] = &[&Html, &Markdown, &Junit, &Csv, &Json];
+
+/// The exporter of that name.
+pub fn named(name: &str) -> Option<&'static dyn Exporter> {
+    EXPORTERS.iter().copied().find(|e| e.name() == name)
+}
+
+/// The flags of every format, for a message: `--html FILE, --markdown FILE, …`.
+pub fn flags() -> String {
+    EXPORTERS
+        .iter()
+        .map(|e| format!("--{} {}", e.name(), e.takes()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A directory the user named for reports: one that cannot be made is theirs to fix.
+fn make_dir(dir: &Path) -> crate::error::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| crate::Error::usage(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// Writes one file, making its directory.
+fn put(path: &Path, text: &str) -> crate::error::Result<Vec<PathBuf>> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        make_dir(dir)?;
+    }
+    std::fs::write(path, text)
+        .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))?;
+    Ok(vec![path.to_path_buf()])
+}
+
+struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn in_dir(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn write(
+        &self,
+        store: &Store,
+        r: &mut RunData,
+        p: &Path,
+    ) -> crate::error::Result<Vec<PathBuf>> {
+        // Flame graphs travel with the report, drawn beside it from the stacks the store
+        // holds: a report never copies a file a stored row names (a shared store's
+        // writer could name any file).
+        let dir = p.parent().unwrap_or(Path::new("."));
+        let stem = p
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for c in &mut r.cases {
+            let Some(folded) = store.artifact(c.row.id, "cpu_stacks.folded")? else {
+                continue;
+            };
+            let name = format!("{stem}-flame-{}.svg", c.row.id);
+            make_dir(dir)?;
+            let title = format!("CPU of the target during {}", c.row.name);
+            let drawn = crate::monitor::profile::draw(
+                &String::from_utf8_lossy(&folded),
+                &title,
+                &dir.join(&name),
+            );
+            if drawn.is_ok() {
+                c.flamegraph_link = Some(name);
+            }
+        }
+        put(p, &super::html::run_report(r))
+    }
+}
+
+struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn in_dir(&self) -> &'static str {
+        "summary.md"
+    }
+
+    fn write(&self, _: &Store, r: &mut RunData, p: &Path) -> crate::error::Result<Vec<PathBuf>> {
+        put(p, &super::files::markdown(r))
+    }
+}
+
+struct Junit;
+
+impl Exporter for Junit {
+    fn name(&self) -> &'static str {
+        "junit"
+    }
+
+    fn in_dir(&self) -> &'static str {
+        "junit.xml"
+    }
+
+    fn write(&self, _: &Store, r: &mut RunData, p: &Path) -> crate::error::Result<Vec<PathBuf>> {
+        put(p, &super::files::junit(r))
+    }
+}
+
+struct Csv;
+
+impl Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
+    fn takes(&self) -> &'static str {
+        "DIR"
+    }
+
+    fn in_dir(&self) -> &'static str {
+        "csv"
+    }
+
+    fn write(&self, _: &Store, r: &mut RunData, dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
+        super::files::csv(r, dir)
+            .map_err(|e| crate::Error::usage(format!("cannot write into {}: {e}", dir.display())))
+    }
+}
+
+struct Json;
+
+impl Exporter for Json {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
+    fn in_dir(&self) -> &'static str {
+        "run.json"
+    }
+
+    fn write(&self, _: &Store, r: &mut RunData, p: &Path) -> crate::error::Result<Vec<PathBuf>> {
+        let cases: Vec<_> = r.cases.iter().map(|c| &c.row).collect();
+        let doc =
+            serde_json::json!({ "schema": "strainline.run.v1", "run": r.run, "cases": cases });
+        put(p, &serde_json::to_string_pretty(&doc)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_format_has_one_name_and_one_file_in_a_report_directory() {
+        let names: Vec<&str> = EXPORTERS.iter().map(|e| e.name()).collect();
+        assert_eq!(names, ["html", "markdown", "junit", "csv", "json"]);
+        let files: std::collections::BTreeSet<&str> =
+            EXPORTERS.iter().map(|e| e.in_dir()).collect();
+        assert_eq!(files.len(), EXPORTERS.len());
+        assert_eq!(
+            flags(),
+            "--html FILE, --markdown FILE, --junit FILE, --csv DIR, --json FILE"
+        );
+        assert!(named("junit").is_some() && named("pdf").is_none());
+    }
+}
