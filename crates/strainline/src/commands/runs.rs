@@ -143,7 +143,12 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
                 _ => {
                     writeln!(out, "Case {} ({}): {}", c.name, c.test_kind, c.status)?;
                     for m in &c.metrics {
-                        writeln!(out, "  {:<24} {:>16.4} {}", m.name, m.value, m.unit)?;
+                        writeln!(
+                            out,
+                            "  {:<24} {:>16}",
+                            m.name,
+                            crate::units::format_value(m.value, &m.unit)
+                        )?;
                     }
                     write_agents(&mut out, c.summary.as_ref())?;
                 }

@@ -244,7 +244,9 @@ impl Target for Redis {
             let (read, write) = tokio::io::split(stream);
             let mut conn = Conn {
                 link: Rc::new(Link {
-                    write: tokio::sync::Mutex::new(write),
+                    write: Cell::new(Some(write)),
+                    out: RefCell::new(Vec::with_capacity(4096)),
+                    flushing: Cell::new(false),
                     read: tokio::sync::Mutex::new(Incoming {
                         half: read,
                         buf: Vec::with_capacity(16384),
@@ -277,7 +279,11 @@ impl Target for Redis {
 /// command takes a ticket as it is written, and reads its reply when the replies before
 /// it have been read (Redis answers in order).
 struct Link {
-    write: tokio::sync::Mutex<tokio::io::WriteHalf<Stream>>,
+    /// The socket's writing half, taken by the flusher while it writes.
+    write: Cell<Option<tokio::io::WriteHalf<Stream>>>,
+    /// Commands not yet written, in ticket order, and whether a handle is writing them.
+    out: RefCell<Vec<u8>>,
+    flushing: Cell<bool>,
     read: tokio::sync::Mutex<Incoming>,
     fd: RawFd,
     /// The next command's ticket, and the ticket whose reply is read next.
@@ -361,6 +367,40 @@ impl Link {
         }
     }
 
+    /// Writes the outgoing bytes until none are left, as the one flusher: the commands
+    /// other handles add meanwhile go in the same writes (pipelining costs a `send(2)`
+    /// per batch, not per command). A shared link first lets the handles ready now add
+    /// theirs.
+    async fn flush(&self, shared: bool) -> Result<(), ErrorKind> {
+        use tokio::io::AsyncWriteExt;
+        self.flushing.set(true);
+        if shared {
+            tokio::task::yield_now().await;
+        }
+        let mut spare = Vec::new();
+        let done = loop {
+            std::mem::swap(&mut *self.out.borrow_mut(), &mut spare);
+            if spare.is_empty() {
+                break Ok(());
+            }
+            let Some(mut w) = self.write.take() else {
+                break Err(ErrorKind::Reset);
+            };
+            let wrote = async {
+                w.write_all(&spare).await?;
+                w.flush().await
+            }
+            .await;
+            self.write.set(Some(w));
+            spare.clear();
+            if let Err(e) = wrote {
+                break Err(self.broken(super::io_kind(&e)));
+            }
+        };
+        self.flushing.set(false);
+        done
+    }
+
     fn broken(&self, kind: ErrorKind) -> ErrorKind {
         self.broke();
         kind
@@ -383,26 +423,19 @@ struct Conn {
 impl Conn {
     /// Sends what is in `write` and reads the reply to it, in its turn.
     async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
-        use tokio::io::AsyncWriteExt;
         let link = &*self.link;
-        let ticket = {
-            let mut w = link.write.lock().await;
-            if link.closed.get() {
-                return Err(ErrorKind::Reset);
-            }
-            let ticket = link.tickets.get();
-            link.tickets.set(ticket + 1);
-            link.waiting.borrow_mut().push_back(self.own.clone());
-            if let Err(e) = async {
-                w.write_all(&self.write).await?;
-                w.flush().await
-            }
-            .await
-            {
-                return Err(link.broken(super::io_kind(&e)));
-            }
-            ticket
-        };
+        if link.closed.get() {
+            return Err(ErrorKind::Reset);
+        }
+        // The ticket and the command's place in the outgoing bytes are taken together,
+        // so the wire's order is the tickets'.
+        let ticket = link.tickets.get();
+        link.tickets.set(ticket + 1);
+        link.waiting.borrow_mut().push_back(self.own.clone());
+        link.out.borrow_mut().extend_from_slice(&self.write);
+        if !link.flushing.get() {
+            link.flush(Rc::strong_count(&self.link) > 1).await?;
+        }
         // A permit left by an earlier turn only makes the check run again.
         loop {
             if link.closed.get() {
@@ -485,7 +518,9 @@ impl Connection for Conn {
                 use tokio::io::AsyncWriteExt;
                 let mut quit = Vec::new();
                 encode([&b"QUIT"[..]].into_iter(), &mut quit);
-                let _ = self.link.write.lock().await.write_all(&quit).await;
+                if let Some(mut w) = self.link.write.take() {
+                    let _ = w.write_all(&quit).await;
+                }
             }
         })
     }
@@ -699,7 +734,9 @@ mod tests {
         let (read, write) = tokio::io::split(stream);
         Box::new(Conn {
             link: Rc::new(Link {
-                write: tokio::sync::Mutex::new(write),
+                write: Cell::new(Some(write)),
+                out: RefCell::new(Vec::new()),
+                flushing: Cell::new(false),
                 read: tokio::sync::Mutex::new(Incoming {
                     half: read,
                     buf: Vec::new(),
