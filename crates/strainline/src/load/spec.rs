@@ -459,9 +459,17 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https", "ws", "wss"].contains(&scheme) {
+        let mut all: Vec<String> = [
+            "http", "https", "ws", "wss", "mqtt", "mqtts", "grpc", "grpcs",
+        ]
+        .iter()
+        .map(|s| format!("{s}://"))
+        .chain(super::proto::prefixes())
+        .collect();
+        let last = all.pop().unwrap_or_default();
         return Err(bad(format!(
-            "URL '{url}': the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc://, grpcs://{} (e.g. http://127.0.0.1:8080/path)",
-            super::proto::prefixes().map(|p| format!(", {p}")).collect::<String>()
+            "URL '{url}': the scheme must be {} or {last} (e.g. http://127.0.0.1:8080/path)",
+            all.join(", ")
         )));
     }
     let host = uri.host().ok_or_else(|| {
@@ -1099,7 +1107,7 @@ mod tests {
             .err()
             .unwrap()
             .to_string()
-            .contains("http://, https://, ws://, wss://, mqtt://, mqtts://, grpc:// or grpcs://"));
+            .contains("http://, https://, ws://, wss://, mqtt://, mqtts://, grpc://, grpcs://, redis:// or rediss://"));
     }
 
     #[test]
