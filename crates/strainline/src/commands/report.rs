@@ -23,7 +23,7 @@ fn write(
     })?;
     let mut written = Vec::new();
     for (exporter, path) in asked {
-        for f in exporter.write(store, &mut r, path)? {
+        for f in export::write_shared(*exporter, store, &mut r, path)? {
             written.push(f.display().to_string());
         }
     }

@@ -111,12 +111,16 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         )?;
         writeln!(out, "  host:       {} [{}]", run.host, run.fingerprint)?;
         if let Some(c) = &conditions {
+            // Runs stored before steal was read each second have no swing to show.
+            let swing = match c.steal_seconds {
+                0 => String::new(),
+                _ => format!(" (±{:.1} points from second to second)", 100.0 * c.steal_sd),
+            };
             writeln!(
                 out,
-                "  machine:    {:.2} cores busy elsewhere, the hypervisor took {:.1}% (±{:.1} points from second to second), load average {:.2}",
+                "  machine:    {:.2} cores busy elsewhere, the hypervisor took {:.1}%{swing}, load average {:.2}",
                 c.busy_elsewhere_cores,
                 100.0 * c.steal,
-                100.0 * c.steal_sd,
                 c.load_avg
             )?;
         }

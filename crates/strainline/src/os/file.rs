@@ -51,6 +51,16 @@ pub fn read_text(path: &Path, what: &str) -> crate::error::Result<String> {
         .map_err(|_| crate::Error::usage(format!("{what}: {} is not UTF-8 text", path.display())))
 }
 
+/// Makes a file strainline wrote for people to share (a report, a chart) readable as the
+/// user's own umask says, as any tool's output would be: strainline writes everything
+/// private first (`os::process::private_files`), and the store and tokens stay so.
+pub fn share(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let base = if path.is_dir() { 0o777 } else { 0o666 };
+    let mode = base & !(super::process::user_umask() as u32);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,21 @@ pub trait Exporter: Sync {
     ) -> crate::error::Result<Vec<PathBuf>>;
 }
 
+/// Writes run `r` in `exporter`'s format at `path`, the files (and the folder made for
+/// them) readable as the user's umask says: a report is meant to be shared.
+pub fn write_shared(
+    exporter: &dyn Exporter,
+    store: &Store,
+    r: &mut RunData,
+    path: &Path,
+) -> crate::error::Result<Vec<PathBuf>> {
+    let files = exporter.write(store, r, path)?;
+    for f in &files {
+        share(f)?;
+    }
+    Ok(files)
+}
+
 /// Every format, in the order the help and a report directory list them.
 pub static EXPORTERS: &[&dyn Exporter] = &[&Html, &Markdown, &Junit, &Csv, &Json];
 
@@ -45,9 +60,21 @@ pub fn flags() -> String {
 }
 
 /// A directory the user named for reports: one that cannot be made is theirs to fix.
+/// One made here is shared as the reports in it are; an existing one is left as it is.
 fn make_dir(dir: &Path) -> crate::error::Result<()> {
+    let new = !dir.exists();
     std::fs::create_dir_all(dir)
-        .map_err(|e| crate::Error::usage(format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| crate::Error::usage(format!("cannot create {}: {e}", dir.display())))?;
+    if new {
+        share(dir)?;
+    }
+    Ok(())
+}
+
+/// `path` readable as the user's umask says ([`crate::os::file::share`]).
+fn share(path: &Path) -> crate::error::Result<()> {
+    crate::os::file::share(path)
+        .map_err(|e| crate::Error::usage(format!("cannot share {}: {e}", path.display())))
 }
 
 /// Writes one file, making its directory.
@@ -86,6 +113,7 @@ impl Exporter for Html {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
+        let mut flames = Vec::new();
         for c in &mut r.cases {
             let Some(folded) = store.artifact(c.row.id, "cpu_stacks.folded")? else {
                 continue;
@@ -100,9 +128,12 @@ impl Exporter for Html {
             );
             if drawn.is_ok() {
                 c.flamegraph_link = Some(name);
+                flames.push(dir.join(c.flamegraph_link.as_deref().unwrap_or_default()));
             }
         }
-        put(p, &super::html::run_report(r))
+        let mut files = put(p, &super::html::run_report(r))?;
+        files.extend(flames);
+        Ok(files)
     }
 }
 
@@ -154,6 +185,7 @@ impl Exporter for Csv {
     }
 
     fn write(&self, _: &Store, r: &mut RunData, dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
+        make_dir(dir)?;
         super::files::csv(r, dir)
             .map_err(|e| crate::Error::usage(format!("cannot write into {}: {e}", dir.display())))
     }

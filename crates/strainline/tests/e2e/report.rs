@@ -372,6 +372,28 @@ fn hostile_names_and_logs_are_escaped_in_every_format() {
         "{csv}"
     );
     assert!(!csv.contains('\u{1b}'), "{csv}");
+    // Reports are for sharing: written as the user's umask says; the store stays private.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+        .unwrap();
+    for f in [
+        "report.html",
+        "summary.md",
+        "junit.xml",
+        "run.json",
+        "csv/metrics.csv",
+    ] {
+        assert_eq!(mode(&reports.join(f)), 0o666 & !umask, "{f}");
+    }
+    for d in ["", "csv"] {
+        assert_eq!(mode(&reports.join(d)), 0o777 & !umask, "{d}/");
+    }
+    assert_eq!(mode(&s.path("results.db")), 0o600);
 
     // A second run under a label that would drive the terminal (an OSC 8 hyperlink and
     // a screen clear), and a stored row naming a flame graph that is a script, a system
