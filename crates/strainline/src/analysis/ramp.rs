@@ -344,6 +344,18 @@ pub enum End {
     GeneratorBound,
 }
 
+impl End {
+    /// A ceiling of `v` req/s as every report words it: a floor when the ramp never
+    /// reached the target's limit.
+    pub fn ceiling(self, v: f64) -> String {
+        match self {
+            End::GeneratorBound => format!("≥ {v:.0} req/s (generator-bound)"),
+            End::Held => format!("≥ {v:.0} req/s (never broke)"),
+            End::Broke | End::FirstStepBroke => format!("{v:.0} req/s"),
+        }
+    }
+}
+
 /// What the ramp concludes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Conclusion {

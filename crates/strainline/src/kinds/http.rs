@@ -512,11 +512,7 @@ fn ramp(
     r.metrics.push(Metric::of("knee", c.knee));
     r.metrics
         .push(Metric::of("max_throughput", c.max_throughput));
-    let ceiling = match c.end {
-        ramp::End::GeneratorBound => format!("ceiling ≥ {:.0} req/s (generator-bound)", c.ceiling),
-        ramp::End::Held => format!("ceiling ≥ {:.0} req/s (never broke)", c.ceiling),
-        _ => format!("ceiling {:.0} req/s", c.ceiling),
-    };
+    let ceiling = format!("ceiling {}", c.end.ceiling(c.ceiling));
     r.table.push(format!(
         "{ceiling}, knee {:.0} req/s, max throughput {:.1} req/s",
         c.knee, c.max_throughput

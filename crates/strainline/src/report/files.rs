@@ -9,7 +9,6 @@ use super::monitor::csv_field;
 use super::run::{CaseData, RunData};
 use super::svg::escape;
 use crate::kinds::details::RampDetails;
-use crate::units::format_value;
 
 fn seconds(c: &CaseData) -> f64 {
     c.detail("/target/duration_seconds")
@@ -142,7 +141,7 @@ pub fn markdown(r: &RunData) -> String {
                         | "target_cpu"
                 )
             })
-            .map(|m| format!("{} {}", m.name, format_value(m.value, &m.unit)))
+            .map(|m| format!("{} {}", m.name, c.shown(m)))
             .collect();
         let _ = writeln!(
             s,
@@ -456,6 +455,25 @@ mod tests {
         let text = markdown(&fixture());
         assert!(text.contains("&lt;b&gt;\\|beta&lt;/b&gt;"), "{text}");
         check("report.md", &text);
+    }
+
+    /// A ramp that never broke has a ceiling that is only a floor, worded as the
+    /// terminal words it in Markdown and HTML alike.
+    #[test]
+    fn a_ceiling_the_ramp_never_reached_reads_as_a_floor_everywhere() {
+        let mut r = fixture();
+        let summary = r.cases[1].row.summary.as_mut().unwrap();
+        summary["details"]["end"] = serde_json::json!("held");
+        let md = markdown(&r);
+        assert!(md.contains("ceiling ≥ 100 req/s (never broke)"), "{md}");
+        let html = super::super::html::run_report(&r);
+        assert!(html.contains("≥ 100 req/s (never broke)"), "{html}");
+        summary_end(&mut r, "broke");
+        assert!(markdown(&r).contains("ceiling 100 req/s"));
+    }
+
+    fn summary_end(r: &mut RunData, end: &str) {
+        r.cases[1].row.summary.as_mut().unwrap()["details"]["end"] = serde_json::json!(end);
     }
 
     /// A step's groups become rows (a hostile name quoted as CSV quotes); states a

@@ -328,7 +328,7 @@ fn case_section(s: &mut String, c: &CaseData) {
                 s,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&m.name),
-                escape(&format_value(m.value, &m.unit)),
+                escape(&c.shown(m)),
                 escape(m.direction.name()),
                 escape(m.source.as_deref().unwrap_or(""))
             );

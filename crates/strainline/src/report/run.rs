@@ -80,6 +80,18 @@ impl CaseData {
         crate::kinds::details::read(self.row.summary.as_ref())
     }
 
+    /// A metric's value as people read it: in its unit, and a ramp's ceiling as the
+    /// terminal words it (`≥ 500 req/s (never broke)` when the ramp never found it).
+    pub fn shown(&self, m: &crate::store::Metric) -> String {
+        if m.name == "ceiling" {
+            let d: crate::kinds::details::RampDetails = self.details();
+            if let Some(end) = d.end {
+                return end.ceiling(m.value);
+            }
+        }
+        crate::units::format_value(m.value, &m.unit)
+    }
+
     /// The summary's field at a JSON pointer (`/details/ceiling`), if any.
     pub fn detail(&self, pointer: &str) -> Option<&serde_json::Value> {
         self.row.summary.as_ref()?.pointer(pointer)
