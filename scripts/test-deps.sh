@@ -10,7 +10,8 @@
 # namespaces joined by a bridge), nginx (a target we did not write, with its access log)
 # jq (the GitHub Action's comment script), Prometheus (it scrapes --metrics-listen),
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
-# redis-server (a target that daemonises), python3-websockets and python3-grpcio (a
+# redis-server (a target that daemonises, and the Redis protocol's server; redis-cli counts
+# its keys), python3-websockets and python3-grpcio (a
 # WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
 # agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
@@ -37,6 +38,7 @@ command -v jq >/dev/null || need+=(jq)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v nft >/dev/null || need+=(nftables)
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto >/dev/null || need+=(mosquitto)
 command -v mosquitto_passwd >/dev/null || need+=(mosquitto)
