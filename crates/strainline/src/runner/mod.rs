@@ -105,6 +105,7 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> crate::error::Res
             .map(String::from)
             .into();
     known.extend(args.vars.iter().map(|v| v.0.clone()));
+    known.extend(suite.vars.keys().cloned());
     for t in &suite.tests {
         known.extend(t.matrix.iter().map(|m| m.0.clone()));
     }
@@ -419,7 +420,15 @@ impl RunInto<'_> {
         let dir = self.work.join(format!("case-{nth:03}"));
         std::fs::create_dir_all(&dir)?;
         let mut vars = case.vars.clone();
-        for (k, v) in extra.iter().chain(&args.vars) {
+        // A matrix value first, then a version's (paired), then --var, then the suite's
+        // own default.
+        let defaults = suite.vars.iter();
+        for (k, v) in extra
+            .iter()
+            .chain(&args.vars)
+            .map(|(k, v)| (k, v))
+            .chain(defaults)
+        {
             vars.entry(k.clone()).or_insert_with(|| v.clone());
         }
         vars.insert("port".into(), lifecycle::free_port().to_string());

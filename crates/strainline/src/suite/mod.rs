@@ -277,6 +277,8 @@ pub struct Suite {
     pub tests: Vec<Test>,
     /// `[compare]` settings, stored with each run for `strainline compare`.
     pub compare: CompareSpec,
+    /// `[suite] vars`: placeholder defaults, below `--var` and the matrix.
+    pub vars: BTreeMap<String, String>,
 }
 
 /// Tolerance bands and significance level for comparisons of this suite's runs.

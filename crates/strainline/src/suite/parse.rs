@@ -542,13 +542,17 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
         .map(|c| compare(&doc, c))
         .transpose()?
         .unwrap_or_default();
-    let name = raw.suite.and_then(|s| s.name).unwrap_or_else(|| {
+    let (name, vars) = raw
+        .suite
+        .map_or((None, BTreeMap::new()), |s| (s.name, s.vars));
+    let name = name.unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
     Ok(Suite {
         name,
+        vars,
         path: path.to_path_buf(),
         target,
         logs,

@@ -45,6 +45,10 @@ pub struct RawWatch {
 #[serde(deny_unknown_fields)]
 pub struct RawMeta {
     pub name: Option<String>,
+    /// Defaults of `{{NAME}}` placeholders: a `--var NAME=VALUE` (and a matrix value)
+    /// wins over them.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]

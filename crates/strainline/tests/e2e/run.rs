@@ -501,6 +501,35 @@ fn a_command_workload_runs_without_a_target() {
 }
 
 #[test]
+fn a_suite_s_own_variable_defaults_give_way_to_var() {
+    let s = Scratch::new();
+    let seen = s.path("seen");
+    let suite = format!(
+        "[suite]\nvars = {{ version = \"v1\" }}\n\n[[test]]\nname = \"c\"\nkind = \"bench\"\n\
+         command = [\"sh\", \"-c\", \"echo {{{{version}}}} >> {}\"]\nconnections = 1\nduration = \"200ms\"\n",
+        seen.display()
+    );
+    // As shipped: the suite's default.
+    assert_exit(&run_suite(&s, &suite, &["--no-tui"]), 0);
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        !lines.is_empty() && lines.lines().all(|l| l == "v1"),
+        "{lines}"
+    );
+    // --var wins over it.
+    std::fs::remove_file(&seen).unwrap();
+    assert_exit(
+        &run_suite(&s, &suite, &["--no-tui", "--var", "version=v2"]),
+        0,
+    );
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        !lines.is_empty() && lines.lines().all(|l| l == "v2"),
+        "{lines}"
+    );
+}
+
+#[test]
 fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
     let _bench = loaded();
     on_a_quiet_machine(|| {
