@@ -130,6 +130,17 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             .collect();
         writeln!(out, "  {:<14}{}", "Errors", errors.join("  "))?;
     }
+    if s.bytes_received > 0 {
+        // What the replies carried (HTTP's bodies, WebSocket's and Redis's replies):
+        // `data_received` in k6's words.
+        writeln!(
+            out,
+            "  {:<14}{} in replies, {}/s",
+            "Received",
+            crate::units::Bytes(s.bytes_received),
+            crate::units::Bytes((s.bytes_received as f64 / s.elapsed_seconds.max(1e-6)) as u64)
+        )?;
+    }
     if s.messages_received > 0 {
         let per = s.messages_received as f64 / s.completed.max(1) as f64;
         if s.by_status.contains_key("reply") {

@@ -50,6 +50,9 @@ fn the_open_model_achieves_its_rate_within_one_percent() {
         );
         assert_eq!(sum["sent"], 10_000);
         assert_eq!(sum["ok"], 10_000);
+        // Each body is the testbed's "ok\n": 3 bytes, heads not counted.
+        assert_eq!(sum["bytes_received"], 10_000 * 3);
+        assert_has(&stdout(&out), "Received      29.3 KiB in replies, ");
         // The per-second series adds up to the whole.
         let per_second: u64 = doc["seconds"]
             .as_array()

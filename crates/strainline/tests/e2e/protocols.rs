@@ -1101,6 +1101,9 @@ fn redis_commands_land_one_each_and_error_replies_are_failures_by_their_prefix()
     assert_eq!(n(&sum["ok"]), 3000, "{}", stdout(&out));
     assert_eq!(redis_cli(port, &["dbsize"]), "3000");
     assert_eq!(n(&sum["by_status"]["reply"]), 3000);
+    // Each reply is +OK and its CRLF: 5 bytes.
+    assert_eq!(n(&sum["bytes_received"]), 3000 * 5);
+    assert_has(&stdout(&out), "Received      14.6 KiB in replies");
     assert!(
         load_schema_errors(&doc).is_empty(),
         "{:?}",
