@@ -241,28 +241,7 @@ impl Target for Redis {
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
         Box::pin(async move {
             let (stream, fd) = super::open(self.addr, &self.tls).await?;
-            let (read, write) = tokio::io::split(stream);
-            let mut conn = Conn {
-                link: Rc::new(Link {
-                    write: Cell::new(Some(write)),
-                    out: RefCell::new(Vec::with_capacity(4096)),
-                    flushing: Cell::new(false),
-                    read: tokio::sync::Mutex::new(Incoming {
-                        half: read,
-                        buf: Vec::with_capacity(16384),
-                        start: 0,
-                    }),
-                    fd,
-                    tickets: Cell::new(0),
-                    serving: Cell::new(0),
-                    waiting: RefCell::new(VecDeque::new()),
-                    closed: Cell::new(false),
-                }),
-                own: Rc::new(tokio::sync::Notify::new()),
-                args: self.args.clone(),
-                write: Vec::with_capacity(256),
-                rendered: Vec::new(),
-            };
+            let mut conn = Conn::on(Link::over(stream, fd), self.args.clone());
             if let Some(db) = self.db {
                 let db = db.to_string();
                 encode([&b"SELECT"[..], db.as_bytes()].into_iter(), &mut conn.write);
@@ -304,6 +283,26 @@ struct Incoming {
 }
 
 impl Link {
+    /// A connection's link over an open stream, nothing in flight.
+    fn over(stream: Stream, fd: RawFd) -> Rc<Link> {
+        let (read, write) = tokio::io::split(stream);
+        Rc::new(Link {
+            write: Cell::new(Some(write)),
+            out: RefCell::new(Vec::with_capacity(4096)),
+            flushing: Cell::new(false),
+            read: tokio::sync::Mutex::new(Incoming {
+                half: read,
+                buf: Vec::with_capacity(16384),
+                start: 0,
+            }),
+            fd,
+            tickets: Cell::new(0),
+            serving: Cell::new(0),
+            waiting: RefCell::new(VecDeque::new()),
+            closed: Cell::new(false),
+        })
+    }
+
     fn broke(&self) -> ErrorKind {
         self.closed.set(true);
         for w in self.waiting.borrow().iter() {
@@ -421,6 +420,17 @@ struct Conn {
 }
 
 impl Conn {
+    /// A handle on `link` that sends the command `args` renders.
+    fn on(link: Rc<Link>, args: Arc<(Vec<Text>, RandomPool)>) -> Conn {
+        Conn {
+            link,
+            own: Rc::new(tokio::sync::Notify::new()),
+            args,
+            write: Vec::with_capacity(256),
+            rendered: Vec::new(),
+        }
+    }
+
     /// Sends what is in `write` and reads the reply to it, in its turn.
     async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
         let link = &*self.link;
@@ -467,13 +477,7 @@ impl Connection for Conn {
     }
 
     fn share(&self) -> Option<Box<dyn Connection>> {
-        Some(Box::new(Conn {
-            link: self.link.clone(),
-            own: Rc::new(tokio::sync::Notify::new()),
-            args: self.args.clone(),
-            write: Vec::with_capacity(256),
-            rendered: Vec::new(),
-        }))
+        Some(Box::new(Conn::on(self.link.clone(), self.args.clone())))
     }
 
     fn send<'a>(
@@ -731,28 +735,8 @@ mod tests {
             }
         });
         let (stream, fd) = super::super::open(addr, &None).await.unwrap();
-        let (read, write) = tokio::io::split(stream);
-        Box::new(Conn {
-            link: Rc::new(Link {
-                write: Cell::new(Some(write)),
-                out: RefCell::new(Vec::new()),
-                flushing: Cell::new(false),
-                read: tokio::sync::Mutex::new(Incoming {
-                    half: read,
-                    buf: Vec::new(),
-                    start: 0,
-                }),
-                fd,
-                tickets: Cell::new(0),
-                serving: Cell::new(0),
-                waiting: RefCell::new(VecDeque::new()),
-                closed: Cell::new(false),
-            }),
-            own: Rc::new(tokio::sync::Notify::new()),
-            args: Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1))),
-            write: Vec::new(),
-            rendered: Vec::new(),
-        })
+        let args = Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1)));
+        Box::new(Conn::on(Link::over(stream, fd), args))
     }
 
     fn local<F: std::future::Future>(f: F) -> F::Output {
