@@ -356,6 +356,73 @@ mod tests {
         );
     }
 
+    /// The driver (schedules, pools, timeouts, the cut, the recorder) reaches every
+    /// protocol through the client seam (`load/client.rs`) and names none of their
+    /// modules: a protocol is changed or added without touching it.
+    #[test]
+    fn the_driver_names_no_protocol() {
+        let protocols = ["http", "h1", "h2", "ws", "grpc", "mqtt", "command", "proto"];
+        let text = &files()
+            .into_iter()
+            .find(|(rel, _)| rel == "load/driver.rs")
+            .expect("load/driver.rs")
+            .1;
+        let mut wrong = Vec::new();
+        for (n, l) in text.lines().enumerate() {
+            let code = code_of(l);
+            for p in protocols {
+                let at = code.match_indices(&format!("{p}::")).any(|(i, _)| {
+                    // `super::http::`, `http::`, not `crate::os::http_x::` or `xhttp::`.
+                    !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                if at {
+                    wrong.push(format!("load/driver.rs:{}: {}", n + 1, l.trim()));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "the driver names a protocol's module (reach it through load/client.rs):\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    /// A kind's module (`kinds/ramp.rs`) names no other kind's: what kinds share lives
+    /// in `kinds/load.rs`, `kinds/process.rs` and `kinds/mod.rs`, so a kind is changed
+    /// or added without reading another.
+    #[test]
+    fn a_kind_names_no_other_kind() {
+        let kinds = [
+            "bench", "ramp", "soak", "rounds", "crash", "scale", "harness",
+        ];
+        let mut wrong = Vec::new();
+        let all = files();
+        for k in kinds {
+            let rel = format!("kinds/{k}.rs");
+            let text = &all
+                .iter()
+                .find(|(r, _)| *r == rel)
+                .expect("a kind's module")
+                .1;
+            for (n, l) in text.lines().enumerate() {
+                let code = code_of(l);
+                for other in kinds.iter().filter(|o| **o != k) {
+                    if [format!("super::{other}::"), format!("kinds::{other}::")]
+                        .iter()
+                        .any(|p| code.contains(p.as_str()))
+                    {
+                        wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "a kind names another kind (share through kinds/load.rs or kinds/process.rs):\n{}",
+            wrong.join("\n")
+        );
+    }
+
     #[test]
     fn errors_are_the_crate_error_not_strings() {
         assert_eq!(

@@ -552,7 +552,7 @@ fn merge(
         connections_ready: ready,
         threads,
         statuses: plan.client.statuses(),
-        subscribers: plan.client.subscribers(),
+        subscribers: plan.client.companions(),
         interrupted,
         stolen_seconds: 0.0,
         agents,

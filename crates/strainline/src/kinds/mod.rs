@@ -1,11 +1,20 @@
 //! The test kinds: what a case does with its target and workload, and what it measures.
-//! HTTP kinds (bench, ramp, soak, rounds) drive the load engine at a started target;
-//! process kinds (crash, scale, harness) run the user's own commands. Each returns a
-//! [`CaseResult`]: its metrics, its verdict and the reasons, and tables for the report.
+//! Each kind is one module (`bench`, `ramp`, `soak`, `rounds`, `crash`, `scale`,
+//! `harness`) that names no other kind: the load kinds drive the load engine at a
+//! started target through what [`load`] shares, the process kinds run the user's own
+//! commands through what [`process`] shares. Each returns a [`CaseResult`]: its
+//! metrics, its verdict and the reasons, and tables for the report.
 
+mod bench;
+mod crash;
 pub mod details;
-mod http;
+mod harness;
+mod load;
 mod process;
+mod ramp;
+mod rounds;
+mod scale;
+mod soak;
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -18,7 +27,7 @@ use crate::measure::{MonitorSummary, Sample};
 use crate::store::Metric;
 use crate::suite::{Case, Suite, Test};
 
-pub use http::run_http;
+pub use load::run_http;
 pub use process::run_process;
 
 /// How a case ended.

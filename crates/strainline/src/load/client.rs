@@ -8,13 +8,15 @@
 //! [`Client::Proto`], and adding one touches nothing here.
 
 use std::os::fd::RawFd;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::http::{self, Outgoing, Template};
-use super::recorder::ErrorKind;
+use super::http;
+use super::recorder::{ErrorKind, Recorder};
+use super::request::{Outgoing, Template};
 use super::{grpc, mqtt, proto, ws};
 use crate::os::unit::Unit;
 
@@ -122,6 +124,26 @@ pub struct Reply {
     pub messages: u64,
     /// Its body came [`super::recorder::LATE_TAIL`] or more after its head (HTTP/1.1).
     pub late_tail: bool,
+}
+
+/// What a protocol's companions (MQTT subscribers) are started with.
+pub struct CompanionsAsk {
+    /// Their indexes among the run's (this generator's slice).
+    pub mine: Vec<u64>,
+    /// The run's timeout: the longest they drain after the units are done.
+    pub timeout: Duration,
+    /// When the clock starts (they connect before).
+    pub start: Instant,
+    /// Theirs alone, merged with the workers' each second.
+    pub rec: Arc<Mutex<Recorder>>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// A protocol's companions, running on a thread of their own.
+pub struct Companions {
+    pub thread: std::thread::JoinHandle<()>,
+    /// Set when the run's units are done: the companions drain and end.
+    pub units_done: Arc<AtomicBool>,
 }
 
 /// An open connection of some protocol.
@@ -338,7 +360,7 @@ impl Client {
 
     /// Why this protocol cannot send a scenario step's request, if it cannot: an MQTT
     /// topic with a wildcard, a gRPC message the `.proto` does not describe.
-    pub fn refuses(&self, r: &http::Rendered) -> Option<String> {
+    pub fn refuses(&self, r: &super::request::Rendered) -> Option<String> {
         match self {
             Client::Mqtt(_) if mqtt::topic_of(r).is_some_and(mqtt::wildcard) => Some(format!(
                 "the topic '{}' has a wildcard (+ or #): a message is published to one topic",
@@ -363,11 +385,21 @@ impl Client {
         }
     }
 
-    /// MQTT subscribers asked for (0 for other protocols).
-    pub fn subscribers(&self) -> u64 {
+    /// Connections the protocol keeps beside the units of work, the whole run's: MQTT
+    /// subscribers (0 for other protocols). They open before the clock starts.
+    pub fn companions(&self) -> u64 {
         match self {
             Client::Mqtt(t) => t.subscribers,
             _ => 0,
+        }
+    }
+
+    /// Starts this generator's companions (see [`Client::companions`]) on a thread of
+    /// their own.
+    pub fn start_companions(&self, ask: CompanionsAsk) -> Option<Companions> {
+        match self {
+            Client::Mqtt(t) => Some(mqtt::subscriber::start(t, ask)),
+            _ => None,
         }
     }
 

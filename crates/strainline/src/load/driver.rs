@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::client::{Client, Conn};
-use super::http::{self, Template};
+use super::client::{Client, CompanionsAsk, Conn};
+use super::local::{join, single_threaded};
 use super::recorder::{ErrorKind, Recorder, Tally};
 use super::replay::Requests;
+use super::request::{Outgoing, Rendered, Template};
 use super::scenario::{Scenario, When};
 use super::schedule::{Arrivals, Rate, Share};
 use crate::os::unit::Unit;
@@ -78,6 +79,11 @@ impl Slice {
     pub fn share(&self, total: u64) -> u64 {
         let of = self.of.max(1) as u64;
         total / of + u64::from((self.index as u64) < total % of)
+    }
+
+    /// This part's indexes among `total` numbered things (every `of`-th, from `index`).
+    pub fn indexes(&self, total: u64) -> Vec<u64> {
+        (self.index as u64..total).step_by(self.of.max(1)).collect()
     }
 }
 
@@ -380,7 +386,7 @@ async fn exchange(
     ctx: &Ctx,
     slot: &Slot,
     conn: &mut Option<Conn>,
-    out: http::Outgoing<'_>,
+    out: Outgoing<'_>,
     step: Option<usize>,
     at: Timing,
 ) -> bool {
@@ -499,7 +505,7 @@ async fn closed_loop(
             }
         }
         // Closed model: the request is sent when it is meant to be.
-        let out = http::Outgoing::Template(&ctx.template, ctx.client.prepared(), seq);
+        let out = Outgoing::Template(&ctx.template, ctx.client.prepared(), seq);
         let ok = exchange(
             &ctx,
             &slot,
@@ -591,7 +597,7 @@ async fn scenario_steps(
             ctx,
             slot,
             conn,
-            http::Outgoing::Rendered(&req),
+            Outgoing::Rendered(&req),
             Some(i),
             Timing {
                 intended: now,
@@ -679,7 +685,7 @@ async fn scenario_steps(
             ctx,
             slot,
             conn,
-            http::Outgoing::Rendered(&req),
+            Outgoing::Rendered(&req),
             Some(step),
             Timing {
                 intended,
@@ -702,7 +708,7 @@ struct Waiting {
     at: Instant,
     id: u64,
     queued: Instant,
-    request: Option<Box<http::Rendered>>,
+    request: Option<Box<Rendered>>,
 }
 
 /// The open model's connections of one worker. Sends wait in `queue` for a connection;
@@ -938,9 +944,9 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
             None => pool.requests.as_ref().map(|r| r.at(seq)),
         };
         let (out, step) = match &drawn {
-            Some((r, step)) => (http::Outgoing::Rendered(r.as_ref()), *step),
+            Some((r, step)) => (Outgoing::Rendered(r.as_ref()), *step),
             None => (
-                http::Outgoing::Template(&ctx.template, ctx.client.prepared(), seq),
+                Outgoing::Template(&ctx.template, ctx.client.prepared(), seq),
                 None,
             ),
         };
@@ -1145,13 +1151,6 @@ async fn open(
     }
 }
 
-/// Waits for every task (each waits for the common start itself).
-async fn join(tasks: Vec<tokio::task::JoinHandle<()>>) {
-    for t in tasks {
-        let _ = t.await;
-    }
-}
-
 /// How long requests still in flight at the run's end may take before they are cut.
 const END_GRACE: Duration = Duration::from_millis(500);
 
@@ -1212,7 +1211,7 @@ pub fn warm_up(plan: &Plan, base: Duration) -> Duration {
         Model::Closed { connections, .. } if plan.client.handshakes() => connections as u64,
         _ => 0,
     };
-    let opened = plan.slice.share(connections + plan.client.subscribers());
+    let opened = plan.slice.share(connections + plan.client.companions());
     (base + Duration::from_millis(4) * opened as u32).min(base.max(Duration::from_secs(5)))
 }
 
@@ -1236,66 +1235,6 @@ pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
         to_next += Duration::from_secs(1);
     }
     to_next
-}
-
-/// A worker thread's runtime: single-threaded, its tasks local (they share `Rc`s).
-fn single_threaded() -> (tokio::runtime::Runtime, tokio::task::LocalSet) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    (rt, tokio::task::LocalSet::new())
-}
-
-/// Starts this slice's MQTT subscribers on a thread of their own: they subscribe at
-/// once (before the clock starts) and record into `rec` until told the publishers are
-/// done and their deliveries drained.
-fn start_subscribers(
-    t: &super::mqtt::Target,
-    plan: &Plan,
-    start: Instant,
-    rec: Arc<Mutex<Recorder>>,
-    cancel: Arc<AtomicBool>,
-) -> (
-    std::thread::JoinHandle<()>,
-    Arc<super::mqtt::subscriber::Control>,
-) {
-    use super::mqtt::subscriber::{self, Control};
-    let control = Arc::new(Control {
-        publishers_done: AtomicBool::new(false),
-        cancel,
-        timeout: plan.timeout,
-        start,
-    });
-    let slice = plan.slice;
-    let indexes: Vec<u64> = (slice.index as u64..t.subscribers)
-        .step_by(slice.of.max(1))
-        .collect();
-    let t = t.clone();
-    let c = control.clone();
-    let thread = std::thread::Builder::new()
-        .name("subscribers".into())
-        .spawn(move || {
-            let (rt, local) = single_threaded();
-            let t = Rc::new(t);
-            local.block_on(&rt, async move {
-                let tasks: Vec<_> = indexes
-                    .into_iter()
-                    .map(|i| {
-                        tokio::task::spawn_local(subscriber::run(
-                            t.clone(),
-                            i,
-                            t.subscribers as usize,
-                            rec.clone(),
-                            c.clone(),
-                        ))
-                    })
-                    .collect();
-                join(tasks).await;
-            });
-        })
-        .expect("a subscribers thread");
-    (thread, control)
 }
 
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator
@@ -1325,14 +1264,21 @@ pub fn run_from(
     let mut recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
         .map(|_| Arc::new(Mutex::new(Recorder::default())))
         .collect();
-    // MQTT subscribers, on a thread of their own with a recorder of their own.
-    let subscribers = match &plan.client {
-        Client::Mqtt(t) if t.subscribers > 0 => {
+    // Connections the protocol keeps beside the units (MQTT subscribers), on a thread
+    // of their own with a recorder of their own.
+    let companions = match plan.client.companions() {
+        0 => None,
+        n => {
             let rec = Arc::new(Mutex::new(Recorder::default()));
             recs.push(rec.clone());
-            Some(start_subscribers(t, plan, start, rec, cancel.clone()))
+            plan.client.start_companions(CompanionsAsk {
+                mine: slice.indexes(n),
+                timeout: plan.timeout,
+                start,
+                rec,
+                cancel: cancel.clone(),
+            })
         }
-        _ => None,
     };
     let tickets = match (&plan.model, plan.count) {
         (Model::Closed { .. } | Model::Scenario(_), Some(n)) => {
@@ -1526,17 +1472,17 @@ pub fn run_from(
         true => units_done.load(Ordering::Relaxed) as f64 / 1e6,
         false => start.elapsed().as_secs_f64(),
     };
-    if let Some((thread, control)) = subscribers {
+    if let Some(c) = companions {
         // The deliveries still on their way are waited for (at most the timeout), and
         // a Ctrl-C meanwhile cancels the drain.
-        control.publishers_done.store(true, Ordering::Relaxed);
-        while !thread.is_finished() {
+        c.units_done.store(true, Ordering::Relaxed);
+        while !c.thread.is_finished() {
             if stop() {
                 cancel.store(true, Ordering::Relaxed);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = thread.join();
+        let _ = c.thread.join();
     }
     // Whatever the command units left running (a `setsid` child) ends with the run.
     drop(unit);
@@ -1574,7 +1520,7 @@ pub fn run_from(
         connections_ready,
         threads,
         statuses: plan.client.statuses(),
-        subscribers: plan.client.subscribers(),
+        subscribers: plan.client.companions(),
         interrupted: cancel.load(Ordering::Relaxed),
         stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
         agents: Vec::new(),

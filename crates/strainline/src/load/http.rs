@@ -17,6 +17,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 
 use super::recorder::ErrorKind;
+use super::request::{Body, Outgoing, Template};
 
 /// Where requests go, resolved and checked before the run.
 #[derive(Clone)]
@@ -46,95 +47,40 @@ impl Tls {
     }
 }
 
-/// What every request looks like.
-#[derive(Clone)]
-pub struct Template {
-    pub method: Method,
-    pub path: Uri,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Body,
-}
-
-#[derive(Clone)]
-pub enum Body {
-    Empty,
-    Fixed(Bytes),
-    /// Random bytes: a pool of distinct payloads of one size, used in turn.
-    Random(Arc<Vec<Bytes>>),
-}
-
-impl Body {
-    /// A pool of `count` random payloads of `len` bytes each.
-    pub fn random(len: usize, count: usize, seed: u64) -> Body {
-        let pool = (0..count.max(1) as u64)
-            .map(|k| Bytes::from(crate::rng::text(len, crate::rng::mix(seed ^ k))))
-            .collect();
-        Body::Random(Arc::new(pool))
-    }
-
-    pub(super) fn pick(&self, seq: u64) -> Bytes {
-        match self {
-            Body::Empty => Bytes::new(),
-            Body::Fixed(b) => b.clone(),
-            Body::Random(pool) => pool[(seq % pool.len() as u64) as usize].clone(),
-        }
-    }
-}
-
-impl Template {
-    /// The requests as prepared before the run: HTTP/1.1's bytes on the wire, or
-    /// HTTP/2's header blocks (the body is sent from the template); one per distinct
-    /// body (a random body pool gives several).
-    pub fn prepare(&self, target: &Target) -> Vec<Bytes> {
-        let bodies: Vec<Bytes> = match &self.body {
-            Body::Empty => vec![Bytes::new()],
-            Body::Fixed(b) => vec![b.clone()],
-            Body::Random(pool) => pool.as_ref().clone(),
-        };
-        let path = self.path.to_string();
-        bodies
-            .into_iter()
-            .map(|body| {
-                if target.http2 {
-                    return Bytes::from(h2_block(
-                        &self.method,
-                        &path,
-                        target,
-                        &self.headers,
-                        &body,
-                    ));
-                }
-                let mut w = Vec::with_capacity(256 + body.len());
-                write_h1(&self.method, &path, target, &self.headers, &body, &mut w);
-                Bytes::from(w)
-            })
-            .collect()
-    }
-}
-
-/// A request made for one send (scenario steps, whose text changes per request).
-#[derive(Clone)]
-pub struct Rendered {
-    pub method: Method,
-    pub path: String,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Bytes,
-}
-
-/// What to send: request `seq` of the plan's template, or a rendered request.
-pub enum Outgoing<'a> {
-    Template(&'a Template, &'a [Bytes], u64),
-    Rendered(&'a Rendered),
-}
-
-impl Outgoing<'_> {
-    /// The body alone: a WebSocket message's or an MQTT publish's payload.
-    pub fn body(&self) -> Bytes {
-        match self {
-            Outgoing::Template(t, _, seq) => t.body.pick(*seq),
-            Outgoing::Rendered(r) => r.body.clone(),
-        }
-    }
+/// `template`'s requests as prepared before the run: HTTP/1.1's bytes on the wire, or
+/// HTTP/2's header blocks (the body is sent from the template); one per distinct
+/// body (a random body pool gives several).
+pub fn prepare(template: &Template, target: &Target) -> Vec<Bytes> {
+    let bodies: Vec<Bytes> = match &template.body {
+        Body::Empty => vec![Bytes::new()],
+        Body::Fixed(b) => vec![b.clone()],
+        Body::Random(pool) => pool.as_ref().clone(),
+    };
+    let path = template.path.to_string();
+    bodies
+        .into_iter()
+        .map(|body| {
+            if target.http2 {
+                return Bytes::from(h2_block(
+                    &template.method,
+                    &path,
+                    target,
+                    &template.headers,
+                    &body,
+                ));
+            }
+            let mut w = Vec::with_capacity(256 + body.len());
+            write_h1(
+                &template.method,
+                &path,
+                target,
+                &template.headers,
+                &body,
+                &mut w,
+            );
+            Bytes::from(w)
+        })
+        .collect()
 }
 
 fn sends_length(method: &Method, body: &[u8]) -> bool {

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 
-use super::http::Rendered;
+use super::request::Rendered;
 use super::scenario::{Scenario, When};
 use crate::rng::mix;
 use std::borrow::Cow;

@@ -15,7 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::http::Rendered;
+use super::request::Rendered;
 use super::template::{RandomPool, Text, Vars};
 use crate::units::parse_duration;
 

@@ -13,7 +13,8 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Uri};
 
 use super::client::Client;
-use super::http::{tls_config, Body, Target, Template};
+use super::http::{tls_config, Target};
+use super::request::{Body, Template};
 use super::schedule::{Arrivals, Rate};
 use super::{scenario, Model, Plan};
 
@@ -686,7 +687,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             let template = template(&uri, method, headers, body)?;
             // The requests' bytes, made once and shared by every worker (a 64 MiB body
             // was copied per worker and per pool entry: 1.6 GB at 8 MiB).
-            let prepared = Arc::new(template.prepare(&target));
+            let prepared = Arc::new(super::http::prepare(&template, &target));
             Ok((Client::Http { target, prepared }, template, body))
         }
     }
@@ -1052,7 +1053,7 @@ mod tests {
             pool_cap: None,
         });
         let pool = |sp: &LoadSpec| match &plan(sp).unwrap().plan.template.body {
-            super::super::http::Body::Random(p) => {
+            super::super::request::Body::Random(p) => {
                 (p.len(), p.iter().map(|b| b.len()).sum::<usize>())
             }
             _ => panic!("a random body"),

@@ -180,7 +180,7 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
 
 /// The topic a scenario step publishes to: its path less the leading `/`, if it has
 /// one (else the URL's).
-pub fn topic_of(r: &crate::load::http::Rendered) -> Option<&str> {
+pub fn topic_of(r: &crate::load::request::Rendered) -> Option<&str> {
     Some(r.path.trim_start_matches('/')).filter(|p| !p.is_empty())
 }
 

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::wire::{In, Out};
 use super::{handshake, open, unix_nanos, Conn, Stamp, Target};
+use crate::load::client::{Companions, CompanionsAsk};
+use crate::load::local::{join, single_threaded};
 use crate::load::recorder::{ErrorKind, Recorder};
 
 /// How long subscribers wait without a delivery, once the publishers stopped.
@@ -148,7 +150,7 @@ async fn answer(conn: &mut Conn, packet: In) -> Result<Option<Stamp>, ErrorKind>
 /// What the subscribers are told by the run.
 pub struct Control {
     /// The publishers stopped (set once every worker is done).
-    pub publishers_done: AtomicBool,
+    pub publishers_done: Arc<AtomicBool>,
     pub cancel: Arc<AtomicBool>,
     /// The run's timeout: the longest the subscribers drain.
     pub timeout: Duration,
@@ -251,6 +253,45 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Starts a generator's subscribers (`ask.mine`) on a thread of their own: they
+/// subscribe at once (before the clock starts) and record into `ask.rec` until told
+/// the publishers are done and their deliveries drained.
+pub fn start(t: &Target, ask: CompanionsAsk) -> Companions {
+    let units_done = Arc::new(AtomicBool::new(false));
+    let control = Arc::new(Control {
+        publishers_done: units_done.clone(),
+        cancel: ask.cancel,
+        timeout: ask.timeout,
+        start: ask.start,
+    });
+    let (t, rec) = (t.clone(), ask.rec);
+    let thread = std::thread::Builder::new()
+        .name("subscribers".into())
+        .spawn(move || {
+            let (rt, local) = single_threaded();
+            let t = Rc::new(t);
+            local.block_on(&rt, async move {
+                let tasks: Vec<_> = ask
+                    .mine
+                    .into_iter()
+                    .map(|i| {
+                        let all = t.subscribers as usize;
+                        tokio::task::spawn_local(run(
+                            t.clone(),
+                            i,
+                            all,
+                            rec.clone(),
+                            control.clone(),
+                        ))
+                    })
+                    .collect();
+                join(tasks).await;
+            });
+        })
+        .expect("a subscribers thread");
+    Companions { thread, units_done }
 }
 
 #[cfg(test)]

@@ -1,0 +1,230 @@
+//! The `soak` kind: constant load for long — leaks of memory, FDs and threads, and
+//! capacity (the memory a client costs, the clients the RAM allows).
+
+use std::time::Duration;
+
+use super::load::{
+    cpu_in, drive, judge_generator, keep_latency, keep_thread_states, load_metrics, samples,
+    states_since, thread_states,
+};
+use super::{d, CaseCtx, CaseResult, Status};
+use crate::analysis::capacity;
+use crate::analysis::leak::{self, Policy};
+use crate::measure::Sample;
+use crate::store::Metric;
+use crate::suite;
+use crate::sut::lifecycle::Running;
+
+pub(super) fn soak(
+    ctx: &CaseCtx,
+    t: &suite::Soak,
+    running: &Running,
+    r: &mut CaseResult,
+) -> crate::error::Result<()> {
+    let rate = t.rate;
+    let states = thread_states(running);
+    let run = drive(
+        ctx,
+        Some(running),
+        Some(rate),
+        t.workload.connections,
+        Some(t.duration),
+        None,
+    )?;
+    let states = states_since(running, states);
+    load_metrics(ctx, r, &run.summary);
+    keep_latency(r, &run);
+    r.phases.push(("soak".into(), run.window.0));
+    r.phases.push(("end".into(), run.window.1));
+    judge_generator(r, &run);
+    let all = samples(Some(running));
+    let window: Vec<&Sample> = all
+        .iter()
+        .filter(|s| s.t >= run.window.0 && s.t <= run.window.1)
+        .collect();
+    let x: Vec<f64> = window.iter().map(|s| s.t).collect();
+    let cpu = cpu_in(&all, run.window);
+    r.metrics.push(Metric::of("target_cpu", cpu));
+    let horizon = t.horizon.as_secs_f64();
+    let mut fits = std::collections::BTreeMap::new();
+    let judge = |name: &str,
+                 y: Vec<f64>,
+                 budget: f64,
+                 r: &mut CaseResult,
+                 fits: &mut std::collections::BTreeMap<String, leak::Leak>|
+     -> Option<leak::Leak> {
+        let mut l = leak::detect(
+            &x,
+            &y,
+            Policy {
+                alpha: 0.01,
+                horizon,
+                budget,
+            },
+        )?;
+        // A projection only for a growth that is a trend (extrapolating noise over a
+        // day reads as a finding).
+        let fmt = |v: f64, rate: bool| leak_figure(name, v, rate);
+        let trend = l.p_value < 0.01 && l.slope > 0.0;
+        l.reason = if trend {
+            format!(
+                "{}: {}/s, {} over {} (budget {})",
+                l.reason,
+                fmt(l.slope, true),
+                fmt(l.projected, false),
+                d(t.horizon),
+                fmt(budget, false)
+            )
+        } else {
+            format!(
+                "{} (budget {} over {})",
+                l.reason,
+                fmt(budget, false),
+                d(t.horizon)
+            )
+        };
+        fits.insert(name.into(), l.clone());
+        let warm = if l.warmup_points > 0 {
+            format!("warm-up of {:.1}s dropped", l.warmup_until - run.window.0)
+        } else {
+            "no warm-up found".into()
+        };
+        r.table.push(format!(
+            "{name}: {} ({warm}, {} points)",
+            l.reason, l.points
+        ));
+        Some(l)
+    };
+    let rss: Vec<f64> = window.iter().map(|s| s.rss_bytes as f64).collect();
+    let mem = judge("memory", rss.clone(), t.leak_budget, r, &mut fits);
+    let fds = judge(
+        "fds",
+        window.iter().map(|s| s.fds as f64).collect(),
+        100.0,
+        r,
+        &mut fits,
+    );
+    let threads = judge(
+        "threads",
+        window.iter().map(|s| s.threads as f64).collect(),
+        100.0,
+        r,
+        &mut fits,
+    );
+    let finding = |l: &Option<leak::Leak>| f64::from(l.as_ref().is_some_and(|l| l.leak));
+    r.metrics.push(Metric::of("leak", finding(&mem)));
+    r.metrics.push(Metric::of("fd_leak", finding(&fds)));
+    r.metrics.push(Metric::of("thread_leak", finding(&threads)));
+    for (name, l) in [
+        ("memory", &mem),
+        ("file descriptors", &fds),
+        ("threads", &threads),
+    ] {
+        if let Some(l) = l.as_ref().filter(|l| l.leak) {
+            r.fail(Status::Failed, format!("{name} leak: {}", l.reason));
+            // Growth by design reads as a leak until the suite says how much is meant.
+            if name == "memory" {
+                r.table.push(
+                    "    if this target is meant to grow (a store filling with new keys, a cache \
+                     warming), set leak_budget to the growth its workload should cause over \
+                     the horizon, or gate on retained_per_op instead"
+                        .into(),
+                );
+            }
+        }
+    }
+    let slope = mem.as_ref().map_or(0.0, |l| l.slope);
+    let per_op = if run.summary.achieved_rate > 0.0 {
+        slope / run.summary.achieved_rate
+    } else {
+        0.0
+    };
+    let growth = rss.last().copied().unwrap_or(0.0) - rss.first().copied().unwrap_or(0.0);
+    r.metrics.push(Metric::of("retained_per_op", per_op));
+    r.metrics.push(Metric::of("rss_growth", growth));
+    r.table.push(format!(
+        "retained {:.2} KiB per request; RSS grew {:.1} MiB over the soak",
+        per_op / 1024.0,
+        growth / 1048576.0
+    ));
+    if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
+        let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
+        capacity_figures(
+            r,
+            t,
+            growth,
+            (clients, period),
+            (basis, ctx.last_ceiling.is_some()),
+        );
+    }
+    r.details = serde_json::to_value(super::details::SoakDetails { leak_fits: fits })?;
+    keep_thread_states(r, states, false);
+    Ok(())
+}
+
+/// Capacity, the IoT seed's way: the memory a client costs (the soak's growth over its
+/// clients), and how many clients the ceiling (or, without a ramp before, the soak's
+/// throughput: a lower bound) and the RAM allow.
+fn capacity_figures(
+    r: &mut CaseResult,
+    t: &suite::Soak,
+    growth: f64,
+    (clients, period): (u64, Duration),
+    (basis, from_ceiling): (f64, bool),
+) {
+    let n = |v: f64| crate::units::format_number(v.floor());
+    let ram = t.ram.unwrap_or_else(mem_available);
+    let c = capacity::capacity(growth, clients, period, basis, ram);
+    r.metrics
+        .push(Metric::of("mib_per_client", c.bytes_per_client / 1048576.0));
+    r.metrics
+        .push(Metric::of("capacity_ideal_clients", c.ideal));
+    r.metrics.push(Metric::of("capacity_safe_clients", c.safe));
+    // No bound from memory is stored as a trillion clients, never as infinity.
+    r.metrics.push(Metric::of(
+        "capacity_ram_clients",
+        c.ram_bound.unwrap_or(1e12).min(1e12),
+    ));
+    r.table.push(format!(
+        "capacity: {} per client; ideal {} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {}, RAM bound {} ({} usable): {} clients",
+        crate::units::Bytes(c.bytes_per_client as u64),
+        n(c.ideal),
+        d(period),
+        if from_ceiling { "ceiling" } else { "throughput, a lower bound:" },
+        n(c.safe),
+        c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{} clients", n(b))),
+        crate::units::Bytes(ram as u64),
+        n(c.clients())
+    ));
+}
+
+/// A leak figure as it reads: bytes for memory, counts for the rest (`rate`: a slope).
+fn leak_figure(name: &str, v: f64, rate: bool) -> String {
+    if name == "memory" {
+        let b = crate::units::Bytes(v.abs() as u64).to_string();
+        if v < 0.0 {
+            format!("-{b}")
+        } else {
+            b
+        }
+    } else if rate {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn mem_available() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(0.0)
+        * 1024.0
+}

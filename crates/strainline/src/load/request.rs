@@ -1,0 +1,70 @@
+//! What a unit of work sends, whatever its protocol: request `seq` of the workload's
+//! [`Template`] (its [`Body`] fixed or drawn from a pool of random payloads), or a
+//! scenario step's [`Rendered`] request; [`Outgoing`] is either. HTTP sends all of it,
+//! WebSocket, MQTT and Redis the body alone.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Uri};
+
+/// What every request looks like.
+#[derive(Clone)]
+pub struct Template {
+    pub method: Method,
+    pub path: Uri,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Body,
+}
+
+#[derive(Clone)]
+pub enum Body {
+    Empty,
+    Fixed(Bytes),
+    /// Random bytes: a pool of distinct payloads of one size, used in turn.
+    Random(Arc<Vec<Bytes>>),
+}
+
+impl Body {
+    /// A pool of `count` random payloads of `len` bytes each.
+    pub fn random(len: usize, count: usize, seed: u64) -> Body {
+        let pool = (0..count.max(1) as u64)
+            .map(|k| Bytes::from(crate::rng::text(len, crate::rng::mix(seed ^ k))))
+            .collect();
+        Body::Random(Arc::new(pool))
+    }
+
+    pub(super) fn pick(&self, seq: u64) -> Bytes {
+        match self {
+            Body::Empty => Bytes::new(),
+            Body::Fixed(b) => b.clone(),
+            Body::Random(pool) => pool[(seq % pool.len() as u64) as usize].clone(),
+        }
+    }
+}
+
+/// A request made for one send (scenario steps, whose text changes per request).
+#[derive(Clone)]
+pub struct Rendered {
+    pub method: Method,
+    pub path: String,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+/// What to send: request `seq` of the plan's template, or a rendered request.
+pub enum Outgoing<'a> {
+    Template(&'a Template, &'a [Bytes], u64),
+    Rendered(&'a Rendered),
+}
+
+impl Outgoing<'_> {
+    /// The body alone: a WebSocket message's or an MQTT publish's payload.
+    pub fn body(&self) -> Bytes {
+        match self {
+            Outgoing::Template(t, _, seq) => t.body.pick(*seq),
+            Outgoing::Rendered(r) => r.body.clone(),
+        }
+    }
+}
