@@ -1,6 +1,7 @@
 //! The command line, as clap derive structs. Parsing only: values are checked here
 //! (durations, pids) so that bad input is refused before any work starts.
 
+use crate::error::Category;
 use crate::limits;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -177,9 +178,12 @@ pub struct MonitorArgs {
 }
 
 fn parse_ramp(s: &str) -> crate::error::Result<(f64, f64)> {
-    let (a, b) = s.split_once("..").ok_or_else(|| {
-        format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000")
-    })?;
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| {
+            format!("'{s}' is not a ramp: write FROM..TO in requests per second, e.g. 100..2000")
+        })
+        .usage()?;
     let p = |v: &str| {
         v.trim()
             .parse::<f64>()
@@ -814,7 +818,8 @@ pub struct ShowArgs {
 fn parse_band(s: &str) -> crate::error::Result<(String, f64)> {
     let (metric, pct) = s
         .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not METRIC=PERCENT (e.g. latency_p99=30%)"))?;
+        .ok_or_else(|| format!("'{s}' is not METRIC=PERCENT (e.g. latency_p99=30%)"))
+        .usage()?;
     Ok((
         metric.trim().to_string(),
         crate::units::parse_fraction(pct)?,

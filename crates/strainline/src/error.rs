@@ -4,6 +4,9 @@
 //! leaves nothing trustworthy (3). Modules keep their precise errors (a target that died
 //! at start-up, a store that is not ours) and say which of these they are where they
 //! convert; nothing is classified later by looking inside a message or by a downcast.
+//! A message has no default category (no `From<String>`): each `?` that returns one says
+//! which it is ([`Category`]), and a file that cannot be written says whose fault it is
+//! by the I/O error's kind ([`writing`]).
 
 /// Exit codes: a documented contract (README, "Exit codes").
 pub mod exit {
@@ -100,17 +103,40 @@ impl From<serde_json::Error> for Error {
     }
 }
 
-/// A message written for a user without a category is a usage error: parsers of flags,
-/// suites, scenarios and logs say what to fix in it.
-impl From<String> for Error {
-    fn from(m: String) -> Error {
-        Error::Usage(m)
+/// States, at the `?` that returns it, which category a message written for a user
+/// is: `.ok_or("no [time] field").usage()?`, `.map_err(|e| e.to_string())
+/// .environment()?`. There is no `From<String>`: a message never picks its exit code
+/// by default.
+pub trait Category<T> {
+    /// The user's to fix (exit 2).
+    fn usage(self) -> Result<T>;
+    /// The machine's, not the user's (exit 3).
+    fn environment(self) -> Result<T>;
+}
+
+impl<T, E: std::fmt::Display> Category<T> for std::result::Result<T, E> {
+    fn usage(self) -> Result<T> {
+        self.map_err(|e| Error::Usage(e.to_string()))
+    }
+
+    fn environment(self) -> Result<T> {
+        self.map_err(|e| Error::Environment(e.to_string()))
     }
 }
 
-impl From<&str> for Error {
-    fn from(m: &str) -> Error {
-        Error::Usage(m.into())
+/// A file strainline was asked to write (a report, a chart, a log) could not be: the
+/// user's to fix when the path is wrong (no such directory, not allowed, a directory),
+/// the machine's otherwise (a full disk, an I/O error).
+pub fn writing(path: &std::path::Path, e: std::io::Error) -> Error {
+    use std::io::ErrorKind as K;
+    let msg = format!("cannot write {}: {e}", path.display());
+    match e.kind() {
+        K::NotFound
+        | K::PermissionDenied
+        | K::IsADirectory
+        | K::NotADirectory
+        | K::ReadOnlyFilesystem => Error::Usage(msg),
+        _ => Error::Environment(msg),
     }
 }
 
@@ -140,5 +166,30 @@ mod tests {
         assert_eq!(e.exit_code(), 3);
         let e = Error::usage("unknown key 'rat'").context("suite.toml:3:1");
         assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn a_message_says_its_category_where_it_is_returned() {
+        let r: std::result::Result<(), &str> = Err("no [time] field");
+        assert_eq!(r.usage().unwrap_err().exit_code(), 2);
+        assert_eq!(r.environment().unwrap_err().exit_code(), 3);
+        let e = writing(
+            std::path::Path::new("/no/such/dir/report.html"),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        assert_eq!(
+            e.exit_code(),
+            2,
+            "a path that cannot be: the user's to fix: {e}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with("cannot write /no/such/dir/report.html: "));
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(
+            writing(std::path::Path::new("r.html"), full).exit_code(),
+            3,
+            "a full disk is the machine's"
+        );
     }
 }

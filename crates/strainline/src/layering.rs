@@ -441,6 +441,15 @@ mod tests {
                 wrong.push(format!("{rel}:{line}: {t}"));
             }
         }
+        let error = files()
+            .into_iter()
+            .find(|(rel, _)| rel == "error.rs")
+            .expect("error.rs")
+            .1;
+        assert!(
+            !error.contains("impl From<String> for Error") && !error.contains("impl From<&str> for Error"),
+            "a message must say its category where it is returned (error::Category), not take one by default"
+        );
         assert!(
             wrong.is_empty(),
             "Result<_, String> in the library (return crate::Error, which says what happened and so the exit code):\n{}",

@@ -317,7 +317,7 @@ where
             if !proof.is_some_and(|p| token.verify("coordinator", ekm, &p)) {
                 let why = "the coordinator's token does not match this agent's (--token-file)";
                 let _ = wire::send(&mut w, &refuse(why.into())).await;
-                return Err(why.into());
+                return Err(crate::Error::usage(why));
             }
             Some(token.proof("agent", ekm))
         }

@@ -3,6 +3,7 @@
 //! `ssh … PATH agent --stdio` with the user's own ssh: no open port, ssh does the
 //! authentication). Either way the result is one byte stream carrying [`super::wire`].
 
+use crate::error::Category;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,9 +67,9 @@ pub fn parse_list(list: &str) -> crate::error::Result<Vec<Address>> {
         .map(parse)
         .collect::<Result<_, _>>()?;
     if addrs.is_empty() {
-        return Err(
-            "--agents: no agent given (expected e.g. tls://HOST:7461,ssh://USER@HOST)".into(),
-        );
+        return Err(crate::Error::usage(
+            "--agents: no agent given (expected e.g. tls://HOST:7461,ssh://USER@HOST)",
+        ));
     }
     Ok(addrs)
 }
@@ -80,9 +81,14 @@ fn parse(s: &str) -> crate::error::Result<Address> {
         })
     };
     if let Some(rest) = s.strip_prefix("listen://") {
-        let (addr, count) = rest.split_once("?count=").ok_or_else(|| {
-            format!("agent '{s}': how many agents dial in? (expected listen://HOST:PORT?count=N)")
-        })?;
+        let (addr, count) = rest
+            .split_once("?count=")
+            .ok_or_else(|| {
+                format!(
+                    "agent '{s}': how many agents dial in? (expected listen://HOST:PORT?count=N)"
+                )
+            })
+            .usage()?;
         let count = count
             .parse::<usize>()
             .ok()
@@ -179,7 +185,8 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
                 .await
                 .map_err(|e| {
                     format!("cannot connect: {e} (is `strainline agent --listen` running there?)")
-                })?;
+                })
+                .usage()?;
             let (tls, ekm) = tls_client(tcp).await?;
             (tls, Some(ekm), None)
         }
@@ -246,8 +253,9 @@ pub async fn accept(
     token: Option<&Token>,
     wait: Duration,
 ) -> crate::error::Result<Vec<Link>> {
-    let token =
-        token.ok_or("agents that dial in need the shared token: --agent-token-file FILE")?;
+    let token = token
+        .ok_or("agents that dial in need the shared token: --agent-token-file FILE")
+        .usage()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| crate::Error::usage(format!("listen://{addr}: {e}")))?;
@@ -346,9 +354,9 @@ async fn hello(
             }
             if let (Some(ekm), Some(t)) = (ekm, token) {
                 if !proof.is_some_and(|p| t.verify("agent", &ekm, &p)) {
-                    return Err(
-                        "it could not prove it holds the token: not the agent it should be".into(),
-                    );
+                    return Err(crate::Error::usage(
+                        "it could not prove it holds the token: not the agent it should be",
+                    ));
                 }
             }
             Ok(Link {

@@ -4,6 +4,7 @@
 //! leak, capacity and limiting-factor analysis. Sample times count from when the agent
 //! began watching (within a round trip of the watcher's start here).
 
+use crate::error::Category;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -101,9 +102,8 @@ pub fn remote(
         .map_err(|e| crate::Error::usage(e.to_string()))?;
     let (pid, command) = started_rx
         .recv_timeout(link::CONNECT_TIMEOUT * 2)
-        .map_err(|_| {
-            crate::Error::usage(format!("agent {host} did not start watching in time"))
-        })??;
+        .map_err(|_| crate::Error::usage(format!("agent {host} did not start watching in time")))?
+        .usage()?;
     let end: crate::monitor::watch::RemoteEnd = Box::new(move || {
         let _ = end_tx.send(());
         summary_rx

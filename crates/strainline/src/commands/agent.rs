@@ -20,7 +20,9 @@ pub fn run(args: AgentArgs) -> crate::error::Result<i32> {
     match (&args.listen, &args.connect) {
         (Some(addr), _) => agents::agent::serve_listen(addr, token, name, args.once),
         (None, Some(addr)) => agents::agent::serve_connect(addr, token, name, args.patience),
-        (None, None) => Err("give --listen ADDR, --connect HOST:PORT or --stdio".into()),
+        (None, None) => Err(crate::Error::usage(
+            "give --listen ADDR, --connect HOST:PORT or --stdio",
+        )),
     }?;
     Ok(exit::PASSED)
 }

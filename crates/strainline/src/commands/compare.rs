@@ -104,6 +104,5 @@ fn flame_difference(
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> crate::error::Result<()> {
-    std::fs::write(path, text)
-        .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))
+    std::fs::write(path, text).map_err(|e| crate::error::writing(path, e))
 }

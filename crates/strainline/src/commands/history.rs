@@ -30,7 +30,7 @@ pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> 
     super::quiet_pipe(write_text(&mut out, &history))?;
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&history)?)
-            .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| crate::error::writing(path, e))?;
     }
     Ok(exit::PASSED)
 }

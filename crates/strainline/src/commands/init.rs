@@ -196,7 +196,7 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
         std::time::Duration::from_millis(500),
         None,
         crate::observe::quiet(),
-        &|_, _, _| Err("init starts its target here".into()),
+        &|_, _, _| Err(crate::Error::usage("init starts its target here")),
     )
     .map_err(|e| {
         Error::usage(format!(
@@ -360,8 +360,7 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
             "internal error: the starter suite does not parse: {e}"
         ))
     })?;
-    std::fs::write(out, &text)
-        .map_err(|e| crate::Error::usage(format!("cannot write {file}: {e}")))?;
+    std::fs::write(out, &text).map_err(|e| crate::error::writing(out, e))?;
     println!("Wrote {file}: {what}.\n");
     println!("Next:\n{}", how_to_run(&file));
     Ok(exit::PASSED)

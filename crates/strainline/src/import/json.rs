@@ -3,6 +3,7 @@
 //! sample), and its summary as one repetition where it does not. Times are stored in
 //! nanoseconds per operation.
 
+use crate::error::Category;
 use crate::metrics::Direction;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +55,8 @@ pub fn hyperfine(v: &Value) -> crate::error::Result<Vec<Bench>> {
         .map(|r| {
             let name = r["command"]
                 .as_str()
-                .ok_or("a result without \"command\"")?
+                .ok_or("a result without \"command\"")
+                .usage()?
                 .to_string();
             let times: Vec<f64> = match r["times"].as_array() {
                 Some(t) => t.iter().filter_map(Value::as_f64).collect(),
@@ -113,7 +115,8 @@ pub fn google_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
         let name = b["run_name"]
             .as_str()
             .or(b["name"].as_str())
-            .ok_or("a benchmark without \"name\"")?
+            .ok_or("a benchmark without \"name\"")
+            .usage()?
             .to_string();
         let failed = b["error_occurred"].as_bool() == Some(true);
         let mut sample = Vec::new();
@@ -155,12 +158,13 @@ fn every_iteration(raw: &Value) -> Vec<f64> {
 /// throughput modes as operations per second (higher is better), the others as time
 /// per operation; `·gc.alloc.rate.norm` (`-prof gc`) as bytes allocated per operation.
 pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
-    let runs = v.as_array().ok_or("not a JSON list")?;
+    let runs = v.as_array().ok_or("not a JSON list").usage()?;
     let mut out = Vec::new();
     for r in runs {
         let mut name = r["benchmark"]
             .as_str()
-            .ok_or("an entry without \"benchmark\"")?
+            .ok_or("an entry without \"benchmark\"")
+            .usage()?
             .to_string();
         if let Some(p) = r["params"].as_object().filter(|p| !p.is_empty()) {
             let ps: Vec<String> = p
@@ -241,7 +245,8 @@ pub fn pytest_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
             let name = b["fullname"]
                 .as_str()
                 .or(b["name"].as_str())
-                .ok_or("a benchmark without \"name\"")?
+                .ok_or("a benchmark without \"name\"")
+                .usage()?
                 .to_string();
             let stats = &b["stats"];
             let data: Vec<f64> = match stats["data"].as_array() {
@@ -277,7 +282,8 @@ pub fn benchmark_dotnet(v: &Value) -> crate::error::Result<Vec<Bench>> {
                         b["Parameters"].as_str().unwrap_or("")
                     ))
                 })
-                .ok_or("a benchmark without \"FullName\"")?;
+                .ok_or("a benchmark without \"FullName\"")
+                .usage()?;
             let allocated = b["Memory"]["BytesAllocatedPerOperation"].as_f64();
             let mut times: Vec<f64> = b["Measurements"]
                 .as_array()
@@ -350,9 +356,12 @@ pub fn criterion(path: &Path, found: &[PathBuf]) -> crate::error::Result<Vec<Ben
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("{}: {e}", f.display()))
+                .usage()?;
             let v: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", f.display()))?;
+                .map_err(|e| format!("{}: not JSON: {e}", f.display()))
+                .usage()?;
             let dir = f.parent().unwrap_or(Path::new("."));
             let name = std::fs::read_to_string(dir.join("benchmark.json"))
                 .ok()

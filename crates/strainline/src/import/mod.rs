@@ -8,6 +8,7 @@ mod fuzz;
 mod json;
 mod text;
 
+use crate::error::Category;
 use crate::metrics::Direction;
 use std::path::{Path, PathBuf};
 
@@ -183,16 +184,18 @@ pub fn read(format: Option<Format>, path: &Path) -> crate::error::Result<(Format
         None if path.is_dir() => Format::Criterion,
         None => {
             let text = read_text(path)?;
-            detect(&text).ok_or_else(|| {
-                format!(
-                    "{shown}: not a format strainline imports; expected one of:\n{}",
-                    Format::ALL
-                        .iter()
-                        .map(|f| format!("  {:<17} {}", f.name(), f.expected()))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            })?
+            detect(&text)
+                .ok_or_else(|| {
+                    format!(
+                        "{shown}: not a format strainline imports; expected one of:\n{}",
+                        Format::ALL
+                            .iter()
+                            .map(|f| format!("  {:<17} {}", f.name(), f.expected()))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    )
+                })
+                .usage()?
         }
     };
     let wrong = |why: crate::Error| {
@@ -208,8 +211,8 @@ pub fn read(format: Option<Format>, path: &Path) -> crate::error::Result<(Format
         Format::Junit => text::junit(&read_text(path)?).map_err(wrong)?,
         f => {
             let text = read_text(path)?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| wrong(format!("not JSON: {e}").into()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| wrong(crate::Error::usage(format!("not JSON: {e}"))))?;
             match f {
                 Format::Hyperfine => json::hyperfine(&v),
                 Format::GoogleBenchmark => json::google_benchmark(&v),
@@ -222,7 +225,7 @@ pub fn read(format: Option<Format>, path: &Path) -> crate::error::Result<(Format
         }
     };
     if benches.is_empty() {
-        return Err(wrong("it holds no benchmark".into()));
+        return Err(wrong(crate::Error::usage("it holds no benchmark")));
     }
     check_values(&shown, &benches)?;
     let benches = benches
@@ -252,7 +255,8 @@ fn read_text(path: &Path) -> crate::error::Result<String> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|e| format!("{shown}: {e}"))
+        .usage()?;
     if bytes.len() as u64 > MAX_FILE {
         return Err(crate::Error::usage(format!(
             "{shown}: larger than {} MiB, more than any benchmark tool's results: give the tool's own output file",

@@ -1,5 +1,6 @@
 //! The text formats: `go test -bench` output and JUnit XML.
 
+use crate::error::Category;
 use crate::metrics::Direction;
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -44,7 +45,8 @@ pub fn go_test(text: &str) -> crate::error::Result<Vec<Bench>> {
             };
             let x: f64 = value
                 .parse()
-                .map_err(|_| format!("line {}: '{value}' is not a number", i + 1))?;
+                .map_err(|_| format!("line {}: '{value}' is not a number", i + 1))
+                .usage()?;
             metrics.push(match *unit {
                 "ns/op" => time_ns("time", x),
                 "B/op" => Metric::new("allocated", x, "bytes", Direction::Lower),
@@ -98,7 +100,8 @@ pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
     loop {
         let event = reader
             .read_event()
-            .map_err(|e| format!("XML at byte {}: {e}", reader.buffer_position()))?;
+            .map_err(|e| format!("XML at byte {}: {e}", reader.buffer_position()))
+            .usage()?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(event, Event::Empty(_));
@@ -112,7 +115,8 @@ pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
                         for a in e.attributes().flatten() {
                             let v = a
                                 .normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                                .map_err(|e| format!("XML attribute: {e}"))?
+                                .map_err(|e| format!("XML attribute: {e}"))
+                                .usage()?
                                 .into_owned();
                             match a.key.as_ref() {
                                 b"name" => name = v,
@@ -120,7 +124,7 @@ pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
                                 b"time" => {
                                     time = Some(v.trim().replace(',', "").parse::<f64>().map_err(
                                         |_| format!("testcase '{name}': time '{v}' is not a number of seconds"),
-                                    )?)
+                                    ).usage()?)
                                 }
                                 _ => {}
                             }

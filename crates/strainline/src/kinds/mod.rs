@@ -17,6 +17,7 @@ mod scale;
 mod soak;
 pub mod watch;
 
+use crate::error::Category;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -295,7 +296,8 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> 
         let refs: Vec<(&str, crate::suite::gate::Unit)> =
             names.iter().map(|(n, u)| (n.as_str(), *u)).collect();
         let g = crate::suite::gate::parse(text, &refs)
-            .map_err(|(_, e)| format!("gate '{text}': {e} (the harness did not print it)"))?;
+            .map_err(|(_, e)| format!("gate '{text}': {e} (the harness did not print it)"))
+            .usage()?;
         let v = r.metric(&g.metric).unwrap_or(f64::NAN);
         r.gate(text, g.holds(v), g.describe(v));
     }

@@ -3,6 +3,7 @@
 //! (JSON) every few seconds and at the end. Fed by the same calls as the terminal view
 //! (a second of load, a sample of the target); a 48-hour soak is watched in Grafana.
 
+use crate::error::Category;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -383,7 +384,7 @@ fn http_url(url: &str) -> crate::error::Result<String> {
     use std::net::ToSocketAddrs;
     let rest = url.strip_prefix("http://").ok_or_else(|| {
         format!("--otlp '{url}': give an http:// URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318/v1/metrics (https is not supported: use a local collector)")
-    })?;
+    }).usage()?;
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/v1/metrics"),
@@ -391,7 +392,8 @@ fn http_url(url: &str) -> crate::error::Result<String> {
     host.to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("--otlp '{url}': cannot resolve '{host}' (HOST:PORT)"))?;
+        .ok_or_else(|| format!("--otlp '{url}': cannot resolve '{host}' (HOST:PORT)"))
+        .usage()?;
     Ok(format!("http://{host}{path}"))
 }
 
@@ -423,10 +425,15 @@ pub fn start(targets: &Targets) -> crate::error::Result<Option<Export>> {
         .unwrap_or_default()
         .as_nanos() as u64;
     if let Some(addr) = &targets.listen {
-        let listener = TcpListener::bind(addr).map_err(|e| {
-            format!("--metrics-listen {addr}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464)")
-        })?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| {
+                format!("--metrics-listen {addr}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464)")
+            })
+            .usage()?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| e.to_string())
+            .environment()?;
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || serve(listener, &stop)));
     }

@@ -7,6 +7,7 @@
 //! as JSON (the workload's body or a scenario step's) and encoded with prost-reflect;
 //! without one, the body is sent as the message's bytes as they are.
 
+use crate::error::Category;
 use bytes::{BufMut, Bytes, BytesMut};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
@@ -45,7 +46,7 @@ pub fn method(
 ) -> crate::error::Result<(MessageDescriptor, bool)> {
     let dir = proto.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(std::path::Path::new("."));
-    let name = proto.file_name().ok_or("names no file")?;
+    let name = proto.file_name().ok_or("names no file").usage()?;
     crate::os::file::check(proto, "proto", crate::os::file::MAX_INPUT)?;
     let files = protox::compile([name], [dir]).map_err(|e| crate::Error::usage(e.to_string()))?;
     let pool = DescriptorPool::from_file_descriptor_set(files)
@@ -53,7 +54,8 @@ pub fn method(
     let (service, method) = path
         .trim_start_matches('/')
         .rsplit_once('/')
-        .ok_or("the URL's path must be /package.Service/Method")?;
+        .ok_or("the URL's path must be /package.Service/Method")
+        .usage()?;
     let s = pool.get_service_by_name(service).ok_or_else(|| {
         let all: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
         crate::Error::usage(format!(

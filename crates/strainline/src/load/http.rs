@@ -4,6 +4,7 @@
 //! resources). Requests are built from a template; random payloads come from a pool
 //! generated once, so the generator spends its CPU on sending, not on random numbers.
 
+use crate::error::Category;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -418,7 +419,8 @@ pub fn tls_config(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+        .environment()?;
     let mut cfg = if insecure {
         builder
             .dangerous()
@@ -428,9 +430,12 @@ pub fn tls_config(
         let mut roots = rustls::RootCertStore::empty();
         let pem = ca_pem.ok_or(
             "an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure",
-        )?;
+        ).usage()?;
         for cert in rustls_pemfile_certs(pem)? {
-            roots.add(cert).map_err(|e| format!("--cacert: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("--cacert: {e}"))
+                .usage()?;
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
@@ -449,7 +454,8 @@ fn rustls_pemfile_certs(
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))?;
+        .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))
+        .usage()?;
     if certs.is_empty() {
         return Err(crate::Error::usage("--cacert: no certificate in the file"));
     }

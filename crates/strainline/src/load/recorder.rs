@@ -161,12 +161,15 @@ pub mod hdr {
     }
 
     pub fn decode(text: &str) -> crate::error::Result<Histogram<u64>> {
+        use crate::error::Category;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
-            .map_err(|e| format!("histogram: not base64: {e}"))?;
+            .map_err(|e| format!("histogram: not base64: {e}"))
+            .environment()?;
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
-            .map_err(|e| format!("histogram: not HdrHistogram V2: {e:?}"))?;
+            .map_err(|e| format!("histogram: not HdrHistogram V2: {e:?}"))
+            .environment()?;
         // Deserialized histograms grow on demand; merges need the same bounds.
         h.auto(true);
         Ok(h)

@@ -3,6 +3,7 @@
 //! command, here it is only offsets and request lines, checked once), or a workload
 //! scenario's weighted steps drawn per position.
 
+use crate::error::Category;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -148,7 +149,8 @@ pub fn request_of(
     body: &Bytes,
 ) -> crate::error::Result<Rendered> {
     let m = Method::from_bytes(method.as_bytes())
-        .map_err(|_| format!("'{}' is not an HTTP method", crate::units::one_line(method)))?;
+        .map_err(|_| format!("'{}' is not an HTTP method", crate::units::one_line(method)))
+        .usage()?;
     if !sendable(path) {
         return Err(crate::Error::usage(format!(
             "'{}' is not a path that can be sent",

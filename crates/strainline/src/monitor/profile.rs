@@ -3,6 +3,7 @@
 //! extra, never a reason to fail: when perf is missing or not permitted, the case runs
 //! anyway and the report says why there is no flame graph.
 
+use crate::error::Category;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -60,8 +61,7 @@ fn first_line(path: &Path) -> String {
 pub fn start(pid: u32, dir: &Path) -> crate::error::Result<Profiler> {
     let data = dir.join("perf.data");
     let log = dir.join("perf.log");
-    let stderr =
-        std::fs::File::create(&log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+    let stderr = std::fs::File::create(&log).map_err(|e| crate::error::writing(&log, e))?;
     let mut child = Command::new(perf())
         .args(["record", "-F", FREQUENCY, "-g", "-p", &pid.to_string(), "-o"])
         .arg(&data)
@@ -75,7 +75,7 @@ pub fn start(pid: u32, dir: &Path) -> crate::error::Result<Profiler> {
                 perf()
             ),
             _ => format!("perf could not be started: {e}"),
-        })?;
+        }).usage()?;
     crate::os::process::note_born(child.id());
     // perf fails at once when it may not attach (perf_event_paranoid, no permission).
     std::thread::sleep(Duration::from_millis(300));

@@ -82,8 +82,7 @@ fn put(path: &Path, text: &str) -> crate::error::Result<Vec<PathBuf>> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         make_dir(dir)?;
     }
-    std::fs::write(path, text)
-        .map_err(|e| crate::Error::usage(format!("cannot write {}: {e}", path.display())))?;
+    std::fs::write(path, text).map_err(|e| crate::error::writing(path, e))?;
     Ok(vec![path.to_path_buf()])
 }
 
@@ -186,8 +185,7 @@ impl Exporter for Csv {
 
     fn write(&self, _: &Store, r: &mut RunData, dir: &Path) -> crate::error::Result<Vec<PathBuf>> {
         make_dir(dir)?;
-        super::files::csv(r, dir)
-            .map_err(|e| crate::Error::usage(format!("cannot write into {}: {e}", dir.display())))
+        super::files::csv(r, dir).map_err(|e| crate::error::writing(dir, e))
     }
 }
 

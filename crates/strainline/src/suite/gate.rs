@@ -3,6 +3,7 @@
 //! metric's own unit before comparing. A gate on a metric the test kind does not produce
 //! is a configuration error, never a silent pass.
 
+use crate::error::Category;
 use serde::Serialize;
 
 pub use crate::metrics::Unit;
@@ -111,7 +112,8 @@ fn value(raw: &str, unit: Unit) -> crate::error::Result<f64> {
     let (num, suffix) = raw.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("'{raw}' is not a number with a unit (e.g. 200ms, 17MiB, 0.1%)"))?;
+        .map_err(|_| format!("'{raw}' is not a number with a unit (e.g. 200ms, 17MiB, 0.1%)"))
+        .usage()?;
     let suffix = suffix.trim();
     let scale = match (unit, suffix) {
         // Zero is zero in every unit.

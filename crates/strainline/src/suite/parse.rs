@@ -4,6 +4,7 @@
 //! wrong` with the fix. A key that belongs to another kind is refused too: a `rate` on a
 //! ramp would otherwise be silently ignored.
 
+use crate::error::Category;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -251,7 +252,8 @@ fn url_shape<S: AsRef<str>>(url: &str, schemes: &[S]) -> crate::error::Result<()
     let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
         let (inside, after) = v6
             .split_once(']')
-            .ok_or("its IPv6 address has no closing ] (write e.g. http://[::1]:{{port}}/)")?;
+            .ok_or("its IPv6 address has no closing ] (write e.g. http://[::1]:{{port}}/)")
+            .usage()?;
         if inside.is_empty() {
             return Err(crate::Error::usage("its IPv6 address is empty"));
         }
@@ -259,7 +261,11 @@ fn url_shape<S: AsRef<str>>(url: &str, schemes: &[S]) -> crate::error::Result<()
             "" => (inside, None),
             p => (
                 inside,
-                Some(p.strip_prefix(':').ok_or("after its ] comes no :PORT")?),
+                Some(
+                    p.strip_prefix(':')
+                        .ok_or("after its ] comes no :PORT")
+                        .usage()?,
+                ),
             ),
         }
     } else {

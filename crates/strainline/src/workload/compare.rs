@@ -8,6 +8,7 @@
 //! Response times and clients are shown, not judged: they are the target's answer and
 //! the generator's connection policy, not the workload.
 
+use crate::error::Category;
 use serde::Serialize;
 
 use super::profile::Profile;
@@ -40,27 +41,29 @@ impl Tolerance {
     /// Applies `mix=2,rate=5%,dispersion=20%,size=10%`.
     pub fn with(mut self, spec: &str) -> crate::error::Result<Tolerance> {
         for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
-            let (k, v) = pair.split_once('=').ok_or_else(|| {
-                format!("--tolerance: '{pair}' is not NAME=VALUE (e.g. mix=2,rate=5%)")
-            })?;
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| {
+                    format!("--tolerance: '{pair}' is not NAME=VALUE (e.g. mix=2,rate=5%)")
+                })
+                .usage()?;
             let frac =
                 || crate::units::parse_fraction(v).map_err(|e| format!("--tolerance {k}: {e}"));
             match k.trim() {
                 "mix" => {
-                    self.mix_points =
-                        v.trim()
-                            .trim_end_matches("points")
-                            .trim()
-                            .parse()
-                            .map_err(|_| {
-                                format!(
-                                    "--tolerance mix: '{v}' is not a number of percentage points"
-                                )
-                            })?
+                    self.mix_points = v
+                        .trim()
+                        .trim_end_matches("points")
+                        .trim()
+                        .parse()
+                        .map_err(|_| {
+                            format!("--tolerance mix: '{v}' is not a number of percentage points")
+                        })
+                        .usage()?
                 }
-                "rate" => self.rate = frac()?,
-                "dispersion" => self.dispersion = frac()?,
-                "size" => self.size = frac()?,
+                "rate" => self.rate = frac().usage()?,
+                "dispersion" => self.dispersion = frac().usage()?,
+                "size" => self.size = frac().usage()?,
                 other => {
                     return Err(crate::Error::usage(format!(
                     "--tolerance: unknown dimension '{other}' (known: mix, rate, dispersion, size)"

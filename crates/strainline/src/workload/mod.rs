@@ -11,6 +11,7 @@ pub mod replay;
 pub mod route;
 pub mod scenario;
 
+use crate::error::Category;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -119,7 +120,8 @@ pub fn window_seconds(s: &str) -> crate::error::Result<u64> {
         "hour" => 3600,
         "day" => 86_400,
         other => crate::units::parse_duration(other)
-            .map_err(|e| format!("--by '{other}': {e} (or minute, hour, day)"))?
+            .map_err(|e| format!("--by '{other}': {e} (or minute, hour, day)"))
+            .usage()?
             .as_secs(),
     };
     if secs == 0 {

@@ -4,6 +4,7 @@
 //! magic bytes. The format is detected from the first lines; a malformed line later is
 //! counted and kept as an example, never fatal — production logs have them.
 
+use crate::error::Category;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -140,9 +141,12 @@ impl JsonFields {
     /// duration, client).
     pub fn with(mut self, spec: &str) -> crate::error::Result<JsonFields> {
         for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
-            let (name, key) = pair.split_once('=').ok_or_else(|| {
-                format!("--json-fields: '{pair}' is not NAME=KEY (e.g. time=ts,path=uri)")
-            })?;
+            let (name, key) = pair
+                .split_once('=')
+                .ok_or_else(|| {
+                    format!("--json-fields: '{pair}' is not NAME=KEY (e.g. time=ts,path=uri)")
+                })
+                .usage()?;
             let list = match name.trim() {
                 "time" => &mut self.time,
                 "method" => &mut self.method,
@@ -184,32 +188,43 @@ fn clf(line: &str, combined: bool) -> crate::error::Result<Entry> {
         *rest = &r[end..];
         (!w.is_empty()).then_some(w)
     };
-    let client = word(&mut rest).ok_or("empty line")?;
-    word(&mut rest).ok_or("no ident field")?;
-    word(&mut rest).ok_or("no user field")?;
+    let client = word(&mut rest).ok_or("empty line").usage()?;
+    word(&mut rest).ok_or("no ident field").usage()?;
+    word(&mut rest).ok_or("no user field").usage()?;
     let r = rest.trim_start();
-    let r = r.strip_prefix('[').ok_or("no [time] field")?;
-    let end = r.find(']').ok_or("the [time] field is not closed")?;
+    let r = r.strip_prefix('[').ok_or("no [time] field").usage()?;
+    let end = r
+        .find(']')
+        .ok_or("the [time] field is not closed")
+        .usage()?;
     let logged = clf_time(&r[..end])?;
     let whole = !r[..end].contains('.');
-    let (request, r) = quoted(r[end + 1..].trim_start()).ok_or("no quoted request")?;
+    let (request, r) = quoted(r[end + 1..].trim_start())
+        .ok_or("no quoted request")
+        .usage()?;
     let mut rest = r;
     let status = word(&mut rest)
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|s| (100..600).contains(s))
-        .ok_or("no HTTP status after the request")?;
-    let bytes = word(&mut rest).ok_or("no size field")?;
+        .ok_or("no HTTP status after the request")
+        .usage()?;
+    let bytes = word(&mut rest).ok_or("no size field").usage()?;
     let bytes = if bytes == "-" {
         0
     } else {
         bytes
             .parse()
-            .map_err(|_| format!("size '{bytes}' is not a number"))?
+            .map_err(|_| format!("size '{bytes}' is not a number"))
+            .usage()?
     };
     let mut r = rest.trim_start();
     if combined {
-        let (_referer, r2) = quoted(r).ok_or("no quoted referer (not Combined)")?;
-        let (_agent, r3) = quoted(r2.trim_start()).ok_or("no quoted user agent")?;
+        let (_referer, r2) = quoted(r)
+            .ok_or("no quoted referer (not Combined)")
+            .usage()?;
+        let (_agent, r3) = quoted(r2.trim_start())
+            .ok_or("no quoted user agent")
+            .usage()?;
         r = r3.trim_start();
     } else if r.starts_with('"') {
         return Err(crate::Error::usage(
@@ -222,7 +237,8 @@ fn clf(line: &str, combined: bool) -> crate::error::Result<Entry> {
         None => None,
         Some(t) if t.contains('.') => Some(
             t.parse::<f64>()
-                .map_err(|_| format!("response time '{t}' is not a number"))?,
+                .map_err(|_| format!("response time '{t}' is not a number"))
+                .usage()?,
         ),
         Some(t) => match t.parse::<u64>() {
             Ok(us) => Some(us as f64 / 1e6),
@@ -265,7 +281,8 @@ fn request_line(r: &str) -> crate::error::Result<(String, String)> {
     let method = parts.next().unwrap_or("");
     let target = parts
         .next()
-        .ok_or_else(|| format!("request '{r}' has no path"))?;
+        .ok_or_else(|| format!("request '{r}' has no path"))
+        .usage()?;
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(crate::Error::usage(format!(
             "request '{r}' does not start with a method"
@@ -297,19 +314,28 @@ fn split_query(target: &str) -> (String, Option<String>) {
 /// `10/Oct/2000:13:55:36 -0700` (optionally with fractional seconds) into epoch seconds.
 pub fn clf_time(s: &str) -> crate::error::Result<f64> {
     let bad = || format!("time '{s}' is not like 10/Oct/2000:13:55:36 -0700");
-    let (stamp, zone) = s.split_once(' ').ok_or_else(bad)?;
+    let (stamp, zone) = s.split_once(' ').ok_or_else(bad).usage()?;
     let mut it = stamp.splitn(4, [':', '/']);
-    let day: i64 = it.next().and_then(|d| d.parse().ok()).ok_or_else(bad)?;
-    let month = it.next().ok_or_else(bad)?;
+    let day: i64 = it
+        .next()
+        .and_then(|d| d.parse().ok())
+        .ok_or_else(bad)
+        .usage()?;
+    let month = it.next().ok_or_else(bad).usage()?;
     let month = MONTHS
         .iter()
         .position(|m| m.eq_ignore_ascii_case(month))
-        .ok_or_else(bad)? as i64
+        .ok_or_else(bad)
+        .usage()? as i64
         + 1;
-    let year: i64 = it.next().and_then(|y| y.parse().ok()).ok_or_else(bad)?;
-    let clock = it.next().ok_or_else(bad)?;
-    let secs = clock_seconds(clock).ok_or_else(bad)?;
-    let offset = zone_offset(zone).ok_or_else(bad)?;
+    let year: i64 = it
+        .next()
+        .and_then(|y| y.parse().ok())
+        .ok_or_else(bad)
+        .usage()?;
+    let clock = it.next().ok_or_else(bad).usage()?;
+    let secs = clock_seconds(clock).ok_or_else(bad).usage()?;
+    let offset = zone_offset(zone).ok_or_else(bad).usage()?;
     Ok(days_from_civil(year, month, day) as f64 * 86_400.0 + secs - offset)
 }
 
@@ -375,9 +401,10 @@ fn iso_time(s: &str) -> Option<f64> {
 }
 
 fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
-    let v: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
-    let obj = v.as_object().ok_or("not a JSON object")?;
+    let v: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| format!("not a JSON object: {e}"))
+        .usage()?;
+    let obj = v.as_object().ok_or("not a JSON object").usage()?;
     fn first<'a>(
         obj: &'a serde_json::Map<String, serde_json::Value>,
         names: &'a [String],
@@ -385,8 +412,9 @@ fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
         names.iter().find_map(|n| obj.get(n).map(|v| (n, v)))
     }
     let first = |names| first(obj, names);
-    let (_, t) =
-        first(&f.time).ok_or_else(|| format!("no time field (tried {})", f.time.join(", ")))?;
+    let (_, t) = first(&f.time)
+        .ok_or_else(|| format!("no time field (tried {})", f.time.join(", ")))
+        .usage()?;
     // Whether the time has one-second resolution (an integer of seconds, a text
     // without a fraction): then only whole seconds of a response time are taken off.
     let whole = match t {
@@ -408,7 +436,8 @@ fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
             Ok(x) => x,
             Err(_) => iso_time(s)
                 .or_else(|| clf_time(s).ok())
-                .ok_or_else(|| format!("time '{s}' is neither epoch seconds, ISO 8601 nor CLF"))?,
+                .ok_or_else(|| format!("time '{s}' is neither epoch seconds, ISO 8601 nor CLF"))
+                .usage()?,
         },
         other => {
             return Err(crate::Error::usage(format!(
@@ -430,14 +459,16 @@ fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
     let (method, target) = match (first(&f.method), first(&f.path)) {
         (Some((_, m)), Some((_, p))) => (text(m), text(p)),
         _ => {
-            let (_, r) = first(&f.request).ok_or_else(|| {
-                format!(
-                    "no method and path fields (tried {} and {}) nor a request line ({})",
-                    f.method.join(", "),
-                    f.path.join(", "),
-                    f.request.join(", ")
-                )
-            })?;
+            let (_, r) = first(&f.request)
+                .ok_or_else(|| {
+                    format!(
+                        "no method and path fields (tried {} and {}) nor a request line ({})",
+                        f.method.join(", "),
+                        f.path.join(", "),
+                        f.request.join(", ")
+                    )
+                })
+                .usage()?;
             request_line(&text(r))?
         }
     };
@@ -446,7 +477,8 @@ fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
         .and_then(|(_, v)| number(v))
         .map(|s| s as u16)
         .filter(|s| (100..600).contains(s))
-        .ok_or_else(|| format!("no HTTP status (tried {})", f.status.join(", ")))?;
+        .ok_or_else(|| format!("no HTTP status (tried {})", f.status.join(", ")))
+        .usage()?;
     let bytes = first(&f.bytes).and_then(|(_, v)| number(v)).unwrap_or(0.0) as u64;
     let duration = first(&f.duration).and_then(|(k, v)| {
         let x = number(v)?;
@@ -624,7 +656,7 @@ pub fn read_while(
 ) -> crate::error::Result<(Format, u64)> {
     let stop = std::cell::Cell::new(false);
     let name = path.display().to_string();
-    let mut r = open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut r = open(path).map_err(|e| format!("{name}: {e}")).usage()?;
     let mut buf = Vec::new();
     let mut lines = 0u64;
     let mut format: Option<Format> = None;
@@ -665,7 +697,8 @@ pub fn read_while(
         }
         buf.clear();
         let (n, cut) = read_line_bounded(&mut *r, &mut buf, MAX_LINE)
-            .map_err(|e| format!("{name}: line {}: {e}", lines + 1))?;
+            .map_err(|e| format!("{name}: line {}: {e}", lines + 1))
+            .usage()?;
         if n == 0 {
             break;
         }

@@ -4,6 +4,7 @@
 //! API version (`v1`, `v2.1`). `--route REGEX` covers the rest: a path the expression
 //! matches has each capture group replaced by `{NAME}` (named groups) or `{id}`.
 
+use crate::error::Category;
 use regex_lite::Regex;
 
 /// The user's route expressions, tried in order before the built-in rules.
@@ -24,7 +25,9 @@ impl Routes {
         let rules = exprs
             .iter()
             .map(|e| {
-                let r = Regex::new(e).map_err(|err| format!("--route '{e}': {err}"))?;
+                let r = Regex::new(e)
+                    .map_err(|err| format!("--route '{e}': {err}"))
+                    .usage()?;
                 if r.captures_len() < 2 {
                     return Err(crate::Error::usage(format!(
                         "--route '{e}' has no capture group: put the variable part in \
