@@ -8,6 +8,7 @@
 pub mod client;
 mod command;
 pub mod driver;
+pub mod flow;
 pub mod grpc;
 mod h1;
 mod h2;

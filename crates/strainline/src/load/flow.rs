@@ -1,0 +1,524 @@
+//! User flows: what a scenario step takes from its reply into its client's variables
+//! ([`Extract`]), what it checks of the reply ([`Check`]), what the client does when the
+//! step fails ([`OnFailure`]), and each client's cookies ([`Jar`], RFC 6265). The reply
+//! is what the protocol kept of it ([`Kept`]) when the step asked for it: its head and
+//! at most [`MAX_KEPT`] bytes of its body.
+
+use std::time::{Duration, SystemTime};
+
+use regex_lite::Regex;
+use serde_json::Value;
+
+/// The most of a reply's body kept for extraction and checks: 1 MiB. A longer body is
+/// read and counted to its end; a check or extraction sees its first 1 MiB.
+pub const MAX_KEPT: usize = 1 << 20;
+
+/// What a reply brought, kept for the step's extractions and checks.
+#[derive(Debug, Default, Clone)]
+pub struct Kept {
+    /// Its header fields, names lower-case, in order (a name may repeat).
+    pub headers: Vec<(String, String)>,
+    /// Its body's first [`MAX_KEPT`] bytes.
+    pub body: Vec<u8>,
+}
+
+impl Kept {
+    /// Appends body bytes, up to [`MAX_KEPT`] in all.
+    pub fn take_body(&mut self, bytes: &[u8]) {
+        let room = MAX_KEPT.saturating_sub(self.body.len());
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+/// A JSON path, the dotted subset of RFC 9535 that names one value: `$.token`,
+/// `$.items[0].id`, `$['a key'].x`, `$.list[-1]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonPath {
+    text: String,
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Segment {
+    Key(String),
+    Index(i64),
+}
+
+impl JsonPath {
+    /// Parses `s`, or says what is wrong (byte offset, message).
+    pub fn parse(s: &str) -> Result<JsonPath, (usize, String)> {
+        let rest = s.strip_prefix('$').ok_or((
+            0,
+            format!("'{s}' is not a JSON path: it starts with $ (e.g. $.token, $.items[0].id)"),
+        ))?;
+        let mut segments = Vec::new();
+        let b = rest.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let at = i + 1;
+            match b[i] {
+                b'.' => {
+                    let end = rest[i + 1..]
+                        .find(['.', '['])
+                        .map_or(rest.len(), |e| i + 1 + e);
+                    let key = &rest[i + 1..end];
+                    if key.is_empty() || key == "*" || key.starts_with('.') {
+                        return Err((at, format!("'{s}': a name after '.' (wildcards and '..' are not supported: a path names one value)")));
+                    }
+                    segments.push(Segment::Key(key.to_string()));
+                    i = end;
+                }
+                b'[' => {
+                    let close = rest[i..]
+                        .find(']')
+                        .map(|c| i + c)
+                        .ok_or((at, format!("'{s}': '[' without ']'")))?;
+                    let inner = rest[i + 1..close].trim();
+                    let quoted = inner
+                        .strip_prefix('\'')
+                        .and_then(|x| x.strip_suffix('\''))
+                        .or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')));
+                    match (quoted, inner.parse::<i64>()) {
+                        (Some(k), _) => segments.push(Segment::Key(k.to_string())),
+                        (None, Ok(n)) => segments.push(Segment::Index(n)),
+                        _ => {
+                            return Err((at, format!("'{s}': [{inner}] is neither an index nor a quoted name (filters and wildcards are not supported)")))
+                        }
+                    }
+                    i = close + 1;
+                }
+                _ => return Err((at, format!("'{s}': expected '.' or '[' at byte {at}"))),
+            }
+        }
+        Ok(JsonPath {
+            text: s.to_string(),
+            segments,
+        })
+    }
+
+    /// The value it names in `v`.
+    pub fn get<'a>(&self, mut v: &'a Value) -> Option<&'a Value> {
+        for s in &self.segments {
+            v = match (s, v) {
+                (Segment::Key(k), Value::Object(m)) => m.get(k)?,
+                (Segment::Index(n), Value::Array(a)) => {
+                    let i = if *n < 0 { a.len() as i64 + n } else { *n };
+                    a.get(usize::try_from(i).ok()?)?
+                }
+                _ => return None,
+            };
+        }
+        Some(v)
+    }
+}
+
+impl std::fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A JSON value as a variable holds it: a string as itself, anything else as JSON.
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// Where a variable's value comes from in a reply.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A value of the JSON body.
+    Json(JsonPath),
+    /// The first capture group of a regex over the body (the whole match without one).
+    Regex(Regex),
+    /// A header's value.
+    Header(String),
+    /// A cookie's value, as the client's jar holds it after the reply.
+    Cookie(String),
+}
+
+impl Source {
+    /// The value in `kept` (and the jar), or `None`: the step then fails (`extract`).
+    pub fn find(&self, kept: &Kept, jar: &Jar) -> Option<String> {
+        match self {
+            Source::Json(p) => p.get(&kept.json()?).map(as_text),
+            Source::Regex(r) => {
+                let text = String::from_utf8_lossy(&kept.body);
+                let c = r.captures(&text)?;
+                Some(c.get(1).or_else(|| c.get(0))?.as_str().to_string())
+            }
+            Source::Header(h) => kept.header(h).map(str::to_string),
+            Source::Cookie(c) => jar.value(c).map(str::to_string),
+        }
+    }
+
+    /// Whether it reads the body (the protocol keeps it then).
+    pub fn needs_body(&self) -> bool {
+        matches!(self, Source::Json(_) | Source::Regex(_))
+    }
+}
+
+/// One variable a step extracts: its index among the scenario's variables.
+#[derive(Debug, Clone)]
+pub struct Extract {
+    pub name: String,
+    pub var: usize,
+    pub source: Source,
+}
+
+/// A named check of a step's reply: every condition given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct Check {
+    pub name: String,
+    /// The reply's status is one of these (instead of the default: below 400).
+    pub status: Vec<u16>,
+    pub body_contains: Option<String>,
+    pub body_matches: Option<Regex>,
+    /// JSON values that must equal these.
+    pub json: Vec<(JsonPath, Value)>,
+    /// JSON values that must be there.
+    pub json_exists: Vec<JsonPath>,
+    /// Headers that must be there.
+    pub headers: Vec<String>,
+    /// The reply came within this of its intended time.
+    pub latency: Option<Duration>,
+}
+
+impl Check {
+    /// Whether the reply passes it.
+    pub fn passes(&self, status: u16, kept: &Kept, latency: Duration) -> bool {
+        if !self.status.is_empty() && !self.status.contains(&status) {
+            return false;
+        }
+        if self.latency.is_some_and(|l| latency > l) {
+            return false;
+        }
+        if !self.headers.iter().all(|h| kept.header(h).is_some()) {
+            return false;
+        }
+        let text = String::from_utf8_lossy(&kept.body);
+        if self
+            .body_contains
+            .as_ref()
+            .is_some_and(|c| !text.contains(c.as_str()))
+        {
+            return false;
+        }
+        if self.body_matches.as_ref().is_some_and(|r| !r.is_match(&text)) {
+            return false;
+        }
+        if self.json.is_empty() && self.json_exists.is_empty() {
+            return true;
+        }
+        let Some(v) = kept.json() else {
+            return false;
+        };
+        self.json.iter().all(|(p, want)| p.get(&v) == Some(want))
+            && self.json_exists.iter().all(|p| p.get(&v).is_some())
+    }
+
+    pub fn needs_body(&self) -> bool {
+        self.body_contains.is_some()
+            || self.body_matches.is_some()
+            || !self.json.is_empty()
+            || !self.json_exists.is_empty()
+    }
+}
+
+/// What a client does when one of its steps fails (an error, a failing status, a
+/// failed check or extraction).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OnFailure {
+    /// Goes on with its next step (the default).
+    Continue,
+    /// Sends the step again, up to `times` more, `backoff` apart (doubling).
+    Retry { times: u32, backoff: Duration },
+    /// Starts its flow again from its first `once` step (a device that re-registers).
+    Restart,
+    /// Stops: the client does nothing more in this run.
+    Stop,
+}
+
+/// One cookie as RFC 6265 §5.3 stores it.
+#[derive(Debug, Clone)]
+struct Cookie {
+    name: String,
+    value: String,
+    /// The host it was set by (host-only) or the domain it names.
+    domain: String,
+    host_only: bool,
+    path: String,
+    expires: Option<SystemTime>,
+    secure: bool,
+}
+
+/// A virtual client's cookies: set by `Set-Cookie`, sent back in `Cookie` to the hosts
+/// and paths they belong to, until they expire (RFC 6265: domain and path matching,
+/// `Max-Age` before `Expires`, `Secure` only over TLS).
+#[derive(Debug, Clone, Default)]
+pub struct Jar {
+    cookies: Vec<Cookie>,
+}
+
+/// The most cookies one client keeps (RFC 6265 §6.1 asks for at least 50 per domain);
+/// the oldest go first.
+pub const MAX_COOKIES: usize = 200;
+
+impl Jar {
+    /// Stores what a `Set-Cookie` header of a reply from `host` to `request_path` says.
+    pub fn store(&mut self, host: &str, request_path: &str, set_cookie: &str) {
+        let mut parts = set_cookie.split(';');
+        let Some((name, value)) = parts.next().and_then(|nv| nv.split_once('=')) else {
+            return;
+        };
+        let (name, value) = (name.trim(), value.trim());
+        if name.is_empty() {
+            return;
+        }
+        let host = host.to_ascii_lowercase();
+        let mut c = Cookie {
+            name: name.to_string(),
+            value: value.to_string(),
+            domain: host.clone(),
+            host_only: true,
+            path: default_path(request_path),
+            expires: None,
+            secure: false,
+        };
+        let mut max_age = None;
+        for attr in parts {
+            let (k, v) = attr.split_once('=').unwrap_or((attr, ""));
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+            match k.as_str() {
+                "domain" if !v.is_empty() => {
+                    let d = v.trim_start_matches('.').to_ascii_lowercase();
+                    if !domain_matches(&host, &d) {
+                        return; // a domain the host does not belong to: ignored (§5.3.6)
+                    }
+                    c.domain = d;
+                    c.host_only = false;
+                }
+                "path" if v.starts_with('/') => c.path = v.to_string(),
+                "max-age" => {
+                    if let Ok(s) = v.parse::<i64>() {
+                        max_age = Some(if s <= 0 {
+                            SystemTime::UNIX_EPOCH
+                        } else {
+                            SystemTime::now() + Duration::from_secs(s as u64)
+                        });
+                    }
+                }
+                "expires" => {
+                    if let Ok(t) = httpdate::parse_http_date(v) {
+                        c.expires = Some(t);
+                    }
+                }
+                "secure" => c.secure = true,
+                _ => {}
+            }
+        }
+        if max_age.is_some() {
+            c.expires = max_age;
+        }
+        self.cookies
+            .retain(|o| !(o.name == c.name && o.domain == c.domain && o.path == c.path));
+        if c.expires.is_some_and(|t| t <= SystemTime::now()) {
+            return; // an expiry in the past deletes the cookie
+        }
+        if self.cookies.len() >= MAX_COOKIES {
+            self.cookies.remove(0);
+        }
+        self.cookies.push(c);
+    }
+
+    /// The `Cookie` header for a request to `host` and `path` (`secure`: over TLS), if
+    /// any cookie belongs there; longer paths first (§5.4).
+    pub fn header(&self, host: &str, path: &str, secure: bool) -> Option<String> {
+        let host = host.to_ascii_lowercase();
+        let now = SystemTime::now();
+        let mut fit: Vec<&Cookie> = self
+            .cookies
+            .iter()
+            .filter(|c| {
+                (if c.host_only {
+                    c.domain == host
+                } else {
+                    domain_matches(&host, &c.domain)
+                }) && path_matches(path, &c.path)
+                    && (secure || !c.secure)
+                    && c.expires.is_none_or(|t| t > now)
+            })
+            .collect();
+        if fit.is_empty() {
+            return None;
+        }
+        fit.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
+        Some(
+            fit.iter()
+                .map(|c| format!("{}={}", c.name, c.value))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+
+    /// A cookie's value by name (the most recently set of that name).
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.cookies
+            .iter()
+            .rev()
+            .find(|c| c.name == name)
+            .map(|c| c.value.as_str())
+    }
+
+    /// Forgets every cookie (a client that starts its flow again keeps them: a real
+    /// browser would).
+    pub fn clear(&mut self) {
+        self.cookies.clear();
+    }
+}
+
+/// §5.1.3: `host` is `domain` or a subdomain of it (never an IP address's suffix).
+fn domain_matches(host: &str, domain: &str) -> bool {
+    host == domain
+        || (host.ends_with(domain)
+            && host[..host.len() - domain.len()].ends_with('.')
+            && host.parse::<std::net::IpAddr>().is_err())
+}
+
+/// §5.1.4: the default path of a request's path (up to, not including, its last '/').
+fn default_path(request_path: &str) -> String {
+    let p = request_path.split(['?', '#']).next().unwrap_or("");
+    match p.rfind('/') {
+        Some(0) | None => "/".to_string(),
+        Some(i) => p[..i].to_string(),
+    }
+}
+
+/// §5.1.4: a request path matches a cookie path.
+fn path_matches(request_path: &str, cookie_path: &str) -> bool {
+    let p = request_path.split(['?', '#']).next().unwrap_or("/");
+    p == cookie_path
+        || (p.starts_with(cookie_path)
+            && (cookie_path.ends_with('/') || p[cookie_path.len()..].starts_with('/')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(body: &str, headers: &[(&str, &str)]) -> Kept {
+        Kept {
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_json_path_names_one_value_as_rfc_9535_s_examples_do() {
+        // RFC 9535 §1.5's store, trimmed.
+        let v: Value = serde_json::from_str(
+            r#"{"store":{"book":[{"author":"Nigel Rees","price":8.95},{"author":"Evelyn Waugh","price":12.99}],"bicycle":{"color":"red"}},"a key":1}"#,
+        )
+        .unwrap();
+        let get = |p: &str| JsonPath::parse(p).unwrap().get(&v).cloned();
+        assert_eq!(get("$.store.bicycle.color"), Some(Value::from("red")));
+        assert_eq!(get("$.store.book[0].author"), Some(Value::from("Nigel Rees")));
+        assert_eq!(get("$.store.book[-1].price"), Some(Value::from(12.99)));
+        assert_eq!(get("$['a key']"), Some(Value::from(1)));
+        assert_eq!(get("$.store.book[2]"), None);
+        assert_eq!(get("$.store.pen"), None);
+        assert!(JsonPath::parse("store.book").is_err());
+        assert!(JsonPath::parse("$.store.*").is_err());
+        assert!(JsonPath::parse("$..author").is_err());
+        assert!(JsonPath::parse("$.book[?(@.price<10)]").is_err());
+    }
+
+    #[test]
+    fn sources_find_their_value_or_none() {
+        let k = kept(
+            r#"<input name="csrfmiddlewaretoken" value="abc123"> {"x":1}"#,
+            &[("Location", "/admin/")],
+        );
+        let jar = Jar::default();
+        let re = Source::Regex(Regex::new(r#"name="csrfmiddlewaretoken" value="([^"]+)""#).unwrap());
+        assert_eq!(re.find(&k, &jar).as_deref(), Some("abc123"));
+        assert_eq!(Source::Header("location".into()).find(&k, &jar).as_deref(), Some("/admin/"));
+        assert_eq!(Source::Header("x-none".into()).find(&k, &jar), None);
+        let j = kept(r#"{"token":"t-1","id":42,"ok":true}"#, &[]);
+        let json = |p: &str| Source::Json(JsonPath::parse(p).unwrap()).find(&j, &jar);
+        assert_eq!(json("$.token").as_deref(), Some("t-1"));
+        assert_eq!(json("$.id").as_deref(), Some("42"));
+        assert_eq!(json("$.missing"), None);
+        assert_eq!(Source::Json(JsonPath::parse("$.x").unwrap()).find(&k, &jar), None, "not JSON");
+    }
+
+    #[test]
+    fn a_check_holds_only_when_every_condition_does() {
+        let k = kept(r#"{"status":"error","id":7}"#, &[("Set-Cookie", "a=b")]);
+        let ms = Duration::from_millis;
+        let mut c = Check {
+            name: "ok".into(),
+            json: vec![(JsonPath::parse("$.status").unwrap(), Value::from("ok"))],
+            ..Check::default()
+        };
+        assert!(!c.passes(200, &k, ms(5)), "a 200 carrying status error fails");
+        c.json = vec![(JsonPath::parse("$.status").unwrap(), Value::from("error"))];
+        assert!(c.passes(200, &k, ms(5)));
+        c.json_exists = vec![JsonPath::parse("$.id").unwrap()];
+        c.headers = vec!["set-cookie".into()];
+        assert!(c.passes(200, &k, ms(5)));
+        c.status = vec![201];
+        assert!(!c.passes(200, &k, ms(5)));
+        c.status = vec![200, 201];
+        c.latency = Some(ms(10));
+        assert!(c.passes(200, &k, ms(10)) && !c.passes(200, &k, ms(11)));
+        c.body_contains = Some("Site administration".into());
+        assert!(!c.passes(200, &k, ms(1)));
+    }
+
+    #[test]
+    fn the_jar_follows_rfc_6265_domain_path_expiry_and_secure() {
+        let mut jar = Jar::default();
+        jar.store("app.example.test", "/login", "sid=1; Path=/; HttpOnly");
+        jar.store("app.example.test", "/admin/x", "adm=2");
+        jar.store("app.example.test", "/", "wide=3; Domain=.example.test");
+        jar.store("app.example.test", "/", "evil=4; Domain=other.test");
+        jar.store("app.example.test", "/", "sec=5; Secure");
+        jar.store("app.example.test", "/", "gone=6; Max-Age=0");
+        jar.store("app.example.test", "/", "old=7; Expires=Wed, 21 Oct 2015 07:28:00 GMT");
+        jar.store("app.example.test", "/", "later=8; Max-Age=3600; Expires=Wed, 21 Oct 2015 07:28:00 GMT");
+        assert_eq!(
+            jar.header("app.example.test", "/admin/x/y", false).as_deref(),
+            Some("adm=2; sid=1; wide=3; later=8"),
+            "longest path first; the default path of /admin/x is /admin; Max-Age wins over Expires"
+        );
+        assert_eq!(jar.header("app.example.test", "/adminx", false).as_deref(), Some("sid=1; wide=3; later=8"));
+        assert_eq!(jar.header("www.example.test", "/", false).as_deref(), Some("wide=3"), "host-only stays home");
+        assert!(jar.header("app.example.test", "/", true).unwrap().contains("sec=5"));
+        assert_eq!(jar.header("other.test", "/", false), None);
+        jar.store("app.example.test", "/", "sid=9; Path=/");
+        assert_eq!(jar.value("sid"), Some("9"), "a cookie of the same name, domain and path is replaced");
+        jar.store("app.example.test", "/", "sid=; Max-Age=0; Path=/");
+        assert_eq!(jar.value("sid"), None, "and deleted by an expiry in the past");
+        let mut ip = Jar::default();
+        ip.store("127.0.0.1", "/", "a=1; Domain=0.0.1");
+        assert_eq!(ip.header("127.0.0.1", "/", false), None, "no domain cookies for an IP suffix");
+    }
+}
