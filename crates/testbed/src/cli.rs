@@ -175,6 +175,11 @@ struct ServeArgs {
     /// Probability (0..1) of answering register/push with HTTP 500.
     #[arg(long, default_value_t = 0.0)]
     fail_rate: f64,
+    /// Probability (0..1) that `POST /devices` answers with an id but forgets the
+    /// device (its pushes then get 404, as the IoT seed's device that failed to
+    /// register properly); `forgotten` in /stats counts them.
+    #[arg(long, default_value_t = 0.0)]
+    forget_rate: f64,
     /// Stop answering for --stall-for once every this long.
     #[arg(long, value_parser = duration, requires = "stall_for")]
     stall_every: Option<Duration>,
@@ -319,6 +324,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                     Profile::V1
                 },
                 fail_rate: a.fail_rate,
+                forget_rate: a.forget_rate,
                 stall: a.stall_every.zip(a.stall_for),
                 delay: a.delay,
                 max_inflight: a.max_inflight,

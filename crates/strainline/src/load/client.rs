@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::flow::{Keep, Kept};
 use super::http;
 use super::recorder::{ErrorKind, Recorder};
 use super::request::{Outgoing, Template};
@@ -124,6 +125,8 @@ pub struct Reply {
     pub messages: u64,
     /// Its body came [`super::recorder::LATE_TAIL`] or more after its head (HTTP/1.1).
     pub late_tail: bool,
+    /// Its head and body, when the request asked for them ([`super::request::Rendered::keep`]).
+    pub kept: Option<Box<super::flow::Kept>>,
 }
 
 /// What a protocol's companions (MQTT subscribers) are started with.
@@ -240,13 +243,21 @@ impl Client {
     ) -> Result<Reply, ErrorKind> {
         match (self, conn) {
             (Client::Http { target, .. }, Conn::Http(c)) => {
-                let (status, bytes, late_tail) = http::send(c, target, out).await?;
+                let mut kept = match &out {
+                    Outgoing::Rendered(r) if r.keep != Keep::Nothing => {
+                        Some(Box::new(Kept::new(r.keep)))
+                    }
+                    _ => None,
+                };
+                let (status, bytes, late_tail) =
+                    http::send(c, target, out, kept.as_deref_mut()).await?;
                 Ok(Reply {
                     status,
                     ok: status < 400,
                     bytes,
                     messages: 0,
                     late_tail,
+                    kept,
                 })
             }
             (Client::WebSocket(t), Conn::WebSocket(c)) => {
@@ -257,6 +268,7 @@ impl Client {
                     bytes: read.bytes,
                     messages: read.pushed,
                     late_tail: false,
+                    kept: None,
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
@@ -276,6 +288,7 @@ impl Client {
                     bytes: 0,
                     messages: 0,
                     late_tail: false,
+                    kept: None,
                 })
             }
             (Client::Grpc(t), Conn::Http(c)) => {
@@ -300,6 +313,7 @@ impl Client {
                     bytes: called.bytes,
                     messages: called.messages,
                     late_tail: false,
+                    kept: None,
                 })
             }
             (Client::Proto(_), Conn::Proto(c)) => {
@@ -342,6 +356,7 @@ impl Client {
                     bytes: 0,
                     messages: 0,
                     late_tail: false,
+                    kept: None,
                 })
             }
             _ => Err(ErrorKind::Connect),
@@ -382,6 +397,31 @@ impl Client {
             Client::Grpc(t) => t.http.tls.is_some(),
             Client::Command(_) => false,
             Client::Proto(t) => t.handshakes(),
+        }
+    }
+
+    /// Whether it keeps a reply's head and body for a scenario step that extracts or
+    /// checks (HTTP/1.1 so far).
+    pub fn keeps_replies(&self) -> bool {
+        matches!(self, Client::Http { target, .. } if !target.http2)
+    }
+
+    /// The host a scenario client's cookies belong to, and whether it is reached over
+    /// TLS (HTTP; empty elsewhere).
+    pub fn origin(&self) -> (String, bool) {
+        match self {
+            Client::Http { target, .. } => {
+                let h = target.host_header.to_str().unwrap_or_default();
+                let host = match h.rsplit_once(':') {
+                    Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+                    _ => h,
+                };
+                (
+                    host.trim_matches(['[', ']']).to_string(),
+                    target.tls.is_some(),
+                )
+            }
+            _ => (String::new(), false),
         }
     }
 

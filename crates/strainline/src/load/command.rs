@@ -36,6 +36,7 @@ pub async fn run(unit: &Unit, argv: &[String], timeout: Duration) -> Result<Repl
                 bytes: 0,
                 messages: 0,
                 late_tail: false,
+                kept: None,
             })
         }
         Ok(Err(_)) => Err(ErrorKind::LocalResources),

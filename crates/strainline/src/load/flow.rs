@@ -13,9 +13,24 @@ use serde_json::Value;
 /// read and counted to its end; a check or extraction sees its first 1 MiB.
 pub const MAX_KEPT: usize = 1 << 20;
 
+/// What of a reply a step needs kept.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Keep {
+    #[default]
+    Nothing,
+    /// Its `Set-Cookie` fields alone (the client's jar).
+    Cookies,
+    /// Every header field.
+    Head,
+    /// Its header fields and its body.
+    All,
+}
+
 /// What a reply brought, kept for the step's extractions and checks.
 #[derive(Debug, Default, Clone)]
 pub struct Kept {
+    /// What to keep.
+    pub want: Keep,
     /// Its header fields, names lower-case, in order (a name may repeat).
     pub headers: Vec<(String, String)>,
     /// Its body's first [`MAX_KEPT`] bytes.
@@ -23,8 +38,34 @@ pub struct Kept {
 }
 
 impl Kept {
-    /// Appends body bytes, up to [`MAX_KEPT`] in all.
+    /// Keeps what is asked of a reply.
+    pub fn new(want: Keep) -> Kept {
+        Kept {
+            want,
+            ..Kept::default()
+        }
+    }
+
+    /// Keeps a header field, if asked to.
+    pub fn take_header(&mut self, name: &str, value: &[u8]) {
+        let wanted = match self.want {
+            Keep::Nothing => false,
+            Keep::Cookies => name.eq_ignore_ascii_case("set-cookie"),
+            Keep::Head | Keep::All => true,
+        };
+        if wanted {
+            self.headers.push((
+                name.to_ascii_lowercase(),
+                String::from_utf8_lossy(value).into_owned(),
+            ));
+        }
+    }
+
+    /// Appends body bytes, if asked to, up to [`MAX_KEPT`] in all.
     pub fn take_body(&mut self, bytes: &[u8]) {
+        if self.want != Keep::All {
+            return;
+        }
         let room = MAX_KEPT.saturating_sub(self.body.len());
         self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
@@ -218,7 +259,11 @@ impl Check {
         {
             return false;
         }
-        if self.body_matches.as_ref().is_some_and(|r| !r.is_match(&text)) {
+        if self
+            .body_matches
+            .as_ref()
+            .is_some_and(|r| !r.is_match(&text))
+        {
             return false;
         }
         if self.json.is_empty() && self.json_exists.is_empty() {
@@ -383,12 +428,6 @@ impl Jar {
             .find(|c| c.name == name)
             .map(|c| c.value.as_str())
     }
-
-    /// Forgets every cookie (a client that starts its flow again keeps them: a real
-    /// browser would).
-    pub fn clear(&mut self) {
-        self.cookies.clear();
-    }
 }
 
 /// §5.1.3: `host` is `domain` or a subdomain of it (never an IP address's suffix).
@@ -422,6 +461,7 @@ mod tests {
 
     fn kept(body: &str, headers: &[(&str, &str)]) -> Kept {
         Kept {
+            want: Keep::All,
             headers: headers
                 .iter()
                 .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
@@ -439,7 +479,10 @@ mod tests {
         .unwrap();
         let get = |p: &str| JsonPath::parse(p).unwrap().get(&v).cloned();
         assert_eq!(get("$.store.bicycle.color"), Some(Value::from("red")));
-        assert_eq!(get("$.store.book[0].author"), Some(Value::from("Nigel Rees")));
+        assert_eq!(
+            get("$.store.book[0].author"),
+            Some(Value::from("Nigel Rees"))
+        );
         assert_eq!(get("$.store.book[-1].price"), Some(Value::from(12.99)));
         assert_eq!(get("$['a key']"), Some(Value::from(1)));
         assert_eq!(get("$.store.book[2]"), None);
@@ -457,16 +500,24 @@ mod tests {
             &[("Location", "/admin/")],
         );
         let jar = Jar::default();
-        let re = Source::Regex(Regex::new(r#"name="csrfmiddlewaretoken" value="([^"]+)""#).unwrap());
+        let re =
+            Source::Regex(Regex::new(r#"name="csrfmiddlewaretoken" value="([^"]+)""#).unwrap());
         assert_eq!(re.find(&k, &jar).as_deref(), Some("abc123"));
-        assert_eq!(Source::Header("location".into()).find(&k, &jar).as_deref(), Some("/admin/"));
+        assert_eq!(
+            Source::Header("location".into()).find(&k, &jar).as_deref(),
+            Some("/admin/")
+        );
         assert_eq!(Source::Header("x-none".into()).find(&k, &jar), None);
         let j = kept(r#"{"token":"t-1","id":42,"ok":true}"#, &[]);
         let json = |p: &str| Source::Json(JsonPath::parse(p).unwrap()).find(&j, &jar);
         assert_eq!(json("$.token").as_deref(), Some("t-1"));
         assert_eq!(json("$.id").as_deref(), Some("42"));
         assert_eq!(json("$.missing"), None);
-        assert_eq!(Source::Json(JsonPath::parse("$.x").unwrap()).find(&k, &jar), None, "not JSON");
+        assert_eq!(
+            Source::Json(JsonPath::parse("$.x").unwrap()).find(&k, &jar),
+            None,
+            "not JSON"
+        );
     }
 
     #[test]
@@ -478,7 +529,10 @@ mod tests {
             json: vec![(JsonPath::parse("$.status").unwrap(), Value::from("ok"))],
             ..Check::default()
         };
-        assert!(!c.passes(200, &k, ms(5)), "a 200 carrying status error fails");
+        assert!(
+            !c.passes(200, &k, ms(5)),
+            "a 200 carrying status error fails"
+        );
         c.json = vec![(JsonPath::parse("$.status").unwrap(), Value::from("error"))];
         assert!(c.passes(200, &k, ms(5)));
         c.json_exists = vec![JsonPath::parse("$.id").unwrap()];
@@ -502,23 +556,54 @@ mod tests {
         jar.store("app.example.test", "/", "evil=4; Domain=other.test");
         jar.store("app.example.test", "/", "sec=5; Secure");
         jar.store("app.example.test", "/", "gone=6; Max-Age=0");
-        jar.store("app.example.test", "/", "old=7; Expires=Wed, 21 Oct 2015 07:28:00 GMT");
-        jar.store("app.example.test", "/", "later=8; Max-Age=3600; Expires=Wed, 21 Oct 2015 07:28:00 GMT");
+        jar.store(
+            "app.example.test",
+            "/",
+            "old=7; Expires=Wed, 21 Oct 2015 07:28:00 GMT",
+        );
+        jar.store(
+            "app.example.test",
+            "/",
+            "later=8; Max-Age=3600; Expires=Wed, 21 Oct 2015 07:28:00 GMT",
+        );
         assert_eq!(
-            jar.header("app.example.test", "/admin/x/y", false).as_deref(),
+            jar.header("app.example.test", "/admin/x/y", false)
+                .as_deref(),
             Some("adm=2; sid=1; wide=3; later=8"),
             "longest path first; the default path of /admin/x is /admin; Max-Age wins over Expires"
         );
-        assert_eq!(jar.header("app.example.test", "/adminx", false).as_deref(), Some("sid=1; wide=3; later=8"));
-        assert_eq!(jar.header("www.example.test", "/", false).as_deref(), Some("wide=3"), "host-only stays home");
-        assert!(jar.header("app.example.test", "/", true).unwrap().contains("sec=5"));
+        assert_eq!(
+            jar.header("app.example.test", "/adminx", false).as_deref(),
+            Some("sid=1; wide=3; later=8")
+        );
+        assert_eq!(
+            jar.header("www.example.test", "/", false).as_deref(),
+            Some("wide=3"),
+            "host-only stays home"
+        );
+        assert!(jar
+            .header("app.example.test", "/", true)
+            .unwrap()
+            .contains("sec=5"));
         assert_eq!(jar.header("other.test", "/", false), None);
         jar.store("app.example.test", "/", "sid=9; Path=/");
-        assert_eq!(jar.value("sid"), Some("9"), "a cookie of the same name, domain and path is replaced");
+        assert_eq!(
+            jar.value("sid"),
+            Some("9"),
+            "a cookie of the same name, domain and path is replaced"
+        );
         jar.store("app.example.test", "/", "sid=; Max-Age=0; Path=/");
-        assert_eq!(jar.value("sid"), None, "and deleted by an expiry in the past");
+        assert_eq!(
+            jar.value("sid"),
+            None,
+            "and deleted by an expiry in the past"
+        );
         let mut ip = Jar::default();
         ip.store("127.0.0.1", "/", "a=1; Domain=0.0.1");
-        assert_eq!(ip.header("127.0.0.1", "/", false), None, "no domain cookies for an IP suffix");
+        assert_eq!(
+            ip.header("127.0.0.1", "/", false),
+            None,
+            "no domain cookies for an IP suffix"
+        );
     }
 }

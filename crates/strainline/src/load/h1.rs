@@ -14,6 +14,7 @@ use std::io;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::flow::Kept;
 use super::recorder::ErrorKind;
 
 /// A byte stream to a server: plain TCP or TLS over TCP.
@@ -164,15 +165,21 @@ impl H1 {
         Ok(n)
     }
 
-    /// Consumes `n` body bytes (buffered or still to come).
-    async fn skip(&mut self, mut n: u64) -> Result<(), ErrorKind> {
+    /// Consumes `n` body bytes (buffered or still to come), into `keep` if asked.
+    async fn skip(&mut self, mut n: u64, mut keep: Option<&mut Kept>) -> Result<(), ErrorKind> {
         loop {
             let have = (self.end - self.start) as u64;
             if have >= n {
+                if let Some(k) = keep {
+                    k.take_body(&self.buf[self.start..self.start + n as usize]);
+                }
                 self.start += n as usize;
                 return Ok(());
             }
             n -= have;
+            if let Some(k) = keep.as_deref_mut() {
+                k.take_body(&self.buf[self.start..self.end]);
+            }
             self.start = self.end;
             if self.fill().await? == 0 {
                 return Err(ErrorKind::Reset);
@@ -183,11 +190,16 @@ impl H1 {
     /// Sends one prepared request and reads its whole response; returns the status, the
     /// number of body bytes, and whether the body came [`LATE_TAIL`] or more after the
     /// head (a response in two segments, the second held back: Nagle's algorithm
-    /// meeting a delayed ACK). `head_request` says the response has no body.
+    /// meeting a delayed ACK). `head_request` says the response has no body. `keep`,
+    /// when a scenario step extracts or checks, gets the response's header fields and
+    /// the first [`super::flow::MAX_KEPT`] bytes of its body.
+    /// Long because a response is one sequence (head, interim responses, the body by
+    /// its length, its chunks or the close) whose states share the buffer.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
+        mut keep: Option<&mut Kept>,
     ) -> Result<(u16, u64, bool), ErrorKind> {
         self.stream
             .write_all(request)
@@ -203,6 +215,12 @@ impl H1 {
                         let mut length = None;
                         let mut chunked = false;
                         let mut close = resp.version == Some(0);
+                        if let Some(k) = keep.as_deref_mut() {
+                            k.headers.clear();
+                            for h in resp.headers.iter() {
+                                k.take_header(h.name, h.value);
+                            }
+                        }
                         for h in resp.headers.iter() {
                             if h.name.eq_ignore_ascii_case("content-length") {
                                 match content_length(h.value) {
@@ -250,22 +268,23 @@ impl H1 {
             let bytes = if bodiless || status == 204 || status == 304 {
                 0
             } else if chunked {
-                self.chunked_body().await?
+                self.chunked_body(keep).await?
             } else if let Some(n) = length {
-                self.skip(n).await?;
+                self.skip(n, keep).await?;
                 n
             } else {
                 // Delimited by the close of the connection.
                 self.reusable = false;
-                let mut n = (self.end - self.start) as u64;
-                self.start = self.end;
+                let mut n = 0u64;
                 loop {
-                    let got = self.fill().await?;
-                    if got == 0 {
+                    n += (self.end - self.start) as u64;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.take_body(&self.buf[self.start..self.end]);
+                    }
+                    self.start = self.end;
+                    if self.fill().await? == 0 {
                         break;
                     }
-                    n += got as u64;
-                    self.start = self.end;
                 }
                 n
             };
@@ -274,7 +293,7 @@ impl H1 {
         }
     }
 
-    async fn chunked_body(&mut self) -> Result<u64, ErrorKind> {
+    async fn chunked_body(&mut self, mut keep: Option<&mut Kept>) -> Result<u64, ErrorKind> {
         let mut total = 0u64;
         loop {
             let (consumed, size) = loop {
@@ -310,7 +329,8 @@ impl H1 {
                     }
                 }
             }
-            self.skip(size + 2).await?; // the chunk and its CRLF
+            self.skip(size, keep.as_deref_mut()).await?;
+            self.skip(2, None).await?; // its CRLF
             total += size;
         }
     }
@@ -344,7 +364,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..n {
             out.push(
-                h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false)
+                h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, None)
                     .await
                     .map(|(status, bytes, _)| (status, bytes)),
             );
@@ -404,7 +424,7 @@ mod tests {
         let mut late = Vec::new();
         for _ in gaps {
             let (status, bytes, l) = h
-                .exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false)
+                .exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, None)
                 .await
                 .unwrap();
             assert_eq!((status, bytes), (200, 3));
@@ -453,7 +473,7 @@ mod tests {
             let mut h = H1::new(Stream::Tcp(tcp));
             let got = tokio::time::timeout(
                 std::time::Duration::from_secs(2),
-                h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false),
+                h.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, None),
             )
             .await
             .unwrap_or_else(|_| panic!("held: {shown}"));

@@ -334,21 +334,23 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
 
 /// Sends a request and reads the whole response. Returns its status, its body size and
 /// whether its body came late after its head (HTTP/1.1: [`super::recorder::LATE_TAIL`]).
+/// `keep` gets its head and body (HTTP/1.1; a flow over HTTP/2 is refused by its plan).
 pub async fn send(
     conn: &mut Conn,
     target: &Target,
     out: Outgoing<'_>,
+    keep: Option<&mut super::flow::Kept>,
 ) -> Result<(u16, u64, bool), ErrorKind> {
     match &mut conn.kind {
         Kind::H1(h) => match out {
             Outgoing::Template(t, prepared, seq) => {
                 let req = &prepared[(seq % prepared.len() as u64) as usize];
-                h.exchange(req, t.method == Method::HEAD).await
+                h.exchange(req, t.method == Method::HEAD, keep).await
             }
             Outgoing::Rendered(r) => {
                 let mut w = Vec::with_capacity(256 + r.body.len());
                 write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
-                h.exchange(&w, r.method == Method::HEAD).await
+                h.exchange(&w, r.method == Method::HEAD, keep).await
             }
         },
         Kind::H2(h) => {

@@ -32,6 +32,9 @@ pub enum ErrorKind {
     Connect,
     /// The response was not valid HTTP.
     Protocol,
+    /// A value the step needs was never extracted (an earlier step failed to find it):
+    /// the step was not sent (a user flow's `{{name}}`).
+    Extract,
 }
 
 impl ErrorKind {
@@ -44,6 +47,7 @@ impl ErrorKind {
             ErrorKind::LocalResources => "local_resources",
             ErrorKind::Connect => "connect",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Extract => "extract",
         }
     }
 }
@@ -128,6 +132,11 @@ pub struct Tally {
     /// later read: a response written in two segments, the second held back.
     #[serde(default)]
     pub late_tails: u64,
+    /// Counters a user flow names: `check.NAME.passed` / `.failed`, `extract.NAME.missing`,
+    /// `cause.check:NAME` (why a response failed), `flow.restarts`, `flow.retries`,
+    /// `flow.stopped`.
+    #[serde(default)]
+    pub named: BTreeMap<String, u64>,
 }
 
 /// How long after its head a response's body must come to be a late tail: less than
@@ -235,6 +244,7 @@ impl Default for Tally {
             delivery: histogram(),
             messages: 0,
             late_tails: 0,
+            named: BTreeMap::new(),
         }
     }
 }
@@ -283,6 +293,12 @@ impl Tally {
         let _ = d.delivery.subtract(&part.delivery);
         d.messages = d.messages.saturating_sub(part.messages);
         d.late_tails = d.late_tails.saturating_sub(part.late_tails);
+        for (k, v) in &part.named {
+            if let Some(n) = d.named.get_mut(k) {
+                *n = n.saturating_sub(*v);
+            }
+        }
+        d.named.retain(|_, n| *n > 0);
         d
     }
 
@@ -317,6 +333,9 @@ impl Tally {
         let _ = self.delivery.add(&o.delivery);
         self.messages += o.messages;
         self.late_tails += o.late_tails;
+        for (k, v) in &o.named {
+            *self.named.entry(k.clone()).or_default() += v;
+        }
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -401,6 +420,15 @@ impl Recorder {
         self.interval.add_response(status, ok, bytes, c, s);
         if let Some(t) = self.step(step) {
             t.add_response(status, ok, bytes, c, s);
+        }
+    }
+
+    /// One more of a named counter (a user flow's `check.NAME.passed`, `restarts` …),
+    /// in the interval and the step.
+    pub fn count(&mut self, step: Option<usize>, key: &str) {
+        *self.interval.named.entry(key.to_string()).or_default() += 1;
+        if let Some(t) = self.step(step) {
+            *t.named.entry(key.to_string()).or_default() += 1;
         }
     }
 

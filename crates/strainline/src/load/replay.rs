@@ -163,6 +163,7 @@ pub fn request_of(
         path: path.to_string(),
         headers: headers.to_vec(),
         body: if carries { body.clone() } else { Bytes::new() },
+        keep: super::flow::Keep::Nothing,
     })
 }
 
@@ -217,7 +218,7 @@ impl Requests {
             Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
             Requests::Drawn(d) => {
                 let (step, h) = d.draw(position);
-                let r = d.scenario.request(step, position, position, mix(h));
+                let r = d.scenario.request(step, position, position, mix(h), &[]);
                 (Cow::Owned(r), Some(step))
             }
             Requests::Streamed { .. } => unreachable!("a streamed request comes with its send"),

@@ -51,6 +51,9 @@ pub struct Rendered {
     pub path: String,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
+    /// The step extracts from or checks its reply: the protocol keeps the reply's head
+    /// and body ([`super::flow::Kept`]) in [`super::client::Reply::kept`].
+    pub keep: super::flow::Keep,
 }
 
 /// What to send: request `seq` of the plan's template, or a rendered request.

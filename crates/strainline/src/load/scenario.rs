@@ -15,6 +15,7 @@ use hyper::Method;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source};
 use super::request::Rendered;
 use super::template::{RandomPool, Text, Vars};
 use crate::units::parse_duration;
@@ -30,18 +31,54 @@ pub enum When {
     Weight(u32),
 }
 
+/// A pause after a step: fixed, or drawn uniformly from a range (`"1s..3s"`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Think {
+    pub least: Duration,
+    pub most: Duration,
+}
+
+impl Think {
+    pub fn is_zero(&self) -> bool {
+        self.most.is_zero()
+    }
+
+    /// This pause, drawn from the client's stream.
+    pub fn draw(&self, rng: &mut crate::rng::Rng) -> Duration {
+        if self.most <= self.least {
+            return self.least;
+        }
+        self.least + (self.most - self.least).mul_f64(rng.unit())
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Step {
     pub name: String,
     pub when: When,
     /// Pause after the step.
-    pub think: Duration,
+    pub think: Think,
     pub method: Method,
     pub path: Text,
     /// `paths`: literal paths, one picked at random for each request (instead of `path`).
     pub observed: Vec<String>,
     pub headers: Vec<(HeaderName, Text)>,
     pub body: Option<Text>,
+    /// Values taken from its reply into the client's variables.
+    pub extract: Vec<Extract>,
+    /// Named checks of its reply; with one naming `status`, those statuses replace the
+    /// default (below 400) as what succeeds.
+    pub checks: Vec<Check>,
+    pub on_failure: OnFailure,
+    /// What of its reply the protocol keeps (for the jar, extractions and checks).
+    pub keep: Keep,
+}
+
+impl Step {
+    /// Whether its checks say which statuses succeed (instead of "below 400").
+    pub fn checks_status(&self) -> bool {
+        self.checks.iter().any(|c| !c.status.is_empty())
+    }
 }
 
 /// Open-model arrivals of a scenario without clients.
@@ -80,6 +117,10 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// Random bytes for `{{random N}}`, made once from the seed.
     pub random: RandomPool,
+    /// The variables its steps extract (`{{NAME}}`), in file order.
+    pub vars: Vec<String>,
+    /// Each client keeps its cookies (on unless `cookies = false`).
+    pub cookies: bool,
 }
 
 impl Scenario {
@@ -100,14 +141,22 @@ impl Scenario {
     }
 
     /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
-    /// paths.
-    pub fn request(&self, i: usize, client: u64, seq: u64, pick: u64) -> Rendered {
+    /// paths; `values` are the client's flow variables.
+    pub fn request(
+        &self,
+        i: usize,
+        client: u64,
+        seq: u64,
+        pick: u64,
+        values: &[Option<String>],
+    ) -> Rendered {
         let st = &self.steps[i];
         let vars = Vars {
             client,
             seq,
             row: self.row(client),
             random: &self.random,
+            values,
         };
         let mut body = Vec::new();
         if let Some(b) = &st.body {
@@ -130,7 +179,22 @@ impl Scenario {
                 })
                 .collect(),
             body: bytes::Bytes::from(body),
+            keep: st.keep.max(if self.cookies {
+                Keep::Cookies
+            } else {
+                Keep::Nothing
+            }),
         }
+    }
+
+    /// The first variable step `i` uses that `values` lacks (the step cannot be sent).
+    pub fn missing(&self, i: usize, values: &[Option<String>]) -> Option<&str> {
+        let st = &self.steps[i];
+        std::iter::once(&st.path)
+            .chain(st.headers.iter().map(|(_, t)| t))
+            .chain(st.body.iter())
+            .find_map(|t| t.missing(values))
+            .map(|v| self.vars[v].as_str())
     }
 
     /// Requests the scenario offers within `d` — each client's `once` steps and its
@@ -167,6 +231,7 @@ struct RawScenario {
     ramp_up: Option<Spanned<String>>,
     csv: Option<Spanned<String>>,
     seed: Option<u64>,
+    cookies: Option<bool>,
     arrivals: Option<Spanned<RawArrivals>>,
     step: Vec<Spanned<RawStep>>,
 }
@@ -194,6 +259,37 @@ struct RawStep {
     #[serde(default)]
     headers: BTreeMap<String, Spanned<String>>,
     body: Option<Spanned<String>>,
+    #[serde(default)]
+    extract: BTreeMap<String, Spanned<RawExtract>>,
+    #[serde(default)]
+    check: BTreeMap<String, Spanned<RawCheck>>,
+    on_failure: Option<Spanned<toml::Value>>,
+}
+
+/// `extract.NAME = { json = "$.token" }` (or `regex`, `header`, `cookie`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExtract {
+    json: Option<String>,
+    regex: Option<String>,
+    header: Option<String>,
+    cookie: Option<String>,
+}
+
+/// `check.NAME = { status = [200], body_contains = "…", … }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    status: Option<toml::Value>,
+    body_contains: Option<String>,
+    body_matches: Option<String>,
+    #[serde(default)]
+    json: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    json_exists: Vec<String>,
+    #[serde(default)]
+    headers: Vec<String>,
+    latency: Option<String>,
 }
 
 /// Reads and checks a scenario file.
@@ -247,9 +343,21 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         Some(c) => csv_rows(c, path, &at)?,
         None => (Vec::new(), Vec::new()),
     };
+    let vars: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for st in &raw.step {
+            for name in st.get_ref().extract.keys() {
+                if !v.contains(name) {
+                    v.push(name.clone());
+                }
+            }
+        }
+        v
+    };
     let template = |s: &Spanned<String>| {
         // The span covers the quotes; the template starts one byte in.
-        Text::parse(s.get_ref(), &columns).map_err(|(off, msg)| at(s.span().start + 1 + off, msg))
+        Text::parse_with(s.get_ref(), &columns, &vars)
+            .map_err(|(off, msg)| at(s.span().start + 1 + off, msg))
     };
     if raw.step.is_empty() {
         return Err(at(0, "a scenario needs at least one [[step]]".into()));
@@ -292,6 +400,44 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             None if st.body.is_some() => Method::POST,
             None => Method::GET,
         };
+        if let (Some(_), Some((_, e))) = (&arrivals, st.extract.iter().next()) {
+            return Err(at(
+                e.span().start,
+                format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
+            ));
+        }
+        let extract = extracts(st, &vars, &at)?;
+        let checks = checks(st, &at)?;
+        let on_failure = on_failure(st, &name, &duration, &at)?;
+        if on_failure == OnFailure::Restart
+            && !raw
+                .step
+                .iter()
+                .any(|s| s.get_ref().once.as_ref().is_some_and(|o| *o.get_ref()))
+        {
+            return Err(at(
+                st.on_failure.as_ref().map_or(here, |o| o.span().start),
+                format!("step '{name}': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none: add one (e.g. a login or a registration) or use \"retry\""),
+            ));
+        }
+        let keep = extract
+            .iter()
+            .map(|e| {
+                if e.source.needs_body() {
+                    Keep::All
+                } else {
+                    Keep::Head
+                }
+            })
+            .chain(checks.iter().map(|c| {
+                if c.needs_body() {
+                    Keep::All
+                } else {
+                    Keep::Head
+                }
+            }))
+            .max()
+            .unwrap_or(Keep::Nothing);
         let mut headers = Vec::new();
         for (k, v) in &st.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
@@ -308,7 +454,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             think: st
                 .think
                 .as_ref()
-                .map(|t| duration(t, "think"))
+                .map(|t| think(t, &duration, &at))
                 .transpose()?
                 .unwrap_or_default(),
             method,
@@ -319,6 +465,10 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             observed,
             headers,
             body: st.body.as_ref().map(template).transpose()?,
+            extract,
+            checks,
+            on_failure,
+            keep,
         });
     }
     Ok(Scenario {
@@ -329,7 +479,213 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         seed,
         steps,
         random: RandomPool::new(seed),
+        vars,
+        cookies: raw.cookies.unwrap_or(true),
     })
+}
+
+/// `think = "2s"`, or a range drawn uniformly for each pause: `"1s..3s"`.
+fn think(
+    t: &Spanned<String>,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Think> {
+    match t.get_ref().split_once("..") {
+        None => {
+            let d = duration(t, "think")?;
+            Ok(Think { least: d, most: d })
+        }
+        Some((a, b)) => {
+            let one = |s: &str| {
+                parse_duration(s.trim()).map_err(|e| at(t.span().start, format!("think: {e}")))
+            };
+            let (least, most) = (one(a)?, one(b)?);
+            if most < least {
+                return Err(at(
+                    t.span().start,
+                    format!("think = \"{}\": the range runs from the shorter pause to the longer, e.g. \"1s..3s\"", t.get_ref()),
+                ));
+            }
+            Ok(Think { least, most })
+        }
+    }
+}
+
+/// A step's `extract` table, checked: one source per variable, a JSON path or a regex
+/// that parses (a regex with at most one capture group).
+fn extracts(
+    st: &RawStep,
+    vars: &[String],
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<Extract>> {
+    let mut out = Vec::new();
+    for (name, e) in &st.extract {
+        let (pos, e) = (e.span().start, e.get_ref());
+        let source = match (&e.json, &e.regex, &e.header, &e.cookie) {
+            (Some(p), None, None, None) => Source::Json(
+                JsonPath::parse(p).map_err(|(_, m)| at(pos, format!("extract.{name}: {m}")))?,
+            ),
+            (None, Some(r), None, None) => {
+                let re = regex_lite::Regex::new(r)
+                    .map_err(|err| at(pos, format!("extract.{name}: regex '{r}': {err}")))?;
+                if re.captures_len() > 2 {
+                    return Err(at(pos, format!("extract.{name}: regex '{r}' has {} capture groups; give one (the value) or none (the whole match)", re.captures_len() - 1)));
+                }
+                Source::Regex(re)
+            }
+            (None, None, Some(h), None) => Source::Header(h.to_ascii_lowercase()),
+            (None, None, None, Some(c)) => Source::Cookie(c.clone()),
+            _ => {
+                return Err(at(
+                    pos,
+                    format!("extract.{name}: give one of json = \"$.path\", regex = \"…(…)…\", header = \"Name\" or cookie = \"name\""),
+                ))
+            }
+        };
+        out.push(Extract {
+            name: name.clone(),
+            var: vars.iter().position(|v| v == name).expect("collected"),
+            source,
+        });
+    }
+    Ok(out)
+}
+
+/// A step's named checks, checked.
+fn checks(
+    st: &RawStep,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<Check>> {
+    let mut out = Vec::new();
+    for (name, c) in &st.check {
+        let (pos, c) = (c.span().start, c.get_ref());
+        let bad = |m: String| at(pos, format!("check.{name}: {m}"));
+        let status = match &c.status {
+            None => Vec::new(),
+            Some(toml::Value::Integer(n)) => vec![*n],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_integer().ok_or_else(|| {
+                        bad("status: give a status or a list of them, e.g. [200, 302]".into())
+                    })
+                })
+                .collect::<crate::error::Result<_>>()?,
+            Some(_) => {
+                return Err(bad(
+                    "status: give a status or a list of them, e.g. [200, 302]".into(),
+                ))
+            }
+        };
+        let status = status
+            .into_iter()
+            .map(|n| {
+                u16::try_from(n)
+                    .ok()
+                    .filter(|n| (100..1000).contains(n))
+                    .ok_or_else(|| bad(format!("status {n} is not a status (100 to 999)")))
+            })
+            .collect::<crate::error::Result<Vec<u16>>>()?;
+        let path = |p: &str| JsonPath::parse(p).map_err(|(_, m)| bad(m));
+        let check = Check {
+            name: name.clone(),
+            status,
+            body_contains: c.body_contains.clone(),
+            body_matches: c
+                .body_matches
+                .as_ref()
+                .map(|r| {
+                    regex_lite::Regex::new(r).map_err(|e| bad(format!("body_matches '{r}': {e}")))
+                })
+                .transpose()?,
+            json: c
+                .json
+                .iter()
+                .map(|(p, v)| {
+                    Ok((
+                        path(p)?,
+                        serde_json::to_value(v).map_err(|e| bad(e.to_string()))?,
+                    ))
+                })
+                .collect::<crate::error::Result<_>>()?,
+            json_exists: c
+                .json_exists
+                .iter()
+                .map(|p| path(p))
+                .collect::<crate::error::Result<_>>()?,
+            headers: c.headers.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            latency: c
+                .latency
+                .as_ref()
+                .map(|l| parse_duration(l).map_err(|e| bad(format!("latency: {e}"))))
+                .transpose()?,
+        };
+        if check.status.is_empty()
+            && !check.needs_body()
+            && check.headers.is_empty()
+            && check.latency.is_none()
+        {
+            return Err(bad("it checks nothing: give status, body_contains, body_matches, json, json_exists, headers or latency".into()));
+        }
+        out.push(check);
+    }
+    Ok(out)
+}
+
+/// `on_failure = "continue" | "stop" | "restart"`, or `{ retry = N, backoff = "100ms" }`.
+fn on_failure(
+    st: &RawStep,
+    name: &str,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<OnFailure> {
+    let Some(v) = &st.on_failure else {
+        return Ok(OnFailure::Continue);
+    };
+    let pos = v.span().start;
+    let wrong = || {
+        at(
+            pos,
+            format!("step '{name}': on_failure is \"continue\", \"stop\", \"restart\" or {{ retry = N, backoff = \"100ms\" }}"),
+        )
+    };
+    match v.get_ref() {
+        toml::Value::String(s) => match s.as_str() {
+            "continue" => Ok(OnFailure::Continue),
+            "stop" => Ok(OnFailure::Stop),
+            "restart" => Ok(OnFailure::Restart),
+            _ => Err(wrong()),
+        },
+        toml::Value::Table(t) => {
+            if t.keys().any(|k| k != "retry" && k != "backoff") {
+                return Err(wrong());
+            }
+            let times = t
+                .get("retry")
+                .and_then(toml::Value::as_integer)
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| {
+                    at(
+                        pos,
+                        format!(
+                            "step '{name}': on_failure.retry: how many more times, from 1 to 100"
+                        ),
+                    )
+                })?;
+            let backoff = match t.get("backoff") {
+                None => Duration::ZERO,
+                Some(toml::Value::String(b)) => {
+                    duration(&Spanned::new(pos..pos, b.clone()), "on_failure.backoff")?
+                }
+                Some(_) => return Err(wrong()),
+            };
+            Ok(OnFailure::Retry {
+                times: times as u32,
+                backoff,
+            })
+        }
+        _ => Err(wrong()),
+    }
 }
 
 /// The CSV a scenario names (beside it): its header and its rows.

@@ -1,7 +1,8 @@
 //! Templated text for scenario requests: `{{client}}` (the virtual client's number),
 //! `{{seq}}` (its request counter), `{{random N}}` (N random alphanumeric bytes) and
-//! `{{csv.COLUMN}}` (the client's row of the scenario's CSV file). Parsed once, rendered
-//! per request into a reused buffer.
+//! `{{csv.COLUMN}}` (the client's row of the scenario's CSV file) and `{{NAME}}` (a value
+//! a step of the client's flow extracted). Parsed once, rendered per request into a
+//! reused buffer.
 
 use std::sync::Arc;
 
@@ -12,6 +13,8 @@ enum Piece {
     Seq,
     Random(usize),
     Csv(usize),
+    /// A flow variable, by its index among the scenario's.
+    Var(usize),
 }
 
 /// A parsed template.
@@ -27,6 +30,8 @@ pub struct Vars<'a> {
     /// The client's CSV row, if the scenario has a CSV file.
     pub row: Option<&'a [String]>,
     pub random: &'a RandomPool,
+    /// The client's flow variables (`None`: not extracted yet).
+    pub values: &'a [Option<String>],
 }
 
 /// The most random bytes one text's `{{random N}}` placeholders may make in all: 64 MiB,
@@ -65,6 +70,15 @@ impl Text {
     /// Parses `s`; `columns` are the CSV header's names. The error says what is wrong
     /// and at which byte offset of `s`.
     pub fn parse(s: &str, columns: &[String]) -> Result<Text, (usize, String)> {
+        Text::parse_with(s, columns, &[])
+    }
+
+    /// [`Text::parse`] where `names` are the variables the scenario's steps extract.
+    pub fn parse_with(
+        s: &str,
+        columns: &[String],
+        names: &[String],
+    ) -> Result<Text, (usize, String)> {
         let mut pieces = Vec::new();
         let mut lit = Vec::new();
         let mut i = 0;
@@ -79,9 +93,12 @@ impl Text {
                     ["client"] => Piece::Client,
                     ["seq"] => Piece::Seq,
                     ["random", n] => {
-                        let bytes: usize = n
-                            .parse()
-                            .map_err(|_| (i, format!("{{{{random {n}}}}}: N must be a number of bytes")))?;
+                        let bytes: usize = n.parse().map_err(|_| {
+                            (
+                                i,
+                                format!("{{{{random {n}}}}}: N must be a number of bytes"),
+                            )
+                        })?;
                         random += bytes;
                         if random > MAX_RENDERED {
                             return Err((
@@ -107,13 +124,20 @@ impl Text {
                         })?;
                         Piece::Csv(idx)
                     }
+                    [name] if names.iter().any(|n| n == name) => {
+                        Piece::Var(names.iter().position(|n| n == name).expect("found"))
+                    }
                     _ => {
+                        let extracted = match names {
+                            [] => "a variable a step extracts: none does here".to_string(),
+                            n => format!("a variable a step extracts: {}", n.join(", ")),
+                        };
                         return Err((
                             i,
                             format!(
-                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}} or {{{{csv.COLUMN}}}})"
+                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{csv.COLUMN}}}} or {extracted})"
                             ),
-                        ))
+                        ));
                     }
                 };
                 if !lit.is_empty() {
@@ -152,8 +176,21 @@ impl Text {
                         out.extend_from_slice(cell.as_bytes())
                     }
                 }
+                Piece::Var(i) => {
+                    if let Some(Some(value)) = v.values.get(*i) {
+                        out.extend_from_slice(value.as_bytes())
+                    }
+                }
             }
         }
+    }
+
+    /// The first flow variable it uses that `values` lacks: it cannot be sent.
+    pub fn missing(&self, values: &[Option<String>]) -> Option<usize> {
+        self.pieces.iter().find_map(|p| match p {
+            Piece::Var(i) if values.get(*i).is_none_or(|v| v.is_none()) => Some(*i),
+            _ => None,
+        })
     }
 
     pub fn render_string(&self, v: &Vars) -> String {
@@ -182,6 +219,7 @@ mod tests {
             seq: 3,
             row: Some(&row),
             random: &pool,
+            values: &[],
         });
         assert!(out.starts_with("/push/7?n=3&s=SN-42&r="), "{out}");
         let r = &out["/push/7?n=3&s=SN-42&r=".len()..];

@@ -28,6 +28,8 @@ pub struct Knobs {
     pub profile: Profile,
     /// Probability of answering a push or register with HTTP 500.
     pub fail_rate: f64,
+    /// Probability that `POST /devices` gives an id it then forgets.
+    pub forget_rate: f64,
     /// The whole server stops answering for `stall_for` once every `stall_every`.
     pub stall: Option<(Duration, Duration)>,
     /// Every push waits this long before it is answered, costing no CPU: a downstream

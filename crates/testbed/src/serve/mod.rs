@@ -33,6 +33,10 @@ struct Device {
 struct Counters {
     requests: AtomicU64,
     registers: AtomicU64,
+    /// `POST /devices` registrations answered with an id that was then forgotten.
+    forgotten: AtomicU64,
+    /// Ids `POST /devices` gave out.
+    issued: AtomicU64,
     pushes: AtomicU64,
     failed: AtomicU64,
     rejected: AtomicU64,
@@ -95,6 +99,7 @@ impl Server {
             "requests": c.requests.load(Relaxed),
             "registered": self.devices.lock().unwrap().len(),
             "registers": c.registers.load(Relaxed),
+            "forgotten": c.forgotten.load(Relaxed),
             "pushes": c.pushes.load(Relaxed),
             "failed": c.failed.load(Relaxed),
             "rejected": c.rejected.load(Relaxed),
@@ -159,6 +164,7 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         (Method::GET, "/health") => reply(StatusCode::OK, "ok\n"),
         (Method::GET, "/stats") => reply(StatusCode::OK, s.stats().to_string()),
         (Method::POST, "/register") => register(&s, &body).await,
+        (Method::POST, "/devices") => enroll(&s),
         (Method::POST, p) if p.starts_with("/push/") => {
             let id = p["/push/".len()..].to_string();
             if let Some(pool) = &s.pool {
@@ -237,6 +243,32 @@ async fn register(s: &Server, body: &Bytes) -> Response<Full<Bytes>> {
     } else {
         reply(StatusCode::CREATED, "registered\n")
     }
+}
+
+/// `POST /devices`: the server names the device (`{"id": "d-N"}`, 201), as a device
+/// API that hands out ids does; with `--forget-rate` a share of them is forgotten at
+/// once.
+fn enroll(s: &Server) -> Response<Full<Bytes>> {
+    s.counters.registers.fetch_add(1, Relaxed);
+    let id = format!("d-{}", s.counters.issued.fetch_add(1, Relaxed));
+    if s.chance() < s.knobs.forget_rate {
+        s.counters.forgotten.fetch_add(1, Relaxed);
+    } else {
+        s.devices.lock().unwrap().insert(
+            id.clone(),
+            Device {
+                _state: vec![1u8; s.knobs.state_bytes],
+                last_payload: Bytes::new(),
+                pushes: 0,
+            },
+        );
+    }
+    let mut r = reply(StatusCode::CREATED, format!("{{\"id\":\"{id}\"}}"));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 fn push(s: &Server, id: &str, body: Bytes) -> Response<Full<Bytes>> {

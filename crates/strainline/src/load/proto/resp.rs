@@ -342,6 +342,7 @@ impl Link {
                         bytes: end as u64,
                         messages: 0,
                         late_tail: false,
+                        kept: None,
                     });
                 }
                 Ok(None) => {}
@@ -503,6 +504,7 @@ impl Connection for Conn {
                         seq,
                         row: None,
                         random,
+                        values: &[],
                     };
                     for (t, out) in args.iter().zip(&mut self.rendered) {
                         out.clear();

@@ -5,6 +5,8 @@
 //! connections and of the schedule; the calling thread aggregates their recorders once a
 //! second into the per-second series.
 
+mod clients;
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -14,15 +16,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::client::{Client, CompanionsAsk, Conn};
+use super::client::{Client, CompanionsAsk, Conn, Reply};
 use super::local::{join, single_threaded};
 use super::recorder::{ErrorKind, Recorder, Tally};
 use super::replay::Requests;
 use super::request::{Outgoing, Rendered, Template};
-use super::scenario::{Scenario, When};
+use super::scenario::Scenario;
 use super::schedule::{Arrivals, Rate, Share};
 use crate::os::unit::Unit;
-use crate::rng::{mix, Rng};
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -380,8 +381,12 @@ struct Timing {
     load: Option<PoolLoad>,
 }
 
+/// What a scenario client makes of a reply before it is recorded: its cookies and
+/// values, its checks (which may fail it), from its latency and into the recorder.
+type Judge<'a> = &'a mut dyn FnMut(&mut Reply, Duration, &mut Recorder);
+
 /// One unit of work on `conn` (reconnecting if needed), recorded against its intended
-/// time (and under its scenario step, if any).
+/// time (and under its scenario step, if any), judged first by `judge` if given.
 async fn exchange(
     ctx: &Ctx,
     slot: &Slot,
@@ -389,6 +394,7 @@ async fn exchange(
     out: Outgoing<'_>,
     step: Option<usize>,
     at: Timing,
+    judge: Option<Judge<'_>>,
 ) -> bool {
     let Timing {
         intended,
@@ -437,7 +443,10 @@ async fn exchange(
     let mut rec = ctx.rec.lock().unwrap();
     rec.sent(step);
     match result {
-        Ok(reply) => {
+        Ok(mut reply) => {
+            if let Some(judge) = judge {
+                judge(&mut reply, done - intended, &mut rec);
+            }
             rec.response(
                 step,
                 reply.status,
@@ -517,6 +526,7 @@ async fn closed_loop(
                 sent_at: now,
                 load: None,
             },
+            None,
         )
         .await;
         seq += 1;
@@ -545,160 +555,6 @@ async fn sleep_or_stop(ctx: &Ctx, until: Instant) -> bool {
     let wake = ctx.deadline.map_or(until, |d| d.min(until));
     tokio::time::sleep_until(wake.into()).await;
     !(ctx.cancel.load(Ordering::Relaxed) || ctx.deadline.is_some_and(|d| Instant::now() >= d))
-}
-
-/// One virtual client of a scenario: its `once` steps in order, then its periodic steps
-/// at their intended times and its weighted mix in between, on one connection.
-/// Long because a client's life is one sequence (once, then every/mix until the end)
-/// whose timing state would only be scattered by splitting it.
-async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
-    let slot = ctx.slot();
-    let mut conn: Option<Conn> = None;
-    scenario_steps(&ctx, &sc, client, &slot, &mut conn).await;
-    goodbye(&ctx, conn).await;
-}
-
-/// A scenario client's steps until its end (see [`scenario_client`]).
-async fn scenario_steps(
-    ctx: &Rc<Ctx>,
-    sc: &Arc<Scenario>,
-    client: u64,
-    slot: &Rc<Slot>,
-    conn: &mut Option<Conn>,
-) {
-    tokio::time::sleep_until(ctx.start.into()).await;
-    if !sleep_or_stop(ctx, ctx.start + sc.start_offset(client)).await {
-        return;
-    }
-    let mut seq = 0u64;
-    let mut rng = Rng::new(mix(sc.seed ^ client));
-    let run = |i: usize, seq: u64| sc.request(i, client, seq, mix(sc.seed ^ client ^ (seq << 24)));
-    let over = |ctx: &Ctx| {
-        ctx.cancel.load(Ordering::Relaxed)
-            || ctx.deadline.is_some_and(|d| Instant::now() >= d)
-            || ctx
-                .tickets
-                .as_ref()
-                .is_some_and(|t| t.fetch_sub(1, Ordering::Relaxed) <= 0)
-    };
-    for (i, st) in sc
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.when == When::Once)
-    {
-        if over(ctx) {
-            return;
-        }
-        let now = Instant::now();
-        let req = run(i, seq);
-        seq += 1;
-        exchange(
-            ctx,
-            slot,
-            conn,
-            Outgoing::Rendered(&req),
-            Some(i),
-            Timing {
-                intended: now,
-                sent_at: now,
-                load: None,
-            },
-        )
-        .await;
-        if !st.think.is_zero() && !sleep_or_stop(ctx, Instant::now() + st.think).await {
-            return;
-        }
-    }
-    let t0 = Instant::now();
-    let mut periodic: Vec<(usize, Duration, Instant)> = sc
-        .steps
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| match s.when {
-            When::Every(p) => Some((i, p, t0 + sc.phase(client, p))),
-            _ => None,
-        })
-        .collect();
-    let mix: Vec<(usize, u32)> = sc
-        .steps
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| match s.when {
-            When::Weight(w) => Some((i, w)),
-            _ => None,
-        })
-        .collect();
-    let total_weight: u64 = mix.iter().map(|m| m.1 as u64).sum();
-    let mut just_woke = false;
-    loop {
-        let now = Instant::now();
-        let due = periodic
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, p)| p.2)
-            .map(|(k, p)| (k, p.2));
-        let (step, intended) = match due {
-            Some((k, next)) if next <= now => {
-                let (i, period, _) = periodic[k];
-                periodic[k].2 = next + period;
-                if just_woke {
-                    // The client was idle and its timer woke it: the lateness is the
-                    // generator's (recorded as lag), not the target's.
-                    ctx.rec.lock().unwrap().lag(now - next);
-                    (i, now)
-                } else {
-                    // Held up by its own previous request: measured from the intended
-                    // time, so a slow target cannot hide its slowness.
-                    (i, next)
-                }
-            }
-            _ if total_weight > 0 => {
-                let mut pick = rng.below(total_weight);
-                let i = mix
-                    .iter()
-                    .find(|(_, w)| {
-                        let hit = pick < *w as u64;
-                        pick = pick.saturating_sub(*w as u64);
-                        hit
-                    })
-                    .map_or(mix[0].0, |m| m.0);
-                (i, now)
-            }
-            Some((_, next)) => {
-                if !sleep_or_stop(ctx, next).await {
-                    return;
-                }
-                just_woke = true;
-                continue;
-            }
-            None => return,
-        };
-        just_woke = false;
-        if over(ctx) {
-            return;
-        }
-        let req = run(step, seq);
-        seq += 1;
-        let sent_at = Instant::now();
-        exchange(
-            ctx,
-            slot,
-            conn,
-            Outgoing::Rendered(&req),
-            Some(step),
-            Timing {
-                intended,
-                sent_at,
-                load: None,
-            },
-        )
-        .await;
-        let think = sc.steps[step].think;
-        if !think.is_zero() && !sleep_or_stop(ctx, Instant::now() + think).await {
-            return;
-        }
-    }
 }
 
 /// A send waiting for a connection: its intended time, its position (or sequence
@@ -962,6 +818,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
                 sent_at,
                 load,
             },
+            None,
         )
         .await;
         pool.served(sent_at.elapsed().as_secs_f64());
@@ -1342,7 +1199,7 @@ pub fn run_from(
                                     let tasks: Vec<_> = (first..sc.clients)
                                         .step_by(slice.of * threads)
                                         .map(|c| {
-                                            tokio::task::spawn_local(scenario_client(
+                                            tokio::task::spawn_local(clients::scenario_client(
                                                 ctx.clone(),
                                                 sc.clone(),
                                                 c,

@@ -1,0 +1,340 @@
+//! A scenario's virtual clients, each running its flow on one connection: its `once`
+//! steps in order, then its periodic steps at their intended times and its weighted mix
+//! in between. A step sends with the client's variables and cookies, takes values from
+//! its reply and checks it ([`super::super::flow`]); when it fails, the step's
+//! `on_failure` says whether the client goes on, sends it again, starts its flow again
+//! from its first `once` step (a device that re-registers), or stops.
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::header::{HeaderValue, COOKIE};
+
+use super::{exchange, goodbye, sleep_or_stop, Ctx, Slot, Timing};
+use crate::load::client::{Conn, Reply};
+use crate::load::flow::{Jar, OnFailure};
+use crate::load::recorder::{ErrorKind, Recorder};
+use crate::load::request::Outgoing;
+use crate::load::scenario::{Scenario, Step, When};
+use crate::rng::{mix, Rng};
+
+/// One virtual client of a scenario, from its start to the run's end.
+pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64) {
+    let slot = ctx.slot();
+    let mut conn: Option<Conn> = None;
+    tokio::time::sleep_until(ctx.start.into()).await;
+    if sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
+        let mut me = Client {
+            ctx: &ctx,
+            sc: &sc,
+            id: client,
+            slot: &slot,
+            conn: &mut conn,
+            seq: 0,
+            rng: Rng::new(mix(sc.seed ^ client)),
+            session: Session::new(&sc, ctx.client.origin()),
+        };
+        while me.flow().await == Then::Restart {
+            me.session.restart();
+        }
+    }
+    goodbye(&ctx, conn).await;
+}
+
+/// A client's variables and cookies.
+struct Session {
+    values: Vec<Option<String>>,
+    jar: Jar,
+    cookies: bool,
+    /// The target's host (the jar's domain matching) and whether it speaks TLS.
+    host: String,
+    secure: bool,
+}
+
+impl Session {
+    fn new(sc: &Scenario, (host, secure): (String, bool)) -> Session {
+        Session {
+            values: vec![None; sc.vars.len()],
+            jar: Jar::default(),
+            cookies: sc.cookies,
+            host,
+            secure,
+        }
+    }
+
+    /// A flow started again forgets what it extracted; its cookies stay, as a
+    /// browser's would.
+    fn restart(&mut self) {
+        self.values.iter_mut().for_each(|v| *v = None);
+    }
+}
+
+/// What a client does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    Next,
+    Restart,
+    /// Stopped by its step's `on_failure`, or the run is over.
+    End,
+}
+
+struct Client<'a> {
+    ctx: &'a Rc<Ctx>,
+    sc: &'a Arc<Scenario>,
+    id: u64,
+    slot: &'a Rc<Slot>,
+    conn: &'a mut Option<Conn>,
+    seq: u64,
+    rng: Rng,
+    session: Session,
+}
+
+impl Client<'_> {
+    /// Whether the run is over for this client (cancelled, past its end, or out of
+    /// `-n` tickets: taking one when not).
+    fn over(&self) -> bool {
+        let ctx = self.ctx;
+        ctx.cancel.load(Ordering::Relaxed)
+            || ctx.deadline.is_some_and(|d| Instant::now() >= d)
+            || ctx
+                .tickets
+                .as_ref()
+                .is_some_and(|t| t.fetch_sub(1, Ordering::Relaxed) <= 0)
+    }
+
+    /// The flow once through: its `once` steps, then its periodic and weighted steps
+    /// until the run ends, a step stops the client, or one starts the flow again.
+    /// Long because a client's life is one sequence (once, then every/mix until the
+    /// end) whose timing state would only be scattered by splitting it.
+    async fn flow(&mut self) -> Then {
+        let sc = self.sc.clone();
+        for (i, _) in sc
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.when == When::Once)
+        {
+            let then = self.step(i, Instant::now()).await;
+            if then != Then::Next || !self.think(i).await {
+                return then.min_end();
+            }
+        }
+        let t0 = Instant::now();
+        let mut periodic: Vec<(usize, Duration, Instant)> = sc
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.when {
+                When::Every(p) => Some((i, p, t0 + sc.phase(self.id, p))),
+                _ => None,
+            })
+            .collect();
+        let mix: Vec<(usize, u32)> = sc
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.when {
+                When::Weight(w) => Some((i, w)),
+                _ => None,
+            })
+            .collect();
+        let total_weight: u64 = mix.iter().map(|m| m.1 as u64).sum();
+        let mut just_woke = false;
+        loop {
+            let now = Instant::now();
+            let due = periodic
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.2)
+                .map(|(k, p)| (k, p.2));
+            let (step, intended) = match due {
+                Some((k, next)) if next <= now => {
+                    let (i, period, _) = periodic[k];
+                    periodic[k].2 = next + period;
+                    if just_woke {
+                        // The client was idle and its timer woke it: the lateness is the
+                        // generator's (recorded as lag), not the target's.
+                        self.ctx.rec.lock().unwrap().lag(now - next);
+                        (i, now)
+                    } else {
+                        // Held up by its own previous request: measured from the
+                        // intended time, so a slow target cannot hide its slowness.
+                        (i, next)
+                    }
+                }
+                _ if total_weight > 0 => {
+                    let mut pick = self.rng.below(total_weight);
+                    let i = mix
+                        .iter()
+                        .find(|(_, w)| {
+                            let hit = pick < *w as u64;
+                            pick = pick.saturating_sub(*w as u64);
+                            hit
+                        })
+                        .map_or(mix[0].0, |m| m.0);
+                    (i, now)
+                }
+                Some((_, next)) => {
+                    if !sleep_or_stop(self.ctx, next).await {
+                        return Then::End;
+                    }
+                    just_woke = true;
+                    continue;
+                }
+                None => return Then::End,
+            };
+            just_woke = false;
+            let then = self.step(step, intended).await;
+            if then != Then::Next || !self.think(step).await {
+                return then.min_end();
+            }
+        }
+    }
+
+    /// The step's pause after it; false when the run ended meanwhile.
+    async fn think(&mut self, i: usize) -> bool {
+        let think = self.sc.steps[i].think;
+        think.is_zero() || sleep_or_stop(self.ctx, Instant::now() + think.draw(&mut self.rng)).await
+    }
+
+    /// Step `i`, due at `intended`, with its retries; what the client does next.
+    async fn step(&mut self, i: usize, mut intended: Instant) -> Then {
+        let sc = self.sc.clone();
+        let st = &sc.steps[i];
+        let mut retried = 0u32;
+        loop {
+            if self.over() {
+                return Then::End;
+            }
+            if self.send(st, i, intended).await {
+                return Then::Next;
+            }
+            let count = |key: &str| self.ctx.rec.lock().unwrap().count(Some(i), key);
+            match st.on_failure {
+                OnFailure::Continue => return Then::Next,
+                OnFailure::Stop => {
+                    count("flow.stopped");
+                    return Then::End;
+                }
+                OnFailure::Restart => {
+                    count("flow.restarts");
+                    return Then::Restart;
+                }
+                OnFailure::Retry { times, backoff } if retried < times => {
+                    count("flow.retries");
+                    let wait = backoff.saturating_mul(1 << retried.min(16));
+                    retried += 1;
+                    if !sleep_or_stop(self.ctx, Instant::now() + wait).await {
+                        return Then::End;
+                    }
+                    intended = Instant::now();
+                }
+                OnFailure::Retry { .. } => return Then::Next,
+            }
+        }
+    }
+
+    /// Sends step `i` once and judges its reply; whether it succeeded. A step whose
+    /// variable was never extracted is not sent: it fails with cause `extract`.
+    async fn send(&mut self, st: &Step, i: usize, intended: Instant) -> bool {
+        let sc = self.sc.clone();
+        if let Some(var) = sc.missing(i, &self.session.values) {
+            let mut rec = self.ctx.rec.lock().unwrap();
+            rec.sent(Some(i));
+            rec.error(Some(i), ErrorKind::Extract);
+            rec.count(Some(i), &format!("extract.{var}.missing"));
+            return false;
+        }
+        let pick = mix(sc.seed ^ self.id ^ (self.seq << 24));
+        let mut req = sc.request(i, self.id, self.seq, pick, &self.session.values);
+        self.seq += 1;
+        let s = &mut self.session;
+        if s.cookies {
+            if let Some(c) = s.jar.header(&s.host, &req.path, s.secure) {
+                if let Ok(v) = HeaderValue::from_str(&c) {
+                    req.headers.retain(|(k, _)| *k != COOKIE);
+                    req.headers.push((COOKIE, v));
+                }
+            }
+        }
+        let path = req.path.clone();
+        let mut judge = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
+            judge(st, i, &path, s, reply, latency, rec)
+        };
+        let sent_at = Instant::now();
+        exchange(
+            self.ctx,
+            self.slot,
+            self.conn,
+            Outgoing::Rendered(&req),
+            Some(i),
+            Timing {
+                intended,
+                sent_at,
+                load: None,
+            },
+            Some(&mut judge),
+        )
+        .await
+    }
+}
+
+impl Then {
+    /// A step's "go on" cut short by the end of the run is the end.
+    fn min_end(self) -> Then {
+        match self {
+            Then::Next => Then::End,
+            t => t,
+        }
+    }
+}
+
+/// Takes what step `i`'s reply gives the client (its cookies, its extracted values)
+/// and checks it: a failed extraction or check fails the reply, counted by its cause
+/// (`cause.check:NAME`) when its status alone would have passed.
+fn judge(
+    st: &Step,
+    i: usize,
+    path: &str,
+    s: &mut Session,
+    reply: &mut Reply,
+    latency: Duration,
+    rec: &mut Recorder,
+) {
+    let Some(kept) = reply.kept.take() else {
+        return;
+    };
+    if s.cookies {
+        for (_, v) in kept.headers.iter().filter(|(k, _)| k == "set-cookie") {
+            s.jar.store(&s.host, path, v);
+        }
+    }
+    if st.checks_status() {
+        reply.ok = true; // the checks say which statuses succeed
+    }
+    let mut cause = None;
+    for e in &st.extract {
+        let found = e.source.find(&kept, &s.jar);
+        if found.is_none() {
+            rec.count(Some(i), &format!("extract.{}.missing", e.name));
+            cause.get_or_insert_with(|| format!("extract:{}", e.name));
+        }
+        s.values[e.var] = found;
+    }
+    for c in &st.checks {
+        if c.passes(reply.status, &kept, latency) {
+            rec.count(Some(i), &format!("check.{}.passed", c.name));
+        } else {
+            rec.count(Some(i), &format!("check.{}.failed", c.name));
+            cause.get_or_insert_with(|| format!("check:{}", c.name));
+        }
+    }
+    if let Some(cause) = cause {
+        if reply.ok {
+            rec.count(Some(i), &format!("cause.{cause}"));
+        }
+        reply.ok = false;
+    }
+}
