@@ -362,21 +362,23 @@ mod tests {
     #[test]
     fn the_driver_names_no_protocol() {
         let protocols = ["http", "h1", "h2", "ws", "grpc", "mqtt", "command", "proto"];
-        let text = &files()
+        let driver: Vec<(String, String)> = files()
             .into_iter()
-            .find(|(rel, _)| rel == "load/driver.rs")
-            .expect("load/driver.rs")
-            .1;
+            .filter(|(rel, _)| rel.starts_with("load/driver/"))
+            .collect();
+        assert!(driver.iter().any(|(rel, _)| rel == "load/driver/mod.rs"));
         let mut wrong = Vec::new();
-        for (n, l) in text.lines().enumerate() {
-            let code = code_of(l);
-            for p in protocols {
-                let at = code.match_indices(&format!("{p}::")).any(|(i, _)| {
-                    // `super::http::`, `http::`, not `crate::os::http_x::` or `xhttp::`.
-                    !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-                });
-                if at {
-                    wrong.push(format!("load/driver.rs:{}: {}", n + 1, l.trim()));
+        for (rel, text) in &driver {
+            for (n, l) in text.lines().enumerate() {
+                let code = code_of(l);
+                for p in protocols {
+                    let at = code.match_indices(&format!("{p}::")).any(|(i, _)| {
+                        // `super::http::`, `http::`, not `crate::os::http_x::` or `xhttp::`.
+                        !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                    });
+                    if at {
+                        wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
+                    }
                 }
             }
         }

@@ -280,6 +280,41 @@ pub const METRICS: &[Def] = &[
         "99th percentile service time, from the actual send",
     ),
     def(
+        "checks_failed",
+        Unit::Count,
+        Lower,
+        LOADED,
+        "replies that failed a scenario step's check",
+    ),
+    def(
+        "check.*.pass_rate",
+        Unit::Ratio,
+        Higher,
+        LOADED,
+        "the share of a named check's replies that passed it",
+    ),
+    def(
+        "step.*.latency_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a scenario step's 99th percentile latency, from its intended send time",
+    ),
+    def(
+        "step.*.error_rate",
+        Unit::Ratio,
+        Lower,
+        LOADED,
+        "a scenario step's failed sends over its sends",
+    ),
+    def(
+        "flow_restarts",
+        Unit::Count,
+        Lower,
+        LOADED,
+        "scenario clients that started their flow again (on_failure = \"restart\")",
+    ),
+    def(
         "error_rate",
         Unit::Ratio,
         Lower,
@@ -624,7 +659,7 @@ pub const METRICS: &[Def] = &[
 ];
 
 /// Does `name` fit `pattern` (`*` stands for one or more characters)?
-fn fits(pattern: &str, name: &str) -> bool {
+pub fn fits(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
         None => pattern == name,
         Some((pre, post)) => {

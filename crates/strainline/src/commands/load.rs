@@ -136,7 +136,7 @@ pub fn fleet(
 fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
     let metrics: Vec<(&str, crate::metrics::Unit)> = crate::metrics::METRICS
         .iter()
-        .filter(|d| d.made_by(crate::metrics::Source::Load) && !d.name.contains('*'))
+        .filter(|d| d.made_by(crate::metrics::Source::Load))
         .map(|d| (d.name, d.unit))
         .collect();
     let gates: Vec<Gate> = args

@@ -2,6 +2,8 @@
 //! what came back, how fast, the generator's evidence) and the named metrics it yields.
 //! Computed here, by the engine that measured them; `report::load` only formats them.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -243,6 +245,80 @@ pub struct StepSummary {
     pub ok: u64,
     pub errors: u64,
     pub latency_us: Percentiles,
+    /// Its named checks: how many replies passed and failed each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSummary>,
+    /// What its flow counters say: `restarts`, `retries`, `stopped`, and each
+    /// variable it could not extract (`extract.NAME.missing`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub flow: BTreeMap<String, u64>,
+    /// Why replies whose status passed failed: `check:NAME`, `extract:NAME`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub causes: BTreeMap<String, u64>,
+}
+
+/// A named check of a step.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckSummary {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl CheckSummary {
+    pub fn pass_rate(&self) -> f64 {
+        let all = self.passed + self.failed;
+        if all == 0 {
+            0.0
+        } else {
+            self.passed as f64 / all as f64
+        }
+    }
+}
+
+/// A step's checks from its tally's named counters (`check.NAME.passed`/`.failed`).
+fn checks_of(t: &Tally) -> Vec<CheckSummary> {
+    let mut out: Vec<CheckSummary> = Vec::new();
+    for (k, v) in &t.named {
+        let Some(rest) = k.strip_prefix("check.") else {
+            continue;
+        };
+        let (name, passed) = match (rest.strip_suffix(".passed"), rest.strip_suffix(".failed")) {
+            (Some(n), _) => (n, true),
+            (_, Some(n)) => (n, false),
+            _ => continue,
+        };
+        let i = match out.iter().position(|c| c.name == name) {
+            Some(i) => i,
+            None => {
+                out.push(CheckSummary {
+                    name: name.to_string(),
+                    passed: 0,
+                    failed: 0,
+                });
+                out.len() - 1
+            }
+        };
+        if passed {
+            out[i].passed += v;
+        } else {
+            out[i].failed += v;
+        }
+    }
+    out
+}
+
+/// A step's flow counters, as `flow.restarts` → `restarts`, `extract.id.missing` kept.
+fn flow_of(t: &Tally) -> BTreeMap<String, u64> {
+    t.named
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("flow.")
+                .map(str::to_string)
+                .or_else(|| k.starts_with("extract.").then(|| k.clone()))
+                .map(|k| (k, *v))
+        })
+        .collect()
 }
 
 pub fn summarize(
@@ -312,6 +388,13 @@ pub fn summarize(
                     ok: t.ok,
                     errors: t.errors(),
                     latency_us: percentiles(&t.corrected),
+                    checks: checks_of(&t),
+                    flow: flow_of(&t),
+                    causes: t
+                        .named
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.strip_prefix("cause.")?.to_string(), *v)))
+                        .collect(),
                 }
             })
             .collect(),
@@ -332,6 +415,12 @@ impl LoadSummary {
                     .iter()
                     .filter(|(k, _)| k.parse::<u16>().is_ok_and(|c| c >= 400))
                     .map(|(k, v)| (format!("status {k}"), *v)),
+            )
+            // A reply whose status passed but a check or an extraction failed.
+            .chain(
+                self.steps
+                    .iter()
+                    .flat_map(|st| st.causes.iter().map(|(k, v)| (k.clone(), *v))),
             )
             .collect();
         causes.sort_by_key(|c| std::cmp::Reverse(c.1));
@@ -374,6 +463,50 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     if let Some(d) = &s.deliveries {
         v.push(Metric::of("delivery_loss", d.loss_rate));
         v.push(Metric::of("delivery_p99", ms(d.latency_us.p99)));
+    }
+    let checks: Vec<&CheckSummary> = s.steps.iter().flat_map(|st| &st.checks).collect();
+    if !checks.is_empty() {
+        v.push(Metric::of(
+            "checks_failed",
+            checks.iter().map(|c| c.failed).sum::<u64>() as f64,
+        ));
+        // A check named in several steps is one figure over all of them.
+        let mut by_name: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for c in &checks {
+            let e = by_name.entry(&c.name).or_default();
+            e.0 += c.passed;
+            e.1 += c.failed;
+        }
+        for (name, (passed, failed)) in by_name {
+            let all = (passed + failed).max(1) as f64;
+            v.push(Metric::of(
+                &format!("check.{name}.pass_rate"),
+                passed as f64 / all,
+            ));
+        }
+    }
+    for st in &s.steps {
+        v.push(Metric::of(
+            &format!("step.{}.latency_p99", st.name),
+            ms(st.latency_us.p99),
+        ));
+        let rate = if st.sent > 0 {
+            st.errors as f64 / st.sent as f64
+        } else {
+            0.0
+        };
+        v.push(Metric::of(&format!("step.{}.error_rate", st.name), rate));
+    }
+    if s.steps
+        .iter()
+        .any(|st| !st.flow.is_empty() || !st.checks.is_empty())
+    {
+        let restarts = s
+            .steps
+            .iter()
+            .filter_map(|st| st.flow.get("restarts"))
+            .sum::<u64>();
+        v.push(Metric::of("flow_restarts", restarts as f64));
     }
     v
 }

@@ -270,6 +270,72 @@ fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             us(st.latency_us.p99)
         )?;
     }
+    write_checks(out, s)
+}
+
+/// A flow's checks (each step's, by name: passed, failed, pass rate) and what its
+/// clients did on failure (restarts, retries, stops, values never extracted).
+fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
+    let checks: Vec<(&str, &crate::load::summary::CheckSummary)> = s
+        .steps
+        .iter()
+        .flat_map(|st| st.checks.iter().map(move |c| (st.name.as_str(), c)))
+        .collect();
+    if !checks.is_empty() {
+        let w = checks
+            .iter()
+            .map(|(st, c)| c.name.chars().count() + st.chars().count() + 3)
+            .max()
+            .unwrap_or(0)
+            .max(12);
+        writeln!(
+            out,
+            "  {:<w$}{:>9} {:>9} {:>10}",
+            "Checks",
+            "passed",
+            "failed",
+            "pass rate",
+            w = w + 2
+        )?;
+        for (step, c) in &checks {
+            let name = format!(
+                "{} ({})",
+                crate::units::printable(&c.name),
+                crate::units::printable(step)
+            );
+            writeln!(
+                out,
+                "    {:<w$}{:>9} {:>9} {:>9.2}%",
+                name,
+                c.passed,
+                c.failed,
+                100.0 * c.pass_rate()
+            )?;
+        }
+    }
+    let mut flow: std::collections::BTreeMap<&str, u64> = Default::default();
+    for st in &s.steps {
+        for (k, v) in &st.flow {
+            *flow.entry(k.as_str()).or_default() += v;
+        }
+    }
+    if !flow.is_empty() {
+        let said: Vec<String> = flow
+            .iter()
+            .map(|(k, v)| match *k {
+                "restarts" => format!("{v} flows started again (on_failure = restart)"),
+                "retries" => format!("{v} steps sent again (retry)"),
+                "stopped" => format!("{v} clients stopped (on_failure = stop)"),
+                k => {
+                    let var = k
+                        .trim_start_matches("extract.")
+                        .trim_end_matches(".missing");
+                    format!("{v} times {{{{{var}}}}} could not be extracted")
+                }
+            })
+            .collect();
+        writeln!(out, "  {:<14}{}", "Flow", said.join(", "))?;
+    }
     Ok(())
 }
 

@@ -73,6 +73,11 @@ fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Stri
     let unit = metrics
         .iter()
         .find(|(n, _)| *n == metric)
+        .or_else(|| {
+            metrics
+                .iter()
+                .find(|(n, _)| n.contains('*') && crate::metrics::fits(n, &metric))
+        })
         .map(|(_, u)| *u)
         .ok_or_else(|| {
             let names: Vec<&str> = metrics.iter().map(|(n, _)| *n).collect();

@@ -293,7 +293,7 @@ impl Then {
 
 /// Takes what step `i`'s reply gives the client (its cookies, its extracted values)
 /// and checks it: a failed extraction or check fails the reply, counted by its cause
-/// (`cause.check:NAME`) when its status alone would have passed.
+/// (`cause.check:NAME`) unless its status (400 and above) is the cause shown.
 fn judge(
     st: &Step,
     i: usize,
@@ -332,7 +332,8 @@ fn judge(
         }
     }
     if let Some(cause) = cause {
-        if reply.ok {
+        // A status of 400 and above is a cause of its own in the summary already.
+        if reply.status < 400 {
             rec.count(Some(i), &format!("cause.{cause}"));
         }
         reply.ok = false;
