@@ -31,6 +31,8 @@ python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 /usr/bin/python3 -c 'import websockets' 2>/dev/null || need+=(python3 python3-websockets)
 # …and its grpcio (a gRPC server we did not write).
 /usr/bin/python3 -c 'import grpc' 2>/dev/null || need+=(python3 python3-grpcio)
+# …and its Django (a web framework we did not write: sessions, CSRF, its admin login).
+/usr/bin/python3 -c 'import django' 2>/dev/null || need+=(python3 python3-django)
 command -v tmux >/dev/null || need+=(tmux)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)

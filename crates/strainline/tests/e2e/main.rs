@@ -10,6 +10,7 @@ mod compare;
 mod containment;
 mod daemons;
 mod firsthour;
+mod flows;
 mod hostile;
 mod import;
 mod load;

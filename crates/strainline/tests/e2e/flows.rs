@@ -1,0 +1,375 @@
+//! User flows against programs no one here wrote, each a known truth: Django's admin
+//! login (its CSRF token read from the form, its cookie kept by the client's jar, its
+//! own log naming a refusal), and the IoT seed's device that re-registers when the
+//! server forgot it (the testbed counts what it forgot).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+
+/// A Django project made by `django-admin startproject` in `dir`, migrated, with the
+/// users of `users` (a CSV `username,password`) as superusers; its dev server on a
+/// free port, logging to `dir/server.log`.
+fn django(dir: &Path, users: &Path) -> (KillOnDrop, u16) {
+    let py = |args: &[&str]| {
+        let out = Command::new("/usr/bin/python3")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("Debian's python3 with python3-django (installed by `make test`)");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    py(&["-m", "django", "startproject", "mysite", "."]);
+    py(&["manage.py", "migrate", "-v0"]);
+    let make_users = format!(
+        "import csv\nfrom django.contrib.auth.models import User\nfor r in csv.DictReader(open({:?})):\n    User.objects.create_superuser(r['username'], '', r['password'])\n",
+        users.display().to_string()
+    );
+    py(&["manage.py", "shell", "-c", &make_users]);
+    let port = free_port();
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let mut c = Command::new("/usr/bin/python3");
+    c.args([
+        "manage.py",
+        "runserver",
+        &format!("127.0.0.1:{port}"),
+        "--noreload",
+    ])
+    .current_dir(dir);
+    let child = c
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("python3 manage.py runserver");
+    let child = KillOnDrop(child);
+    assert!(
+        eventually(15.0, || std::net::TcpStream::connect(("127.0.0.1", port))
+            .is_ok()),
+        "Django's runserver did not start"
+    );
+    (child, port)
+}
+
+fn example(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/flows")
+        .join(name)
+}
+
+/// A step's check figures from `load --json`: (passed, failed).
+fn check(doc: &serde_json::Value, step: &str, name: &str) -> (u64, u64) {
+    let st = doc["summary"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == step)
+        .unwrap_or_else(|| panic!("no step {step}"));
+    let c = st["checks"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no check {name} in {st}"));
+    (c["passed"].as_u64().unwrap(), c["failed"].as_u64().unwrap())
+}
+
+#[test]
+fn django_admin_logins_pass_their_checks_and_fail_with_wrong_passwords_or_no_cookie_jar() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let site = s.path("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let (_server, port) = django(&site, &example("django-users.csv"));
+    let url = format!("http://127.0.0.1:{port}");
+    // The example as shipped, with the command its header and docs/load.md give.
+    let scenario = example("django-admin.toml");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "5s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 0);
+    assert!(
+        load_schema_errors(&doc).is_empty(),
+        "{:?}",
+        load_schema_errors(&doc)
+    );
+    // Every client (6) logged in once: Django redirected each POST to /admin/.
+    assert_eq!(
+        check(&doc, "login", "logged_in"),
+        (6, 0),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(check(&doc, "form", "form"), (6, 0));
+    let (admin, failed) = check(&doc, "admin", "site_admin");
+    assert!(admin > 6 && failed == 0, "{}", stdout(&out));
+    let log = std::fs::read_to_string(site.join("server.log")).unwrap();
+    assert_eq!(
+        log.matches("\"POST /admin/login/?next=/admin/ HTTP/1.1\" 302")
+            .count(),
+        6,
+        "Django's own log: {log}"
+    );
+    assert_has(&stdout(&out), "logged_in (login)");
+    // 20 virtual users for 10 s: every check passes.
+    let many = s.path("many.toml");
+    let text = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("clients = 6", "clients = 20")
+        .replace(
+            "csv = \"django-users.csv\"",
+            &format!(
+                "csv = {:?}",
+                example("django-users.csv").display().to_string()
+            ),
+        );
+    std::fs::write(&many, text).unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            many.to_str().unwrap(),
+            "-z",
+            "10s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        check(&doc, "login", "logged_in"),
+        (20, 0),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(doc["summary"]["errors"], 0, "{}", stdout(&out));
+    // The same users with other passwords: every login fails its check, named.
+    let wrong = s.path("wrong");
+    std::fs::create_dir_all(&wrong).unwrap();
+    let users = std::fs::read_to_string(example("django-users.csv")).unwrap();
+    let other: String = users
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("{l}\n")
+            } else {
+                format!("{l}-not\n")
+            }
+        })
+        .collect();
+    std::fs::write(wrong.join("django-users.csv"), other).unwrap();
+    std::fs::copy(&scenario, wrong.join("django-admin.toml")).unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            wrong.join("django-admin.toml").to_str().unwrap(),
+            "-z",
+            "5s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 1);
+    assert_eq!(
+        check(&doc, "login", "logged_in"),
+        (0, 6),
+        "{}",
+        stdout(&out)
+    );
+    assert_has(&stdout(&out), "check:logged_in 6");
+    assert_has(&stdout(&out), "6 clients stopped (on_failure = stop)");
+    assert_has(&stdout(&out), "FAILED: checks_failed = 0 (measured 6");
+    // Without the cookie jar, Django's CSRF protection refuses the POST.
+    let bare = s.path("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::copy(example("django-users.csv"), bare.join("django-users.csv")).unwrap();
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        bare.join("django-admin.toml"),
+        format!("cookies = false\n{text}"),
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            bare.join("django-admin.toml").to_str().unwrap(),
+            "-z",
+            "3s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 1);
+    assert_eq!(check(&doc, "login", "logged_in"), (0, 6));
+    assert_eq!(doc["summary"]["by_status"]["403"], 6, "{}", stdout(&out));
+    let log = std::fs::read_to_string(site.join("server.log")).unwrap();
+    assert_eq!(
+        log.matches("Forbidden (CSRF cookie not set.)").count(),
+        6,
+        "{log}"
+    );
+}
+
+#[test]
+fn a_forgotten_device_re_registers_once_per_forgetting_and_pushes_again() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let port = free_port();
+    let mut c = Command::new(testbed());
+    c.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--forget-rate",
+        "0.3",
+    ]);
+    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let scenario = s.path("devices.toml");
+    std::fs::write(
+        &scenario,
+        r#"clients = 40
+
+[[step]]
+name = "register"
+once = true
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+check.created = { status = 201 }
+
+[[step]]
+name = "push"
+every = "500ms"
+method = "POST"
+path = "/push/{{id}}"
+body = '{"t": {{seq}}}'
+on_failure = "restart"
+"#,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "4s",
+        ],
+    );
+    let stats: serde_json::Value = serde_json::from_str(
+        &String::from_utf8(
+            Command::new("curl")
+                .args(["-s", &format!("{url}/stats")])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let restarts = n(&steps[1]["flow"]["restarts"]);
+    let forgotten = n(&stats["forgotten"]);
+    assert!(
+        forgotten >= 5,
+        "a 0.3 share of 40 devices and more: {stats}"
+    );
+    // Each 404 (a push for a forgotten id) made its device register again, at once.
+    assert_eq!(
+        restarts,
+        n(&stats["not_found"]),
+        "{}\n{stats}",
+        stdout(&out)
+    );
+    assert_eq!(n(&stats["registers"]), 40 + restarts, "{stats}");
+    // Every forgotten registration was re-registered, but those forgotten too late to
+    // push again: the devices the server does not know at the end.
+    let unknown_at_end = 40 - n(&stats["registered"]);
+    assert_eq!(
+        forgotten,
+        restarts + unknown_at_end,
+        "{}\n{stats}",
+        stdout(&out)
+    );
+    assert!(
+        unknown_at_end <= forgotten / 2 + 2,
+        "re-registered within a period: {stats}"
+    );
+    assert_eq!(check(&doc, "register", "created"), (40 + restarts, 0));
+    assert_has(
+        &stdout(&out),
+        &format!("{restarts} flows started again (on_failure = restart)"),
+    );
+    // The summary's failures are exactly those 404s.
+    assert_eq!(doc["summary"]["by_status"]["404"], restarts);
+}
+
+#[test]
+fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
+    let s = Scratch::new();
+    let cases: &[(&str, &str)] = &[
+        (
+            "clients = 1\n[[step]]\nonce = true\npath = \"/me\"\nheaders = { Authorization = \"Bearer {{token}}\" }\n",
+            ":5:37: unknown placeholder '{{token}}' (expected {{client}}, {{seq}}, {{random N}}, {{csv.COLUMN}} or a variable a step extracts: none does here)",
+        ),
+        (
+            "clients = 1\n[[step]]\nonce = true\npath = \"/login\"\nextract.token = { json = \"token\" }\n",
+            ":5:17: extract.token: 'token' is not a JSON path: it starts with $",
+        ),
+        (
+            "clients = 1\n[[step]]\nonce = true\npath = \"/\"\nextract.t = { regex = \"(a\" }\n",
+            ":5:13: extract.t: regex '(a'",
+        ),
+        (
+            "clients = 1\n[[step]]\nweight = 1\npath = \"/\"\non_failure = \"restart\"\n",
+            ":5:14: step 'step 1': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none",
+        ),
+        (
+            "clients = 1\n[[step]]\nonce = true\npath = \"/\"\ncheck.x = { latency = \"1s\", json_exists = [\"$.items[?(@.a)]\"] }\n",
+            ":5:11: check.x: '$.items[?(@.a)]'",
+        ),
+        (
+            "clients = 1\n[[step]]\nonce = true\npath = \"/\"\nthink = \"3s..1s\"\n",
+            ":5:9: think = \"3s..1s\": the range runs from the shorter pause to the longer",
+        ),
+    ];
+    for (i, (text, said)) in cases.iter().enumerate() {
+        let file = s.path(&format!("bad{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let out = s.run(&[
+            "load",
+            "http://127.0.0.1:9",
+            "--scenario",
+            file.to_str().unwrap(),
+            "-z",
+            "1s",
+        ]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), &format!("bad{i}.toml{said}"));
+    }
+}
