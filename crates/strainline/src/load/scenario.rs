@@ -372,104 +372,18 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             ),
         ));
     }
+    let once_anywhere = raw
+        .step
+        .iter()
+        .any(|s| s.get_ref().once.as_ref().is_some_and(|o| *o.get_ref()));
+    let whole = Whole {
+        drawn: arrivals.is_some(),
+        once_anywhere,
+        vars: &vars,
+    };
     let mut steps = Vec::new();
     for (i, spanned) in raw.step.iter().enumerate() {
-        let (st, here) = (spanned.get_ref(), spanned.span().start);
-        let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-        let (pos, observed) = paths(st, &name, here, &at)?;
-        let when = when(st, &name, pos, arrivals.is_some(), &duration, &at)?;
-        if arrivals.is_some() && !matches!(when, When::Weight(_)) {
-            return Err(at(
-                pos,
-                format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
-            ));
-        }
-        if let (Some(_), Some(t)) = (&arrivals, &st.think) {
-            return Err(at(
-                t.span().start,
-                "think: with [arrivals] requests come at the arrival times; there is no client to pause".into(),
-            ));
-        }
-        let method = match &st.method {
-            Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
-                at(
-                    m.span().start,
-                    format!("method: '{}' is not an HTTP method", m.get_ref()),
-                )
-            })?,
-            None if st.body.is_some() => Method::POST,
-            None => Method::GET,
-        };
-        if let (Some(_), Some((_, e))) = (&arrivals, st.extract.iter().next()) {
-            return Err(at(
-                e.span().start,
-                format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
-            ));
-        }
-        let extract = extracts(st, &vars, &at)?;
-        let checks = checks(st, &at)?;
-        let on_failure = on_failure(st, &name, &duration, &at)?;
-        if on_failure == OnFailure::Restart
-            && !raw
-                .step
-                .iter()
-                .any(|s| s.get_ref().once.as_ref().is_some_and(|o| *o.get_ref()))
-        {
-            return Err(at(
-                st.on_failure.as_ref().map_or(here, |o| o.span().start),
-                format!("step '{name}': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none: add one (e.g. a login or a registration) or use \"retry\""),
-            ));
-        }
-        let keep = extract
-            .iter()
-            .map(|e| {
-                if e.source.needs_body() {
-                    Keep::All
-                } else {
-                    Keep::Head
-                }
-            })
-            .chain(checks.iter().map(|c| {
-                if c.needs_body() {
-                    Keep::All
-                } else {
-                    Keep::Head
-                }
-            }))
-            .max()
-            .unwrap_or(Keep::Nothing);
-        let mut headers = Vec::new();
-        for (k, v) in &st.headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-                at(
-                    v.span().start,
-                    format!("headers: '{k}' is not a header name"),
-                )
-            })?;
-            headers.push((name, template(v)?));
-        }
-        steps.push(Step {
-            name,
-            when,
-            think: st
-                .think
-                .as_ref()
-                .map(|t| think(t, &duration, &at))
-                .transpose()?
-                .unwrap_or_default(),
-            method,
-            path: match &st.path {
-                Some(p) => template(p)?,
-                None => Text::parse("", &[]).expect("empty"),
-            },
-            observed,
-            headers,
-            body: st.body.as_ref().map(template).transpose()?,
-            extract,
-            checks,
-            on_failure,
-            keep,
-        });
+        steps.push(step(i, spanned, &whole, &template, &duration, &at)?);
     }
     Ok(Scenario {
         clients,
@@ -481,6 +395,125 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         random: RandomPool::new(seed),
         vars,
         cookies: raw.cookies.unwrap_or(true),
+    })
+}
+
+/// What checking a step needs to know of the whole scenario.
+struct Whole<'a> {
+    /// Its steps are drawn by weight at `[arrivals]` times: no clients.
+    drawn: bool,
+    /// It has a `once` step (what `restart` goes back to).
+    once_anywhere: bool,
+    /// The variables its steps extract.
+    vars: &'a [String],
+}
+
+/// One `[[step]]`, checked: `i` its position.
+/// Long because each key of a step is checked here in file order, each with its own
+/// error at its position.
+fn step(
+    i: usize,
+    spanned: &Spanned<RawStep>,
+    whole: &Whole,
+    template: &dyn Fn(&Spanned<String>) -> crate::error::Result<Text>,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Step> {
+    let Whole {
+        drawn,
+        once_anywhere,
+        vars,
+    } = *whole;
+    let (st, here) = (spanned.get_ref(), spanned.span().start);
+    let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
+    let (pos, observed) = paths(st, &name, here, at)?;
+    let when = when(st, &name, pos, drawn, duration, at)?;
+    if drawn && !matches!(when, When::Weight(_)) {
+        return Err(at(
+            pos,
+            format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
+        ));
+    }
+    if let (true, Some(t)) = (drawn, &st.think) {
+        return Err(at(
+            t.span().start,
+            "think: with [arrivals] requests come at the arrival times; there is no client to pause".into(),
+        ));
+    }
+    let method = match &st.method {
+        Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
+            at(
+                m.span().start,
+                format!("method: '{}' is not an HTTP method", m.get_ref()),
+            )
+        })?,
+        None if st.body.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    if let (true, Some((_, e))) = (drawn, st.extract.iter().next()) {
+        return Err(at(
+            e.span().start,
+            format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
+        ));
+    }
+    let extract = extracts(st, vars, at)?;
+    let checks = checks(st, at)?;
+    let on_failure = on_failure(st, &name, duration, at)?;
+    if on_failure == OnFailure::Restart && !once_anywhere {
+        return Err(at(
+            st.on_failure.as_ref().map_or(here, |o| o.span().start),
+            format!("step '{name}': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none: add one (e.g. a login or a registration) or use \"retry\""),
+        ));
+    }
+    let keep = extract
+        .iter()
+        .map(|e| {
+            if e.source.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            }
+        })
+        .chain(checks.iter().map(|c| {
+            if c.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            }
+        }))
+        .max()
+        .unwrap_or(Keep::Nothing);
+    let mut headers = Vec::new();
+    for (k, v) in &st.headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            at(
+                v.span().start,
+                format!("headers: '{k}' is not a header name"),
+            )
+        })?;
+        headers.push((name, template(v)?));
+    }
+    Ok(Step {
+        name,
+        when,
+        think: st
+            .think
+            .as_ref()
+            .map(|t| think(t, duration, at))
+            .transpose()?
+            .unwrap_or_default(),
+        method,
+        path: match &st.path {
+            Some(p) => template(p)?,
+            None => Text::parse("", &[]).expect("empty"),
+        },
+        observed,
+        headers,
+        body: st.body.as_ref().map(template).transpose()?,
+        extract,
+        checks,
+        on_failure,
+        keep,
     })
 }
 

@@ -25,10 +25,14 @@ pub use crate::placeholders::substitute;
 pub use crate::sut::spec::{Attach, Ready, TargetSpec};
 
 /// The metrics a case of `kind` produces, by name and unit: what its gates may name.
-/// Patterns of the catalogue (`watch_*_cpu`, `log_*`) are filled in by the suite.
+/// Patterns of the catalogue (`watch_*_cpu`, `log_*`) are filled in by the suite; a
+/// scenario's own (`check.*.pass_rate`, `step.*.latency_p99`) stay patterns, named by
+/// its file.
 pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
     let mut m: Vec<(&str, Unit)> = crate::metrics::of_kind(kind)
-        .filter(|d| !d.name.contains('*'))
+        .filter(|d| {
+            !d.name.contains('*') || d.name.starts_with("check.") || d.name.starts_with("step.")
+        })
         .map(|d| (d.name, d.unit))
         .collect();
     m.sort_by_key(|x| x.0);
@@ -530,7 +534,9 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                 let metric = d
                     .name
                     .replace("watch_*", "watch_db")
-                    .replace("log_*", "log_slow");
+                    .replace("log_*", "log_slow")
+                    .replace("check.*", "check.logged_in")
+                    .replace("step.*", "step.login");
                 let value = match d.unit {
                     Unit::Finding => "none",
                     Unit::Ms => "1ms",
