@@ -406,21 +406,15 @@ impl Client {
         matches!(self, Client::Http { target, .. } if !target.http2)
     }
 
-    /// The host a scenario client's cookies belong to, and whether it is reached over
-    /// TLS (HTTP; empty elsewhere).
+    /// The target's `Host` (a scenario client's cookies belong to its host; its
+    /// redirects are followed within it) and whether it is reached over TLS (HTTP;
+    /// empty elsewhere).
     pub fn origin(&self) -> (String, bool) {
         match self {
-            Client::Http { target, .. } => {
-                let h = target.host_header.to_str().unwrap_or_default();
-                let host = match h.rsplit_once(':') {
-                    Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-                    _ => h,
-                };
-                (
-                    host.trim_matches(['[', ']']).to_string(),
-                    target.tls.is_some(),
-                )
-            }
+            Client::Http { target, .. } => (
+                target.host_header.to_str().unwrap_or_default().to_string(),
+                target.tls.is_some(),
+            ),
             _ => (String::new(), false),
         }
     }

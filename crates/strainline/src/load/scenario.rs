@@ -70,9 +70,15 @@ pub struct Step {
     /// default (below 400) as what succeeds.
     pub checks: Vec<Check>,
     pub on_failure: OnFailure,
+    /// Follows redirects (301, 302, 303, 307, 308) within the target, as a browser
+    /// does, at most [`MAX_REDIRECTS`]; its checks and extractions read the last reply.
+    pub follow: bool,
     /// What of its reply the protocol keeps (for the jar, extractions and checks).
     pub keep: Keep,
 }
+
+/// The most redirects a step follows before it fails (`redirects`), as browsers do.
+pub const MAX_REDIRECTS: usize = 10;
 
 impl Step {
     /// Whether its checks say which statuses succeed (instead of "below 400").
@@ -264,6 +270,7 @@ struct RawStep {
     #[serde(default)]
     check: BTreeMap<String, Spanned<RawCheck>>,
     on_failure: Option<Spanned<toml::Value>>,
+    follow: Option<bool>,
 }
 
 /// `extract.NAME = { json = "$.token" }` (or `regex`, `header`, `cookie`).
@@ -465,6 +472,7 @@ fn step(
             format!("step '{name}': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none: add one (e.g. a login or a registration) or use \"retry\""),
         ));
     }
+    let follow = st.follow.unwrap_or(false);
     let keep = extract
         .iter()
         .map(|e| {
@@ -481,6 +489,7 @@ fn step(
                 Keep::Head
             }
         }))
+        .chain(follow.then_some(Keep::Head))
         .max()
         .unwrap_or(Keep::Nothing);
     let mut headers = Vec::new();
@@ -513,6 +522,7 @@ fn step(
         extract,
         checks,
         on_failure,
+        follow,
         keep,
     })
 }

@@ -229,6 +229,70 @@ fn django_admin_logins_pass_their_checks_and_fail_with_wrong_passwords_or_no_coo
         6,
         "{log}"
     );
+    // Redirects followed as a browser does: /admin/ → the login form; the POST's 302 →
+    // a GET of /admin/ carrying the session cookie, checked on its page.
+    let follow = s.path("follow.toml");
+    std::fs::write(
+        &follow,
+        format!(
+            r#"clients = 3
+csv = {:?}
+
+[[step]]
+name = "form"
+once = true
+path = "/admin/"
+follow = true
+extract.csrf = {{ regex = 'name="csrfmiddlewaretoken" value="([^"]+)"' }}
+check.form = {{ status = 200, body_contains = "csrfmiddlewaretoken" }}
+on_failure = "stop"
+
+[[step]]
+name = "login"
+once = true
+method = "POST"
+path = "/admin/login/?next=/admin/"
+follow = true
+headers = {{ Content-Type = "application/x-www-form-urlencoded" }}
+body = "csrfmiddlewaretoken={{{{csrf}}}}&username={{{{csv.username}}}}&password={{{{csv.password}}}}&next=/admin/"
+check.logged_in = {{ status = 200, body_contains = "Site administration" }}
+"#,
+            example("django-users.csv").display().to_string()
+        ),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(site.join("server.log"))
+        .unwrap()
+        .len();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            follow.to_str().unwrap(),
+            "-n",
+            "6",
+        ],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(check(&doc, "form", "form"), (3, 0), "{}", stdout(&out));
+    assert_eq!(
+        check(&doc, "login", "logged_in"),
+        (3, 0),
+        "{}",
+        stdout(&out)
+    );
+    let log = std::fs::read_to_string(site.join("server.log")).unwrap();
+    let log = &log[before..];
+    for (line, times) in [
+        ("\"GET /admin/ HTTP/1.1\" 302", 3),
+        ("\"GET /admin/login/?next=/admin/ HTTP/1.1\" 200", 3),
+        ("\"POST /admin/login/?next=/admin/ HTTP/1.1\" 302", 3),
+        ("\"GET /admin/ HTTP/1.1\" 200", 3),
+    ] {
+        assert_eq!(log.matches(line).count(), times, "{line} in {log}");
+    }
 }
 
 #[test]

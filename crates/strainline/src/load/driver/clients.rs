@@ -17,7 +17,7 @@ use crate::load::client::{Conn, Reply};
 use crate::load::flow::{Jar, OnFailure};
 use crate::load::recorder::{ErrorKind, Recorder};
 use crate::load::request::Outgoing;
-use crate::load::scenario::{Scenario, Step, When};
+use crate::load::scenario::{Scenario, Step, When, MAX_REDIRECTS};
 use crate::rng::{mix, Rng};
 
 /// One virtual client of a scenario, from its start to the run's end.
@@ -48,18 +48,25 @@ struct Session {
     values: Vec<Option<String>>,
     jar: Jar,
     cookies: bool,
-    /// The target's host (the jar's domain matching) and whether it speaks TLS.
+    /// The target's `Host` (a redirect within it is followed), its host alone (the
+    /// jar's domain matching) and whether it speaks TLS.
+    authority: String,
     host: String,
     secure: bool,
 }
 
 impl Session {
-    fn new(sc: &Scenario, (host, secure): (String, bool)) -> Session {
+    fn new(sc: &Scenario, (authority, secure): (String, bool)) -> Session {
+        let host = match authority.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => &authority,
+        };
         Session {
             values: vec![None; sc.vars.len()],
             jar: Jar::default(),
             cookies: sc.cookies,
-            host,
+            host: host.trim_matches(['[', ']']).to_string(),
+            authority,
             secure,
         }
     }
@@ -250,35 +257,107 @@ impl Client<'_> {
         let pick = mix(sc.seed ^ self.id ^ (self.seq << 24));
         let mut req = sc.request(i, self.id, self.seq, pick, &self.session.values);
         self.seq += 1;
-        let s = &mut self.session;
-        if s.cookies {
-            if let Some(c) = s.jar.header(&s.host, &req.path, s.secure) {
-                if let Ok(v) = HeaderValue::from_str(&c) {
-                    req.headers.retain(|(k, _)| *k != COOKIE);
-                    req.headers.push((COOKIE, v));
+        let mut intended = intended;
+        for hop in 0.. {
+            let s = &mut self.session;
+            if s.cookies {
+                req.headers.retain(|(k, _)| *k != COOKIE);
+                if let Some(c) = s.jar.header(&s.host, &req.path, s.secure) {
+                    if let Ok(v) = HeaderValue::from_str(&c) {
+                        req.headers.push((COOKIE, v));
+                    }
                 }
             }
+            let path = req.path.clone();
+            let follow = st.follow && hop < MAX_REDIRECTS;
+            let mut next: Option<(u16, String)> = None;
+            let mut judged = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
+                if follow && matches!(reply.status, 301 | 302 | 303 | 307 | 308) {
+                    let to = reply.kept.as_ref().and_then(|k| k.header("location"));
+                    if let Some(to) = to.and_then(|l| within(l, &path, &s.authority)) {
+                        // A hop: its cookies kept, its checks left to the last reply.
+                        let kept = reply.kept.take().expect("read above");
+                        if s.cookies {
+                            for (_, v) in kept.headers.iter().filter(|(k, _)| k == "set-cookie") {
+                                s.jar.store(&s.host, &path, v);
+                            }
+                        }
+                        next = Some((reply.status, to));
+                        return;
+                    }
+                }
+                judge(st, i, &path, s, reply, latency, rec)
+            };
+            let sent_at = Instant::now();
+            let ok = exchange(
+                self.ctx,
+                self.slot,
+                self.conn,
+                Outgoing::Rendered(&req),
+                Some(i),
+                Timing {
+                    intended,
+                    sent_at,
+                    load: None,
+                },
+                Some(&mut judged),
+            )
+            .await;
+            match next {
+                Some((status, to)) if ok => {
+                    redirect(&mut req, status, to);
+                    intended = Instant::now();
+                }
+                _ => return ok,
+            }
         }
-        let path = req.path.clone();
-        let mut judge = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
-            judge(st, i, &path, s, reply, latency, rec)
-        };
-        let sent_at = Instant::now();
-        exchange(
-            self.ctx,
-            self.slot,
-            self.conn,
-            Outgoing::Rendered(&req),
-            Some(i),
-            Timing {
-                intended,
-                sent_at,
-                load: None,
-            },
-            Some(&mut judge),
-        )
-        .await
+        unreachable!("the loop returns")
     }
+}
+
+/// Where a redirect from `path` to `location` goes within the target (`authority`):
+/// its path, or `None` for another host.
+fn within(location: &str, path: &str, authority: &str) -> Option<String> {
+    let rest = location
+        .strip_prefix("http://")
+        .or_else(|| location.strip_prefix("https://"));
+    match rest {
+        Some(rest) => {
+            let (host, p) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            host.eq_ignore_ascii_case(authority).then(|| {
+                if p.is_empty() {
+                    "/".to_string()
+                } else {
+                    p.to_string()
+                }
+            })
+        }
+        None if location.starts_with('/') => Some(location.to_string()),
+        None => {
+            // Relative to the current path's directory.
+            let base = path.split(['?', '#']).next().unwrap_or("/");
+            let dir = &base[..base.rfind('/').map_or(0, |k| k + 1)];
+            Some(format!(
+                "{}{location}",
+                if dir.is_empty() { "/" } else { dir }
+            ))
+        }
+    }
+}
+
+/// The request a redirect asks for: 303 (and 301/302 after a POST, as browsers do) is
+/// a GET without a body; 307 and 308 repeat the method and body.
+fn redirect(req: &mut crate::load::request::Rendered, status: u16, to: String) {
+    use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
+    use hyper::Method;
+    let to_get = status == 303 || (matches!(status, 301 | 302) && req.method == Method::POST);
+    if to_get && req.method != Method::HEAD {
+        req.method = Method::GET;
+        req.body = bytes::Bytes::new();
+        req.headers
+            .retain(|(k, _)| *k != CONTENT_TYPE && *k != CONTENT_LENGTH);
+    }
+    req.path = to;
 }
 
 impl Then {
