@@ -218,7 +218,9 @@ impl Requests {
             Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
             Requests::Drawn(d) => {
                 let (step, h) = d.draw(position);
-                let r = d.scenario.request(step, position, position, mix(h), &[]);
+                let r = d
+                    .scenario
+                    .request(step, position, position, mix(h), &[], None);
                 (Cow::Owned(r), Some(step))
             }
             Requests::Streamed { .. } => unreachable!("a streamed request comes with its send"),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
@@ -31,24 +31,79 @@ pub enum When {
     Weight(u32),
 }
 
-/// A pause after a step: fixed, or drawn uniformly from a range (`"1s..3s"`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Think {
-    pub least: Duration,
-    pub most: Duration,
+/// A pause after a step: fixed (`"2s"`), drawn uniformly from a range (`"1s..3s"`),
+/// exponential with a mean (`"exponential 2s"`: the gaps of Poisson arrivals), or a
+/// pace (`pace = "10s"`: the step starts at most once per pace, as Locust's
+/// `constant_pacing`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    Uniform { least: Duration, most: Duration },
+    Exponential { mean: Duration },
+    Pace(Duration),
+}
+
+impl Default for Think {
+    fn default() -> Think {
+        Think::Uniform {
+            least: Duration::ZERO,
+            most: Duration::ZERO,
+        }
+    }
 }
 
 impl Think {
     pub fn is_zero(&self) -> bool {
-        self.most.is_zero()
+        match *self {
+            Think::Uniform { most, .. } => most.is_zero(),
+            Think::Exponential { mean } => mean.is_zero(),
+            Think::Pace(p) => p.is_zero(),
+        }
     }
 
-    /// This pause, drawn from the client's stream.
-    pub fn draw(&self, rng: &mut crate::rng::Rng) -> Duration {
-        if self.most <= self.least {
-            return self.least;
+    /// How long after `now` the client goes on, for a step that `started`, drawn from
+    /// the client's stream.
+    pub fn draw(&self, rng: &mut crate::rng::Rng, started: Instant, now: Instant) -> Duration {
+        match *self {
+            Think::Uniform { least, most } if most <= least => least,
+            Think::Uniform { least, most } => least + (most - least).mul_f64(rng.unit()),
+            // Capped at 20 means: a draw of a day would stall a client for the run.
+            Think::Exponential { mean } => mean.mul_f64((-rng.unit_open0().ln()).min(20.0)),
+            Think::Pace(p) => (started + p).saturating_duration_since(now),
         }
-        self.least + (self.most - self.least).mul_f64(rng.unit())
+    }
+}
+
+/// How clients take rows of the scenario's CSV (`csv_order`): a row is taken when a
+/// client starts its flow (and again at each `restart`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Client i uses row i mod rows (the default).
+    Client,
+    /// The next row, in file order, wrapping.
+    Sequential,
+    /// A row drawn at random (the client's seeded stream).
+    Random,
+    /// Each row once; then the client stops (`csv_exhausted = "stop"`, the default) or
+    /// the rows start again (`"wrap"`).
+    Unique { wrap: bool },
+}
+
+/// A client's row of the CSV, or `None`: the rows ran out (`unique`), the client stops.
+#[derive(Debug)]
+pub struct Feed {
+    pub order: Order,
+    /// The next row `sequential` and `unique` hand out (this generator's).
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Clone for Feed {
+    fn clone(&self) -> Feed {
+        Feed {
+            order: self.order,
+            next: std::sync::atomic::AtomicU64::new(
+                self.next.load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        }
     }
 }
 
@@ -117,8 +172,9 @@ pub struct Scenario {
     pub arrivals: Option<Arrive>,
     /// Clients start evenly spread over this.
     pub ramp_up: Duration,
-    /// CSV rows (header excluded); client i uses row i mod rows.
+    /// CSV rows (header excluded), handed to clients as `feed` says.
     pub rows: Vec<Vec<String>>,
+    pub feed: Feed,
     pub seed: u64,
     pub steps: Vec<Step>,
     /// Random bytes for `{{random N}}`, made once from the seed.
@@ -142,12 +198,36 @@ impl Scenario {
         period.mul_f64((i as f64 * 0.618_033_988_749) % 1.0)
     }
 
+    /// The row client `client` takes as it starts its flow: `Some(None)` without a CSV,
+    /// `None` when `unique` rows ran out and the client stops.
+    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Option<Option<usize>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = self.rows.len() as u64;
+        if n == 0 {
+            return Some(None);
+        }
+        let k = match self.feed.order {
+            Order::Client => client % n,
+            Order::Sequential => self.feed.next.fetch_add(1, Relaxed) % n,
+            Order::Random => rng.below(n),
+            Order::Unique { wrap } => {
+                let k = self.feed.next.fetch_add(1, Relaxed);
+                if k >= n && !wrap {
+                    return None;
+                }
+                k % n
+            }
+        };
+        Some(Some(k as usize))
+    }
+
     pub fn row(&self, i: u64) -> Option<&[String]> {
         (!self.rows.is_empty()).then(|| self.rows[(i % self.rows.len() as u64) as usize].as_slice())
     }
 
     /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
-    /// paths; `values` are the client's flow variables.
+    /// paths; `values` are the client's flow variables, `row` its CSV row (`None`: row
+    /// `client` mod rows).
     pub fn request(
         &self,
         i: usize,
@@ -155,12 +235,16 @@ impl Scenario {
         seq: u64,
         pick: u64,
         values: &[Option<String>],
+        row: Option<usize>,
     ) -> Rendered {
         let st = &self.steps[i];
         let vars = Vars {
             client,
             seq,
-            row: self.row(client),
+            row: match row {
+                Some(r) => self.rows.get(r).map(Vec::as_slice),
+                None => self.row(client),
+            },
             random: &self.random,
             values,
         };
@@ -238,6 +322,8 @@ struct RawScenario {
     csv: Option<Spanned<String>>,
     seed: Option<u64>,
     cookies: Option<bool>,
+    csv_order: Option<Spanned<String>>,
+    csv_exhausted: Option<Spanned<String>>,
     arrivals: Option<Spanned<RawArrivals>>,
     step: Vec<Spanned<RawStep>>,
 }
@@ -259,6 +345,7 @@ struct RawStep {
     every: Option<Spanned<String>>,
     weight: Option<Spanned<i64>>,
     think: Option<Spanned<String>>,
+    pace: Option<Spanned<String>>,
     method: Option<Spanned<String>>,
     path: Option<Spanned<String>>,
     paths: Option<Spanned<Vec<Spanned<String>>>>,
@@ -397,6 +484,10 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         arrivals,
         ramp_up,
         rows,
+        feed: Feed {
+            order: order(&raw, &at)?,
+            next: std::sync::atomic::AtomicU64::new(0),
+        },
         seed,
         steps,
         random: RandomPool::new(seed),
@@ -502,15 +593,18 @@ fn step(
         })?;
         headers.push((name, template(v)?));
     }
+    let think = match (&st.think, &st.pace) {
+            (Some(t), None) => think(t, duration, at)?,
+            (None, Some(p)) => Think::Pace(duration(p, "pace")?),
+            (None, None) => Think::default(),
+            (Some(_), Some(p)) => {
+                return Err(at(p.span().start, format!("step '{name}': give think (a pause after the step) or pace (the step at most once per pace), not both")))
+            }
+        };
     Ok(Step {
         name,
         when,
-        think: st
-            .think
-            .as_ref()
-            .map(|t| think(t, duration, at))
-            .transpose()?
-            .unwrap_or_default(),
+        think,
         method,
         path: match &st.path {
             Some(p) => template(p)?,
@@ -527,16 +621,60 @@ fn step(
     })
 }
 
-/// `think = "2s"`, or a range drawn uniformly for each pause: `"1s..3s"`.
+/// `csv_order` and `csv_exhausted`, checked.
+fn order(
+    raw: &RawScenario,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Order> {
+    let wrap = match &raw.csv_exhausted {
+        None => None,
+        Some(e) => match e.get_ref().as_str() {
+            "stop" => Some(false),
+            "wrap" => Some(true),
+            other => return Err(at(e.span().start, format!("csv_exhausted: '{other}': give \"stop\" (the client stops when the rows ran out) or \"wrap\""))),
+        },
+    };
+    let order = match &raw.csv_order {
+        None => Order::Client,
+        Some(o) => match o.get_ref().as_str() {
+            "client" => Order::Client,
+            "sequential" => Order::Sequential,
+            "random" => Order::Random,
+            "unique" => Order::Unique { wrap: wrap.unwrap_or(false) },
+            other => return Err(at(o.span().start, format!("csv_order: '{other}': give \"client\" (client i takes row i mod rows), \"sequential\", \"random\" or \"unique\""))),
+        },
+    };
+    if let (Some(e), false) = (&raw.csv_exhausted, matches!(order, Order::Unique { .. })) {
+        return Err(at(
+            e.span().start,
+            "csv_exhausted: only rows handed out once (csv_order = \"unique\") run out".into(),
+        ));
+    }
+    if let (Some(o), None) = (&raw.csv_order, &raw.csv) {
+        return Err(at(
+            o.span().start,
+            "csv_order: there is no csv file to take rows from (csv = \"FILE\")".into(),
+        ));
+    }
+    Ok(order)
+}
+
+/// `think = "2s"`, a range drawn uniformly for each pause (`"1s..3s"`), or an
+/// exponential pause with a mean (`"exponential 2s"`).
 fn think(
     t: &Spanned<String>,
     duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
     at: &dyn Fn(usize, String) -> crate::Error,
 ) -> crate::error::Result<Think> {
+    if let Some(mean) = t.get_ref().strip_prefix("exponential ") {
+        let mean =
+            parse_duration(mean.trim()).map_err(|e| at(t.span().start, format!("think: {e}")))?;
+        return Ok(Think::Exponential { mean });
+    }
     match t.get_ref().split_once("..") {
         None => {
             let d = duration(t, "think")?;
-            Ok(Think { least: d, most: d })
+            Ok(Think::Uniform { least: d, most: d })
         }
         Some((a, b)) => {
             let one = |s: &str| {
@@ -549,7 +687,7 @@ fn think(
                     format!("think = \"{}\": the range runs from the shorter pause to the longer, e.g. \"1s..3s\"", t.get_ref()),
                 ));
             }
-            Ok(Think { least, most })
+            Ok(Think::Uniform { least, most })
         }
     }
 }

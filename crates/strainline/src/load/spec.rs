@@ -933,7 +933,7 @@ fn scenario_model(
                 step.name
             )));
         }
-        if let Some(why) = client.refuses(&sc.request(i, 0, 0, 0, &[])) {
+        if let Some(why) = client.refuses(&sc.request(i, 0, 0, 0, &[], None)) {
             return Err(bad(format!(
                 "scenario {}: step '{}': {why}",
                 path.display(),

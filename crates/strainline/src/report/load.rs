@@ -326,6 +326,7 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "restarts" => format!("{v} flows started again (on_failure = restart)"),
                 "retries" => format!("{v} steps sent again (retry)"),
                 "stopped" => format!("{v} clients stopped (on_failure = stop)"),
+                "exhausted" => format!("{v} clients found no CSV row left (csv_order = unique)"),
                 k => {
                     let var = k
                         .trim_start_matches("extract.")

@@ -437,3 +437,70 @@ fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
         assert_has(&stderr(&out), &format!("bad{i}.toml{said}"));
     }
 }
+
+#[test]
+fn rows_are_handed_out_once_each_and_a_paced_step_keeps_its_pace() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let port = free_port();
+    let mut c = Command::new(testbed());
+    c.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    std::fs::write(s.path("devices.csv"), "serial\nA1\nB2\nC3\n").unwrap();
+    let scenario = s.path("feed.toml");
+    std::fs::write(
+        &scenario,
+        r#"clients = 5
+csv = "devices.csv"
+csv_order = "unique"
+
+[[step]]
+name = "register"
+once = true
+method = "POST"
+path = "/register"
+body = '{"id": "{{csv.serial}}"}'
+check.new = { status = 201 }
+
+[[step]]
+name = "push"
+weight = 1
+pace = "500ms"
+method = "POST"
+path = "/push/{{csv.serial}}"
+body = "x"
+"#,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "2s",
+        ],
+    );
+    assert_exit(&out, 0);
+    // Three rows for five clients: three registered, each a row of its own (a second
+    // registration of a serial would answer 200, failing the check); two found none.
+    assert_eq!(check(&doc, "register", "new"), (3, 0), "{}", stdout(&out));
+    assert_eq!(
+        doc["summary"]["steps"][0]["flow"]["exhausted"],
+        2,
+        "{}",
+        stdout(&out)
+    );
+    assert_has(&stdout(&out), "2 clients found no CSV row left");
+    // Three clients pushing at most once per 500 ms for 2 s: 4 pushes each at most
+    // (without the pace, thousands).
+    let pushes = doc["summary"]["steps"][1]["sent"].as_u64().unwrap();
+    assert!(
+        (9..=12).contains(&pushes),
+        "{pushes} pushes: {}",
+        stdout(&out)
+    );
+}

@@ -36,7 +36,19 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
             rng: Rng::new(mix(sc.seed ^ client)),
             session: Session::new(&sc, ctx.client.origin()),
         };
-        while me.flow().await == Then::Restart {
+        loop {
+            // A row of the CSV for this run of the flow, or none left: the client stops.
+            match sc.take_row(client, &mut me.rng) {
+                Some(row) => me.session.row = row,
+                None => {
+                    // Counted under the first step, where the flow begins.
+                    ctx.rec.lock().unwrap().count(Some(0), "flow.exhausted");
+                    break;
+                }
+            }
+            if me.flow().await != Then::Restart {
+                break;
+            }
             me.session.restart();
         }
     }
@@ -46,6 +58,8 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
 /// A client's variables and cookies.
 struct Session {
     values: Vec<Option<String>>,
+    /// Its row of the CSV (taken as its flow starts).
+    row: Option<usize>,
     jar: Jar,
     cookies: bool,
     /// The target's `Host` (a redirect within it is followed), its host alone (the
@@ -63,6 +77,7 @@ impl Session {
         };
         Session {
             values: vec![None; sc.vars.len()],
+            row: None,
             jar: Jar::default(),
             cookies: sc.cookies,
             host: host.trim_matches(['[', ']']).to_string(),
@@ -123,8 +138,9 @@ impl Client<'_> {
             .enumerate()
             .filter(|(_, s)| s.when == When::Once)
         {
-            let then = self.step(i, Instant::now()).await;
-            if then != Then::Next || !self.think(i).await {
+            let started = Instant::now();
+            let then = self.step(i, started).await;
+            if then != Then::Next || !self.think(i, started).await {
                 return then.min_end();
             }
         }
@@ -193,17 +209,21 @@ impl Client<'_> {
                 None => return Then::End,
             };
             just_woke = false;
+            let started = Instant::now();
             let then = self.step(step, intended).await;
-            if then != Then::Next || !self.think(step).await {
+            if then != Then::Next || !self.think(step, started).await {
                 return then.min_end();
             }
         }
     }
 
-    /// The step's pause after it; false when the run ended meanwhile.
-    async fn think(&mut self, i: usize) -> bool {
+    /// The step's pause after it (it `started` then); false when the run ended
+    /// meanwhile.
+    async fn think(&mut self, i: usize, started: Instant) -> bool {
         let think = self.sc.steps[i].think;
-        think.is_zero() || sleep_or_stop(self.ctx, Instant::now() + think.draw(&mut self.rng)).await
+        let now = Instant::now();
+        think.is_zero()
+            || sleep_or_stop(self.ctx, now + think.draw(&mut self.rng, started, now)).await
     }
 
     /// Step `i`, due at `intended`, with its retries; what the client does next.
@@ -255,7 +275,8 @@ impl Client<'_> {
             return false;
         }
         let pick = mix(sc.seed ^ self.id ^ (self.seq << 24));
-        let mut req = sc.request(i, self.id, self.seq, pick, &self.session.values);
+        let s = &self.session;
+        let mut req = sc.request(i, self.id, self.seq, pick, &s.values, s.row);
         self.seq += 1;
         let mut intended = intended;
         for hop in 0.. {
