@@ -241,6 +241,23 @@ pub(super) fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
         ms(s.latency_us.p99),
         100.0 * s.error_rate
     ));
+    let checks: Vec<String> = s
+        .steps
+        .iter()
+        .flat_map(|st| &st.checks)
+        .map(|c| {
+            format!(
+                "{} {}/{} ({:.2}%)",
+                c.name,
+                c.passed,
+                c.passed + c.failed,
+                100.0 * c.pass_rate()
+            )
+        })
+        .collect();
+    if !checks.is_empty() {
+        r.table.push(format!("checks: {}", checks.join(", ")));
+    }
     if let Some(d) = &s.deliveries {
         r.table.push(format!(
             "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s){}, end to end p50 {:.2} ms, p99 {:.2} ms",

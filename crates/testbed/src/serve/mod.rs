@@ -268,6 +268,10 @@ fn enroll(s: &Server) -> Response<Full<Bytes>> {
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
     );
+    // A session cookie, as a device API behind a login would set.
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("device={id}; Path=/; HttpOnly")) {
+        r.headers_mut().insert(hyper::header::SET_COOKIE, v);
+    }
     r
 }
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# What does a user flow cost the generator? Side by side on loopback, in one run: the
+# testbed (pinned to CPU 1) driven from CPU 0 by 50 virtual clients for DURATION, REPS
+# times interleaved, as
+#   plain  — strainline, the flow's requests without extraction, checks or cookies;
+#   flow   — strainline, a three-step flow: POST /devices (extract the JSON id, keep
+#            the cookie it sets), then a mix of POST /push/{{id}} and GET /health, each
+#            checked;
+#   locust — Locust (FastHttpUser, one process) playing the same flow, if installed
+#            (pip install locust).
+# Prints requests per generator-CPU-second (user + system, GNU time) and the ratios
+# flow/plain (goal >= 0.7) and flow/locust (goal >= 10). Loopback only; every run is
+# bounded.
+#   bash bench/flows-vs-peers.sh
+#   REPS=5 DURATION=20s bash bench/flows-vs-peers.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-3}
+DURATION=${DURATION:-10s}
+SECS=${DURATION%s}
+cargo build --release -q --bin strainline && cargo build --release -q -p strainline-testbed
+SL=$PWD/target/release/strainline
+TB=$PWD/target/release/strainline-testbed
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+taskset -c 1 "$TB" serve --listen "127.0.0.1:$PORT" --cpu-cost 1 >/dev/null 2>&1 &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; rm -rf "$WORK"' EXIT
+until curl -s "127.0.0.1:$PORT/health" >/dev/null; do sleep 0.1; done
+
+cat > "$WORK/flow.toml" <<'TOML'
+clients = 50
+
+[[step]]
+name = "enroll"
+once = true
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+check.created = { status = 201 }
+
+[[step]]
+name = "push"
+weight = 1
+method = "POST"
+path = "/push/{{id}}"
+body = "x"
+check.pushed = { status = 200 }
+
+[[step]]
+name = "health"
+weight = 1
+path = "/health"
+check.alive = { body_contains = "ok" }
+TOML
+# The same requests without a flow: no extraction (the id fixed by the client number
+# after the enroll), no checks, no cookies.
+cat > "$WORK/plain.toml" <<'TOML'
+clients = 50
+cookies = false
+
+[[step]]
+name = "enroll"
+once = true
+method = "POST"
+path = "/register"
+body = '{"id": "p-{{client}}"}'
+
+[[step]]
+name = "push"
+weight = 1
+method = "POST"
+path = "/push/p-{{client}}"
+body = "x"
+
+[[step]]
+name = "health"
+weight = 1
+path = "/health"
+TOML
+cat > "$WORK/locustfile.py" <<'PY'
+from locust import task
+from locust.contrib.fasthttp import FastHttpUser
+
+class Device(FastHttpUser):
+    def on_start(self):
+        with self.client.post("/devices", catch_response=True) as r:
+            if r.status_code != 201:
+                r.failure("not created")
+            self.id = r.json()["id"]
+
+    @task
+    def push(self):
+        with self.client.post(f"/push/{self.id}", data="x", name="/push", catch_response=True) as r:
+            if r.status_code != 200:
+                r.failure("not pushed")
+
+    @task
+    def health(self):
+        with self.client.get("/health", catch_response=True) as r:
+            if "ok" not in r.text:
+                r.failure("not alive")
+PY
+
+timed() { taskset -c 0 /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true
+  tail -1 "$WORK/time" | awk '{printf "%.3f\n", $1 + $2}'; }
+sl() { local cpu; cpu=$(timed "$SL" --store "$WORK/s.db" load "http://127.0.0.1:$PORT" --scenario "$WORK/$1.toml" \
+    --threads 1 -z "$DURATION" --no-progress --json "$WORK/$1.json")
+  local n; n=$(python3 -c "import json; print(json.load(open('$WORK/$1.json'))['summary']['completed'])")
+  echo "$n $cpu"; }
+have_locust=$(python3 -c 'import locust' 2>/dev/null && echo yes || echo no)
+lc() { local cpu; cpu=$(timed python3 -m locust -f "$WORK/locustfile.py" --headless -u 50 -r 50 -t "$DURATION" \
+    -H "http://127.0.0.1:$PORT" --csv "$WORK/lc" --only-summary)
+  local n; n=$(python3 -c "import csv; r=[x for x in csv.DictReader(open('$WORK/lc_stats.csv')) if x['Name']=='Aggregated'][0]; print(int(r['Request Count']))")
+  echo "$n $cpu"; }
+
+echo "testbed on CPU 1; generators on CPU 0 (1 thread / 1 process), 50 clients, $DURATION each"
+printf '%-4s %-8s %10s %8s %12s\n' rep tool requests cpu_s req/cpu_s
+fp=(); fl=()
+for rep in $(seq 1 "$REPS"); do
+  read -r pn pc < <(sl plain); read -r fn fc < <(sl flow)
+  pr=$(awk -v a="$pn" -v b="$pc" 'BEGIN{printf "%.0f", a / b}'); fr=$(awk -v a="$fn" -v b="$fc" 'BEGIN{printf "%.0f", a / b}')
+  printf '%-4s %-8s %10s %8s %12s\n' "$rep" plain "$pn" "$pc" "$pr"
+  printf '%-4s %-8s %10s %8s %12s\n' "$rep" flow "$fn" "$fc" "$fr"
+  fp+=("$(awk -v a="$fr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
+  if [ "$have_locust" = yes ]; then
+    read -r ln lcpu < <(lc); lr=$(awk -v a="$ln" -v b="$lcpu" 'BEGIN{printf "%.0f", a / b}')
+    printf '%-4s %-8s %10s %8s %12s\n' "$rep" locust "$ln" "$lcpu" "$lr"
+    fl+=("$(awk -v a="$fr" -v b="$lr" 'BEGIN{printf "%.2f", a / b}')")
+  fi
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+echo "flow/plain per generator-CPU-second: ${fp[*]} (median $(median "${fp[@]}"))"
+if [ "$have_locust" = yes ]; then
+  echo "flow/locust per generator-CPU-second: ${fl[*]} (median $(median "${fl[@]}"))"
+else
+  echo "Locust not installed (pip install locust): no ratio against it"
+fi
