@@ -166,8 +166,11 @@ impl Arrive {
 /// A checked scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
-    /// Virtual clients (0 with `arrivals`).
+    /// Virtual clients (0 with `arrivals`); with `stages`, the most at once.
     pub clients: u64,
+    /// `stages`: how many clients are active over time, a line from 0 through each
+    /// stage's count at its end (client i is active while the line is above i).
+    pub stages: Vec<Stage>,
     /// `[arrivals]`: requests at these times, each a step drawn by weight.
     pub arrivals: Option<Arrive>,
     /// Clients start evenly spread over this.
@@ -185,10 +188,58 @@ pub struct Scenario {
     pub cookies: bool,
 }
 
+/// One stage of `stages`: the clients active go (linearly) to `to` over `over`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub to: u64,
+    pub over: Duration,
+}
+
+/// When the line of `stages` (from 0 clients at 0 s) first crosses `level` going up
+/// (`rising`) or down, at or after `after`.
+fn crossing(stages: &[Stage], level: f64, rising: bool, after: Duration) -> Option<Duration> {
+    let (mut t, mut from) = (Duration::ZERO, 0.0f64);
+    for st in stages {
+        let to = st.to as f64;
+        let crosses = if rising {
+            from < level && level < to
+        } else {
+            to < level && level < from
+        };
+        if crosses {
+            let at = t + st.over.mul_f64((level - from) / (to - from));
+            if at >= after {
+                return Some(at);
+            }
+        }
+        t += st.over;
+        from = to;
+    }
+    None
+}
+
 impl Scenario {
     /// When client `i` starts, after the common start.
     pub fn start_offset(&self, i: u64) -> Duration {
+        if let Some(all) = self.staged() {
+            // Client i is active while the line is above i + ½.
+            return crossing(&self.stages, i as f64 + 0.5, true, Duration::ZERO).unwrap_or(all);
+        }
         self.ramp_up.mul_f64(i as f64 / self.clients.max(1) as f64)
+    }
+
+    /// When client `i` stops, after the common start, if its stages end it: when the
+    /// line falls to `i` clients after its start.
+    pub fn end_offset(&self, i: u64) -> Option<Duration> {
+        if self.stages.is_empty() {
+            return None;
+        }
+        crossing(&self.stages, i as f64 + 0.5, false, self.start_offset(i))
+    }
+
+    /// How long the stages last (the run's natural length), if it has them.
+    pub fn staged(&self) -> Option<Duration> {
+        (!self.stages.is_empty()).then(|| self.stages.iter().map(|s| s.over).sum())
     }
 
     /// Where client `i`'s first occurrence of a step with this period falls, after its
@@ -298,6 +349,7 @@ impl Scenario {
         let once = self.steps.iter().filter(|s| s.when == When::Once).count() as u64;
         for i in 0..self.clients {
             let start = self.start_offset(i);
+            let d = self.end_offset(i).map_or(d, |e| e.min(d));
             if start < d {
                 n += once;
             }
@@ -319,6 +371,7 @@ impl Scenario {
 struct RawScenario {
     clients: Option<Spanned<i64>>,
     ramp_up: Option<Spanned<String>>,
+    stages: Option<Spanned<Vec<RawStage>>>,
     csv: Option<Spanned<String>>,
     seed: Option<u64>,
     cookies: Option<bool>,
@@ -326,6 +379,15 @@ struct RawScenario {
     csv_exhausted: Option<Spanned<String>>,
     arrivals: Option<Spanned<RawArrivals>>,
     step: Vec<Spanned<RawStep>>,
+}
+
+/// `{ to = 200, over = "30s" }` or `{ hold = "2m" }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStage {
+    to: Option<i64>,
+    over: Option<String>,
+    hold: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -409,7 +471,12 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         .as_ref()
         .map(|a| arrivals(a, seed, &at))
         .transpose()?;
+    let stages = match &raw.stages {
+        Some(st) => stages(st, &raw, arrivals.is_some(), &at)?,
+        None => Vec::new(),
+    };
     let clients = match (&raw.clients, &arrivals) {
+        (None, None) if !stages.is_empty() => stages.iter().map(|s| s.to).max().unwrap_or(0),
         (Some(c), None) => crate::limits::CLIENTS
             .check(*c.get_ref() as f64)
             .map_err(|e| at(c.span().start, e.to_string()))? as u64,
@@ -481,6 +548,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     }
     Ok(Scenario {
         clients,
+        stages,
         arrivals,
         ramp_up,
         rows,
@@ -619,6 +687,59 @@ fn step(
         follow,
         keep,
     })
+}
+
+/// `stages = [{ to = 200, over = "30s" }, { hold = "2m" }, { to = 0, over = "10s" }]`,
+/// checked: instead of `clients` and `ramp_up`, for clients only.
+fn stages(
+    st: &Spanned<Vec<RawStage>>,
+    raw: &RawScenario,
+    arrivals: bool,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<Stage>> {
+    let pos = st.span().start;
+    if arrivals || raw.clients.is_some() || raw.ramp_up.is_some() {
+        return Err(at(pos, "stages: they say how many clients are active over time, instead of clients, ramp_up and [arrivals]; keep one".into()));
+    }
+    let mut out = Vec::new();
+    let mut level = 0u64;
+    for s in st.get_ref() {
+        let wrong = || {
+            at(
+                pos,
+                "stages: each is { to = N, over = \"30s\" } or { hold = \"2m\" }".into(),
+            )
+        };
+        let dur = |d: &str, key: &str| {
+            parse_duration(d).map_err(|e| at(pos, format!("stages: {key}: {e}")))
+        };
+        let stage = match (s.to, &s.over, &s.hold) {
+            (Some(to), Some(over), None) => {
+                let to = match to {
+                    0 => 0,
+                    n => crate::limits::CLIENTS
+                        .check(n as f64)
+                        .map_err(|e| at(pos, format!("stages: to: {e}")))?
+                        as u64,
+                };
+                Stage {
+                    to,
+                    over: dur(over, "over")?,
+                }
+            }
+            (None, None, Some(hold)) => Stage {
+                to: level,
+                over: dur(hold, "hold")?,
+            },
+            _ => return Err(wrong()),
+        };
+        level = stage.to;
+        out.push(stage);
+    }
+    if out.iter().all(|s| s.to == 0) {
+        return Err(at(pos, "stages: no stage has a client; give e.g. [{ to = 10, over = \"10s\" }, { hold = \"1m\" }]".into()));
+    }
+    Ok(out)
 }
 
 /// `csv_order` and `csv_exhausted`, checked.
@@ -1093,6 +1214,26 @@ pub fn parse_csv(text: &str) -> crate::error::Result<Vec<Vec<String>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stages_start_and_stop_each_client_where_the_line_crosses_it() {
+        let text = "stages = [{ to = 4, over = \"4s\" }, { hold = \"2s\" }, { to = 0, over = \"4s\" }]\n[[step]]\nweight = 1\npath = \"/\"\n";
+        let sc = parse(text, Path::new("s.toml")).unwrap();
+        assert_eq!(sc.clients, 4);
+        assert_eq!(sc.staged(), Some(Duration::from_secs(10)));
+        let ms = |d: Duration| d.as_millis();
+        // Client i is active while the line is above i + 1/2.
+        assert_eq!(ms(sc.start_offset(0)), 500);
+        assert_eq!(ms(sc.start_offset(3)), 3500);
+        assert_eq!(sc.end_offset(0).map(ms), Some(9500));
+        assert_eq!(sc.end_offset(3).map(ms), Some(6500));
+        let e = parse(&format!("clients = 3\n{text}"), Path::new("s.toml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("instead of clients, ramp_up and [arrivals]"),
+            "{e}"
+        );
+    }
 
     const IOT: &str = r#"
 clients = 100

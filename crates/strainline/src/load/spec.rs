@@ -944,8 +944,19 @@ fn scenario_model(
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();
     match &sc.arrivals {
         None => {
+            let staged = match sc.staged() {
+                Some(all) => {
+                    *natural = all;
+                    format!(
+                        " in {} stages over {}",
+                        sc.stages.len(),
+                        crate::units::format_duration(all)
+                    )
+                }
+                None => String::new(),
+            };
             let d = format!(
-                "scenario {} ({} clients, {} steps)",
+                "scenario {} ({} clients{staged}, {} steps)",
                 path.display(),
                 sc.clients,
                 sc.steps.len()

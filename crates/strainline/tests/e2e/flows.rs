@@ -504,3 +504,44 @@ body = "x"
         stdout(&out)
     );
 }
+
+#[test]
+fn stages_bring_clients_in_and_out_and_end_the_run() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let port = free_port();
+    let mut c = Command::new(testbed());
+    c.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let scenario = s.path("stages.toml");
+    std::fs::write(
+        &scenario,
+        r#"stages = [{ to = 10, over = "1s" }, { hold = "1s" }, { to = 0, over = "1s" }]
+
+[[step]]
+name = "health"
+weight = 1
+pace = "100ms"
+path = "/health"
+"#,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let t = std::time::Instant::now();
+    let (out, doc) = load_json(
+        &s,
+        &[&url, "--no-tui", "--scenario", scenario.to_str().unwrap()],
+    );
+    assert_exit(&out, 0);
+    // No -z: the stages' 3 s are the run.
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        t.elapsed()
+    );
+    // Client i is active from (i + 0.5)/10 s to 2 + (9.5 - i)/10 s, one request per
+    // 100 ms: 29 - 2i requests, 200 in all.
+    let sent = doc["summary"]["sent"].as_u64().unwrap();
+    assert!((185..=215).contains(&sent), "{sent}: {}", stdout(&out));
+    assert_has(&stdout(&out), "(10 clients in 3 stages over 3.00s, 1 steps) for 3.00s");
+}

@@ -33,6 +33,7 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
             slot: &slot,
             conn: &mut conn,
             seq: 0,
+            end: sc.end_offset(client).map(|e| ctx.start + e),
             rng: Rng::new(mix(sc.seed ^ client)),
             session: Session::new(&sc, ctx.client.origin()),
         };
@@ -109,6 +110,8 @@ struct Client<'a> {
     slot: &'a Rc<Slot>,
     conn: &'a mut Option<Conn>,
     seq: u64,
+    /// When its stages end it (`stages`), if they do.
+    end: Option<Instant>,
     rng: Rng,
     session: Session,
 }
@@ -118,7 +121,8 @@ impl Client<'_> {
     /// `-n` tickets: taking one when not).
     fn over(&self) -> bool {
         let ctx = self.ctx;
-        ctx.cancel.load(Ordering::Relaxed)
+        self.end.is_some_and(|e| Instant::now() >= e)
+            || ctx.cancel.load(Ordering::Relaxed)
             || ctx.deadline.is_some_and(|d| Instant::now() >= d)
             || ctx
                 .tickets
@@ -200,7 +204,7 @@ impl Client<'_> {
                     (i, now)
                 }
                 Some((_, next)) => {
-                    if !sleep_or_stop(self.ctx, next).await {
+                    if !self.sleep(next).await {
                         return Then::End;
                     }
                     just_woke = true;
@@ -217,13 +221,25 @@ impl Client<'_> {
         }
     }
 
+    /// Sleeps until `until` (or the client's end); false when the run or the client
+    /// ended meanwhile.
+    async fn sleep(&self, until: Instant) -> bool {
+        match self.end {
+            Some(end) if end <= until => {
+                let _ = sleep_or_stop(self.ctx, end).await;
+                false
+            }
+            _ => sleep_or_stop(self.ctx, until).await,
+        }
+    }
+
     /// The step's pause after it (it `started` then); false when the run ended
     /// meanwhile.
     async fn think(&mut self, i: usize, started: Instant) -> bool {
         let think = self.sc.steps[i].think;
         let now = Instant::now();
-        think.is_zero()
-            || sleep_or_stop(self.ctx, now + think.draw(&mut self.rng, started, now)).await
+        let pause = think.draw(&mut self.rng, started, now);
+        think.is_zero() || self.sleep(now + pause).await
     }
 
     /// Step `i`, due at `intended`, with its retries; what the client does next.
@@ -253,7 +269,7 @@ impl Client<'_> {
                     count("flow.retries");
                     let wait = backoff.saturating_mul(1 << retried.min(16));
                     retried += 1;
-                    if !sleep_or_stop(self.ctx, Instant::now() + wait).await {
+                    if !self.sleep(Instant::now() + wait).await {
                         return Then::End;
                     }
                     intended = Instant::now();
