@@ -180,6 +180,11 @@ struct ServeArgs {
     /// register properly); `forgotten` in /stats counts them.
     #[arg(long, default_value_t = 0.0)]
     forget_rate: f64,
+    /// Serve `POST /signed`, which answers 200 only to a request whose `X-Signature` is
+    /// the hex HMAC-SHA256 of its body under this key (401 otherwise), with
+    /// `{"status": "ok", "n": N}`, N counting the signed requests.
+    #[arg(long)]
+    hmac_key: Option<String>,
     /// Stop answering for --stall-for once every this long.
     #[arg(long, value_parser = duration, requires = "stall_for")]
     stall_every: Option<Duration>,
@@ -325,6 +330,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 },
                 fail_rate: a.fail_rate,
                 forget_rate: a.forget_rate,
+                hmac_key: a.hmac_key.clone(),
                 stall: a.stall_every.zip(a.stall_for),
                 delay: a.delay,
                 max_inflight: a.max_inflight,

@@ -22,6 +22,7 @@ pub mod replay;
 pub mod request;
 pub mod scenario;
 pub mod schedule;
+pub mod script;
 pub mod spec;
 pub mod summary;
 pub mod template;

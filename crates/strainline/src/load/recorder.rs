@@ -35,6 +35,8 @@ pub enum ErrorKind {
     /// A value the step needs was never extracted (an earlier step failed to find it):
     /// the step was not sent (a user flow's `{{name}}`).
     Extract,
+    /// The scenario's `request(r)` hook failed (a Lua error): the step was not sent.
+    Script,
 }
 
 impl ErrorKind {
@@ -48,6 +50,7 @@ impl ErrorKind {
             ErrorKind::Connect => "connect",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Extract => "extract",
+            ErrorKind::Script => "script",
         }
     }
 }

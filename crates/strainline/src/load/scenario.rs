@@ -186,6 +186,8 @@ pub struct Scenario {
     pub vars: Vec<String>,
     /// Each client keeps its cookies (on unless `cookies = false`).
     pub cookies: bool,
+    /// `script = "FILE"`: its `request(r)` and `response(r)` hooks.
+    pub script: Option<std::sync::Arc<super::script::Script>>,
 }
 
 /// One stage of `stages`: the clients active go (linearly) to `to` over `over`.
@@ -375,6 +377,10 @@ struct RawScenario {
     csv: Option<Spanned<String>>,
     seed: Option<u64>,
     cookies: Option<bool>,
+    script: Option<Spanned<String>>,
+    /// Variables a script sets (`r.vars.NAME`), usable as `{{NAME}}`.
+    #[serde(default)]
+    vars: Vec<String>,
     csv_order: Option<Spanned<String>>,
     csv_exhausted: Option<Spanned<String>>,
     arrivals: Option<Spanned<RawArrivals>>,
@@ -504,8 +510,29 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         Some(c) => csv_rows(c, path, &at)?,
         None => (Vec::new(), Vec::new()),
     };
+    let script = match &raw.script {
+        None => None,
+        Some(_) if arrivals.is_some() => {
+            return Err(at(
+                raw.script.as_ref().map_or(0, |s| s.span().start),
+                "script: with [arrivals] each request is on its own; hooks run in clients' flows (clients = N)".into(),
+            ))
+        }
+        Some(f) => {
+            let file = path.parent().unwrap_or(Path::new(".")).join(f.get_ref());
+            Some(std::sync::Arc::new(
+                super::script::Script::load(&file).map_err(|e| at(f.span().start, e.to_string()))?,
+            ))
+        }
+    };
+    if let (false, Some(v)) = (script.is_some(), raw.vars.first()) {
+        return Err(at(
+            0,
+            format!("vars: '{v}' is set by a script's hooks, and there is no script = \"FILE\""),
+        ));
+    }
     let vars: Vec<String> = {
-        let mut v: Vec<String> = Vec::new();
+        let mut v: Vec<String> = raw.vars.clone();
         for st in &raw.step {
             for name in st.get_ref().extract.keys() {
                 if !v.contains(name) {
@@ -541,6 +568,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         drawn: arrivals.is_some(),
         once_anywhere,
         vars: &vars,
+        reads_replies: script.as_ref().is_some_and(|s| s.has_response),
     };
     let mut steps = Vec::new();
     for (i, spanned) in raw.step.iter().enumerate() {
@@ -561,6 +589,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         random: RandomPool::new(seed),
         vars,
         cookies: raw.cookies.unwrap_or(true),
+        script,
     })
 }
 
@@ -572,6 +601,8 @@ struct Whole<'a> {
     once_anywhere: bool,
     /// The variables its steps extract.
     vars: &'a [String],
+    /// Its script reads every reply (`response(r)`): every step keeps it.
+    reads_replies: bool,
 }
 
 /// One `[[step]]`, checked: `i` its position.
@@ -589,6 +620,7 @@ fn step(
         drawn,
         once_anywhere,
         vars,
+        ..
     } = *whole;
     let (st, here) = (spanned.get_ref(), spanned.span().start);
     let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
@@ -649,6 +681,7 @@ fn step(
             }
         }))
         .chain(follow.then_some(Keep::Head))
+        .chain(whole.reads_replies.then_some(Keep::All))
         .max()
         .unwrap_or(Keep::Nothing);
     let mut headers = Vec::new();

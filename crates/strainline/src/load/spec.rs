@@ -926,9 +926,10 @@ fn scenario_model(
     // wildcard topic or a message the .proto does not describe is refused here, not
     // counted as an error for every send of the run.
     for (i, step) in sc.steps.iter().enumerate() {
-        if (!step.extract.is_empty() || !step.checks.is_empty()) && !client.keeps_replies() {
+        let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
+        if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract and check read HTTP/1.1 replies so far (not yet HTTP/2, WebSocket, MQTT, gRPC or Redis): give an http:// or https:// URL without --http2",
+                "scenario {}: step '{}': extract, check and script read HTTP/1.1 replies so far (not yet HTTP/2, WebSocket, MQTT, gRPC or Redis): give an http:// or https:// URL without --http2",
                 path.display(),
                 step.name
             )));

@@ -543,5 +543,149 @@ path = "/health"
     // 100 ms: 29 - 2i requests, 200 in all.
     let sent = doc["summary"]["sent"].as_u64().unwrap();
     assert!((185..=215).contains(&sent), "{sent}: {}", stdout(&out));
-    assert_has(&stdout(&out), "(10 clients in 3 stages over 3.00s, 1 steps) for 3.00s");
+    assert_has(
+        &stdout(&out),
+        "(10 clients in 3 stages over 3.00s, 1 steps) for 3.00s",
+    );
+}
+
+#[test]
+fn a_script_signs_each_request_the_server_verifies_and_branches_on_a_reply_field() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let port = free_port();
+    let mut c = Command::new(testbed());
+    c.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--hmac-key",
+        "k3y",
+    ]);
+    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    std::fs::write(
+        s.path("sign.lua"),
+        r#"-- Signs each body as the server expects; branches on the reply's n.
+function request(r)
+  if r.step == "sign" then
+    r.headers["x-signature"] = strainline.hmac_sha256("k3y", r.body)
+  end
+end
+
+function response(r)
+  if r.step ~= "sign" then return end
+  local doc = strainline.json(r.body)
+  if doc == nil or doc.status ~= "ok" then return false, "signed" end
+  if doc.n % 2 == 0 then r.next = "even" else r.next = "odd" end
+end
+"#,
+    )
+    .unwrap();
+    let flow = |script: bool| {
+        format!(
+            r#"clients = 4
+{}
+
+[[step]]
+name = "sign"
+weight = 1000000
+method = "POST"
+path = "/signed"
+body = '{{"client": {{{{client}}}}, "seq": {{{{seq}}}}}}'
+think = "20ms"
+
+[[step]]
+name = "even"
+weight = 1
+path = "/health"
+
+[[step]]
+name = "odd"
+weight = 1
+path = "/stats"
+"#,
+            if script { "script = \"sign.lua\"" } else { "" }
+        )
+    };
+    std::fs::write(s.path("signed.toml"), flow(true)).unwrap();
+    std::fs::write(s.path("unsigned.toml"), flow(false)).unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let stats = || -> serde_json::Value {
+        let out = Command::new("curl")
+            .args(["-s", &format!("{url}/stats")])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Without the hook the server refuses every request.
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            s.path("unsigned.toml").to_str().unwrap(),
+            "-n",
+            "40",
+        ],
+    );
+    // No request succeeded: FAILED.
+    assert_exit(&out, 1);
+    assert_eq!(doc["summary"]["by_status"]["401"], 40, "{}", stdout(&out));
+    assert_eq!(stats()["signed"], 0);
+    // With it, every signature holds, and the hook sends each client to /health after
+    // an even n and to /stats after an odd one.
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            s.path("signed.toml").to_str().unwrap(),
+            "-z",
+            "2s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 0);
+    let st = stats();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let (signs, even, odd) = (n(&steps[0]["ok"]), n(&steps[1]["ok"]), n(&steps[2]["ok"]));
+    assert_eq!(signs, n(&st["signed"]), "{}\n{st}", stdout(&out));
+    assert_eq!(
+        n(&st["unsigned"]),
+        40,
+        "no request of the hooked run was refused: {st}"
+    );
+    assert!(signs >= 20, "{}", stdout(&out));
+    // The hook is the check `script`: every reply passed it.
+    assert_eq!(
+        check(&doc, "sign", "script"),
+        (signs, 0),
+        "{}",
+        stdout(&out)
+    );
+    // Every sign but each client's last is followed by its branch; n runs 1..=signs.
+    assert!(
+        even + odd + 4 >= signs && even + odd <= signs,
+        "{signs} {even} {odd}"
+    );
+    assert!(
+        even.abs_diff(signs / 2) <= 4 && odd.abs_diff(signs - signs / 2) <= 4,
+        "{signs} {even} {odd}"
+    );
+    // A script that does not compile is refused before the run, at its line.
+    std::fs::write(s.path("sign.lua"), "function request(r)\n  r.path = \n").unwrap();
+    let out = s.run(&[
+        "load",
+        &url,
+        "--scenario",
+        s.path("signed.toml").to_str().unwrap(),
+        "-n",
+        "1",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "sign.lua:3:");
 }

@@ -30,6 +30,8 @@ pub struct Knobs {
     pub fail_rate: f64,
     /// Probability that `POST /devices` gives an id it then forgets.
     pub forget_rate: f64,
+    /// The key `POST /signed` verifies its requests' HMAC with.
+    pub hmac_key: Option<String>,
     /// The whole server stops answering for `stall_for` once every `stall_every`.
     pub stall: Option<(Duration, Duration)>,
     /// Every push waits this long before it is answered, costing no CPU: a downstream

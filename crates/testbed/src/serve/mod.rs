@@ -37,6 +37,9 @@ struct Counters {
     forgotten: AtomicU64,
     /// Ids `POST /devices` gave out.
     issued: AtomicU64,
+    /// `POST /signed` requests whose signature held, and those refused.
+    signed: AtomicU64,
+    unsigned: AtomicU64,
     pushes: AtomicU64,
     failed: AtomicU64,
     rejected: AtomicU64,
@@ -100,6 +103,8 @@ impl Server {
             "registered": self.devices.lock().unwrap().len(),
             "registers": c.registers.load(Relaxed),
             "forgotten": c.forgotten.load(Relaxed),
+            "signed": c.signed.load(Relaxed),
+            "unsigned": c.unsigned.load(Relaxed),
             "pushes": c.pushes.load(Relaxed),
             "failed": c.failed.load(Relaxed),
             "rejected": c.rejected.load(Relaxed),
@@ -155,6 +160,11 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
     }
     s.stall().await;
     let method = req.method().clone();
+    let signature = req
+        .headers()
+        .get("x-signature")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let path = req.uri().path().to_string();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -165,6 +175,9 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         (Method::GET, "/stats") => reply(StatusCode::OK, s.stats().to_string()),
         (Method::POST, "/register") => register(&s, &body).await,
         (Method::POST, "/devices") => enroll(&s),
+        (Method::POST, "/signed") if s.knobs.hmac_key.is_some() => {
+            signed(&s, signature.as_deref(), &body)
+        }
         (Method::POST, p) if p.starts_with("/push/") => {
             let id = p["/push/".len()..].to_string();
             if let Some(pool) = &s.pool {
@@ -272,6 +285,40 @@ fn enroll(s: &Server) -> Response<Full<Bytes>> {
     if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("device={id}; Path=/; HttpOnly")) {
         r.headers_mut().insert(hyper::header::SET_COOKIE, v);
     }
+    r
+}
+
+/// `POST /signed`: 200 with `{"status": "ok", "n": N}` when `X-Signature` is the hex
+/// HMAC-SHA256 of the body under `--hmac-key`, 401 `{"status": "error"}` otherwise.
+fn signed(s: &Server, signature: Option<&str>, body: &Bytes) -> Response<Full<Bytes>> {
+    let key = s.knobs.hmac_key.as_deref().unwrap_or_default();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key.as_bytes());
+    let given = signature.and_then(|h| {
+        (h.len() % 2 == 0)
+            .then(|| {
+                (0..h.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+            })
+            .flatten()
+    });
+    let ok = given.is_some_and(|g| ring::hmac::verify(&key, body, &g).is_ok());
+    let (status, text) = if ok {
+        let n = s.counters.signed.fetch_add(1, Relaxed) + 1;
+        (StatusCode::OK, format!("{{\"status\":\"ok\",\"n\":{n}}}"))
+    } else {
+        s.counters.unsigned.fetch_add(1, Relaxed);
+        (
+            StatusCode::UNAUTHORIZED,
+            "{\"status\":\"error\"}".to_string(),
+        )
+    };
+    let mut r = reply(status, text);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     r
 }
 

@@ -14,10 +14,11 @@ use hyper::header::{HeaderValue, COOKIE};
 
 use super::{exchange, goodbye, sleep_or_stop, Ctx, Slot, Timing};
 use crate::load::client::{Conn, Reply};
-use crate::load::flow::{Jar, OnFailure};
+use crate::load::flow::{Jar, Kept, OnFailure};
 use crate::load::recorder::{ErrorKind, Recorder};
 use crate::load::request::Outgoing;
 use crate::load::scenario::{Scenario, Step, When, MAX_REDIRECTS};
+use crate::load::script::{self, Caller, Script};
 use crate::rng::{mix, Rng};
 
 /// One virtual client of a scenario, from its start to the run's end.
@@ -59,6 +60,8 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
 /// A client's variables and cookies.
 struct Session {
     values: Vec<Option<String>>,
+    /// The step a script's `response(r)` chose to go to next (`r.next`).
+    next: Option<String>,
     /// Its row of the CSV (taken as its flow starts).
     row: Option<usize>,
     jar: Jar,
@@ -78,6 +81,7 @@ impl Session {
         };
         Session {
             values: vec![None; sc.vars.len()],
+            next: None,
             row: None,
             jar: Jar::default(),
             cookies: sc.cookies,
@@ -192,16 +196,26 @@ impl Client<'_> {
                     }
                 }
                 _ if total_weight > 0 => {
-                    let mut pick = self.rng.below(total_weight);
-                    let i = mix
-                        .iter()
-                        .find(|(_, w)| {
-                            let hit = pick < *w as u64;
-                            pick = pick.saturating_sub(*w as u64);
-                            hit
-                        })
-                        .map_or(mix[0].0, |m| m.0);
-                    (i, now)
+                    // A script's choice of the next step, if it names one of the mix.
+                    let chosen = self.session.next.take().and_then(|n| {
+                        mix.iter()
+                            .find(|(i, _)| sc.steps[*i].name == n)
+                            .map(|m| m.0)
+                    });
+                    if let Some(i) = chosen {
+                        (i, now)
+                    } else {
+                        let mut pick = self.rng.below(total_weight);
+                        let i = mix
+                            .iter()
+                            .find(|(_, w)| {
+                                let hit = pick < *w as u64;
+                                pick = pick.saturating_sub(*w as u64);
+                                hit
+                            })
+                            .map_or(mix[0].0, |m| m.0);
+                        (i, now)
+                    }
                 }
                 Some((_, next)) => {
                     if !self.sleep(next).await {
@@ -294,7 +308,26 @@ impl Client<'_> {
         let s = &self.session;
         let mut req = sc.request(i, self.id, self.seq, pick, &s.values, s.row);
         self.seq += 1;
+        if let Some(script) = sc.script.as_ref().filter(|s| s.has_request) {
+            let caller = Caller {
+                step: &st.name,
+                client: self.id,
+                seq: self.seq - 1,
+                names: &sc.vars,
+                values: &mut self.session.values,
+                random: self.rng.unit(),
+            };
+            if let Err(why) = script::request(script, sc.seed, caller, &mut req) {
+                script_failed(&why.0);
+                let mut rec = self.ctx.rec.lock().unwrap();
+                rec.sent(Some(i));
+                rec.error(Some(i), ErrorKind::Script);
+                return false;
+            }
+        }
+        let random = self.rng.unit();
         let mut intended = intended;
+        let self_id = self.id;
         for hop in 0.. {
             let s = &mut self.session;
             if s.cookies {
@@ -323,7 +356,10 @@ impl Client<'_> {
                         return;
                     }
                 }
-                judge(st, i, &path, s, reply, latency, rec)
+                judge(st, i, &path, s, reply, latency, rec);
+                if let Some(script) = sc.script.as_ref().filter(|s| s.has_response) {
+                    hook(script, &sc, st, i, self_id, random, s, reply, latency, rec);
+                }
             };
             let sent_at = Instant::now();
             let ok = exchange(
@@ -407,6 +443,74 @@ impl Then {
     }
 }
 
+/// Tells the first failure of a script in the run (each is counted; one is shown).
+fn script_failed(why: &str) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !TOLD.swap(true, Ordering::Relaxed) {
+        tracing::warn!("script: {why}");
+    }
+}
+
+/// The script's `response(r)` on step `i`'s reply (after its checks), counted as the
+/// check `script`: a `false` fails it (cause `check:script`, or `check:script:NAME` for
+/// `false, "NAME"`), an error fails it (cause `script`), `r.next` chooses the client's
+/// next step.
+#[allow(clippy::too_many_arguments)]
+fn hook(
+    script: &std::sync::Arc<Script>,
+    sc: &Scenario,
+    st: &Step,
+    i: usize,
+    client: u64,
+    random: f64,
+    s: &mut Session,
+    reply: &mut Reply,
+    latency: Duration,
+    rec: &mut Recorder,
+) {
+    let empty = Kept::default();
+    let kept = reply.kept.as_deref().unwrap_or(&empty);
+    let caller = Caller {
+        step: &st.name,
+        client,
+        seq: 0,
+        names: &sc.vars,
+        values: &mut s.values,
+        random,
+    };
+    let cause = match script::response(script, sc.seed, caller, reply.status, kept, latency) {
+        // The hook is one check, `script`: its passes and failures, the failure's
+        // name (`return false, "signed"`) in its cause.
+        Ok(said) => {
+            s.next = said.next;
+            match said.failed {
+                None => {
+                    rec.count(Some(i), "check.script.passed");
+                    None
+                }
+                Some(name) => {
+                    rec.count(Some(i), "check.script.failed");
+                    Some(match name.as_str() {
+                        "script" => "check:script".to_string(),
+                        n => format!("check:script:{n}"),
+                    })
+                }
+            }
+        }
+        Err(why) => {
+            script_failed(&why.0);
+            rec.count(Some(i), "flow.script_errors");
+            Some("script".to_string())
+        }
+    };
+    if let Some(cause) = cause {
+        if reply.ok && reply.status < 400 {
+            rec.count(Some(i), &format!("cause.{cause}"));
+        }
+        reply.ok = false;
+    }
+}
+
 /// Takes what step `i`'s reply gives the client (its cookies, its extracted values)
 /// and checks it: a failed extraction or check fails the reply, counted by its cause
 /// (`cause.check:NAME`) unless its status (400 and above) is the cause shown.
@@ -454,4 +558,6 @@ fn judge(
         }
         reply.ok = false;
     }
+    // Kept for the script's `response(r)`, which reads the same reply.
+    reply.kept = Some(kept);
 }

@@ -1,0 +1,485 @@
+//! The script hook, for what a scenario's tables cannot say: a Lua 5.4 file (built in,
+//! no system library) whose `request(r)` is called before each step is sent and whose
+//! `response(r)` is called with each reply. Sandboxed: no `io`, `os`, `package` or
+//! `debug`, no `dofile`/`loadfile`, no bytecode, at most [`MEMORY`] of memory and
+//! [`CALL_TIME`] a call. One Lua state per generator thread, each client's own table
+//! in it (`r.state`); `r.random` is drawn from the client's seeded stream, so a run
+//! under a seed is the same run. docs/load.md has the API with runnable examples.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::Method;
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+
+use super::flow::Kept;
+use super::request::Rendered;
+
+/// The most memory a script's state may hold (per generator thread).
+pub const MEMORY: usize = 64 << 20;
+/// The longest one call of a hook may run: a loop that never ends fails its step.
+pub const CALL_TIME: Duration = Duration::from_secs(1);
+
+/// A checked script: its source and which hooks it defines.
+#[derive(Debug)]
+pub struct Script {
+    pub path: String,
+    source: String,
+    pub has_request: bool,
+    pub has_response: bool,
+}
+
+/// A state with the sandbox's libraries and `strainline.*` helpers, and the time the
+/// current call started (its instruction hook's clock).
+fn state(seed: u64) -> mlua::Result<(Lua, Rc<Cell<Instant>>)> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
+        LuaOptions::default(),
+    )?;
+    lua.set_memory_limit(MEMORY)?;
+    let g = lua.globals();
+    for unsafe_fn in ["dofile", "loadfile", "print"] {
+        g.set(unsafe_fn, Value::Nil)?;
+    }
+    let lib = lua.create_table()?;
+    lib.set(
+        "hmac_sha256",
+        lua.create_function(|_, (key, msg): (mlua::String, mlua::String)| {
+            let k = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key.as_bytes());
+            Ok(hex(ring::hmac::sign(&k, &msg.as_bytes()).as_ref()))
+        })?,
+    )?;
+    lib.set(
+        "sha256",
+        lua.create_function(|_, msg: mlua::String| {
+            Ok(hex(ring::digest::digest(
+                &ring::digest::SHA256,
+                &msg.as_bytes(),
+            )
+            .as_ref()))
+        })?,
+    )?;
+    lib.set(
+        "json",
+        lua.create_function(|lua, text: mlua::String| {
+            match serde_json::from_slice::<serde_json::Value>(&text.as_bytes()) {
+                Ok(v) => json_to_lua(lua, &v),
+                Err(_) => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    g.set("strainline", lib)?;
+    g.set("__clients", lua.create_table()?)?;
+    lua.load(format!("math.randomseed({})", seed % (1 << 53)))
+        .exec()?;
+    let started = Rc::new(Cell::new(Instant::now()));
+    let clock = started.clone();
+    lua.set_hook(
+        mlua::HookTriggers::new().every_nth_instruction(10_000),
+        move |_, _| {
+            if clock.get().elapsed() > CALL_TIME {
+                Err(mlua::Error::runtime(format!(
+                    "the hook ran over {} s (a loop that never ends?)",
+                    CALL_TIME.as_secs()
+                )))
+            } else {
+                Ok(mlua::VmState::Continue)
+            }
+        },
+    );
+    Ok((lua, started))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A JSON value as Lua sees it: objects and arrays as tables (arrays from 1), null as
+/// nil.
+fn json_to_lua(lua: &Lua, v: &serde_json::Value) -> mlua::Result<Value> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => Value::Nil,
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => Value::Integer(i),
+            None => Value::Number(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::String(lua.create_string(s)?),
+        J::Array(a) => {
+            let t = lua.create_table()?;
+            for (i, x) in a.iter().enumerate() {
+                t.set(i + 1, json_to_lua(lua, x)?)?;
+            }
+            Value::Table(t)
+        }
+        J::Object(m) => {
+            let t = lua.create_table()?;
+            for (k, x) in m {
+                t.set(k.as_str(), json_to_lua(lua, x)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+impl Script {
+    /// Reads and compiles `path` (beside the scenario): a syntax error is refused here,
+    /// before the run, with its line.
+    pub fn load(path: &Path) -> crate::error::Result<Script> {
+        let shown = path.display().to_string();
+        let source = crate::os::file::read_text(path, "script")?;
+        let (lua, _) = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
+        lua.load(&source)
+            .set_name(format!("@{shown}"))
+            .exec()
+            .map_err(|e| crate::Error::usage(format!("script: {}", one_line(&e))))?;
+        let g = lua.globals();
+        let is_fn = |name: &str| matches!(g.get::<Value>(name), Ok(Value::Function(_)));
+        let (has_request, has_response) = (is_fn("request"), is_fn("response"));
+        if !has_request && !has_response {
+            return Err(crate::Error::usage(format!(
+                "script: {shown} defines neither request(r) nor response(r): give at least one"
+            )));
+        }
+        Ok(Script {
+            path: shown,
+            source,
+            has_request,
+            has_response,
+        })
+    }
+}
+
+/// A Lua error in one line (its traceback dropped).
+fn one_line(e: &mlua::Error) -> String {
+    let text = e.to_string();
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// Why a hook's call failed: the Lua error in one line (the step fails with it).
+#[derive(Debug)]
+pub struct Failed(pub String);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A script's state on one thread, and the time its current call started.
+type State = (Lua, Rc<Cell<Instant>>);
+
+thread_local! {
+    /// This thread's state of each script, by the script's address.
+    static STATES: RefCell<HashMap<usize, State>> = RefCell::new(HashMap::new());
+}
+
+/// Runs `f` with this thread's state of `script`, made on first use.
+fn with_state<T>(
+    script: &Arc<Script>,
+    seed: u64,
+    f: impl FnOnce(&Lua) -> mlua::Result<T>,
+) -> Result<T, Failed> {
+    STATES.with(|states| {
+        let mut states = states.borrow_mut();
+        let key = Arc::as_ptr(script) as usize;
+        let (lua, clock) = match states.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let made = state(seed).and_then(|(lua, clock)| {
+                    lua.load(&script.source)
+                        .set_name(format!("@{}", script.path))
+                        .exec()?;
+                    Ok((lua, clock))
+                });
+                v.insert(made.map_err(|e| Failed(one_line(&e)))?)
+            }
+        };
+        clock.set(Instant::now());
+        f(lua).map_err(|e| Failed(one_line(&e)))
+    })
+}
+
+/// Who is calling: the step, the client, its request number, its variables (by the
+/// scenario's names) and a draw from its stream.
+pub struct Caller<'a> {
+    pub step: &'a str,
+    pub client: u64,
+    pub seq: u64,
+    pub names: &'a [String],
+    pub values: &'a mut [Option<String>],
+    pub random: f64,
+}
+
+/// The common part of `r`: step, client, seq, vars, state, random.
+fn table_of(lua: &Lua, c: &Caller) -> mlua::Result<Table> {
+    let r = lua.create_table()?;
+    r.set("step", c.step)?;
+    r.set("client", c.client)?;
+    r.set("seq", c.seq)?;
+    r.set("random", c.random)?;
+    let vars = lua.create_table()?;
+    for (n, v) in c.names.iter().zip(c.values.iter()) {
+        if let Some(v) = v {
+            vars.set(n.as_str(), v.as_str())?;
+        }
+    }
+    r.set("vars", vars)?;
+    let clients: Table = lua.globals().get("__clients")?;
+    let state = match clients.get::<Value>(c.client)? {
+        Value::Table(t) => t,
+        _ => {
+            let t = lua.create_table()?;
+            clients.set(c.client, t.clone())?;
+            t
+        }
+    };
+    r.set("state", state)?;
+    Ok(r)
+}
+
+/// What the hook left in `r.vars`, back into the client's variables.
+fn vars_back(r: &Table, c: &mut Caller) -> mlua::Result<()> {
+    let vars: Table = r.get("vars")?;
+    for (n, v) in c.names.iter().zip(c.values.iter_mut()) {
+        *v = match vars.get::<Value>(n.as_str())? {
+            Value::Nil => None,
+            Value::String(s) => Some(s.to_str()?.to_string()),
+            Value::Integer(i) => Some(i.to_string()),
+            Value::Number(x) => Some(x.to_string()),
+            Value::Boolean(b) => Some(b.to_string()),
+            _ => v.take(),
+        };
+    }
+    Ok(())
+}
+
+/// Calls `request(r)` before `req` is sent; what it changed (method, path, headers,
+/// body, variables) goes into the request.
+pub fn request(
+    script: &Arc<Script>,
+    seed: u64,
+    mut c: Caller,
+    req: &mut Rendered,
+) -> Result<(), Failed> {
+    with_state(script, seed, |lua| {
+        let f: Function = lua.globals().get("request")?;
+        let r = table_of(lua, &c)?;
+        r.set("method", req.method.as_str())?;
+        r.set("path", req.path.as_str())?;
+        r.set("body", lua.create_string(&req.body)?)?;
+        let headers = lua.create_table()?;
+        for (k, v) in &req.headers {
+            headers.set(k.as_str(), lua.create_string(v.as_bytes())?)?;
+        }
+        r.set("headers", headers)?;
+        f.call::<()>(r.clone())?;
+        let method: String = r.get("method")?;
+        req.method = Method::from_bytes(method.to_uppercase().as_bytes())
+            .map_err(|_| mlua::Error::runtime(format!("r.method '{method}' is not a method")))?;
+        req.path = r.get("path")?;
+        if !req.path.starts_with('/') {
+            return Err(mlua::Error::runtime(format!(
+                "r.path '{}' does not start with /",
+                req.path
+            )));
+        }
+        req.body = Bytes::from(r.get::<mlua::String>("body")?.as_bytes().to_vec());
+        let headers: Table = r.get("headers")?;
+        req.headers.clear();
+        for pair in headers.pairs::<String, mlua::String>() {
+            let (k, v) = pair?;
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                mlua::Error::runtime(format!("r.headers: '{k}' is not a header name"))
+            })?;
+            let value = HeaderValue::from_bytes(&v.as_bytes()).map_err(|_| {
+                mlua::Error::runtime(format!("r.headers['{k}']: not a header value"))
+            })?;
+            req.headers.push((name, value));
+        }
+        vars_back(&r, &mut c)
+    })
+}
+
+/// What `response(r)` said of a reply: the check it failed (`false, "name"`: `name`;
+/// `false`: `script`), and the step it asked to go to next (`r.next`).
+#[derive(Debug, Default, PartialEq)]
+pub struct Said {
+    pub failed: Option<String>,
+    pub next: Option<String>,
+}
+
+/// Calls `response(r)` with a reply: its status, head, body and latency.
+pub fn response(
+    script: &Arc<Script>,
+    seed: u64,
+    mut c: Caller,
+    status: u16,
+    kept: &Kept,
+    latency: Duration,
+) -> Result<Said, Failed> {
+    with_state(script, seed, |lua| {
+        let f: Function = lua.globals().get("response")?;
+        let r = table_of(lua, &c)?;
+        r.set("status", status)?;
+        r.set("body", lua.create_string(&kept.body)?)?;
+        r.set("latency_ms", latency.as_secs_f64() * 1e3)?;
+        let headers = lua.create_table()?;
+        for (k, v) in &kept.headers {
+            headers.set(k.as_str(), v.as_str())?;
+        }
+        r.set("headers", headers)?;
+        let (ok, name): (Value, Option<String>) = f.call(r.clone())?;
+        vars_back(&r, &mut c)?;
+        Ok(Said {
+            failed: matches!(ok, Value::Boolean(false))
+                .then(|| name.unwrap_or_else(|| "script".into())),
+            next: r.get("next")?,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(text: &str) -> crate::error::Result<Arc<Script>> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("flow.lua");
+        std::fs::write(&p, text).unwrap();
+        Script::load(&p).map(Arc::new)
+    }
+
+    fn caller<'a>(values: &'a mut [Option<String>], names: &'a [String]) -> Caller<'a> {
+        Caller {
+            step: "login",
+            client: 3,
+            seq: 0,
+            names,
+            values,
+            random: 0.5,
+        }
+    }
+
+    #[test]
+    fn request_signs_the_body_with_an_hmac_rfc_4231_checks() {
+        // RFC 4231, test case 2: key "Jefe", data "what do ya want for nothing?".
+        let s = script(
+            "function request(r)\n  r.headers['x-signature'] = strainline.hmac_sha256('Jefe', r.body)\n  r.vars.n = (r.state.n or 0) + 1\n  r.state.n = r.vars.n\nend\n",
+        )
+        .unwrap();
+        let names = vec!["n".to_string()];
+        let mut values = vec![None];
+        let mut req = Rendered {
+            method: Method::POST,
+            path: "/signed".into(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"what do ya want for nothing?"),
+            keep: super::super::flow::Keep::Nothing,
+        };
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(
+            req.headers[0].1,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(
+            values[0].as_deref(),
+            Some("2"),
+            "r.state is kept per client"
+        );
+    }
+
+    #[test]
+    fn response_fails_a_step_and_chooses_the_next_from_a_field() {
+        let s = script(
+            "function response(r)\n  local doc = strainline.json(r.body)\n  if doc == nil or doc.status ~= 'ok' then return false, 'status_ok' end\n  if doc.items[1] == 'more' then r.next = 'page' end\nend\n",
+        )
+        .unwrap();
+        let mut values = vec![];
+        let kept = |b: &str| Kept {
+            want: super::super::flow::Keep::All,
+            headers: vec![],
+            body: b.as_bytes().to_vec(),
+        };
+        let ms = Duration::from_millis(3);
+        let said = response(
+            &s,
+            1,
+            caller(&mut values, &[]),
+            200,
+            &kept(r#"{"status":"error"}"#),
+            ms,
+        )
+        .unwrap();
+        assert_eq!(said.failed.as_deref(), Some("status_ok"));
+        let said = response(
+            &s,
+            1,
+            caller(&mut values, &[]),
+            200,
+            &kept(r#"{"status":"ok","items":["more"]}"#),
+            ms,
+        )
+        .unwrap();
+        assert_eq!(
+            said,
+            Said {
+                failed: None,
+                next: Some("page".into())
+            }
+        );
+    }
+
+    #[test]
+    fn the_sandbox_has_no_files_no_os_and_no_endless_loop() {
+        let e = script("function request(r) r.path = '/x' ")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("flow.lua:1:") && e.contains("expected"), "{e}");
+        assert!(script("local x = 1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("neither request(r) nor response(r)"));
+        for forbidden in [
+            "io.open('/etc/passwd')",
+            "os.execute('true')",
+            "dofile('/etc/passwd')",
+            "require('os')",
+        ] {
+            let s = script(&format!("function request(r) {forbidden} end\n")).unwrap();
+            let mut req = Rendered {
+                method: Method::GET,
+                path: "/".into(),
+                headers: Vec::new(),
+                body: Bytes::new(),
+                keep: super::super::flow::Keep::Nothing,
+            };
+            let e = request(&s, 1, caller(&mut [], &[]), &mut req)
+                .unwrap_err()
+                .0;
+            assert!(e.contains("nil"), "{forbidden}: {e}");
+        }
+        let s = script("function request(r) while true do end end\n").unwrap();
+        let mut req = Rendered {
+            method: Method::GET,
+            path: "/".into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+            keep: super::super::flow::Keep::Nothing,
+        };
+        let t = Instant::now();
+        let e = request(&s, 1, caller(&mut [], &[]), &mut req)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("ran over 1 s"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(3));
+    }
+}
