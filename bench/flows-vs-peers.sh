@@ -6,10 +6,12 @@
 #   flow   — strainline, a three-step flow: POST /devices (extract the JSON id, keep
 #            the cookie it sets), then a mix of POST /push/{{id}} and GET /health, each
 #            checked;
+#   hook   — the flow with a Lua script hook on every request and reply (request(r)
+#            signs the body with an HMAC header, response(r) decodes the JSON reply);
 #   locust — Locust (FastHttpUser, one process) playing the same flow, if installed
 #            (pip install locust).
 # Prints requests per generator-CPU-second (user + system, GNU time) and the ratios
-# flow/plain (goal >= 0.7) and flow/locust (goal >= 10). Loopback only; every run is
+# flow/plain (goal >= 0.7), hook/plain (goal >= 0.5) and flow/locust (goal >= 10). Loopback only; every run is
 # bounded.
 #   bash bench/flows-vs-peers.sh
 #   REPS=5 DURATION=20s bash bench/flows-vs-peers.sh
@@ -53,6 +55,16 @@ weight = 1
 path = "/health"
 check.alive = { body_contains = "ok" }
 TOML
+sed 's/^clients = 50$/clients = 50\nscript = "hook.lua"/' "$WORK/flow.toml" > "$WORK/hook.toml"
+cat > "$WORK/hook.lua" <<'LUA'
+function request(r)
+  r.headers["x-signature"] = strainline.hmac_sha256("k3y", r.body)
+end
+
+function response(r)
+  if r.step == "enroll" and strainline.json(r.body) == nil then return false end
+end
+LUA
 # The same requests without a flow: no extraction (the id fixed by the client number
 # after the enroll), no checks, no cookies.
 cat > "$WORK/plain.toml" <<'TOML'
@@ -116,13 +128,16 @@ lc() { local cpu; cpu=$(timed python3 -m locust -f "$WORK/locustfile.py" --headl
 
 echo "testbed on CPU 1; generators on CPU 0 (1 thread / 1 process), 50 clients, $DURATION each"
 printf '%-4s %-8s %10s %8s %12s\n' rep tool requests cpu_s req/cpu_s
-fp=(); fl=()
+fp=(); fh=(); fl=()
 for rep in $(seq 1 "$REPS"); do
-  read -r pn pc < <(sl plain); read -r fn fc < <(sl flow)
+  read -r pn pc < <(sl plain); read -r fn fc < <(sl flow); read -r hn hc < <(sl hook)
   pr=$(awk -v a="$pn" -v b="$pc" 'BEGIN{printf "%.0f", a / b}'); fr=$(awk -v a="$fn" -v b="$fc" 'BEGIN{printf "%.0f", a / b}')
   printf '%-4s %-8s %10s %8s %12s\n' "$rep" plain "$pn" "$pc" "$pr"
   printf '%-4s %-8s %10s %8s %12s\n' "$rep" flow "$fn" "$fc" "$fr"
+  hr=$(awk -v a="$hn" -v b="$hc" 'BEGIN{printf "%.0f", a / b}')
+  printf '%-4s %-8s %10s %8s %12s\n' "$rep" hook "$hn" "$hc" "$hr"
   fp+=("$(awk -v a="$fr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
+  fh+=("$(awk -v a="$hr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
   if [ "$have_locust" = yes ]; then
     read -r ln lcpu < <(lc); lr=$(awk -v a="$ln" -v b="$lcpu" 'BEGIN{printf "%.0f", a / b}')
     printf '%-4s %-8s %10s %8s %12s\n' "$rep" locust "$ln" "$lcpu" "$lr"
@@ -131,6 +146,7 @@ for rep in $(seq 1 "$REPS"); do
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 echo "flow/plain per generator-CPU-second: ${fp[*]} (median $(median "${fp[@]}"))"
+echo "hook/plain per generator-CPU-second: ${fh[*]} (median $(median "${fh[@]}"))"
 if [ "$have_locust" = yes ]; then
   echo "flow/locust per generator-CPU-second: ${fl[*]} (median $(median "${fl[@]}"))"
 else
