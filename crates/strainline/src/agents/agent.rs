@@ -500,7 +500,7 @@ async fn stream_samples(
     }
 }
 
-/// The files a job brought (a scenario and its CSV), in a directory of their own,
+/// The files a job brought (a scenario, its CSV and its script), in a directory of their own,
 /// removed with this.
 struct JobFiles(Option<std::path::PathBuf>);
 

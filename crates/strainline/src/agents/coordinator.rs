@@ -65,29 +65,34 @@ impl Fleet {
 /// The name a scenario file has on the agents.
 const SCENARIO_FILE: &str = "scenario.toml";
 
-/// A scenario and the CSV it names, to be sent to the agents: (name, content) pairs.
-/// The CSV must be named relative to the scenario, inside its directory.
+/// A scenario and the files it names (its `csv`, its `script`), to be sent to the
+/// agents: (name, content) pairs. Those files must be named relative to the scenario,
+/// inside its directory.
 fn scenario_files(path: &std::path::Path) -> crate::error::Result<Vec<(String, String)>> {
     let text = crate::os::file::read_text(path, "scenario")?;
     let mut files = vec![(SCENARIO_FILE.to_string(), text.clone())];
-    let csv = toml::from_str::<toml::Table>(&text)
-        .ok()
-        .and_then(|t| t.get("csv").and_then(|c| c.as_str()).map(String::from));
-    if let Some(csv) = csv {
-        let rel = std::path::Path::new(&csv);
+    let table = toml::from_str::<toml::Table>(&text).ok();
+    for key in ["csv", "script"] {
+        let Some(name) = table
+            .as_ref()
+            .and_then(|t| t.get(key).and_then(|c| c.as_str()).map(String::from))
+        else {
+            continue;
+        };
+        let rel = std::path::Path::new(&name);
         if rel.is_absolute()
             || rel
                 .components()
                 .any(|c| matches!(c, std::path::Component::ParentDir))
         {
             return Err(crate::Error::usage(format!(
-                "{}: csv = \"{csv}\" is outside the scenario's directory: agents get the scenario and its CSV, so name the CSV relative to the scenario, inside its directory",
+                "{}: {key} = \"{name}\" is outside the scenario's directory: agents get the scenario and the files it names, so name it relative to the scenario, inside its directory",
                 path.display()
             )));
         }
         let file = path.parent().unwrap_or(std::path::Path::new(".")).join(rel);
-        let content = crate::os::file::read_text(&file, "csv")?;
-        files.push((csv, content));
+        let content = crate::os::file::read_text(&file, key)?;
+        files.push((name, content));
     }
     Ok(files)
 }
@@ -556,5 +561,33 @@ fn merge(
         interrupted,
         stolen_seconds: 0.0,
         agents,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_travels_to_the_agents_with_its_csv_and_its_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let sc = dir.path().join("flow.toml");
+        std::fs::write(
+            &sc,
+            "clients = 1\ncsv = \"users.csv\"\nscript = \"sign.lua\"\n[[step]]\nonce = true\npath = \"/\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("users.csv"), "u\na\n").unwrap();
+        std::fs::write(dir.path().join("sign.lua"), "function request(r) end\n").unwrap();
+        let files = scenario_files(&sc).unwrap();
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [SCENARIO_FILE, "users.csv", "sign.lua"]);
+        assert_eq!(files[2].1, "function request(r) end\n");
+        std::fs::write(&sc, "clients = 1\nscript = \"../sign.lua\"\n").unwrap();
+        let e = scenario_files(&sc).unwrap_err().to_string();
+        assert!(
+            e.contains("script = \"../sign.lua\" is outside the scenario's directory"),
+            "{e}"
+        );
     }
 }

@@ -35,7 +35,14 @@ pub struct Kept {
     pub headers: Vec<(String, String)>,
     /// Its body's first [`MAX_KEPT`] bytes.
     pub body: Vec<u8>,
+    /// The body as JSON, parsed once for every extraction and check that reads it.
+    parsed: std::cell::OnceCell<Option<Value>>,
 }
+
+/// The longest value a variable takes from a reply: 64 KiB. A longer one fails its
+/// extraction (`extract:NAME`): a server's megabyte token would otherwise be held by
+/// every client and sent back in every request.
+pub const MAX_VALUE: usize = 64 << 10;
 
 impl Kept {
     /// Keeps what is asked of a reply.
@@ -78,8 +85,10 @@ impl Kept {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
+    fn json(&self) -> Option<&Value> {
+        self.parsed
+            .get_or_init(|| serde_json::from_slice(&self.body).ok())
+            .as_ref()
     }
 }
 
@@ -193,10 +202,15 @@ pub enum Source {
 }
 
 impl Source {
-    /// The value in `kept` (and the jar), or `None`: the step then fails (`extract`).
+    /// The value in `kept` (and the jar), or `None` (not there, or longer than
+    /// [`MAX_VALUE`]): the step then fails (`extract`).
     pub fn find(&self, kept: &Kept, jar: &Jar) -> Option<String> {
+        self.found(kept, jar).filter(|v| v.len() <= MAX_VALUE)
+    }
+
+    fn found(&self, kept: &Kept, jar: &Jar) -> Option<String> {
         match self {
-            Source::Json(p) => p.get(&kept.json()?).map(as_text),
+            Source::Json(p) => p.get(kept.json()?).map(as_text),
             Source::Regex(r) => {
                 let text = String::from_utf8_lossy(&kept.body);
                 let c = r.captures(&text)?;
@@ -272,8 +286,8 @@ impl Check {
         let Some(v) = kept.json() else {
             return false;
         };
-        self.json.iter().all(|(p, want)| p.get(&v) == Some(want))
-            && self.json_exists.iter().all(|p| p.get(&v).is_some())
+        self.json.iter().all(|(p, want)| p.get(v) == Some(want))
+            && self.json_exists.iter().all(|p| p.get(v).is_some())
     }
 
     pub fn needs_body(&self) -> bool {
@@ -319,9 +333,13 @@ pub struct Jar {
     cookies: Vec<Cookie>,
 }
 
-/// The most cookies one client keeps (RFC 6265 §6.1 asks for at least 50 per domain);
-/// the oldest go first.
-pub const MAX_COOKIES: usize = 200;
+/// The most cookies one client keeps — RFC 6265 §6.1's minimum per domain, and a client
+/// talks to one target; the oldest go first.
+pub const MAX_COOKIES: usize = 50;
+/// The longest cookie a client keeps, name and value (§6.1's minimum a browser
+/// supports); a longer one is ignored, so that a server cannot make each client hold
+/// more than 200 KiB of cookies.
+pub const MAX_COOKIE: usize = 4096;
 
 impl Jar {
     /// Stores what a `Set-Cookie` header of a reply from `host` to `request_path` says.
@@ -331,7 +349,7 @@ impl Jar {
             return;
         };
         let (name, value) = (name.trim(), value.trim());
-        if name.is_empty() {
+        if name.is_empty() || name.len() + value.len() > MAX_COOKIE {
             return;
         }
         let host = host.to_ascii_lowercase();
@@ -467,6 +485,7 @@ mod tests {
                 .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
                 .collect(),
             body: body.as_bytes().to_vec(),
+            ..Kept::default()
         }
     }
 
@@ -508,6 +527,16 @@ mod tests {
             Some("/admin/")
         );
         assert_eq!(Source::Header("x-none".into()).find(&k, &jar), None);
+        let long = kept(
+            &format!("{{\"token\":\"{}\"}}", "t".repeat(MAX_VALUE + 1)),
+            &[],
+        );
+        let token = Source::Json(JsonPath::parse("$.token").unwrap());
+        assert_eq!(
+            token.find(&long, &jar),
+            None,
+            "a value over 64 KiB is not taken"
+        );
         let j = kept(r#"{"token":"t-1","id":42,"ok":true}"#, &[]);
         let json = |p: &str| Source::Json(JsonPath::parse(p).unwrap()).find(&j, &jar);
         assert_eq!(json("$.token").as_deref(), Some("t-1"));
@@ -598,6 +627,15 @@ mod tests {
             None,
             "and deleted by an expiry in the past"
         );
+        let mut big = Jar::default();
+        big.store("h", "/", &format!("huge={}", "x".repeat(MAX_COOKIE)));
+        for k in 0..MAX_COOKIES + 10 {
+            big.store("h", "/", &format!("c{k}=1"));
+        }
+        assert_eq!(big.value("huge"), None, "a cookie over 4 KiB is ignored");
+        assert_eq!(big.cookies.len(), MAX_COOKIES);
+        assert_eq!(big.value("c0"), None, "the oldest went first");
+        assert_eq!(big.value(&format!("c{}", MAX_COOKIES + 9)), Some("1"));
         let mut ip = Jar::default();
         ip.store("127.0.0.1", "/", "a=1; Domain=0.0.1");
         assert_eq!(

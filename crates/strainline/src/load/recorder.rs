@@ -429,9 +429,18 @@ impl Recorder {
     /// One more of a named counter (a user flow's `check.NAME.passed`, `restarts` …),
     /// in the interval and the step.
     pub fn count(&mut self, step: Option<usize>, key: &str) {
-        *self.interval.named.entry(key.to_string()).or_default() += 1;
+        fn bump(named: &mut BTreeMap<String, u64>, key: &str) {
+            // The key is allocated once per interval, not per count.
+            match named.get_mut(key) {
+                Some(n) => *n += 1,
+                None => {
+                    named.insert(key.to_string(), 1);
+                }
+            }
+        }
+        bump(&mut self.interval.named, key);
         if let Some(t) = self.step(step) {
-            *t.named.entry(key.to_string()).or_default() += 1;
+            bump(&mut t.named, key);
         }
     }
 

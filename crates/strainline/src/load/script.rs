@@ -357,6 +357,17 @@ mod tests {
         Script::load(&p).map(Arc::new)
     }
 
+    /// A request as a step would render it.
+    fn rendered(method: Method, path: &str, body: Bytes) -> Rendered {
+        Rendered {
+            method,
+            path: path.into(),
+            headers: Vec::new(),
+            body,
+            keep: super::super::flow::Keep::Nothing,
+        }
+    }
+
     fn caller<'a>(values: &'a mut [Option<String>], names: &'a [String]) -> Caller<'a> {
         Caller {
             step: "login",
@@ -377,13 +388,11 @@ mod tests {
         .unwrap();
         let names = vec!["n".to_string()];
         let mut values = vec![None];
-        let mut req = Rendered {
-            method: Method::POST,
-            path: "/signed".into(),
-            headers: Vec::new(),
-            body: Bytes::from_static(b"what do ya want for nothing?"),
-            keep: super::super::flow::Keep::Nothing,
-        };
+        let mut req = rendered(
+            Method::POST,
+            "/signed",
+            Bytes::from_static(b"what do ya want for nothing?"),
+        );
         request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
         assert_eq!(
             req.headers[0].1,
@@ -404,10 +413,10 @@ mod tests {
         )
         .unwrap();
         let mut values = vec![];
-        let kept = |b: &str| Kept {
-            want: super::super::flow::Keep::All,
-            headers: vec![],
-            body: b.as_bytes().to_vec(),
+        let kept = |b: &str| {
+            let mut k = Kept::new(super::super::flow::Keep::All);
+            k.take_body(b.as_bytes());
+            k
         };
         let ms = Duration::from_millis(3);
         let said = response(
@@ -455,26 +464,14 @@ mod tests {
             "require('os')",
         ] {
             let s = script(&format!("function request(r) {forbidden} end\n")).unwrap();
-            let mut req = Rendered {
-                method: Method::GET,
-                path: "/".into(),
-                headers: Vec::new(),
-                body: Bytes::new(),
-                keep: super::super::flow::Keep::Nothing,
-            };
+            let mut req = rendered(Method::GET, "/", Bytes::new());
             let e = request(&s, 1, caller(&mut [], &[]), &mut req)
                 .unwrap_err()
                 .0;
             assert!(e.contains("nil"), "{forbidden}: {e}");
         }
         let s = script("function request(r) while true do end end\n").unwrap();
-        let mut req = Rendered {
-            method: Method::GET,
-            path: "/".into(),
-            headers: Vec::new(),
-            body: Bytes::new(),
-            keep: super::super::flow::Keep::Nothing,
-        };
+        let mut req = rendered(Method::GET, "/", Bytes::new());
         let t = Instant::now();
         let e = request(&s, 1, caller(&mut [], &[]), &mut req)
             .unwrap_err()

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
+use strainline_testbed::harness::RunningServer;
 
 /// A Django project made by `django-admin startproject` in `dir`, migrated, with the
 /// users of `users` (a CSV `username,password`) as superusers; its dev server on a
@@ -53,6 +54,31 @@ fn django(dir: &Path, users: &Path) -> (KillOnDrop, u16) {
         "Django's runserver did not start"
     );
     (child, port)
+}
+
+/// `strainline-testbed serve ARGS…` on a free loopback port, stopped when dropped.
+fn testbed_serving(args: &[&str]) -> RunningServer {
+    RunningServer::start(&testbed(), args)
+}
+
+/// The testbed's own counters (`GET /stats`).
+fn stats_of(tb: &RunningServer) -> serde_json::Value {
+    let (code, body) = tb.client().request("GET", "/stats", b"");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The fields of the summary's Checks row of `check (step)`.
+fn checks_row(out: &std::process::Output, check: &str, step: &str) -> Vec<String> {
+    let text = stdout(out);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{check} ({step})")))
+        .unwrap_or_else(|| panic!("no Checks row for {check} ({step}) in {text}"));
+    line.split_whitespace()
+        .skip(2)
+        .map(str::to_string)
+        .collect()
 }
 
 fn example(name: &str) -> std::path::PathBuf {
@@ -122,7 +148,11 @@ fn django_admin_logins_pass_their_checks_and_fail_with_wrong_passwords_or_no_coo
         6,
         "Django's own log: {log}"
     );
-    assert_has(&stdout(&out), "logged_in (login)");
+    // The terminal's Checks table says what the JSON does: passed, failed, pass rate.
+    assert_eq!(
+        checks_row(&out, "logged_in", "login"),
+        ["6", "0", "100.00%"]
+    );
     // 20 virtual users for 10 s: every check passes.
     let many = s.path("many.toml");
     let text = std::fs::read_to_string(&scenario)
@@ -195,6 +225,7 @@ fn django_admin_logins_pass_their_checks_and_fail_with_wrong_passwords_or_no_coo
         stdout(&out)
     );
     assert_has(&stdout(&out), "check:logged_in 6");
+    assert_eq!(checks_row(&out, "logged_in", "login"), ["0", "6", "0.00%"]);
     assert_has(&stdout(&out), "6 clients stopped (on_failure = stop)");
     assert_has(&stdout(&out), "FAILED: checks_failed = 0 (measured 6");
     // Without the cookie jar, Django's CSRF protection refuses the POST.
@@ -299,16 +330,7 @@ check.logged_in = {{ status = 200, body_contains = "Site administration" }}
 fn a_forgotten_device_re_registers_once_per_forgetting_and_pushes_again() {
     let _l = loaded();
     let s = Scratch::new();
-    let port = free_port();
-    let mut c = Command::new(testbed());
-    c.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--forget-rate",
-        "0.3",
-    ]);
-    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let tb = testbed_serving(&["--forget-rate", "0.3"]);
     let scenario = s.path("devices.toml");
     std::fs::write(
         &scenario,
@@ -332,7 +354,7 @@ on_failure = "restart"
 "#,
     )
     .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
+    let url = tb.url("");
     let (out, doc) = load_json(
         &s,
         &[
@@ -344,17 +366,7 @@ on_failure = "restart"
             "4s",
         ],
     );
-    let stats: serde_json::Value = serde_json::from_str(
-        &String::from_utf8(
-            Command::new("curl")
-                .args(["-s", &format!("{url}/stats")])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let stats = stats_of(&tb);
     let n = |v: &serde_json::Value| v.as_u64().unwrap();
     let steps = doc["summary"]["steps"].as_array().unwrap();
     let restarts = n(&steps[1]["flow"]["restarts"]);
@@ -442,10 +454,7 @@ fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
 fn rows_are_handed_out_once_each_and_a_paced_step_keeps_its_pace() {
     let _l = loaded();
     let s = Scratch::new();
-    let port = free_port();
-    let mut c = Command::new(testbed());
-    c.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
-    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let tb = testbed_serving(&[]);
     std::fs::write(s.path("devices.csv"), "serial\nA1\nB2\nC3\n").unwrap();
     let scenario = s.path("feed.toml");
     std::fs::write(
@@ -472,7 +481,7 @@ body = "x"
 "#,
     )
     .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
+    let url = tb.url("");
     let (out, doc) = load_json(
         &s,
         &[
@@ -509,10 +518,7 @@ body = "x"
 fn stages_bring_clients_in_and_out_and_end_the_run() {
     let _l = loaded();
     let s = Scratch::new();
-    let port = free_port();
-    let mut c = Command::new(testbed());
-    c.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
-    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let tb = testbed_serving(&[]);
     let scenario = s.path("stages.toml");
     std::fs::write(
         &scenario,
@@ -526,7 +532,7 @@ path = "/health"
 "#,
     )
     .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
+    let url = tb.url("");
     let t = std::time::Instant::now();
     let (out, doc) = load_json(
         &s,
@@ -553,16 +559,7 @@ path = "/health"
 fn a_script_signs_each_request_the_server_verifies_and_branches_on_a_reply_field() {
     let _l = loaded();
     let s = Scratch::new();
-    let port = free_port();
-    let mut c = Command::new(testbed());
-    c.args([
-        "serve",
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--hmac-key",
-        "k3y",
-    ]);
-    let _tb = serving(c, ("127.0.0.1", port), "strainline-testbed");
+    let tb = testbed_serving(&["--hmac-key", "k3y"]);
     std::fs::write(
         s.path("sign.lua"),
         r#"-- Signs each body as the server expects; branches on the reply's n.
@@ -609,14 +606,8 @@ path = "/stats"
     };
     std::fs::write(s.path("signed.toml"), flow(true)).unwrap();
     std::fs::write(s.path("unsigned.toml"), flow(false)).unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let stats = || -> serde_json::Value {
-        let out = Command::new("curl")
-            .args(["-s", &format!("{url}/stats")])
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let url = tb.url("");
+    let stats = || stats_of(&tb);
     // Without the hook the server refuses every request.
     let (out, doc) = load_json(
         &s,
