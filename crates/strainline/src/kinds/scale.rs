@@ -12,62 +12,47 @@ use crate::store::Metric;
 use crate::suite;
 use crate::sut::lifecycle::tail;
 
-/// Runs of each size in a `scale` test: the spread of their costs gives the exponent's
-/// interval. Sizes are run in rounds (every size once, then again) so that a drift of
-/// the machine touches all sizes alike.
-const RUNS_PER_SIZE: usize = 3;
+/// Rounds of a `scale` test before its first verdict: the spread of each size's runs gives
+/// the exponent's interval. Sizes are run in rounds (every size once, then again) so that
+/// a drift of the machine touches all sizes alike.
+const FIRST_ROUNDS: usize = 3;
+
+/// Rounds at most: while the interval spans the limit, one more round at a time (the
+/// interval is the median fit's, and narrows as runs are added).
+const MAX_ROUNDS: usize = 9;
 
 pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     // (wall, cpu) of each run, by size.
     let mut measured: Vec<Vec<(f64, f64)>> = vec![Vec::new(); t.sizes.len()];
-    for round in 0..RUNS_PER_SIZE {
-        for (i, &size) in t.sizes.iter().enumerate() {
-            let mut vars = ctx.vars.clone();
-            vars.insert("size".into(), size.to_string());
-            let log = ctx.dir.join(format!("size-{size}-{}.log", round + 1));
-            let started = Instant::now();
-            let unit = Unit::new(true);
-            let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
-            let (exit, cpu) = wait(&unit, pid)?;
-            drop(unit);
-            let wall = started.elapsed().as_secs_f64();
-            if exit.code != Some(0) {
-                r.fail(
-                    Status::Failed,
-                    format!(
-                        "size {size}: the command ended with {}:\n{}",
-                        exit.describe(),
-                        tail(&log, 10)
-                    ),
-                );
-                return Ok(r);
+    for round in 0..MAX_ROUNDS {
+        if round >= FIRST_ROUNDS {
+            let (_, costs) = costs_of(&measured);
+            let decided = growth::growth(&t.sizes, &costs)
+                .is_some_and(|g| g.verdict != growth::Verdict::Inconclusive);
+            if decided {
+                break;
             }
-            measured[i].push((wall, cpu));
+        }
+        for (i, &size) in t.sizes.iter().enumerate() {
+            match run_once(ctx, t, size, round)? {
+                Ok(m) => measured[i].push(m),
+                Err(reason) => {
+                    r.fail(Status::Failed, reason);
+                    return Ok(r);
+                }
+            }
         }
     }
-    // CPU time is what the work costs; wall time for work that mostly waits (its CPU
-    // under half its wall time at the largest size). One measure for every size.
-    let last = &measured[measured.len() - 1];
-    let (wall_sum, cpu_sum) = last
-        .iter()
-        .fold((0.0, 0.0), |(w, c), &(wa, cp)| (w + wa, c + cp));
-    let by_cpu = cpu_sum >= 0.5 * wall_sum;
-    let costs: Vec<Vec<f64>> = measured
-        .iter()
-        .map(|runs| {
-            runs.iter()
-                .map(|&(w, c)| if by_cpu { c } else { w })
-                .collect()
-        })
-        .collect();
+    let rounds = measured[0].len();
+    let (by_cpu, costs) = costs_of(&measured);
     r.table.push(format!(
         "{:>12} {:>12} {:>12} {:>14}   ({} runs a size, median; cost = {} time)",
         "size",
         "wall s",
         "CPU s",
         "cost µs / unit",
-        RUNS_PER_SIZE,
+        rounds,
         if by_cpu { "CPU" } else { "wall" }
     ));
     for (i, &size) in t.sizes.iter().enumerate() {
@@ -82,26 +67,37 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
             1e6 * cost / size as f64
         ));
     }
-    let Some(g) = growth::growth(&t.sizes, &costs) else {
-        r.fail(
-            Status::Invalid,
-            "the costs could not be fitted (no size's cost grew)".into(),
-        );
-        return Ok(r);
-    };
+    let g = growth::growth(&t.sizes, &costs).expect("checked: every size has runs");
     let limit = growth::SUPERLINEAR_ABOVE;
-    r.metrics.push(Metric::of("exponent", g.exponent));
+    if g.grew {
+        r.metrics.push(Metric::of("exponent", g.exponent));
+    }
+    let fit = if g.grew {
+        format!(
+            "cost = {:.1} ms fixed + growth as size^{:.2} [{:.2}–{:.2}]",
+            g.fixed * 1e3,
+            g.exponent,
+            g.low,
+            g.high
+        )
+    } else {
+        format!(
+            "cost = {:.1} ms, no growth above its noise at these sizes",
+            g.fixed * 1e3
+        )
+    };
     let line = format!(
-        "cost = {:.1} ms fixed + growth as size^{:.2} [{:.2}–{:.2}]: {}",
-        g.fixed * 1e3,
-        g.exponent,
-        g.low,
-        g.high,
+        "{fit}: {}",
         match g.verdict {
             growth::Verdict::Linear =>
                 format!("linear (or better): the interval is at or under {limit}"),
             growth::Verdict::Superlinear => format!("superlinear: the interval is above {limit}"),
-            growth::Verdict::Inconclusive => format!("inconclusive: the interval spans {limit}"),
+            growth::Verdict::Inconclusive if !g.grew => "inconclusive".to_string(),
+            growth::Verdict::Inconclusive if g.low <= limit && g.high > limit =>
+                format!("inconclusive: the interval spans {limit}"),
+            growth::Verdict::Inconclusive => "inconclusive: the growth stands above the \
+                 noise at one size only, and any exponent fits one size"
+                .to_string(),
         }
     );
     r.table.push(line.clone());
@@ -137,4 +133,50 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
         runs: costs,
     })?;
     Ok(r)
+}
+
+/// One run of the command at `size`: its `(wall, cpu)` seconds, or why the case failed.
+fn run_once(
+    ctx: &CaseCtx,
+    t: &suite::Scale,
+    size: u64,
+    round: usize,
+) -> crate::error::Result<Result<(f64, f64), String>> {
+    let mut vars = ctx.vars.clone();
+    vars.insert("size".into(), size.to_string());
+    let log = ctx.dir.join(format!("size-{size}-{}.log", round + 1));
+    let started = Instant::now();
+    let unit = Unit::new(true);
+    let pid = spawn(&unit, &argv(&t.command, &vars), &log)?;
+    let (exit, cpu) = wait(&unit, pid)?;
+    drop(unit);
+    let wall = started.elapsed().as_secs_f64();
+    if exit.code != Some(0) {
+        return Ok(Err(format!(
+            "size {size}: the command ended with {}:\n{}",
+            exit.describe(),
+            tail(&log, 10)
+        )));
+    }
+    Ok(Ok((wall, cpu)))
+}
+
+/// The cost of each run, by size: CPU time is what the work costs; wall time for work
+/// that mostly waits (its CPU under half its wall time at the largest size). One measure
+/// for every size; `true` when CPU.
+fn costs_of(measured: &[Vec<(f64, f64)>]) -> (bool, Vec<Vec<f64>>) {
+    let last = &measured[measured.len() - 1];
+    let (wall_sum, cpu_sum) = last
+        .iter()
+        .fold((0.0, 0.0), |(w, c), &(wa, cp)| (w + wa, c + cp));
+    let by_cpu = cpu_sum >= 0.5 * wall_sum;
+    let costs = measured
+        .iter()
+        .map(|runs| {
+            runs.iter()
+                .map(|&(w, c)| if by_cpu { c } else { w })
+                .collect()
+        })
+        .collect();
+    (by_cpu, costs)
 }
