@@ -2,10 +2,10 @@
 //! the recorder) is protocol-free; it asks the plan's [`Client`] whether a unit of work
 //! needs a connection, to open one, to do one unit of work on it (send, read the reply,
 //! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
-//! HTTP ([`super::http`]), WebSocket ([`super::ws`]), MQTT ([`super::mqtt`]), gRPC
-//! ([`super::grpc`]) and the command workload ([`super::command`]) each answer in their
-//! own module; a protocol of the registry ([`super::proto`], e.g. Redis) answers through
-//! [`Client::Proto`], and adding one touches nothing here.
+//! HTTP ([`super::http`]), MQTT ([`super::mqtt`]), gRPC ([`super::grpc`]) and the
+//! command workload ([`super::command`]) each answer in their own module; a protocol of
+//! the registry ([`super::proto`]: WebSocket, Redis) answers through [`Client::Proto`],
+//! and adding one touches nothing here.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
@@ -17,8 +17,8 @@ use bytes::Bytes;
 use super::flow::{Keep, Kept};
 use super::http;
 use super::recorder::{ErrorKind, Recorder};
-use super::request::{Outgoing, Template};
-use super::{grpc, mqtt, proto, ws};
+use super::request::Outgoing;
+use super::{grpc, mqtt, proto};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -30,8 +30,6 @@ pub enum Client {
         target: http::Target,
         prepared: Arc<Vec<Bytes>>,
     },
-    /// A WebSocket per connection; a unit is one message and the reply to it.
-    WebSocket(ws::Target),
     /// An MQTT client per connection; a unit is one PUBLISH, acknowledged as its QoS
     /// asks.
     Mqtt(mqtt::Target),
@@ -50,8 +48,6 @@ pub enum Statuses {
     Http,
     /// A command's exit code (ok when 0; 128 + N for signal N).
     Exit,
-    /// A reply arrived (WebSocket): one status, 0.
-    Reply,
     /// A publish was acknowledged as its QoS asks (MQTT): status = the QoS.
     Published,
     /// A call's gRPC status (ok when 0, OK).
@@ -86,7 +82,6 @@ impl Statuses {
         match self {
             Statuses::Http => code.to_string(),
             Statuses::Exit => format!("exit {code}"),
-            Statuses::Reply => "reply".into(),
             Statuses::Published => match code {
                 0 => "qos0 written".into(),
                 1 => "qos1 puback".into(),
@@ -106,7 +101,6 @@ impl Statuses {
         match self {
             Statuses::Http => format!("HTTP {code}"),
             Statuses::Exit => self.label(code),
-            Statuses::Reply => format!("WebSocket {}", self.label(code)),
             Statuses::Published => format!("MQTT {}", self.label(code)),
             Statuses::Grpc => format!("gRPC {}", self.label(code)),
             Statuses::Connected => format!("MQTT {}", self.label(code)),
@@ -152,7 +146,6 @@ pub struct Companions {
 /// An open connection of some protocol.
 pub enum Conn {
     Http(http::Conn),
-    WebSocket(ws::Conn),
     Mqtt(mqtt::Conn),
     Proto(Box<dyn proto::Connection>),
 }
@@ -162,7 +155,6 @@ impl Conn {
     pub fn fd(&self) -> RawFd {
         match self {
             Conn::Http(c) => c.fd,
-            Conn::WebSocket(c) => c.fd,
             Conn::Mqtt(c) => c.fd,
             Conn::Proto(c) => c.fd(),
         }
@@ -181,7 +173,6 @@ impl Conn {
     pub fn is_closed(&self) -> bool {
         match self {
             Conn::Http(c) => c.is_closed(),
-            Conn::WebSocket(c) => c.is_closed(),
             Conn::Mqtt(c) => c.is_closed(),
             Conn::Proto(c) => c.is_closed(),
         }
@@ -212,7 +203,6 @@ impl Client {
     pub fn statuses(&self) -> Statuses {
         match self {
             Client::Http { .. } => Statuses::Http,
-            Client::WebSocket(_) => Statuses::Reply,
             Client::Mqtt(t) if t.mode == mqtt::Mode::Connect => Statuses::Connected,
             Client::Mqtt(_) => Statuses::Published,
             Client::Grpc(_) => Statuses::Grpc,
@@ -222,10 +212,9 @@ impl Client {
     }
 
     /// Opens a connection (not called for a command workload).
-    pub async fn connect(&self, template: &Template) -> Result<Conn, ErrorKind> {
+    pub async fn connect(&self) -> Result<Conn, ErrorKind> {
         match self {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
-            Client::WebSocket(t) => ws::connect(t, &template.headers).await.map(Conn::WebSocket),
             Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
             Client::Grpc(t) => http::connect_hyper(&t.http).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
@@ -258,17 +247,6 @@ impl Client {
                     messages: 0,
                     late_tail,
                     kept,
-                })
-            }
-            (Client::WebSocket(t), Conn::WebSocket(c)) => {
-                let read = ws::send(c, t, out.body()).await?;
-                Ok(Reply {
-                    status: 0,
-                    ok: true,
-                    bytes: read.bytes,
-                    messages: read.pushed,
-                    late_tail: false,
-                    kept: None,
                 })
             }
             (Client::Mqtt(t), Conn::Mqtt(c)) => {
@@ -321,21 +299,20 @@ impl Client {
                     Outgoing::Rendered(r) => Some(r.body.clone()),
                     Outgoing::Template(..) => None,
                 };
-                let seq = match &out {
-                    Outgoing::Template(_, _, seq) => *seq,
-                    Outgoing::Rendered(_) => 0,
+                let (seq, keep) = match &out {
+                    Outgoing::Template(_, _, seq) => (*seq, Keep::Nothing),
+                    Outgoing::Rendered(r) => (0, r.keep),
                 };
-                c.send(body, seq, intended).await
+                c.send(body, seq, intended, keep).await
             }
             _ => Err(ErrorKind::Protocol),
         }
     }
 
-    /// Closes a connection politely at the end of the run: a WebSocket's close frame,
-    /// MQTT's DISCONNECT; HTTP's is dropped.
+    /// Closes a connection politely at the end of the run: MQTT's DISCONNECT, a
+    /// registry protocol's goodbye (a WebSocket's close frame); HTTP's is dropped.
     pub async fn goodbye(&self, conn: Conn) {
         match conn {
-            Conn::WebSocket(c) => ws::close(c).await,
             Conn::Mqtt(c) => mqtt::disconnect(c).await,
             Conn::Proto(c) => c.goodbye().await,
             Conn::Http(_) => {}
@@ -388,21 +365,31 @@ impl Client {
         }
     }
 
-    /// Whether opening a connection takes a handshake beyond TCP's (TLS, WebSocket's
-    /// upgrade, MQTT's CONNECT).
+    /// Whether opening a connection takes a handshake beyond TCP's (TLS, MQTT's
+    /// CONNECT, a registry protocol's: a WebSocket's upgrade).
     pub fn handshakes(&self) -> bool {
         match self {
             Client::Http { target, .. } => target.tls.is_some(),
-            Client::WebSocket(_) | Client::Mqtt(_) => true,
+            Client::Mqtt(_) => true,
             Client::Grpc(t) => t.http.tls.is_some(),
             Client::Command(_) => false,
             Client::Proto(t) => t.handshakes(),
         }
     }
 
-    /// Whether it keeps a reply's head and body for a scenario step that extracts or
-    /// checks (HTTP/1.1 so far).
+    /// Whether it keeps a reply's body for a scenario step that extracts or checks
+    /// (HTTP/1.1, and the registry's protocols that say so: WebSocket).
     pub fn keeps_replies(&self) -> bool {
+        match self {
+            Client::Http { target, .. } => !target.http2,
+            Client::Proto(t) => t.protocol().keeps_bodies(),
+            _ => false,
+        }
+    }
+
+    /// Whether its replies have a head (status line and header fields) a step can
+    /// read: HTTP/1.1's.
+    pub fn reply_heads(&self) -> bool {
         matches!(self, Client::Http { target, .. } if !target.http2)
     }
 

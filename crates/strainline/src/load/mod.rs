@@ -28,7 +28,6 @@ pub mod summary;
 pub mod template;
 mod timer;
 pub mod verdict;
-pub mod ws;
 
 pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};
 pub use progress::{live_with, run_live};

@@ -35,13 +35,44 @@ impl Body {
         Body::Random(Arc::new(pool))
     }
 
-    pub(super) fn pick(&self, seq: u64) -> Bytes {
+    /// The body a workload gives: up to 64 distinct random bodies (a target cannot cache
+    /// one answer) in at most 16 MiB together (a large body is one shared copy, not 64).
+    pub fn of(spec: &super::spec::BodySpec) -> Body {
+        use super::spec::BodySpec;
+        /// What a random body's pool of distinct bodies may hold, bytes.
+        const RANDOM_POOL_BYTES: usize = 16 << 20;
+        match spec {
+            BodySpec::Empty => Body::Empty,
+            BodySpec::Bytes(b) => Body::Fixed(Bytes::from(b.clone())),
+            BodySpec::Random { len, seed } => Body::random(
+                *len,
+                (RANDOM_POOL_BYTES / (*len).max(1)).clamp(1, 64),
+                *seed,
+            ),
+        }
+    }
+
+    pub(crate) fn pick(&self, seq: u64) -> Bytes {
         match self {
             Body::Empty => Bytes::new(),
             Body::Fixed(b) => b.clone(),
             Body::Random(pool) => pool[(seq % pool.len() as u64) as usize].clone(),
         }
     }
+}
+
+/// A workload's headers (`-H 'Name: value'`), checked.
+pub fn headers(pairs: &[(String, String)]) -> crate::error::Result<Vec<(HeaderName, HeaderValue)>> {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let name = HeaderName::from_bytes(k.trim().as_bytes())
+                .map_err(|_| crate::Error::usage(format!("header '{k}: {v}': bad header name")))?;
+            let value = HeaderValue::from_str(v.trim())
+                .map_err(|_| crate::Error::usage(format!("header '{k}: {v}': bad header value")))?;
+            Ok((name, value))
+        })
+        .collect()
 }
 
 /// A request made for one send (scenario steps, whose text changes per request).

@@ -140,6 +140,18 @@ impl Step {
     pub fn checks_status(&self) -> bool {
         self.checks.iter().any(|c| !c.status.is_empty())
     }
+
+    /// Whether it reads its reply's head: a header or cookie extracted, a header
+    /// checked, a redirect followed (a protocol whose replies are bodies alone cannot).
+    pub fn reads_head(&self) -> bool {
+        use super::flow::Source;
+        self.follow
+            || self
+                .extract
+                .iter()
+                .any(|e| matches!(e.source, Source::Header(_) | Source::Cookie(_)))
+            || self.checks.iter().any(|c| !c.headers.is_empty())
+    }
 }
 
 /// Open-model arrivals of a scenario without clients.

@@ -29,6 +29,9 @@ pub const CALL_TIME: Duration = Duration::from_secs(1);
 /// A checked script: its source and which hooks it defines.
 #[derive(Debug)]
 pub struct Script {
+    /// Unique in the process: the key of its states (an address is reused once freed,
+    /// and a thread would then run the script that lived there before).
+    id: u64,
     pub path: String,
     source: String,
     pub has_request: bool,
@@ -148,7 +151,9 @@ impl Script {
                 "script: {shown} defines neither request(r) nor response(r): give at least one"
             )));
         }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(Script {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             path: shown,
             source,
             has_request,
@@ -177,8 +182,8 @@ impl std::fmt::Display for Failed {
 type State = (Lua, Rc<Cell<Instant>>);
 
 thread_local! {
-    /// This thread's state of each script, by the script's address.
-    static STATES: RefCell<HashMap<usize, State>> = RefCell::new(HashMap::new());
+    /// This thread's state of each script, by its id.
+    static STATES: RefCell<HashMap<u64, State>> = RefCell::new(HashMap::new());
 }
 
 /// Runs `f` with this thread's state of `script`, made on first use.
@@ -189,8 +194,7 @@ fn with_state<T>(
 ) -> Result<T, Failed> {
     STATES.with(|states| {
         let mut states = states.borrow_mut();
-        let key = Arc::as_ptr(script) as usize;
-        let (lua, clock) = match states.entry(key) {
+        let (lua, clock) = match states.entry(script.id) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let made = state(seed).and_then(|(lua, clock)| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::header::{HeaderName, HeaderValue};
+use hyper::header::HeaderValue;
 use hyper::{Method, Uri};
 
 use super::client::Client;
@@ -459,14 +459,12 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
         ))
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
-    if !["http", "https", "ws", "wss"].contains(&scheme) {
-        let mut all: Vec<String> = [
-            "http", "https", "ws", "wss", "mqtt", "mqtts", "grpc", "grpcs",
-        ]
-        .iter()
-        .map(|s| format!("{s}://"))
-        .chain(super::proto::prefixes())
-        .collect();
+    if !["http", "https"].contains(&scheme) {
+        let mut all: Vec<String> = ["http", "https", "mqtt", "mqtts", "grpc", "grpcs"]
+            .iter()
+            .map(|s| format!("{s}://"))
+            .chain(super::proto::prefixes())
+            .collect();
         let last = all.pop().unwrap_or_default();
         return Err(bad(format!(
             "URL '{url}': the scheme must be {} or {last} (e.g. http://127.0.0.1:8080/path)",
@@ -478,7 +476,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
             "URL '{url}' has no host (e.g. http://127.0.0.1:8080/path)"
         ))
     })?;
-    let tls = scheme == "https" || scheme == "wss";
+    let tls = scheme == "https";
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare_host, port)
@@ -524,27 +522,8 @@ fn template(
             "method '{method}' is not an HTTP method (e.g. GET, POST)"
         ))
     })?;
-    let mut parsed = Vec::new();
-    for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.trim().as_bytes())
-            .map_err(|_| bad(format!("header '{k}: {v}': bad header name")))?;
-        let value = HeaderValue::from_str(v.trim())
-            .map_err(|_| bad(format!("header '{k}: {v}': bad header value")))?;
-        parsed.push((name, value));
-    }
-    /// What a random body's pool of distinct bodies may hold, bytes.
-    const RANDOM_POOL_BYTES: usize = 16 << 20;
-    let body = match body {
-        BodySpec::Empty => Body::Empty,
-        BodySpec::Bytes(b) => Body::Fixed(Bytes::from(b.clone())),
-        // Up to 64 distinct bodies (a target cannot cache one answer), in at most
-        // 16 MiB together: a large body is one shared copy, not 64.
-        BodySpec::Random { len, seed } => Body::random(
-            *len,
-            (RANDOM_POOL_BYTES / (*len).max(1)).clamp(1, 64),
-            *seed,
-        ),
-    };
+    let parsed = super::request::headers(headers)?;
+    let body = Body::of(body);
     let path = uri
         .path_and_query()
         .map(|p| p.as_str())
@@ -573,56 +552,6 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             // A command sends nothing: its template is never read.
             let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
             Ok((Client::Command(argv.clone()), template, &BodySpec::Empty))
-        }
-        Work::Http {
-            url,
-            method,
-            headers,
-            body,
-        } if url.starts_with("ws://") || url.starts_with("wss://") => {
-            if matches!(spec.offer, Offer::Replay(_)) {
-                return Err(bad(format!(
-                    "URL '{url}': a replay sends an access log's HTTP requests; a WebSocket load sends the body as a message (-d), or a scenario's steps' bodies"
-                )));
-            }
-            if method != "GET" {
-                return Err(bad(format!(
-                    "URL '{url}': a WebSocket opens with GET; a method ({method}) has no meaning for its messages"
-                )));
-            }
-            if spec.client.http2 {
-                return Err(bad(format!(
-                    "URL '{url}': --http2 is for HTTP; a WebSocket opens over HTTP/1.1"
-                )));
-            }
-            let (target, uri) = resolve(
-                url,
-                &ClientOptions {
-                    http2: false,
-                    ..spec.client.clone()
-                },
-            )?;
-            let template = template(&uri, method, headers, body)?;
-            let reply_field = match &spec.client.reply_field {
-                Some(f) => Some(super::ws::field_path(f)?),
-                None => None,
-            };
-            if let (Some(path), BodySpec::Bytes(b)) = (&reply_field, body) {
-                if super::ws::id_of(b, path).is_none() {
-                    return Err(bad(format!(
-                        "--reply-field {}: the message has no such JSON field, so no reply could be matched to it",
-                        spec.client.reply_field.as_deref().unwrap_or_default()
-                    )));
-                }
-            }
-            let ws = super::ws::Target {
-                addr: target.addr,
-                url: url.clone(),
-                tls: target.tls,
-                reply_field,
-                max_reply: super::ws::MAX_REPLY,
-            };
-            Ok((Client::WebSocket(ws), template, body))
         }
         Work::Http {
             url,
@@ -696,7 +625,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
-    let (mut client, template, body) = client(spec)?;
+    let (client, template, body) = client(spec)?;
     if let Client::Mqtt(t) = &client {
         if t.mode == super::mqtt::Mode::Connect && !matches!(spec.offer, Offer::Open { .. }) {
             return Err(bad(
@@ -704,10 +633,16 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             ));
         }
     }
-    if spec.client.reply_field.is_some() && !matches!(client, Client::WebSocket(_)) {
-        return Err(bad(
-            "--reply-field matches a WebSocket's replies to its messages: give a ws:// or wss:// URL",
-        ));
+    if spec.client.reply_field.is_some() {
+        let url = match &spec.work {
+            Work::Http { url, .. } => url.as_str(),
+            Work::Command(_) => "",
+        };
+        if let Some(schemes) = super::proto::taken_elsewhere(url, "reply_field") {
+            return Err(bad(format!(
+                "--reply-field matches a WebSocket's replies to its messages: give a {schemes} URL"
+            )));
+        }
     }
     if spec.client.streams > 1 {
         if !matches!(spec.offer, Offer::Closed { .. } | Offer::Open { .. }) {
@@ -831,8 +766,8 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         }
         _ => unreachable!("the model follows the offer"),
     };
-    if let Client::WebSocket(ws) = &mut client {
-        ws.max_reply = super::ws::reply_bound(max_connections);
+    if let Client::Proto(t) = &client {
+        t.sized_for(max_connections);
     }
     let duration = match (spec.duration, spec.count) {
         (None, None) => Some(natural),
@@ -855,10 +790,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             } else {
                 ""
             }
-        ),
-        Client::WebSocket(t) => format!(
-            "WebSocket{}",
-            if t.tls.is_some() { " over TLS" } else { "" }
         ),
         Client::Grpc(t) => format!(
             "gRPC {}{}{}",
@@ -929,7 +860,14 @@ fn scenario_model(
         let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
         if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read HTTP/1.1 replies so far (not yet HTTP/2, WebSocket, MQTT, gRPC or Redis): give an http:// or https:// URL without --http2",
+                "scenario {}: step '{}': extract, check and script read HTTP/1.1 and WebSocket replies so far (not yet HTTP/2, MQTT, gRPC or Redis): give an http://, https://, ws:// or wss:// URL without --http2",
+                path.display(),
+                step.name
+            )));
+        }
+        if step.reads_head() && !client.reply_heads() {
+            return Err(bad(format!(
+                "scenario {}: step '{}': a header or cookie extracted, a header checked or a redirect followed reads an HTTP/1.1 reply's head; this protocol's replies are bodies alone: extract with json or regex, check status, body or json",
                 path.display(),
                 step.name
             )));
@@ -1127,7 +1065,7 @@ mod tests {
             .err()
             .unwrap()
             .to_string()
-            .contains("http://, https://, ws://, wss://, mqtt://, mqtts://, grpc://, grpcs://, redis:// or rediss://"));
+            .contains("http://, https://, mqtt://, mqtts://, grpc://, grpcs://, ws://, wss://, redis:// or rediss://"));
     }
 
     #[test]

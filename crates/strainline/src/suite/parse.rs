@@ -213,7 +213,7 @@ const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
 /// protocol registry's.
 fn load_schemes() -> Vec<String> {
     [
-        "http://", "https://", "ws://", "wss://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
+        "http://", "https://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
     ]
     .into_iter()
     .map(String::from)
@@ -864,7 +864,7 @@ fn test(
         }
     }
     if let Some(f) = &t.reply_field {
-        crate::load::ws::field_path(f).map_err(|e| {
+        crate::load::proto::field_path(f).map_err(|e| {
             let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
             doc.at(doc.key_offset(span.start, "reply_field"), msg)
         })?;
@@ -919,12 +919,17 @@ fn workload(
         needs(has_target, "a [target] to start")?;
     }
     let grpc = t.url.as_deref().is_some_and(|u| u.starts_with("grpc"));
-    let ws = t.url.as_deref().is_some_and(|u| u.starts_with("ws"));
-    needs(
-        t.reply_field.is_none() || ws,
-        "a ws:// or wss:// url for reply_field (it matches a WebSocket's replies to its messages)",
-    )?;
-    let tls = ["https://", "wss://", "mqtts://", "grpcs://"];
+    if t.reply_field.is_some() {
+        if let Some(schemes) =
+            crate::load::proto::taken_elsewhere(t.url.as_deref().unwrap_or(""), "reply_field")
+        {
+            needs(
+                false,
+                &format!("a {schemes} url for reply_field (it matches a WebSocket's replies to its messages)"),
+            )?;
+        }
+    }
+    let tls = ["https://", "mqtts://", "grpcs://"];
     let tls = t
         .url
         .as_deref()

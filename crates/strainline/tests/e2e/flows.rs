@@ -680,3 +680,94 @@ path = "/stats"
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "sign.lua:3:");
 }
+
+/// Known truth: an echo server (Python's `websockets`) sends back each message as it
+/// came. A token the first step sends comes back in its echo, is extracted, and is sent
+/// again by every later step: the check that reads it in their echoes passes exactly as
+/// often as the step was answered, and a check no echo can pass fails as often. A step
+/// reading a reply's head over WebSocket is refused before the run.
+#[test]
+fn a_websocket_flow_extracts_from_replies_and_checks_them() {
+    let _l = loaded();
+    let (_srv, port) = crate::protocols::ws_server(&[]);
+    let s = Scratch::new();
+    let flow = |extra: &str| {
+        format!(
+            r#"clients = 4
+
+[[step]]
+name = "hello"
+once = true
+path = "/"
+body = '{{"id": "{{{{client}}}}", "token": "t{{{{client}}}}x{{{{seq}}}}"}}'
+extract.token = {{ json = "$.token" }}
+check.echoed = {{ json_exists = ["$.id"] }}
+on_failure = "stop"
+
+[[step]]
+name = "use"
+weight = 1
+path = "/"
+body = '{{"id": "{{{{client}}}}", "with": "{{{{token}}}}"}}'
+check.carried = {{ body_matches = '"with": "t[0-9]+x[0-9]+"' }}
+{extra}
+"#
+        )
+    };
+    std::fs::write(s.path("ok.toml"), flow("")).unwrap();
+    std::fs::write(
+        s.path("never.toml"),
+        flow(r#"check.never = { json = { "$.with" = "nope" } }"#),
+    )
+    .unwrap();
+    std::fs::write(
+        s.path("head.toml"),
+        flow(r#"extract.h = { header = "x-token" }"#),
+    )
+    .unwrap();
+    let url = format!("ws://127.0.0.1:{port}/");
+    let run = |file: &str| {
+        load_json(
+            &s,
+            &[
+                &url,
+                "--no-tui",
+                "--scenario",
+                s.path(file).to_str().unwrap(),
+                "-z",
+                "2s",
+                "--gate",
+                "checks_failed = 0",
+            ],
+        )
+    };
+    let (out, doc) = run("ok.toml");
+    assert_exit(&out, 0);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(n(&steps[0]["ok"]), 4, "{}", stdout(&out));
+    let used = n(&steps[1]["ok"]);
+    assert!(used >= 40, "{}", stdout(&out));
+    assert_eq!(check(&doc, "hello", "echoed"), (4, 0));
+    assert_eq!(check(&doc, "use", "carried"), (used, 0), "{}", stdout(&out));
+    assert_eq!(checks_row(&out, "carried", "use")[0], used.to_string());
+    // A check no echo passes fails every answered message: the gate says so.
+    let (out, doc) = run("never.toml");
+    assert_exit(&out, 1);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let sent = n(&steps[1]["sent"]);
+    assert_eq!(check(&doc, "use", "never"), (0, sent), "{}", stdout(&out));
+    assert_eq!(check(&doc, "use", "carried"), (sent, 0));
+    assert_has(&stdout(&out), "check:never");
+    let out = s.run(&[
+        "load",
+        &url,
+        "--no-tui",
+        "--scenario",
+        s.path("head.toml").to_str().unwrap(),
+        "-z",
+        "1s",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "this protocol's replies are bodies alone");
+}

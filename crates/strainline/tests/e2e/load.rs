@@ -196,7 +196,7 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     assert_eq!(out.status.code(), Some(2));
     assert_has(
         &stderr(&out),
-        "the scheme must be http://, https://, ws://, wss://, mqtt://, mqtts://, grpc://, grpcs://, redis:// or rediss://",
+        "the scheme must be http://, https://, mqtt://, mqtts://, grpc://, grpcs://, ws://, wss://, redis:// or rediss://",
     );
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));

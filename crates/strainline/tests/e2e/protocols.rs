@@ -16,7 +16,7 @@ pub fn ws_server_script() -> String {
 }
 
 /// The echo server on a free loopback port (with its `extra` options), once it listens.
-fn ws_server(extra: &[&str]) -> (KillOnDrop, u16) {
+pub fn ws_server(extra: &[&str]) -> (KillOnDrop, u16) {
     let port = free_port();
     let mut c = Command::new(PYTHON);
     c.args([ws_server_script().as_str(), "--port", &port.to_string()])

@@ -299,7 +299,7 @@ async fn warm_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
         ctx.ready.fetch_add(1, Ordering::Relaxed);
         return None;
     }
-    match tokio::time::timeout_at(ctx.start.into(), ctx.client.connect(&ctx.template)).await {
+    match tokio::time::timeout_at(ctx.start.into(), ctx.client.connect()).await {
         Ok(Ok(c)) => {
             slot.fd.set(Some(c.fd()));
             ctx.rec.lock().unwrap().connection_opened();
@@ -317,7 +317,7 @@ async fn fresh_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
         return None;
     }
     slot.connecting.set(true);
-    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect(&ctx.template)).await;
+    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect()).await;
     slot.connecting.set(false);
     match c {
         Ok(Ok(c)) => {
@@ -418,8 +418,7 @@ async fn exchange(
                 if conn.as_ref().is_none_or(|c| c.is_closed()) {
                     // A connect that hangs has no I/O task to abort yet: it gets a timer.
                     slot.connecting.set(true);
-                    let c =
-                        tokio::time::timeout(ctx.timeout, ctx.client.connect(&ctx.template)).await;
+                    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect()).await;
                     slot.connecting.set(false);
                     let c = c.map_err(|_| ErrorKind::Timeout)??;
                     slot.fd.set(Some(c.fd()));

@@ -3,8 +3,8 @@
 //! (once, for `strainline load`, suites and agents alike: all three make a
 //! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
 //! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
-//! names none of them. HTTP, WebSocket, MQTT and gRPC predate this seam and are still
-//! variants of [`super::client::Client`]; docs/design.md says how to add a protocol.
+//! names none of them. HTTP, MQTT and gRPC predate this seam and are still variants of
+//! [`super::client::Client`]; docs/design.md says how to add a protocol.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,13 +16,15 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::client::Reply;
+use super::flow::Keep;
 use super::recorder::ErrorKind;
 use super::spec::{BodySpec, ClientOptions};
 
 mod resp;
+mod ws;
 
 /// Every protocol of the registry, in the order `--help` and errors list them.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&resp::Resp];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&ws::WebSocket, &resp::Resp];
 
 /// A future of a protocol's client, polled on the driver's thread.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -56,6 +58,16 @@ pub trait Protocol: Sync {
     fn pipelines(&self) -> bool {
         false
     }
+    /// The workload options of its own it takes (`reply_field`), by their suite keys:
+    /// another protocol's URL refuses them.
+    fn options(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Whether its replies are bodies a scenario's flow can read (extract, check, a
+    /// script's `response`): its connections keep them in [`Reply::kept`] when asked.
+    fn keeps_bodies(&self) -> bool {
+        false
+    }
 }
 
 /// Where and what a protocol's units of work go to, checked before the run.
@@ -65,6 +77,9 @@ pub trait Target: Send + Sync {
     fn describe(&self) -> String;
     /// Whether opening a connection takes a handshake beyond TCP's (TLS, a login).
     fn handshakes(&self) -> bool;
+    /// The run holds at most `connections` of its connections at once: a protocol that
+    /// bounds its buffers by a share of a budget takes its share here, before the run.
+    fn sized_for(&self, _connections: usize) {}
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>>;
 }
 
@@ -75,12 +90,14 @@ pub trait Connection {
     /// It cannot carry another unit of work (the driver opens a new one).
     fn is_closed(&self) -> bool;
     /// One unit of work: `body` is a scenario step's rendered body, or `None` for the
-    /// workload's own, as the `seq`th unit of the run; `intended` is when it was due.
+    /// workload's own, as the `seq`th unit of the run; `intended` is when it was due;
+    /// `keep` is what a step reads of the reply (where the protocol [`Protocol::keeps_bodies`]).
     fn send<'a>(
         &'a mut self,
         body: Option<Bytes>,
         seq: u64,
         intended: Instant,
+        keep: Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>>;
     /// Closes the connection politely at the end of the run.
     fn goodbye(self: Box<Self>) -> Fut<'static, ()>;
@@ -103,6 +120,31 @@ pub fn by_url(url: &str) -> Option<&'static dyn Protocol> {
         .iter()
         .copied()
         .find(|p| p.schemes().contains(&scheme))
+}
+
+/// `None` when `url`'s protocol takes the workload option `key` (a suite key, e.g.
+/// `reply_field`); else the schemes of those that do (`ws:// or wss://`).
+pub fn taken_elsewhere(url: &str, key: &str) -> Option<String> {
+    if by_url(url).is_some_and(|p| p.options().contains(&key)) {
+        return None;
+    }
+    let schemes: Vec<String> = PROTOCOLS
+        .iter()
+        .filter(|p| p.options().contains(&key))
+        .flat_map(|p| p.schemes().iter().map(|s| format!("{s}://")))
+        .collect();
+    Some(schemes.join(" or "))
+}
+
+/// `a.b` as the path of keys `["a", "b"]` into a JSON message, each key non-empty.
+pub fn field_path(f: &str) -> crate::error::Result<Arc<[String]>> {
+    let keys: Vec<String> = f.split('.').map(str::to_string).collect();
+    if keys.iter().any(String::is_empty) {
+        return Err(crate::Error::usage(format!(
+            "--reply-field '{f}': give a JSON field name, or a.b for a nested one"
+        )));
+    }
+    Ok(keys.into())
 }
 
 /// Every registry scheme as URLs begin (`redis://`), for the lists errors give.
@@ -163,5 +205,11 @@ mod tests {
         assert!(by_url("http://h/").is_none());
         assert!(is_tls("rediss://h:1") && !is_tls("redis://h:1"));
         assert!(prefixes().any(|p| p == "redis://"));
+        assert_eq!(by_url("wss://h/x").unwrap().name(), "WebSocket");
+        assert_eq!(taken_elsewhere("ws://h/", "reply_field"), None);
+        assert_eq!(
+            taken_elsewhere("redis://h", "reply_field").unwrap(),
+            "ws:// or wss://"
+        );
     }
 }

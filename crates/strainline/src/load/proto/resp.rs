@@ -486,6 +486,7 @@ impl Connection for Conn {
         body: Option<Bytes>,
         seq: u64,
         _intended: Instant,
+        _keep: super::super::flow::Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>> {
         Box::pin(async move {
             self.write.clear();
@@ -643,6 +644,7 @@ impl Parse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::flow::Keep;
 
     fn whole(bytes: &[u8]) -> Result<Option<usize>, ()> {
         Parse::default().more(bytes)
@@ -756,8 +758,12 @@ mod tests {
             let mut first = served(|i| format!("+{}\r\n", "x".repeat(i)).into_bytes(), 14).await;
             let mut others: Vec<_> = (0..7).map(|_| first.share().unwrap()).collect();
             let now = Instant::now();
-            let mut sends = vec![first.send(None, 0, now)];
-            sends.extend(others.iter_mut().map(|c| c.send(None, 0, now)));
+            let mut sends = vec![first.send(None, 0, now, Keep::Nothing)];
+            sends.extend(
+                others
+                    .iter_mut()
+                    .map(|c| c.send(None, 0, now, Keep::Nothing)),
+            );
             for (i, r) in futures_util::future::join_all(sends)
                 .await
                 .into_iter()
@@ -774,12 +780,12 @@ mod tests {
         local(async {
             let mut c = served(|_| b"+OK\r\n+OK\r\n".to_vec(), 14).await;
             assert!(matches!(
-                c.send(None, 0, Instant::now()).await,
+                c.send(None, 0, Instant::now(), Keep::Nothing).await,
                 Err(ErrorKind::Protocol)
             ));
             assert!(c.is_closed());
             assert!(matches!(
-                c.send(None, 1, Instant::now()).await,
+                c.send(None, 1, Instant::now(), Keep::Nothing).await,
                 Err(ErrorKind::Reset)
             ));
         });

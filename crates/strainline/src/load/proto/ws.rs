@@ -9,11 +9,13 @@
 //! by the server. Pings are answered as the reply is read, [`MAX_PINGS_PER_REPLY`] at
 //! most; a close frame, or the stream's end, is a `reset` and the connection is opened
 //! again at the next send. A reply is at most a socket's share of [`REPLY_BUDGET`]
-//! ([`reply_bound`]).
+//! ([`reply_bound`]). A protocol of the registry ([`super::PROTOCOLS`]).
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -21,32 +23,176 @@ use hyper::header::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use super::h1::Stream;
-use super::http::{io_kind, open_stream};
-use super::recorder::ErrorKind;
+use super::super::client::Reply;
+use super::super::flow::{Keep, Kept};
+use super::super::h1::Stream;
+use super::super::recorder::ErrorKind;
+use super::super::request::Body;
+use super::{field_path, io_kind, open, Ask, Connection, Fut, Protocol};
 
-/// Where the WebSocket is opened, resolved and checked before the run.
-#[derive(Clone)]
-pub struct Target {
-    pub addr: SocketAddr,
-    /// The URL as given (`ws://host:port/path`), for the upgrade request.
-    pub url: String,
-    pub tls: Option<super::http::Tls>,
-    /// The JSON field (a path of object keys) a reply shares with its message.
-    pub reply_field: Option<Arc<[String]>>,
-    /// The largest message (or frame) read on one socket ([`reply_bound`]).
-    pub max_reply: usize,
+/// WebSocket in the registry.
+pub struct WebSocket;
+
+impl Protocol for WebSocket {
+    fn name(&self) -> &'static str {
+        "WebSocket"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["ws", "wss"]
+    }
+
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        &["wss"]
+    }
+
+    fn options(&self) -> &'static [&'static str] {
+        &["reply_field"]
+    }
+
+    fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn super::Target>> {
+        let url = ask.url;
+        let bad = |why: String| crate::Error::usage(format!("URL '{url}': {why}"));
+        if ask.replay {
+            return Err(bad("a replay sends an access log's HTTP requests; a WebSocket load sends the body as a message (-d), or a scenario's steps' bodies".into()));
+        }
+        if ask.method != "GET" {
+            return Err(bad(format!(
+                "a WebSocket opens with GET; a method ({}) has no meaning for its messages",
+                ask.method
+            )));
+        }
+        if ask.options.http2 {
+            return Err(bad(
+                "--http2 is for HTTP; a WebSocket opens over HTTP/1.1".into()
+            ));
+        }
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let hostport = rest.split(['/', '?']).next().unwrap_or_default();
+        if hostport.is_empty() {
+            return Err(bad("give the host, e.g. ws://127.0.0.1:9000/echo".into()));
+        }
+        let tls = self.tls_schemes().contains(&scheme);
+        let (addr, tls) =
+            super::endpoint(url, hostport, if tls { 443 } else { 80 }, tls, ask.options)?;
+        let headers = super::super::request::headers(ask.headers)?;
+        let reply_field = match &ask.options.reply_field {
+            Some(f) => Some(field_path(f)?),
+            None => None,
+        };
+        if let (Some(path), super::super::spec::BodySpec::Bytes(b)) = (&reply_field, ask.body) {
+            if id_of(b, path).is_none() {
+                return Err(crate::Error::usage(format!(
+                    "--reply-field {}: the message has no such JSON field, so no reply could be matched to it",
+                    ask.options.reply_field.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        Ok(Arc::new(Target {
+            protocol: self,
+            addr,
+            url: url.to_string(),
+            tls,
+            headers,
+            messages: Arc::new(Messages {
+                body: Body::of(ask.body),
+                reply_field,
+            }),
+            max_reply: AtomicUsize::new(MAX_REPLY),
+        }))
+    }
+
+    fn label(&self, _code: u16) -> String {
+        "reply".into()
+    }
+
+    fn keeps_bodies(&self) -> bool {
+        true
+    }
 }
 
-/// `a.b` as the path of keys `["a", "b"]`, each key non-empty.
-pub fn field_path(f: &str) -> crate::error::Result<Arc<[String]>> {
-    let keys: Vec<String> = f.split('.').map(str::to_string).collect();
-    if keys.iter().any(String::is_empty) {
-        return Err(crate::Error::usage(format!(
-            "--reply-field '{f}': give a JSON field name, or a.b for a nested one"
-        )));
+/// Where the WebSocket is opened, resolved and checked before the run.
+pub struct Target {
+    protocol: &'static WebSocket,
+    addr: SocketAddr,
+    /// The URL as given (`ws://host:port/path`), for the upgrade request.
+    url: String,
+    tls: Option<super::super::http::Tls>,
+    /// The upgrade request's headers beside tungstenite's own.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    messages: Arc<Messages>,
+    /// The largest message (or frame) read on one socket ([`reply_bound`]).
+    max_reply: AtomicUsize,
+}
+
+impl super::Target for Target {
+    fn protocol(&self) -> &'static dyn Protocol {
+        self.protocol
     }
-    Ok(keys.into())
+
+    fn describe(&self) -> String {
+        format!(
+            "WebSocket{}",
+            if self.tls.is_some() { " over TLS" } else { "" }
+        )
+    }
+
+    fn handshakes(&self) -> bool {
+        true
+    }
+
+    fn sized_for(&self, connections: usize) {
+        self.max_reply
+            .store(reply_bound(connections), Ordering::Relaxed);
+    }
+
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
+        Box::pin(async move {
+            let c = connect(self).await?;
+            Ok(Box::new(c) as Box<dyn Connection>)
+        })
+    }
+}
+
+impl Connection for Conn {
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        body: Option<Bytes>,
+        seq: u64,
+        _intended: Instant,
+        keep: Keep,
+    ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            let body = body.unwrap_or_else(|| self.messages.body.pick(seq));
+            let read = send(self, body).await?;
+            // The reply message is the body a flow reads; it has no head.
+            let kept = (keep == Keep::All).then(|| {
+                let mut k = Box::new(Kept::new(keep));
+                k.take_body(&read.data);
+                k
+            });
+            Ok(Reply {
+                status: 0,
+                ok: true,
+                bytes: read.data.len() as u64,
+                messages: read.pushed,
+                late_tail: false,
+                kept,
+            })
+        })
+    }
+
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
+        Box::pin(close(*self))
+    }
 }
 
 /// The value at `path` in a JSON message, if it is one and has it.
@@ -58,23 +204,25 @@ pub fn id_of(message: &[u8], path: &[String]) -> Option<serde_json::Value> {
     Some(v)
 }
 
-/// What a unit of work read: the reply's size and the messages pushed before it.
-pub struct Read {
-    pub bytes: u64,
-    pub pushed: u64,
+/// What a unit of work read: the reply and the messages pushed before it.
+struct Read {
+    data: Bytes,
+    pushed: u64,
 }
 
 /// One open WebSocket, and its socket's descriptor for the driver's watchdog.
 pub struct Conn {
     socket: Box<WebSocketStream<Stream>>,
-    pub fd: RawFd,
+    fd: RawFd,
     closed: bool,
+    messages: Arc<Messages>,
 }
 
-impl Conn {
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
+/// What every message of the run is: the workload's body, and how a reply is matched.
+struct Messages {
+    body: Body,
+    /// The JSON field (a path of object keys) a reply shares with its message.
+    reply_field: Option<Arc<[String]>>,
 }
 
 fn ws_kind(e: &tungstenite::Error) -> ErrorKind {
@@ -87,26 +235,27 @@ fn ws_kind(e: &tungstenite::Error) -> ErrorKind {
     }
 }
 
-/// Opens a WebSocket: TCP, TLS for `wss://`, then the upgrade with `headers`.
-pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Result<Conn, ErrorKind> {
+/// Opens a WebSocket: TCP, TLS for `wss://`, then the upgrade with the workload's headers.
+async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
     use tungstenite::client::IntoClientRequest;
     let mut request = t
         .url
         .as_str()
         .into_client_request()
         .map_err(|_| ErrorKind::Protocol)?;
-    for (k, v) in headers {
+    for (k, v) in &t.headers {
         request.headers_mut().append(k.clone(), v.clone());
     }
-    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
+    let (stream, fd) = open(t.addr, &t.tls).await?;
+    let max_reply = t.max_reply.load(Ordering::Relaxed);
     // tungstenite zero-fills its read buffer's spare room up to `read_buffer_size` at
     // every read: at its default (128 KiB) a message cost ~10% more CPU (memset was the
     // hottest user-space symbol; docs/performance.md); 4 KiB covers a typical message
     // and the buffer still grows for a larger one.
     let config = tungstenite::protocol::WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
-        .max_message_size(Some(t.max_reply))
-        .max_frame_size(Some(t.max_reply));
+        .max_message_size(Some(max_reply))
+        .max_frame_size(Some(max_reply));
     let (ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config))
         .await
         .map_err(|e| ws_kind(&e))?;
@@ -114,6 +263,7 @@ pub async fn connect(t: &Target, headers: &[(HeaderName, HeaderValue)]) -> Resul
         socket: Box::new(ws),
         fd,
         closed: false,
+        messages: t.messages.clone(),
     })
 }
 
@@ -152,8 +302,9 @@ pub fn message(body: Bytes) -> Message {
 
 /// Sends one message and waits for its reply: the server's next data message, or with
 /// a reply field the first one that matches (a message without the field takes the next).
-pub async fn send(conn: &mut Conn, t: &Target, body: Bytes) -> Result<Read, ErrorKind> {
-    let id = t
+async fn send(conn: &mut Conn, body: Bytes) -> Result<Read, ErrorKind> {
+    let id = conn
+        .messages
         .reply_field
         .as_ref()
         .and_then(|p| Some((p, id_of(&body, p)?)));
@@ -165,7 +316,7 @@ pub async fn send(conn: &mut Conn, t: &Target, body: Bytes) -> Result<Read, Erro
 }
 
 /// Sends a close frame (normal closure) and lets the socket go.
-pub async fn close(mut conn: Conn) {
+async fn close(mut conn: Conn) {
     if conn.closed {
         return;
     }
@@ -206,8 +357,7 @@ async fn exchange(
             Some((path, want)) => id_of(&data, path).as_ref() == Some(want),
         };
         if matched {
-            let bytes = data.len() as u64;
-            return Ok(Read { bytes, pushed });
+            return Ok(Read { data, pushed });
         }
         pushed += 1;
     }
