@@ -602,6 +602,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 body,
                 options: &spec.client,
                 replay: matches!(spec.offer, Offer::Replay(_)),
+                scenario: matches!(spec.offer, Offer::Scenario(_)),
             })?;
             let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
             Ok((Client::Proto(target), template, &BodySpec::Empty))
@@ -860,7 +861,7 @@ fn scenario_model(
         let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
         if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read HTTP/1.1 and WebSocket replies so far (not yet HTTP/2, MQTT, gRPC or Redis): give an http://, https://, ws:// or wss:// URL without --http2",
+                "scenario {}: step '{}': extract, check and script read HTTP/1.1, WebSocket and Redis replies so far (not yet HTTP/2, MQTT or gRPC): give an http://, https://, ws://, wss:// or redis:// URL without --http2",
                 path.display(),
                 step.name
             )));

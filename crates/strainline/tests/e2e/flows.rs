@@ -771,3 +771,92 @@ check.carried = {{ body_matches = '"with": "t[0-9]+x[0-9]+"' }}
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "this protocol's replies are bodies alone");
 }
+
+/// Known truth: redis-server's own replies. Each client stores its name, reads it back
+/// (extracted from the bulk string), has Redis ECHO it and reads a list as JSON: every
+/// check passes as often as its step was answered, and the keys the server holds are the
+/// clients'. A check the list cannot pass fails every answered LRANGE.
+#[test]
+fn a_redis_flow_reads_its_replies_as_text_and_json() {
+    let _l = loaded();
+    let (_srv, port) = crate::protocols::redis_server();
+    let s = Scratch::new();
+    let flow = |second: &str| {
+        format!(
+            r#"clients = 3
+
+[[step]]
+name = "set"
+once = true
+path = "/"
+body = "SET user:{{{{client}}}} u{{{{client}}}}"
+check.ok = {{ body_contains = "OK" }}
+
+[[step]]
+name = "push"
+once = true
+path = "/"
+body = "RPUSH list:{{{{client}}}} a b"
+
+[[step]]
+name = "get"
+once = true
+path = "/"
+body = "GET user:{{{{client}}}}"
+extract.me = {{ regex = "^(u[0-9]+)$" }}
+on_failure = "stop"
+
+[[step]]
+name = "echo"
+weight = 1
+path = "/"
+body = "ECHO {{{{me}}}}"
+check.same = {{ body_matches = "^u[0-9]+$" }}
+
+[[step]]
+name = "range"
+weight = 1
+path = "/"
+body = "LRANGE list:{{{{client}}}} 0 -1"
+check.list = {{ json = {{ "$[1]" = "{second}" }} }}
+"#
+        )
+    };
+    std::fs::write(s.path("ok.toml"), flow("b")).unwrap();
+    std::fs::write(s.path("wrong.toml"), flow("c")).unwrap();
+    let url = format!("redis://127.0.0.1:{port}");
+    let run = |file: &str| {
+        load_json(
+            &s,
+            &[
+                &url,
+                "--no-tui",
+                "--scenario",
+                s.path(file).to_str().unwrap(),
+                "-z",
+                "2s",
+                "--gate",
+                "checks_failed = 0",
+            ],
+        )
+    };
+    let (out, doc) = run("ok.toml");
+    assert_exit(&out, 0);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let ok = |i: usize| steps[i]["ok"].as_u64().unwrap();
+    assert_eq!(check(&doc, "set", "ok"), (3, 0), "{}", stdout(&out));
+    assert!(ok(3) >= 10 && ok(4) >= 10, "{}", stdout(&out));
+    assert_eq!(check(&doc, "echo", "same"), (ok(3), 0));
+    assert_eq!(check(&doc, "range", "list"), (ok(4), 0));
+    assert_eq!(crate::protocols::redis_cli(port, &["dbsize"]), "6");
+    let (out, doc) = run("wrong.toml");
+    assert_exit(&out, 1);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let answered = steps[4]["sent"].as_u64().unwrap();
+    assert_eq!(
+        check(&doc, "range", "list"),
+        (0, answered),
+        "{}",
+        stdout(&out)
+    );
+}

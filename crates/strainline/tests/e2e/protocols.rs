@@ -1056,7 +1056,7 @@ fn mqtt_clients_connect_at_a_rate_and_stay_connected_until_the_end() {
 }
 
 /// A redis-server on a free loopback port, nothing saved, once it listens.
-fn redis_server() -> (KillOnDrop, u16) {
+pub fn redis_server() -> (KillOnDrop, u16) {
     let port = free_port();
     let mut c = Command::new("redis-server");
     c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -1065,7 +1065,7 @@ fn redis_server() -> (KillOnDrop, u16) {
 }
 
 /// `redis-cli -p PORT ARGS…`'s answer, trimmed.
-fn redis_cli(port: u16, args: &[&str]) -> String {
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string()])
         .args(args)

@@ -39,6 +39,8 @@ pub struct Ask<'a> {
     pub options: &'a ClientOptions,
     /// The spec replays an access log's HTTP requests.
     pub replay: bool,
+    /// A scenario's steps send their own bodies: the workload's is never sent.
+    pub scenario: bool,
 }
 
 /// A protocol: its schemes, and the checking of a workload into a [`Target`].

@@ -8,7 +8,8 @@
 //! been read. A reply is at most [`MAX_REPLY`] bytes and [`MAX_DEPTH`] arrays deep, and a
 //! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
 //! these, or answers one command twice, is a `protocol` error and the connection is
-//! opened again.
+//! opened again. A scenario step that extracts or checks reads the reply as text
+//! ([`text_of`]): a string, number or error as itself, an array or map as JSON.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -21,6 +22,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::super::client::Reply;
+use super::super::flow::{Keep, Kept};
 use super::super::h1::Stream;
 use super::super::http::Tls;
 use super::super::recorder::ErrorKind;
@@ -113,7 +115,11 @@ impl Protocol for Resp {
                     .into(),
             )),
         };
-        let words = words(&command).map_err(|e| bad(format!("the command: {e}")))?;
+        // A scenario's steps bring their commands, checked as each is rendered.
+        let words = match command.trim() {
+            "" if ask.scenario => Vec::new(),
+            _ => words(&command).map_err(|e| bad(format!("the command: {e}")))?,
+        };
         let args = words
             .iter()
             .map(|w| {
@@ -132,6 +138,10 @@ impl Protocol for Resp {
     }
 
     fn pipelines(&self) -> bool {
+        true
+    }
+
+    fn keeps_bodies(&self) -> bool {
         true
     }
 
@@ -245,7 +255,7 @@ impl Target for Redis {
             if let Some(db) = self.db {
                 let db = db.to_string();
                 encode([&b"SELECT"[..], db.as_bytes()].into_iter(), &mut conn.write);
-                if conn.exchange().await?.status != 0 {
+                if conn.exchange(Keep::Nothing).await?.status != 0 {
                     return Err(ErrorKind::Protocol);
                 }
             }
@@ -315,7 +325,7 @@ impl Link {
     /// after it (read once the reply is whole: a command's ticket is taken before it is
     /// written, so before any answer to it), anything after the reply is the server
     /// answering twice.
-    async fn reply(&self, ticket: u64) -> Result<Reply, ErrorKind> {
+    async fn reply(&self, ticket: u64, keep: Keep) -> Result<Reply, ErrorKind> {
         use tokio::io::AsyncReadExt;
         let mut inc = self.read.lock().await;
         let mut parse = Parse::default();
@@ -323,6 +333,11 @@ impl Link {
             let start = inc.start;
             match parse.more(&inc.buf[start..]) {
                 Ok(Some(end)) => {
+                    let kept = (keep == Keep::All).then(|| {
+                        let mut k = Box::new(Kept::new(keep));
+                        k.take_body(&text_of(&inc.buf[start..start + end]));
+                        k
+                    });
                     inc.start += end;
                     if inc.start == inc.buf.len() {
                         inc.buf.clear();
@@ -342,7 +357,7 @@ impl Link {
                         bytes: end as u64,
                         messages: 0,
                         late_tail: false,
-                        kept: None,
+                        kept,
                     });
                 }
                 Ok(None) => {}
@@ -432,8 +447,9 @@ impl Conn {
         }
     }
 
-    /// Sends what is in `write` and reads the reply to it, in its turn.
-    async fn exchange(&mut self) -> Result<Reply, ErrorKind> {
+    /// Sends what is in `write` and reads the reply to it, in its turn, keeping it as
+    /// `keep` asks.
+    async fn exchange(&mut self, keep: Keep) -> Result<Reply, ErrorKind> {
         let link = &*self.link;
         if link.closed.get() {
             return Err(ErrorKind::Reset);
@@ -457,7 +473,7 @@ impl Conn {
             }
             self.own.notified().await;
         }
-        let reply = link.reply(ticket).await;
+        let reply = link.reply(ticket, keep).await;
         link.serving.set(ticket + 1);
         let mut waiting = link.waiting.borrow_mut();
         waiting.pop_front();
@@ -486,7 +502,7 @@ impl Connection for Conn {
         body: Option<Bytes>,
         seq: u64,
         _intended: Instant,
-        _keep: super::super::flow::Keep,
+        keep: Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>> {
         Box::pin(async move {
             self.write.clear();
@@ -514,7 +530,7 @@ impl Connection for Conn {
                     encode(self.rendered.iter().map(Vec::as_slice), &mut self.write);
                 }
             }
-            self.exchange().await
+            self.exchange(keep).await
         })
     }
 
@@ -641,10 +657,98 @@ impl Parse {
     }
 }
 
+/// A whole reply (checked by [`Parse`]) as a flow reads it: a simple or bulk string,
+/// an error, a number or a boolean as its text, a null as nothing, an array, set, push
+/// or map as JSON (`["a",1,null]`, `{"f":"v"}`).
+fn text_of(reply: &[u8]) -> Vec<u8> {
+    use serde_json::Value;
+    match value(reply, &mut 0) {
+        Some(Value::String(s)) => s.into_bytes(),
+        Some(Value::Null) | None => Vec::new(),
+        Some(v @ (Value::Array(_) | Value::Object(_))) => {
+            serde_json::to_vec(&v).unwrap_or_default()
+        }
+        Some(v) => v.to_string().into_bytes(),
+    }
+}
+
+/// The item at `*at` of a whole reply, and `*at` moved past it.
+fn value(buf: &[u8], at: &mut usize) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    let rest = buf.get(*at..)?;
+    let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+    let (&kind, line) = rest[..eol].split_first()?;
+    let text = String::from_utf8_lossy(line).into_owned();
+    *at += eol + 2;
+    let count = || text.parse::<i64>().ok();
+    Some(match kind {
+        b'+' | b'-' | b'(' => Value::String(text),
+        b':' => count().map_or(Value::String(text.clone()), Value::from),
+        b',' => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::String(text.clone()), Value::Number),
+        b'#' => Value::Bool(text == "t"),
+        b'_' => Value::Null,
+        b'$' | b'!' | b'=' => match count()? {
+            n if n < 0 => Value::Null,
+            n => {
+                let data = buf.get(*at..*at + n as usize)?;
+                *at += n as usize + 2;
+                let data = if kind == b'=' && data.len() >= 4 {
+                    &data[4..]
+                } else {
+                    data
+                };
+                Value::String(String::from_utf8_lossy(data).into_owned())
+            }
+        },
+        b'*' | b'~' | b'>' => match count()? {
+            n if n < 0 => Value::Null,
+            n => Value::Array((0..n).map(|_| value(buf, at)).collect::<Option<_>>()?),
+        },
+        b'%' => {
+            let mut map = serde_json::Map::new();
+            for _ in 0..count()?.max(0) {
+                let k = match value(buf, at)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                map.insert(k, value(buf, at)?);
+            }
+            Value::Object(map)
+        }
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::flow::Keep;
+
+    #[test]
+    fn a_reply_reads_as_text_or_json() {
+        for (wire, text) in [
+            (&b"+OK\r\n"[..], "OK"),
+            (
+                b"-WRONGTYPE Operation against a key\r\n",
+                "WRONGTYPE Operation against a key",
+            ),
+            (b":42\r\n", "42"),
+            (b"$5\r\nhello\r\n", "hello"),
+            (b"$-1\r\n", ""),
+            (b"_\r\n", ""),
+            (b"#t\r\n", "true"),
+            (b",1.5\r\n", "1.5"),
+            (b"*3\r\n$1\r\na\r\n:1\r\n$-1\r\n", r#"["a",1,null]"#),
+            (b"*2\r\n*1\r\n+x\r\n*0\r\n", r#"[["x"],[]]"#),
+            (b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n", r#"{"f":"v"}"#),
+            (b"=8\r\ntxt:abcd\r\n", "abcd"),
+        ] {
+            assert_eq!(String::from_utf8(text_of(wire)).unwrap(), text, "{wire:?}");
+        }
+    }
 
     fn whole(bytes: &[u8]) -> Result<Option<usize>, ()> {
         Parse::default().more(bytes)
