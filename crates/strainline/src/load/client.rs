@@ -378,19 +378,20 @@ impl Client {
     }
 
     /// Whether it keeps a reply's body for a scenario step that extracts or checks
-    /// (HTTP/1.1, and the registry's protocols that say so: WebSocket).
+    /// (HTTP/1.1, HTTP/2 in a scenario, and the registry's protocols that say so:
+    /// WebSocket, Redis).
     pub fn keeps_replies(&self) -> bool {
         match self {
-            Client::Http { target, .. } => !target.http2,
+            Client::Http { target, .. } => !target.http2 || target.whole_heads,
             Client::Proto(t) => t.protocol().keeps_bodies(),
             _ => false,
         }
     }
 
     /// Whether its replies have a head (status line and header fields) a step can
-    /// read: HTTP/1.1's.
+    /// read: HTTP/1.1's, HTTP/2's in a scenario.
     pub fn reply_heads(&self) -> bool {
-        matches!(self, Client::Http { target, .. } if !target.http2)
+        matches!(self, Client::Http { target, .. } if !target.http2 || target.whole_heads)
     }
 
     /// The target's `Host` (a scenario client's cookies belong to its host; its

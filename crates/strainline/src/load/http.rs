@@ -27,6 +27,10 @@ pub struct Target {
     pub host_header: HeaderValue,
     pub tls: Option<Tls>,
     pub http2: bool,
+    /// HTTP/2 through hyper's client, which decodes whole heads: a scenario's (its cookie
+    /// jar, extractions, checks and script read them). The fast path ([`super::h2`])
+    /// decodes `:status` alone.
+    pub whole_heads: bool,
 }
 
 /// TLS for one run's connections: the client configuration, the server's name, and
@@ -282,6 +286,9 @@ fn tls_failed(tls: &Tls, addr: SocketAddr, e: &std::io::Error) {
 
 /// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).
 pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    if t.http2 && t.whole_heads {
+        return connect_hyper(t).await;
+    }
     let (stream, fd) = open_stream(t.addr, &t.tls).await?;
     let kind = if t.http2 {
         Kind::H2(super::h2::H2::handshake(stream).await?)
@@ -366,7 +373,37 @@ pub async fn send(
             };
             Ok((status, bytes, false))
         }
-        Kind::Hyper(_) => Err(ErrorKind::Protocol),
+        Kind::Hyper(_) => {
+            let req = match out {
+                Outgoing::Template(t, _, seq) => hyper_request(
+                    &t.method,
+                    absolute(target, t.path.path_and_query().map_or("/", |p| p.as_str())),
+                    &t.headers,
+                    t.body.pick(seq),
+                ),
+                Outgoing::Rendered(r) => hyper_request(
+                    &r.method,
+                    absolute(target, &r.path),
+                    &r.headers,
+                    r.body.clone(),
+                ),
+            };
+            let mut bytes = 0u64;
+            let mut keep = keep;
+            let r = send_h2(conn, req, |d| {
+                bytes += d.len() as u64;
+                if let Some(k) = keep.as_deref_mut() {
+                    k.take_body(d);
+                }
+            })
+            .await?;
+            if let Some(k) = keep {
+                for (name, value) in &r.headers {
+                    k.take_header(name.as_str(), value.as_bytes());
+                }
+            }
+            Ok((r.status, bytes, false))
+        }
     }
 }
 

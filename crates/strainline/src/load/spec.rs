@@ -506,6 +506,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
             .map_err(|e| bad(format!("URL host: {e}")))?,
         tls,
         http2: client.http2,
+        whole_heads: false,
     };
     Ok((target, uri))
 }
@@ -626,7 +627,11 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
-    let (client, template, body) = client(spec)?;
+    let (mut client, template, body) = client(spec)?;
+    // A scenario over HTTP/2 reads whole heads (its cookies, extractions and checks).
+    if let (Client::Http { target, .. }, Offer::Scenario(_)) = (&mut client, &spec.offer) {
+        target.whole_heads = target.http2;
+    }
     if let Client::Mqtt(t) = &client {
         if t.mode == super::mqtt::Mode::Connect && !matches!(spec.offer, Offer::Open { .. }) {
             return Err(bad(
@@ -861,7 +866,7 @@ fn scenario_model(
         let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
         if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read HTTP/1.1, WebSocket and Redis replies so far (not yet HTTP/2, MQTT or gRPC): give an http://, https://, ws://, wss:// or redis:// URL without --http2",
+                "scenario {}: step '{}': extract, check and script read HTTP/1.1, HTTP/2, WebSocket and Redis replies so far (not yet MQTT or gRPC): give an http://, https://, ws://, wss:// or redis:// URL",
                 path.display(),
                 step.name
             )));

@@ -860,3 +860,84 @@ check.list = {{ json = {{ "$[1]" = "{second}" }} }}
         stdout(&out)
     );
 }
+
+/// Known truth: Node's own HTTP/2 server (its http2 module, nghttp2 inside) counts the
+/// requests that came with session N's cookie, its Bearer token (extracted from the
+/// login's JSON) and its request id (extracted from a header): every one over HTTP/2
+/// when the client keeps its cookies, none without the jar.
+#[test]
+fn an_http2_flow_keeps_its_cookie_and_extracts_from_json_and_headers() {
+    let _l = loaded();
+    let (_srv, port) = crate::protocols::node_h2_server();
+    let s = Scratch::new();
+    let flow = |cookies: bool| {
+        format!(
+            r#"clients = 5
+cookies = {cookies}
+
+[[step]]
+name = "login"
+once = true
+method = "POST"
+path = "/login"
+extract.token = {{ json = "$.token" }}
+extract.rid = {{ header = "x-request-id" }}
+check.session = {{ status = 200, headers = ["set-cookie"] }}
+
+[[step]]
+name = "me"
+weight = 1
+think = "10ms"
+path = "/me?rid={{{{rid}}}}"
+headers = {{ Authorization = "Bearer {{{{token}}}}" }}
+check.me = {{ status = 200, json_exists = ["$.user"] }}
+"#
+        )
+    };
+    std::fs::write(s.path("jar.toml"), flow(true)).unwrap();
+    std::fs::write(s.path("nojar.toml"), flow(false)).unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let stats = || -> serde_json::Value {
+        let out = Command::new("curl")
+            .args(["-s", "--http2-prior-knowledge", &format!("{base}/stats")])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let run = |file: &str| {
+        load_json(
+            &s,
+            &[
+                &base,
+                "--http2",
+                "--no-tui",
+                "--scenario",
+                s.path(file).to_str().unwrap(),
+                "-z",
+                "2s",
+                "--gate",
+                "checks_failed = 0",
+            ],
+        )
+    };
+    let (out, doc) = run("jar.toml");
+    assert_exit(&out, 0);
+    let st = stats();
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let me = steps[1]["ok"].as_u64().unwrap();
+    assert!(me >= 20, "{}", stdout(&out));
+    assert_eq!(st["logins"], 5, "{st}");
+    assert_eq!(st["me_ok"], me, "{st}\n{}", stdout(&out));
+    assert_eq!(st["me_denied"], 0, "{st}");
+    assert_eq!(check(&doc, "me", "me"), (me, 0));
+    assert_has(&stdout(&out), "HTTP/2");
+    // Without the jar the server sees no cookie: every request denied, every check failed.
+    let (out, doc) = run("nojar.toml");
+    assert_exit(&out, 1);
+    let st = stats();
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let sent = steps[1]["sent"].as_u64().unwrap();
+    assert_eq!(st["me_denied"], sent, "{st}\n{}", stdout(&out));
+    assert_eq!(st["me_ok"], me, "{st}");
+    assert_eq!(check(&doc, "me", "me"), (0, sent));
+}

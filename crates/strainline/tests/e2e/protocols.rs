@@ -740,7 +740,7 @@ fn a_broker_and_a_grpc_server_that_stall_show_it_from_the_intended_time() {
 
 /// Node's `http2` module (nghttp2 inside) serving h2c on a free port
 /// (`tests/fixtures/h2_server.js`).
-fn node_h2_server() -> (KillOnDrop, u16) {
+pub fn node_h2_server() -> (KillOnDrop, u16) {
     let port = free_port();
     let script = format!("{}/tests/fixtures/h2_server.js", env!("CARGO_MANIFEST_DIR"));
     let mut c = Command::new("node");
