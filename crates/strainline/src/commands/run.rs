@@ -17,9 +17,10 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
         println!(
             "{}: valid — a scenario ({}), {}; use it with `strainline load URL --scenario FILE` or a test's scenario = \"FILE\"",
             crate::units::printable(&args.suite.display().to_string()),
-            match sc.arrivals {
-                Some(_) => "open model: [arrivals]".to_string(),
-                None => crate::units::count(sc.clients, "client", "clients"),
+            match (&sc.arrivals, &sc.sessions) {
+                (Some(_), _) => "open model: [arrivals]".to_string(),
+                (_, Some(_)) => "open model: [sessions]".to_string(),
+                _ => crate::units::count(sc.clients, "client", "clients"),
             },
             crate::units::count(sc.steps.len() as u64, "step", "steps")
         );

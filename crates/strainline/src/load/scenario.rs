@@ -3,8 +3,9 @@
 //! templated paths, headers and bodies. This is the IoT seed's device emulator, built
 //! in. Or, with `[arrivals]`, no clients: requests at an open-model rate (a constant, or
 //! so many in each second — what `workload scenario` writes from an access log), each
-//! one a step drawn by weight. The file is TOML; mistakes are reported as
-//! `FILE:LINE:COLUMN: what is wrong`.
+//! one a step drawn by weight. Or, with `[sessions]`, sessions arriving at an open-model
+//! rate, each running every step once in order (Gatling's users a second). The file is
+//! TOML; mistakes are reported as `FILE:LINE:COLUMN: what is wrong`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -185,6 +186,9 @@ pub struct Scenario {
     pub stages: Vec<Stage>,
     /// `[arrivals]`: requests at these times, each a step drawn by weight.
     pub arrivals: Option<Arrive>,
+    /// `[sessions]`: sessions arriving at this rate (the open model), each running every
+    /// step once, in order, on a connection of its own, then leaving.
+    pub sessions: Option<Arrive>,
     /// Clients start evenly spread over this.
     pub ramp_up: Duration,
     /// CSV rows (header excluded), handed to clients as `feed` says.
@@ -396,7 +400,16 @@ struct RawScenario {
     csv_order: Option<Spanned<String>>,
     csv_exhausted: Option<Spanned<String>>,
     arrivals: Option<Spanned<RawArrivals>>,
+    sessions: Option<Spanned<RawSessions>>,
     step: Vec<Spanned<RawStep>>,
+}
+
+/// `[sessions]`: `rate = N` new sessions a second, `poisson = true` for Poisson arrivals.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSessions {
+    rate: Spanned<f64>,
+    poisson: Option<bool>,
 }
 
 /// `{ to = 200, over = "30s" }` or `{ hold = "2m" }`.
@@ -484,34 +497,12 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         parse_duration(s.get_ref()).map_err(|e| at(s.span().start, format!("{key}: {e}")))
     };
     let seed = raw.seed.unwrap_or(1);
-    let arrivals = raw
-        .arrivals
-        .as_ref()
-        .map(|a| arrivals(a, seed, &at))
-        .transpose()?;
-    let stages = match &raw.stages {
-        Some(st) => stages(st, &raw, arrivals.is_some(), &at)?,
-        None => Vec::new(),
-    };
-    let clients = match (&raw.clients, &arrivals) {
-        (None, None) if !stages.is_empty() => stages.iter().map(|s| s.to).max().unwrap_or(0),
-        (Some(c), None) => crate::limits::CLIENTS
-            .check(*c.get_ref() as f64)
-            .map_err(|e| at(c.span().start, e.to_string()))? as u64,
-        (None, None) => {
-            return Err(at(
-                0,
-                "say who sends: clients = N (virtual clients), or an [arrivals] table (an open-model rate)".into(),
-            ))
-        }
-        (Some(c), Some(_)) => {
-            return Err(at(
-                c.span().start,
-                "clients: with [arrivals] the requests come at the arrival times, not from clients; remove clients".into(),
-            ))
-        }
-        (None, Some(_)) => 0,
-    };
+    let Senders {
+        clients,
+        stages,
+        arrivals,
+        sessions,
+    } = senders(&raw, seed, &at)?;
     let ramp_up = raw
         .ramp_up
         .as_ref()
@@ -572,12 +563,15 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             ),
         ));
     }
-    let once_anywhere = raw
-        .step
-        .iter()
-        .any(|s| s.get_ref().once.as_ref().is_some_and(|o| *o.get_ref()));
+    // A session's steps are each once: `restart` goes back to its first.
+    let once_anywhere = sessions.is_some()
+        || raw
+            .step
+            .iter()
+            .any(|s| s.get_ref().once.as_ref().is_some_and(|o| *o.get_ref()));
     let whole = Whole {
         drawn: arrivals.is_some(),
+        sessions: sessions.is_some(),
         once_anywhere,
         vars: &vars,
         reads_replies: script.as_ref().is_some_and(|s| s.has_response),
@@ -590,6 +584,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         clients,
         stages,
         arrivals,
+        sessions,
         ramp_up,
         rows,
         feed: Feed {
@@ -605,10 +600,86 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     })
 }
 
+/// Who sends, as a scenario says it: clients (or their stages), sessions or arrivals.
+struct Senders {
+    clients: u64,
+    stages: Vec<Stage>,
+    arrivals: Option<Arrive>,
+    sessions: Option<Arrive>,
+}
+
+/// Checks who sends: `clients` (or `stages`), `[sessions]` or `[arrivals]`, one of them.
+fn senders(
+    raw: &RawScenario,
+    seed: u64,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Senders> {
+    let arrivals = raw
+        .arrivals
+        .as_ref()
+        .map(|a| arrivals(a, seed, at))
+        .transpose()?;
+    let sessions = match &raw.sessions {
+        Some(s) if arrivals.is_some() => {
+            return Err(at(
+                s.span().start,
+                "[sessions]: with [arrivals] each request is on its own; keep one of the two"
+                    .into(),
+            ))
+        }
+        Some(s) => Some(Arrive::Rate {
+            rate: crate::limits::RATE
+                .named("[sessions] rate")
+                .check(*s.get_ref().rate.get_ref())
+                .map_err(|e| at(s.get_ref().rate.span().start, e.to_string()))?,
+            poisson: s.get_ref().poisson.unwrap_or(false),
+        }),
+        None => None,
+    };
+    let stages = match &raw.stages {
+        Some(st) => stages(st, raw, arrivals.is_some() || sessions.is_some(), at)?,
+        None => Vec::new(),
+    };
+    let clients = match (&raw.clients, &arrivals) {
+        (Some(c), None) if sessions.is_some() => {
+            return Err(at(
+                c.span().start,
+                "clients: with [sessions] new sessions arrive at its rate, each on its own; remove clients".into(),
+            ))
+        }
+        (None, None) if sessions.is_some() => 0,
+        (None, None) if !stages.is_empty() => stages.iter().map(|s| s.to).max().unwrap_or(0),
+        (Some(c), None) => crate::limits::CLIENTS
+            .check(*c.get_ref() as f64)
+            .map_err(|e| at(c.span().start, e.to_string()))? as u64,
+        (None, None) => {
+            return Err(at(
+                0,
+                "say who sends: clients = N (virtual clients), a [sessions] table (sessions arriving at a rate, each running the steps once) or an [arrivals] table (requests at a rate)".into(),
+            ))
+        }
+        (Some(c), Some(_)) => {
+            return Err(at(
+                c.span().start,
+                "clients: with [arrivals] the requests come at the arrival times, not from clients; remove clients".into(),
+            ))
+        }
+        (None, Some(_)) => 0,
+    };
+    Ok(Senders {
+        clients,
+        stages,
+        arrivals,
+        sessions,
+    })
+}
+
 /// What checking a step needs to know of the whole scenario.
 struct Whole<'a> {
     /// Its steps are drawn by weight at `[arrivals]` times: no clients.
     drawn: bool,
+    /// `[sessions]`: each session runs every step once, in order.
+    sessions: bool,
     /// It has a `once` step (what `restart` goes back to).
     once_anywhere: bool,
     /// The variables its steps extract.
@@ -630,6 +701,7 @@ fn step(
 ) -> crate::error::Result<Step> {
     let Whole {
         drawn,
+        sessions,
         once_anywhere,
         vars,
         ..
@@ -637,7 +709,23 @@ fn step(
     let (st, here) = (spanned.get_ref(), spanned.span().start);
     let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
     let (pos, observed) = paths(st, &name, here, at)?;
-    let when = when(st, &name, pos, drawn, duration, at)?;
+    let when = if sessions {
+        if let Some(key) = [
+            (&st.every.as_ref().map(|e| e.span().start), "every"),
+            (&st.weight.as_ref().map(|w| w.span().start), "weight"),
+        ]
+        .into_iter()
+        .find_map(|(p, k)| p.map(|p| (p, k)))
+        {
+            return Err(at(
+                key.0,
+                format!("step '{name}': {}: with [sessions] each session runs every step once, in file order; every and weight are for clients", key.1),
+            ));
+        }
+        When::Once
+    } else {
+        when(st, &name, pos, drawn, duration, at)?
+    };
     if drawn && !matches!(when, When::Weight(_)) {
         return Err(at(
             pos,
@@ -744,7 +832,7 @@ fn stages(
 ) -> crate::error::Result<Vec<Stage>> {
     let pos = st.span().start;
     if arrivals || raw.clients.is_some() || raw.ramp_up.is_some() {
-        return Err(at(pos, "stages: they say how many clients are active over time, instead of clients, ramp_up and [arrivals]; keep one".into()));
+        return Err(at(pos, "stages: they say how many clients are active over time, instead of clients, ramp_up, [sessions] and [arrivals]; keep one".into()));
     }
     let mut out = Vec::new();
     let mut level = 0u64;
@@ -1275,7 +1363,7 @@ mod tests {
         let e = parse(&format!("clients = 3\n{text}"), Path::new("s.toml")).unwrap_err();
         assert!(
             e.to_string()
-                .contains("instead of clients, ramp_up and [arrivals]"),
+                .contains("instead of clients, ramp_up, [sessions] and [arrivals]"),
             "{e}"
         );
     }

@@ -761,6 +761,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             DEFAULT_POOL_CAP.min(cap_limit)
         }
         (Model::Closed { connections, .. }, _) => *connections,
+        (Model::Sessions { .. }, _) => DEFAULT_POOL_CAP.min(cap_limit),
         (Model::Scenario(sc), _) => {
             if sc.clients as usize > cap_limit {
                 return Err(bad(format!(
@@ -887,6 +888,25 @@ fn scenario_model(
         }
     }
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();
+    if let Some(scenario::Arrive::Rate { rate, poisson }) = sc.sessions {
+        *threads = (*threads).min((rate.floor() as usize).max(1));
+        let (arrivals, how) = if poisson {
+            (Arrivals::Poisson { seed: sc.seed }, "Poisson")
+        } else {
+            (Arrivals::Uniform, "evenly spaced")
+        };
+        let d = format!(
+            "scenario {} (open model, sessions at {rate} a second, {how}, {} steps each)",
+            path.display(),
+            sc.steps.len()
+        );
+        let model = Model::Sessions {
+            sc,
+            rate: Rate::Constant(rate),
+            arrivals,
+        };
+        return Ok((model, d, names));
+    }
     match &sc.arrivals {
         None => {
             let staged = match sc.staged() {

@@ -319,6 +319,16 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             *flow.entry(k.as_str()).or_default() += v;
         }
     }
+    // A [sessions] scenario's: how many arrived, how many ran every step.
+    if let Some(started) = flow.remove("sessions") {
+        let completed = flow.remove("completed").unwrap_or(0);
+        writeln!(
+            out,
+            "  {:<14}{started} started, {completed} ran every step ({} stopped, failed on or cut short)",
+            "Sessions",
+            started.saturating_sub(completed)
+        )?;
+    }
     if !flow.is_empty() {
         let said: Vec<String> = flow
             .iter()

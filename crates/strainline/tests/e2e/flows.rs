@@ -433,6 +433,14 @@ fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
             "clients = 1\n[[step]]\nonce = true\npath = \"/\"\nthink = \"3s..1s\"\n",
             ":5:9: think = \"3s..1s\": the range runs from the shorter pause to the longer",
         ),
+        (
+            "[sessions]\nrate = 5\n[[step]]\nweight = 2\npath = \"/\"\n",
+            ":4:10: step 'step 1': weight: with [sessions] each session runs every step once, in file order",
+        ),
+        (
+            "clients = 2\n[sessions]\nrate = 5\n[[step]]\npath = \"/\"\n",
+            ":1:11: clients: with [sessions] new sessions arrive at its rate",
+        ),
     ];
     for (i, (text, said)) in cases.iter().enumerate() {
         let file = s.path(&format!("bad{i}.toml"));
@@ -940,4 +948,75 @@ check.me = {{ status = 200, json_exists = ["$.user"] }}
     assert_eq!(st["me_denied"], sent, "{st}\n{}", stdout(&out));
     assert_eq!(st["me_ok"], me, "{st}");
     assert_eq!(check(&doc, "me", "me"), (0, sent));
+}
+
+/// Known truth: the open model's arrivals are the schedule's, whatever the target does.
+/// Sessions at 20 a second for 3 s are 60 sessions — the testbed registered exactly 60
+/// devices — although each push waits 300 ms (a closed model of a few clients would have
+/// registered a few); every session that pushed pushed with the id its registration
+/// gave, and the push's latency, from its intended time, holds the 300 ms.
+#[test]
+fn sessions_arrive_at_their_rate_whatever_the_target_does_and_run_every_step_once() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&["--delay", "300ms", "--workers", "8"]);
+    let scenario = s.path("sessions.toml");
+    std::fs::write(
+        &scenario,
+        r#"[sessions]
+rate = 20
+
+[[step]]
+name = "register"
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+check.created = { status = 201 }
+
+[[step]]
+name = "push"
+method = "POST"
+path = "/push/{{id}}"
+body = '{"t": 1}'
+check.pushed = { status = 200 }
+"#,
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &tb.url(""),
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "3s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let stats = stats_of(&tb);
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    assert_eq!(n(&stats["registers"]), 60, "{}\n{stats}", stdout(&out));
+    assert_eq!(n(&steps[0]["sent"]), 60, "{}", stdout(&out));
+    assert_eq!(n(&steps[0]["flow"]["sessions"]), 60);
+    let pushed = n(&steps[1]["ok"]);
+    assert_eq!(pushed, n(&stats["pushes"]), "{stats}");
+    assert_eq!(
+        n(&stats["not_found"]),
+        0,
+        "every push used its own session's id"
+    );
+    assert!(pushed >= 50, "{}", stdout(&out));
+    assert_eq!(n(&steps[1]["flow"]["completed"]), pushed);
+    assert!(
+        n(&steps[1]["latency_us"]["p50"]) >= 300_000,
+        "{}",
+        stdout(&out)
+    );
+    assert_has(&stdout(&out), "sessions at 20 a second");
+    assert_has(
+        &stdout(&out),
+        &format!("Sessions      60 started, {pushed} ran every step"),
+    );
 }

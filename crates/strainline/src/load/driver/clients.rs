@@ -3,7 +3,8 @@
 //! in between. A step sends with the client's variables and cookies, takes values from
 //! its reply and checks it ([`super::super::flow`]); when it fails, the step's
 //! `on_failure` says whether the client goes on, sends it again, starts its flow again
-//! from its first `once` step (a device that re-registers), or stops.
+//! from its first `once` step (a device that re-registers), or stops. A `[sessions]`
+//! scenario's sessions are such clients too, each running every step once and leaving.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -18,6 +19,7 @@ use crate::load::flow::{Jar, Kept, OnFailure};
 use crate::load::recorder::{ErrorKind, Recorder};
 use crate::load::request::Outgoing;
 use crate::load::scenario::{Scenario, Step, When, MAX_REDIRECTS};
+use crate::load::schedule::Share;
 use crate::load::script::{self, Caller, Script};
 use crate::rng::{mix, Rng};
 
@@ -55,6 +57,77 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
         }
     }
     goodbye(&ctx, conn).await;
+}
+
+/// This thread's share of a `[sessions]` scenario: each arrival of `share` starts a
+/// session at its intended time, at most `cap` at once (a session due while `cap` run
+/// starts late, and its first step's latency, from the intended time, says so).
+pub(super) async fn sessions(ctx: Rc<Ctx>, sc: Arc<Scenario>, mut share: Share, cap: usize) {
+    let mut running = tokio::task::JoinSet::new();
+    while let Some(t) = share.next() {
+        let intended = ctx.start + Duration::from_secs_f64(t);
+        if !sleep_or_stop(&ctx, intended).await || out_of_tickets(&ctx) {
+            break;
+        }
+        while running.try_join_next().is_some() {}
+        while running.len() >= cap {
+            running.join_next().await;
+        }
+        running.spawn_local(session(ctx.clone(), sc.clone(), share.position(), intended));
+    }
+    while running.join_next().await.is_some() {}
+}
+
+/// Whether `-n`'s requests are all taken.
+fn out_of_tickets(ctx: &Ctx) -> bool {
+    ctx.tickets
+        .as_ref()
+        .is_some_and(|t| t.load(Ordering::Relaxed) <= 0)
+}
+
+/// One session, `id` its position among all arrivals: every step once, in order, the
+/// first due at `intended`, each next one when the last ended (and its think time).
+async fn session(ctx: Rc<Ctx>, sc: Arc<Scenario>, id: u64, intended: Instant) {
+    let slot = ctx.slot();
+    let mut conn: Option<Conn> = None;
+    ctx.rec.lock().unwrap().count(Some(0), "flow.sessions");
+    {
+        let mut me = Client {
+            ctx: &ctx,
+            sc: &sc,
+            id,
+            slot: &slot,
+            conn: &mut conn,
+            seq: 0,
+            end: None,
+            rng: Rng::new(mix(sc.seed ^ id)),
+            session: Session::new(&sc, ctx.client.origin()),
+        };
+        let mut due = intended;
+        loop {
+            match sc.take_row(id, &mut me.rng) {
+                Some(row) => me.session.row = row,
+                None => {
+                    ctx.rec.lock().unwrap().count(Some(0), "flow.exhausted");
+                    break;
+                }
+            }
+            match me.pass(due).await {
+                Then::Restart => {
+                    me.session.restart();
+                    due = Instant::now();
+                }
+                Then::Next => {
+                    let last = sc.steps.len().saturating_sub(1);
+                    ctx.rec.lock().unwrap().count(Some(last), "flow.completed");
+                    break;
+                }
+                Then::End => break,
+            }
+        }
+    }
+    goodbye(&ctx, conn).await;
+    ctx.forget(&slot);
 }
 
 /// A client's variables and cookies.
@@ -233,6 +306,20 @@ impl Client<'_> {
                 return then.min_end();
             }
         }
+    }
+
+    /// A session's pass: every step once, in order, the first due at `due`; `Next` when
+    /// every step was run.
+    async fn pass(&mut self, mut due: Instant) -> Then {
+        for i in 0..self.sc.steps.len() {
+            let started = Instant::now();
+            let then = self.step(i, due).await;
+            if then != Then::Next || !self.think(i, started).await {
+                return then.min_end();
+            }
+            due = Instant::now();
+        }
+        Then::Next
     }
 
     /// Sleeps until `until` (or the client's end); false when the run or the client

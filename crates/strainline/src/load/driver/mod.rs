@@ -40,6 +40,13 @@ pub enum Model {
     },
     /// Virtual clients running the steps of a scenario, each on its own connection.
     Scenario(Arc<Scenario>),
+    /// Sessions of a scenario arriving at intended times (the open model), each running
+    /// every step once, in order, on a connection of its own.
+    Sessions {
+        sc: Arc<Scenario>,
+        rate: Rate,
+        arrivals: Arrivals,
+    },
 }
 
 /// A checked, complete description of a load run.
@@ -232,6 +239,12 @@ pub fn scheduled(plan: &Plan) -> Option<(u64, f64)> {
                 _ => {}
             }
             // This slice's positions of the global schedule.
+            Some((plan.slice.share(plan.count.map_or(n, |c| n.min(c))), span))
+        }
+        Model::Sessions { sc, rate, arrivals } => {
+            let span = plan.duration?.as_secs_f64();
+            let sessions = arrivals.count_by(rate, span);
+            let n = (sessions * sc.steps.len() as f64).round() as u64;
             Some((plan.slice.share(plan.count.map_or(n, |c| n.min(c))), span))
         }
         Model::Closed { .. } => None,
@@ -1112,7 +1125,7 @@ pub fn run_from(
         Model::Closed { connections, .. } => plan
             .threads
             .clamp(1, slice_connections(*connections).max(1)),
-        Model::Open { .. } => plan.threads.max(1),
+        Model::Open { .. } | Model::Sessions { .. } => plan.threads.max(1),
         Model::Scenario(sc) => plan.threads.clamp(1, slice_clients(sc).max(1) as usize),
     };
     let per_thread =
@@ -1206,6 +1219,24 @@ pub fn run_from(
                                         })
                                         .collect();
                                     join(tasks).await;
+                                }
+                                Model::Sessions { sc, rate, arrivals } => {
+                                    // As the open model's: one global schedule, thread w
+                                    // of this slice takes its positions.
+                                    let share = Share::new(
+                                        rate,
+                                        arrivals,
+                                        slice.index + slice.of * w,
+                                        slice.of * threads,
+                                        None,
+                                        plan.duration,
+                                    );
+                                    let cap = per_thread(
+                                        slice_connections(plan.max_connections).max(threads),
+                                        w,
+                                    )
+                                    .max(1);
+                                    clients::sessions(ctx, sc, share, cap).await;
                                 }
                                 Model::Closed { connections, think } => {
                                     let n = per_thread(slice_connections(connections), w);
