@@ -284,14 +284,20 @@ impl Client {
                     Outgoing::Template(tp, ..) => &tp.headers[..],
                     Outgoing::Rendered(r) => &r.headers[..],
                 };
-                let called = grpc::call(c, t, headers, message).await?;
+                let mut kept = match &out {
+                    Outgoing::Rendered(r) if r.keep != Keep::Nothing => {
+                        Some(Box::new(Kept::new(r.keep)))
+                    }
+                    _ => None,
+                };
+                let called = grpc::call(c, t, headers, message, kept.as_deref_mut()).await?;
                 Ok(Reply {
                     status: called.status,
                     ok: called.status == 0,
                     bytes: called.bytes,
                     messages: called.messages,
                     late_tail: false,
-                    kept: None,
+                    kept,
                 })
             }
             (Client::Proto(_), Conn::Proto(c)) => {
@@ -378,20 +384,26 @@ impl Client {
     }
 
     /// Whether it keeps a reply's body for a scenario step that extracts or checks
-    /// (HTTP/1.1, HTTP/2 in a scenario, and the registry's protocols that say so:
+    /// (HTTP/1.1, HTTP/2 in a scenario, gRPC, and the registry's protocols that say so:
     /// WebSocket, Redis).
     pub fn keeps_replies(&self) -> bool {
         match self {
             Client::Http { target, .. } => !target.http2 || target.whole_heads,
+            Client::Grpc(_) => true,
             Client::Proto(t) => t.protocol().keeps_bodies(),
             _ => false,
         }
     }
 
     /// Whether its replies have a head (status line and header fields) a step can
-    /// read: HTTP/1.1's, HTTP/2's in a scenario.
+    /// read: HTTP/1.1's, HTTP/2's in a scenario, gRPC's metadata.
     pub fn reply_heads(&self) -> bool {
-        matches!(self, Client::Http { target, .. } if !target.http2 || target.whole_heads)
+        match self {
+            Client::Http { target, .. } => !target.http2 || target.whole_heads,
+            // Its metadata: headers and trailers.
+            Client::Grpc(_) => true,
+            _ => false,
+        }
     }
 
     /// The target's `Host` (a scenario client's cookies belong to its host; its

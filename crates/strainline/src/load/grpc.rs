@@ -5,7 +5,9 @@
 //! unit: 0 OK, 14 UNAVAILABLE, …). A server-streaming call's messages are counted as
 //! they arrive. With a `.proto` (compiled in-process by protox), the message is written
 //! as JSON (the workload's body or a scenario step's) and encoded with prost-reflect;
-//! without one, the body is sent as the message's bytes as they are.
+//! without one, the body is sent as the message's bytes as they are. A scenario step
+//! that extracts or checks reads the reply's metadata (headers and trailers) and its
+//! message as JSON (a stream's as a JSON array), decoded with the `.proto`.
 
 use crate::error::Category;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -14,6 +16,7 @@ use hyper::Method;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
+use super::flow::Kept;
 use super::http::{self, H2Response};
 use super::recorder::ErrorKind;
 
@@ -28,6 +31,9 @@ pub struct Target {
     /// The method's request message, when a `.proto` described it: a JSON body is
     /// encoded with it.
     pub input: Option<MessageDescriptor>,
+    /// The method's reply message, when a `.proto` described it: a flow reads it as
+    /// JSON.
+    pub output: Option<MessageDescriptor>,
     pub server_streaming: bool,
 }
 
@@ -39,11 +45,11 @@ pub struct Called {
 }
 
 /// The method a `.proto` file declares under `path` (`/package.Service/Method`): its
-/// request message and whether the server streams its answer.
+/// request and reply messages and whether the server streams its answer.
 pub fn method(
     proto: &std::path::Path,
     path: &str,
-) -> crate::error::Result<(MessageDescriptor, bool)> {
+) -> crate::error::Result<(MessageDescriptor, MessageDescriptor, bool)> {
     let dir = proto.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(std::path::Path::new("."));
     let name = proto.file_name().ok_or("names no file").usage()?;
@@ -70,7 +76,7 @@ pub fn method(
             all.join(", ")
         ))
     })?;
-    Ok((m.input(), m.is_server_streaming()))
+    Ok((m.input(), m.output(), m.is_server_streaming()))
 }
 
 /// A message as JSON, encoded for `input`: refused with the field and position.
@@ -96,7 +102,8 @@ pub fn frame(message: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Counts whole messages in a response's data as frames arrive.
+/// Counts whole messages in a response's data as frames arrive, and keeps them when a
+/// flow reads them (`keep`: at most [`crate::load::flow::MAX_KEPT`] bytes in all).
 #[derive(Default)]
 struct Messages {
     /// Bytes still owed by the message being read (its prefix included).
@@ -105,6 +112,8 @@ struct Messages {
     prefix: Vec<u8>,
     count: u64,
     bytes: u64,
+    keep: Option<Vec<Vec<u8>>>,
+    kept: usize,
 }
 
 impl Messages {
@@ -113,6 +122,12 @@ impl Messages {
         while !d.is_empty() {
             if self.owed > 0 {
                 let take = (self.owed as usize).min(d.len());
+                if let Some(last) = self.keep.as_mut().and_then(|k| k.last_mut()) {
+                    let room = crate::load::flow::MAX_KEPT.saturating_sub(self.kept);
+                    let part = &d[..take.min(room)];
+                    last.extend_from_slice(part);
+                    self.kept += part.len();
+                }
                 self.owed -= take as u64;
                 d = &d[take..];
                 continue;
@@ -131,6 +146,9 @@ impl Messages {
                 self.prefix.clear();
                 self.owed = u64::from(len);
                 self.count += 1;
+                if let Some(k) = self.keep.as_mut() {
+                    k.push(Vec::new());
+                }
             }
         }
     }
@@ -171,23 +189,55 @@ pub async fn call(
     t: &Target,
     metadata: &[(HeaderName, HeaderValue)],
     message: Bytes,
+    kept: Option<&mut Kept>,
 ) -> Result<Called, ErrorKind> {
     let mut req = http::hyper_request(&Method::POST, t.uri.clone(), metadata, message);
     let h = req.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/grpc"));
     h.insert("te", HeaderValue::from_static("trailers"));
-    let mut messages = Messages::default();
+    let mut messages = Messages {
+        keep: kept.is_some().then(Vec::new),
+        ..Messages::default()
+    };
     let r = http::send_h2(conn, req, |d| messages.feed(d)).await?;
     if r.status != 200 || !is_grpc(&r.headers) {
         // Not a gRPC answer (a proxy's error page, an HTTP server).
         return Err(ErrorKind::Protocol);
     }
     let status = status(&r).ok_or(ErrorKind::Protocol)?;
+    if let (Some(k), Some(all)) = (kept, messages.keep.take()) {
+        for (name, value) in r.headers.iter().chain(r.trailers.iter().flatten()) {
+            k.take_header(name.as_str(), value.as_bytes());
+        }
+        k.take_body(&as_json(t, all));
+    }
     Ok(Called {
         status,
         messages: messages.count,
         bytes: messages.bytes,
     })
+}
+
+/// A reply's messages as a flow reads them: decoded with the `.proto` into JSON — the
+/// message, or a stream's as an array — or, without one, their bytes as they came.
+fn as_json(t: &Target, messages: Vec<Vec<u8>>) -> Vec<u8> {
+    let Some(output) = &t.output else {
+        return messages.concat();
+    };
+    let json = |m: &[u8]| -> serde_json::Value {
+        DynamicMessage::decode(output.clone(), m)
+            .ok()
+            .and_then(|d| serde_json::to_value(&d).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let value = if t.server_streaming {
+        serde_json::Value::Array(messages.iter().map(|m| json(m)).collect())
+    } else {
+        messages
+            .first()
+            .map_or(serde_json::Value::Null, |m| json(m))
+    };
+    serde_json::to_vec(&value).unwrap_or_default()
 }
 
 /// gRPC's name of a status code.
@@ -266,9 +316,9 @@ mod tests {
              service Greeter { rpc Hello (Req) returns (Resp); rpc Many (Req) returns (stream Resp); }\n",
         )
         .unwrap();
-        let (input, streaming) = method(&proto, "/demo.Greeter/Hello").unwrap();
+        let (input, _, streaming) = method(&proto, "/demo.Greeter/Hello").unwrap();
         assert!(!streaming);
-        assert!(method(&proto, "/demo.Greeter/Many").unwrap().1);
+        assert!(method(&proto, "/demo.Greeter/Many").unwrap().2);
         // {"name": "x", "n": 3} is field 1 (length 1, 'x') and field 2 (varint 3).
         assert_eq!(
             &encode(&input, br#"{"name": "x", "n": 3}"#).unwrap()[..],

@@ -1015,10 +1015,11 @@ fn checks(
         let status = status
             .into_iter()
             .map(|n| {
-                u16::try_from(n)
-                    .ok()
-                    .filter(|n| (100..1000).contains(n))
-                    .ok_or_else(|| bad(format!("status {n} is not a status (100 to 999)")))
+                u16::try_from(n).ok().filter(|n| *n < 1000).ok_or_else(|| {
+                    bad(format!(
+                        "status {n} is not a status (HTTP's 100 to 999, gRPC's 0 to 16)"
+                    ))
+                })
             })
             .collect::<crate::error::Result<Vec<u16>>>()?;
         let path = |p: &str| JsonPath::parse(p).map_err(|(_, m)| bad(m));

@@ -219,13 +219,13 @@ fn grpc_target(
     };
     let (http, _) = resolve(&format!("{scheme}://{authority}/"), &options)
         .map_err(|e| bad(format!("URL '{url}': {e}")))?;
-    let (input, server_streaming) = match &proto {
+    let (input, output, server_streaming) = match &proto {
         Some(p) => {
-            let (input, streaming) = grpc::method(p, &path)
+            let (input, output, streaming) = grpc::method(p, &path)
                 .map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())))?;
-            (Some(input), streaming)
+            (Some(input), Some(output), streaming)
         }
-        None => (None, false),
+        None => (None, None, false),
     };
     let message = match (body, &input) {
         (BodySpec::Random { .. }, Some(_)) => {
@@ -251,6 +251,7 @@ fn grpc_target(
             http,
             path,
             input,
+            output,
             server_streaming,
         },
         BodySpec::Bytes(grpc::frame(&message).to_vec()),
@@ -867,7 +868,20 @@ fn scenario_model(
         let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
         if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read HTTP/1.1, HTTP/2, WebSocket and Redis replies so far (not yet MQTT or gRPC): give an http://, https://, ws://, wss:// or redis:// URL",
+                "scenario {}: step '{}': extract, check and script read HTTP/1.1, HTTP/2, WebSocket, gRPC and Redis replies so far (not yet MQTT's): give an http://, https://, ws://, wss://, grpc:// or redis:// URL",
+                path.display(),
+                step.name
+            )));
+        }
+        if let (Client::Http { .. }, Some(code)) = (
+            &client,
+            step.checks
+                .iter()
+                .flat_map(|c| &c.status)
+                .find(|code| **code < 100),
+        ) {
+            return Err(bad(format!(
+                "scenario {}: step '{}': status {code} is not an HTTP status (100 to 999)",
                 path.display(),
                 step.name
             )));

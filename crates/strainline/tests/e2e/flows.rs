@@ -1020,3 +1020,87 @@ check.pushed = { status = 200 }
         &format!("Sessions      60 started, {pushed} ran every step"),
     );
 }
+
+/// Known truth: grpcio's server answers Hello with the request and Many with three
+/// copies of it. A device name sent by the first call comes back in its reply, is
+/// extracted from the reply's JSON (decoded with the .proto) and sent by every later
+/// call; their checks find it, read the reply's `grpc-status` trailer, and a stream's
+/// third message. A check no echo passes fails every answered call.
+#[test]
+fn a_grpc_flow_uses_a_reply_field_in_the_next_call() {
+    let _l = loaded();
+    let (_srv, port) = crate::protocols::grpc_server(&[]);
+    let s = Scratch::new();
+    let proto = crate::protocols::fixture("grpc_demo.proto");
+    let flow = |expect: &str| {
+        format!(
+            r#"clients = 3
+
+[[step]]
+name = "hello"
+once = true
+path = "/"
+body = '{{"device": "d{{{{client}}}}-x", "seq": 1}}'
+extract.device = {{ json = "$.device" }}
+check.echo = {{ status = 0, headers = ["grpc-status"] }}
+on_failure = "stop"
+
+[[step]]
+name = "again"
+weight = 1
+path = "/"
+body = '{{"device": "{{{{device}}}}", "seq": {{{{seq}}}}, "temperature": 21.5}}'
+check.same = {{ json = {{ "$.device" = "{expect}", "$.temperature" = 21.5 }} }}
+"#
+        )
+    };
+    let run = |file: &str, method: &str, gate: bool| {
+        let url = format!("grpc://127.0.0.1:{port}/demo.Greeter/{method}?proto={proto}");
+        let mut args = vec![
+            url,
+            "--no-tui".into(),
+            "--scenario".into(),
+            s.path(file).to_str().unwrap().to_string(),
+            "-z".into(),
+            "2s".into(),
+        ];
+        if gate {
+            args.extend(["--gate".into(), "checks_failed = 0".into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        load_json(&s, &args)
+    };
+    // Client 0's device is d0-x: only its calls pass a check that expects d0-x, so the
+    // extracted name is each client's own.
+    std::fs::write(s.path("ok.toml"), flow("d0-x")).unwrap();
+    let (out, doc) = run("ok.toml", "Hello", false);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let sent = steps[1]["sent"].as_u64().unwrap();
+    assert!(sent >= 30, "{}", stdout(&out));
+    assert_eq!(check(&doc, "hello", "echo"), (3, 0), "{}", stdout(&out));
+    assert_eq!(
+        steps[1]["ok"].as_u64().unwrap(),
+        check(&doc, "again", "same").0
+    );
+    let (passed, failed) = check(&doc, "again", "same");
+    assert_eq!(passed + failed, sent, "{}", stdout(&out));
+    // A third of the calls are client 0's (the clients alike): 2 of 3 fail.
+    let share = passed as f64 / sent as f64;
+    assert!((0.2..=0.45).contains(&share), "{share}: {}", stdout(&out));
+    // A stream's reply is the array of its messages: the third one's device.
+    std::fs::write(
+        s.path("many.toml"),
+        flow("d0-x")
+            .replace("json = \"$.device\"", "json = \"$[0].device\"")
+            .replace("\"$.device\" = \"d0-x\"", "\"$[2].device\" = \"d0-x\"")
+            .replace("\"$.temperature\"", "\"$[2].temperature\""),
+    )
+    .unwrap();
+    let (out, doc) = run("many.toml", "Many", false);
+    let (passed, failed) = check(&doc, "again", "same");
+    assert!(passed > 0 && failed > 0, "{}", stdout(&out));
+    assert_eq!(
+        passed + failed,
+        doc["summary"]["steps"][1]["sent"].as_u64().unwrap()
+    );
+}

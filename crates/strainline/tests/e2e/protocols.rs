@@ -351,7 +351,7 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// The grpcio server on a free loopback port (with its `extra` options), once it serves.
-fn grpc_server(extra: &[&str]) -> (KillOnDrop, u16) {
+pub fn grpc_server(extra: &[&str]) -> (KillOnDrop, u16) {
     let port = free_port();
     let mut c = Command::new(PYTHON);
     c.args([
