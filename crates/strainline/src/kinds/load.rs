@@ -258,6 +258,13 @@ pub(super) fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     if !checks.is_empty() {
         r.table.push(format!("checks: {}", checks.join(", ")));
     }
+    // A scenario's steps and checks, for the reports' tables.
+    if !s.steps.is_empty() {
+        r.detail(
+            "scenario_steps",
+            serde_json::to_value(&s.steps).unwrap_or_default(),
+        );
+    }
     if let Some(d) = &s.deliveries {
         r.table.push(format!(
             "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s){}, end to end p50 {:.2} ms, p99 {:.2} ms",
@@ -410,11 +417,5 @@ pub(super) fn keep_thread_states(
                 .push(format!("limiting factor (thread states): {limit}"));
         }
     }
-    let v = serde_json::to_value(&b).unwrap_or_default();
-    match &mut r.details {
-        serde_json::Value::Object(m) => {
-            m.insert("threads".into(), v);
-        }
-        d => *d = serde_json::json!({ "threads": v }),
-    }
+    r.detail("threads", serde_json::to_value(&b).unwrap_or_default());
 }

@@ -108,6 +108,25 @@ impl CaseResult {
         });
     }
 
+    /// Adds `key` to the stored details, beside what they hold.
+    pub fn detail(&mut self, key: &str, value: serde_json::Value) {
+        match &mut self.details {
+            serde_json::Value::Object(m) => {
+                m.insert(key.into(), value);
+            }
+            d => *d = serde_json::json!({ key: value }),
+        }
+    }
+
+    /// Adds every key of `details` (an object) to the stored details.
+    pub fn add_details(&mut self, details: serde_json::Value) {
+        if let serde_json::Value::Object(m) = details {
+            for (k, v) in m {
+                self.detail(&k, v);
+            }
+        }
+    }
+
     pub fn new() -> CaseResult {
         CaseResult {
             status: Status::Passed,
@@ -254,10 +273,8 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
             r.table.push(format!("log class '{name}': {n} line(s)"));
         }
     }
-    if let serde_json::Value::Object(m) = &mut r.details {
-        m.insert("log_classes".into(), classes.into());
-    } else if !classes.is_empty() {
-        r.details = serde_json::json!({ "log_classes": classes });
+    if r.details.is_object() || !classes.is_empty() {
+        r.detail("log_classes", classes.into());
     }
 }
 

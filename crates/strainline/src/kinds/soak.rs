@@ -157,7 +157,9 @@ pub(super) fn soak(
             (basis, ctx.last_ceiling.is_some()),
         );
     }
-    r.details = serde_json::to_value(super::details::SoakDetails { leak_fits: fits })?;
+    r.add_details(serde_json::to_value(super::details::SoakDetails {
+        leak_fits: fits,
+    })?);
     keep_thread_states(r, states, false);
     Ok(())
 }

@@ -153,16 +153,24 @@ pub fn markdown(r: &RunData) -> String {
         );
     }
     for c in &r.cases {
-        let rows = c.agent_rows();
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "\n**Load agents of {}**\n", md(&c.row.name));
-        let _ = writeln!(s, "| {} |", super::run::AGENT_COLUMNS.join(" | "));
-        let _ = writeln!(s, "|{}", "---|".repeat(super::run::AGENT_COLUMNS.len()));
-        for row in rows {
-            let cells: Vec<String> = row.iter().map(|x| md(x)).collect();
-            let _ = writeln!(s, "| {} |", cells.join(" | "));
+        let name = md(&c.row.name);
+        let tables = [
+            (
+                "Load agents",
+                &super::run::AGENT_COLUMNS[..],
+                c.agent_rows(),
+            ),
+            ("Steps", &super::run::STEP_COLUMNS[..], c.step_rows()),
+            ("Checks", &super::run::CHECK_COLUMNS[..], c.check_rows()),
+        ];
+        for (title, heads, rows) in tables.iter().filter(|t| !t.2.is_empty()) {
+            let _ = writeln!(s, "\n**{title} of {name}**\n");
+            let _ = writeln!(s, "| {} |", heads.join(" | "));
+            let _ = writeln!(s, "|{}", "---|".repeat(heads.len()));
+            for row in rows {
+                let cells: Vec<String> = row.iter().map(|x| md(x)).collect();
+                let _ = writeln!(s, "| {} |", cells.join(" | "));
+            }
         }
     }
     let failed: Vec<(String, String)> = r

@@ -335,22 +335,9 @@ fn case_section(s: &mut String, c: &CaseData) {
         }
         s.push_str("</table>");
     }
-    let agents = c.agent_rows();
-    if !agents.is_empty() {
-        s.push_str("<table><tr>");
-        for h in super::run::AGENT_COLUMNS {
-            let _ = write!(s, "<th>{}</th>", escape(h));
-        }
-        s.push_str("</tr>");
-        for row in agents {
-            s.push_str("<tr>");
-            for cell in row {
-                let _ = write!(s, "<td>{}</td>", escape(&cell));
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</table>");
-    }
+    table(s, &super::run::AGENT_COLUMNS, &c.agent_rows());
+    table(s, &super::run::STEP_COLUMNS, &c.step_rows());
+    table(s, &super::run::CHECK_COLUMNS, &c.check_rows());
     if let Some(table) = c.detail("/table").and_then(|t| t.as_array()) {
         if !table.is_empty() {
             s.push_str("<pre>");
@@ -388,6 +375,26 @@ fn case_section(s: &mut String, c: &CaseData) {
             _ => {}
         }
     }
+}
+
+/// A table of `rows` under `heads`, escaped; nothing without rows.
+fn table(s: &mut String, heads: &[&str], rows: &[Vec<String>]) {
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("<table><tr>");
+    for h in heads {
+        let _ = write!(s, "<th>{}</th>", escape(h));
+    }
+    s.push_str("</tr>");
+    for row in rows {
+        s.push_str("<tr>");
+        for cell in row {
+            let _ = write!(s, "<td>{}</td>", escape(cell));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
 }
 
 /// `name` if it is a file strainline wrote beside the report — a plain relative name of

@@ -64,6 +64,79 @@ pub fn agent_line(row: &[String]) -> String {
     )
 }
 
+/// The columns of [`step_rows`].
+pub const STEP_COLUMNS: [&str; 7] = [
+    "step",
+    "sent",
+    "ok",
+    "errors",
+    "p50",
+    "p99",
+    "failure causes",
+];
+
+/// The columns of [`check_rows`].
+pub const CHECK_COLUMNS: [&str; 5] = ["check", "step", "passed", "failed", "pass rate"];
+
+/// A scenario's steps in a stored summary — a load run's (`steps`) or a suite case's
+/// (`details.scenario_steps`; a ramp's `details.steps` are its load steps).
+fn steps_of(summary: &serde_json::Value) -> &[serde_json::Value] {
+    summary
+        .get("steps")
+        .or_else(|| summary.pointer("/details/scenario_steps"))
+        .and_then(|s| s.as_array())
+        .map_or(&[], Vec::as_slice)
+}
+
+/// One row a step under [`STEP_COLUMNS`]: what it sent, its latency and why it failed.
+pub fn step_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    steps_of(summary)
+        .iter()
+        .map(|st| {
+            let causes: Vec<String> = st["causes"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| format!("{k} {}", n(v))).collect())
+                .unwrap_or_default();
+            vec![
+                st["name"].as_str().unwrap_or_default().to_string(),
+                n(&st["sent"]).to_string(),
+                n(&st["ok"]).to_string(),
+                n(&st["errors"]).to_string(),
+                crate::units::format_micros(n(&st["latency_us"]["p50"])),
+                crate::units::format_micros(n(&st["latency_us"]["p99"])),
+                causes.join(", "),
+            ]
+        })
+        .collect()
+}
+
+/// One row a named check under [`CHECK_COLUMNS`].
+pub fn check_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    steps_of(summary)
+        .iter()
+        .flat_map(|st| {
+            let step = st["name"].as_str().unwrap_or_default().to_string();
+            st["checks"].as_array().into_iter().flatten().map(move |c| {
+                let (passed, failed) = (n(&c["passed"]), n(&c["failed"]));
+                let rate = if passed + failed == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}%", 100.0 * passed as f64 / (passed + failed) as f64)
+                };
+                vec![
+                    c["name"].as_str().unwrap_or_default().to_string(),
+                    step.clone(),
+                    passed.to_string(),
+                    failed.to_string(),
+                    rate,
+                ]
+            })
+        })
+        .collect()
+}
+
 pub struct CaseData {
     pub row: CaseRow,
     pub samples: Vec<Sample>,
@@ -130,6 +203,17 @@ impl CaseData {
     /// case's details), one row each under [`AGENT_COLUMNS`]; empty without agents.
     pub fn agent_rows(&self) -> Vec<Vec<String>> {
         self.row.summary.as_ref().map_or_else(Vec::new, agent_rows)
+    }
+
+    /// A scenario's steps (a load run's summary, or a suite case's details), one row
+    /// each under [`STEP_COLUMNS`].
+    pub fn step_rows(&self) -> Vec<Vec<String>> {
+        self.row.summary.as_ref().map_or_else(Vec::new, step_rows)
+    }
+
+    /// A scenario's named checks, one row each under [`CHECK_COLUMNS`].
+    pub fn check_rows(&self) -> Vec<Vec<String>> {
+        self.row.summary.as_ref().map_or_else(Vec::new, check_rows)
     }
 
     pub fn series(&self, name: &str) -> Option<&[(f64, f64)]> {
@@ -221,6 +305,36 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Steps as a load run stores them (`steps`) and as a suite case does
+    /// (`details.scenario_steps`): the same rows.
+    #[test]
+    fn steps_and_checks_read_back_into_rows() {
+        let steps = serde_json::json!([{
+            "name": "login", "sent": 10, "ok": 8, "errors": 2,
+            "latency_us": {"p50": 1500, "p99": 12000},
+            "checks": [{"name": "logged_in", "passed": 8, "failed": 2}],
+            "causes": {"check:logged_in": 2}
+        }, {"name": "browse", "sent": 5, "ok": 5, "errors": 0,
+            "latency_us": {"p50": 900, "p99": 2000}}]);
+        for stored in [
+            serde_json::json!({ "steps": steps }),
+            serde_json::json!({ "details": { "scenario_steps": steps } }),
+        ] {
+            let rows = step_rows(&stored);
+            assert_eq!(rows.len(), 2);
+            assert_eq!(rows[0][..4], ["login", "10", "8", "2"]);
+            assert_eq!(rows[0][6], "check:logged_in 2");
+            assert_eq!(rows[1][6], "");
+            assert_eq!(
+                check_rows(&stored),
+                vec![vec!["logged_in", "login", "8", "2", "80.00%"]]
+            );
+        }
+        assert!(step_rows(&serde_json::json!({})).is_empty());
+        // A ramp's steps are not a scenario's.
+        assert!(step_rows(&serde_json::json!({"details": {"steps": steps}})).is_empty());
+    }
 
     /// A case's agents as a store written before the rows were typed holds them (every
     /// field the coordinator wrote then; `clock_rtt_us` missing, as in older stores).

@@ -857,6 +857,24 @@ check.list = {{ json = {{ "$[1]" = "{second}" }} }}
     assert_eq!(check(&doc, "echo", "same"), (ok(3), 0));
     assert_eq!(check(&doc, "range", "list"), (ok(4), 0));
     assert_eq!(crate::protocols::redis_cli(port, &["dbsize"]), "6");
+    // The reports show each step and each check with the run's own figures.
+    let r = s.run(&["report", "latest", "--markdown", "r.md", "--html", "r.html"]);
+    assert_exit(&r, 0);
+    let md = std::fs::read_to_string(s.path("r.md")).unwrap();
+    assert_has(&md, "| check | step | passed | failed | pass rate |");
+    assert_has(&md, &format!("| same | echo | {} | 0 | 100.00% |", ok(3)));
+    assert_has(
+        &md,
+        &format!("| range | {} | {} | 0 |", steps[4]["sent"], ok(4)),
+    );
+    let html = std::fs::read_to_string(s.path("r.html")).unwrap();
+    assert_has(
+        &html,
+        &format!(
+            "<td>list</td><td>range</td><td>{}</td><td>0</td><td>100.00%</td>",
+            ok(4)
+        ),
+    );
     let (out, doc) = run("wrong.toml");
     assert_exit(&out, 1);
     let steps = doc["summary"]["steps"].as_array().unwrap();
