@@ -654,6 +654,11 @@ pub struct InitArgs {
     /// The path the tests request with --serve (and that answers when it is ready).
     #[arg(long, value_name = "PATH")]
     pub path: Option<String>,
+    /// Also write a user flow beside the suite (FILE.flow.toml: sessions arriving at a
+    /// rate, each step checked, with commented examples of a login whose token the next
+    /// steps carry) and a test that runs it.
+    #[arg(long)]
+    pub flow: bool,
     /// Where to write the suite.
     #[arg(short, long, value_name = "FILE", default_value = "strainline.toml")]
     pub output: PathBuf,

@@ -163,6 +163,56 @@ gates = ["leak = none", "error_rate < 1%"]
     )
 }
 
+/// The user flow `--flow` writes: sessions at a rate, each requesting `path` (checked),
+/// with a login whose token the next steps carry left in comments.
+fn flow_scenario(path: &str) -> String {
+    format!(
+        r#"# A user flow written by `strainline init --flow`: what one user does, step by step.
+# Sessions arrive at a rate whatever the service does (the open model), each runs every
+# step once, in order, then leaves. Every key is described in docs/load.md ("User flows").
+# Check it alone with `strainline check THIS_FILE`.
+
+[sessions]
+rate = 10                          # new sessions a second
+
+# A login whose token the next steps carry (uncomment and adapt):
+# [[step]]
+# name = "login"
+# method = "POST"
+# path = "/login"
+# headers = {{ Content-Type = "application/json" }}
+# body = '{{"user": "u{{{{client}}}}", "password": "secret"}}'
+# extract.token = {{ json = "$.token" }}       # or {{ header = "X-Token" }}, {{ cookie = "sid" }}
+# check.logged_in = {{ status = 200 }}
+# on_failure = "stop"                         # or "continue", "restart", {{ retry = 3 }}
+
+[[step]]
+name = "first"
+path = "{path}"
+# headers = {{ Authorization = "Bearer {{{{token}}}}" }}
+check.answers = {{ status = 200 }}          # also body_contains, json = {{ "$.status" = "ok" }}, latency = "300ms"
+think = "1s..3s"                             # a pause before the next step, as a user reads
+"#
+    )
+}
+
+/// The suite's test of the flow in `scenario` (a file beside it), at `base`.
+fn flow_test(base: &str, scenario: &str) -> String {
+    format!(
+        r#"
+# Do its users get through? The user flow of {scenario}: sessions arriving at its rate,
+# every step checked; a failed check fails the case.
+[[test]]
+name = "flow"
+kind = "bench"
+url = "{base}"                  # the flow's paths are under it
+scenario = "{scenario}"
+duration = "30s"
+gates = ["checks_failed = 0", "error_rate < 1%"]
+"#
+    )
+}
+
 /// Paths a service commonly answers; the first that answers below 400 is the one the
 /// tests request when `--path` is not given.
 const CANDIDATE_PATHS: [&str; 5] = ["/", "/health", "/healthz", "/ping", "/status"];
@@ -224,7 +274,8 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
 }
 
 /// The suite for `args`, and what it is for (printed after writing it).
-fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> {
+/// The suite's text, what it tests (a sentence) and the path its tests request.
+fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String, String)> {
     let head = |what: &str| {
         let how: String = how_to_run(file)
             .lines()
@@ -255,7 +306,7 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> 
             Some("https") => 443,
             _ => 80,
         });
-        let text = format!(
+        let mut text = format!(
             "{}\n[suite]\nname = \"{}\"\n\n\
              # The service already runs: strainline watches the process listening on port {port}\n\
              # (and its children) during each test, and never stops it.\n\
@@ -265,11 +316,20 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> 
             toml::Value::String(url.clone()),
             http_tests(url)
         );
+        if args.flow {
+            let base = format!(
+                "{}://{}/",
+                parsed.scheme_str().unwrap_or("http"),
+                parsed.authority().map_or("", |a| a.as_str())
+            );
+            text.push_str(&flow_test(&base, &flow_file(file)));
+        }
         return Ok((
             text,
             format!(
                 "a bench, a ramp and a soak of the service at {url}, watched through port {port}"
             ),
+            parsed.path().to_string(),
         ));
     }
     if let Some(cmd) = &args.serve {
@@ -297,7 +357,7 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> 
             },
         };
         let url = format!("http://127.0.0.1:{{{{port}}}}{path}");
-        let text = format!(
+        let mut text = format!(
             "{}\n[suite]\nname = \"{}\"\n\n\
              # Started afresh for each case on a free port ({{{{port}}}}), watched with its whole\n\
              # process tree, and stopped (SIGTERM, then SIGKILL to the tree) at the end.\n\
@@ -310,10 +370,20 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> 
             command_lines(cmd)?,
             http_tests(&url)
         );
+        if args.flow {
+            text.push_str(&flow_test("http://127.0.0.1:{{port}}/", &flow_file(file)));
+        }
         return Ok((
             text,
             format!("a bench, a ramp and a soak of `{cmd}`, started for each case"),
+            path,
         ));
+    }
+    if let Some(cmd) = args.harness.as_ref().filter(|_| args.flow) {
+        return Err(Error::usage(format!(
+            "--flow writes a user flow of HTTP requests; `{cmd}` is a benchmark binary: \
+             give --url or --serve"
+        )));
     }
     if let Some(cmd) = &args.harness {
         let text = format!(
@@ -328,12 +398,22 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String)> 
             suite_name(file),
             command_lines(cmd)?
         );
-        return Ok((text, format!("five runs of `{cmd}` under the monitor")));
+        return Ok((
+            text,
+            format!("five runs of `{cmd}` under the monitor"),
+            "/".into(),
+        ));
     }
     Err(Error::usage(
         "say what to test: --url URL (a service already running), --serve CMD (a command \
          that serves on {{port}}) or --harness CMD (a benchmark binary)",
     ))
+}
+
+/// The flow's file beside the suite `file`: `strainline.toml` → `strainline.flow.toml`
+/// (its name alone: a suite's scenario is read beside it).
+fn flow_file(file: &str) -> String {
+    format!("{}.flow.toml", suite_name(file))
 }
 
 /// The suite's name: the file's stem.
@@ -353,7 +433,24 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
             "{file} exists: give another -o FILE, or --force to replace it"
         )));
     }
-    let (text, what) = suite(&args, &file)?;
+    let (text, what, path) = suite(&args, &file)?;
+    // The flow first: the suite reads it from beside itself.
+    let flow = out.with_file_name(flow_file(&file));
+    if args.flow {
+        if flow.exists() && !args.force {
+            return Err(Error::usage(format!(
+                "{} exists: give another -o FILE, or --force to replace it",
+                flow.display()
+            )));
+        }
+        let scenario = flow_scenario(&path);
+        crate::load::scenario::parse(&scenario, &flow).map_err(|e| {
+            crate::Error::environment(format!(
+                "internal error: the starter flow does not parse: {e}"
+            ))
+        })?;
+        std::fs::write(&flow, &scenario).map_err(|e| crate::error::writing(&flow, e))?;
+    }
     // What init writes must parse: a template bug is caught here, not by the user.
     crate::suite::parse(&text, out, 1.0).map_err(|e| {
         crate::Error::environment(format!(
@@ -362,6 +459,12 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
     })?;
     std::fs::write(out, &text).map_err(|e| crate::error::writing(out, e))?;
     println!("Wrote {file}: {what}.\n");
+    if args.flow {
+        println!(
+            "Wrote {}: a user flow (sessions at 10 a second, each step checked), run by the test 'flow'.\n",
+            flow.display()
+        );
+    }
     println!("Next:\n{}", how_to_run(&file));
     Ok(exit::PASSED)
 }

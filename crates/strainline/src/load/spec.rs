@@ -910,9 +910,9 @@ fn scenario_model(
             (Arrivals::Uniform, "evenly spaced")
         };
         let d = format!(
-            "scenario {} (open model, sessions at {rate} a second, {how}, {} steps each)",
+            "scenario {} (open model, sessions at {rate} a second, {how}, {} each)",
             path.display(),
-            sc.steps.len()
+            crate::units::count(sc.steps.len() as u64, "step", "steps")
         );
         let model = Model::Sessions {
             sc,
@@ -935,10 +935,10 @@ fn scenario_model(
                 None => String::new(),
             };
             let d = format!(
-                "scenario {} ({} clients{staged}, {} steps)",
+                "scenario {} ({}{staged}, {})",
                 path.display(),
-                sc.clients,
-                sc.steps.len()
+                crate::units::count(sc.clients, "client", "clients"),
+                crate::units::count(sc.steps.len() as u64, "step", "steps")
             );
             Ok((Model::Scenario(sc), d, names))
         }
@@ -962,9 +962,9 @@ fn scenario_model(
                 scenario::Arrive::Rate { .. } => (Arrivals::Uniform, "evenly spaced".to_string()),
             };
             let d = format!(
-                "scenario {} (open model, {how}, mean {mean:.1} req/s, {} steps)",
+                "scenario {} (open model, {how}, mean {mean:.1} req/s, {})",
                 path.display(),
-                sc.steps.len()
+                crate::units::count(sc.steps.len() as u64, "step", "steps")
             );
             let requests = super::replay::Requests::Drawn(super::replay::Draw::new(sc));
             let model = Model::Open {

@@ -393,3 +393,33 @@ fn completions_complete_subcommands_and_flags_in_bash() {
     let out = strainline().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `init --flow` writes a user flow beside the suite and a test that runs it: valid as
+/// written, and passed against the service it was written for (every session's request
+/// checked); a benchmark binary has no flow.
+#[test]
+fn init_with_a_flow_writes_a_scenario_beside_the_suite_that_runs_to_passed() {
+    let s = Scratch::new();
+    let out = s.run(&[
+        "init",
+        "--serve",
+        "strainline testbed serve --listen 127.0.0.1:{{port}}",
+        "--flow",
+        "-o",
+        "app.toml",
+    ]);
+    assert_exit(&out, 0);
+    let flow = std::fs::read_to_string(s.path("app.flow.toml")).unwrap();
+    assert_has(&flow, "path = \"/health\"");
+    assert_has(
+        &std::fs::read_to_string(s.path("app.toml")).unwrap(),
+        "scenario = \"app.flow.toml\"",
+    );
+    assert_exit(&s.run(&["check", "app.flow.toml"]), 0);
+    let run = s.run(&["run", "app.toml", "--only", "flow", "--time-scale", "0.1"]);
+    assert_exit(&run, 0);
+    assert_has(&stdout(&run), "checks: answers 30/30 (100.00%)");
+    let out = s.run(&["init", "--harness", "./bench", "--flow", "-o", "h.toml"]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "give --url or --serve");
+}

@@ -559,7 +559,7 @@ path = "/health"
     assert!((185..=215).contains(&sent), "{sent}: {}", stdout(&out));
     assert_has(
         &stdout(&out),
-        "(10 clients in 3 stages over 3.00s, 1 steps) for 3.00s",
+        "(10 clients in 3 stages over 3.00s, 1 step) for 3.00s",
     );
 }
 
