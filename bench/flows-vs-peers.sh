@@ -9,10 +9,14 @@
 #   hook   — the flow with a Lua script hook on every request and reply (request(r)
 #            signs the body with an HMAC header, response(r) decodes the JSON reply);
 #   locust — Locust (FastHttpUser, one process) playing the same flow, if installed
-#            (pip install locust).
+#            (pip install locust);
+#   artillery — Artillery 2 (one Node process, its expect plugin silent) playing the same
+#            flow, if installed (npm install artillery; PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+#            and --ignore-scripts where its browser cannot be fetched), found on PATH or
+#            at $ARTILLERY.
 # Prints requests per generator-CPU-second (user + system, GNU time) and the ratios
-# flow/plain (goal >= 0.7), hook/plain (goal >= 0.5) and flow/locust (goal >= 10). Loopback only; every run is
-# bounded.
+# flow/plain (goal >= 0.7), hook/plain (goal >= 0.5), flow/locust (goal >= 10) and
+# flow/artillery. Loopback only; every run is bounded.
 #   bash bench/flows-vs-peers.sh
 #   REPS=5 DURATION=20s bash bench/flows-vs-peers.sh
 set -euo pipefail
@@ -114,6 +118,37 @@ class Device(FastHttpUser):
                 r.failure("not alive")
 PY
 
+cat > "$WORK/artillery.yml" <<YML
+config:
+  target: "http://127.0.0.1:$PORT"
+  phases:
+    - duration: 1
+      arrivalCount: 50
+  plugins:
+    expect:
+      outputFormat: silent
+scenarios:
+  - flow:
+      - post:
+          url: "/devices"
+          capture:
+            - json: "\$.id"
+              as: "id"
+          expect:
+            - statusCode: 201
+      - loop:
+          - post:
+              url: "/push/{{ id }}"
+              body: "x"
+              expect:
+                - statusCode: 200
+          - get:
+              url: "/health"
+              expect:
+                - statusCode: 200
+        count: 100000000
+YML
+
 timed() { taskset -c 0 /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" > "$WORK/out" 2>&1 || true
   tail -1 "$WORK/time" | awk '{printf "%.3f\n", $1 + $2}'; }
 sl() { local cpu; cpu=$(timed "$SL" --store "$WORK/s.db" load "http://127.0.0.1:$PORT" --scenario "$WORK/$1.toml" \
@@ -126,9 +161,21 @@ lc() { local cpu; cpu=$(timed python3 -m locust -f "$WORK/locustfile.py" --headl
   local n; n=$(python3 -c "import csv; r=[x for x in csv.DictReader(open('$WORK/lc_stats.csv')) if x['Name']=='Aggregated'][0]; print(int(r['Request Count']))")
   echo "$n $cpu"; }
 
+ART=${ARTILLERY:-$(command -v artillery || true)}
+served() { curl -s "127.0.0.1:$PORT/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"])'; }
+# Artillery's requests as the testbed counts them, and its CPU read from /proc before it
+# is stopped (its loop never ends by itself, and a killed process leaves its parent no
+# usage to collect).
+ar() { local before ticks pid; before=$(served)
+  taskset -c 0 "$ART" run --quiet "$WORK/artillery.yml" > "$WORK/ar.out" 2>&1 & pid=$!
+  sleep "$SECS"
+  ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+  echo "$(( $(served) - before - 1 )) $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')"; }
+
 echo "testbed on CPU 1; generators on CPU 0 (1 thread / 1 process), 50 clients, $DURATION each"
 printf '%-4s %-8s %10s %8s %12s\n' rep tool requests cpu_s req/cpu_s
-fp=(); fh=(); fl=()
+fp=(); fh=(); fl=(); fa=()
 for rep in $(seq 1 "$REPS"); do
   read -r pn pc < <(sl plain); read -r fn fc < <(sl flow); read -r hn hc < <(sl hook)
   pr=$(awk -v a="$pn" -v b="$pc" 'BEGIN{printf "%.0f", a / b}'); fr=$(awk -v a="$fn" -v b="$fc" 'BEGIN{printf "%.0f", a / b}')
@@ -143,6 +190,11 @@ for rep in $(seq 1 "$REPS"); do
     printf '%-4s %-8s %10s %8s %12s\n' "$rep" locust "$ln" "$lcpu" "$lr"
     fl+=("$(awk -v a="$fr" -v b="$lr" 'BEGIN{printf "%.2f", a / b}')")
   fi
+  if [ -n "$ART" ]; then
+    read -r an acpu < <(ar); arr=$(awk -v a="$an" -v b="$acpu" 'BEGIN{printf "%.0f", a / b}')
+    printf '%-4s %-8s %10s %8s %12s\n' "$rep" artillery "$an" "$acpu" "$arr"
+    fa+=("$(awk -v a="$fr" -v b="$arr" 'BEGIN{printf "%.2f", a / b}')")
+  fi
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 echo "flow/plain per generator-CPU-second: ${fp[*]} (median $(median "${fp[@]}"))"
@@ -151,4 +203,9 @@ if [ "$have_locust" = yes ]; then
   echo "flow/locust per generator-CPU-second: ${fl[*]} (median $(median "${fl[@]}"))"
 else
   echo "Locust not installed (pip install locust): no ratio against it"
+fi
+if [ -n "$ART" ]; then
+  echo "flow/artillery per generator-CPU-second: ${fa[*]} (median $(median "${fa[@]}"))"
+else
+  echo "Artillery not installed (npm install artillery, or ARTILLERY=PATH): no ratio against it"
 fi
