@@ -715,6 +715,7 @@ on_failure = "stop"
 [[step]]
 name = "use"
 weight = 1
+think = "2ms"
 path = "/"
 body = '{{"id": "{{{{client}}}}", "with": "{{{{token}}}}"}}'
 check.carried = {{ body_matches = '"with": "t[0-9]+x[0-9]+"' }}
@@ -817,6 +818,7 @@ on_failure = "stop"
 [[step]]
 name = "echo"
 weight = 1
+think = "2ms"
 path = "/"
 body = "ECHO {{{{me}}}}"
 check.same = {{ body_matches = "^u[0-9]+$" }}
@@ -824,6 +826,7 @@ check.same = {{ body_matches = "^u[0-9]+$" }}
 [[step]]
 name = "range"
 weight = 1
+think = "2ms"
 path = "/"
 body = "LRANGE list:{{{{client}}}} 0 -1"
 check.list = {{ json = {{ "$[1]" = "{second}" }} }}
@@ -1066,6 +1069,7 @@ on_failure = "stop"
 [[step]]
 name = "again"
 weight = 1
+think = "2ms"
 path = "/"
 body = '{{"device": "{{{{device}}}}", "seq": {{{{seq}}}}, "temperature": 21.5}}'
 check.same = {{ json = {{ "$.device" = "{expect}", "$.temperature" = 21.5 }} }}
