@@ -29,26 +29,11 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
     let mut conn: Option<Conn> = None;
     tokio::time::sleep_until(ctx.start.into()).await;
     if sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
-        let mut me = Client {
-            ctx: &ctx,
-            sc: &sc,
-            id: client,
-            slot: &slot,
-            conn: &mut conn,
-            seq: 0,
-            end: sc.end_offset(client).map(|e| ctx.start + e),
-            rng: Rng::new(mix(sc.seed ^ client)),
-            session: Session::new(&sc, ctx.client.origin()),
-        };
+        let end = sc.end_offset(client).map(|e| ctx.start + e);
+        let mut me = Client::new(&ctx, &sc, client, &slot, &mut conn, end);
         loop {
-            // A row of the CSV for this run of the flow, or none left: the client stops.
-            match sc.take_row(client, &mut me.rng) {
-                Some(row) => me.session.row = row,
-                None => {
-                    // Counted under the first step, where the flow begins.
-                    ctx.rec.lock().unwrap().count(Some(0), "flow.exhausted");
-                    break;
-                }
+            if !me.take_row() {
+                break;
             }
             if me.flow().await != Then::Restart {
                 break;
@@ -92,25 +77,11 @@ async fn session(ctx: Rc<Ctx>, sc: Arc<Scenario>, id: u64, intended: Instant) {
     let mut conn: Option<Conn> = None;
     ctx.rec.lock().unwrap().count(Some(0), "flow.sessions");
     {
-        let mut me = Client {
-            ctx: &ctx,
-            sc: &sc,
-            id,
-            slot: &slot,
-            conn: &mut conn,
-            seq: 0,
-            end: None,
-            rng: Rng::new(mix(sc.seed ^ id)),
-            session: Session::new(&sc, ctx.client.origin()),
-        };
+        let mut me = Client::new(&ctx, &sc, id, &slot, &mut conn, None);
         let mut due = intended;
         loop {
-            match sc.take_row(id, &mut me.rng) {
-                Some(row) => me.session.row = row,
-                None => {
-                    ctx.rec.lock().unwrap().count(Some(0), "flow.exhausted");
-                    break;
-                }
+            if !me.take_row() {
+                break;
             }
             match me.pass(due).await {
                 Then::Restart => {
@@ -193,7 +164,49 @@ struct Client<'a> {
     session: Session,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    /// Client `id` of `sc`, its stream seeded by the scenario and its number, ending at
+    /// `end` if its stages say.
+    fn new(
+        ctx: &'a Rc<Ctx>,
+        sc: &'a Arc<Scenario>,
+        id: u64,
+        slot: &'a Rc<Slot>,
+        conn: &'a mut Option<Conn>,
+        end: Option<Instant>,
+    ) -> Client<'a> {
+        Client {
+            ctx,
+            sc,
+            id,
+            slot,
+            conn,
+            seq: 0,
+            end,
+            rng: Rng::new(mix(sc.seed ^ id)),
+            session: Session::new(sc, ctx.client.origin()),
+        }
+    }
+
+    /// Takes a row of the CSV for this run of the flow; false when none is left (the
+    /// client stops; counted under the first step, where the flow begins).
+    fn take_row(&mut self) -> bool {
+        match self.sc.take_row(self.id, &mut self.rng) {
+            Some(row) => {
+                self.session.row = row;
+                true
+            }
+            None => {
+                self.ctx
+                    .rec
+                    .lock()
+                    .unwrap()
+                    .count(Some(0), "flow.exhausted");
+                false
+            }
+        }
+    }
+
     /// Whether the run is over for this client (cancelled, past its end, or out of
     /// `-n` tickets: taking one when not).
     fn over(&self) -> bool {
