@@ -65,14 +65,14 @@ impl Fleet {
 /// The name a scenario file has on the agents.
 const SCENARIO_FILE: &str = "scenario.toml";
 
-/// A scenario and the files it names (its `csv`, its `script`), to be sent to the
+/// A scenario and the files it names (its `csv` or `jsonl`, its `script`), to be sent to the
 /// agents: (name, content) pairs. Those files must be named relative to the scenario,
 /// inside its directory.
 fn scenario_files(path: &std::path::Path) -> crate::error::Result<Vec<(String, String)>> {
     let text = crate::os::file::read_text(path, "scenario")?;
     let mut files = vec![(SCENARIO_FILE.to_string(), text.clone())];
     let table = toml::from_str::<toml::Table>(&text).ok();
-    for key in ["csv", "script"] {
+    for key in ["csv", "jsonl", "script"] {
         let Some(name) = table
             .as_ref()
             .and_then(|t| t.get(key).and_then(|c| c.as_str()).map(String::from))

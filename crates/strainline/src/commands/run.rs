@@ -15,14 +15,22 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
     if is_scenario(&args.suite) {
         let sc = crate::load::scenario::load(&args.suite)?;
         println!(
-            "{}: valid — a scenario ({}), {}; use it with `strainline load URL --scenario FILE` or a test's scenario = \"FILE\"",
+            "{}: valid — a scenario ({}), {}{}; use it with `strainline load URL --scenario FILE` or a test's scenario = \"FILE\"",
             crate::units::printable(&args.suite.display().to_string()),
             match (&sc.arrivals, &sc.sessions) {
                 (Some(_), _) => "open model: [arrivals]".to_string(),
                 (_, Some(_)) => "open model: [sessions]".to_string(),
                 _ => crate::units::count(sc.clients, "client", "clients"),
             },
-            crate::units::count(sc.steps.len() as u64, "step", "steps")
+            crate::units::count(sc.steps.len() as u64, "step", "steps"),
+            match &sc.data {
+                None => String::new(),
+                Some(d) => format!(
+                    ", {} of data{}",
+                    crate::units::count(d.len(), "row", "rows"),
+                    if d.on_disk() { " (over 64 MiB: read from disk as clients take them)" } else { "" }
+                ),
+            }
         );
         return Ok(exit::PASSED);
     }

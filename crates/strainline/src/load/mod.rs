@@ -8,6 +8,7 @@
 pub mod client;
 mod command;
 pub mod driver;
+pub mod feed;
 pub mod flow;
 pub mod grpc;
 mod h1;

@@ -16,6 +16,7 @@ use hyper::Method;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::feed::{Data, Format, Order, Row};
 use super::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source};
 use super::request::Rendered;
 use super::template::{RandomPool, Text, Vars};
@@ -70,40 +71,6 @@ impl Think {
             // Capped at 20 means: a draw of a day would stall a client for the run.
             Think::Exponential { mean } => mean.mul_f64((-rng.unit_open0().ln()).min(20.0)),
             Think::Pace(p) => (started + p).saturating_duration_since(now),
-        }
-    }
-}
-
-/// How clients take rows of the scenario's CSV (`csv_order`): a row is taken when a
-/// client starts its flow (and again at each `restart`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// Client i uses row i mod rows (the default).
-    Client,
-    /// The next row, in file order, wrapping.
-    Sequential,
-    /// A row drawn at random (the client's seeded stream).
-    Random,
-    /// Each row once; then the client stops (`csv_exhausted = "stop"`, the default) or
-    /// the rows start again (`"wrap"`).
-    Unique { wrap: bool },
-}
-
-/// A client's row of the CSV, or `None`: the rows ran out (`unique`), the client stops.
-#[derive(Debug)]
-pub struct Feed {
-    pub order: Order,
-    /// The next row `sequential` and `unique` hand out (this generator's).
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl Clone for Feed {
-    fn clone(&self) -> Feed {
-        Feed {
-            order: self.order,
-            next: std::sync::atomic::AtomicU64::new(
-                self.next.load(std::sync::atomic::Ordering::Relaxed),
-            ),
         }
     }
 }
@@ -191,9 +158,8 @@ pub struct Scenario {
     pub sessions: Option<Arrive>,
     /// Clients start evenly spread over this.
     pub ramp_up: Duration,
-    /// CSV rows (header excluded), handed to clients as `feed` says.
-    pub rows: Vec<Vec<String>>,
-    pub feed: Feed,
+    /// Its `csv` or `jsonl` file's rows, handed to clients as `csv_order` says.
+    pub data: Option<Data>,
     pub seed: u64,
     pub steps: Vec<Step>,
     /// Random bytes for `{{random N}}`, made once from the seed.
@@ -267,35 +233,17 @@ impl Scenario {
         period.mul_f64((i as f64 * 0.618_033_988_749) % 1.0)
     }
 
-    /// The row client `client` takes as it starts its flow: `Some(None)` without a CSV,
-    /// `None` when `unique` rows ran out and the client stops.
-    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Option<Option<usize>> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let n = self.rows.len() as u64;
-        if n == 0 {
-            return Some(None);
+    /// The row client `client` takes as it starts its flow: `Some(None)` without a data
+    /// file, `None` when `unique` rows ran out and the client stops.
+    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Option<Option<Row>> {
+        match &self.data {
+            None => Some(None),
+            Some(d) => d.take(client, rng).map(Some),
         }
-        let k = match self.feed.order {
-            Order::Client => client % n,
-            Order::Sequential => self.feed.next.fetch_add(1, Relaxed) % n,
-            Order::Random => rng.below(n),
-            Order::Unique { wrap } => {
-                let k = self.feed.next.fetch_add(1, Relaxed);
-                if k >= n && !wrap {
-                    return None;
-                }
-                k % n
-            }
-        };
-        Some(Some(k as usize))
-    }
-
-    pub fn row(&self, i: u64) -> Option<&[String]> {
-        (!self.rows.is_empty()).then(|| self.rows[(i % self.rows.len() as u64) as usize].as_slice())
     }
 
     /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
-    /// paths; `values` are the client's flow variables, `row` its CSV row (`None`: row
+    /// paths; `values` are the client's flow variables, `row` its data row (`None`: row
     /// `client` mod rows).
     pub fn request(
         &self,
@@ -304,15 +252,19 @@ impl Scenario {
         seq: u64,
         pick: u64,
         values: &[Option<String>],
-        row: Option<usize>,
+        row: Option<&[String]>,
     ) -> Rendered {
         let st = &self.steps[i];
+        let own;
         let vars = Vars {
             client,
             seq,
             row: match row {
-                Some(r) => self.rows.get(r).map(Vec::as_slice),
-                None => self.row(client),
+                Some(r) => Some(r),
+                None => {
+                    own = self.data.as_ref().and_then(|d| d.row(client));
+                    own.as_deref()
+                }
             },
             random: &self.random,
             values,
@@ -391,6 +343,7 @@ struct RawScenario {
     ramp_up: Option<Spanned<String>>,
     stages: Option<Spanned<Vec<RawStage>>>,
     csv: Option<Spanned<String>>,
+    jsonl: Option<Spanned<String>>,
     seed: Option<u64>,
     cookies: Option<bool>,
     script: Option<Spanned<String>>,
@@ -509,10 +462,8 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         .map(|r| duration(r, "ramp_up"))
         .transpose()?
         .unwrap_or_default();
-    let (columns, rows) = match &raw.csv {
-        Some(c) => csv_rows(c, path, &at)?,
-        None => (Vec::new(), Vec::new()),
-    };
+    let data = data(&raw, path, &at)?;
+    let columns = data.as_ref().map(|d| d.columns.clone()).unwrap_or_default();
     let script = match &raw.script {
         None => None,
         Some(_) if arrivals.is_some() => {
@@ -586,11 +537,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         arrivals,
         sessions,
         ramp_up,
-        rows,
-        feed: Feed {
-            order: order(&raw, &at)?,
-            next: std::sync::atomic::AtomicU64::new(0),
-        },
+        data,
         seed,
         steps,
         random: RandomPool::new(seed),
@@ -904,10 +851,10 @@ fn order(
             "csv_exhausted: only rows handed out once (csv_order = \"unique\") run out".into(),
         ));
     }
-    if let (Some(o), None) = (&raw.csv_order, &raw.csv) {
+    if let (Some(o), None, None) = (&raw.csv_order, &raw.csv, &raw.jsonl) {
         return Err(at(
             o.span().start,
-            "csv_order: there is no csv file to take rows from (csv = \"FILE\")".into(),
+            "csv_order: there is no data file to take rows from (csv = \"FILE\" or jsonl = \"FILE\")".into(),
         ));
     }
     Ok(order)
@@ -1124,32 +1071,29 @@ fn on_failure(
     }
 }
 
-/// The CSV a scenario names (beside it): its header and its rows.
-fn csv_rows(
-    c: &Spanned<String>,
+/// The data file a scenario names (beside it: `csv` or `jsonl`, not both), read or
+/// indexed and checked.
+fn data(
+    raw: &RawScenario,
     path: &Path,
     at: &dyn Fn(usize, String) -> crate::Error,
-) -> crate::error::Result<(Vec<String>, Vec<Vec<String>>)> {
-    let file = path.parent().unwrap_or(Path::new(".")).join(c.get_ref());
-    let csv =
-        crate::os::file::read_text(&file, "csv").map_err(|e| at(c.span().start, e.to_string()))?;
-    let mut lines = parse_csv(&csv)
-        .map_err(|e| at(c.span().start, format!("csv: {}: {e}", file.display())))?
-        .into_iter();
-    let header = lines.next().ok_or_else(|| {
-        at(
-            c.span().start,
-            format!("csv: {} is empty (it needs a header row)", file.display()),
-        )
-    })?;
-    let rows: Vec<Vec<String>> = lines.collect();
-    if rows.is_empty() {
-        return Err(at(
-            c.span().start,
-            format!("csv: {} has a header but no rows", file.display()),
-        ));
-    }
-    Ok((header, rows))
+) -> crate::error::Result<Option<Data>> {
+    let (name, format) = match (&raw.csv, &raw.jsonl) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(j)) => {
+            return Err(at(
+                j.span().start,
+                "jsonl: the scenario has a csv file already: give one data file".into(),
+            ))
+        }
+        (Some(c), None) => (c, Format::Csv),
+        (None, Some(j)) => (j, Format::Jsonl),
+    };
+    let file = path.parent().unwrap_or(Path::new(".")).join(name.get_ref());
+    let order = order(raw, at)?;
+    Data::load(&file, format, order)
+        .map(Some)
+        .map_err(|e| at(name.span().start, e))
 }
 
 /// A step's path (a template) or paths (observed ones to pick from): where it is in the
@@ -1329,22 +1273,6 @@ fn arrivals(
     }
 }
 
-/// RFC 4180 CSV (the `csv` crate): comma-separated, fields optionally in double quotes
-/// ("" escapes a quote), blank lines skipped; rows may differ in length (checked by the
-/// caller against the header). An error says where.
-pub fn parse_csv(text: &str) -> crate::error::Result<Vec<Vec<String>>> {
-    csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text.as_bytes())
-        .records()
-        .map(|r| {
-            r.map(|rec| rec.iter().map(str::to_string).collect())
-                .map_err(|e| crate::Error::usage(e.to_string()))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1513,13 +1441,5 @@ path = "/push/{{seq}}"
             .unwrap_err()
             .to_string();
         assert!(e.contains("say who sends"), "{e}");
-    }
-
-    #[test]
-    fn csv_quotes_and_escapes() {
-        let rows = parse_csv("serial,model\nSN-1,\"ICR, 3231\"\n\n\"SN-\"\"2\"\"\",x\r\n").unwrap();
-        assert_eq!(rows.len(), 3, "the blank line is skipped: {rows:?}");
-        assert_eq!(rows[1], vec!["SN-1", "ICR, 3231"]);
-        assert_eq!(rows[2], vec!["SN-\"2\"", "x"]);
     }
 }

@@ -1,6 +1,7 @@
 //! Templated text for scenario requests: `{{client}}` (the virtual client's number),
 //! `{{seq}}` (its request counter), `{{random N}}` (N random alphanumeric bytes) and
-//! `{{csv.COLUMN}}` (the client's row of the scenario's CSV file) and `{{NAME}}` (a value
+//! `{{csv.COLUMN}}` or `{{row.COLUMN}}` (the client's row of the scenario's `csv` or
+//! `jsonl` file) and `{{NAME}}` (a value
 //! a step of the client's flow extracted). Parsed once, rendered per request into a
 //! reused buffer.
 
@@ -110,15 +111,15 @@ impl Text {
                         }
                         Piece::Random(bytes)
                     }
-                    [name] if name.starts_with("csv.") => {
+                    [name] if name.starts_with("csv.") || name.starts_with("row.") => {
                         let col = &name[4..];
                         let idx = columns.iter().position(|c| c == col).ok_or_else(|| {
                             (
                                 i,
                                 if columns.is_empty() {
-                                    format!("{{{{{name}}}}} needs a csv file (add csv = \"FILE\" to the scenario)")
+                                    format!("{{{{{name}}}}} needs a data file (add csv = \"FILE\" or jsonl = \"FILE\" to the scenario)")
                                 } else {
-                                    format!("{{{{{name}}}}}: the CSV has no column '{col}' (it has: {})", columns.join(", "))
+                                    format!("{{{{{name}}}}}: the data file has no column '{col}' (it has: {})", columns.join(", "))
                                 },
                             )
                         })?;
@@ -235,7 +236,7 @@ mod tests {
         assert_eq!(e.0, 3);
         assert!(e.1.contains("unknown placeholder '{{clinet}}'"), "{}", e.1);
         let e = Text::parse("/x/{{csv.id}}", &[]).unwrap_err();
-        assert!(e.1.contains("needs a csv file"), "{}", e.1);
+        assert!(e.1.contains("needs a data file"), "{}", e.1);
         let e = Text::parse("/x/{{csv.id}}", &["serial".to_string()]).unwrap_err();
         assert!(e.1.contains("no column 'id' (it has: serial)"), "{}", e.1);
         assert!(Text::parse("/x/{{seq", &[])

@@ -1126,3 +1126,90 @@ check.same = {{ json = {{ "$.device" = "{expect}", "$.temperature" = 21.5 }} }}
         doc["summary"]["steps"][1]["sent"].as_u64().unwrap()
     );
 }
+
+/// The peak resident memory of `cmd` (its own, by `wait4`), KiB, and its exit code.
+fn peak_rss_kib(cmd: &mut Command) -> (u64, i32) {
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (usage.ru_maxrss as u64, libc::WEXITSTATUS(status))
+}
+
+#[test]
+fn a_json_lines_feeder_larger_than_the_memory_cap_is_read_from_disk_row_by_row() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&[]);
+    // 1.2 million devices, 96 MiB: over the 64 MiB a file may hold in memory.
+    let file = s.path("devices.jsonl");
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        let pad = "p".repeat(56);
+        for i in 0..1_200_000u32 {
+            writeln!(w, "{{\"serial\": \"S{i:07}\", \"model\": {i}, \"pad\": \"{pad}\"}}").unwrap();
+        }
+    }
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(size > 90 << 20, "{size}");
+    let scenario = s.path("big.toml");
+    std::fs::write(
+        &scenario,
+        r#"clients = 4
+jsonl = "devices.jsonl"
+csv_order = "unique"
+
+[[step]]
+name = "register"
+once = true
+method = "POST"
+path = "/register"
+body = '{"id": "{{row.serial}}", "model": {{row.model}}}'
+check.new = { status = 201 }
+
+[[step]]
+name = "again"
+weight = 1
+think = "20ms"
+method = "POST"
+path = "/register"
+body = '{"id": "{{row.serial}}"}'
+check.fresh = { status = 201 }
+on_failure = "restart"
+"#,
+    )
+    .unwrap();
+    let out = s.run(&["check", scenario.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert_has(
+        &stdout(&out),
+        "1200000 rows of data (over 64 MiB: read from disk as clients take them)",
+    );
+    let url = tb.url("");
+    let json = s.path("load.json");
+    let (rss, code) = peak_rss_kib(
+        strainline()
+            .args(["--store"])
+            .arg(s.store())
+            .args(["load", "--json", json.to_str().unwrap(), "--no-tui", &url])
+            .args(["--scenario", scenario.to_str().unwrap(), "-z", "2s"])
+            .current_dir(s.path("")),
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(code, 0, "{doc}");
+    // Every registration is a new serial: each `again` re-registers its row (200, its
+    // check fails) and restarts the flow, which takes the next unique row (201).
+    let (new, repeated) = check(&doc, "register", "new");
+    assert!(new > 20 && repeated == 0, "{new} {repeated}");
+    let registered = stats_of(&tb)["registered"].as_u64().unwrap_or_default();
+    assert!(registered >= new, "{registered} {new}");
+    eprintln!("{new} registrations, peak RSS {rss} KiB");
+    // The file is not held: the generator's peak is far below its 96 MiB.
+    assert!(rss < 60 << 10, "peak RSS {rss} KiB with a {size}-byte file");
+}

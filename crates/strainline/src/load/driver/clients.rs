@@ -106,8 +106,8 @@ struct Session {
     values: Vec<Option<String>>,
     /// The step a script's `response(r)` chose to go to next (`r.next`).
     next: Option<String>,
-    /// Its row of the CSV (taken as its flow starts).
-    row: Option<usize>,
+    /// Its row of the data file (taken as its flow starts).
+    row: Option<crate::load::feed::Row>,
     jar: Jar,
     cookies: bool,
     /// The target's `Host` (a redirect within it is followed), its host alone (the
@@ -406,7 +406,7 @@ impl<'a> Client<'a> {
         }
         let pick = mix(sc.seed ^ self.id ^ (self.seq << 24));
         let s = &self.session;
-        let mut req = sc.request(i, self.id, self.seq, pick, &s.values, s.row);
+        let mut req = sc.request(i, self.id, self.seq, pick, &s.values, s.row.as_deref());
         self.seq += 1;
         if let Some(script) = sc.script.as_ref().filter(|s| s.has_request) {
             let caller = Caller {
