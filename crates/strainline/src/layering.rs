@@ -341,9 +341,18 @@ mod tests {
             }
             for m in &modules {
                 let named = [format!("proto::{m}"), format!("{m}::")];
+                // As a whole name: `ws::` but not `Rows::`.
+                let names = |code: &str, n: &str| {
+                    code.match_indices(n).any(|(i, _)| {
+                        !code[..i]
+                            .chars()
+                            .next_back()
+                            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    })
+                };
                 if text.lines().any(|l| {
                     let code = code_of(l);
-                    named.iter().any(|n| code.contains(n.as_str()))
+                    named.iter().any(|n| names(&code, n))
                 }) {
                     wrong.push(format!("{rel} names load/proto/{m}.rs"));
                 }

@@ -92,17 +92,17 @@ impl Clone for Data {
 impl Data {
     /// Reads (or indexes) `file`: every row is checked now, so that a run never meets a
     /// bad one. The error names the key and file, says which row and line, and why.
-    pub fn load(file: &Path, format: Format, order: Order) -> Result<Data, String> {
+    pub fn load(file: &Path, format: Format, order: Order) -> crate::error::Result<Data> {
         let shown = file.display();
-        let meta = crate::os::file::check(file, format.key(), u64::MAX)
-            .map_err(|e| e.to_string())?;
+        let meta = crate::os::file::check(file, format.key(), u64::MAX)?;
         let in_memory = meta.len() <= crate::os::file::MAX_INPUT;
         let Scan {
             columns,
             held,
             marks,
             count,
-        } = scan(file, format, in_memory).map_err(|e| format!("{}: {shown}{e}", format.key()))?;
+        } = scan(file, format, in_memory)
+            .map_err(|e| bad(format!("{}: {shown}: {e}", format.key())))?;
         let rows = if in_memory {
             Rows::Memory(held)
         } else {
@@ -179,20 +179,20 @@ struct Scan {
     count: u64,
 }
 
-/// Reads `file` through, checking every row; errors start with ": " or " ".
-fn scan(file: &Path, format: Format, hold: bool) -> Result<Scan, String> {
-    let mut reader = Reader::open(file, format, 0).map_err(|e| format!(": {e}"))?;
-    let columns = reader
-        .header()
-        .map_err(|e| format!(": {e}"))?
-        .ok_or_else(|| match format {
-            Format::Csv => " is empty (it needs a header row)".to_string(),
-            Format::Jsonl => " is empty (it needs a JSON object a line)".to_string(),
-        })?;
+/// Reads `file` through, checking every row; errors say what is wrong with it (the
+/// caller names it).
+fn scan(file: &Path, format: Format, hold: bool) -> crate::error::Result<Scan> {
+    let mut reader = Reader::open(file, format, 0)?;
+    let columns = reader.header()?.ok_or_else(|| {
+        bad(match format {
+            Format::Csv => "is empty (it needs a header row)",
+            Format::Jsonl => "is empty (it needs a JSON object a line)",
+        })
+    })?;
     let (mut held, mut marks, mut count) = (Vec::new(), Vec::new(), 0u64);
     loop {
         let offset = reader.offset();
-        let Some(row) = reader.row(&columns).map_err(|e| format!(": {e}"))? else {
+        let Some(row) = reader.row(&columns)? else {
             break;
         };
         if hold {
@@ -203,7 +203,7 @@ fn scan(file: &Path, format: Format, hold: bool) -> Result<Scan, String> {
         count += 1;
     }
     if count == 0 {
-        return Err(" has a header but no rows".into());
+        return Err(bad("has a header but no rows"));
     }
     Ok(Scan {
         columns,
@@ -213,8 +213,13 @@ fn scan(file: &Path, format: Format, hold: bool) -> Result<Scan, String> {
     })
 }
 
+/// What is wrong with a data file (the caller says which).
+fn bad(msg: impl Into<String>) -> crate::Error {
+    crate::Error::usage(msg)
+}
+
 impl Disk {
-    fn row(&self, k: u64) -> Result<Row, String> {
+    fn row(&self, k: u64) -> crate::error::Result<Row> {
         let block = k / STRIDE;
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((b, rows)) = last.as_ref() {
@@ -227,13 +232,13 @@ impl Disk {
         while (rows.len() as u64) < STRIDE.min(self.count - block * STRIDE) {
             match reader.row(&self.columns)? {
                 Some(r) => rows.push(r),
-                None => return Err("it was cut short since the run began".into()),
+                None => return Err(bad("was cut short since the run began")),
             }
         }
         let row = rows
             .get((k % STRIDE) as usize)
             .cloned()
-            .ok_or("it was cut short since the run began")?;
+            .ok_or_else(|| bad("was cut short since the run began"))?;
         *last = Some((block, rows));
         Ok(row)
     }
@@ -256,9 +261,10 @@ struct Reader {
 }
 
 impl Reader {
-    fn open(file: &Path, format: Format, offset: u64) -> Result<Reader, String> {
-        let mut f = std::fs::File::open(file).map_err(|e| e.to_string())?;
-        f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+    fn open(file: &Path, format: Format, offset: u64) -> crate::error::Result<Reader> {
+        let mut f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
+        f.seek(SeekFrom::Start(offset))
+            .map_err(|e| bad(e.to_string()))?;
         let buf = BufReader::with_capacity(64 << 10, f);
         let (csv, lines) = match format {
             Format::Csv => (
@@ -291,7 +297,7 @@ impl Reader {
 
     /// The columns: the CSV's header, or the first JSON object's keys (that line is a
     /// row too, and is read again as one).
-    fn header(&mut self) -> Result<Option<Vec<String>>, String> {
+    fn header(&mut self) -> crate::error::Result<Option<Vec<String>>> {
         match self.format {
             Format::Csv => Ok(self.csv_record()?.map(|r| r.to_vec())),
             Format::Jsonl => {
@@ -304,7 +310,7 @@ impl Reader {
                 let lines = self.lines.as_mut().expect("jsonl");
                 lines
                     .seek(SeekFrom::Start(start))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| bad(e.to_string()))?;
                 (self.offset, self.line) = (start, 0);
                 Ok(Some(self.keys.clone()))
             }
@@ -312,7 +318,7 @@ impl Reader {
     }
 
     /// The next row, checked against `columns`; `None` at the end.
-    fn row(&mut self, columns: &[String]) -> Result<Option<Row>, String> {
+    fn row(&mut self, columns: &[String]) -> crate::error::Result<Option<Row>> {
         self.index += 1;
         match self.format {
             Format::Csv => {
@@ -321,12 +327,12 @@ impl Reader {
                     return Ok(None);
                 };
                 if rec.len() < columns.len() {
-                    return Err(format!(
+                    return Err(bad(format!(
                         "row {} (line {line}) has {} field(s), the header {}: give every row a value for each column",
                         self.index,
                         rec.len(),
                         columns.len()
-                    ));
+                    )));
                 }
                 Ok(Some(rec.into_iter().take(columns.len()).collect()))
             }
@@ -345,10 +351,10 @@ impl Reader {
                         Some(serde_json::Value::String(s)) => row.push(s),
                         Some(v) => row.push(v.to_string()),
                         None => {
-                            return Err(format!(
+                            return Err(bad(format!(
                                 "line {} has no key '{key}' (the first line's keys are the columns: every line needs them)",
                                 self.line
-                            ))
+                            )))
                         }
                     }
                 }
@@ -357,12 +363,12 @@ impl Reader {
         }
     }
 
-    fn csv_record(&mut self) -> Result<Option<Vec<String>>, String> {
+    fn csv_record(&mut self) -> crate::error::Result<Option<Vec<String>>> {
         let csv = self.csv.as_mut().expect("csv");
         let mut rec = csv::StringRecord::new();
         let more = csv.read_record(&mut rec).map_err(|e| {
             let line = e.position().map_or(self.line + 1, |p| p.line());
-            format!("line {line}: {e}")
+            bad(format!("line {line}: {e}"))
         })?;
         // The reader counts from where it was opened: the next record starts here.
         let pos = csv.position();
@@ -372,7 +378,9 @@ impl Reader {
     }
 
     /// The next non-blank line as a JSON object.
-    fn json_object(&mut self) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
+    fn json_object(
+        &mut self,
+    ) -> crate::error::Result<Option<serde_json::Map<String, serde_json::Value>>> {
         let lines = self.lines.as_mut().expect("jsonl");
         loop {
             self.text.clear();
@@ -380,7 +388,7 @@ impl Reader {
                 .by_ref()
                 .take(crate::os::file::MAX_INPUT)
                 .read_line(&mut self.text)
-                .map_err(|e| format!("line {}: {e}", self.line + 1))?;
+                .map_err(|e| bad(format!("line {}: {e}", self.line + 1)))?;
             if n == 0 {
                 return Ok(None);
             }
@@ -391,8 +399,11 @@ impl Reader {
             }
             return match serde_json::from_str(&self.text) {
                 Ok(serde_json::Value::Object(o)) => Ok(Some(o)),
-                Ok(_) => Err(format!("line {}: not a JSON object (give one object a line, e.g. {{\"user\": \"a\"}})", self.line)),
-                Err(e) => Err(format!("line {}: not JSON: {e}", self.line)),
+                Ok(_) => Err(bad(format!(
+                    "line {}: not a JSON object (give one object a line, e.g. {{\"user\": \"a\"}})",
+                    self.line
+                ))),
+                Err(e) => Err(bad(format!("line {}: not JSON: {e}", self.line))),
             };
         }
     }
@@ -429,13 +440,22 @@ mod tests {
     #[test]
     fn a_short_row_or_a_line_without_a_key_is_refused_at_its_line() {
         let (_d, f) = write("a,b\n1,2\n3\n", "d.csv");
-        let e = Data::load(&f, Format::Csv, Order::Client).unwrap_err();
-        assert!(e.contains("row 2 (line 3) has 1 field(s), the header 2"), "{e}");
+        let e = Data::load(&f, Format::Csv, Order::Client)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 2 (line 3) has 1 field(s), the header 2"),
+            "{e}"
+        );
         let (_d, f) = write("{\"u\": \"a\", \"n\": 1}\n\n{\"u\": \"b\"}\n", "d.jsonl");
-        let e = Data::load(&f, Format::Jsonl, Order::Client).unwrap_err();
+        let e = Data::load(&f, Format::Jsonl, Order::Client)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 3 has no key 'n'"), "{e}");
         let (_d, f) = write("{\"u\": \"a\"}\n[1]\n", "d.jsonl");
-        let e = Data::load(&f, Format::Jsonl, Order::Client).unwrap_err();
+        let e = Data::load(&f, Format::Jsonl, Order::Client)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2: not a JSON object"), "{e}");
     }
 
@@ -449,7 +469,11 @@ mod tests {
         let at = |c: &str| d.columns.iter().position(|x| x == c).unwrap();
         let r = cells(d.row(1));
         assert_eq!(
-            (r[at("user")].as_str(), r[at("age")].as_str(), r[at("tags")].as_str()),
+            (
+                r[at("user")].as_str(),
+                r[at("age")].as_str(),
+                r[at("tags")].as_str()
+            ),
             ("bob", "7", "[]")
         );
     }
@@ -483,7 +507,11 @@ mod tests {
             }
             let mut rng = crate::rng::Rng::new(7);
             let mut rng2 = crate::rng::Rng::new(7);
-            for order in [Order::Sequential, Order::Random, Order::Unique { wrap: true }] {
+            for order in [
+                Order::Sequential,
+                Order::Random,
+                Order::Unique { wrap: true },
+            ] {
                 let (mut a, mut b) = (memory.clone(), disk.clone());
                 (a.order, b.order) = (order, order);
                 for c in 0..600 {

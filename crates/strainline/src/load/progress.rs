@@ -33,14 +33,14 @@ pub fn live_with<T>(
     // The live view, when it draws, replaces the line.
     let live = progress && !observer.draws() && std::io::stderr().is_terminal();
     let rate = match &plan.model {
-        super::Model::Open { rate, .. } => Some(*rate),
+        super::Model::Open { rate, .. } => Some(rate.clone()),
         _ => None,
     };
-    observer.load_starting(prefix.trim(), rate.map(|r| r.at(0.0)));
+    observer.load_starting(prefix.trim(), rate.as_ref().map(|r| r.at(0.0)));
     let mut on_second = |s: &Second, iv: &Tally| {
         observer.second(&LoadSecond {
             partial: s.partial(),
-            offered: rate.map(|r| r.at(s.t)),
+            offered: rate.as_ref().map(|r| r.at(s.t)),
             sent: iv.sent,
             completed: iv.completed,
             errors: s.errors,

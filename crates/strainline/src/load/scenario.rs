@@ -129,6 +129,12 @@ pub enum Arrive {
     PerSecond(Vec<u32>),
     /// A constant rate, evenly spaced or Poisson.
     Rate { rate: f64, poisson: bool },
+    /// `[sessions] stages`: the rate a line from 0 through these (seconds, rate)
+    /// points.
+    Staged {
+        points: Vec<(f64, f64)>,
+        poisson: bool,
+    },
 }
 
 impl Arrive {
@@ -139,6 +145,10 @@ impl Arrive {
                 c.iter().map(|&x| f64::from(x)).sum::<f64>() / c.len().max(1) as f64
             }
             Arrive::Rate { rate, .. } => *rate,
+            Arrive::Staged { points, .. } => {
+                let end = points.last().map_or(0.0, |p| p.0);
+                crate::load::schedule::Rate::Staged(points.clone()).count_by(end) / end.max(1e-9)
+            }
         }
     }
 }
@@ -357,11 +367,13 @@ struct RawScenario {
     step: Vec<Spanned<RawStep>>,
 }
 
-/// `[sessions]`: `rate = N` new sessions a second, `poisson = true` for Poisson arrivals.
+/// `[sessions]`: `rate = N` new sessions a second, or `stages` of such rates;
+/// `poisson = true` for Poisson arrivals.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSessions {
-    rate: Spanned<f64>,
+    rate: Option<Spanned<f64>>,
+    stages: Option<Spanned<Vec<RawStage>>>,
     poisson: Option<bool>,
 }
 
@@ -369,7 +381,7 @@ struct RawSessions {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStage {
-    to: Option<i64>,
+    to: Option<f64>,
     over: Option<String>,
     hold: Option<String>,
 }
@@ -574,13 +586,7 @@ fn senders(
                     .into(),
             ))
         }
-        Some(s) => Some(Arrive::Rate {
-            rate: crate::limits::RATE
-                .named("[sessions] rate")
-                .check(*s.get_ref().rate.get_ref())
-                .map_err(|e| at(s.get_ref().rate.span().start, e.to_string()))?,
-            poisson: s.get_ref().poisson.unwrap_or(false),
-        }),
+        Some(s) => Some(session_rate(s, at)?),
         None => None,
     };
     let stages = match &raw.stages {
@@ -619,6 +625,42 @@ fn senders(
         arrivals,
         sessions,
     })
+}
+
+/// `[sessions]`: a rate, or stages of rates.
+fn session_rate(
+    s: &Spanned<RawSessions>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Arrive> {
+    let poisson = s.get_ref().poisson.unwrap_or(false);
+    match (&s.get_ref().rate, &s.get_ref().stages) {
+        (Some(r), None) => Ok(Arrive::Rate {
+            rate: crate::limits::RATE
+                .named("[sessions] rate")
+                .check(*r.get_ref())
+                .map_err(|e| at(r.span().start, e.to_string()))?,
+            poisson,
+        }),
+        (None, Some(st)) => {
+            let rate = |r: f64| match r {
+                0.0 => Ok(0.0),
+                r => crate::limits::RATE.named("rate").check(r),
+            };
+            let mut t = Duration::ZERO;
+            let points = line(st, "[sessions] stages", "rate", &rate, at)?
+                .into_iter()
+                .map(|(to, over)| {
+                    t += over;
+                    (t.as_secs_f64(), to)
+                })
+                .collect();
+            Ok(Arrive::Staged { points, poisson })
+        }
+        _ => Err(at(
+            s.span().start,
+            "[sessions]: give rate = N (sessions a second) or stages = [{ to = N, over = \"30s\" }, { hold = \"1m\" }, …]".into(),
+        )),
+    }
 }
 
 /// What checking a step needs to know of the whole scenario.
@@ -781,43 +823,56 @@ fn stages(
     if arrivals || raw.clients.is_some() || raw.ramp_up.is_some() {
         return Err(at(pos, "stages: they say how many clients are active over time, instead of clients, ramp_up, [sessions] and [arrivals]; keep one".into()));
     }
+    let clients = |n: f64| match n {
+        0.0 => Ok(0.0),
+        n if n.fract() != 0.0 => Err(crate::Error::usage(format!(
+            "{n} is not a whole number of clients"
+        ))),
+        n => crate::limits::CLIENTS.check(n),
+    };
+    let line = line(st, "stages", "client", &clients, at)?;
+    Ok(line
+        .into_iter()
+        .map(|(to, over)| Stage {
+            to: to as u64,
+            over,
+        })
+        .collect())
+}
+
+/// A line of stages, `{ to = N, over = "30s" }` or `{ hold = "2m" }` each, from 0:
+/// (level at the stage's end, its length); `level` checks a `to`, `what` names it.
+fn line(
+    st: &Spanned<Vec<RawStage>>,
+    key: &str,
+    what: &str,
+    level: &dyn Fn(f64) -> crate::error::Result<f64>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<(f64, Duration)>> {
+    let pos = st.span().start;
     let mut out = Vec::new();
-    let mut level = 0u64;
+    let mut now = 0.0;
     for s in st.get_ref() {
-        let wrong = || {
-            at(
-                pos,
-                "stages: each is { to = N, over = \"30s\" } or { hold = \"2m\" }".into(),
-            )
-        };
-        let dur = |d: &str, key: &str| {
-            parse_duration(d).map_err(|e| at(pos, format!("stages: {key}: {e}")))
-        };
+        let dur =
+            |d: &str, k: &str| parse_duration(d).map_err(|e| at(pos, format!("{key}: {k}: {e}")));
         let stage = match (s.to, &s.over, &s.hold) {
-            (Some(to), Some(over), None) => {
-                let to = match to {
-                    0 => 0,
-                    n => crate::limits::CLIENTS
-                        .check(n as f64)
-                        .map_err(|e| at(pos, format!("stages: to: {e}")))?
-                        as u64,
-                };
-                Stage {
-                    to,
-                    over: dur(over, "over")?,
-                }
+            (Some(to), Some(over), None) => (
+                level(to).map_err(|e| at(pos, format!("{key}: to: {e}")))?,
+                dur(over, "over")?,
+            ),
+            (None, None, Some(hold)) => (now, dur(hold, "hold")?),
+            _ => {
+                return Err(at(
+                    pos,
+                    format!("{key}: each is {{ to = N, over = \"30s\" }} or {{ hold = \"2m\" }}"),
+                ))
             }
-            (None, None, Some(hold)) => Stage {
-                to: level,
-                over: dur(hold, "hold")?,
-            },
-            _ => return Err(wrong()),
         };
-        level = stage.to;
+        now = stage.0;
         out.push(stage);
     }
-    if out.iter().all(|s| s.to == 0) {
-        return Err(at(pos, "stages: no stage has a client; give e.g. [{ to = 10, over = \"10s\" }, { hold = \"1m\" }]".into()));
+    if out.iter().all(|s| s.0 == 0.0) {
+        return Err(at(pos, format!("{key}: no stage has a {what}; give e.g. [{{ to = 10, over = \"10s\" }}, {{ hold = \"1m\" }}]")));
     }
     Ok(out)
 }
@@ -1093,7 +1148,7 @@ fn data(
     let order = order(raw, at)?;
     Data::load(&file, format, order)
         .map(Some)
-        .map_err(|e| at(name.span().start, e))
+        .map_err(|e| at(name.span().start, e.to_string()))
 }
 
 /// A step's path (a template) or paths (observed ones to pick from): where it is in the

@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Offered load over the run.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Rate {
     /// Requests per second, constant.
     Constant(f64),
     /// From `from` to `to` requests per second, linearly over `over`.
     Ramp { from: f64, to: f64, over: Duration },
+    /// A line from 0 through these (seconds, rate) points, straight between them, the
+    /// last rate held after (stages: `[{to = 50, over = "30s"}, {hold = "1m"}]`).
+    Staged(Vec<(f64, f64)>),
 }
 
 impl Rate {
@@ -25,7 +28,38 @@ impl Rate {
                 let d = over.as_secs_f64();
                 from + (to - from) * (t / d).clamp(0.0, 1.0)
             }
+            Rate::Staged(ref points) => {
+                let (mut t0, mut r0) = (0.0, 0.0);
+                for &(t1, r1) in points {
+                    if t <= t1 {
+                        return if t1 > t0 {
+                            r0 + (r1 - r0) * (t - t0) / (t1 - t0)
+                        } else {
+                            r1
+                        };
+                    }
+                    (t0, r0) = (t1, r1);
+                }
+                r0
+            }
         }
+    }
+
+    /// The highest rate it reaches.
+    pub fn peak(&self) -> f64 {
+        match *self {
+            Rate::Constant(r) => r,
+            Rate::Ramp { from, to, .. } => from.max(to),
+            Rate::Staged(ref points) => points.iter().map(|p| p.1).fold(0.0, f64::max),
+        }
+    }
+
+    /// The stages' line as (start, end, rate at start, rate at end) segments, from 0.
+    fn segments(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64, f64, f64)> + '_ {
+        let starts = std::iter::once((0.0, 0.0)).chain(points.iter().copied());
+        starts
+            .zip(points)
+            .map(|((t0, r0), &(t1, r1))| (t0, t1, r0, r1))
     }
 
     /// Requests expected by `t` seconds: the integral of the rate.
@@ -37,6 +71,18 @@ impl Rate {
                 let tt = t.min(d);
                 let ramp = from * tt + (to - from) * tt * tt / (2.0 * d);
                 ramp + to * (t - tt).max(0.0)
+            }
+            Rate::Staged(ref points) => {
+                let mut n = 0.0;
+                for (t0, t1, r0, _) in Rate::segments(points) {
+                    if t <= t0 {
+                        return n;
+                    }
+                    let u = t.min(t1);
+                    n += (r0 + self.at(u)) / 2.0 * (u - t0);
+                }
+                let (end, last) = points.last().copied().unwrap_or_default();
+                n + last * (t - end).max(0.0)
             }
         }
     }
@@ -58,8 +104,32 @@ impl Rate {
                 // from·t + k·t²/2 = n  →  t = (−from + √(from² + 2kn)) / k
                 (-from + (from * from + 2.0 * k * n).max(0.0).sqrt()) / k
             }
+            Rate::Staged(ref points) => {
+                let mut left = n;
+                for (t0, t1, r0, r1) in Rate::segments(points) {
+                    let here = (r0 + r1) / 2.0 * (t1 - t0);
+                    if left <= here && here > 0.0 {
+                        return t0 + within(r0, (r1 - r0) / (t1 - t0), left);
+                    }
+                    left -= here;
+                }
+                match points.last() {
+                    Some(&(end, last)) if last > 0.0 => end + left / last,
+                    // The line ended at 0: no more sends.
+                    _ => f64::INFINITY,
+                }
+            }
         }
     }
+}
+
+/// When, from a segment's start at rate `r0` rising by `k` a second, `n` sends are due.
+fn within(r0: f64, k: f64, n: f64) -> f64 {
+    if k.abs() < 1e-12 {
+        return n / r0;
+    }
+    // r0·t + k·t²/2 = n  →  t = (−r0 + √(r0² + 2kn)) / k
+    (-r0 + (r0 * r0 + 2.0 * k * n).max(0.0).sqrt()) / k
 }
 
 /// How arrivals are spread.
@@ -296,7 +366,7 @@ impl Iterator for Share {
             }
         };
         let t = self.rate.time_of(n);
-        if self.until.is_some_and(|u| t >= u) {
+        if !t.is_finite() || self.until.is_some_and(|u| t >= u) {
             return None;
         }
         self.k += 1;
@@ -309,13 +379,51 @@ impl Iterator for Share {
 mod tests {
     use super::*;
 
+    /// Stages up to 20/s over 1 s, held 1 s, down to 0 over 1 s: 10 + 20 + 10 sends,
+    /// and none after the line reaches 0; `time_of` inverts `count_by` everywhere.
+    #[test]
+    fn staged_rates_follow_their_line_and_end_at_zero() {
+        let rate = Rate::Staged(vec![(1.0, 20.0), (2.0, 20.0), (3.0, 0.0)]);
+        assert_eq!(
+            (rate.at(0.5), rate.at(1.5), rate.at(2.75)),
+            (10.0, 20.0, 5.0)
+        );
+        assert_eq!(rate.peak(), 20.0);
+        for (t, n) in [
+            (1.0, 10.0),
+            (2.0, 30.0),
+            (3.0, 40.0),
+            (9.0, 40.0),
+            (0.5, 2.5),
+        ] {
+            assert!(
+                (rate.count_by(t) - n).abs() < 1e-9,
+                "{t}: {}",
+                rate.count_by(t)
+            );
+        }
+        for n in [0.0, 1.0, 2.5, 9.99, 10.0, 17.0, 30.0, 35.0, 39.9] {
+            let t = rate.time_of(n);
+            assert!((rate.count_by(t) - n).abs() < 1e-6, "{n}: t {t}");
+        }
+        assert!(rate.time_of(40.5).is_infinite());
+        let sends: Vec<f64> = (0..2)
+            .flat_map(|w| {
+                let until = Some(Duration::from_secs(3));
+                Share::new(rate.clone(), Arrivals::Uniform, w, 2, None, until)
+            })
+            .collect();
+        assert_eq!(sends.len(), 40, "{sends:?}");
+        assert!(sends.iter().all(|&t| t < 3.0));
+    }
+
     #[test]
     fn constant_rate_is_evenly_spaced_across_workers() {
         let rate = Rate::Constant(1000.0);
         let mut all: Vec<f64> = (0..4)
             .flat_map(|w| {
                 Share::new(
-                    rate,
+                    rate.clone(),
                     Arrivals::Uniform,
                     w,
                     4,
@@ -362,7 +470,7 @@ mod tests {
         let rate = Rate::Constant(2.75);
         let mut all: Vec<(f64, u64)> = (0..3)
             .flat_map(|w| {
-                let mut s = Share::new(rate, arrivals.clone(), w, 3, None, until);
+                let mut s = Share::new(rate.clone(), arrivals.clone(), w, 3, None, until);
                 std::iter::from_fn(move || s.next().map(|t| (t, s.position()))).collect::<Vec<_>>()
             })
             .collect();
@@ -375,7 +483,7 @@ mod tests {
         // In time order the positions are the global schedule's, each once…
         assert!(all.iter().enumerate().all(|(i, (_, p))| *p == i as u64));
         // …and one worker alone sends the same instants; a pass's repeat draws new ones.
-        let one: Vec<f64> = Share::new(rate, arrivals.clone(), 0, 1, None, until).collect();
+        let one: Vec<f64> = Share::new(rate.clone(), arrivals.clone(), 0, 1, None, until).collect();
         assert_eq!(one, all.iter().map(|x| x.0).collect::<Vec<_>>());
         assert_ne!(one[0].fract(), one[11].fract());
         assert_eq!(arrivals.count_by(&rate, 10.0), 25.0);
@@ -387,7 +495,7 @@ mod tests {
     fn a_count_is_split_exactly() {
         let rate = Rate::Constant(100.0);
         let n: usize = (0..3)
-            .map(|w| Share::new(rate, Arrivals::Uniform, w, 3, Some(1000), None).count())
+            .map(|w| Share::new(rate.clone(), Arrivals::Uniform, w, 3, Some(1000), None).count())
             .sum();
         assert_eq!(n, 1000);
     }
@@ -401,7 +509,7 @@ mod tests {
             over: Duration::from_secs(10),
         };
         let times: Vec<f64> = Share::new(
-            rate,
+            rate.clone(),
             Arrivals::Uniform,
             0,
             1,
@@ -422,7 +530,7 @@ mod tests {
         let times: Vec<f64> = (0..2)
             .flat_map(|w| {
                 Share::new(
-                    rate,
+                    rate.clone(),
                     Arrivals::Poisson { seed: 7 },
                     w,
                     2,
@@ -441,7 +549,7 @@ mod tests {
         let mut union = times.clone();
         union.sort_by(f64::total_cmp);
         let one: Vec<f64> = Share::new(
-            rate,
+            rate.clone(),
             Arrivals::Poisson { seed: 7 },
             0,
             1,

@@ -701,6 +701,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                     }
                     format!("open model, {r} req/s constant")
                 }
+                Rate::Staged(_) => unreachable!("stages come from a scenario's [sessions]"),
             };
             let d = match spec.client.streams {
                 m if m > 1000 => return Err(bad(format!("--streams {m}: give 1 to 1000 streams"))),
@@ -709,7 +710,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             };
             (
                 Model::Open {
-                    rate: *rate,
+                    rate: rate.clone(),
                     arrivals,
                     requests: None,
                 },
@@ -902,23 +903,38 @@ fn scenario_model(
         }
     }
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();
-    if let Some(scenario::Arrive::Rate { rate, poisson }) = sc.sessions {
-        *threads = (*threads).min((rate.floor() as usize).max(1));
+    if let Some(sessions) = &sc.sessions {
+        let (rate, poisson, shown) = match sessions {
+            scenario::Arrive::Rate { rate, poisson } => (
+                Rate::Constant(*rate),
+                *poisson,
+                format!("at {rate} a second"),
+            ),
+            scenario::Arrive::Staged { points, poisson } => {
+                let end = points.last().map_or(0.0, |p| p.0);
+                *natural = Duration::from_secs_f64(end);
+                let shown = format!(
+                    "in {} stages to at most {} a second over {}",
+                    points.len(),
+                    Rate::Staged(points.clone()).peak(),
+                    crate::units::format_duration(*natural)
+                );
+                (Rate::Staged(points.clone()), *poisson, shown)
+            }
+            scenario::Arrive::PerSecond(_) => unreachable!("sessions come at a rate"),
+        };
+        *threads = (*threads).min((rate.peak().floor() as usize).max(1));
         let (arrivals, how) = if poisson {
             (Arrivals::Poisson { seed: sc.seed }, "Poisson")
         } else {
             (Arrivals::Uniform, "evenly spaced")
         };
         let d = format!(
-            "scenario {} (open model, sessions at {rate} a second, {how}, {} each)",
+            "scenario {} (open model, sessions {shown}, {how}, {} each)",
             path.display(),
             crate::units::count(sc.steps.len() as u64, "step", "steps")
         );
-        let model = Model::Sessions {
-            sc,
-            rate: Rate::Constant(rate),
-            arrivals,
-        };
+        let model = Model::Sessions { sc, rate, arrivals };
         return Ok((model, d, names));
     }
     match &sc.arrivals {
@@ -960,6 +976,7 @@ fn scenario_model(
                     (Arrivals::Poisson { seed: sc.seed }, "Poisson".to_string())
                 }
                 scenario::Arrive::Rate { .. } => (Arrivals::Uniform, "evenly spaced".to_string()),
+                scenario::Arrive::Staged { .. } => unreachable!("stages are for [sessions]"),
             };
             let d = format!(
                 "scenario {} (open model, {how}, mean {mean:.1} req/s, {})",

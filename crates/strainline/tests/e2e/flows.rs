@@ -1128,6 +1128,7 @@ check.same = {{ json = {{ "$.device" = "{expect}", "$.temperature" = 21.5 }} }}
 }
 
 /// The peak resident memory of `cmd` (its own, by `wait4`), KiB, and its exit code.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which gives its own rusage
 fn peak_rss_kib(cmd: &mut Command) -> (u64, i32) {
     let child = cmd
         .stdout(std::process::Stdio::null())
@@ -1152,7 +1153,11 @@ fn a_json_lines_feeder_larger_than_the_memory_cap_is_read_from_disk_row_by_row()
         let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
         let pad = "p".repeat(56);
         for i in 0..1_200_000u32 {
-            writeln!(w, "{{\"serial\": \"S{i:07}\", \"model\": {i}, \"pad\": \"{pad}\"}}").unwrap();
+            writeln!(
+                w,
+                "{{\"serial\": \"S{i:07}\", \"model\": {i}, \"pad\": \"{pad}\"}}"
+            )
+            .unwrap();
         }
     }
     let size = std::fs::metadata(&file).unwrap().len();
@@ -1212,4 +1217,60 @@ on_failure = "restart"
     eprintln!("{new} registrations, peak RSS {rss} KiB");
     // The file is not held: the generator's peak is far below its 96 MiB.
     assert!(rss < 60 << 10, "peak RSS {rss} KiB with a {size}-byte file");
+}
+
+/// Session rates in stages: up to 20 a second over 1 s, held 1 s, down to 0 over 1 s —
+/// the line's 10 + 20 + 10 = 40 sessions, the run ending by itself after 3 s.
+#[test]
+fn session_rates_in_stages_follow_their_line_and_end_the_run() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&[]);
+    let scenario = s.path("staged.toml");
+    std::fs::write(
+        &scenario,
+        r#"[sessions]
+stages = [{ to = 20, over = "1s" }, { hold = "1s" }, { to = 0, over = "1s" }]
+
+[[step]]
+name = "register"
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+check.created = { status = 201 }
+"#,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &tb.url(""),
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+        ],
+    );
+    let took = started.elapsed();
+    assert_exit(&out, 0);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["flow"]["sessions"], 40, "{}", stdout(&out));
+    assert_eq!(stats_of(&tb)["registers"], 40);
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    assert_has(
+        &stdout(&out),
+        "sessions in 3 stages to at most 20 a second over 3.00s",
+    );
+    // A line that never rises is refused before the run, at its line.
+    std::fs::write(
+        &scenario,
+        "[sessions]\nstages = [{ hold = \"1s\" }]\n[[step]]\npath = \"/\"\n",
+    )
+    .unwrap();
+    let out = s.run(&["check", scenario.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        ":2:10: [sessions] stages: no stage has a rate",
+    );
 }

@@ -1262,6 +1262,7 @@ pub fn run_from(
                                     // of·threads in the one global schedule.
                                     let (worker, workers) =
                                         (slice.index + slice.of * w, slice.of * threads);
+                                    let peak = rate.peak();
                                     let share = Share::new(
                                         rate,
                                         arrivals,
@@ -1275,8 +1276,7 @@ pub fn run_from(
                                         w,
                                     )
                                     .max(1);
-                                    let per_worker = rate.at(0.0).max(rate.at(f64::MAX))
-                                        / (slice.of * threads) as f64;
+                                    let per_worker = peak / (slice.of * threads) as f64;
                                     let streams = plan.streams;
                                     open(ctx, share, cap, streams, per_worker, requests).await;
                                 }
