@@ -98,6 +98,26 @@ pub struct Step {
     pub follow: bool,
     /// What of its reply the protocol keeps (for the jar, extractions and checks).
     pub keep: Keep,
+    /// `loop = { from = "STEP", times = N }`: after this step, the flow goes back to
+    /// `from` until the group ran `times` times.
+    pub repeat: Option<Loop>,
+}
+
+/// A loop over a group of a flow's steps: from step `from` to the step that has it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loop {
+    pub from: usize,
+    /// How many times the group runs in all (a range is drawn each time the loop
+    /// starts, from the client's stream).
+    pub least: u32,
+    pub most: u32,
+}
+
+impl Loop {
+    /// Times the group runs this time.
+    pub fn draw(&self, rng: &mut crate::rng::Rng) -> u32 {
+        self.least + rng.below(u64::from(self.most - self.least) + 1) as u32
+    }
 }
 
 /// The most redirects a step follows before it fails (`redirects`), as browsers do.
@@ -416,6 +436,16 @@ struct RawStep {
     check: BTreeMap<String, Spanned<RawCheck>>,
     on_failure: Option<Spanned<toml::Value>>,
     follow: Option<bool>,
+    #[serde(rename = "loop")]
+    repeat: Option<Spanned<RawLoop>>,
+}
+
+/// `loop = { from = "add", times = 3 }` (or `times = "1..5"`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoop {
+    from: String,
+    times: toml::Value,
 }
 
 /// `extract.NAME = { json = "$.token" }` (or `regex`, `header`, `cookie`).
@@ -543,6 +573,14 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     for (i, spanned) in raw.step.iter().enumerate() {
         steps.push(step(i, spanned, &whole, &template, &duration, &at)?);
     }
+    let first_loop = raw.step.iter().find_map(|s| s.get_ref().repeat.as_ref());
+    if let (Some(_), Some(l)) = (&arrivals, first_loop) {
+        return Err(at(
+            l.span().start,
+            "loop: with [arrivals] each request is on its own; loops are for clients' and sessions' flows".into(),
+        ));
+    }
+    loops(&raw, &mut steps, sessions.is_some(), &at)?;
     Ok(Scenario {
         clients,
         stages,
@@ -808,7 +846,77 @@ fn step(
         on_failure,
         follow,
         keep,
+        repeat: None,
     })
+}
+
+/// The steps' `loop`s, checked and resolved once every step is known: `from` names
+/// this step or an earlier one of the same flow sequence (clients' `once` steps, or a
+/// session's steps), and two groups are nested or apart, never crossed.
+fn loops(
+    raw: &RawScenario,
+    steps: &mut [Step],
+    sessions: bool,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<()> {
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for (i, spanned) in raw.step.iter().enumerate() {
+        let Some(l) = &spanned.get_ref().repeat else {
+            continue;
+        };
+        let (pos, name) = (l.span().start, steps[i].name.clone());
+        let wrong = |msg: String| at(pos, format!("step '{name}': loop: {msg}"));
+        if !sessions && steps[i].when != When::Once {
+            return Err(wrong("a loop goes over a flow's steps in order: give it to a once step (with [sessions], to any step); a weighted or periodic step repeats already".into()));
+        }
+        let from = steps[..=i]
+            .iter()
+            .position(|s| s.name == l.get_ref().from)
+            .ok_or_else(|| {
+                wrong(format!(
+                    "from = '{}': give the name of this step or an earlier one",
+                    l.get_ref().from
+                ))
+            })?;
+        if !sessions && steps[from].when != When::Once {
+            return Err(wrong(format!(
+                "from = '{}': a once step, as this one is",
+                steps[from].name
+            )));
+        }
+        let bad_times = || {
+            wrong(
+                "times: give a count (times = 3) or a range (times = \"1..5\"), at least 1".into(),
+            )
+        };
+        let (least, most) = match &l.get_ref().times {
+            toml::Value::Integer(n) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+                (*n as u32, *n as u32)
+            }
+            toml::Value::String(r) => {
+                let (a, b) = r.split_once("..").ok_or_else(bad_times)?;
+                let a: u32 = a.trim().parse().map_err(|_| bad_times())?;
+                let b: u32 = b.trim().parse().map_err(|_| bad_times())?;
+                if a < 1 || b < a {
+                    return Err(bad_times());
+                }
+                (a, b)
+            }
+            _ => return Err(bad_times()),
+        };
+        if let Some(&(a, b)) = groups
+            .iter()
+            .find(|&&(a, b)| (a < from && from <= b) || (from < a && a <= i && i < b))
+        {
+            return Err(wrong(format!(
+                "its steps ('{}' to '{name}') cross another loop's ('{}' to '{}'): loops must be nested or apart",
+                steps[from].name, steps[a].name, steps[b].name
+            )));
+        }
+        groups.push((from, i));
+        steps[i].repeat = Some(Loop { from, least, most });
+    }
+    Ok(())
 }
 
 /// `stages = [{ to = 200, over = "30s" }, { hold = "2m" }, { to = 0, over = "10s" }]`,
@@ -1412,6 +1520,49 @@ body = "{{random 512}}"
             .unwrap_err()
             .to_string();
         assert!(e.contains("say when it runs"), "{e}");
+    }
+
+    #[test]
+    fn loops_name_an_earlier_step_of_the_sequence_and_draw_their_times() {
+        let flow = |tail: &str| {
+            format!("clients = 1\n[[step]]\nname = \"a\"\nonce = true\npath = \"/\"\n[[step]]\nname = \"b\"\n{tail}\npath = \"/\"\n")
+        };
+        let sc = parse(
+            &flow("once = true\nloop = { from = \"a\", times = \"2..4\" }"),
+            Path::new("f.toml"),
+        )
+        .unwrap();
+        let l = sc.steps[1].repeat.unwrap();
+        assert_eq!((l.from, l.least, l.most), (0, 2, 4));
+        let mut rng = crate::rng::Rng::new(3);
+        let drawn: std::collections::BTreeSet<u32> = (0..200).map(|_| l.draw(&mut rng)).collect();
+        assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [2, 3, 4]);
+        for (tail, why) in [
+            (
+                "once = true\nloop = { from = \"c\", times = 2 }",
+                "from = 'c': give the name of this step or an earlier one",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", times = 0 }",
+                "times: give a count",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", times = \"3..1\" }",
+                "times: give a count",
+            ),
+            (
+                "weight = 1\nloop = { from = \"a\", times = 2 }",
+                "give it to a once step",
+            ),
+        ] {
+            let e = parse(&flow(tail), Path::new("f.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why) && e.starts_with("f.toml:9:"), "{e}");
+        }
+        let open = format!("{OPEN}loop = {{ from = \"x\", times = 2 }}\n");
+        let e = parse(&open, Path::new("o.toml")).unwrap_err().to_string();
+        assert!(e.contains("loop: with [arrivals]"), "{e}");
     }
 
     const OPEN: &str = r#"

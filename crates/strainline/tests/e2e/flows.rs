@@ -1274,3 +1274,81 @@ check.created = { status = 201 }
         ":2:10: [sessions] stages: no stage has a rate",
     );
 }
+
+/// A loop over a group of steps: each session registers once, then pushes and reads
+/// its health three times (the group's two steps, in order, three times): the testbed
+/// counts exactly three pushes a session. Loops that cross are refused at their line.
+#[test]
+fn a_loop_runs_its_group_of_steps_its_times_in_order() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&[]);
+    let scenario = s.path("loop.toml");
+    std::fs::write(
+        &scenario,
+        r#"[sessions]
+rate = 10
+
+[[step]]
+name = "register"
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+
+[[step]]
+name = "push"
+method = "POST"
+path = "/push/{{id}}"
+body = '{"t": {{seq}}}'
+check.pushed = { status = 200 }
+
+[[step]]
+name = "health"
+path = "/health"
+loop = { from = "push", times = 3 }
+"#,
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &tb.url(""),
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "2s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let sessions = n(&steps[0]["flow"]["sessions"]);
+    assert_eq!(sessions, 20, "{}", stdout(&out));
+    let completed = n(&steps[2]["flow"]["completed"]);
+    assert_eq!(n(&stats_of(&tb)["pushes"]), n(&steps[1]["ok"]));
+    assert_eq!(
+        n(&steps[1]["sent"]),
+        n(&steps[2]["sent"]),
+        "{}",
+        stdout(&out)
+    );
+    // Every completed session pushed three times; one cut short by the run's end fewer.
+    assert!(
+        n(&steps[1]["sent"]) >= 3 * completed && n(&steps[1]["sent"]) <= 3 * sessions,
+        "{}",
+        stdout(&out)
+    );
+    assert!(completed >= 18, "{}", stdout(&out));
+    std::fs::write(
+        &scenario,
+        "clients = 1\n[[step]]\nname = \"a\"\nonce = true\npath = \"/\"\n[[step]]\nname = \"b\"\nonce = true\npath = \"/\"\nloop = { from = \"a\", times = 2 }\n[[step]]\nname = \"c\"\nonce = true\npath = \"/\"\nloop = { from = \"b\", times = 2 }\n",
+    )
+    .unwrap();
+    let out = s.run(&["check", scenario.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        ":15:8: step 'c': loop: its steps ('b' to 'c') cross another loop's ('a' to 'b'): loops must be nested or apart",
+    );
+}

@@ -226,17 +226,12 @@ impl<'a> Client<'a> {
     /// end) whose timing state would only be scattered by splitting it.
     async fn flow(&mut self) -> Then {
         let sc = self.sc.clone();
-        for (i, _) in sc
-            .steps
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.when == When::Once)
-        {
-            let started = Instant::now();
-            let then = self.step(i, started).await;
-            if then != Then::Next || !self.think(i, started).await {
-                return then.min_end();
-            }
+        let once: Vec<usize> = (0..sc.steps.len())
+            .filter(|&i| sc.steps[i].when == When::Once)
+            .collect();
+        let then = self.sequence(&once, Instant::now()).await;
+        if then != Then::Next {
+            return then;
         }
         let t0 = Instant::now();
         let mut periodic: Vec<(usize, Duration, Instant)> = sc
@@ -321,16 +316,39 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// A session's pass: every step once, in order, the first due at `due`; `Next` when
-    /// every step was run.
-    async fn pass(&mut self, mut due: Instant) -> Then {
-        for i in 0..self.sc.steps.len() {
+    /// A session's pass: every step once, in order (its loops as they say), the first
+    /// due at `due`; `Next` when every step was run.
+    async fn pass(&mut self, due: Instant) -> Then {
+        let all: Vec<usize> = (0..self.sc.steps.len()).collect();
+        self.sequence(&all, due).await
+    }
+
+    /// Steps `order` one after the other, the first due at `due`, each next one when
+    /// the last ended and its think time passed; a step with a `loop` goes back to its
+    /// group's first step until the group ran its times. `Next` when all were run.
+    async fn sequence(&mut self, order: &[usize], mut due: Instant) -> Then {
+        let sc = self.sc.clone();
+        // Each loop's runs so far and its times this time, by the step that ends it.
+        let mut laps: Vec<Option<(u32, u32)>> = vec![None; sc.steps.len()];
+        let mut k = 0;
+        while let Some(&i) = order.get(k) {
             let started = Instant::now();
             let then = self.step(i, due).await;
             if then != Then::Next || !self.think(i, started).await {
                 return then.min_end();
             }
             due = Instant::now();
+            k += 1;
+            if let Some(l) = sc.steps[i].repeat {
+                let rng = &mut self.rng;
+                let (done, times) = laps[i].get_or_insert_with(|| (0, l.draw(rng)));
+                *done += 1;
+                if *done < *times {
+                    k = order.iter().position(|&j| j == l.from).expect("checked");
+                } else {
+                    laps[i] = None;
+                }
+            }
         }
         Then::Next
     }
