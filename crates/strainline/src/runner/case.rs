@@ -10,7 +10,7 @@ use crate::sut::lifecycle;
 /// made ready (or an interrupt before it was) measured nothing (invalid); any other
 /// error fails the case.
 pub fn outcome(ctx: &CaseCtx) -> CaseResult {
-    run(ctx).unwrap_or_else(|e| {
+    let r = run(ctx).unwrap_or_else(|e| {
         let mut r = CaseResult::new();
         let status = match e {
             crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
@@ -18,7 +18,35 @@ pub fn outcome(ctx: &CaseCtx) -> CaseResult {
         };
         r.fail(status, e.to_string());
         r
-    })
+    });
+    expected(ctx.test.expect_failure, r)
+}
+
+/// A case that shows a defect being caught (`expect = "failed"`): its failure is what
+/// it is there for — it passes, "caught, as expected", the failure's reasons kept —
+/// and its pass is a failure (the defect went unseen). An invalid or crashed case stays
+/// what it is: nothing was caught.
+fn expected(expect_failure: bool, mut r: CaseResult) -> CaseResult {
+    if !expect_failure {
+        return r;
+    }
+    match r.status {
+        Status::Failed => {
+            let caught = std::mem::take(&mut r.reasons);
+            r.status = Status::Passed;
+            r.reasons.push(format!(
+                "caught, as expected (expect = \"failed\"): {}",
+                caught.join("; ")
+            ));
+            r.add_details(serde_json::json!({ "expected": "failed", "caught": caught }));
+        }
+        Status::Passed => r.fail(
+            Status::Failed,
+            "expected to fail (expect = \"failed\") but passed: the defect it is there to show was not caught".into(),
+        ),
+        Status::Invalid | Status::Crashed => {}
+    }
+    r
 }
 
 /// One case: start what it needs, run its kind, stop, and gather the target's figures.

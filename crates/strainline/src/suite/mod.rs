@@ -73,6 +73,9 @@ pub struct Test {
     pub gates: Vec<Gate>,
     /// Gates naming metrics a harness prints, checked after it ran.
     pub harness_gates: Vec<String>,
+    /// `expect = "failed"`: the case demonstrates a defect being caught; its failure
+    /// is the suite's pass ("caught, as expected"), and its pass a failure.
+    pub expect_failure: bool,
     /// The monitor's sampling interval.
     pub interval: Duration,
     /// Record the target's CPU stacks with `perf` during the case: a flame graph.

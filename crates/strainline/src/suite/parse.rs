@@ -869,6 +869,17 @@ fn test(
             doc.at(doc.key_offset(span.start, "reply_field"), msg)
         })?;
     }
+    let expect_failure = match &t.expect {
+        None => false,
+        Some(e) if e.get_ref() == "failed" => true,
+        Some(e) if e.get_ref() == "passed" => false,
+        Some(e) => {
+            return Err(doc.at(
+                e.span().start,
+                format!("expect: '{}': give \"failed\" (the test shows a defect being caught: its failure passes the suite) or \"passed\" (the default)", e.get_ref()),
+            ))
+        }
+    };
     let spec = spec(doc, kind, t, has_target, &needs)?;
     Ok(Test {
         name: t.name.clone(),
@@ -891,6 +902,7 @@ fn test(
             .collect(),
         gates,
         harness_gates,
+        expect_failure,
         interval: doc.opt_dur(&t.interval, "interval", Duration::from_millis(250), false)?,
         profile: t.profile,
         spec,

@@ -94,6 +94,7 @@ pub struct RawTest {
     pub matrix: BTreeMap<String, Vec<toml::Value>>,
     #[serde(default)]
     pub gates: Vec<Spanned<String>>,
+    pub expect: Option<Spanned<String>>,
     pub interval: Option<Spanned<String>>,
     pub url: Option<String>,
     pub scenario: Option<Spanned<String>>,
@@ -142,7 +143,7 @@ pub struct RawTest {
 /// The keys every test takes, whatever its kind; the rest are its kind's
 /// ([`super::parse`]'s `own_keys`) or its workload's.
 pub const COMMON_KEYS: &[&str] = &[
-    "name", "kind", "repeat", "matrix", "gates", "interval", "profile",
+    "name", "kind", "repeat", "matrix", "gates", "expect", "interval", "profile",
 ];
 
 /// The kind-specific keys each `[[test]]` sets, read from the file's own tables (not

@@ -193,13 +193,14 @@ fn init_for_a_running_service_watches_the_process_on_its_port_and_leaves_it_runn
 fn every_example_runs_as_shipped_from_a_clone_shortened() {
     let _bench = loaded();
     // (file, extra arguments): time scales that keep each under ~20 s here, every test
-    // meant to pass. Left out: the object store's unsafe writer, meant to be caught
-    // (run::crash_tests_fail_the_unsafe_store_and_pass_the_safe_one), and the IoT
-    // programme's 2 h scenario soak — 14 s of it cannot tell the allocator's warm-up
-    // from a leak (run::a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable).
-    let runs: [(&str, &[&str]); 7] = [
+    // meant to pass — the object store's unsafe writer by being caught, as its
+    // `expect = "failed"` says. Left out: the IoT programme's 2 h scenario soak — 14 s
+    // of it cannot tell the allocator's warm-up from a leak
+    // (run::a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable).
+    let runs: [(&str, &[&str]); 8] = [
         ("stress-suite", &[]),
         ("object-store", &["--only", "crash-kill-during-commit"]),
+        ("object-store", &["--only", "crash-unsafe-writer"]),
         ("object-store", &["--only", "perf-stress"]),
         ("job-server-leak", &["--time-scale", "0.01"]),
         // As shipped: its version comes from the suite's own default.
@@ -228,6 +229,10 @@ fn every_example_runs_as_shipped_from_a_clone_shortened() {
                 stdout(&out),
                 stderr(&out)
             );
+            if extra.contains(&"crash-unsafe-writer") {
+                assert_has(&stdout(&out), "caught, as expected (expect = \"failed\"): ");
+                assert_has(&stdout(&out), "iterations failed verification");
+            }
         });
     }
 }

@@ -202,6 +202,19 @@ fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
         let out = run_suite(&s, &crash_suite(""), &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
         assert_eq!(metric(&case_metrics(&s)[0], "survived_iterations"), 10.0);
+        // A test there to show the defect caught (`expect = "failed"`) fails the suite
+        // when the defect goes unseen: here the safe store, which survives.
+        let s = Scratch::new();
+        let expecting = crash_suite("").replace(
+            "kind = \"crash\"\n",
+            "kind = \"crash\"\nexpect = \"failed\"\n",
+        );
+        let out = run_suite(&s, &expecting, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert_has(
+            &stdout(&out),
+            "expected to fail (expect = \"failed\") but passed: the defect it is there to show was not caught",
+        );
     });
 }
 
