@@ -13,7 +13,7 @@
 # redis-server (a target that daemonises, and the Redis protocol's server; redis-cli counts
 # its keys), python3-websockets and python3-grpcio (a
 # WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
-# agent's TLS port); and from PyPI kubernetes-validate (the Kubernetes API schemas).
+# agent's TLS port), man-db (it renders strainline's man pages); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
 need=()
@@ -34,6 +34,8 @@ python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 # …and its Django (a web framework we did not write: sessions, CSRF, its admin login).
 /usr/bin/python3 -c 'import django' 2>/dev/null || need+=(python3 python3-django)
 command -v tmux >/dev/null || need+=(tmux)
+# man renders the man pages `strainline man` writes.
+command -v man >/dev/null || need+=(man-db)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v jq >/dev/null || need+=(jq)

@@ -100,6 +100,15 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Write man pages generated from this help: strainline(1) and one per command
+    /// (strainline-load(1), …), into --dir; without it, print strainline(1) (e.g.
+    /// `strainline man --dir ~/.local/share/man/man1`, then `man strainline`).
+    Man {
+        /// The directory to write strainline.1 and strainline-COMMAND.1 into (made if
+        /// missing).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]
     Testbed {

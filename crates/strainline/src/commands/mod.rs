@@ -7,6 +7,7 @@ pub mod history;
 pub mod import;
 pub mod init;
 pub mod load;
+pub mod man;
 pub mod monitor;
 pub mod report;
 pub mod run;

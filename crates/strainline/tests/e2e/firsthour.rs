@@ -428,3 +428,45 @@ fn init_with_a_flow_writes_a_scenario_beside_the_suite_that_runs_to_passed() {
     assert_exit(&out, 2);
     assert_has(&stderr(&out), "give --url or --serve");
 }
+
+/// `strainline man --dir` writes pages `man` renders by name from a MANPATH: strainline(1)
+/// lists the commands, strainline-load(1) the flags of `load` (from the same help).
+#[test]
+fn man_pages_render_with_man_from_a_manpath() {
+    let s = Scratch::new();
+    let man1 = s.path("man/man1");
+    let out = s.run(&["man", "--dir", man1.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "wrote the man pages of strainline and its");
+    let man = |page: &str| {
+        let out = std::process::Command::new("man")
+            .arg(page)
+            .env("MANPATH", s.path("man"))
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .expect("man-db is installed by `make test` (scripts/test-deps.sh)");
+        assert!(out.status.success(), "man {page}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let main = man("strainline");
+    for want in [
+        "Performance non-regression testing",
+        "load",
+        "compare",
+        "Exit codes",
+    ] {
+        assert_has(&main, want);
+    }
+    let load = man("strainline-load");
+    for want in ["strainline load", "--scenario", "--rate", "Open model"] {
+        assert_has(&load, want);
+    }
+    let page = std::fs::metadata(man1.join("strainline-load.1")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        page.permissions().mode() & 0o044,
+        0o044,
+        "a man page is readable by all"
+    );
+}
