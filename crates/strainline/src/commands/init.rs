@@ -413,16 +413,17 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String, S
 /// The flow's file beside the suite `file`: `strainline.toml` → `strainline.flow.toml`
 /// (its name alone: a suite's scenario is read beside it).
 fn flow_file(file: &str) -> String {
-    format!("{}.flow.toml", suite_name(file))
-}
-
-/// The suite's name: the file's stem.
-fn suite_name(file: &str) -> String {
-    Path::new(file)
+    let stem = Path::new(file)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "suite".into())
-        .replace(['"', '\\'], "")
+        .unwrap_or_else(|| "suite".into());
+    format!("{stem}.flow.toml")
+}
+
+/// The suite's name: the file's stem, or for `strainline.toml` its directory's name
+/// (the project it tests), as a suite without a name is called.
+fn suite_name(file: &str) -> String {
+    crate::suite::default_name(Path::new(file)).replace(['"', '\\'], "")
 }
 
 pub fn run(args: InitArgs) -> crate::error::Result<i32> {

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::metrics::Unit;
 use gate::Gate;
-pub use parse::parse;
+pub use parse::{default_name, parse};
 
 pub use crate::metrics::Kind;
 pub use crate::placeholders::substitute;

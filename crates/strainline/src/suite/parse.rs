@@ -551,11 +551,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
     let (name, vars) = raw
         .suite
         .map_or((None, BTreeMap::new()), |s| (s.name, s.vars));
-    let name = name.unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
+    let name = name.unwrap_or_else(|| default_name(path));
     Ok(Suite {
         name,
         vars,
@@ -907,6 +903,28 @@ fn test(
         profile: t.profile,
         spec,
     })
+}
+
+/// A suite's name without `[suite] name`: its file's stem, or — for a file named after
+/// the tool (`strainline.toml`, what `init` writes) or `suite.toml` — its directory's
+/// name, the project it tests (so that reports do not all read "strainline").
+pub fn default_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !matches!(stem.as_str(), "strainline" | "suite") {
+        return stem;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| !n.is_empty())
+        .unwrap_or(stem)
 }
 
 /// The workload of a load kind: a URL (or scenario) or a command.

@@ -470,3 +470,33 @@ fn man_pages_render_with_man_from_a_manpath() {
         "a man page is readable by all"
     );
 }
+
+/// A suite is named after what it tests, not after the tool: `init` in a project's
+/// directory names the suite after the directory (it was "strainline" everywhere:
+/// "History of strainline", "## strainline run #1"), and a `strainline.toml` without
+/// `[suite] name` is called by its directory's name too; any other file by its stem.
+#[test]
+fn a_suite_is_named_after_its_project_not_after_the_tool() {
+    let s = Scratch::new();
+    let project = s.path("checkout-api");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = strainline()
+        .args(["init", "--harness", "true"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let check = |dir: &std::path::Path, file: &str| {
+        let out = strainline().args(["check", file]).current_dir(dir).output().unwrap();
+        assert_exit(&out, 0);
+        stdout(&out)
+    };
+    assert_has(&check(&project, "strainline.toml"), "valid — suite 'checkout-api'");
+    let orders = s.path("orders");
+    std::fs::create_dir_all(&orders).unwrap();
+    let bare = "[[test]]\nname = \"h\"\nkind = \"harness\"\ncommand = [\"true\"]\n";
+    std::fs::write(orders.join("strainline.toml"), bare).unwrap();
+    std::fs::write(orders.join("nightly.toml"), bare).unwrap();
+    assert_has(&check(&orders, "strainline.toml"), "valid — suite 'orders'");
+    assert_has(&check(&orders, "nightly.toml"), "valid — suite 'nightly'");
+}
