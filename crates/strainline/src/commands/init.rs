@@ -451,6 +451,8 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
             ))
         })?;
         std::fs::write(&flow, &scenario).map_err(|e| crate::error::writing(&flow, e))?;
+        // A suite's files are committed and shared, as the user's umask says.
+        crate::os::file::share(&flow).map_err(|e| crate::error::writing(&flow, e))?;
     }
     // What init writes must parse: a template bug is caught here, not by the user.
     crate::suite::parse(&text, out, 1.0).map_err(|e| {
@@ -459,6 +461,7 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
         ))
     })?;
     std::fs::write(out, &text).map_err(|e| crate::error::writing(out, e))?;
+    crate::os::file::share(out).map_err(|e| crate::error::writing(out, e))?;
     println!("Wrote {file}: {what}.\n");
     if args.flow {
         println!(

@@ -487,11 +487,25 @@ fn a_suite_is_named_after_its_project_not_after_the_tool() {
         .unwrap();
     assert_exit(&out, 0);
     let check = |dir: &std::path::Path, file: &str| {
-        let out = strainline().args(["check", file]).current_dir(dir).output().unwrap();
+        let out = strainline()
+            .args(["check", file])
+            .current_dir(dir)
+            .output()
+            .unwrap();
         assert_exit(&out, 0);
         stdout(&out)
     };
-    assert_has(&check(&project, "strainline.toml"), "valid — suite 'checkout-api'");
+    assert_has(
+        &check(&project, "strainline.toml"),
+        "valid — suite 'checkout-api'",
+    );
+    // Written to be committed and shared, as the umask says (it was 0600).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(project.join("strainline.toml"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o044, 0o044, "{mode:o}");
     let orders = s.path("orders");
     std::fs::create_dir_all(&orders).unwrap();
     let bare = "[[test]]\nname = \"h\"\nkind = \"harness\"\ncommand = [\"true\"]\n";
