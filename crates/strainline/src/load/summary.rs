@@ -24,6 +24,41 @@ pub struct Percentiles {
     pub mean: f64,
 }
 
+/// A bucket of a latency histogram: how many took at most `le_us` (and more than the
+/// bucket before).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Bucket {
+    pub le_us: u64,
+    pub count: u64,
+}
+
+/// `h` in `n` buckets, log-spaced from its least value to its most (as oha's histogram,
+/// whose linear buckets put a long tail's every reply but one in the first): every
+/// recorded value in exactly one.
+pub fn buckets(h: &Histogram<u64>, n: usize) -> Vec<Bucket> {
+    if h.is_empty() || n == 0 {
+        return Vec::new();
+    }
+    let (lo, hi) = (h.min().max(1) as f64, h.max().max(1) as f64);
+    let mut out: Vec<Bucket> = (1..=n)
+        .map(|i| Bucket {
+            le_us: if i == n {
+                h.max()
+            } else {
+                (lo * (hi / lo).powf(i as f64 / n as f64)).round() as u64
+            },
+            count: 0,
+        })
+        .collect();
+    out.dedup_by_key(|b| b.le_us);
+    for v in h.iter_recorded() {
+        let value = h.median_equivalent(v.value_iterated_to()).min(h.max());
+        let at = out.partition_point(|b| b.le_us < value).min(out.len() - 1);
+        out[at].count += v.count_at_value();
+    }
+    out
+}
+
 pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
         return Percentiles {
@@ -79,6 +114,10 @@ pub struct LoadSummary {
     pub latency_us: Percentiles,
     /// From the actual send.
     pub service_time_us: Percentiles,
+    /// `latency_us` as a histogram: ten buckets, log-spaced from the fastest reply to
+    /// the slowest (absent without replies).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub latency_histogram: Vec<Bucket>,
     /// How late the generator woke for scheduled sends (open model).
     pub schedule_lag_us: Percentiles,
     pub connections_opened: u64,
@@ -361,6 +400,7 @@ pub fn summarize(
         late_tails: t.late_tails,
         latency_us: percentiles(&t.corrected),
         service_time_us: percentiles(&t.service),
+        latency_histogram: buckets(&t.corrected, 10),
         schedule_lag_us: percentiles(&t.lag),
         connections_opened: t.connections_opened,
         cap_hits: t.cap_hits,
@@ -509,4 +549,29 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
         v.push(Metric::of("flow_restarts", restarts as f64));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Known truth: 90 replies at 100 µs and 10 at 10 ms land in the first and last of
+    /// the log-spaced buckets (100 µs … 10 ms, a factor 1.58 each), every one counted.
+    #[test]
+    fn a_histogram_puts_each_reply_in_one_log_spaced_bucket() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        h.record_n(100, 90).unwrap();
+        h.record_n(10_000, 10).unwrap();
+        let b = buckets(&h, 10);
+        assert_eq!(b.len(), 10);
+        assert_eq!(b.iter().map(|b| b.count).sum::<u64>(), 100);
+        assert_eq!((b[0].count, b[9].count), (90, 10));
+        assert_eq!((b[0].le_us, b[1].le_us, b[9].le_us), (159, 251, h.max()));
+        assert!(b[9].le_us >= 10_000);
+        h.reset();
+        assert!(buckets(&h, 10).is_empty());
+        h.record_n(42, 5).unwrap();
+        let one = buckets(&h, 10);
+        assert_eq!(one.iter().map(|b| b.count).sum::<u64>(), 5, "{one:?}");
+    }
 }

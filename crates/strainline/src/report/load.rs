@@ -24,6 +24,36 @@ fn pline(out: &mut dyn Write, name: &str, p: &Percentiles) -> io::Result<()> {
     )
 }
 
+/// The latency histogram, a bar a bucket (the longest 30 wide), with each bucket's
+/// count and share: the shape p50/p99 cannot show (two modes, a tail).
+fn write_histogram(
+    out: &mut dyn Write,
+    buckets: &[crate::load::summary::Bucket],
+) -> io::Result<()> {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let most = buckets.iter().map(|b| b.count).max().unwrap_or(0);
+    if total == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  Histogram     of the latency above, log-spaced buckets:"
+    )?;
+    for b in buckets {
+        let bar = ((b.count as f64 / most as f64) * 30.0).round() as usize;
+        let bar = if b.count > 0 { bar.max(1) } else { 0 };
+        writeln!(
+            out,
+            "    ≤ {:>8}  {:<30}  {:>9}  {:>6.2}%",
+            us(b.le_us),
+            "■".repeat(bar),
+            b.count,
+            100.0 * b.count as f64 / total as f64
+        )?;
+    }
+    Ok(())
+}
+
 /// The line that leads a summary with failures: how many of the requests due failed,
 /// and why, most frequent first (in colour on a terminal). Nothing when none failed.
 fn write_failures(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
@@ -106,6 +136,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         writeln!(out, "  Latency (closed model: from the actual send):")?;
         pline(out, "", &s.latency_us)?;
     }
+    write_histogram(out, &s.latency_histogram)?;
     write_steps(out, s)?;
     let statuses: Vec<String> = s
         .by_status

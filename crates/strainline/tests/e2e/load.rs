@@ -338,6 +338,24 @@ fn the_json_output_validates_against_the_committed_schema() {
         let errors = load_schema_errors(&doc);
         assert!(errors.is_empty(), "{errors:#?}");
         assert!(doc["summary"]["by_status"]["500"].as_u64().unwrap() > 20);
+        // The histogram holds every latency the percentiles do: each reply (and each
+        // request censored at the cut) in one bucket, the last ending at the max.
+        let sm = &doc["summary"];
+        let buckets = sm["latency_histogram"].as_array().unwrap();
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        let total: u64 = buckets.iter().map(|b| n(&b["count"])).sum();
+        assert_eq!(
+            total,
+            n(&sm["completed"]) + n(&sm["unfinished"]) + n(&sm["unsent"])
+        );
+        assert_eq!(
+            n(&buckets.last().unwrap()["le_us"]),
+            n(&sm["latency_us"]["max"])
+        );
+        assert_has(
+            &stdout(&out),
+            "Histogram     of the latency above, log-spaced buckets:",
+        );
         let mut broken = doc.clone();
         broken["summary"]["status"] = serde_json::json!("fine");
         assert!(!load_schema_errors(&broken).is_empty());
