@@ -261,14 +261,21 @@ fn other_series(c: &CaseData, out: &mut Vec<Chart>) {
         if name.starts_with("offered_vs_") || pts.len() < 2 {
             continue;
         }
-        let (x_label, y_label) = match name.as_str() {
-            "completed_per_second" => ("time (s)", "completed (req/s)"),
-            "errors_per_second" => ("time (s)", "errors (per s)"),
-            "p99_us" => ("time (s)", "p99 latency (µs)"),
-            _ => ("x", "value"),
+        let (title, x_label, y_label) = match name.as_str() {
+            "completed_per_second" => ("Responses a second", "time (s)", "completed (req/s)"),
+            "errors_per_second" => ("Errors a second", "time (s)", "errors (per s)"),
+            "p99_us" => (
+                "p99 latency, second by second (µs)",
+                "time (s)",
+                "p99 latency (µs)",
+            ),
+            _ => ("", "x", "value"),
         };
         out.push(Chart {
-            title: name.replace('_', " "),
+            title: match title {
+                "" => name.replace('_', " "),
+                t => t.to_string(),
+            },
             x_label: x_label.into(),
             y_label: y_label.into(),
             lines: vec![Line::new(name, pts.clone(), COLORS[5])],

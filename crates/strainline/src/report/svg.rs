@@ -151,6 +151,33 @@ pub fn tick_text(v: f64) -> String {
     }
 }
 
+/// Ticks with their labels, each label distinct: where the short form would print two
+/// ticks alike (1.05 and 1.1 both "1.1"), every label gets the step's decimals, trailing
+/// zeros trimmed ("1, 1.05, 1.1, 1.15, 1.2").
+pub fn labelled(ticks: Vec<f64>) -> Vec<(f64, String)> {
+    let short: Vec<String> = ticks.iter().map(|&t| tick_text(t)).collect();
+    if short.windows(2).all(|w| w[0] != w[1]) {
+        return ticks.into_iter().zip(short).collect();
+    }
+    let step = ticks
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .fold(f64::MAX, f64::min);
+    let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
+    ticks
+        .into_iter()
+        .map(|t| {
+            let s = format!("{t:.digits$}");
+            let s = if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            };
+            (t, s)
+        })
+        .collect()
+}
+
 struct Scale {
     lo: f64,
     hi: f64,
@@ -254,7 +281,7 @@ pub fn render(chart: &Chart) -> String {
         W - LEFT - RIGHT,
         H - TOP - BOTTOM
     );
-    for t in ticks(ylo, yhi, 5) {
+    for (t, label) in labelled(ticks(ylo, yhi, 5)) {
         let py = y.map(t);
         let _ = write!(
             s,
@@ -262,18 +289,18 @@ pub fn render(chart: &Chart) -> String {
             W - RIGHT,
             LEFT - 6.0,
             py + 4.0,
-            tick_text(t)
+            label
         );
     }
     if chart.y2_label.is_some() {
-        for t in ticks(y2lo, y2hi, 5) {
+        for (t, label) in labelled(ticks(y2lo, y2hi, 5)) {
             let py = y2.map(t);
             let _ = write!(
                 s,
                 r#"<text class="tick" x="{}" y="{:.1}">{}</text>"#,
                 W - RIGHT + 6.0,
                 py + 4.0,
-                tick_text(t)
+                label
             );
         }
     }
@@ -284,10 +311,7 @@ pub fn render(chart: &Chart) -> String {
             .filter(|(v, _)| *v >= xlo && *v <= xhi)
             .collect()
     } else {
-        ticks(xlo, xhi, 8)
-            .into_iter()
-            .map(|t| (t, tick_text(t)))
-            .collect()
+        labelled(ticks(xlo, xhi, 8))
     };
     for (t, label) in xticks {
         let px = x.map(t);
@@ -460,6 +484,15 @@ mod tests {
         assert_eq!(tick_text(2500.0), "2500");
         assert_eq!(tick_text(25000.0), "25k");
         assert_eq!(tick_text(0.25), "0.25");
+        // The ticks a chart of 1 to 1.2 s had, labelled "1, 1.1, 1.1, 1.1, 1.2".
+        let t = ticks(1.0, 1.2, 4);
+        let labels: Vec<String> = labelled(t).into_iter().map(|(_, l)| l).collect();
+        assert_eq!(labels, ["1", "1.05", "1.1", "1.15", "1.2"]);
+        let plain: Vec<String> = labelled(ticks(0.0, 10.0, 5))
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(plain, ["0", "2", "4", "6", "8", "10"]);
     }
 
     #[test]

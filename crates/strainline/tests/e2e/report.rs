@@ -174,6 +174,12 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         assert!(head.contains(escaped), "the label, escaped");
         let crashed = &html[html.find("<h2>crashing").unwrap()..];
         assert!(crashed.contains(escaped), "the target's log line, escaped");
+        // Charts are titled in words and units, not by their series' raw names.
+        assert!(
+            html.contains("Responses a second"),
+            "the per-second chart's title"
+        );
+        assert!(!html.contains(">p99 us<") && !html.contains(">completed per second<"));
         let html = std::fs::read_to_string(&compare_html).unwrap();
         assert!(html.contains(escaped));
 
