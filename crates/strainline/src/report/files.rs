@@ -106,51 +106,20 @@ pub fn md(s: &str) -> String {
 /// The Markdown report of a run.
 pub fn markdown(r: &RunData) -> String {
     let (verdict, why) = r.verdict();
-    let mut s = format!(
-        "## strainline run #{}{} — {}\n\n",
-        r.run.id,
-        r.run
-            .label
-            .as_ref()
-            .map(|l| format!(" ({})", md(l)))
-            .unwrap_or_default(),
-        md(&verdict)
-    );
+    let mut s = format!("## {} — {}\n\n", md(&r.title()), md(&verdict));
     for w in &why {
         let _ = writeln!(s, "- {}", md(w));
     }
     if !why.is_empty() {
         s.push('\n');
     }
-    s.push_str("| case | kind | status | key figures |\n|---|---|---|---|\n");
-    for c in &r.cases {
-        let key: Vec<String> = c
-            .row
-            .metrics
-            .iter()
-            .filter(|m| {
-                matches!(
-                    m.name.as_str(),
-                    "throughput"
-                        | "latency_p99"
-                        | "cpu_per_op"
-                        | "peak_rss"
-                        | "ceiling"
-                        | "leak"
-                        | "error_rate"
-                        | "target_cpu"
-                )
-            })
-            .map(|m| format!("{} {}", m.name, c.shown(m)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} |",
-            md(&c.row.name),
-            md(&c.row.test_kind),
-            md(&c.row.status),
-            md(&key.join(", "))
-        );
+    let (heads, rows) = r.summary_table();
+    let heads: Vec<String> = heads.iter().map(|h| md(h)).collect();
+    let _ = writeln!(s, "| {} |", heads.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(heads.len()));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|x| md(x)).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     for c in &r.cases {
         let name = md(&c.row.name);
@@ -461,6 +430,13 @@ mod tests {
     #[test]
     fn snapshot_markdown() {
         let text = markdown(&fixture());
+        // The summary of cases: a column per key figure, not all in one cell; the
+        // title is the suite's, not the tool's.
+        assert!(text.starts_with("## iot run #7"), "{text}");
+        assert!(
+            text.contains("| case | kind | verdict | throughput | p99 |"),
+            "{text}"
+        );
         assert!(text.contains("&lt;b&gt;\\|beta&lt;/b&gt;"), "{text}");
         check("report.md", &text);
     }
@@ -473,11 +449,14 @@ mod tests {
         let summary = r.cases[1].row.summary.as_mut().unwrap();
         summary["details"]["end"] = serde_json::json!("held");
         let md = markdown(&r);
-        assert!(md.contains("ceiling ≥ 100 req/s (never broke)"), "{md}");
+        assert!(md.contains("| ≥ 100 req/s (never broke) |"), "{md}");
         let html = super::super::html::run_report(&r);
-        assert!(html.contains("≥ 100 req/s (never broke)"), "{html}");
+        assert!(
+            html.contains("<td>≥ 100 req/s (never broke)</td>"),
+            "{html}"
+        );
         summary_end(&mut r, "broke");
-        assert!(markdown(&r).contains("ceiling 100 req/s"));
+        assert!(markdown(&r).contains("| 100 req/s |"), "{}", markdown(&r));
     }
 
     fn summary_end(r: &mut RunData, end: &str) {

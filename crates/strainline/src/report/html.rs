@@ -419,15 +419,7 @@ pub fn beside(name: &str) -> Option<&str> {
 /// The HTML report of a run.
 pub fn run_report(r: &RunData) -> String {
     let (verdict, why) = r.verdict();
-    let title = format!(
-        "strainline run #{}{}",
-        r.run.id,
-        r.run
-            .label
-            .as_ref()
-            .map(|l| format!(" ({l})"))
-            .unwrap_or_default()
-    );
+    let title = r.title();
     let mut s = String::new();
     let _ = write!(
         s,
@@ -476,6 +468,11 @@ pub fn run_report(r: &RunData) -> String {
         let _ = write!(s, "<tr><td>{k}</td><td>{}</td></tr>", escape(v));
     }
     s.push_str("</table>");
+    // Every case at a glance, before each one's section.
+    let (heads, rows) = r.summary_table();
+    s.push_str("<h2 id=\"summary\">Cases</h2>");
+    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+    table(&mut s, &heads, &rows);
     for c in &r.cases {
         case_section(&mut s, c);
     }

@@ -229,7 +229,89 @@ pub struct RunData {
     pub cases: Vec<CaseData>,
 }
 
+/// The key figures of the summary of cases, each a column of its own (shown when any
+/// case has it): (metric, column).
+const KEY_FIGURES: [(&str, &str); 8] = [
+    ("throughput", "throughput"),
+    ("latency_p99", "p99"),
+    ("error_rate", "errors"),
+    ("ceiling", "ceiling"),
+    ("peak_rss", "peak RSS"),
+    ("cpu_per_op", "CPU per op"),
+    ("target_cpu", "target CPU"),
+    ("leak", "leak"),
+];
+
 impl RunData {
+    /// The name that heads its reports: its suite's, else the tool's.
+    pub fn title(&self) -> String {
+        let who = self
+            .run
+            .suite
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("strainline");
+        format!(
+            "{who} run #{}{}",
+            self.run.id,
+            self.run
+                .label
+                .as_ref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// Every case in one table, for the top of the HTML and Markdown reports: its
+    /// kind, verdict, gates held, and each key figure any case has in a column of its
+    /// own, in its unit ("—" where a case has none).
+    pub fn summary_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let shown: Vec<(&str, &str)> = KEY_FIGURES
+            .iter()
+            .copied()
+            .filter(|(m, _)| {
+                self.cases
+                    .iter()
+                    .any(|c| c.row.metrics.iter().any(|x| x.name == *m))
+            })
+            .collect();
+        let any_gates = self.cases.iter().any(|c| !c.gates().is_empty());
+        let mut heads: Vec<String> = ["case", "kind", "verdict"].map(String::from).to_vec();
+        heads.extend(shown.iter().map(|(_, h)| h.to_string()));
+        if any_gates {
+            heads.push("gates held".into());
+        }
+        let rows = self
+            .cases
+            .iter()
+            .map(|c| {
+                let mut row = vec![
+                    c.row.name.clone(),
+                    c.row.test_kind.clone(),
+                    c.row.status.to_uppercase(),
+                ];
+                for (m, _) in &shown {
+                    row.push(
+                        c.row
+                            .metrics
+                            .iter()
+                            .find(|x| x.name == *m)
+                            .map_or_else(|| "—".to_string(), |x| c.shown(x)),
+                    );
+                }
+                if any_gates {
+                    let g = c.gates();
+                    row.push(match g.len() {
+                        0 => "—".into(),
+                        n => format!("{} of {n}", g.iter().filter(|g| g.1).count()),
+                    });
+                }
+                row
+            })
+            .collect();
+        (heads, rows)
+    }
+
     /// The run's verdict in one word, and why, for the top of every report.
     pub fn verdict(&self) -> (String, Vec<String>) {
         let mut why = Vec::new();

@@ -212,7 +212,14 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         assert!(xml.contains("type=\"crashed\""), "{xml}");
         // Markdown and CSV were written beside them.
         let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
-        assert!(md.contains("| case | kind | status | key figures |"));
+        // A summary of cases, a column per key figure, headed by the suite's name.
+        assert!(md.starts_with("## report-check run #"), "{md}");
+        assert!(
+            md.contains("| case | kind | verdict | throughput | p99 |"),
+            "{md}"
+        );
+        let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+        assert!(html.contains("<h2 id=\"summary\">Cases</h2>"));
         assert!(reports.join("csv/metrics.csv").exists());
         // The steps hold every figure a limiting factor is named from; a thread's demand
         // for a CPU (on one, or queued) is never less than its time on one.

@@ -249,7 +249,7 @@ fn every_page_loads_in_chromium_over_real_runs_with_hostile_names_inert() {
         // A run: its report, its neighbours, the compare picker.
         let (dom, log) = browse(&format!("{base}/runs/{first_v2}"), &[]);
         assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
-        assert!(dom.contains(&format!("strainline run #{first_v2}")));
+        assert!(dom.contains(&format!(" run #{first_v2}")));
         assert!(
             dom.contains(&format!("href=\"/runs/{}\"", ids[5])),
             "previous run"
