@@ -427,6 +427,46 @@ mod tests {
         assert_eq!(actual, expected, "{name} differs from its snapshot");
     }
 
+    /// Three repetitions of a case: their sections one after the other, then one chart
+    /// per metric with a line per repetition, where each drew its own three charts.
+    #[test]
+    fn repetitions_share_one_chart_per_metric() {
+        let mut r = fixture();
+        let one = r.cases.remove(0);
+        let single = super::super::html::run_report(&RunData {
+            run: r.run.clone(),
+            cases: vec![clone_case(&one)],
+        })
+        .matches("<svg")
+        .count();
+        r.cases = (0..3)
+            .map(|i| {
+                let mut c = clone_case(&one);
+                c.row.name = format!("push#{}", i + 1);
+                c.row.repetition = i;
+                c
+            })
+            .collect();
+        let html = super::super::html::run_report(&r);
+        assert_eq!(single, 3, "RSS and CPU, threads and FDs, latency");
+        assert_eq!(html.matches("<svg").count(), 5, "RSS, CPU, threads, FDs, latency");
+        assert!(html.contains("tree RSS — 3 repetitions"));
+        assert!(html.contains("push — its 3 repetitions"));
+        for rep in ["#1", "#2", "#3"] {
+            assert!(html.contains(&format!(">{rep}<")), "a line named {rep}");
+        }
+    }
+
+    fn clone_case(c: &CaseData) -> CaseData {
+        CaseData {
+            row: c.row.clone(),
+            samples: c.samples.clone(),
+            series: c.series.clone(),
+            latency: c.latency.clone(),
+            flamegraph_link: None,
+        }
+    }
+
     #[test]
     fn snapshot_markdown() {
         let text = markdown(&fixture());

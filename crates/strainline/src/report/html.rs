@@ -297,7 +297,61 @@ pub fn case_charts(c: &CaseData) -> Vec<Chart> {
     charts
 }
 
-fn case_section(s: &mut String, c: &CaseData) {
+/// The charts of a case's repetitions, one chart per metric with each repetition a
+/// line (`#1`, `#2`, …), where each repetition drew its own set: five repetitions of a
+/// bench read as six charts, not thirty. A stacked chart (a ramp's thread states) stays
+/// one per repetition; a dashed line (an ideal, a fit) is each repetition's own.
+fn repetition_charts(group: &[&CaseData]) -> Vec<Chart> {
+    let per: Vec<Vec<Chart>> = group.iter().map(|c| case_charts(c)).collect();
+    let mut out = Vec::new();
+    for chart in &per[0] {
+        if chart.stacked {
+            out.extend(per.iter().flat_map(|charts| {
+                charts
+                    .iter()
+                    .filter(|c| c.stacked && c.y_label == chart.y_label)
+                    .cloned()
+            }));
+            continue;
+        }
+        for line in chart.lines.iter().filter(|l| !l.dashed) {
+            let lines: Vec<Line> = per
+                .iter()
+                .zip(group)
+                .enumerate()
+                .filter_map(|(r, (charts, c))| {
+                    let same = charts
+                        .iter()
+                        .find(|x| x.x_label == chart.x_label && x.y_label == chart.y_label)?;
+                    let l = same.lines.iter().find(|x| x.name == line.name)?;
+                    let mut mine = Line::new(
+                        &format!("#{}", c.row.repetition + 1),
+                        l.points.clone(),
+                        COLORS[r % COLORS.len()],
+                    );
+                    mine.dots = l.dots;
+                    Some(mine)
+                })
+                .collect();
+            let y_label = match line.axis {
+                super::svg::Axis::Right => chart.y2_label.clone().unwrap_or_default(),
+                super::svg::Axis::Left => chart.y_label.clone(),
+            };
+            out.push(Chart {
+                title: format!("{} — {} repetitions", line.name, lines.len()),
+                x_label: chart.x_label.clone(),
+                y_label,
+                lines,
+                percentile_x: chart.percentile_x,
+                y_from_zero: chart.y_from_zero,
+                ..Chart::default()
+            });
+        }
+    }
+    out
+}
+
+fn case_section(s: &mut String, c: &CaseData, charts: bool) {
     let status = &c.row.status;
     let _ = write!(
         s,
@@ -354,8 +408,10 @@ fn case_section(s: &mut String, c: &CaseData) {
             s.push_str("</pre>");
         }
     }
-    for chart in case_charts(c) {
-        s.push_str(&render(&chart));
+    if charts {
+        for chart in case_charts(c) {
+            s.push_str(&render(&chart));
+        }
     }
     if let Some(fg) = c.detail("/flamegraph") {
         let linked = c.flamegraph_link.as_deref().and_then(beside);
@@ -473,8 +529,31 @@ pub fn run_report(r: &RunData) -> String {
     s.push_str("<h2 id=\"summary\">Cases</h2>");
     let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
     table(&mut s, &heads, &rows);
-    for c in &r.cases {
-        case_section(&mut s, c);
+    // A case's repetitions one after the other, then their charts together.
+    let mut i = 0;
+    while i < r.cases.len() {
+        let key = |c: &CaseData| crate::store::case_key(&c.row.name, &c.row.test_kind).to_string();
+        let first = key(&r.cases[i]);
+        let group: Vec<&CaseData> = r.cases[i..]
+            .iter()
+            .take_while(|c| key(c) == first)
+            .collect();
+        let repeated = group.len() > 1;
+        for c in &group {
+            case_section(&mut s, c, !repeated);
+        }
+        if repeated {
+            let _ = write!(
+                s,
+                "<h3>{} — its {} repetitions</h3>",
+                escape(&first),
+                group.len()
+            );
+            for chart in repetition_charts(&group) {
+                s.push_str(&render(&chart));
+            }
+        }
+        i += group.len();
     }
     page(&title, &s)
 }
