@@ -464,6 +464,11 @@ pub struct ServeArgs {
     /// address other than loopback).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// The path a reverse proxy serves it under (e.g. /perf/ for
+    /// https://ci.example/perf/): every link, redirect, form and API address is made
+    /// under it; requests come with or without it.
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    pub base_path: String,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ pub fn run(location: &Location, args: ServeArgs) -> crate::error::Result<i32> {
         listen: args.listen,
         store: location.clone(),
         token,
+        base: crate::serve::base_path(&args.base_path)?,
     })?;
     let addr = server.local_addr()?;
     let mut out = std::io::stdout().lock();

@@ -449,7 +449,11 @@ mod tests {
             .collect();
         let html = super::super::html::run_report(&r);
         assert_eq!(single, 3, "RSS and CPU, threads and FDs, latency");
-        assert_eq!(html.matches("<svg").count(), 5, "RSS, CPU, threads, FDs, latency");
+        assert_eq!(
+            html.matches("<svg").count(),
+            5,
+            "RSS, CPU, threads, FDs, latency"
+        );
         assert!(html.contains("tree RSS — 3 repetitions"));
         assert!(html.contains("push — its 3 repetitions"));
         for rep in ["#1", "#2", "#3"] {

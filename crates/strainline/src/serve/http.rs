@@ -14,7 +14,7 @@ const MAX_HEAD: usize = 16 * 1024;
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A request as the pages see it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Request {
     pub method: String,
     /// The path, percent-decoded, without the query.

@@ -6,6 +6,8 @@
   const root = document.getElementById("live");
   if (!root) return;
   const run = root.dataset.run;
+  // Where the server's API is: under the base path it is served at (serve --base-path).
+  const api = root.dataset.api || "/api/v1/";
   const seen = [];
   let after = -1;
   const NS = "http://www.w3.org/2000/svg";
@@ -86,7 +88,7 @@
 
   async function poll() {
     try {
-      const r = await fetch("/api/v1/live/" + encodeURIComponent(run) + "?after=" + after, { credentials: "same-origin" });
+      const r = await fetch(api + "live/" + encodeURIComponent(run) + "?after=" + after, { credentials: "same-origin" });
       if (r.ok) {
         const doc = await r.json();
         for (const s of doc.seconds) { seen.push(s); after = Math.max(after, s.t); }

@@ -64,12 +64,16 @@ pub struct Options {
     pub store: Location,
     /// The secret a browser or client must present, when set.
     pub token: Option<String>,
+    /// The path it is served under behind a reverse proxy (`/perf/`), `/` and `/`-ended.
+    pub base: String,
 }
 
 /// What every request shares.
 struct Shared {
     store: Location,
     token: Option<String>,
+    /// `--base-path`: every link, redirect, form and API URL is under it.
+    pub(crate) base: String,
     /// Idle read-only connections.
     pool: Mutex<Vec<Store>>,
 }
@@ -148,6 +152,7 @@ pub fn bind(options: Options) -> crate::error::Result<Server> {
         shared: Arc::new(Shared {
             store: options.store,
             token: options.token,
+            base: options.base,
             pool: Mutex::new(vec![first]),
         }),
     })
@@ -227,8 +232,76 @@ fn answer(shared: &Shared, mut s: TcpStream, read: impl FnOnce()) {
     let _ = http::write(&mut s, &r, req.method == "HEAD");
 }
 
-/// The answer to one request: the token checked, then the page.
+/// `--base-path`'s value as the server uses it: `/`, or `/perf/` (one leading and one
+/// trailing slash); a path with `..`, a query, a scheme or a control character is
+/// refused.
+pub fn base_path(given: &str) -> crate::error::Result<String> {
+    let trimmed = given.trim_matches('/');
+    let bad = trimmed
+        .split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+        && !trimmed.is_empty();
+    if bad
+        || trimmed
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '?' | '#' | '"' | '<' | '>' | '\\' | ' ' | ':'))
+    {
+        return Err(crate::Error::usage(format!(
+            "--base-path '{given}': give the path the proxy serves strainline under, e.g. /perf/ (letters, digits, - _ . and /, no .. nor query)"
+        )));
+    }
+    Ok(match trimmed {
+        "" => "/".to_string(),
+        t => format!("/{t}/"),
+    })
+}
+
+/// Puts a page under the base path: its absolute links, forms, script and API address
+/// (`href="/runs"` → `href="/perf/runs"`; no text from a user or target can hold `="/`,
+/// every such text being escaped) and a redirect's `Location`.
+fn under(base: &str, mut r: Response) -> Response {
+    if base == "/" {
+        return r;
+    }
+    for (name, value) in r.headers.iter_mut() {
+        if *name == "Location" && value.starts_with('/') {
+            *value = format!("{base}{}", &value[1..]);
+        }
+    }
+    if r.content_type.starts_with("text/html") {
+        let mut html = String::from_utf8_lossy(&r.body).into_owned();
+        for attr in ["href", "action", "src", "data-api"] {
+            html = html.replace(&format!("{attr}=\"/"), &format!("{attr}=\"{base}"));
+        }
+        r.body = html.into_bytes();
+    }
+    r
+}
+
+/// The answer to one request under the base path: the request's path made the
+/// server's own (a proxy that passes the prefix on), the answer's links put under it.
 fn respond(shared: &Shared, req: &Request) -> Response {
+    let base = shared.base.as_str();
+    let local;
+    let req = match req.path.strip_prefix(base.trim_end_matches('/')) {
+        Some(rest) if base != "/" && (rest.is_empty() || rest.starts_with('/')) => {
+            local = Request {
+                path: if rest.is_empty() {
+                    "/".into()
+                } else {
+                    rest.to_string()
+                },
+                ..req.clone()
+            };
+            &local
+        }
+        _ => req,
+    };
+    under(base, answer_to(shared, req))
+}
+
+/// The answer to one request: the token checked, then the page.
+fn answer_to(shared: &Shared, req: &Request) -> Response {
     if req.method != "GET" && req.method != "HEAD" {
         return Response::html(405, "strainline serve only reads: GET\n".into())
             .with("Allow", "GET, HEAD".into());
@@ -253,7 +326,10 @@ fn respond(shared: &Shared, req: &Request) -> Response {
             ))
             .with(
                 "Set-Cookie",
-                format!("strainline_token={token}; Path=/; HttpOnly; SameSite=Strict"),
+                format!(
+                    "strainline_token={token}; Path={}; HttpOnly; SameSite=Strict",
+                    shared.base
+                ),
             );
         }
         let given = req.bearer.as_deref().or(req.cookie_token.as_deref());
@@ -308,6 +384,7 @@ mod tests {
     #[test]
     fn a_reachable_address_without_a_token_is_refused_before_binding() {
         let e = bind(Options {
+            base: "/".into(),
             listen: "0.0.0.0:0".parse().unwrap(),
             store: Location::Sqlite("/nonexistent/results.db".into()),
             token: None,
@@ -315,5 +392,30 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("--token-file"), "{e}");
+    }
+
+    #[test]
+    fn a_base_path_is_normalised_or_refused() {
+        assert_eq!(base_path("/").unwrap(), "/");
+        assert_eq!(base_path("").unwrap(), "/");
+        assert_eq!(base_path("/perf").unwrap(), "/perf/");
+        assert_eq!(base_path("perf/ci/").unwrap(), "/perf/ci/");
+        // Never a host: the leading slashes collapse into one path.
+        assert_eq!(base_path("//evil.example").unwrap(), "/evil.example/");
+        for bad in ["/a/../b", "/a?x", "/a b", "/a\"b", "http://x/", "/a//b"] {
+            assert!(base_path(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn a_page_and_a_redirect_are_put_under_the_base() {
+        let page = Response::html(200, "<a href=\"/runs/5\">#5</a><form action=\"/compare\"><script src=\"/static/live.js\"></script><div data-api=\"/api/v1/\"></div> href=&quot;/x".into());
+        let body = String::from_utf8(under("/perf/", page).body).unwrap();
+        assert_eq!(body, "<a href=\"/perf/runs/5\">#5</a><form action=\"/perf/compare\"><script src=\"/perf/static/live.js\"></script><div data-api=\"/perf/api/v1/\"></div> href=&quot;/x");
+        let r = under("/perf/", Response::redirect("/runs?kind=import".into()));
+        assert_eq!(
+            r.headers[0],
+            ("Location", "/perf/runs?kind=import".to_string())
+        );
     }
 }

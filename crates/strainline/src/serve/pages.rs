@@ -52,7 +52,7 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
     };
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let result = match segments.as_slice() {
-        [""] if json => Ok(Response::json(200, &api_index())),
+        [""] if json => Ok(Response::json(200, &api_index(&shared.base))),
         [""] => Ok(Response::redirect("/runs".into())),
         ["runs"] => shared.with_store(|s| runs(s, req, json)),
         ["runs", id] => match id.parse::<i64>() {
@@ -98,7 +98,19 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
     }
 }
 
-fn api_index() -> serde_json::Value {
+fn api_index(base: &str) -> serde_json::Value {
+    let mut doc = api_paths();
+    if let Some(list) = doc["endpoints"].as_array_mut() {
+        for e in list.iter_mut() {
+            if let Some(path) = e.as_str() {
+                *e = serde_json::Value::String(format!("{base}{}", &path[1..]));
+            }
+        }
+    }
+    doc
+}
+
+fn api_paths() -> serde_json::Value {
     json!({
         "schema": "strainline.serve.v1",
         "strainline_version": env!("CARGO_PKG_VERSION"),
@@ -564,7 +576,7 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
 <div class=\"figures\"><div>offered<b id=\"offered\">-</b>req/s</div><div>achieved<b id=\"achieved\">-</b>req/s</div><div>p99<b id=\"p99\">-</b>ms</div><div>errors<b id=\"errors\">-</b>/s</div><div>target RSS<b id=\"rss\">-</b>MiB</div><div>target CPU<b id=\"cpu\">-</b>cores</div><div>seconds<b id=\"seen\">0</b></div></div>\
 <svg id=\"rate\" class=\"chart\" viewBox=\"0 0 720 220\" width=\"720\" height=\"220\"></svg>\
 <svg id=\"memory\" class=\"chart\" viewBox=\"0 0 720 220\" width=\"720\" height=\"220\"></svg>\
-<div id=\"live\" data-run=\"{id}\"></div><script src=\"/static/live.js\"></script>",
+<div id=\"live\" data-run=\"{id}\" data-api=\"/api/v1/\"></div><script src=\"/static/live.js\"></script>",
         escape(row.label.as_deref().or(row.suite.as_deref()).unwrap_or(&row.kind)),
         escape(&row.status)
     );

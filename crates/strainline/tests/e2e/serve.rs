@@ -817,3 +817,100 @@ fn twenty_clients_browsing_while_a_suite_writes_get_only_200s() {
         assert_eq!(metric("error_rate"), 0.0);
     }
 }
+
+/// `serve --base-path /perf/` behind nginx as a reverse proxy (`location /perf/ {
+/// proxy_pass http://127.0.0.1:PORT/; }`, which strips the prefix), as a team would put
+/// it at https://ci.example/perf/: in Chromium, every page's links, forms, script and
+/// API address are under /perf/, each link followed answers through the proxy, and a
+/// redirect stays under it. A proxy that passes the prefix on is served too.
+#[test]
+fn behind_nginx_under_a_base_path_every_link_stays_under_it() {
+    let _l = loaded();
+    let s = Scratch::new();
+    import(&s, "v1", "./app", 0.010);
+    import(&s, "v2", "./app", 0.012);
+    let (_server, direct) = serve(&s, &["--base-path", "/perf"]);
+    let upstream = direct.trim_start_matches("http://");
+    let dir = s.path("nginx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; keepalive_timeout 0; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
+             server {{ listen 127.0.0.1:{port};\n\
+             location /perf/ {{ proxy_pass http://{upstream}/; }} }} }}\n"
+        ),
+    )
+    .unwrap();
+    let _ = std::process::Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(s.dir.path())
+        .status();
+    /// nginx stopped as its master stops its workers (SIGTERM; a SIGKILL would leave
+    /// them behind).
+    struct Nginx(std::process::Child);
+    impl Drop for Nginx {
+        fn drop(&mut self) {
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+            let _ = self.0.wait();
+        }
+    }
+    let _nginx = Nginx(
+        std::process::Command::new("nginx")
+            .args(["-c", &format!("{d}/nginx.conf"), "-p", &format!("{d}")])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx is installed by `make test` (scripts/test-deps.sh)"),
+    );
+    let proxy = format!("http://127.0.0.1:{port}");
+    assert!(eventually(10.0, || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    // The root redirects to the runs, under the base.
+    let (status, head, _) = get(&proxy, "/perf/", &[]);
+    assert_eq!(status, 303);
+    assert!(head.lines().any(|l| l == "Location: /perf/runs"), "{head}");
+    let (dom, log) = browse(&format!("{proxy}/perf/runs"), &[]);
+    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+    for link in [
+        "href=\"/perf/history\"",
+        "href=\"/perf/compare\"",
+        "action=\"/perf/runs\"",
+    ] {
+        assert!(dom.contains(link), "{link} not in the runs page");
+    }
+    assert!(
+        !dom.contains("href=\"/runs") && !dom.contains("href=\"/history"),
+        "a link escaped the base: {dom}"
+    );
+    // Every link of the page, followed through the proxy, answers.
+    let links: Vec<&str> = dom
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .filter(|l| l.starts_with('/'))
+        .collect();
+    assert!(links.len() >= 6, "{links:?}");
+    for link in links {
+        let link = link.replace("&amp;", "&");
+        let (status, _, _) = get(&proxy, &link, &[]);
+        assert_eq!(status, 200, "{link} through the proxy");
+    }
+    let doc = get_json(&proxy, "/perf/api/v1/runs");
+    let id = doc["runs"][0]["id"].as_i64().unwrap();
+    let (dom, log) = browse(&format!("{proxy}/perf/runs/{id}"), &[]);
+    assert!(page_errors(&log).is_empty(), "{:?}", page_errors(&log));
+    assert!(dom.contains(&format!(" run #{id}")), "the run's report");
+    let (_, _, index) = get(&proxy, "/perf/", &["Accept: application/json"]);
+    let index: serde_json::Value = serde_json::from_str(&index).unwrap();
+    assert!(index["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e.as_str().unwrap().starts_with("/perf/api/v1/")));
+    // Without a proxy that strips it, the prefixed path is served as well.
+    assert_eq!(get(&direct, "/perf/runs", &[]).0, 200);
+    assert_eq!(get(&direct, "/runs", &[]).0, 200);
+}
