@@ -608,7 +608,8 @@ pub struct AgentsArgs {
     #[arg(
         long = "agent-token-file",
         value_name = "FILE",
-        env = "STRAINLINE_AGENT_TOKEN_FILE"
+        env = "STRAINLINE_AGENT_TOKEN_FILE",
+        hide_env_values = true
     )]
     pub token_file: Option<PathBuf>,
 }

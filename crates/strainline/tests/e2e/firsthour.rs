@@ -514,3 +514,27 @@ fn a_suite_is_named_after_its_project_not_after_the_tool() {
     assert_has(&check(&orders, "strainline.toml"), "valid — suite 'orders'");
     assert_has(&check(&orders, "nightly.toml"), "valid — suite 'nightly'");
 }
+
+/// Help is true to today's tool: `load` names every protocol it speaks, and no option
+/// shows a stray `[env: NAME=]` for a variable that is not set.
+#[test]
+fn help_names_every_protocol_and_no_stray_env_value() {
+    for cmd in [&["load", "--help"][..], &["run", "--help"], &["--help"]] {
+        let out = strainline()
+            .args(cmd)
+            .env_remove("STRAINLINE_AGENT_TOKEN_FILE")
+            .env_remove("STRAINLINE_STORE")
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let text = stdout(&out);
+        assert!(
+            !text.contains("=]"),
+            "{cmd:?}: a stray env value in: {text}"
+        );
+        if cmd[0] == "load" {
+            assert_has(&text, "(HTTP/1.1, HTTP/2, WebSocket, gRPC, MQTT or Redis)");
+            assert_has(&text, "[env: STRAINLINE_AGENT_TOKEN_FILE]");
+        }
+    }
+}
