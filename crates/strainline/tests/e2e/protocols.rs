@@ -191,53 +191,57 @@ fn numbers(line: &str) -> Vec<f64> {
 #[test]
 fn a_thousand_devices_publish_to_mosquitto_and_ten_subscribers_get_every_message() {
     let _l = loaded();
-    let s = Scratch::new();
-    // The shipped example: 1,000 devices connecting at 200/s, each publishing QoS 1
-    // every second; mosquitto is the suite's target, watched as any other.
-    let example = format!(
-        "{}/../../examples/iot-mqtt.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let suite = format!(
-        "[target]\ncommand = [\"mosquitto\", \"-p\", \"{{{{port}}}}\"]\n\
-         ready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\n\
-         [[test]]\nname = \"devices\"\nkind = \"bench\"\n\
-         url = \"mqtt://127.0.0.1:{{{{port}}}}/devices/{{{{client}}}}/telemetry?qos=1&subscribers=10\"\n\
-         scenario = \"{example}\"\nduration = \"8s\"\n\
-         gates = [\"delivery_loss <= 0\", \"error_rate <= 0\"]\n"
-    );
-    let out = run_suite(&s, &suite, &["--no-tui"]);
-    let text = stdout(&out);
-    assert_exit(&out, 0);
-    let case = &case_metrics(&s)[0];
-    let get = |name: &str| stored(case, name);
-    assert_eq!(get("delivery_loss"), 0.0);
-    assert!(get("delivery_p99") > 0.0);
-    assert!(get("latency_p99") > 0.0);
-    // Every publish reached each of the 10 subscribers, exactly once.
-    let line = text
-        .lines()
-        .find(|l| l.contains("deliveries:"))
-        .unwrap_or_else(|| panic!("no deliveries line\n{text}"));
-    let n = numbers(line);
-    let (delivered, expected) = (n[0], n[1]);
-    assert_eq!(delivered, expected, "{line}");
-    assert_eq!(n[2], 10.0, "{line}");
-    // 1,000 devices over 8 s, each from its start in the 5 s ramp-up: ~5,500 publishes.
-    let published = expected / 10.0;
-    assert_eq!(published.fract(), 0.0, "{line}");
-    assert!(
-        (4000.0..7000.0).contains(&published),
-        "{published} publishes\n{text}"
-    );
-    assert_has(line, "0 lost (0.000%), 0 duplicate(s)");
-    // The broker's own memory and CPU, from its process tree.
-    let rss = get("peak_rss");
-    assert!(
-        (1048576.0..200.0 * 1048576.0).contains(&rss),
-        "peak_rss {rss}"
-    );
-    assert!(get("target_cpu") > 0.0);
+    // A run the hypervisor slowed (it took 0.72 s of CPU once, and the generator was
+    // rightly judged late: INVALID) is measured again, as every timing test is.
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        // The shipped example: 1,000 devices connecting at 200/s, each publishing QoS 1
+        // every second; mosquitto is the suite's target, watched as any other.
+        let example = format!(
+            "{}/../../examples/iot-mqtt.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let suite = format!(
+            "[target]\ncommand = [\"mosquitto\", \"-p\", \"{{{{port}}}}\"]\n\
+             ready = \"tcp://127.0.0.1:{{{{port}}}}\"\n\n\
+             [[test]]\nname = \"devices\"\nkind = \"bench\"\n\
+             url = \"mqtt://127.0.0.1:{{{{port}}}}/devices/{{{{client}}}}/telemetry?qos=1&subscribers=10\"\n\
+             scenario = \"{example}\"\nduration = \"8s\"\n\
+             gates = [\"delivery_loss <= 0\", \"error_rate <= 0\"]\n"
+        );
+        let out = run_suite(&s, &suite, &["--no-tui"]);
+        let text = stdout(&out);
+        assert_exit(&out, 0);
+        let case = &case_metrics(&s)[0];
+        let get = |name: &str| stored(case, name);
+        assert_eq!(get("delivery_loss"), 0.0);
+        assert!(get("delivery_p99") > 0.0);
+        assert!(get("latency_p99") > 0.0);
+        // Every publish reached each of the 10 subscribers, exactly once.
+        let line = text
+            .lines()
+            .find(|l| l.contains("deliveries:"))
+            .unwrap_or_else(|| panic!("no deliveries line\n{text}"));
+        let n = numbers(line);
+        let (delivered, expected) = (n[0], n[1]);
+        assert_eq!(delivered, expected, "{line}");
+        assert_eq!(n[2], 10.0, "{line}");
+        // 1,000 devices over 8 s, each from its start in the 5 s ramp-up: ~5,500 publishes.
+        let published = expected / 10.0;
+        assert_eq!(published.fract(), 0.0, "{line}");
+        assert!(
+            (4000.0..7000.0).contains(&published),
+            "{published} publishes\n{text}"
+        );
+        assert_has(line, "0 lost (0.000%), 0 duplicate(s)");
+        // The broker's own memory and CPU, from its process tree.
+        let rss = get("peak_rss");
+        assert!(
+            (1048576.0..200.0 * 1048576.0).contains(&rss),
+            "peak_rss {rss}"
+        );
+        assert!(get("target_cpu") > 0.0);
+    });
 }
 
 #[test]
