@@ -1127,18 +1127,24 @@ check.same = {{ json = {{ "$.device" = "{expect}", "$.temperature" = 21.5 }} }}
     );
 }
 
-/// The peak resident memory of `cmd` (its own, by `wait4`), KiB, and its exit code.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which gives its own rusage
-fn peak_rss_kib(cmd: &mut Command) -> (u64, i32) {
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    (usage.ru_maxrss as u64, libc::WEXITSTATUS(status))
+/// The peak resident memory of strainline run with `args`, KiB, and its exit code. The
+/// run is a child of a small Python (its `RUSAGE_CHILDREN`), not of this test process:
+/// a child's `ru_maxrss` counts the memory of the process it was forked from until it
+/// execs, and this one holds hundreds of MiB by the end of a full run.
+fn peak_rss_kib(s: &Scratch, args: &[&str]) -> (u64, i32) {
+    let wrapper = "import resource, subprocess, sys\n\
+        r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n\
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(r)\n";
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", wrapper, env!("CARGO_BIN_EXE_strainline"), "--store"])
+        .arg(s.store())
+        .args(args)
+        .current_dir(s.path(""))
+        .output()
+        .expect("Debian's python3 (installed by `make test`)");
+    let kib = stdout(&out).trim().parse().unwrap_or(u64::MAX);
+    (kib, out.status.code().unwrap_or(-1))
 }
 
 #[test]
@@ -1198,12 +1204,18 @@ on_failure = "restart"
     let url = tb.url("");
     let json = s.path("load.json");
     let (rss, code) = peak_rss_kib(
-        strainline()
-            .args(["--store"])
-            .arg(s.store())
-            .args(["load", "--json", json.to_str().unwrap(), "--no-tui", &url])
-            .args(["--scenario", scenario.to_str().unwrap(), "-z", "2s"])
-            .current_dir(s.path("")),
+        &s,
+        &[
+            "load",
+            "--json",
+            json.to_str().unwrap(),
+            "--no-tui",
+            &url,
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "2s",
+        ],
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
