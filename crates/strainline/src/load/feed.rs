@@ -106,14 +106,7 @@ impl Data {
         let rows = if in_memory {
             Rows::Memory(held)
         } else {
-            Rows::Disk(Arc::new(Disk {
-                file: file.to_path_buf(),
-                format,
-                columns: columns.clone(),
-                count,
-                marks,
-                last: Mutex::new(None),
-            }))
+            Rows::Disk(Arc::new(Disk::new(file, format, &columns, count, marks)))
         };
         Ok(Data {
             columns,
@@ -219,6 +212,17 @@ fn bad(msg: impl Into<String>) -> crate::Error {
 }
 
 impl Disk {
+    fn new(file: &Path, format: Format, columns: &[String], count: u64, marks: Vec<u64>) -> Disk {
+        Disk {
+            file: file.to_path_buf(),
+            format,
+            columns: columns.to_vec(),
+            count,
+            marks,
+            last: Mutex::new(None),
+        }
+    }
+
     fn row(&self, k: u64) -> crate::error::Result<Row> {
         let block = k / STRIDE;
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
@@ -525,14 +529,7 @@ mod tests {
     fn index(file: &Path, format: Format, columns: &[String]) -> Disk {
         let scan = scan(file, format, false).unwrap();
         assert_eq!(scan.columns, columns);
-        Disk {
-            file: file.to_path_buf(),
-            format,
-            columns: scan.columns,
-            count: scan.count,
-            marks: scan.marks,
-            last: Mutex::new(None),
-        }
+        Disk::new(file, format, &scan.columns, scan.count, scan.marks)
     }
 
     #[test]

@@ -10,16 +10,20 @@ use crate::sut::lifecycle;
 /// made ready (or an interrupt before it was) measured nothing (invalid); any other
 /// error fails the case.
 pub fn outcome(ctx: &CaseCtx) -> CaseResult {
-    let r = run(ctx).unwrap_or_else(|e| {
-        let mut r = CaseResult::new();
-        let status = match e {
-            crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
-            _ => Status::Failed,
-        };
-        r.fail(status, e.to_string());
-        r
-    });
-    expected(ctx.test.expect_failure, r)
+    match run(ctx) {
+        // Only a case that ran can have caught its defect: an error (a command that
+        // would not start, a store that went away) is a failure whatever it expects.
+        Ok(r) => expected(ctx.test.expect_failure, r),
+        Err(e) => {
+            let mut r = CaseResult::new();
+            let status = match e {
+                crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
+                _ => Status::Failed,
+            };
+            r.fail(status, e.to_string());
+            r
+        }
+    }
 }
 
 /// A case that shows a defect being caught (`expect = "failed"`): its failure is what
@@ -163,4 +167,41 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     ));
     r.target = Some(summary);
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(status: Status, reason: &str) -> CaseResult {
+        let mut r = CaseResult::new();
+        if status != Status::Passed {
+            r.fail(status, reason.into());
+        }
+        r
+    }
+
+    #[test]
+    fn an_expected_failure_passes_its_pass_fails_and_nothing_else_changes() {
+        let caught = expected(true, ended(Status::Failed, "gate failed: x"));
+        assert_eq!(caught.status, Status::Passed);
+        assert_eq!(
+            caught.reasons,
+            ["caught, as expected (expect = \"failed\"): gate failed: x"]
+        );
+        let missed = expected(true, ended(Status::Passed, ""));
+        assert_eq!(missed.status, Status::Failed);
+        assert!(
+            missed.reasons[0].starts_with("expected to fail"),
+            "{:?}",
+            missed.reasons
+        );
+        for s in [Status::Invalid, Status::Crashed] {
+            assert_eq!(expected(true, ended(s, "r")).status, s);
+        }
+        assert_eq!(
+            expected(false, ended(Status::Failed, "r")).status,
+            Status::Failed
+        );
+    }
 }
