@@ -2,10 +2,10 @@
 //! the recorder) is protocol-free; it asks the plan's [`Client`] whether a unit of work
 //! needs a connection, to open one, to do one unit of work on it (send, read the reply,
 //! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
-//! HTTP ([`super::http`]), MQTT ([`super::mqtt`]), gRPC ([`super::grpc`]) and the
-//! command workload ([`super::command`]) each answer in their own module; a protocol of
-//! the registry ([`super::proto`]: WebSocket, Redis) answers through [`Client::Proto`],
-//! and adding one touches nothing here.
+//! HTTP ([`super::http`]), MQTT ([`super::mqtt`]) and the command workload
+//! ([`super::command`]) each answer in their own module; a protocol of the registry
+//! ([`super::proto`]: gRPC, WebSocket, Redis) answers through [`Client::Proto`], and
+//! adding one touches nothing here.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
@@ -18,7 +18,7 @@ use super::flow::{Keep, Kept};
 use super::http;
 use super::recorder::{ErrorKind, Recorder};
 use super::request::Outgoing;
-use super::{grpc, mqtt, proto};
+use super::{mqtt, proto};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -33,8 +33,6 @@ pub enum Client {
     /// An MQTT client per connection; a unit is one PUBLISH, acknowledged as its QoS
     /// asks.
     Mqtt(mqtt::Target),
-    /// An HTTP/2 connection; a unit is one gRPC call, its status from the trailers.
-    Grpc(grpc::Target),
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
     /// A protocol of the registry ([`super::proto::PROTOCOLS`]).
@@ -50,8 +48,6 @@ pub enum Statuses {
     Exit,
     /// A publish was acknowledged as its QoS asks (MQTT): status = the QoS.
     Published,
-    /// A call's gRPC status (ok when 0, OK).
-    Grpc,
     /// A client connected and was accepted (MQTT `conn` mode): one status, 0.
     Connected,
     /// A registry protocol's statuses, named by it.
@@ -89,20 +85,18 @@ impl Statuses {
                 // An MQTT 5 broker's refusal, by its reason code.
                 _ => format!("refused {code:#04x}"),
             },
-            Statuses::Grpc => grpc::status_name(code).into(),
             Statuses::Connected => "connack".into(),
             Statuses::Proto(p) => p.0.label(code),
         }
     }
 
-    /// A status in a sentence: `HTTP 503`, `exit 1`, `gRPC UNAVAILABLE`, `MQTT refused
-    /// 0x87`.
+    /// A status in a sentence: `HTTP 503`, `exit 1`, `MQTT refused 0x87`, a registry
+    /// protocol's (`gRPC UNAVAILABLE`).
     pub fn named(self, code: u16) -> String {
         match self {
             Statuses::Http => format!("HTTP {code}"),
             Statuses::Exit => self.label(code),
             Statuses::Published => format!("MQTT {}", self.label(code)),
-            Statuses::Grpc => format!("gRPC {}", self.label(code)),
             Statuses::Connected => format!("MQTT {}", self.label(code)),
             Statuses::Proto(p) => format!("{} {}", p.0.name(), self.label(code)),
         }
@@ -205,7 +199,6 @@ impl Client {
             Client::Http { .. } => Statuses::Http,
             Client::Mqtt(t) if t.mode == mqtt::Mode::Connect => Statuses::Connected,
             Client::Mqtt(_) => Statuses::Published,
-            Client::Grpc(_) => Statuses::Grpc,
             Client::Command(_) => Statuses::Exit,
             Client::Proto(t) => Statuses::Proto(Named(t.protocol())),
         }
@@ -216,7 +209,6 @@ impl Client {
         match self {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
             Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
-            Client::Grpc(t) => http::connect_hyper(&t.http).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
             Client::Proto(t) => t.connect().await.map(Conn::Proto),
         }
@@ -269,48 +261,10 @@ impl Client {
                     kept: None,
                 })
             }
-            (Client::Grpc(t), Conn::Http(c)) => {
-                let message = match &out {
-                    // A scenario step's body is its JSON, encoded for the method.
-                    Outgoing::Rendered(r) => match &t.input {
-                        Some(input) => grpc::frame(
-                            &grpc::encode(input, &r.body).map_err(|_| ErrorKind::Protocol)?,
-                        ),
-                        None => grpc::frame(&r.body),
-                    },
-                    Outgoing::Template(..) => out.body(),
-                };
-                let headers = match &out {
-                    Outgoing::Template(tp, ..) => &tp.headers[..],
-                    Outgoing::Rendered(r) => &r.headers[..],
-                };
-                let mut kept = match &out {
-                    Outgoing::Rendered(r) if r.keep != Keep::Nothing => {
-                        Some(Box::new(Kept::new(r.keep)))
-                    }
-                    _ => None,
-                };
-                let called = grpc::call(c, t, headers, message, kept.as_deref_mut()).await?;
-                Ok(Reply {
-                    status: called.status,
-                    ok: called.status == 0,
-                    bytes: called.bytes,
-                    messages: called.messages,
-                    late_tail: false,
-                    kept,
-                })
-            }
-            (Client::Proto(_), Conn::Proto(c)) => {
-                let body = match &out {
-                    Outgoing::Rendered(r) => Some(r.body.clone()),
-                    Outgoing::Template(..) => None,
-                };
-                let (seq, keep) = match &out {
-                    Outgoing::Template(_, _, seq) => (*seq, Keep::Nothing),
-                    Outgoing::Rendered(r) => (0, r.keep),
-                };
-                c.send(body, seq, intended, keep).await
-            }
+            (Client::Proto(_), Conn::Proto(c)) => match out {
+                Outgoing::Template(_, _, seq) => c.send(None, seq, intended).await,
+                Outgoing::Rendered(r) => c.send(Some(r), 0, intended).await,
+            },
             _ => Err(ErrorKind::Protocol),
         }
     }
@@ -357,16 +311,15 @@ impl Client {
     }
 
     /// Why this protocol cannot send a scenario step's request, if it cannot: an MQTT
-    /// topic with a wildcard, a gRPC message the `.proto` does not describe.
+    /// topic with a wildcard, a registry protocol's refusal (a gRPC message the `.proto`
+    /// does not describe).
     pub fn refuses(&self, r: &super::request::Rendered) -> Option<String> {
         match self {
             Client::Mqtt(_) if mqtt::topic_of(r).is_some_and(mqtt::wildcard) => Some(format!(
                 "the topic '{}' has a wildcard (+ or #): a message is published to one topic",
                 r.path.trim_start_matches('/')
             )),
-            Client::Grpc(grpc::Target {
-                input: Some(input), ..
-            }) => grpc::encode(input, &r.body).err().map(|e| e.to_string()),
+            Client::Proto(t) => t.refuses(r),
             _ => None,
         }
     }
@@ -377,31 +330,29 @@ impl Client {
         match self {
             Client::Http { target, .. } => target.tls.is_some(),
             Client::Mqtt(_) => true,
-            Client::Grpc(t) => t.http.tls.is_some(),
             Client::Command(_) => false,
             Client::Proto(t) => t.handshakes(),
         }
     }
 
     /// Whether it keeps a reply's body for a scenario step that extracts or checks
-    /// (HTTP/1.1, HTTP/2 in a scenario, gRPC, and the registry's protocols that say so:
+    /// (HTTP/1.1, HTTP/2 in a scenario, and the registry's protocols that say so: gRPC,
     /// WebSocket, Redis).
     pub fn keeps_replies(&self) -> bool {
         match self {
             Client::Http { target, .. } => !target.http2 || target.whole_heads,
-            Client::Grpc(_) => true,
             Client::Proto(t) => t.protocol().keeps_bodies(),
             _ => false,
         }
     }
 
     /// Whether its replies have a head (status line and header fields) a step can
-    /// read: HTTP/1.1's, HTTP/2's in a scenario, gRPC's metadata.
+    /// read: HTTP/1.1's, HTTP/2's in a scenario, a registry protocol's that says so
+    /// (gRPC's metadata).
     pub fn reply_heads(&self) -> bool {
         match self {
             Client::Http { target, .. } => !target.http2 || target.whole_heads,
-            // Its metadata: headers and trailers.
-            Client::Grpc(_) => true,
+            Client::Proto(t) => t.protocol().reply_heads(),
             _ => false,
         }
     }

@@ -1,6 +1,6 @@
 //! The load engine: a domain spec checked into a plan ([`spec`]), schedules
-//! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], [`ws`], a
-//! command), one driver for every shape of load
+//! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], [`mqtt`], a
+//! command, and the registry's, [`proto`]), one driver for every shape of load
 //! ([`driver`]), bounded-memory measurement ([`recorder`]), the generator-saturation
 //! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
 //! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
@@ -10,7 +10,6 @@ mod command;
 pub mod driver;
 pub mod feed;
 pub mod flow;
-pub mod grpc;
 mod h1;
 mod h2;
 pub mod http;

@@ -176,88 +176,6 @@ impl Planned {
     }
 }
 
-/// A gRPC URL, `grpc[s]://HOST:PORT/package.Service/Method[?proto=FILE]`: the server
-/// resolved (HTTP/2, TLS with ALPN for `grpcs://`), the method found in the `.proto` if
-/// one is named, and the body made the framed message — JSON encoded with the `.proto`,
-/// or the bytes as given.
-fn grpc_target(
-    url: &str,
-    client: &ClientOptions,
-    body: &BodySpec,
-) -> Result<(super::grpc::Target, BodySpec), crate::Error> {
-    use super::grpc;
-    let (tls, rest) = match url.strip_prefix("grpcs://") {
-        Some(r) => (true, r),
-        None => (false, url.trim_start_matches("grpc://")),
-    };
-    let eg = "e.g. grpc://127.0.0.1:50051/helloworld.Greeter/SayHello?proto=helloworld.proto";
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (authority, path) = rest
-        .split_once('/')
-        .ok_or_else(|| bad(format!("URL '{url}' names no method ({eg})")))?;
-    let path = format!("/{path}");
-    if path.matches('/').count() != 2 || path.ends_with('/') || !path[1..].contains('.') {
-        return Err(bad(format!(
-            "URL '{url}': the path must be /package.Service/Method ({eg})"
-        )));
-    }
-    let mut proto = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("proto", f)) if !f.is_empty() => proto = Some(std::path::PathBuf::from(f)),
-            _ => {
-                return Err(bad(format!(
-                    "URL '{url}': unknown option '{pair}' (the option is proto=FILE)"
-                )))
-            }
-        }
-    }
-    let scheme = if tls { "https" } else { "http" };
-    let options = ClientOptions {
-        http2: true,
-        ..client.clone()
-    };
-    let (http, _) = resolve(&format!("{scheme}://{authority}/"), &options)
-        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
-    let (input, output, server_streaming) = match &proto {
-        Some(p) => {
-            let (input, output, streaming) = grpc::method(p, &path)
-                .map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())))?;
-            (Some(input), Some(output), streaming)
-        }
-        None => (None, None, false),
-    };
-    let message = match (body, &input) {
-        (BodySpec::Random { .. }, Some(_)) => {
-            return Err(bad(format!(
-                "URL '{url}': random bytes are not a message of the .proto; give it as JSON (-d)"
-            )))
-        }
-        (BodySpec::Random { len, seed }, None) => {
-            Bytes::from(crate::rng::text(*len, crate::rng::mix(*seed)))
-        }
-        (BodySpec::Empty, None) => Bytes::new(),
-        (BodySpec::Bytes(b), None) => Bytes::from(b.clone()),
-        (BodySpec::Empty, Some(i)) => {
-            grpc::encode(i, b"{}").map_err(|e| bad(format!("URL '{url}': {e}")))?
-        }
-        (BodySpec::Bytes(b), Some(i)) => {
-            grpc::encode(i, b).map_err(|e| bad(format!("URL '{url}': {e}")))?
-        }
-    };
-    Ok((
-        grpc::Target {
-            uri: super::http::absolute(&http, &path),
-            http,
-            path,
-            input,
-            output,
-            server_streaming,
-        },
-        BodySpec::Bytes(grpc::frame(&message).to_vec()),
-    ))
-}
-
 /// An MQTT URL's parts, checked without resolving anything: what `check` checks of a
 /// suite's MQTT URL, and the first half of [`mqtt_target`].
 struct MqttParts {
@@ -461,7 +379,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https"].contains(&scheme) {
-        let mut all: Vec<String> = ["http", "https", "mqtt", "mqtts", "grpc", "grpcs"]
+        let mut all: Vec<String> = ["http", "https", "mqtt", "mqtts"]
             .iter()
             .map(|s| format!("{s}://"))
             .chain(super::proto::prefixes())
@@ -555,26 +473,6 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
             Ok((Client::Command(argv.clone()), template, &BodySpec::Empty))
         }
-        Work::Http {
-            url,
-            method,
-            headers,
-            body,
-        } if url.starts_with("grpc://") || url.starts_with("grpcs://") => {
-            if matches!(spec.offer, Offer::Replay(_)) {
-                return Err(bad(format!(
-                    "URL '{url}': a replay sends an access log's HTTP requests; a gRPC load calls the URL's method"
-                )));
-            }
-            if method != "GET" && method != "POST" {
-                return Err(bad(format!(
-                    "URL '{url}': a gRPC call is a POST; a method ({method}) has no meaning for it"
-                )));
-            }
-            let (target, body) = grpc_target(url, &spec.client, body)?;
-            let template = template(&Uri::from_static("/"), "POST", headers, &body)?;
-            Ok((Client::Grpc(target), template, &BodySpec::Empty))
-        }
         Work::Http { url, body, .. }
             if url.starts_with("mqtt://") || url.starts_with("mqtts://") =>
         {
@@ -659,7 +557,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             )));
         }
         let pipelines = matches!(&client, Client::Proto(t) if t.protocol().pipelines());
-        if !(spec.client.http2 || matches!(client, Client::Grpc(_)) || pipelines) {
+        if !(spec.client.http2 || pipelines) {
             return Err(bad(format!(
                 "--streams {}: several requests in flight on one connection need HTTP/2 (add --http2), gRPC or a protocol that pipelines (Redis)",
                 spec.client.streams
@@ -795,20 +693,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             "HTTP/{}{}",
             if spec.client.http2 { "2" } else { "1.1" },
             if target.tls.is_some() {
-                " over TLS"
-            } else {
-                ""
-            }
-        ),
-        Client::Grpc(t) => format!(
-            "gRPC {}{}{}",
-            t.path,
-            if t.server_streaming {
-                " (server streaming)"
-            } else {
-                ""
-            },
-            if t.http.tls.is_some() {
                 " over TLS"
             } else {
                 ""

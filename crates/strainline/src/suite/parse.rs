@@ -188,18 +188,21 @@ fn ranges(doc: &Doc, header: usize, t: &RawTest) -> Result<()> {
     Ok(())
 }
 
-/// A gRPC URL's `proto=FILE` relative to the suite file, as a scenario's is; any other
-/// URL as written.
+/// A URL whose protocol's query options name files (gRPC's `proto=FILE`), with those
+/// files relative to the suite file, as a scenario's is; any other URL as written.
 fn beside_the_suite(suite: &Path, url: &str) -> String {
-    let Some((head, query)) = url.split_once('?').filter(|_| url.starts_with("grpc")) else {
+    let options = crate::load::proto::by_url(url).map_or(&[][..], |p| p.file_options());
+    let Some((head, query)) = url.split_once('?').filter(|_| !options.is_empty()) else {
         return url.to_string();
     };
     let dir = suite.parent().unwrap_or(Path::new("."));
     let query: Vec<String> = query
         .split('&')
-        .map(|pair| match pair.strip_prefix("proto=") {
-            Some(f) if !Path::new(f).is_absolute() && !f.is_empty() => {
-                format!("proto={}", dir.join(f).display())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, f))
+                if options.contains(&k) && !Path::new(f).is_absolute() && !f.is_empty() =>
+            {
+                format!("{k}={}", dir.join(f).display())
             }
             _ => pair.to_string(),
         })
@@ -207,18 +210,27 @@ fn beside_the_suite(suite: &Path, url: &str) -> String {
     format!("{head}?{}", query.join("&"))
 }
 
+/// The files a URL's query names for its protocol ([`beside_the_suite`]'s), as given.
+fn files_named(url: &str) -> Vec<(&'static str, String)> {
+    let options = crate::load::proto::by_url(url).map_or(&[][..], |p| p.file_options());
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .filter_map(|(k, f)| Some((*options.iter().find(|o| **o == k)?, f.to_string())))
+        .filter(|(_, f)| !f.is_empty())
+        .collect()
+}
+
 /// The schemes of an HTTP request (a probe, a quiesce request).
 const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's, WebSocket's, MQTT's, gRPC's and the
-/// protocol registry's.
+/// The schemes a workload's URL may have: HTTP's, MQTT's and the protocol registry's.
 fn load_schemes() -> Vec<String> {
-    [
-        "http://", "https://", "mqtt://", "mqtts://", "grpc://", "grpcs://",
-    ]
-    .into_iter()
-    .map(String::from)
-    .chain(crate::load::proto::prefixes())
-    .collect()
+    ["http://", "https://", "mqtt://", "mqtts://"]
+        .into_iter()
+        .map(String::from)
+        .chain(crate::load::proto::prefixes())
+        .collect()
 }
 
 /// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine
@@ -849,13 +861,9 @@ fn test(
         crate::load::spec::check_mqtt(url)
             .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
     }
-    if let Some(url) = t.url.as_deref().filter(|u| u.starts_with("grpc")) {
-        let url = beside_the_suite(doc.path, url);
-        let proto = url
-            .split_once('?')
-            .and_then(|(_, q)| q.split('&').find_map(|p| p.strip_prefix("proto=")));
-        if let Some(p) = proto.filter(|p| !p.is_empty()) {
-            crate::os::file::check(Path::new(p), "proto", crate::os::file::MAX_INPUT)
+    if let Some(url) = t.url.as_deref() {
+        for (what, f) in files_named(&beside_the_suite(doc.path, url)) {
+            crate::os::file::check(Path::new(&f), what, crate::os::file::MAX_INPUT)
                 .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
         }
     }
@@ -948,7 +956,6 @@ fn workload(
     if !bench_without_target {
         needs(has_target, "a [target] to start")?;
     }
-    let grpc = t.url.as_deref().is_some_and(|u| u.starts_with("grpc"));
     if t.reply_field.is_some() {
         if let Some(schemes) =
             crate::load::proto::taken_elsewhere(t.url.as_deref().unwrap_or(""), "reply_field")
@@ -959,7 +966,7 @@ fn workload(
             )?;
         }
     }
-    let tls = ["https://", "mqtts://", "grpcs://"];
+    let tls = ["https://", "mqtts://"];
     let tls = t
         .url
         .as_deref()
@@ -970,7 +977,7 @@ fn workload(
     )?;
     let pipelines = t.url.as_deref().is_some_and(crate::load::proto::pipelines);
     needs(
-        t.streams.is_none_or(|m| m < 2) || t.http2 == Some(true) || grpc || pipelines,
+        t.streams.is_none_or(|m| m < 2) || t.http2 == Some(true) || pipelines,
         "http2 = true for streams (requests in flight on one connection are HTTP/2's, gRPC's or a pipelining protocol's such as Redis)",
     )?;
     Ok(Workload {

@@ -3,7 +3,7 @@
 //! (once, for `strainline load`, suites and agents alike: all three make a
 //! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
 //! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
-//! names none of them. HTTP, MQTT and gRPC predate this seam and are still variants of
+//! names none of them. HTTP and MQTT predate this seam and are still variants of
 //! [`super::client::Client`]; docs/design.md says how to add a protocol.
 
 use std::future::Future;
@@ -13,18 +13,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-
 use super::client::Reply;
-use super::flow::Keep;
 use super::recorder::ErrorKind;
+use super::request::Rendered;
 use super::spec::{BodySpec, ClientOptions};
 
+mod grpc;
 mod resp;
 mod ws;
 
 /// Every protocol of the registry, in the order `--help` and errors list them.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&ws::WebSocket, &resp::Resp];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&grpc::Grpc, &ws::WebSocket, &resp::Resp];
 
 /// A future of a protocol's client, polled on the driver's thread.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -70,6 +69,16 @@ pub trait Protocol: Sync {
     fn keeps_bodies(&self) -> bool {
         false
     }
+    /// Whether its replies also have a head a step can read (gRPC's metadata: headers
+    /// and trailers), kept with the body.
+    fn reply_heads(&self) -> bool {
+        false
+    }
+    /// The options of its URLs' queries that name a file (gRPC's `proto=FILE`): a
+    /// suite's are found beside the suite file, and `check` checks they can be read.
+    fn file_options(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Where and what a protocol's units of work go to, checked before the run.
@@ -82,6 +91,11 @@ pub trait Target: Send + Sync {
     /// The run holds at most `connections` of its connections at once: a protocol that
     /// bounds its buffers by a share of a budget takes its share here, before the run.
     fn sized_for(&self, _connections: usize) {}
+    /// Why it cannot send a scenario step's request, if it cannot (a gRPC message its
+    /// `.proto` does not describe): the step is refused before the run.
+    fn refuses(&self, _step: &Rendered) -> Option<String> {
+        None
+    }
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>>;
 }
 
@@ -91,15 +105,15 @@ pub trait Connection {
     fn fd(&self) -> RawFd;
     /// It cannot carry another unit of work (the driver opens a new one).
     fn is_closed(&self) -> bool;
-    /// One unit of work: `body` is a scenario step's rendered body, or `None` for the
-    /// workload's own, as the `seq`th unit of the run; `intended` is when it was due;
-    /// `keep` is what a step reads of the reply (where the protocol [`Protocol::keeps_bodies`]).
+    /// One unit of work: `step` is a scenario step's rendered request (its body, its
+    /// headers, its path, and what of the reply it reads — [`Rendered::keep`], where the
+    /// protocol [`Protocol::keeps_bodies`]), or `None` for the workload's own, as the
+    /// `seq`th unit of the run; `intended` is when it was due.
     fn send<'a>(
         &'a mut self,
-        body: Option<Bytes>,
+        step: Option<&'a Rendered>,
         seq: u64,
         intended: Instant,
-        keep: Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>>;
     /// Closes the connection politely at the end of the run.
     fn goodbye(self: Box<Self>) -> Fut<'static, ()>;

@@ -19,13 +19,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-
 use super::super::client::Reply;
 use super::super::flow::{Keep, Kept};
 use super::super::h1::Stream;
 use super::super::http::Tls;
 use super::super::recorder::ErrorKind;
+use super::super::request::Rendered;
 use super::super::spec::BodySpec;
 use super::super::template::{RandomPool, Text, Vars};
 use super::{Ask, Connection, Fut, Protocol, Target};
@@ -499,11 +498,12 @@ impl Connection for Conn {
 
     fn send<'a>(
         &'a mut self,
-        body: Option<Bytes>,
+        step: Option<&'a Rendered>,
         seq: u64,
         _intended: Instant,
-        keep: Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        let body = step.map(|r| r.body.clone());
+        let keep = step.map_or(Keep::Nothing, |r| r.keep);
         Box::pin(async move {
             self.write.clear();
             match body {
@@ -862,11 +862,11 @@ mod tests {
             let mut first = served(|i| format!("+{}\r\n", "x".repeat(i)).into_bytes(), 14).await;
             let mut others: Vec<_> = (0..7).map(|_| first.share().unwrap()).collect();
             let now = Instant::now();
-            let mut sends = vec![first.send(None, 0, now, Keep::Nothing)];
+            let mut sends = vec![first.send(None, 0, now)];
             sends.extend(
                 others
                     .iter_mut()
-                    .map(|c| c.send(None, 0, now, Keep::Nothing)),
+                    .map(|c| c.send(None, 0, now)),
             );
             for (i, r) in futures_util::future::join_all(sends)
                 .await
@@ -884,12 +884,12 @@ mod tests {
         local(async {
             let mut c = served(|_| b"+OK\r\n+OK\r\n".to_vec(), 14).await;
             assert!(matches!(
-                c.send(None, 0, Instant::now(), Keep::Nothing).await,
+                c.send(None, 0, Instant::now()).await,
                 Err(ErrorKind::Protocol)
             ));
             assert!(c.is_closed());
             assert!(matches!(
-                c.send(None, 1, Instant::now(), Keep::Nothing).await,
+                c.send(None, 1, Instant::now()).await,
                 Err(ErrorKind::Reset)
             ));
         });

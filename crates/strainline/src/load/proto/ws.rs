@@ -28,6 +28,7 @@ use super::super::flow::{Keep, Kept};
 use super::super::h1::Stream;
 use super::super::recorder::ErrorKind;
 use super::super::request::Body;
+use super::super::request::Rendered;
 use super::{field_path, io_kind, open, Ask, Connection, Fut, Protocol};
 
 /// WebSocket in the registry.
@@ -165,11 +166,12 @@ impl Connection for Conn {
 
     fn send<'a>(
         &'a mut self,
-        body: Option<Bytes>,
+        step: Option<&'a Rendered>,
         seq: u64,
         _intended: Instant,
-        keep: Keep,
     ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        let body = step.map(|r| r.body.clone());
+        let keep = step.map_or(Keep::Nothing, |r| r.keep);
         Box::pin(async move {
             let body = body.unwrap_or_else(|| self.messages.body.pick(seq));
             let read = send(self, body).await?;

@@ -7,7 +7,13 @@
 //! as JSON (the workload's body or a scenario step's) and encoded with prost-reflect;
 //! without one, the body is sent as the message's bytes as they are. A scenario step
 //! that extracts or checks reads the reply's metadata (headers and trailers) and its
-//! message as JSON (a stream's as a JSON array), decoded with the `.proto`.
+//! message as JSON (a stream's as a JSON array), decoded with the `.proto`. Calls
+//! pipeline as HTTP/2 streams (`--streams M`). A protocol of the registry
+//! ([`super::PROTOCOLS`]).
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::Instant;
 
 use crate::error::Category;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -16,25 +22,301 @@ use hyper::Method;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
-use super::flow::Kept;
-use super::http::{self, H2Response};
-use super::recorder::ErrorKind;
+use super::super::client::Reply;
+use super::super::flow::{Keep, Kept};
+use super::super::http::{self, H2Response};
+use super::super::recorder::ErrorKind;
+use super::super::request::Rendered;
+use super::super::spec::{BodySpec, ClientOptions};
+use super::{Ask, Connection, Fut, Protocol};
 
-/// Where calls go and what they are, checked before the run.
-#[derive(Clone)]
+/// gRPC in the registry.
+pub struct Grpc;
+
+impl Protocol for Grpc {
+    fn name(&self) -> &'static str {
+        "gRPC"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["grpc", "grpcs"]
+    }
+
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        &["grpcs"]
+    }
+
+    fn file_options(&self) -> &'static [&'static str] {
+        &["proto"]
+    }
+
+    /// `grpc[s]://HOST:PORT/package.Service/Method[?proto=FILE]`: the server resolved
+    /// (HTTP/2, TLS with ALPN for `grpcs://`), the method found in the `.proto` if one is
+    /// named, and the body made the framed message — JSON encoded with the `.proto`, or
+    /// the bytes as given.
+    fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn super::Target>> {
+        let url = ask.url;
+        if ask.replay {
+            return Err(bad(format!(
+                "URL '{url}': a replay sends an access log's HTTP requests; a gRPC load calls the URL's method"
+            )));
+        }
+        if ask.method != "GET" && ask.method != "POST" {
+            return Err(bad(format!(
+                "URL '{url}': a gRPC call is a POST; a method ({}) has no meaning for it",
+                ask.method
+            )));
+        }
+        let (http, call) = call_of(url, ask.options, ask.body)?;
+        Ok(Arc::new(Target {
+            protocol: self,
+            http,
+            call: Arc::new(Call {
+                metadata: super::super::request::headers(ask.headers)?,
+                ..call
+            }),
+        }))
+    }
+
+    fn label(&self, code: u16) -> String {
+        status_name(code).into()
+    }
+
+    fn pipelines(&self) -> bool {
+        true
+    }
+
+    fn keeps_bodies(&self) -> bool {
+        true
+    }
+
+    fn reply_heads(&self) -> bool {
+        true
+    }
+}
+
+fn bad(msg: String) -> crate::Error {
+    crate::Error::usage(msg)
+}
+
+/// Where calls go, checked before the run.
 pub struct Target {
+    protocol: &'static Grpc,
     /// The server, always over HTTP/2.
-    pub http: http::Target,
+    http: http::Target,
+    call: Arc<Call>,
+}
+
+/// What each call is.
+pub struct Call {
     /// `/package.Service/Method`, and the whole URI made once.
-    pub path: String,
-    pub uri: hyper::Uri,
+    path: String,
+    uri: hyper::Uri,
     /// The method's request message, when a `.proto` described it: a JSON body is
     /// encoded with it.
-    pub input: Option<MessageDescriptor>,
+    input: Option<MessageDescriptor>,
     /// The method's reply message, when a `.proto` described it: a flow reads it as
     /// JSON.
-    pub output: Option<MessageDescriptor>,
-    pub server_streaming: bool,
+    output: Option<MessageDescriptor>,
+    server_streaming: bool,
+    /// The workload's headers, sent as metadata.
+    metadata: Vec<(HeaderName, HeaderValue)>,
+    /// The workload's message, framed.
+    message: Bytes,
+}
+
+impl super::Target for Target {
+    fn protocol(&self) -> &'static dyn Protocol {
+        self.protocol
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "gRPC {}{}{}",
+            self.call.path,
+            if self.call.server_streaming {
+                " (server streaming)"
+            } else {
+                ""
+            },
+            if self.http.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn handshakes(&self) -> bool {
+        self.http.tls.is_some()
+    }
+
+    fn refuses(&self, step: &Rendered) -> Option<String> {
+        let input = self.call.input.as_ref()?;
+        encode(input, &step.body).err().map(|e| e.to_string())
+    }
+
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
+        Box::pin(async move {
+            let http = http::connect_hyper(&self.http).await?;
+            Ok(Box::new(Conn {
+                http,
+                call: self.call.clone(),
+            }) as Box<dyn Connection>)
+        })
+    }
+}
+
+/// An HTTP/2 connection calls go on, a stream each.
+struct Conn {
+    http: http::Conn,
+    call: Arc<Call>,
+}
+
+impl Connection for Conn {
+    fn fd(&self) -> RawFd {
+        self.http.fd
+    }
+
+    fn is_closed(&self) -> bool {
+        self.http.is_closed()
+    }
+
+    fn share(&self) -> Option<Box<dyn Connection>> {
+        let http = self.http.share()?;
+        Some(Box::new(Conn {
+            http,
+            call: self.call.clone(),
+        }))
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        step: Option<&'a Rendered>,
+        _seq: u64,
+        _intended: Instant,
+    ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            let call = self.call.clone();
+            let (message, metadata) = match step {
+                // A scenario step's body is its JSON, encoded for the method.
+                Some(r) => {
+                    let message = match &call.input {
+                        Some(input) => {
+                            frame(&encode(input, &r.body).map_err(|_| ErrorKind::Protocol)?)
+                        }
+                        None => frame(&r.body),
+                    };
+                    (message, &r.headers[..])
+                }
+                None => (call.message.clone(), &call.metadata[..]),
+            };
+            let mut kept = match step {
+                Some(r) if r.keep != Keep::Nothing => Some(Box::new(Kept::new(r.keep))),
+                _ => None,
+            };
+            let called = self::call(
+                &mut self.http,
+                &call,
+                metadata,
+                message,
+                kept.as_deref_mut(),
+            )
+            .await?;
+            Ok(Reply {
+                status: called.status,
+                ok: called.status == 0,
+                bytes: called.bytes,
+                messages: called.messages,
+                late_tail: false,
+                kept,
+            })
+        })
+    }
+
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// The server and the call a gRPC URL names, with the workload's body made the framed
+/// message (its metadata is added by [`Grpc::plan`]).
+fn call_of(
+    url: &str,
+    client: &ClientOptions,
+    body: &BodySpec,
+) -> crate::error::Result<(http::Target, Call)> {
+    let (tls, rest) = match url.strip_prefix("grpcs://") {
+        Some(r) => (true, r),
+        None => (false, url.trim_start_matches("grpc://")),
+    };
+    let eg = "e.g. grpc://127.0.0.1:50051/helloworld.Greeter/SayHello?proto=helloworld.proto";
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = rest
+        .split_once('/')
+        .ok_or_else(|| bad(format!("URL '{url}' names no method ({eg})")))?;
+    let path = format!("/{path}");
+    if path.matches('/').count() != 2 || path.ends_with('/') || !path[1..].contains('.') {
+        return Err(bad(format!(
+            "URL '{url}': the path must be /package.Service/Method ({eg})"
+        )));
+    }
+    let mut proto = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("proto", f)) if !f.is_empty() => proto = Some(std::path::PathBuf::from(f)),
+            _ => {
+                return Err(bad(format!(
+                    "URL '{url}': unknown option '{pair}' (the option is proto=FILE)"
+                )))
+            }
+        }
+    }
+    let scheme = if tls { "https" } else { "http" };
+    let options = ClientOptions {
+        http2: true,
+        ..client.clone()
+    };
+    let (http, _) = super::super::spec::resolve(&format!("{scheme}://{authority}/"), &options)
+        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+    let (input, output, server_streaming) = match &proto {
+        Some(p) => {
+            let (input, output, streaming) =
+                method(p, &path).map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())))?;
+            (Some(input), Some(output), streaming)
+        }
+        None => (None, None, false),
+    };
+    let message = match (body, &input) {
+        (BodySpec::Random { .. }, Some(_)) => {
+            return Err(bad(format!(
+                "URL '{url}': random bytes are not a message of the .proto; give it as JSON (-d)"
+            )))
+        }
+        (BodySpec::Random { len, seed }, None) => {
+            Bytes::from(crate::rng::text(*len, crate::rng::mix(*seed)))
+        }
+        (BodySpec::Empty, None) => Bytes::new(),
+        (BodySpec::Bytes(b), None) => Bytes::from(b.clone()),
+        (BodySpec::Empty, Some(i)) => {
+            encode(i, b"{}").map_err(|e| bad(format!("URL '{url}': {e}")))?
+        }
+        (BodySpec::Bytes(b), Some(i)) => {
+            encode(i, b).map_err(|e| bad(format!("URL '{url}': {e}")))?
+        }
+    };
+    Ok((
+        http.clone(),
+        Call {
+            uri: http::absolute(&http, &path),
+            path,
+            input,
+            output,
+            server_streaming,
+            metadata: Vec::new(),
+            message: frame(&message),
+        },
+    ))
 }
 
 /// How a call ended: its gRPC status, the messages and bytes it brought.
@@ -184,9 +466,9 @@ fn status(r: &H2Response) -> Option<u16> {
 
 /// One call on `conn` with `message` (already framed), the workload's headers as its
 /// metadata.
-pub async fn call(
+async fn call(
     conn: &mut http::Conn,
-    t: &Target,
+    t: &Call,
     metadata: &[(HeaderName, HeaderValue)],
     message: Bytes,
     kept: Option<&mut Kept>,
@@ -220,7 +502,7 @@ pub async fn call(
 
 /// A reply's messages as a flow reads them: decoded with the `.proto` into JSON — the
 /// message, or a stream's as an array — or, without one, their bytes as they came.
-fn as_json(t: &Target, messages: Vec<Vec<u8>>) -> Vec<u8> {
+fn as_json(t: &Call, messages: Vec<Vec<u8>>) -> Vec<u8> {
     let Some(output) = &t.output else {
         return messages.concat();
     };
