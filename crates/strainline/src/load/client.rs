@@ -2,10 +2,10 @@
 //! the recorder) is protocol-free; it asks the plan's [`Client`] whether a unit of work
 //! needs a connection, to open one, to do one unit of work on it (send, read the reply,
 //! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
-//! HTTP ([`super::http`]), MQTT ([`super::mqtt`]) and the command workload
-//! ([`super::command`]) each answer in their own module; a protocol of the registry
-//! ([`super::proto`]: gRPC, WebSocket, Redis) answers through [`Client::Proto`], and
-//! adding one touches nothing here.
+//! HTTP ([`super::http`]) and the command workload ([`super::command`]) each answer in
+//! their own module; a protocol of the registry ([`super::proto`]: MQTT, gRPC,
+//! WebSocket, Redis) answers through [`Client::Proto`], and adding one touches nothing
+//! here.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
@@ -16,9 +16,9 @@ use bytes::Bytes;
 
 use super::flow::{Keep, Kept};
 use super::http;
+use super::proto;
 use super::recorder::{ErrorKind, Recorder};
 use super::request::Outgoing;
-use super::{mqtt, proto};
 use crate::os::unit::Unit;
 
 /// What units of work are sent to, and how.
@@ -30,9 +30,6 @@ pub enum Client {
         target: http::Target,
         prepared: Arc<Vec<Bytes>>,
     },
-    /// An MQTT client per connection; a unit is one PUBLISH, acknowledged as its QoS
-    /// asks.
-    Mqtt(mqtt::Target),
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
     /// A protocol of the registry ([`super::proto::PROTOCOLS`]).
@@ -46,10 +43,6 @@ pub enum Statuses {
     Http,
     /// A command's exit code (ok when 0; 128 + N for signal N).
     Exit,
-    /// A publish was acknowledged as its QoS asks (MQTT): status = the QoS.
-    Published,
-    /// A client connected and was accepted (MQTT `conn` mode): one status, 0.
-    Connected,
     /// A registry protocol's statuses, named by it.
     Proto(Named),
 }
@@ -78,26 +71,16 @@ impl Statuses {
         match self {
             Statuses::Http => code.to_string(),
             Statuses::Exit => format!("exit {code}"),
-            Statuses::Published => match code {
-                0 => "qos0 written".into(),
-                1 => "qos1 puback".into(),
-                2 => "qos2 pubcomp".into(),
-                // An MQTT 5 broker's refusal, by its reason code.
-                _ => format!("refused {code:#04x}"),
-            },
-            Statuses::Connected => "connack".into(),
             Statuses::Proto(p) => p.0.label(code),
         }
     }
 
-    /// A status in a sentence: `HTTP 503`, `exit 1`, `MQTT refused 0x87`, a registry
-    /// protocol's (`gRPC UNAVAILABLE`).
+    /// A status in a sentence: `HTTP 503`, `exit 1`, a registry protocol's (`gRPC
+    /// UNAVAILABLE`, `MQTT refused 0x87`).
     pub fn named(self, code: u16) -> String {
         match self {
             Statuses::Http => format!("HTTP {code}"),
             Statuses::Exit => self.label(code),
-            Statuses::Published => format!("MQTT {}", self.label(code)),
-            Statuses::Connected => format!("MQTT {}", self.label(code)),
             Statuses::Proto(p) => format!("{} {}", p.0.name(), self.label(code)),
         }
     }
@@ -140,7 +123,6 @@ pub struct Companions {
 /// An open connection of some protocol.
 pub enum Conn {
     Http(http::Conn),
-    Mqtt(mqtt::Conn),
     Proto(Box<dyn proto::Connection>),
 }
 
@@ -149,7 +131,6 @@ impl Conn {
     pub fn fd(&self) -> RawFd {
         match self {
             Conn::Http(c) => c.fd,
-            Conn::Mqtt(c) => c.fd,
             Conn::Proto(c) => c.fd(),
         }
     }
@@ -160,14 +141,12 @@ impl Conn {
         match self {
             Conn::Http(c) => c.share().map(Conn::Http),
             Conn::Proto(c) => c.share().map(Conn::Proto),
-            _ => None,
         }
     }
 
     pub fn is_closed(&self) -> bool {
         match self {
             Conn::Http(c) => c.is_closed(),
-            Conn::Mqtt(c) => c.is_closed(),
             Conn::Proto(c) => c.is_closed(),
         }
     }
@@ -179,14 +158,14 @@ impl Client {
     pub fn connects(&self) -> bool {
         match self {
             Client::Command(_) => false,
-            Client::Mqtt(t) => t.mode == mqtt::Mode::Publish,
+            Client::Proto(t) => !t.units_connect(),
             _ => true,
         }
     }
 
     /// Whether each unit of work is a connection opened (MQTT's `conn` mode).
     pub fn unit_connects(&self) -> bool {
-        matches!(self, Client::Mqtt(t) if t.mode == mqtt::Mode::Connect)
+        matches!(self, Client::Proto(t) if t.units_connect())
     }
 
     /// Whether units of work are commands (run in one containment unit).
@@ -197,8 +176,6 @@ impl Client {
     pub fn statuses(&self) -> Statuses {
         match self {
             Client::Http { .. } => Statuses::Http,
-            Client::Mqtt(t) if t.mode == mqtt::Mode::Connect => Statuses::Connected,
-            Client::Mqtt(_) => Statuses::Published,
             Client::Command(_) => Statuses::Exit,
             Client::Proto(t) => Statuses::Proto(Named(t.protocol())),
         }
@@ -208,7 +185,6 @@ impl Client {
     pub async fn connect(&self) -> Result<Conn, ErrorKind> {
         match self {
             Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
-            Client::Mqtt(t) => mqtt::connect(t).await.map(Conn::Mqtt),
             Client::Command(_) => Err(ErrorKind::Connect),
             Client::Proto(t) => t.connect().await.map(Conn::Proto),
         }
@@ -241,26 +217,6 @@ impl Client {
                     kept,
                 })
             }
-            (Client::Mqtt(t), Conn::Mqtt(c)) => {
-                let topic = match &out {
-                    Outgoing::Rendered(r) => mqtt::topic_of(r),
-                    Outgoing::Template(..) => None,
-                };
-                let reason = mqtt::publish(c, t, topic, out.body(), intended).await?;
-                let refused = reason >= 0x80;
-                Ok(Reply {
-                    status: if refused {
-                        u16::from(reason)
-                    } else {
-                        u16::from(t.qos)
-                    },
-                    ok: !refused,
-                    bytes: 0,
-                    messages: 0,
-                    late_tail: false,
-                    kept: None,
-                })
-            }
             (Client::Proto(_), Conn::Proto(c)) => match out {
                 Outgoing::Template(_, _, seq) => c.send(None, seq, intended).await,
                 Outgoing::Rendered(r) => c.send(Some(r), 0, intended).await,
@@ -273,7 +229,6 @@ impl Client {
     /// registry protocol's goodbye (a WebSocket's close frame); HTTP's is dropped.
     pub async fn goodbye(&self, conn: Conn) {
         match conn {
-            Conn::Mqtt(c) => mqtt::disconnect(c).await,
             Conn::Proto(c) => c.goodbye().await,
             Conn::Http(_) => {}
         }
@@ -284,17 +239,9 @@ impl Client {
     pub async fn run(&self, unit: Option<&Unit>, timeout: Duration) -> Result<Reply, ErrorKind> {
         match (self, unit) {
             (Client::Command(argv), Some(unit)) => super::command::run(unit, argv, timeout).await,
-            (Client::Mqtt(t), _) => {
-                let held = tokio::time::timeout(timeout, mqtt::hold(t)).await;
-                held.map_err(|_| ErrorKind::Timeout)??;
-                Ok(Reply {
-                    status: 0,
-                    ok: true,
-                    bytes: 0,
-                    messages: 0,
-                    late_tail: false,
-                    kept: None,
-                })
+            (Client::Proto(t), _) if t.units_connect() => {
+                let held = tokio::time::timeout(timeout, t.hold()).await;
+                held.map_err(|_| ErrorKind::Timeout)?
             }
             _ => Err(ErrorKind::Connect),
         }
@@ -303,10 +250,8 @@ impl Client {
     /// The run is over on this worker: what units left open (MQTT `conn` mode's
     /// clients) is closed politely.
     pub async fn release(&self) {
-        if let Client::Mqtt(t) = self {
-            if t.mode == mqtt::Mode::Connect {
-                mqtt::release().await;
-            }
+        if let Client::Proto(t) = self {
+            t.release().await;
         }
     }
 
@@ -315,10 +260,6 @@ impl Client {
     /// does not describe).
     pub fn refuses(&self, r: &super::request::Rendered) -> Option<String> {
         match self {
-            Client::Mqtt(_) if mqtt::topic_of(r).is_some_and(mqtt::wildcard) => Some(format!(
-                "the topic '{}' has a wildcard (+ or #): a message is published to one topic",
-                r.path.trim_start_matches('/')
-            )),
             Client::Proto(t) => t.refuses(r),
             _ => None,
         }
@@ -329,7 +270,6 @@ impl Client {
     pub fn handshakes(&self) -> bool {
         match self {
             Client::Http { target, .. } => target.tls.is_some(),
-            Client::Mqtt(_) => true,
             Client::Command(_) => false,
             Client::Proto(t) => t.handshakes(),
         }
@@ -374,7 +314,7 @@ impl Client {
     /// subscribers (0 for other protocols). They open before the clock starts.
     pub fn companions(&self) -> u64 {
         match self {
-            Client::Mqtt(t) => t.subscribers,
+            Client::Proto(t) => t.companions(),
             _ => 0,
         }
     }
@@ -383,7 +323,7 @@ impl Client {
     /// their own.
     pub fn start_companions(&self, ask: CompanionsAsk) -> Option<Companions> {
         match self {
-            Client::Mqtt(t) => Some(mqtt::subscriber::start(t, ask)),
+            Client::Proto(t) => t.start_companions(ask),
             _ => None,
         }
     }

@@ -1,6 +1,6 @@
 //! The load engine: a domain spec checked into a plan ([`spec`]), schedules
-//! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], [`mqtt`], a
-//! command, and the registry's, [`proto`]), one driver for every shape of load
+//! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], a command,
+//! and the registry's, [`proto`]), one driver for every shape of load
 //! ([`driver`]), bounded-memory measurement ([`recorder`]), the generator-saturation
 //! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
 //! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
@@ -14,7 +14,6 @@ mod h1;
 mod h2;
 pub mod http;
 mod local;
-pub mod mqtt;
 mod progress;
 pub mod proto;
 pub mod recorder;

@@ -519,13 +519,12 @@ impl Recorder {
 
     /// A message reached a subscriber `latency` after it was meant to be published;
     /// `check` says whether that subscriber had it already, or could not tell.
-    pub fn delivery(&mut self, latency: Duration, check: crate::load::mqtt::subscriber::Check) {
-        use crate::load::mqtt::subscriber::Check;
+    pub fn delivery(&mut self, latency: Duration, check: Delivered) {
         self.interval.delivered += 1;
         match check {
-            Check::First => {}
-            Check::Duplicate => self.interval.duplicates += 1,
-            Check::Unverified => self.interval.unverified += 1,
+            Delivered::First => {}
+            Delivered::Duplicate => self.interval.duplicates += 1,
+            Delivered::Unverified => self.interval.unverified += 1,
         }
         self.interval.delivery.saturating_record(us(latency));
     }
@@ -536,6 +535,17 @@ impl Recorder {
     pub fn take_interval(&mut self, fresh: Tally) -> Tally {
         std::mem::replace(&mut self.interval, fresh)
     }
+}
+
+/// What a subscriber (a protocol's companion) can say of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    /// The first of its message to this subscriber.
+    First,
+    Duplicate,
+    /// Older than its publisher's window, or from a publisher beyond the table: counted
+    /// as delivered, not checked.
+    Unverified,
 }
 
 #[cfg(test)]

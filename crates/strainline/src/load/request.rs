@@ -1,7 +1,8 @@
 //! What a unit of work sends, whatever its protocol: request `seq` of the workload's
 //! [`Template`] (its [`Body`] fixed or drawn from a pool of random payloads), or a
-//! scenario step's [`Rendered`] request; [`Outgoing`] is either. HTTP sends all of it,
-//! WebSocket, MQTT and Redis the body alone.
+//! scenario step's [`Rendered`] request; [`Outgoing`] is either. HTTP sends all of it;
+//! a registry protocol ([`super::proto`]) is given a step's [`Rendered`] request and
+//! sends what it means in it (gRPC its headers and body, MQTT its path as the topic).
 
 use std::sync::Arc;
 
@@ -91,14 +92,4 @@ pub struct Rendered {
 pub enum Outgoing<'a> {
     Template(&'a Template, &'a [Bytes], u64),
     Rendered(&'a Rendered),
-}
-
-impl Outgoing<'_> {
-    /// The body alone: a WebSocket message's or an MQTT publish's payload.
-    pub fn body(&self) -> Bytes {
-        match self {
-            Outgoing::Template(t, _, seq) => t.body.pick(*seq),
-            Outgoing::Rendered(r) => r.body.clone(),
-        }
-    }
 }

@@ -176,200 +176,6 @@ impl Planned {
     }
 }
 
-/// An MQTT URL's parts, checked without resolving anything: what `check` checks of a
-/// suite's MQTT URL, and the first half of [`mqtt_target`].
-struct MqttParts {
-    tls: bool,
-    user: Option<String>,
-    hostport: String,
-    topic: String,
-    qos: u8,
-    version: super::mqtt::wire::Version,
-    keep_alive: u16,
-    clean_session: bool,
-    subscribers: u64,
-    filter: Option<String>,
-    mode: super::mqtt::Mode,
-}
-
-/// Checks an MQTT URL's topic and options as a run would, without resolving its host
-/// (a suite's URL holds `{{port}}`).
-pub fn check_mqtt(url: &str) -> Result<(), crate::Error> {
-    mqtt_parts(url).map(|_| ())
-}
-
-fn mqtt_parts(url: &str) -> Result<MqttParts, crate::Error> {
-    use super::mqtt::wire::Version;
-    let (tls, rest) = match url.strip_prefix("mqtts://") {
-        Some(r) => (true, r),
-        None => (false, url.trim_start_matches("mqtt://")),
-    };
-    let eg = "e.g. mqtt://127.0.0.1:1883/devices/{{client}}/telemetry?qos=1";
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let connect = query.split('&').any(|p| p == "mode=conn");
-    let (authority, topic) = match rest.split_once('/') {
-        Some(parts) => parts,
-        None if connect => (rest, ""),
-        None => return Err(bad(format!("URL '{url}' names no topic ({eg})"))),
-    };
-    let (user, hostport) = match authority.rsplit_once('@') {
-        Some((u, _)) if u.contains(':') => {
-            return Err(bad(format!(
-                "URL '{}': give the password in STRAINLINE_MQTT_PASSWORD, not in the URL (a URL is printed and stored)",
-                url.replace(u, "USER:…")
-            )))
-        }
-        Some((u, h)) => (Some(u.to_string()), h),
-        None => (None, authority),
-    };
-    if topic.is_empty() && !connect {
-        return Err(bad(format!("URL '{url}' names no topic ({eg})")));
-    }
-    if super::mqtt::wildcard(topic) || topic.contains('\0') {
-        return Err(bad(format!(
-            "URL '{url}': the topic '{topic}' has a wildcard (+ or #): a message is published to one topic; use {{{{client}}}} for one topic per client"
-        )));
-    }
-    let mut qos = 1u8;
-    let mut version = Version::V311;
-    let mut keep_alive = 0u16;
-    let mut clean_session = true;
-    let mut subscribers = 0u64;
-    let mut filter = None;
-    let mut mode = super::mqtt::Mode::Publish;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        match k {
-            "mode" => {
-                mode = match v {
-                    "pub" => super::mqtt::Mode::Publish,
-                    "conn" => super::mqtt::Mode::Connect,
-                    _ => {
-                        return Err(bad(format!(
-                            "URL '{url}': mode={v}: give pub (a unit is a publish) or conn (a unit is a client connecting to stay)"
-                        )))
-                    }
-                }
-            }
-            "qos" => {
-                qos = match v {
-                    "0" => 0,
-                    "1" => 1,
-                    "2" => 2,
-                    _ => return Err(bad(format!("URL '{url}': qos={v}: give 0, 1 or 2"))),
-                }
-            }
-            "version" => {
-                version = match v {
-                    "3.1.1" | "4" => Version::V311,
-                    "5" => Version::V5,
-                    _ => {
-                        return Err(bad(format!(
-                            "URL '{url}': version={v}: give 3.1.1 or 5"
-                        )))
-                    }
-                }
-            }
-            "keep_alive" => {
-                keep_alive = v.parse().map_err(|_| {
-                    bad(format!(
-                        "URL '{url}': keep_alive={v}: give seconds from 0 (off) to 65535"
-                    ))
-                })?
-            }
-            "clean" => {
-                clean_session = v
-                    .parse()
-                    .map_err(|_| bad(format!("URL '{url}': clean={v}: give true or false")))?
-            }
-            "subscribers" => {
-                subscribers = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n <= crate::limits::CONNECTIONS.max as u64)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "URL '{url}': subscribers={v}: give a count from 0 to {}",
-                            crate::limits::CONNECTIONS.max
-                        ))
-                    })?
-            }
-            "filter" => {
-                if v.is_empty() || v.contains('\0') {
-                    return Err(bad(format!(
-                        "URL '{url}': filter=: give the topic filter subscribers subscribe to, e.g. filter=devices/+/telemetry"
-                    )));
-                }
-                filter = Some(v.to_string());
-            }
-            _ => {
-                return Err(bad(format!(
-                    "URL '{url}': unknown option '{k}' (the options are mode, qos, version, keep_alive, clean, subscribers, filter)"
-                )))
-            }
-        }
-    }
-    if mode == super::mqtt::Mode::Connect && subscribers > 0 {
-        return Err(bad(format!(
-            "URL '{url}': mode=conn connects clients that publish nothing: subscribers have nothing to receive"
-        )));
-    }
-    Ok(MqttParts {
-        tls,
-        user,
-        hostport: hostport.to_string(),
-        topic: topic.to_string(),
-        qos,
-        version,
-        keep_alive,
-        clean_session,
-        subscribers,
-        filter,
-        mode,
-    })
-}
-
-/// An MQTT URL, `mqtt[s]://[USER@]HOST[:PORT]/TOPIC[?qos=0|1|2&keep_alive=S&clean=BOOL]`
-/// (`mqtt://HOST/?mode=conn`: clients connecting, no topic): the broker resolved, TLS
-/// set up, the topic and options checked.
-fn mqtt_target(url: &str, client: &ClientOptions) -> Result<super::mqtt::Target, crate::Error> {
-    let p = mqtt_parts(url)?;
-    let hostport = p.hostport.as_str();
-    let port = if hostport.ends_with(']') || !hostport.contains(':') {
-        format!(":{}", if p.tls { 8883 } else { 1883 })
-    } else {
-        String::new()
-    };
-    let scheme = if p.tls { "https" } else { "http" };
-    let (target, _) = resolve(&format!("{scheme}://{hostport}{port}/"), client)
-        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
-    let login = p.user.map(|u| {
-        (
-            u,
-            client
-                .password
-                .as_ref()
-                .map_or_else(String::new, |pw| pw.0.clone()),
-        )
-    });
-    Ok(super::mqtt::Target {
-        addr: target.addr,
-        tls: target.tls,
-        // By default subscribers take every client's topic: `{{client}}` is `+`.
-        filter: p
-            .filter
-            .unwrap_or_else(|| p.topic.replace("{{client}}", "+")),
-        topic: p.topic,
-        qos: p.qos,
-        version: p.version,
-        login,
-        keep_alive: p.keep_alive,
-        clean_session: p.clean_session,
-        subscribers: p.subscribers,
-        mode: p.mode,
-    })
-}
-
 /// Where HTTP requests go: the URL resolved once, TLS set up.
 pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
     let uri: Uri = url.parse().map_err(|e| {
@@ -379,7 +185,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https"].contains(&scheme) {
-        let mut all: Vec<String> = ["http", "https", "mqtt", "mqtts"]
+        let mut all: Vec<String> = ["http", "https"]
             .iter()
             .map(|s| format!("{s}://"))
             .chain(super::proto::prefixes())
@@ -473,21 +279,6 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
             let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
             Ok((Client::Command(argv.clone()), template, &BodySpec::Empty))
         }
-        Work::Http { url, body, .. }
-            if url.starts_with("mqtt://") || url.starts_with("mqtts://") =>
-        {
-            if matches!(spec.offer, Offer::Replay(_)) {
-                return Err(bad(format!(
-                    "URL '{url}': a replay sends an access log's HTTP requests; an MQTT load publishes the body (-d) to the URL's topic, or a scenario's steps to theirs"
-                )));
-            }
-            if spec.client.http2 {
-                return Err(bad(format!("URL '{url}': --http2 is for HTTP, not MQTT")));
-            }
-            let target = mqtt_target(url, &spec.client)?;
-            let template = template(&Uri::from_static("/"), "GET", &[], body)?;
-            Ok((Client::Mqtt(target), template, body))
-        }
         Work::Http {
             url,
             method,
@@ -503,6 +294,7 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 options: &spec.client,
                 replay: matches!(spec.offer, Offer::Replay(_)),
                 scenario: matches!(spec.offer, Offer::Scenario(_)),
+                open: matches!(spec.offer, Offer::Open { .. }),
             })?;
             let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
             Ok((Client::Proto(target), template, &BodySpec::Empty))
@@ -530,13 +322,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     // A scenario over HTTP/2 reads whole heads (its cookies, extractions and checks).
     if let (Client::Http { target, .. }, Offer::Scenario(_)) = (&mut client, &spec.offer) {
         target.whole_heads = target.http2;
-    }
-    if let Client::Mqtt(t) = &client {
-        if t.mode == super::mqtt::Mode::Connect && !matches!(spec.offer, Offer::Open { .. }) {
-            return Err(bad(
-                "mode=conn connects clients at a rate, each staying connected until the run ends: give -q RATE (with -n N clients or -z DURATION)",
-            ));
-        }
     }
     if spec.client.reply_field.is_some() {
         let url = match &spec.work {
@@ -697,22 +482,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             } else {
                 ""
             }
-        ),
-        Client::Mqtt(t) if t.mode == super::mqtt::Mode::Connect => format!(
-            "MQTT {}{}, clients connecting to stay until the end{}",
-            t.version.name(),
-            if t.tls.is_some() { " over TLS" } else { "" },
-            match t.keep_alive {
-                0 => String::new(),
-                k => format!(" (keep-alive {k}s)"),
-            }
-        ),
-        Client::Mqtt(t) => format!(
-            "MQTT {}{}, publish QoS {} to {}",
-            t.version.name(),
-            if t.tls.is_some() { " over TLS" } else { "" },
-            t.qos,
-            t.topic
         ),
     };
     description.push_str(&format!(
@@ -1049,14 +818,14 @@ mod tests {
             headers: vec![],
             body: BodySpec::Empty,
         };
-        match plan(&s).unwrap().plan.client {
-            Client::Mqtt(t) => {
-                assert_eq!(t.addr.port(), 1883);
-                assert_eq!(t.qos, 1);
-                assert_eq!(t.filter, "d/+/t");
-                assert_eq!(t.subscribers, 2);
-            }
-            _ => panic!("not MQTT"),
-        }
+        let planned = plan(&s).unwrap();
+        assert_eq!(planned.plan.client.companions(), 2);
+        assert!(
+            planned
+                .description
+                .contains("MQTT 3.1.1, publish QoS 1 to d/{{client}}/t"),
+            "{}",
+            planned.description
+        );
     }
 }

@@ -224,9 +224,9 @@ fn files_named(url: &str) -> Vec<(&'static str, String)> {
 
 /// The schemes of an HTTP request (a probe, a quiesce request).
 const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's, MQTT's and the protocol registry's.
+/// The schemes a workload's URL may have: HTTP's and the protocol registry's.
 fn load_schemes() -> Vec<String> {
-    ["http://", "https://", "mqtt://", "mqtts://"]
+    ["http://", "https://"]
         .into_iter()
         .map(String::from)
         .chain(crate::load::proto::prefixes())
@@ -857,8 +857,12 @@ fn test(
     };
     // What a run would refuse of the URL's options and the reply field, `check`
     // refuses at their line (MQTT's qos, keep_alive, subscribers; an empty field).
-    if let Some(url) = t.url.as_deref().filter(|u| u.starts_with("mqtt")) {
-        crate::load::spec::check_mqtt(url)
+    if let Some((url, p)) = t
+        .url
+        .as_deref()
+        .and_then(|u| Some((u, crate::load::proto::by_url(u)?)))
+    {
+        p.check(url)
             .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
     }
     if let Some(url) = t.url.as_deref() {
@@ -966,11 +970,10 @@ fn workload(
             )?;
         }
     }
-    let tls = ["https://", "mqtts://"];
     let tls = t
         .url
         .as_deref()
-        .is_some_and(|u| tls.iter().any(|p| u.starts_with(p)) || crate::load::proto::is_tls(u));
+        .is_some_and(|u| u.starts_with("https://") || crate::load::proto::is_tls(u));
     needs(
         !tls || t.cacert.is_some() || t.insecure == Some(true),
         "cacert = \"FILE\" (the server's certificate or its CA, PEM, beside the suite) or insecure = true for a TLS url",

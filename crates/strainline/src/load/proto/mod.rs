@@ -3,7 +3,7 @@
 //! (once, for `strainline load`, suites and agents alike: all three make a
 //! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
 //! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
-//! names none of them. HTTP and MQTT predate this seam and are still variants of
+//! names none of them. HTTP predates this seam and is still a variant of
 //! [`super::client::Client`]; docs/design.md says how to add a protocol.
 
 use std::future::Future;
@@ -13,17 +13,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::client::Reply;
+use super::client::{Companions, CompanionsAsk, Reply};
 use super::recorder::ErrorKind;
 use super::request::Rendered;
 use super::spec::{BodySpec, ClientOptions};
 
 mod grpc;
+mod mqtt;
 mod resp;
 mod ws;
 
 /// Every protocol of the registry, in the order `--help` and errors list them.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&grpc::Grpc, &ws::WebSocket, &resp::Resp];
+pub static PROTOCOLS: &[&dyn Protocol] = &[&mqtt::Mqtt, &grpc::Grpc, &ws::WebSocket, &resp::Resp];
 
 /// A future of a protocol's client, polled on the driver's thread.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -40,6 +41,8 @@ pub struct Ask<'a> {
     pub replay: bool,
     /// A scenario's steps send their own bodies: the workload's is never sent.
     pub scenario: bool,
+    /// The open model: units of work start at a rate (`-q`).
+    pub open: bool,
 }
 
 /// A protocol: its schemes, and the checking of a workload into a [`Target`].
@@ -50,6 +53,11 @@ pub trait Protocol: Sync {
     fn schemes(&self) -> &'static [&'static str];
     /// Those of its schemes that speak TLS (`rediss`).
     fn tls_schemes(&self) -> &'static [&'static str];
+    /// Checks what it can of a URL without resolving anything (`check` on a suite, whose
+    /// URLs hold `{{port}}`): its path and options, as [`Protocol::plan`] would.
+    fn check(&self, _url: &str) -> crate::error::Result<()> {
+        Ok(())
+    }
     /// Checks a workload for this protocol, or says exactly what is wrong and the fix.
     fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>>;
     /// A status as the summary names it (`reply`, `error WRONGTYPE`).
@@ -97,6 +105,28 @@ pub trait Target: Send + Sync {
         None
     }
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>>;
+    /// Each unit of work is a connection of its own, opened by [`Target::hold`] and held
+    /// to the end of the run (MQTT's `conn` mode): the driver opens none for it.
+    fn units_connect(&self) -> bool {
+        false
+    }
+    /// One unit of work where [`Target::units_connect`]: a connection opened and held.
+    fn hold(&self) -> Fut<'_, Result<Reply, ErrorKind>> {
+        Box::pin(async { Err(ErrorKind::Connect) })
+    }
+    /// The run is over on this worker: what [`Target::hold`] holds is closed politely.
+    fn release(&self) -> Fut<'_, ()> {
+        Box::pin(async {})
+    }
+    /// Connections it keeps beside the units of work, the whole run's (MQTT's
+    /// subscribers); they open before the clock starts.
+    fn companions(&self) -> u64 {
+        0
+    }
+    /// Starts this generator's companions on a thread of their own.
+    fn start_companions(&self, _ask: CompanionsAsk) -> Option<Companions> {
+        None
+    }
 }
 
 /// One open connection of a protocol.

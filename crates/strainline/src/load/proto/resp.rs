@@ -863,11 +863,7 @@ mod tests {
             let mut others: Vec<_> = (0..7).map(|_| first.share().unwrap()).collect();
             let now = Instant::now();
             let mut sends = vec![first.send(None, 0, now)];
-            sends.extend(
-                others
-                    .iter_mut()
-                    .map(|c| c.send(None, 0, now)),
-            );
+            sends.extend(others.iter_mut().map(|c| c.send(None, 0, now)));
             for (i, r) in futures_util::future::join_all(sends)
                 .await
                 .into_iter()

@@ -5,28 +5,41 @@
 //! QoS 2. Packets are encoded and decoded by rumqttc's codecs ([`wire`]); the I/O is
 //! this module's own, one task per connection as for HTTP/1.1, with no event loop or
 //! channel between the driver and the socket. Subscribers that count deliveries are in
-//! [`subscriber`].
+//! [`subscriber`]; the URL and its options are checked in [`url`]. In `conn` mode
+//! (`?mode=conn`) a unit of work is a client connecting and staying connected to the
+//! end of the run. A protocol of the registry ([`super::PROTOCOLS`]).
 
 use std::net::SocketAddr;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::h1::Stream;
-use super::http::{io_kind, open_stream};
-use super::recorder::ErrorKind;
+use super::super::client::{Companions, CompanionsAsk, Reply};
+use super::super::h1::Stream;
+use super::super::http::{io_kind, open_stream};
+use super::super::recorder::ErrorKind;
+use super::super::request::{Body, Rendered};
+use super::{Connection, Fut, Protocol};
 
 pub mod subscriber;
+mod url;
 pub mod wire;
 
+pub use url::Mqtt;
 use wire::{In, Out, Version};
+
+/// The status of a unit of `conn` mode: the broker accepted the client (CONNACK).
+/// Publishes' statuses are their QoS (0, 1, 2) or an MQTT 5 refusal (0x80 and above).
+pub const CONNACK: u16 = 0x100;
 
 /// Where clients connect and what they publish, checked before the run.
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
-    pub tls: Option<super::http::Tls>,
+    pub tls: Option<super::super::http::Tls>,
     /// The topic published to; `{{client}}` stands for the client's number.
     pub topic: String,
     /// 0, 1 or 2, for every publish and subscription.
@@ -44,6 +57,139 @@ pub struct Target {
     /// What a unit of work is: a publish (emqtt-bench's `pub`), or a client connecting
     /// and staying connected (`conn`).
     pub mode: Mode,
+    /// The workload's message (`-d`), published by each unit that is not a step's.
+    pub body: Body,
+}
+
+/// A checked [`Target`] as the registry holds it.
+pub struct Broker(Arc<Target>);
+
+impl super::Target for Broker {
+    fn protocol(&self) -> &'static dyn Protocol {
+        &Mqtt
+    }
+
+    fn describe(&self) -> String {
+        let t = &self.0;
+        let tls = if t.tls.is_some() { " over TLS" } else { "" };
+        match t.mode {
+            Mode::Connect => format!(
+                "MQTT {}{tls}, clients connecting to stay until the end{}",
+                t.version.name(),
+                match t.keep_alive {
+                    0 => String::new(),
+                    k => format!(" (keep-alive {k}s)"),
+                }
+            ),
+            Mode::Publish => format!(
+                "MQTT {}{tls}, publish QoS {} to {}",
+                t.version.name(),
+                t.qos,
+                t.topic
+            ),
+        }
+    }
+
+    fn handshakes(&self) -> bool {
+        true
+    }
+
+    fn refuses(&self, step: &Rendered) -> Option<String> {
+        topic_of(step).filter(|t| wildcard(t)).map(|topic| {
+            format!(
+                "the topic '{topic}' has a wildcard (+ or #): a message is published to one topic"
+            )
+        })
+    }
+
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
+        Box::pin(async move {
+            let conn = connect(&self.0).await?;
+            Ok(Box::new(Publisher {
+                conn,
+                target: self.0.clone(),
+            }) as Box<dyn Connection>)
+        })
+    }
+
+    fn units_connect(&self) -> bool {
+        self.0.mode == Mode::Connect
+    }
+
+    fn hold(&self) -> Fut<'_, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            hold(&self.0).await?;
+            Ok(Reply {
+                status: CONNACK,
+                ok: true,
+                bytes: 0,
+                messages: 0,
+                late_tail: false,
+                kept: None,
+            })
+        })
+    }
+
+    fn release(&self) -> Fut<'_, ()> {
+        Box::pin(release())
+    }
+
+    fn companions(&self) -> u64 {
+        self.0.subscribers
+    }
+
+    fn start_companions(&self, ask: CompanionsAsk) -> Option<Companions> {
+        (self.0.subscribers > 0).then(|| subscriber::start(&self.0, ask))
+    }
+}
+
+/// A client the driver publishes with.
+struct Publisher {
+    conn: Conn,
+    target: Arc<Target>,
+}
+
+impl Connection for Publisher {
+    fn fd(&self) -> RawFd {
+        self.conn.fd
+    }
+
+    fn is_closed(&self) -> bool {
+        self.conn.closed
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        step: Option<&'a Rendered>,
+        seq: u64,
+        intended: Instant,
+    ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            let (topic, body) = match step {
+                Some(r) => (topic_of(r), r.body.clone()),
+                None => (None, self.target.body.pick(seq)),
+            };
+            let t = self.target.clone();
+            let reason = publish(&mut self.conn, &t, topic, body, intended).await?;
+            let refused = reason >= 0x80;
+            Ok(Reply {
+                status: if refused {
+                    u16::from(reason)
+                } else {
+                    u16::from(t.qos)
+                },
+                ok: !refused,
+                bytes: 0,
+                messages: 0,
+                late_tail: false,
+                kept: None,
+            })
+        })
+    }
+
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
+        Box::pin(disconnect(self.conn))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +214,6 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
     /// Reads the next whole packet from the broker.
     async fn packet(&mut self) -> Result<In, ErrorKind> {
         loop {

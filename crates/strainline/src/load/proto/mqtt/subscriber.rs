@@ -16,7 +16,7 @@ use super::wire::{In, Out};
 use super::{handshake, open, unix_nanos, Conn, Stamp, Target};
 use crate::load::client::{Companions, CompanionsAsk};
 use crate::load::local::{join, single_threaded};
-use crate::load::recorder::{ErrorKind, Recorder};
+use crate::load::recorder::{Delivered as Check, ErrorKind, Recorder};
 
 /// How long subscribers wait without a delivery, once the publishers stopped.
 pub const QUIET: Duration = Duration::from_millis(500);
@@ -55,16 +55,6 @@ pub const WINDOW: u64 = 4096;
 /// broker sends sizes it: a forged stamp (sequence 2⁴⁰, a new publisher each message)
 /// slides a window or finds the table full, and is counted as unverified.
 pub const SEEN_BUDGET: usize = 16 << 20;
-
-/// What a subscriber can say of a delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
-    First,
-    Duplicate,
-    /// Older than its publisher's window, or from a publisher beyond the table: counted
-    /// as delivered, not checked.
-    Unverified,
-}
 
 /// One publisher's window: a ring of bits for the sequence numbers `base..base+WINDOW`.
 struct Window {
