@@ -12,7 +12,7 @@
 # nftables (a lossy link: a namespace's firewall drops a known share of packets) and
 # redis-server (a target that daemonises, and the Redis protocol's server; redis-cli counts
 # its keys), python3-websockets and python3-grpcio (a
-# WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
+# WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write, and its clients), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
 # agent's TLS port), man-db (it renders strainline's man pages); and from PyPI kubernetes-validate (the Kubernetes API schemas).
 set -euo pipefail
 
@@ -46,6 +46,7 @@ command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v openssl >/dev/null || need+=(openssl)
 command -v mosquitto >/dev/null || need+=(mosquitto)
 command -v mosquitto_passwd >/dev/null || need+=(mosquitto)
+command -v mosquitto_sub >/dev/null || need+=(mosquitto-clients)
 # The JDK's built-in HTTP server, a target we did not write (its responses meet delayed ACKs).
 command -v java >/dev/null || need+=(default-jdk-headless)
 # Node's http2 module (nghttp2 inside), an HTTP/2 server we did not write.

@@ -522,7 +522,7 @@ fn scenario_model(
         let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
         if reads && !client.keeps_replies() {
             return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read HTTP/1.1, HTTP/2, WebSocket, gRPC and Redis replies so far (not yet MQTT's): give an http://, https://, ws://, wss://, grpc:// or redis:// URL",
+                "scenario {}: step '{}': extract, check and script read a reply, and this protocol keeps none",
                 path.display(),
                 step.name
             )));

@@ -434,6 +434,32 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A process started in a process group of its own (a shell pipeline), the whole
+/// group killed when dropped.
+pub struct KillGroupOnDrop(pub std::process::Child);
+
+impl KillGroupOnDrop {
+    pub fn spawn(mut command: std::process::Command) -> KillGroupOnDrop {
+        use std::os::unix::process::CommandExt;
+        KillGroupOnDrop(
+            command
+                .process_group(0)
+                .spawn()
+                .expect("spawn a process group"),
+        )
+    }
+}
+
+impl Drop for KillGroupOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a negative pid signals the group this child leads.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
 /// The CPUs this thread may run on (its affinity; none if it cannot be read).
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity(0, …) reads this thread's set

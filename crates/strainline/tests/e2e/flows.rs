@@ -1364,3 +1364,133 @@ loop = { from = "push", times = 3 }
         ":15:8: step 'c': loop: its steps ('b' to 'c') cross another loop's ('a' to 'b'): loops must be nested or apart",
     );
 }
+
+/// Known truth: mosquitto carries the messages, and a device registry made of
+/// mosquitto's own clients (mosquitto_sub piped into mosquitto_pub) answers each
+/// registration on `reg/C` with `{"id": "srv-N-C"}` on `ack/C`, N its count. Each
+/// client registers once (request, then the reply on its reply topic), extracts the id
+/// the registry gave it, and pushes under it; a capture of every push, taken by another
+/// mosquitto_sub, holds exactly the ids the registry gave, each under its own client.
+#[test]
+fn an_mqtt_flow_registers_by_request_and_reply_then_pushes_under_the_id_it_was_given() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (_broker, port) = crate::protocols::mosquitto(&s, "allow_anonymous true");
+    let registry = format!(
+        "n=0; mosquitto_sub -p {port} -t 'reg/+' -v | while read -r topic msg; do \
+         n=$((n+1)); c=${{topic#reg/}}; \
+         mosquitto_pub -p {port} -t \"ack/$c\" -m \"{{\\\"id\\\": \\\"srv-$n-$c\\\"}}\"; \
+         echo \"$c srv-$n-$c\" >> {log}; done",
+        log = s.path("registered.txt").display()
+    );
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &registry]);
+    let _registry = KillGroupOnDrop::spawn(sh);
+    let capture = s.path("pushes.txt");
+    let mut sub = Command::new("sh");
+    sub.arg("-c").arg(format!(
+        "exec mosquitto_sub -p {port} -t 'push/#' -v > {}",
+        capture.display()
+    ));
+    let _capture = KillGroupOnDrop::spawn(sub);
+    // Both subscribed before the run (mosquitto_sub connects in milliseconds).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::fs::write(
+        s.path("flow.toml"),
+        r#"clients = 3
+
+[[step]]
+name = "register"
+once = true
+path = "/reg/{{client}}?reply=ack/{{client}}"
+body = '{"device": {{client}}}'
+extract.id = { json = "$.id" }
+check.given = { json_exists = ["$.id"] }
+on_failure = "stop"
+
+[[step]]
+name = "push"
+weight = 1
+think = "20ms"
+path = "/push/{{id}}"
+body = '{"id": "{{id}}", "seq": {{seq}}}'
+"#,
+    )
+    .unwrap();
+    let url = format!("mqtt://127.0.0.1:{port}/unused?qos=1");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            s.path("flow.toml").to_str().unwrap(),
+            "-z",
+            "2s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(check(&doc, "register", "given"), (3, 0), "{}", stdout(&out));
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let pushed = steps[1]["ok"].as_u64().unwrap();
+    assert!(pushed >= 30, "{}", stdout(&out));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // What the registry gave: one id per client.
+    let given: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(s.path("registered.txt"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(c, id)| (c.to_string(), id.to_string()))
+            .collect();
+    assert_eq!(given.len(), 3, "{given:?}");
+    // Every push the broker carried is under an id the registry gave, with that id in
+    // its body, and every acknowledged push is there.
+    let pushes = std::fs::read_to_string(&capture).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for line in pushes.lines() {
+        let (topic, body) = line.split_once(' ').unwrap();
+        let id = topic.strip_prefix("push/").unwrap();
+        assert!(given.values().any(|g| g == id), "{line} not in {given:?}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["id"], id, "{line}");
+        seen.insert(id.to_string());
+    }
+    assert_eq!(seen.len(), 3, "{pushes}");
+    assert_eq!(pushes.lines().count() as u64, pushed, "{}", stdout(&out));
+}
+
+/// What an MQTT step cannot do is refused before anything is sent, with the fix.
+#[test]
+fn an_mqtt_step_that_reads_a_reply_without_a_reply_topic_is_refused_before_the_run() {
+    let s = Scratch::new();
+    for (step, says) in [
+        (
+            "path = \"/reg/1\"\nextract.id = { json = \"$.id\" }",
+            "path = \"reg/1?reply=TOPIC\"",
+        ),
+        (
+            "path = \"/reg/1?retain=1\"",
+            "the path's option 'retain=1' is not one of an MQTT step's",
+        ),
+    ] {
+        std::fs::write(
+            s.path("flow.toml"),
+            format!("clients = 1\n\n[[step]]\nname = \"a\"\nweight = 1\n{step}\n"),
+        )
+        .unwrap();
+        let out = s.run(&[
+            "load",
+            "mqtt://127.0.0.1:9/t",
+            "--no-tui",
+            "--scenario",
+            s.path("flow.toml").to_str().unwrap(),
+            "-z",
+            "1s",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+}

@@ -168,7 +168,7 @@ fn a_suite_benches_a_websocket_server_it_started_and_watches_its_tree() {
 
 /// mosquitto on a free loopback port with `conf` added to its configuration, once it
 /// listens.
-fn mosquitto(s: &Scratch, conf: &str) -> (KillOnDrop, u16) {
+pub fn mosquitto(s: &Scratch, conf: &str) -> (KillOnDrop, u16) {
     let port = free_port();
     let path = s.path(&format!("mosquitto-{port}.conf"));
     std::fs::write(

@@ -18,12 +18,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::super::client::{Companions, CompanionsAsk, Reply};
+use super::super::flow::{Keep, Kept};
 use super::super::h1::Stream;
 use super::super::http::{io_kind, open_stream};
 use super::super::recorder::ErrorKind;
 use super::super::request::{Body, Rendered};
 use super::{Connection, Fut, Protocol};
 
+mod reply;
 pub mod subscriber;
 mod url;
 pub mod wire;
@@ -95,11 +97,20 @@ impl super::Target for Broker {
     }
 
     fn refuses(&self, step: &Rendered) -> Option<String> {
-        topic_of(step).filter(|t| wildcard(t)).map(|topic| {
-            format!(
+        if let Some(topic) = topic_of(step).filter(|t| wildcard(t)) {
+            return Some(format!(
                 "the topic '{topic}' has a wildcard (+ or #): a message is published to one topic"
-            )
-        })
+            ));
+        }
+        match reply::of(step) {
+            Err(why) => Some(why),
+            // A scenario's cookie jar asks for `Keep::Cookies`: MQTT has none to read.
+            Ok(None) if matches!(step.keep, Keep::Head | Keep::All) => Some(format!(
+                "it reads a reply (extract, check or script), and an MQTT publish has one only when the step names the topic it comes on: path = \"{}?reply=TOPIC\"",
+                topic_of(step).unwrap_or("TOPIC")
+            )),
+            Ok(_) => None,
+        }
     }
 
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
@@ -169,10 +180,18 @@ impl Connection for Publisher {
                 Some(r) => (topic_of(r), r.body.clone()),
                 None => (None, self.target.body.pick(seq)),
             };
+            // A step that names its reply topic is a request: subscribed to first,
+            // answered by the next message on it.
+            let answer = step.and_then(|r| reply::of(r).ok().flatten());
+            if let Some(filter) = answer {
+                reply::subscribe(&mut self.conn, filter)
+                    .await
+                    .inspect_err(|_| self.conn.closed = true)?;
+            }
             let t = self.target.clone();
             let reason = publish(&mut self.conn, &t, topic, body, intended).await?;
             let refused = reason >= 0x80;
-            Ok(Reply {
+            let mut reply = Reply {
                 status: if refused {
                     u16::from(reason)
                 } else {
@@ -183,7 +202,19 @@ impl Connection for Publisher {
                 messages: 0,
                 late_tail: false,
                 kept: None,
-            })
+            };
+            if let (Some(filter), false, Some(r)) = (answer, refused, step) {
+                let message = reply::next(&mut self.conn, filter)
+                    .await
+                    .inspect_err(|_| self.conn.closed = true)?;
+                reply.bytes = message.len() as u64;
+                if matches!(r.keep, Keep::Head | Keep::All) {
+                    let mut k = Box::new(Kept::new(r.keep));
+                    k.take_body(&message);
+                    reply.kept = Some(k);
+                }
+            }
+            Ok(reply)
         })
     }
 
@@ -211,7 +242,16 @@ pub struct Conn {
     pkid: u16,
     pub fd: std::os::fd::RawFd,
     closed: bool,
+    /// Deliveries that came while an acknowledgement was awaited (a step's reply can
+    /// come before its own PUBACK): topic and payload, at most [`INBOX`].
+    inbox: std::collections::VecDeque<(Bytes, Bytes)>,
+    /// The reply topics this client subscribed to ([`reply`]).
+    replies: std::collections::HashSet<String>,
 }
+
+/// The most deliveries a publishing client keeps while it waits for an
+/// acknowledgement; older ones are dropped (a broker that floods cannot grow it).
+const INBOX: usize = 64;
 
 impl Conn {
     /// Reads the next whole packet from the broker.
@@ -244,15 +284,44 @@ impl Conn {
             .map_err(|e| io_kind(&e))
     }
 
-    /// Reads until the answer `pick` takes (its value; pings on the way skipped);
-    /// anything else from the broker is a protocol error.
+    /// Reads until the answer `pick` takes (its value; pings on the way skipped,
+    /// deliveries to the client's reply topics kept in its inbox); anything else from
+    /// the broker is a protocol error.
     async fn answer<T>(&mut self, pick: impl Fn(&In) -> Option<T>) -> Result<T, ErrorKind> {
         loop {
             match self.packet().await? {
                 In::PingResp => continue,
+                In::Publish {
+                    qos,
+                    pkid,
+                    topic,
+                    payload,
+                } if !self.replies.is_empty() => self.delivered(qos, pkid, topic, payload).await?,
                 p => return pick(&p).ok_or(ErrorKind::Protocol),
             }
         }
+    }
+
+    /// A delivery to one of the client's reply topics, acknowledged as its QoS asks
+    /// and kept for [`reply`].
+    async fn delivered(
+        &mut self,
+        qos: u8,
+        pkid: u16,
+        topic: Bytes,
+        payload: Bytes,
+    ) -> Result<(), ErrorKind> {
+        match qos {
+            0 => {}
+            1 => self.send(Out::PubAck(pkid)).await?,
+            // Subscribed at QoS 0: a broker has no reason to send QoS 2 to it.
+            _ => return Err(ErrorKind::Protocol),
+        }
+        if self.inbox.len() == INBOX {
+            self.inbox.pop_front();
+        }
+        self.inbox.push_back((topic, payload));
+        Ok(())
     }
 
     fn next_pkid(&mut self) -> u16 {
@@ -303,6 +372,8 @@ async fn open(t: &Target, number: u64) -> Result<Conn, ErrorKind> {
         pkid: 0,
         fd,
         closed: false,
+        inbox: std::collections::VecDeque::new(),
+        replies: std::collections::HashSet::new(),
     })
 }
 
@@ -320,10 +391,11 @@ async fn handshake(conn: &mut Conn, t: &Target, client_id: String) -> Result<(),
     }
 }
 
-/// The topic a scenario step publishes to: its path less the leading `/`, if it has
-/// one (else the URL's).
+/// The topic a scenario step publishes to: its path less the leading `/` and its
+/// options (`?reply=…`), if it has one (else the URL's).
 pub fn topic_of(r: &crate::load::request::Rendered) -> Option<&str> {
-    Some(r.path.trim_start_matches('/')).filter(|p| !p.is_empty())
+    let path = r.path.split_once('?').map_or(&r.path[..], |(p, _)| p);
+    Some(path.trim_start_matches('/')).filter(|p| !p.is_empty())
 }
 
 /// Whether a topic has a wildcard, which is for subscribing, never for publishing.

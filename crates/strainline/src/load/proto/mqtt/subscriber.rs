@@ -121,7 +121,9 @@ impl Seen {
 /// `Ok(None)`: a packet that is not a delivery, or a message without a stamp.
 async fn answer(conn: &mut Conn, packet: In) -> Result<Option<Stamp>, ErrorKind> {
     match packet {
-        In::Publish { qos, pkid, payload } => {
+        In::Publish {
+            qos, pkid, payload, ..
+        } => {
             match qos {
                 1 => conn.send(Out::PubAck(pkid)).await?,
                 2 => conn.send(Out::PubRec(pkid)).await?,

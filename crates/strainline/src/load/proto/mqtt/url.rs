@@ -48,6 +48,12 @@ impl Protocol for Mqtt {
         Ok(Arc::new(Broker(Arc::new(t))))
     }
 
+    /// A step that names its reply topic (`?reply=TOPIC`) reads the message that
+    /// answers it.
+    fn keeps_bodies(&self) -> bool {
+        true
+    }
+
     fn label(&self, code: u16) -> String {
         match code {
             0 => "qos0 written".into(),

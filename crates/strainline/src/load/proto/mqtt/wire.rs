@@ -58,13 +58,33 @@ pub enum Out<'a> {
 /// kept in `reason`).
 #[derive(Debug, PartialEq)]
 pub enum In {
-    ConnAck { ok: bool },
-    PubAck { pkid: u16, reason: u8 },
-    PubRec { pkid: u16, reason: u8 },
-    PubComp { pkid: u16 },
-    PubRel { pkid: u16 },
-    SubAck { pkid: u16, ok: bool },
-    Publish { qos: u8, pkid: u16, payload: Bytes },
+    ConnAck {
+        ok: bool,
+    },
+    PubAck {
+        pkid: u16,
+        reason: u8,
+    },
+    PubRec {
+        pkid: u16,
+        reason: u8,
+    },
+    PubComp {
+        pkid: u16,
+    },
+    PubRel {
+        pkid: u16,
+    },
+    SubAck {
+        pkid: u16,
+        ok: bool,
+    },
+    Publish {
+        qos: u8,
+        pkid: u16,
+        topic: Bytes,
+        payload: Bytes,
+    },
     PingResp,
     Other,
 }
@@ -222,6 +242,7 @@ fn in4(p: v4::Packet) -> In {
         v4::Packet::Publish(p) => In::Publish {
             qos: p.qos as u8,
             pkid: p.pkid,
+            topic: p.topic.into(),
             payload: p.payload,
         },
         v4::Packet::PingResp => In::PingResp,
@@ -261,6 +282,7 @@ fn in5(p: v5::Packet) -> In {
         v5::Packet::Publish(p) => In::Publish {
             qos: p.qos as u8,
             pkid: p.pkid,
+            topic: p.topic,
             payload: p.payload,
         },
         v5::Packet::PingResp(_) => In::PingResp,
@@ -347,6 +369,7 @@ mod tests {
                     Ok(Some(In::Publish {
                         qos,
                         pkid,
+                        topic: Bytes::from_static(b"d/1/t"),
                         payload: Bytes::from_static(b"{\"t\":21.5}")
                     })),
                     "{v:?}"
