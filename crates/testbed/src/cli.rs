@@ -180,6 +180,11 @@ struct ServeArgs {
     /// register properly); `forgotten` in /stats counts them.
     #[arg(long, default_value_t = 0.0)]
     forget_rate: f64,
+    /// How long a job takes: `POST /jobs` answers 202 with `{"id": "j-N", "status":
+    /// "queued"}`; `GET /jobs/j-N` says `queued` for the first half, `running` for the
+    /// second, then `done` (or `failed`, at --fail-rate); 404 for an id never given.
+    #[arg(long, value_parser = duration, default_value = "50ms")]
+    job_time: Duration,
     /// Serve `POST /signed`, which answers 200 only to a request whose `X-Signature` is
     /// the hex HMAC-SHA256 of its body under this key (401 otherwise), with
     /// `{"status": "ok", "n": N}`, N counting the signed requests.
@@ -330,6 +335,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 },
                 fail_rate: a.fail_rate,
                 forget_rate: a.forget_rate,
+                job_time: a.job_time,
                 hmac_key: a.hmac_key.clone(),
                 stall: a.stall_every.zip(a.stall_for),
                 delay: a.delay,

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::header::{HeaderName, HeaderValue};
@@ -99,19 +100,26 @@ pub struct Step {
     /// What of its reply the protocol keeps (for the jar, extractions and checks).
     pub keep: Keep,
     /// `loop = { from = "STEP", times = N }`: after this step, the flow goes back to
-    /// `from` until the group ran `times` times.
+    /// `from` until the group ran `times` times (or, with `until`, until this step's
+    /// reply meets the condition).
     pub repeat: Option<Loop>,
 }
 
 /// A loop over a group of a flow's steps: from step `from` to the step that has it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Loop {
     pub from: usize,
     /// How many times the group runs in all (a range is drawn each time the loop
-    /// starts, from the client's stream).
+    /// starts, from the client's stream); with `until`, the most.
     pub least: u32,
     pub most: u32,
+    /// `until = { json = { "$.status" = "done" } }`: the loop ends as soon as the
+    /// step's reply meets this condition (a check's keys; not counted as a check).
+    pub until: Option<Arc<Check>>,
 }
+
+/// The most times a loop with `until` and no `times` runs its group.
+pub const UNTIL_TIMES: u32 = 100;
 
 impl Loop {
     /// Times the group runs this time.
@@ -440,12 +448,13 @@ struct RawStep {
     repeat: Option<Spanned<RawLoop>>,
 }
 
-/// `loop = { from = "add", times = 3 }` (or `times = "1..5"`).
+/// `loop = { from = "add", times = 3 }` (or `times = "1..5"`, or `until = {…}`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLoop {
     from: String,
-    times: toml::Value,
+    times: Option<toml::Value>,
+    until: Option<RawCheck>,
 }
 
 /// `extract.NAME = { json = "$.token" }` (or `regex`, `header`, `cookie`).
@@ -889,11 +898,23 @@ fn loops(
                 "times: give a count (times = 3) or a range (times = \"1..5\"), at least 1".into(),
             )
         };
+        let until = match &l.get_ref().until {
+            Some(c) => Some(Arc::new(check_of("until", c, &|m| {
+                wrong(format!("until: {m}"))
+            })?)),
+            None => None,
+        };
         let (least, most) = match &l.get_ref().times {
-            toml::Value::Integer(n) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+            None if until.is_some() => (UNTIL_TIMES, UNTIL_TIMES),
+            None => {
+                return Err(wrong(
+                    "give times = N (how many times its steps run) or until = { … } (a condition on this step's reply that ends it)".into(),
+                ))
+            }
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
                 (*n as u32, *n as u32)
             }
-            toml::Value::String(r) => {
+            Some(toml::Value::String(r)) => {
                 let (a, b) = r.split_once("..").ok_or_else(bad_times)?;
                 let a: u32 = a.trim().parse().map_err(|_| bad_times())?;
                 let b: u32 = b.trim().parse().map_err(|_| bad_times())?;
@@ -914,7 +935,20 @@ fn loops(
             )));
         }
         groups.push((from, i));
-        steps[i].repeat = Some(Loop { from, least, most });
+        if let Some(c) = &until {
+            let needs = if c.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            };
+            steps[i].keep = steps[i].keep.max(needs);
+        }
+        steps[i].repeat = Some(Loop {
+            from,
+            least,
+            most,
+            until,
+        });
     }
     Ok(())
 }
@@ -1104,7 +1138,20 @@ fn checks(
     let mut out = Vec::new();
     for (name, c) in &st.check {
         let (pos, c) = (c.span().start, c.get_ref());
-        let bad = |m: String| at(pos, format!("check.{name}: {m}"));
+        out.push(check_of(name, c, &|m| {
+            at(pos, format!("check.{name}: {m}"))
+        })?);
+    }
+    Ok(out)
+}
+
+/// A check's (or a loop's `until`) keys, checked; `bad` says where.
+fn check_of(
+    name: &str,
+    c: &RawCheck,
+    bad: &dyn Fn(String) -> crate::Error,
+) -> crate::error::Result<Check> {
+    {
         let status = match &c.status {
             None => Vec::new(),
             Some(toml::Value::Integer(n)) => vec![*n],
@@ -1134,7 +1181,7 @@ fn checks(
             .collect::<crate::error::Result<Vec<u16>>>()?;
         let path = |p: &str| JsonPath::parse(p).map_err(|(_, m)| bad(m));
         let check = Check {
-            name: name.clone(),
+            name: name.to_string(),
             status,
             body_contains: c.body_contains.clone(),
             body_matches: c
@@ -1173,9 +1220,8 @@ fn checks(
         {
             return Err(bad("it checks nothing: give status, body_contains, body_matches, json, json_exists, headers or latency".into()));
         }
-        out.push(check);
+        Ok(check)
     }
-    Ok(out)
 }
 
 /// `on_failure = "continue" | "stop" | "restart"`, or `{ retry = N, backoff = "100ms" }`.
@@ -1532,8 +1578,20 @@ body = "{{random 512}}"
             Path::new("f.toml"),
         )
         .unwrap();
-        let l = sc.steps[1].repeat.unwrap();
+        let l = sc.steps[1].repeat.clone().unwrap();
         assert_eq!((l.from, l.least, l.most), (0, 2, 4));
+        assert!(l.until.is_none() && sc.steps[1].keep == Keep::Nothing);
+        // `until` ends the loop on a condition of the step's reply, at most 100 times
+        // unless told: the step keeps the body its condition reads.
+        let polled = parse(
+            &flow("once = true\nloop = { from = \"a\", until = { json = { \"$.status\" = \"done\" } } }"),
+            Path::new("f.toml"),
+        )
+        .unwrap();
+        let u = polled.steps[1].repeat.clone().unwrap();
+        assert_eq!((u.least, u.most), (UNTIL_TIMES, UNTIL_TIMES));
+        assert_eq!(u.until.unwrap().json.len(), 1);
+        assert_eq!(polled.steps[1].keep, Keep::All);
         let mut rng = crate::rng::Rng::new(3);
         let drawn: std::collections::BTreeSet<u32> = (0..200).map(|_| l.draw(&mut rng)).collect();
         assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [2, 3, 4]);
@@ -1553,6 +1611,15 @@ body = "{{random 512}}"
             (
                 "weight = 1\nloop = { from = \"a\", times = 2 }",
                 "give it to a once step",
+            ),
+            ("once = true\nloop = { from = \"a\" }", "give times = N"),
+            (
+                "once = true\nloop = { from = \"a\", until = { json = { \"$.[\" = 1 } } }",
+                "loop: until:",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", until = {} }",
+                "until: it checks nothing",
             ),
         ] {
             let e = parse(&flow(tail), Path::new("f.toml"))

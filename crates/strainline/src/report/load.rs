@@ -368,6 +368,9 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "retries" => format!("{v} steps sent again (retry)"),
                 "stopped" => format!("{v} clients stopped (on_failure = stop)"),
                 "exhausted" => format!("{v} clients found no CSV row left (csv_order = unique)"),
+                "loops_exhausted" => {
+                    format!("{v} loops ran their most times without their until condition")
+                }
                 "script_errors" => {
                     format!("{v} errors in the script's response(r) (the first is logged)")
                 }

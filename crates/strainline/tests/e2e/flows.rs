@@ -1494,3 +1494,90 @@ fn an_mqtt_step_that_reads_a_reply_without_a_reply_topic_is_refused_before_the_r
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
 }
+
+/// Known truth: the testbed's job API runs each job for --job-time and fails a share
+/// of them (--fail-rate), counting what its polls saw. The shipped job flow submits,
+/// polls until the job is finished (`loop … until`), and checks the result: its failed
+/// checks are exactly the jobs the server failed, and every finished session polled
+/// until its job was finished. A job that outlasts the loop's times is counted as a loop
+/// that ran its most times, once per session.
+#[test]
+fn a_job_flow_polls_until_each_job_is_finished_and_its_failures_are_the_server_s() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&["--job-time", "60ms", "--fail-rate", "0.1"]);
+    let url = tb.url("");
+    let flow = example("jobs.toml");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            flow.to_str().unwrap(),
+            "-z",
+            "2s",
+        ],
+    );
+    let stats = stats_of(&tb);
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let (done, failed) = check(&doc, "result", "done");
+    assert_eq!(
+        failed,
+        stats["jobs_failed"].as_u64().unwrap(),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        done >= 60 && done <= stats["jobs_done"].as_u64().unwrap(),
+        "{}",
+        stdout(&out)
+    );
+    // Each job was polled until finished: at least twice (queued or running, then
+    // finished), and never past its loop's most.
+    let polls = steps[1]["sent"].as_u64().unwrap();
+    assert!(polls >= 2 * (done + failed), "{polls}: {}", stdout(&out));
+    assert!(
+        steps[1]["flow"].get("loops_exhausted").is_none(),
+        "{}",
+        steps[1]
+    );
+    // Jobs that take a minute: every poll loop runs its 50 times and is counted.
+    let tb = testbed_serving(&["--job-time", "60s"]);
+    let url = tb.url("");
+    std::fs::write(
+        s.path("slow.toml"),
+        std::fs::read_to_string(&flow)
+            .unwrap()
+            .replace("times = 50", "times = 5"),
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            s.path("slow.toml").to_str().unwrap(),
+            "-z",
+            "1s",
+        ],
+    );
+    let steps = doc["summary"]["steps"].as_array().unwrap();
+    let results = steps[2]["sent"].as_u64().unwrap();
+    assert!(results >= 20, "{}", stdout(&out));
+    // Once per session whose loop ended (one cut by the run's end in the poll's last
+    // think time reaches no result).
+    let exhausted = steps[1]["flow"]["loops_exhausted"].as_u64().unwrap();
+    assert!(
+        (results..=results + 2).contains(&exhausted),
+        "{exhausted}: {}",
+        stdout(&out)
+    );
+    assert_eq!(check(&doc, "result", "done"), (0, results));
+    assert!(
+        stdout(&out).contains("loops ran their most times without their until condition"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -30,6 +30,9 @@ pub struct Knobs {
     pub fail_rate: f64,
     /// Probability that `POST /devices` gives an id it then forgets.
     pub forget_rate: f64,
+    /// How long a job (`POST /jobs`) takes: queued for the first half, running for
+    /// the second, then done (or failed, at `fail_rate`).
+    pub job_time: Duration,
     /// The key `POST /signed` verifies its requests' HMAC with.
     pub hmac_key: Option<String>,
     /// The whole server stops answering for `stall_for` once every `stall_every`.

@@ -1,8 +1,10 @@
 //! `strainline-testbed serve`: an IoT-like HTTP service (devices register, then push
 //! data) whose behaviour is set by knobs — CPU cost per push, a deliberate leak, a slower
 //! v2 profile, injected failures, periodic stalls, an in-flight cap, TLS, a crash after N
-//! requests, a contended lock, a full thread pool, storage writes — so that strainline's figures can be checked against known truth.
+//! requests, a contended lock, a full thread pool, storage writes — and a job API (submit,
+//! then poll until done) — so that strainline's figures can be checked against known truth.
 
+mod jobs;
 mod knobs;
 mod tls;
 pub mod work;
@@ -41,6 +43,11 @@ struct Counters {
     signed: AtomicU64,
     unsigned: AtomicU64,
     pushes: AtomicU64,
+    /// Jobs submitted, the polls of them, and those seen finished by a poll.
+    jobs: AtomicU64,
+    job_polls: AtomicU64,
+    jobs_done: AtomicU64,
+    jobs_failed: AtomicU64,
     failed: AtomicU64,
     rejected: AtomicU64,
     not_found: AtomicU64,
@@ -61,6 +68,7 @@ struct Server {
     journal: Option<(std::fs::File, AtomicU64)>,
     start: Instant,
     devices: Mutex<HashMap<String, Device>>,
+    jobs: Mutex<jobs::Jobs>,
     registering: Mutex<HashSet<String>>,
     leaked: Mutex<Vec<Box<[u8]>>>,
     counters: Counters,
@@ -106,6 +114,10 @@ impl Server {
             "signed": c.signed.load(Relaxed),
             "unsigned": c.unsigned.load(Relaxed),
             "pushes": c.pushes.load(Relaxed),
+            "jobs": c.jobs.load(Relaxed),
+            "job_polls": c.job_polls.load(Relaxed),
+            "jobs_done": c.jobs_done.load(Relaxed),
+            "jobs_failed": c.jobs_failed.load(Relaxed),
             "failed": c.failed.load(Relaxed),
             "rejected": c.rejected.load(Relaxed),
             "not_found": c.not_found.load(Relaxed),
@@ -175,6 +187,8 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         (Method::GET, "/stats") => reply(StatusCode::OK, s.stats().to_string()),
         (Method::POST, "/register") => register(&s, &body).await,
         (Method::POST, "/devices") => enroll(&s),
+        (Method::POST, "/jobs") => jobs::submit(&s),
+        (Method::GET, p) if p.starts_with("/jobs/") => jobs::poll(&s, &p["/jobs/".len()..]),
         (Method::POST, "/signed") if s.knobs.hmac_key.is_some() => {
             signed(&s, signature.as_deref(), &body)
         }
@@ -475,6 +489,7 @@ async fn serve(knobs: Knobs) -> i32 {
         knobs,
         start: Instant::now(),
         devices: Mutex::new(HashMap::new()),
+        jobs: Mutex::new(jobs::Jobs::default()),
         registering: Mutex::new(HashSet::new()),
         leaked: Mutex::new(Vec::new()),
         counters: Counters::default(),

@@ -115,6 +115,8 @@ struct Session {
     authority: String,
     host: String,
     secure: bool,
+    /// The last reply of a step whose loop has `until` met its condition.
+    until_met: bool,
 }
 
 impl Session {
@@ -127,6 +129,7 @@ impl Session {
             values: vec![None; sc.vars.len()],
             next: None,
             row: None,
+            until_met: false,
             jar: Jar::default(),
             cookies: sc.cookies,
             host: host.trim_matches(['[', ']']).to_string(),
@@ -339,13 +342,20 @@ impl<'a> Client<'a> {
             }
             due = Instant::now();
             k += 1;
-            if let Some(l) = sc.steps[i].repeat {
+            if let Some(l) = &sc.steps[i].repeat {
                 let rng = &mut self.rng;
                 let (done, times) = laps[i].get_or_insert_with(|| (0, l.draw(rng)));
                 *done += 1;
-                if *done < *times {
+                let met = std::mem::take(&mut self.session.until_met);
+                if *done < *times && !met {
                     k = order.iter().position(|&j| j == l.from).expect("checked");
                 } else {
+                    if l.until.is_some() && !met {
+                        // Polled its most times without the condition: counted, and
+                        // the flow goes on.
+                        let mut rec = self.ctx.rec.lock().unwrap();
+                        rec.count(Some(i), "flow.loops_exhausted");
+                    }
                     laps[i] = None;
                 }
             }
@@ -473,6 +483,12 @@ impl<'a> Client<'a> {
                         next = Some((reply.status, to));
                         return;
                     }
+                }
+                if let (Some(until), Some(kept)) = (
+                    st.repeat.as_ref().and_then(|l| l.until.as_deref()),
+                    reply.kept.as_deref(),
+                ) {
+                    s.until_met = until.passes(reply.status, kept, latency);
                 }
                 judge(st, i, &path, s, reply, latency, rec);
                 if let Some(script) = sc.script.as_ref().filter(|s| s.has_response) {
