@@ -38,27 +38,55 @@ pub struct Script {
     pub has_response: bool,
 }
 
-/// Builds `r` for a hook and hands back what it may change.
+/// Builds `r` for a hook and hands back what it may change. Its headers come as one
+/// string (`name\0value\0…`) made into `r.headers` only when the hook reads it (one
+/// string handed over instead of a table set field by field through the C API), and
+/// what the hook left unchanged comes back as nil, not converted again.
 const CALLERS: &str = r#"
 local clients = __clients
+local gmatch, rawget, rawset, setmetatable = string.gmatch, rawget, rawset, setmetatable
+local lazy = {}
+lazy.__index = function(r, k)
+  if k ~= "headers" then return nil end
+  local h = {}
+  for name, value in gmatch(rawget(r, lazy) or "", "([^%z]*)%z([^%z]*)%z") do h[name] = value end
+  rawset(r, "headers", h)
+  return h
+end
 function __request(f, step, client, seq, random, vars, method, path, body, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
-  local r = {step = step, client = client, seq = seq, random = random, state = state,
-             vars = vars, method = method, path = path, body = body, headers = headers}
+  local r = setmetatable({step = step, client = client, seq = seq, random = random,
+             state = state, vars = vars, method = method, path = path, body = body}, lazy)
+  r[lazy] = headers
   f(r)
-  return r.method, r.path, r.body, r.headers, r.vars
+  local m, p, b = r.method, r.path, r.body
+  return m ~= method and m or nil, p ~= path and p or nil, b ~= body and b or nil,
+         rawget(r, "headers"), r.vars
 end
 function __response(f, step, client, seq, random, vars, status, body, latency_ms, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
-  local r = {step = step, client = client, seq = seq, random = random, state = state,
-             vars = vars, status = status, body = body, latency_ms = latency_ms,
-             headers = headers}
+  local r = setmetatable({step = step, client = client, seq = seq, random = random,
+             state = state, vars = vars, status = status, body = body,
+             latency_ms = latency_ms}, lazy)
+  r[lazy] = headers
   local ok, name = f(r)
   return ok, name, r.vars, r.next
 end
 "#;
+
+/// Header fields as the callers take them: `name\0value\0` each.
+fn joined<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    for (k, v) in fields {
+        out.extend_from_slice(k);
+        out.push(0);
+        out.extend_from_slice(v);
+        out.push(0);
+    }
+    out
+}
 
 /// A state with the sandbox's libraries and `strainline.*` helpers, and the time the
 /// current call started (its instruction hook's clock).
@@ -310,15 +338,16 @@ pub fn request(
         let Some(f) = &st.request else {
             return Err(mlua::Error::runtime("no function request(r)"));
         };
-        let headers = lua.create_table_with_capacity(0, req.headers.len() + 1)?;
-        for (k, v) in &req.headers {
-            headers.raw_set(k.as_str(), lua.create_string(v.as_bytes())?)?;
-        }
+        let headers = joined(
+            req.headers
+                .iter()
+                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+        );
         let (method, path, body, headers, vars): (
-            mlua::String,
-            String,
-            mlua::String,
-            Table,
+            Option<mlua::String>,
+            Option<mlua::String>,
+            Option<mlua::String>,
+            Option<Table>,
             Table,
         ) = st.call_request.call((
             f,
@@ -330,10 +359,10 @@ pub fn request(
             req.method.as_str(),
             req.path.as_str(),
             lua.create_string(&req.body)?,
-            headers,
+            lua.create_string(&headers)?,
         ))?;
-        let method = method.as_bytes();
-        if *method != *req.method.as_str().as_bytes() {
+        if let Some(method) = method {
+            let method = method.as_bytes();
             req.method =
                 Method::from_bytes(method.to_ascii_uppercase().as_slice()).map_err(|_| {
                     mlua::Error::runtime(format!(
@@ -342,26 +371,31 @@ pub fn request(
                     ))
                 })?;
         }
-        req.path = path;
-        if !req.path.starts_with('/') {
-            return Err(mlua::Error::runtime(format!(
-                "r.path '{}' does not start with /",
-                req.path
-            )));
+        if let Some(path) = path {
+            req.path = path.to_str()?.to_string();
+            if !req.path.starts_with('/') {
+                return Err(mlua::Error::runtime(format!(
+                    "r.path '{}' does not start with /",
+                    req.path
+                )));
+            }
         }
-        if *body.as_bytes() != *req.body {
+        if let Some(body) = body {
             req.body = Bytes::from(body.as_bytes().to_vec());
         }
-        req.headers.clear();
-        for pair in headers.pairs::<String, mlua::String>() {
-            let (k, v) = pair?;
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-                mlua::Error::runtime(format!("r.headers: '{k}' is not a header name"))
-            })?;
-            let value = HeaderValue::from_bytes(&v.as_bytes()).map_err(|_| {
-                mlua::Error::runtime(format!("r.headers['{k}']: not a header value"))
-            })?;
-            req.headers.push((name, value));
+        // Read by the hook (and so perhaps changed): the request's headers are its.
+        if let Some(headers) = headers {
+            req.headers.clear();
+            for pair in headers.pairs::<String, mlua::String>() {
+                let (k, v) = pair?;
+                let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                    mlua::Error::runtime(format!("r.headers: '{k}' is not a header name"))
+                })?;
+                let value = HeaderValue::from_bytes(&v.as_bytes()).map_err(|_| {
+                    mlua::Error::runtime(format!("r.headers['{k}']: not a header value"))
+                })?;
+                req.headers.push((name, value));
+            }
         }
         vars_back(&vars, &mut c)
     })
@@ -389,10 +423,11 @@ pub fn response(
         let Some(f) = &st.response else {
             return Err(mlua::Error::runtime("no function response(r)"));
         };
-        let headers = lua.create_table_with_capacity(0, kept.headers.len())?;
-        for (k, v) in &kept.headers {
-            headers.raw_set(k.as_str(), v.as_str())?;
-        }
+        let headers = joined(
+            kept.headers
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+        );
         let (ok, name, vars, next): (Value, Option<String>, Table, Option<String>) =
             st.call_response.call((
                 f,
@@ -404,7 +439,7 @@ pub fn response(
                 status,
                 lua.create_string(&kept.body)?,
                 latency.as_secs_f64() * 1e3,
-                headers,
+                lua.create_string(&headers)?,
             ))?;
         vars_back(&vars, &mut c)?;
         Ok(Said {
@@ -473,6 +508,45 @@ mod tests {
             Some("2"),
             "r.state is kept per client"
         );
+    }
+
+    #[test]
+    fn headers_are_read_changed_or_left_as_they_were() {
+        // Untouched: the request's headers and body stay as they were, unconverted.
+        let s = script("function request(r) r.vars.m = r.method end\n").unwrap();
+        let names = vec!["m".to_string()];
+        let mut values = vec![None];
+        let mut req = rendered(Method::POST, "/a", Bytes::from_static(b"x"));
+        req.headers.push((
+            HeaderName::from_static("x-a"),
+            HeaderValue::from_static("1"),
+        ));
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(values[0].as_deref(), Some("POST"));
+        assert_eq!((req.headers.len(), &req.body[..]), (1, &b"x"[..]));
+        // Read and changed: one header replaced, one added, one removed; the path too.
+        let s = script(
+            "function request(r)\n  r.headers['x-b'] = r.headers['x-a'] .. '2'\n  r.headers['x-a'] = nil\n  r.path = '/b'\nend\n",
+        )
+        .unwrap();
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(req.headers.len(), 1);
+        assert_eq!(req.headers[0].0.as_str(), "x-b");
+        assert_eq!(req.headers[0].1, "12");
+        assert_eq!(req.path, "/b");
+        // A reply's header fields, as the response hook reads them.
+        let s = script(
+            "function response(r)\n  if r.headers['content-type'] ~= 'application/json' then return false, 'ct' end\nend\n",
+        )
+        .unwrap();
+        let mut k = Kept::new(super::super::flow::Keep::All);
+        k.take_header("content-type", b"application/json");
+        let ms = Duration::from_millis(1);
+        let said = response(&s, 1, caller(&mut values, &names), 200, &k, ms).unwrap();
+        assert_eq!(said.failed, None);
+        let none = Kept::new(super::super::flow::Keep::All);
+        let said = response(&s, 1, caller(&mut values, &names), 200, &none, ms).unwrap();
+        assert_eq!(said.failed.as_deref(), Some("ct"));
     }
 
     #[test]
