@@ -43,6 +43,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// A file `strainline schema` describes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaOf {
+    /// A suite file (`strainline run`, `strainline check`).
+    Suite,
+    /// A scenario file (`--scenario`, a test's `scenario =`).
+    Scenario,
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -108,6 +117,14 @@ pub enum Command {
         /// missing).
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
+    },
+    /// Print the JSON Schema of a suite file or a scenario file, made from the types that
+    /// read them: editors complete and check their keys with it (Even Better TOML /
+    /// taplo: a first line `#:schema ./suite.schema.json`; e.g. `strainline schema
+    /// suite > suite.schema.json`).
+    Schema {
+        #[arg(value_enum)]
+        file: SchemaOf,
     },
     /// Run the bundled system under test (the same as the `strainline-testbed` binary).
     #[command(disable_help_flag = true)]

@@ -83,6 +83,7 @@ pub fn run(cli: cli::Cli) -> error::Result<i32> {
             Ok(exit::PASSED)
         }
         cli::Command::Man { dir } => commands::man::write(dir.as_deref()),
+        cli::Command::Schema { file } => commands::schema::print(file),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");
             strainline_testbed::fixtures::set_reinvoke_prefix(vec!["testbed".into()]);

@@ -12,6 +12,7 @@ pub mod monitor;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod schema;
 pub mod serve;
 pub mod workload;
 

@@ -374,92 +374,133 @@ impl Scenario {
     }
 }
 
-#[derive(Deserialize)]
+/// A strainline scenario file: virtual clients (or sessions, or arrivals) and the steps
+/// they run, with their extractions, checks and recovery (docs/load.md, "Scenarios").
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(title = "strainline scenario")]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Scenario")]
 struct RawScenario {
+    #[schemars(with = "Option<i64>")]
     clients: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     ramp_up: Option<Spanned<String>>,
+    #[schemars(with = "Option<Vec<RawStage>>")]
     stages: Option<Spanned<Vec<RawStage>>>,
+    #[schemars(with = "Option<String>")]
     csv: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     jsonl: Option<Spanned<String>>,
     seed: Option<u64>,
     cookies: Option<bool>,
+    #[schemars(with = "Option<String>")]
     script: Option<Spanned<String>>,
     /// Variables a script sets (`r.vars.NAME`), usable as `{{NAME}}`.
     #[serde(default)]
     vars: Vec<String>,
+    #[schemars(with = "Option<String>")]
     csv_order: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     csv_exhausted: Option<Spanned<String>>,
+    #[schemars(with = "Option<RawArrivals>")]
     arrivals: Option<Spanned<RawArrivals>>,
+    #[schemars(with = "Option<RawSessions>")]
     sessions: Option<Spanned<RawSessions>>,
+    #[schemars(with = "Vec<RawStep>")]
     step: Vec<Spanned<RawStep>>,
 }
 
 /// `[sessions]`: `rate = N` new sessions a second, or `stages` of such rates;
 /// `poisson = true` for Poisson arrivals.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Sessions")]
 struct RawSessions {
+    #[schemars(with = "Option<f64>")]
     rate: Option<Spanned<f64>>,
+    #[schemars(with = "Option<Vec<RawStage>>")]
     stages: Option<Spanned<Vec<RawStage>>>,
     poisson: Option<bool>,
 }
 
 /// `{ to = 200, over = "30s" }` or `{ hold = "2m" }`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Stage")]
 struct RawStage {
     to: Option<f64>,
     over: Option<String>,
     hold: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Arrivals")]
 struct RawArrivals {
+    #[schemars(with = "Option<Vec<i64>>")]
     per_second: Option<Spanned<Vec<Spanned<i64>>>>,
+    #[schemars(with = "Option<f64>")]
     rate: Option<Spanned<f64>>,
     poisson: Option<bool>,
+    #[schemars(with = "Option<f64>")]
     scale: Option<Spanned<f64>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Step")]
 struct RawStep {
     name: Option<String>,
+    #[schemars(with = "Option<bool>")]
     once: Option<Spanned<bool>>,
+    #[schemars(with = "Option<String>")]
     every: Option<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     weight: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     think: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pace: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     method: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     path: Option<Spanned<String>>,
+    #[schemars(with = "Option<Vec<String>>")]
     paths: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     headers: BTreeMap<String, Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     body: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawExtract>")]
     extract: BTreeMap<String, Spanned<RawExtract>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawCheck>")]
     check: BTreeMap<String, Spanned<RawCheck>>,
+    #[schemars(with = "Option<serde_json::Value>")]
     on_failure: Option<Spanned<toml::Value>>,
     follow: Option<bool>,
     #[serde(rename = "loop")]
+    #[schemars(with = "Option<RawLoop>")]
     repeat: Option<Spanned<RawLoop>>,
 }
 
 /// `loop = { from = "add", times = 3 }` (or `times = "1..5"`, or `until = {…}`).
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Loop")]
 struct RawLoop {
     from: String,
+    #[schemars(with = "Option<serde_json::Value>")]
     times: Option<toml::Value>,
     until: Option<RawCheck>,
 }
 
 /// `extract.NAME = { json = "$.token" }` (or `regex`, `header`, `cookie`).
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Extract")]
 struct RawExtract {
     json: Option<String>,
     regex: Option<String>,
@@ -468,19 +509,27 @@ struct RawExtract {
 }
 
 /// `check.NAME = { status = [200], body_contains = "…", … }`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Check")]
 struct RawCheck {
+    #[schemars(with = "Option<serde_json::Value>")]
     status: Option<toml::Value>,
     body_contains: Option<String>,
     body_matches: Option<String>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     json: BTreeMap<String, toml::Value>,
     #[serde(default)]
     json_exists: Vec<String>,
     #[serde(default)]
     headers: Vec<String>,
     latency: Option<String>,
+}
+
+/// The JSON Schema of a scenario file, from the very types that read it.
+pub fn schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON")
 }
 
 /// Reads and checks a scenario file.

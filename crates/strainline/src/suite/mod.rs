@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::metrics::Unit;
 use gate::Gate;
 pub use parse::{default_name, parse};
+pub use raw::schema;
 
 pub use crate::metrics::Kind;
 pub use crate::placeholders::substitute;
@@ -48,7 +49,7 @@ pub struct LogSpec {
 }
 
 /// One request sent after the target is ready, before a test measures.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetupRequest {
     #[serde(default = "default_post")]
