@@ -922,12 +922,27 @@ pub struct CompareArgs {
 #[command(
     after_help = "Examples:\n  strainline report 12 --html report.html\n  \
                   strainline report v0.8.0 --junit junit.xml --markdown summary.md --csv csv/\n  \
-                  strainline run suite.toml --report reports/     # all of them, at the end of a run"
+                  strainline run suite.toml --report reports/     # all of them, at the end of a run\n  \
+                  strainline report my-service --versions v0.6.0,v0.7.0,v0.8.0 --markdown versions.md"
 )]
 pub struct ReportArgs {
     /// The run: its id (12 or #12), label (the newest run with it), `latest`, or
-    /// `latest~N` / `LABEL~N` (N runs before the newest).
+    /// `latest~N` / `LABEL~N` (N runs before the newest); with --versions, the suite.
     pub run: String,
+    /// A table of the suite's versions, oldest first: per host, case and key metric,
+    /// each label's value (its newest finished run) and its % of the previous one.
+    /// Printed, or written with --markdown / --csv (a file).
+    #[arg(long, value_name = "L1,L2,…", value_delimiter = ',')]
+    pub versions: Vec<String>,
+    /// With --versions: the metrics to show (default: throughput, latency_p99,
+    /// error_rate, ceiling, peak_rss, cpu_per_op where a case has them).
+    #[arg(
+        long,
+        value_name = "M1,M2,…",
+        value_delimiter = ',',
+        requires = "versions"
+    )]
+    pub metrics: Vec<String>,
     /// One self-contained HTML file: verdict, metrics, gates and SVG charts per case.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

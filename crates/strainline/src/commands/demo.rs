@@ -56,6 +56,8 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
             junit: None,
             csv: None,
             json: None,
+            versions: Vec::new(),
+            metrics: Vec::new(),
         },
     );
     println!(

@@ -1,6 +1,7 @@
 //! `strainline report RUN`: reads a stored run once and writes the formats asked for
 //! through their exporters (`report::export`); `strainline run --report DIR` writes every
-//! format for the run it just made.
+//! format for the run it just made. `report SUITE --versions L1,L2,…` lays out the
+//! suite's labelled runs side by side (`report::versions`).
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,41 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> crate::error::Result<V
     write(store, &args.run, &asked)
 }
 
+/// `report SUITE --versions L1,L2,…`: the version table, printed or written as Markdown
+/// and CSV.
+fn versions(location: &Location, args: &ReportArgs) -> crate::error::Result<i32> {
+    if args.html.is_some() || args.junit.is_some() || args.json.is_some() {
+        return Err(Error::usage(
+            "--versions writes its table to the terminal, --markdown FILE or --csv FILE",
+        ));
+    }
+    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let metrics = (!args.metrics.is_empty()).then_some(&args.metrics[..]);
+    let table = crate::report::versions::load(&store, &args.run, &args.versions, metrics)?;
+    if table.rows.is_empty() {
+        return Err(Error::usage(format!(
+            "--versions: the runs of '{}' have none of the metrics asked for",
+            args.run
+        )));
+    }
+    let files = [(&args.markdown, table.markdown()), (&args.csv, table.csv())];
+    if files.iter().all(|(p, _)| p.is_none()) {
+        print!("{}", table.terminal());
+    }
+    for (path, text) in files {
+        if let Some(path) = path {
+            std::fs::write(path, text).map_err(|e| crate::error::writing(path, e))?;
+            crate::os::file::share(path).map_err(|e| crate::error::writing(path, e))?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(exit::PASSED)
+}
+
 pub fn run(location: &Location, args: ReportArgs) -> crate::error::Result<i32> {
+    if !args.versions.is_empty() {
+        return versions(location, &args);
+    }
     if args.asked().is_empty() {
         return Err(Error::usage(format!(
             "say which reports to write: {}",

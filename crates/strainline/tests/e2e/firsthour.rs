@@ -448,7 +448,10 @@ fn man_pages_render_with_man_from_a_manpath() {
             .expect("man-db is installed by `make test` (scripts/test-deps.sh)");
         assert!(out.status.success(), "man {page}: {}", stderr(&out));
         // Justified text: words one space apart, whatever man padded them with.
-        stdout(&out).split_whitespace().collect::<Vec<_>>().join(" ")
+        stdout(&out)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let main = man("strainline");
     for want in [

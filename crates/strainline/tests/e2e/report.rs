@@ -467,3 +467,114 @@ fn hostile_names_and_logs_are_escaped_in_every_format() {
         assert!(!text.contains('\u{1b}'), "{}: {text}", f.path().display());
     }
 }
+
+/// Known truth: the stored runs. A suite run under three labels — the testbed as v1,
+/// as v2 (1.5× the CPU work per push), as v1 again — laid out as the IoT programme's
+/// version table: every cell is the value its run stored, each share is the quotient of
+/// two stored values, and v2's CPU per push reads above v1's.
+#[test]
+fn the_version_table_lays_out_each_label_s_stored_figures_and_their_share_of_the_previous() {
+    let s = Scratch::new();
+    let suite = r#"
+[suite]
+name = "versions"
+
+[target]
+command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "1", "--cpu-cost", "20", "--profile", "{{profile}}"]
+ready = "http://127.0.0.1:{{port}}/health"
+
+[[test]]
+name = "push"
+kind = "bench"
+url = "http://127.0.0.1:{{port}}/push/d1"
+body = "x"
+setup = [{ path = "/register", body = '{"id": "d1"}' }]
+rate = 200
+duration = "2s"
+"#;
+    let mut ids = Vec::new();
+    for (label, profile) in [("0.6.0", "v1"), ("0.7.0", "v2"), ("0.8.0", "v1")] {
+        let out = run_suite(
+            &s,
+            suite,
+            &["--label", label, "--var", &format!("profile={profile}")],
+        );
+        assert_exit(&out, 0);
+        let runs: serde_json::Value =
+            serde_json::from_slice(&s.run(&["runs", "--json", "--label", label]).stdout).unwrap();
+        ids.push(runs[0]["id"].as_i64().unwrap());
+    }
+    let stored = |id: i64, metric: &str| -> f64 {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&s.run(&["show", "--json", &id.to_string()]).stdout).unwrap();
+        doc["cases"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == metric)
+            .unwrap_or_else(|| panic!("no {metric} in run {id}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    let csv = s.path("versions.csv");
+    let out = s.run(&[
+        "report",
+        "versions",
+        "--versions",
+        "0.6.0,0.7.0,0.8.0",
+        "--metrics",
+        "throughput,cpu_per_op,peak_rss",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "host,case,metric,unit,0.6.0,0.7.0,0.7.0_of_previous,0.8.0,0.8.0_of_previous"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    for row in &rows {
+        let metric = row[2];
+        let cells: Vec<f64> = [4, 5, 7].iter().map(|&i| row[i].parse().unwrap()).collect();
+        for (cell, id) in cells.iter().zip(&ids) {
+            assert_eq!(*cell, stored(*id, metric), "{metric} of run {id}");
+        }
+        let share: f64 = row[6].parse().unwrap();
+        assert!((share - cells[1] / cells[0]).abs() < 1e-6, "{row:?}");
+        let share: f64 = row[8].parse().unwrap();
+        assert!((share - cells[2] / cells[1]).abs() < 1e-6, "{row:?}");
+    }
+    let cpu = rows.iter().find(|r| r[2] == "cpu_per_op").unwrap();
+    let (v1, v2): (f64, f64) = (cpu[4].parse().unwrap(), cpu[5].parse().unwrap());
+    assert!(v2 > 1.15 * v1, "v2's CPU per push {v2} against v1's {v1}");
+    // The terminal and Markdown lay out the same cells in units.
+    let out = s.run(&["report", "versions", "--versions", "0.6.0,0.7.0,0.8.0"]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "Versions of versions: 0.6.0 → 0.7.0 → 0.8.0");
+    assert_has(&stdout(&out), "% of previous");
+    let md = s.path("versions.md");
+    let out = s.run(&[
+        "report",
+        "versions",
+        "--versions",
+        "0.6.0,0.7.0,0.8.0",
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert_has(
+        &md,
+        "| host | case | metric | 0.6.0 | 0.7.0 | % of previous | 0.8.0 | % of previous |",
+    );
+    // A label no run has is named, with the fix.
+    let out = s.run(&["report", "versions", "--versions", "0.6.0,0.9.0"]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "no finished run of suite 'versions' is labelled '0.9.0'",
+    );
+}
