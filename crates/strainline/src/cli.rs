@@ -923,7 +923,8 @@ pub struct CompareArgs {
     after_help = "Examples:\n  strainline report 12 --html report.html\n  \
                   strainline report v0.8.0 --junit junit.xml --markdown summary.md --csv csv/\n  \
                   strainline run suite.toml --report reports/     # all of them, at the end of a run\n  \
-                  strainline report my-service --versions v0.6.0,v0.7.0,v0.8.0 --markdown versions.md"
+                  strainline report my-service --versions v0.6.0,v0.7.0,v0.8.0 --markdown versions.md\n  \
+                  strainline report my-service --by-host --label v0.8.0 --csv hosts.csv"
 )]
 pub struct ReportArgs {
     /// The run: its id (12 or #12), label (the newest run with it), `latest`, or
@@ -934,14 +935,18 @@ pub struct ReportArgs {
     /// Printed, or written with --markdown / --csv (a file).
     #[arg(long, value_name = "L1,L2,…", value_delimiter = ',')]
     pub versions: Vec<String>,
-    /// With --versions: the metrics to show (default: throughput, latency_p99,
-    /// error_rate, ceiling, peak_rss, cpu_per_op where a case has them).
-    #[arg(
-        long,
-        value_name = "M1,M2,…",
-        value_delimiter = ',',
-        requires = "versions"
-    )]
+    /// A table of the suite on each host it ran on: per case and key metric, each host's
+    /// value (its newest finished run; with --label, of that label), the hosts' cores and
+    /// memory in the heads. Printed, or written with --markdown / --csv.
+    #[arg(long, conflicts_with = "versions")]
+    pub by_host: bool,
+    /// With --by-host: only runs with this label (e.g. the version measured everywhere).
+    #[arg(long, requires = "by_host")]
+    pub label: Option<String>,
+    /// With --versions or --by-host: the metrics to show (default: throughput,
+    /// latency_p99, error_rate, ceiling, peak_rss, cpu_per_op, and a soak's
+    /// capacity_ideal_clients and capacity_safe_clients by host, where a case has them).
+    #[arg(long, value_name = "M1,M2,…", value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// One self-contained HTML file: verdict, metrics, gates and SVG charts per case.
     #[arg(long, value_name = "FILE")]

@@ -57,6 +57,8 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
             csv: None,
             json: None,
             versions: Vec::new(),
+            by_host: false,
+            label: None,
             metrics: Vec::new(),
         },
     );

@@ -1,7 +1,7 @@
 //! `strainline report RUN`: reads a stored run once and writes the formats asked for
 //! through their exporters (`report::export`); `strainline run --report DIR` writes every
-//! format for the run it just made. `report SUITE --versions L1,L2,…` lays out the
-//! suite's labelled runs side by side (`report::versions`).
+//! format for the run it just made. `report SUITE --versions L1,L2,…` and `--by-host` lay
+//! out the suite's runs side by side (`report::tables`).
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +9,7 @@ use crate::cli::ReportArgs;
 use crate::exit;
 use crate::report::export::{self, Exporter};
 use crate::report::run as data;
+use crate::report::tables;
 use crate::store::{Location, Store, StoreError};
 use crate::Error;
 
@@ -44,20 +45,29 @@ pub fn write_reports(store: &Store, args: &ReportArgs) -> crate::error::Result<V
     write(store, &args.run, &asked)
 }
 
-/// `report SUITE --versions L1,L2,…`: the version table, printed or written as Markdown
-/// and CSV.
-fn versions(location: &Location, args: &ReportArgs) -> crate::error::Result<i32> {
+/// `report SUITE --versions L1,L2,…` or `--by-host`: the table, printed or written as
+/// Markdown and CSV.
+fn table(location: &Location, args: &ReportArgs) -> crate::error::Result<i32> {
+    let which = if args.by_host {
+        "--by-host"
+    } else {
+        "--versions"
+    };
     if args.html.is_some() || args.junit.is_some() || args.json.is_some() {
-        return Err(Error::usage(
-            "--versions writes its table to the terminal, --markdown FILE or --csv FILE",
-        ));
+        return Err(Error::usage(format!(
+            "{which} writes its table to the terminal, --markdown FILE or --csv FILE"
+        )));
     }
     let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let metrics = (!args.metrics.is_empty()).then_some(&args.metrics[..]);
-    let table = crate::report::versions::load(&store, &args.run, &args.versions, metrics)?;
+    let table = if args.by_host {
+        tables::by_host(&store, &args.run, args.label.as_deref(), metrics)?
+    } else {
+        tables::versions(&store, &args.run, &args.versions, metrics)?
+    };
     if table.rows.is_empty() {
         return Err(Error::usage(format!(
-            "--versions: the runs of '{}' have none of the metrics asked for",
+            "{which}: the runs of '{}' have none of the metrics asked for",
             args.run
         )));
     }
@@ -76,8 +86,13 @@ fn versions(location: &Location, args: &ReportArgs) -> crate::error::Result<i32>
 }
 
 pub fn run(location: &Location, args: ReportArgs) -> crate::error::Result<i32> {
-    if !args.versions.is_empty() {
-        return versions(location, &args);
+    if !args.versions.is_empty() || args.by_host {
+        return table(location, &args);
+    }
+    if !args.metrics.is_empty() {
+        return Err(Error::usage(
+            "--metrics chooses the rows of --versions or --by-host",
+        ));
     }
     if args.asked().is_empty() {
         return Err(Error::usage(format!(

@@ -11,7 +11,7 @@ pub mod load;
 pub mod monitor;
 pub mod run;
 pub mod svg;
-pub mod versions;
+pub mod tables;
 pub mod workload;
 
 /// A machine-readable document: its schema, the run and the strainline that wrote it,

@@ -62,7 +62,32 @@ fn placeholders(first: usize, n: usize) -> String {
         .join(", ")
 }
 
+/// The machine a run ran on, as the store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRow {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: i64,
+    pub memory_bytes: i64,
+}
+
 impl Store {
+    /// The machine run `run_id` ran on.
+    pub fn run_host(&self, run_id: i64) -> Result<Option<HostRow>> {
+        Ok(self
+            .one(
+                "SELECT h.hostname, h.cpu_model, h.cores, h.memory_bytes
+                 FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.id = ?1",
+                vals![run_id],
+            )?
+            .map(|r| HostRow {
+                hostname: r.text(0),
+                cpu_model: r.text(1),
+                cores: r.int(2),
+                memory_bytes: r.int(3),
+            }))
+    }
+
     /// Runs under `filter`, newest first: `limit` of them after skipping `offset`.
     pub fn runs_page(
         &self,

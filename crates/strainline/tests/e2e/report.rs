@@ -468,14 +468,8 @@ fn hostile_names_and_logs_are_escaped_in_every_format() {
     }
 }
 
-/// Known truth: the stored runs. A suite run under three labels — the testbed as v1,
-/// as v2 (1.5× the CPU work per push), as v1 again — laid out as the IoT programme's
-/// version table: every cell is the value its run stored, each share is the quotient of
-/// two stored values, and v2's CPU per push reads above v1's.
-#[test]
-fn the_version_table_lays_out_each_label_s_stored_figures_and_their_share_of_the_previous() {
-    let s = Scratch::new();
-    let suite = r#"
+/// A suite whose target is the testbed under a `{{profile}}`, pushed at 200 a second.
+const VERSIONED: &str = r#"
 [suite]
 name = "versions"
 
@@ -492,6 +486,29 @@ setup = [{ path = "/register", body = '{"id": "d1"}' }]
 rate = 200
 duration = "2s"
 "#;
+
+/// The value `show --json` reads of the first case's `metric` in run `id`.
+fn stored(s: &Scratch, id: i64, metric: &str) -> f64 {
+    let doc: serde_json::Value =
+        serde_json::from_slice(&s.run(&["show", "--json", &id.to_string()]).stdout).unwrap();
+    doc["cases"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in run {id}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Known truth: the stored runs. A suite run under three labels — the testbed as v1,
+/// as v2 (1.5× the CPU work per push), as v1 again — laid out as the IoT programme's
+/// version table: every cell is the value its run stored, each share is the quotient of
+/// two stored values, and v2's CPU per push reads above v1's.
+#[test]
+fn the_version_table_lays_out_each_label_s_stored_figures_and_their_share_of_the_previous() {
+    let s = Scratch::new();
+    let suite = VERSIONED;
     let mut ids = Vec::new();
     for (label, profile) in [("0.6.0", "v1"), ("0.7.0", "v2"), ("0.8.0", "v1")] {
         let out = run_suite(
@@ -504,18 +521,6 @@ duration = "2s"
             serde_json::from_slice(&s.run(&["runs", "--json", "--label", label]).stdout).unwrap();
         ids.push(runs[0]["id"].as_i64().unwrap());
     }
-    let stored = |id: i64, metric: &str| -> f64 {
-        let doc: serde_json::Value =
-            serde_json::from_slice(&s.run(&["show", "--json", &id.to_string()]).stdout).unwrap();
-        doc["cases"][0]["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == metric)
-            .unwrap_or_else(|| panic!("no {metric} in run {id}"))["value"]
-            .as_f64()
-            .unwrap()
-    };
     let csv = s.path("versions.csv");
     let out = s.run(&[
         "report",
@@ -540,7 +545,7 @@ duration = "2s"
         let metric = row[2];
         let cells: Vec<f64> = [4, 5, 7].iter().map(|&i| row[i].parse().unwrap()).collect();
         for (cell, id) in cells.iter().zip(&ids) {
-            assert_eq!(*cell, stored(*id, metric), "{metric} of run {id}");
+            assert_eq!(*cell, stored(&s, *id, metric), "{metric} of run {id}");
         }
         let share: f64 = row[6].parse().unwrap();
         assert!((share - cells[1] / cells[0]).abs() < 1e-6, "{row:?}");
@@ -577,4 +582,83 @@ duration = "2s"
         &stderr(&out),
         "no finished run of suite 'versions' is labelled '0.9.0'",
     );
+}
+
+/// Known truth: the stored runs. The suite run on two "hosts" — two UTS namespaces
+/// named c1 and h3, as the IoT programme's machines — under one label, and once more on
+/// c1 without it: the host table has a column per host, each cell the value its host's
+/// labelled run stored, and the hosts' cores and memory in the heads.
+#[test]
+fn the_host_table_has_a_column_per_host_from_each_host_s_newest_run_of_the_label() {
+    let s = Scratch::new();
+    let path = s.path("suite.toml");
+    std::fs::write(&path, VERSIONED.replace("TB", testbed().to_str().unwrap())).unwrap();
+    let run_on = |host: &str, label: Option<&str>| -> i64 {
+        let mut args = vec![
+            "--store".to_string(),
+            s.store(),
+            "run".into(),
+            path.display().to_string(),
+            "--var".into(),
+            "profile=v1".into(),
+        ];
+        if let Some(l) = label {
+            args.extend(["--label".into(), l.to_string()]);
+        }
+        let out = Command::new("unshare")
+            .args([
+                "--uts",
+                "sh",
+                "-c",
+                &format!("hostname {host} && exec \"$0\" \"$@\""),
+            ])
+            .arg(env!("CARGO_BIN_EXE_strainline"))
+            .args(&args)
+            .current_dir(s.path(""))
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let runs: serde_json::Value =
+            serde_json::from_slice(&s.run(&["runs", "--json"]).stdout).unwrap();
+        assert_eq!(runs[0]["host"], host, "{}", runs[0]);
+        runs[0]["id"].as_i64().unwrap()
+    };
+    let c1 = run_on("c1", Some("0.8.0"));
+    let h3 = run_on("h3", Some("0.8.0"));
+    let _unlabelled = run_on("c1", None);
+    let csv = s.path("hosts.csv");
+    let out = s.run(&[
+        "report",
+        "versions",
+        "--by-host",
+        "--label",
+        "0.8.0",
+        "--metrics",
+        "throughput,peak_rss",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), "case,metric,unit,c1,h3");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in &rows {
+        assert_eq!(
+            row[3].parse::<f64>().unwrap(),
+            stored(&s, c1, row[1]),
+            "{row:?}"
+        );
+        assert_eq!(
+            row[4].parse::<f64>().unwrap(),
+            stored(&s, h3, row[1]),
+            "{row:?}"
+        );
+    }
+    let out = s.run(&["report", "versions", "--by-host", "--label", "0.8.0"]);
+    assert_exit(&out, 0);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_has(&stdout(&out), &format!("c1 ({cores} cores, "));
+    assert_has(&stdout(&out), &format!("#{c1} on c1, #{h3} on h3"));
 }
