@@ -751,48 +751,55 @@ pub struct RunArgs {
 /// `{{NAME}}` values of one version.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Two versions in one session")]
+#[command(group = clap::ArgGroup::new("paired").multiple(true).args(["baseline", "candidate", "baseline_ref"]))]
 pub struct PairingArgs {
     /// The baseline version's value of a `{{NAME}}` (repeatable), e.g.
     /// --baseline server=./v0.7.0/server. With --candidate: a paired session.
-    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var, requires = "candidate")]
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var)]
     pub baseline: Vec<(String, String)>,
     /// The candidate version's value of a `{{NAME}}` (repeatable).
-    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var, requires = "baseline")]
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_var)]
     pub candidate: Vec<(String, String)>,
+    /// The baseline is this git ref (main, HEAD~1, a tag): checked out as a worktree
+    /// beside the working tree, its target built and run there, and removed when the
+    /// session ends; the candidate is the working tree, uncommitted changes included. A
+    /// paired session of the two ("is my change worse than main?").
+    #[arg(long, value_name = "REF")]
+    pub baseline_ref: Option<String>,
     /// duet: both versions at once, each target on its own CPU (bench tests of a suite
     /// with a [target], 2 CPUs or more); interleaved: pairs adjacent in time, order
     /// drawn per pair (any test); auto: a duet where possible, else interleaved;
     /// sequential: every baseline run, then every candidate run (as separate runs
     /// would: for measuring what pairing gains).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "duet", "interleaved", "sequential"], requires = "baseline")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "duet", "interleaved", "sequential"], requires = "paired")]
     pub mode: String,
     /// A duet's CPUs: shared (both targets may run on every CPU) or split (each target
     /// pinned to half of them, the halves swapped every pair).
-    #[arg(long, default_value = "shared", value_parser = ["shared", "split"], requires = "baseline")]
+    #[arg(long, default_value = "shared", value_parser = ["shared", "split"], requires = "paired")]
     pub duet_cpus: String,
     /// At most this many pairs per case (sequential: exactly this many of each).
     /// Default 20; with --budget, 200 (a safety bound: the budget ends the session).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "paired")]
     pub pairs: Option<u32>,
     /// Pairs before the first look at the verdict.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "baseline")]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(3..=crate::analysis::paired::MAX_PAIRS as i64), requires = "paired")]
     pub min_pairs: u32,
     /// Wall time for the whole session, shared by its cases: a case still undecided
     /// when its share is spent stops there (inconclusive, saying how many pairs would
     /// decide).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "baseline")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "paired")]
     pub budget: Option<Duration>,
     /// Seed of the pairs' order (default: from the clock; printed and stored).
-    #[arg(long, requires = "baseline")]
+    #[arg(long, requires = "paired")]
     pub seed: Option<u64>,
     /// The baseline run's label (the candidate's is --label, default "candidate").
-    #[arg(long, default_value = "baseline", requires = "baseline")]
+    #[arg(long, default_value = "baseline", requires = "paired")]
     pub baseline_label: String,
     /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT.
-    #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band, requires = "baseline")]
+    #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band, requires = "paired")]
     pub bands: Vec<(String, f64)>,
     /// Significance level (default 0.05, or the suite's [compare] alpha).
-    #[arg(long, value_name = "P", value_parser = parse_probability, requires = "baseline")]
+    #[arg(long, value_name = "P", value_parser = parse_probability, requires = "paired")]
     pub alpha: Option<f64>,
 }
 
@@ -802,6 +809,7 @@ impl Default for PairingArgs {
         PairingArgs {
             baseline: Vec::new(),
             candidate: Vec::new(),
+            baseline_ref: None,
             mode: "auto".into(),
             duet_cpus: "shared".into(),
             pairs: None,

@@ -77,7 +77,8 @@ pub fn run(store_location: &Location, args: RunArgs) -> crate::error::Result<i32
         observer: crate::live::feed(),
     };
     let _export = crate::live::export::start(&args.export.targets())?;
-    if !args.pairing.baseline.is_empty() {
+    let p = &args.pairing;
+    if !p.baseline.is_empty() || !p.candidate.is_empty() || p.baseline_ref.is_some() {
         return paired(store_location, options, &args);
     }
     let live = crate::live::start(!args.no_tui, &format!("run {}", args.suite.display()));
@@ -101,14 +102,37 @@ pub fn run(store_location: &Location, args: RunArgs) -> crate::error::Result<i32
     Ok(outcome.ending.exit_code())
 }
 
-/// `run SUITE --baseline … --candidate …`: a paired session of two versions; exit 1
-/// when a metric regressed, else the suite's own code.
+/// `run SUITE --baseline … --candidate …` (or `--baseline-ref REF`): a paired session of
+/// two versions; exit 1 when a metric regressed, else the suite's own code.
 fn paired(
     store_location: &Location,
     options: runner::Options,
     args: &RunArgs,
 ) -> crate::error::Result<i32> {
     let a = &args.pairing;
+    if a.baseline_ref.is_none() && (a.baseline.is_empty() || a.candidate.is_empty()) {
+        return Err(crate::Error::usage(
+            "a paired session needs both versions: --baseline NAME=VALUE and --candidate NAME=VALUE, or --baseline-ref REF (the working tree against a git ref)",
+        ));
+    }
+    // `--baseline-ref`: the ref checked out beside the working tree, for the session.
+    let tree = match &a.baseline_ref {
+        Some(rev) => {
+            let here = std::env::current_dir()?;
+            let wt = crate::runner::worktree::Worktree::add(
+                &here,
+                rev,
+                &store_location.work_dir().join("worktrees"),
+            )?;
+            println!(
+                "baseline: {rev} ({}), checked out in {}; candidate: the working tree",
+                &wt.commit[..12.min(wt.commit.len())],
+                wt.path.display()
+            );
+            Some(wt)
+        }
+        None => None,
+    };
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -138,6 +162,7 @@ fn paired(
         seed,
         bands: a.bands.clone(),
         alpha: a.alpha,
+        baseline_tree: tree.as_ref().map(|wt| wt.tree()),
     };
     let outcome = run_paired(
         store_location,

@@ -7,6 +7,7 @@
 mod case;
 pub mod paired;
 mod spread;
+pub mod worktree;
 
 use std::io::Write;
 use std::path::PathBuf;

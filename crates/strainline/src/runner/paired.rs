@@ -46,6 +46,10 @@ pub struct Pairing {
     /// `--band METRIC=X` and `--alpha` over the suite's `[compare]`.
     pub bands: Vec<(String, f64)>,
     pub alpha: Option<f64>,
+    /// `--baseline-ref`: the ref's worktree; the baseline's target runs from the same
+    /// place in it as the candidate's in the working tree, and its run records its
+    /// commit.
+    pub baseline_tree: Option<super::worktree::Tree>,
 }
 
 /// What a paired session produced.
@@ -203,7 +207,20 @@ pub fn run_paired(
         (None, None) => Mode::Duet,
     };
     let store = Store::open(location).map_err(|e| config(e.to_string()))?;
+    // The baseline's suite: the same, its target run from the ref's worktree.
+    let mut base_suite = suite.clone();
+    if let (Some(tree), Some(t)) = (&p.baseline_tree, base_suite.target.as_mut()) {
+        let here = std::env::current_dir()?;
+        let cwd = t
+            .cwd
+            .as_ref()
+            .map_or_else(|| here.clone(), |c| here.join(c));
+        t.cwd = Some(tree.mirror(&cwd)?);
+    }
     let (base_id, base_work) = begin(&store, location, &suite, args, Some(&p.baseline_label))?;
+    if let Some(tree) = &p.baseline_tree {
+        store.set_run_commit(base_id, &tree.commit, false)?;
+    }
     let (cand_id, cand_work) = begin(&store, location, &suite, args, Some(&p.candidate_label))?;
     let policy = policy(&suite, p, mode);
     let session = |with: i64, machine: Option<MachineNoise>| {
@@ -241,12 +258,13 @@ pub fn run_paired(
     let base = RunInto {
         store: &store,
         location,
-        suite: &suite,
+        suite: &base_suite,
         args,
         run_id: base_id,
         work: &base_work,
     };
     let cand = RunInto {
+        suite: &suite,
         run_id: cand_id,
         work: &cand_work,
         ..base

@@ -519,6 +519,16 @@ impl Store {
     }
 
     /// Keeps settings of a run that later commands need (a JSON object).
+    /// The commit a run measured, where it was not the working tree's (a paired
+    /// session's `--baseline-ref`).
+    pub fn set_run_commit(&self, run_id: i64, commit: &str, dirty: bool) -> Result<()> {
+        self.execute(
+            "UPDATE runs SET git_commit = ?1, git_dirty = ?2 WHERE id = ?3",
+            vals![commit, dirty, run_id],
+        )?;
+        Ok(())
+    }
+
     pub fn set_run_settings(&self, run_id: i64, settings: &serde_json::Value) -> Result<()> {
         self.execute(
             "UPDATE runs SET settings = ?2 WHERE id = ?1",

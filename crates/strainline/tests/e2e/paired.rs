@@ -286,3 +286,94 @@ fn an_interleaved_session_stores_two_linked_runs_that_compare_reads_as_pairs() {
     let n = row["baseline"]["n"].as_u64().unwrap();
     assert!((3..=4).contains(&n), "{n} pairs");
 }
+
+/// Known truth: the repository's history. Its server reads its profile from a file the
+/// repository tracks: the previous commit's is v2 (1.5x the work per push), the last
+/// commit's v1. `--baseline-ref HEAD~1` measures the working tree against the previous
+/// commit, checked out beside it and built and run there: CPU per push improved; with
+/// the working tree made v2 again (uncommitted) against `HEAD`, it REGRESSED and exits
+/// 1. The baseline run records the ref's commit, and no worktree is left behind.
+#[test]
+fn baseline_ref_measures_the_working_tree_against_a_commit_of_its_repository() {
+    let s = Scratch::new();
+    let repo = s.path("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        stdout(&out).trim().to_string()
+    };
+    // The server: the testbed, at the profile the tree says. Its "build" copies the
+    // profile where the server reads it, as a build makes a binary.
+    std::fs::write(
+        repo.join("serve.sh"),
+        format!(
+            "#!/bin/sh\nexec {} serve --listen 127.0.0.1:$1 --workers 1 --cpu-cost 40 --profile $(cat build/profile)\n",
+            testbed().display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("strainline.toml"),
+        format!(
+            "[suite]\nname = \"svc\"\n\n[target]\nbuild = [\"sh\", \"-c\", \"mkdir -p build && cp profile build/profile\"]\ncommand = [\"sh\", \"serve.sh\", \"{{{{port}}}}\"]\nready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\n[[test]]\nname = \"push\"\nkind = \"bench\"\n{PUSH}\nrate = 300\nduration = \"1s\"\n\n[compare]\nbands = {{ cpu_per_op = \"10%\" }}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(repo.join(".gitignore"), "build/\n.strainline/\n").unwrap();
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("profile"), "v2\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "slow"]);
+    let slow = git(&["rev-parse", "HEAD"]);
+    std::fs::write(repo.join("profile"), "v1\n").unwrap();
+    git(&["commit", "-q", "-am", "fast"]);
+    let session = |rev: &str, label: &str| {
+        strainline()
+            .args(["--store", &s.store(), "run", "strainline.toml", "--no-tui"])
+            .args(["--baseline-ref", rev, "--label", label, "--baseline-label"])
+            .arg(format!("base-{label}"))
+            .args(["--pairs", "20", "--min-pairs", "5", "--seed", "7"])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+    };
+    let out = session("HEAD~1", "fast");
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "baseline: HEAD~1 (");
+    let cpu = stdout(&out)
+        .lines()
+        .find(|l| l.trim_start().starts_with("cpu_per_op "))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(cpu.trim_end().ends_with("improved"), "{}", stdout(&out));
+    let runs: serde_json::Value =
+        serde_json::from_slice(&s.run(&["runs", "--json", "--label", "base-fast"]).stdout).unwrap();
+    assert_eq!(runs[0]["git_commit"], slow, "{}", runs[0]);
+    // The working tree made slow again, not committed: against HEAD it regressed.
+    std::fs::write(repo.join("profile"), "v2\n").unwrap();
+    let out = session("HEAD", "slow-again");
+    assert_exit(&out, 1);
+    assert_has(&stdout(&out), "REGRESSION: ");
+    let worktrees = git(&["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+    // A ref the repository does not have is refused, named.
+    let out = session("no-such-branch", "x");
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "--baseline-ref no-such-branch: no such commit",
+    );
+}

@@ -1,0 +1,115 @@
+//! `run SUITE --baseline-ref REF`: the baseline version is a git ref, checked out as a
+//! worktree of the repository beside the working tree, removed when the session ends —
+//! however it ends, Ctrl-C included (a kill -9 leaves it to `git worktree prune`). The
+//! baseline's target then builds and runs there, from the same place in the tree as the
+//! candidate's does in the working tree (uncommitted changes included).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A detached worktree of a commit, removed when dropped.
+pub struct Worktree {
+    pub repo: PathBuf,
+    pub path: PathBuf,
+    /// The commit `REF` named, in full.
+    pub commit: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("git: {e} (is git installed?)"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+impl Worktree {
+    /// Checks out `rev` of the repository holding `dir` into a worktree under `into`.
+    pub fn add(dir: &Path, rev: &str, into: &Path) -> crate::error::Result<Worktree> {
+        let bad = |why: String| crate::Error::usage(format!("--baseline-ref {rev}: {why}"));
+        let repo = git(dir, &["rev-parse", "--show-toplevel"])
+            .map(PathBuf::from)
+            .map_err(|e| {
+                bad(format!(
+                    "{} is not in a git repository ({e})",
+                    dir.display()
+                ))
+            })?;
+        let commit = git(
+            &repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{rev}^{{commit}}"),
+            ],
+        )
+        .map_err(|_| bad("no such commit, branch or tag in this repository".into()))?;
+        std::fs::create_dir_all(into)?;
+        let path = into.join(format!("baseline-{}", &commit[..12.min(commit.len())]));
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                "--force",
+                &path.display().to_string(),
+                &commit,
+            ],
+        )
+        .map_err(|e| {
+            crate::Error::environment(format!("--baseline-ref {rev}: git worktree add: {e}"))
+        })?;
+        Ok(Worktree { repo, path, commit })
+    }
+
+    /// What a paired session needs of it.
+    pub fn tree(&self) -> Tree {
+        Tree {
+            repo: self.repo.clone(),
+            path: self.path.clone(),
+            commit: self.commit.clone(),
+        }
+    }
+}
+
+/// A worktree as a paired session reads it: the repository, the worktree, its commit.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    pub repo: PathBuf,
+    pub path: PathBuf,
+    pub commit: String,
+}
+
+impl Tree {
+    /// Where in the worktree `dir` (a directory of the working tree) is.
+    pub fn mirror(&self, dir: &Path) -> crate::error::Result<PathBuf> {
+        let dir = std::fs::canonicalize(dir)?;
+        let repo = std::fs::canonicalize(&self.repo)?;
+        let rel = dir.strip_prefix(&repo).map_err(|_| {
+            crate::Error::usage(format!(
+                "--baseline-ref: the target runs in {}, outside the repository {}: give [target] cwd inside it",
+                dir.display(),
+                repo.display()
+            ))
+        })?;
+        Ok(self.path.join(rel))
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        let path = self.path.display().to_string();
+        if git(&self.repo, &["worktree", "remove", "--force", &path]).is_err() {
+            let _ = std::fs::remove_dir_all(&self.path);
+            let _ = git(&self.repo, &["worktree", "prune"]);
+        }
+    }
+}
