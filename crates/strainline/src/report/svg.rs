@@ -134,6 +134,27 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     (first..=last).map(|k| round(k as f64 * step)).collect()
 }
 
+/// Ticks for an axis of counts (its label ends in `(count)`: threads, descriptors):
+/// whole numbers only, never a 0.5 thread.
+pub fn count_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let t = ticks(lo, hi, n);
+    if t.windows(2).all(|w| w[1] - w[0] >= 1.0) {
+        return t;
+    }
+    (lo.ceil() as i64..=(hi + 1e-9).floor() as i64)
+        .map(|k| k as f64)
+        .collect()
+}
+
+/// The ticks of an axis labelled `label`.
+fn axis_ticks(label: &str, lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if label.ends_with("(count)") {
+        count_ticks(lo, hi, n)
+    } else {
+        ticks(lo, hi, n)
+    }
+}
+
 /// A tick label: short, no trailing zeros.
 pub fn tick_text(v: f64) -> String {
     let a = v.abs();
@@ -281,7 +302,7 @@ pub fn render(chart: &Chart) -> String {
         W - LEFT - RIGHT,
         H - TOP - BOTTOM
     );
-    for (t, label) in labelled(ticks(ylo, yhi, 5)) {
+    for (t, label) in labelled(axis_ticks(&chart.y_label, ylo, yhi, 5)) {
         let py = y.map(t);
         let _ = write!(
             s,
@@ -293,7 +314,8 @@ pub fn render(chart: &Chart) -> String {
         );
     }
     if chart.y2_label.is_some() {
-        for (t, label) in labelled(ticks(y2lo, y2hi, 5)) {
+        let y2_label = chart.y2_label.as_deref().unwrap_or_default();
+        for (t, label) in labelled(axis_ticks(y2_label, y2lo, y2hi, 5)) {
             let py = y2.map(t);
             let _ = write!(
                 s,
@@ -480,6 +502,11 @@ mod tests {
     #[test]
     fn ticks_are_round_and_cover_the_range() {
         assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        // Counts: 0 to 2 threads is 0, 1, 2 — not 0, 0.5, 1, 1.5, 2.
+        assert_eq!(ticks(0.0, 2.0, 5), vec![0.0, 0.5, 1.0, 1.5, 2.0]);
+        assert_eq!(count_ticks(0.0, 2.0, 5), vec![0.0, 1.0, 2.0]);
+        assert_eq!(count_ticks(0.0, 40.0, 5), ticks(0.0, 40.0, 5));
+        assert_eq!(axis_ticks("threads (count)", 0.0, 2.0, 5), vec![0.0, 1.0, 2.0]);
         assert_eq!(ticks(0.0, 0.9, 4), vec![0.0, 0.2, 0.4, 0.6, 0.8]);
         assert_eq!(tick_text(2500.0), "2500");
         assert_eq!(tick_text(25000.0), "25k");
