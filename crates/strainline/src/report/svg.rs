@@ -506,7 +506,10 @@ mod tests {
         assert_eq!(ticks(0.0, 2.0, 5), vec![0.0, 0.5, 1.0, 1.5, 2.0]);
         assert_eq!(count_ticks(0.0, 2.0, 5), vec![0.0, 1.0, 2.0]);
         assert_eq!(count_ticks(0.0, 40.0, 5), ticks(0.0, 40.0, 5));
-        assert_eq!(axis_ticks("threads (count)", 0.0, 2.0, 5), vec![0.0, 1.0, 2.0]);
+        assert_eq!(
+            axis_ticks("threads (count)", 0.0, 2.0, 5),
+            vec![0.0, 1.0, 2.0]
+        );
         assert_eq!(ticks(0.0, 0.9, 4), vec![0.0, 0.2, 0.4, 0.6, 0.8]);
         assert_eq!(tick_text(2500.0), "2500");
         assert_eq!(tick_text(25000.0), "25k");

@@ -15,17 +15,28 @@ pub struct Worktree {
     pub commit: String,
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+/// What git said when it failed (its stderr), or why it did not run.
+struct GitSaid(String);
+
+impl std::fmt::Display for GitSaid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, GitSaid> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("git: {e} (is git installed?)"))?;
+        .map_err(|e| GitSaid(format!("git: {e} (is git installed?)")))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        Err(GitSaid(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
     }
 }
 

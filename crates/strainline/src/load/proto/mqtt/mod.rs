@@ -103,7 +103,7 @@ impl super::Target for Broker {
             ));
         }
         match reply::of(step) {
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
             // A scenario's cookie jar asks for `Keep::Cookies`: MQTT has none to read.
             Ok(None) if matches!(step.keep, Keep::Head | Keep::All) => Some(format!(
                 "it reads a reply (extract, check or script), and an MQTT publish has one only when the step names the topic it comes on: path = \"{}?reply=TOPIC\"",

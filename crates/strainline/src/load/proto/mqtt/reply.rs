@@ -18,7 +18,7 @@ const MAX_REPLY_TOPICS: usize = 256;
 
 /// The reply topic a step's path names (`?reply=TOPIC`), if it names one; a path
 /// option that is not `reply`, or an empty one, is refused with the fix.
-pub fn of(r: &Rendered) -> Result<Option<&str>, String> {
+pub fn of(r: &Rendered) -> crate::error::Result<Option<&str>> {
     let Some((_, query)) = r.path.split_once('?') else {
         return Ok(None);
     };
@@ -27,9 +27,9 @@ pub fn of(r: &Rendered) -> Result<Option<&str>, String> {
         match pair.split_once('=') {
             Some(("reply", t)) if !t.is_empty() && !t.contains('\0') => reply = Some(t),
             _ => {
-                return Err(format!(
+                return Err(crate::Error::usage(format!(
                     "the path's option '{pair}' is not one of an MQTT step's (reply=TOPIC: the topic its reply comes on)"
-                ))
+                )))
             }
         }
     }
@@ -130,10 +130,14 @@ mod tests {
             body: Bytes::new(),
             keep: super::super::super::super::flow::Keep::Nothing,
         };
-        assert_eq!(of(&step("/d/1/cmd")), Ok(None));
-        assert_eq!(of(&step("/d/1/cmd?reply=d/1/ack")), Ok(Some("d/1/ack")));
+        assert_eq!(of(&step("/d/1/cmd")).unwrap(), None);
+        assert_eq!(
+            of(&step("/d/1/cmd?reply=d/1/ack")).unwrap(),
+            Some("d/1/ack")
+        );
         assert!(of(&step("/d/1/cmd?retain=1"))
             .unwrap_err()
+            .to_string()
             .contains("reply=TOPIC"));
         assert!(of(&step("/d/1/cmd?reply=")).is_err());
     }
