@@ -1057,3 +1057,103 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod documented {
+    use super::Cli;
+    use clap::Parser;
+
+    /// Every `strainline …` command in the README's and docs' shell blocks, one line
+    /// each (continuations joined, comments, pipes and redirections cut off).
+    fn commands() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = vec![root.join("README.md")];
+        for e in std::fs::read_dir(root.join("docs")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
+        let mut out = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let mut in_sh = false;
+            let mut line = String::new();
+            for l in text.lines() {
+                if l.trim_start().starts_with("```") {
+                    in_sh = !in_sh && matches!(l.trim(), "```sh" | "```bash" | "```console");
+                    continue;
+                }
+                if !in_sh {
+                    continue;
+                }
+                let l = l.trim();
+                match l.strip_suffix('\\') {
+                    Some(head) => {
+                        line.push_str(head);
+                        line.push(' ');
+                        continue;
+                    }
+                    None => line.push_str(l),
+                }
+                let whole = std::mem::take(&mut line);
+                let whole = whole.trim_start_matches("$ ");
+                if !whole.starts_with("strainline ") {
+                    continue;
+                }
+                out.push((
+                    f.file_name().unwrap().to_string_lossy().into_owned(),
+                    whole.trim().to_string(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// The commands the docs show parse as written: every subcommand and flag exists
+    /// and takes the values shown (placeholders in capitals such as `PORT` or `FILE` are
+    /// values too). A command written for a reader to adapt says so with `…`.
+    #[test]
+    fn every_documented_command_parses() {
+        let all = commands();
+        assert!(all.len() >= 100, "{} commands found", all.len());
+        let mut wrong = Vec::new();
+        for (file, cmd) in &all {
+            if cmd.contains('…') || cmd.contains("...") {
+                continue;
+            }
+            let Some(words) = shlex::split(cmd) else {
+                wrong.push(format!("{file}: {cmd}: unbalanced quotes"));
+                continue;
+            };
+            // A comment, a pipe, a redirection or a chain ends what strainline reads; a
+            // shell expansion (`"$(pgrep -o server)"`) is a value the shell fills in.
+            let words: Vec<String> = words
+                .into_iter()
+                .take_while(|w| {
+                    !w.starts_with('#')
+                        && !matches!(w.as_str(), "|" | ">" | ">>" | "2>" | "&&" | ";" | "&")
+                })
+                .map(|w| if w.starts_with('$') { "1".into() } else { w })
+                .collect();
+            if let Err(e) = Cli::try_parse_from(&words) {
+                if matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) {
+                    continue;
+                }
+                let first = e.to_string();
+                let first = first.lines().next().unwrap_or_default().to_string();
+                wrong.push(format!("{file}: {cmd}\n    {first}"));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {}:\n{}",
+            wrong.len(),
+            all.len(),
+            wrong.join("\n")
+        );
+    }
+}
