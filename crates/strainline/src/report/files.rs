@@ -131,6 +131,11 @@ pub fn markdown(r: &RunData) -> String {
             ),
             ("Steps", &super::run::STEP_COLUMNS[..], c.step_rows()),
             ("Checks", &super::run::CHECK_COLUMNS[..], c.check_rows()),
+            (
+                "Latency histogram",
+                &super::run::HISTOGRAM_COLUMNS[..],
+                c.histogram_rows(),
+            ),
         ];
         for (title, heads, rows) in tables.iter().filter(|t| !t.2.is_empty()) {
             let _ = writeln!(s, "\n**{title} of {name}**\n");
@@ -397,6 +402,7 @@ mod tests {
                     samples: vec![sample(0.0, 10), sample(0.25, 12)],
                     series: Vec::new(),
                     latency: vec![(50.0, 1.0), (99.0, 2.5), (100.0, 4.0)],
+                    histogram: Vec::new(),
                     flamegraph_link: None,
                 },
                 CaseData {
@@ -407,6 +413,7 @@ mod tests {
                         vec![(100.0, 99.5), (200.0, 150.0)],
                     )],
                     latency: Vec::new(),
+                    histogram: Vec::new(),
                     flamegraph_link: None,
                 },
             ],
@@ -467,6 +474,7 @@ mod tests {
             samples: c.samples.clone(),
             series: c.series.clone(),
             latency: c.latency.clone(),
+            histogram: c.histogram.clone(),
             flamegraph_link: None,
         }
     }

@@ -399,6 +399,11 @@ fn case_section(s: &mut String, c: &CaseData, charts: bool) {
     table(s, &super::run::AGENT_COLUMNS, &c.agent_rows());
     table(s, &super::run::STEP_COLUMNS, &c.step_rows());
     table(s, &super::run::CHECK_COLUMNS, &c.check_rows());
+    let histogram = c.histogram_rows();
+    if !histogram.is_empty() {
+        s.push_str("<p>Latency histogram, from intended send times (log-spaced buckets):</p>");
+        table(s, &super::run::HISTOGRAM_COLUMNS, &histogram);
+    }
     if let Some(table) = c.detail("/table").and_then(|t| t.as_array()) {
         if !table.is_empty() {
             s.push_str("<pre>");

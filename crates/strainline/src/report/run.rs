@@ -143,6 +143,8 @@ pub struct CaseData {
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Latency percentile curve: (percentile, milliseconds), from the stored histograms.
     pub latency: Vec<(f64, f64)>,
+    /// The same latencies in ten log-spaced buckets (as `load`'s summary prints them).
+    pub histogram: Vec<crate::load::summary::Bucket>,
     /// Where the HTML links the flame graph (a copy beside the report), when set.
     pub flamegraph_link: Option<String>,
 }
@@ -207,6 +209,11 @@ impl CaseData {
 
     /// A scenario's steps (a load run's summary, or a suite case's details), one row
     /// each under [`STEP_COLUMNS`].
+    /// Its latency histogram, one row a bucket under [`HISTOGRAM_COLUMNS`].
+    pub fn histogram_rows(&self) -> Vec<Vec<String>> {
+        histogram_rows(&self.histogram)
+    }
+
     pub fn step_rows(&self) -> Vec<Vec<String>> {
         self.row.summary.as_ref().map_or_else(Vec::new, step_rows)
     }
@@ -333,7 +340,35 @@ const PERCENTILES: [f64; 12] = [
     0.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
 ];
 
-fn latency_curve(store: &Store, case_id: i64) -> Vec<(f64, f64)> {
+/// The columns of a case's latency histogram.
+pub const HISTOGRAM_COLUMNS: [&str; 4] = ["latency ≤", "requests", "share", ""];
+
+/// A histogram's rows under [`HISTOGRAM_COLUMNS`]: each bucket's bound, count, share and
+/// a bar of up to 30 squares (one at least for a bucket that has any).
+pub fn histogram_rows(buckets: &[crate::load::summary::Bucket]) -> Vec<Vec<String>> {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let most = buckets.iter().map(|b| b.count).max().unwrap_or(0);
+    if total == 0 {
+        return Vec::new();
+    }
+    buckets
+        .iter()
+        .map(|b| {
+            let bar = ((b.count as f64 / most as f64) * 30.0).round() as usize;
+            let bar = if b.count > 0 { bar.max(1) } else { 0 };
+            vec![
+                crate::units::format_value(b.le_us as f64 / 1000.0, "ms"),
+                b.count.to_string(),
+                format!("{:.2}%", 100.0 * b.count as f64 / total as f64),
+                "■".repeat(bar),
+            ]
+        })
+        .collect()
+}
+
+/// The case's latency: its percentile curve and its histogram, from the stored
+/// histograms merged.
+fn latency_of(store: &Store, case_id: i64) -> (Vec<(f64, f64)>, Vec<crate::load::summary::Bucket>) {
     let mut merged: Option<Histogram<u64>> = None;
     for h in store.histograms(case_id).unwrap_or_default() {
         if h.name != "latency_us" || h.encoding != crate::load::recorder::hdr::STORED {
@@ -350,11 +385,14 @@ fn latency_curve(store: &Store, case_id: i64) -> Vec<(f64, f64)> {
         }
     }
     match merged {
-        Some(h) if !h.is_empty() => PERCENTILES
-            .iter()
-            .map(|p| (*p, h.value_at_quantile(p / 100.0) as f64 / 1000.0))
-            .collect(),
-        _ => Vec::new(),
+        Some(h) if !h.is_empty() => (
+            PERCENTILES
+                .iter()
+                .map(|p| (*p, h.value_at_quantile(p / 100.0) as f64 / 1000.0))
+                .collect(),
+            crate::load::summary::buckets(&h, 10),
+        ),
+        _ => (Vec::new(), Vec::new()),
     }
 }
 
@@ -372,12 +410,13 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
                 (n, pts)
             })
             .collect();
-        let latency = latency_curve(store, row.id);
+        let (latency, histogram) = latency_of(store, row.id);
         cases.push(CaseData {
             row,
             samples,
             series,
             latency,
+            histogram,
             flamegraph_link: None,
         });
     }
@@ -386,6 +425,29 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_histogram_s_rows_give_each_bucket_its_bound_count_share_and_bar() {
+        use crate::load::summary::Bucket;
+        let rows = histogram_rows(&[
+            Bucket {
+                le_us: 1000,
+                count: 5,
+            },
+            Bucket {
+                le_us: 2000,
+                count: 0,
+            },
+            Bucket {
+                le_us: 4000,
+                count: 10,
+            },
+        ]);
+        assert_eq!(rows[0], ["1.00 ms", "5", "33.33%", &"■".repeat(15)]);
+        assert_eq!(rows[1], ["2.00 ms", "0", "0.00%", ""]);
+        assert_eq!(rows[2], ["4.00 ms", "10", "66.67%", &"■".repeat(30)]);
+        assert!(histogram_rows(&[Bucket { le_us: 1, count: 0 }]).is_empty());
+    }
+
     use super::*;
 
     /// Steps as a load run stores them (`steps`) and as a suite case does

@@ -167,8 +167,13 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
             );
         }
 
-        // The label and the target's log line appear, escaped, in the run report.
+        // The load cases' latency histograms, in the HTML and the Markdown.
         let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+        assert_has(&html, "Latency histogram, from intended send times");
+        let md = std::fs::read_to_string(reports.join("summary.md")).unwrap();
+        assert_has(&md, "**Latency histogram of ");
+        assert_has(&md, "| latency ≤ | requests | share |  |");
+        // The label and the target's log line appear, escaped, in the run report.
         let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
         let head = &html[..html.find("<h2>").unwrap()];
         assert!(head.contains(escaped), "the label, escaped");
