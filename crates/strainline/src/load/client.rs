@@ -100,6 +100,21 @@ pub struct Reply {
     pub kept: Option<Box<super::flow::Kept>>,
 }
 
+impl Reply {
+    /// A reply of `status`, a success or not, that brought nothing to count or keep
+    /// (the other fields are set on it where a protocol has them).
+    pub fn new(status: u16, ok: bool) -> Reply {
+        Reply {
+            status,
+            ok,
+            bytes: 0,
+            messages: 0,
+            late_tail: false,
+            kept: None,
+        }
+    }
+}
+
 /// What a protocol's companions (MQTT subscribers) are started with.
 pub struct CompanionsAsk {
     /// Their indexes among the run's (this generator's slice).

@@ -30,14 +30,7 @@ pub async fn run(unit: &Unit, argv: &[String], timeout: Duration) -> Result<Repl
                 .code()
                 .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
                 as u16;
-            Ok(Reply {
-                status: code,
-                ok: code == 0,
-                bytes: 0,
-                messages: 0,
-                late_tail: false,
-                kept: None,
-            })
+            Ok(Reply::new(code, code == 0))
         }
         Ok(Err(_)) => Err(ErrorKind::LocalResources),
         Err(_) => Err(ErrorKind::Timeout),

@@ -11,15 +11,9 @@ use std::collections::BTreeMap;
 
 use crate::store::{RunRow, Store};
 
-/// The key figures a version table shows unless told which (`--metrics`).
-const DEFAULT_METRICS: &[&str] = &[
-    "throughput",
-    "latency_p99",
-    "error_rate",
-    "ceiling",
-    "peak_rss",
-    "cpu_per_op",
-];
+/// The key figures a version table shows unless told which (`--metrics`): the host
+/// table's without the soak's capacity.
+const DEFAULT_METRICS: &[&str] = HOST_METRICS.split_at(6).0;
 
 /// One row: a case's metric (on a host, in the version table) across the columns.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,8 +59,8 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-/// The key figures a host table shows unless told which: the version table's and the
-/// capacity a soak estimates.
+/// The key figures a host table shows unless told which: the version table's, then
+/// the capacity a soak estimates (the programme's ideal and safe devices).
 const HOST_METRICS: &[&str] = &[
     "throughput",
     "latency_p99",
@@ -122,11 +116,7 @@ pub fn by_host(
         read.push((shown, host.clone(), run.id));
         by_column.push(Some(run.clone()));
     }
-    let want = |name: &str| match metrics {
-        Some(w) => w.iter().any(|m| m == name),
-        None => HOST_METRICS.contains(&name),
-    };
-    let rows = rows_of(store, "", &by_column, &want, HOST_METRICS)?;
+    let rows = rows_of(store, "", &by_column, metrics, HOST_METRICS)?;
     Ok(Table {
         layout: Layout::Hosts,
         suite: suite.to_string(),
@@ -169,10 +159,6 @@ pub fn versions(
             slots[i] = Some(r);
         }
     }
-    let want = |name: &str| match metrics {
-        Some(w) => w.iter().any(|m| m == name),
-        None => DEFAULT_METRICS.contains(&name),
-    };
     let mut rows = Vec::new();
     let mut read = Vec::new();
     for (host, runs) in &by_host {
@@ -181,7 +167,7 @@ pub fn versions(
                 read.push((labels[i].clone(), host.clone(), run.id));
             }
         }
-        rows.extend(rows_of(store, host, runs, &want, DEFAULT_METRICS)?);
+        rows.extend(rows_of(store, host, runs, metrics, DEFAULT_METRICS)?);
     }
     Ok(Table {
         layout: Layout::Versions,
@@ -193,14 +179,19 @@ pub fn versions(
 }
 
 /// The rows of one host's runs, a column each (`None`: no run there): every case's
-/// metrics that `want` takes, the key figures (`order`) first.
+/// metrics that were asked for (`metrics`, else the key figures `order`), those in
+/// `order` first.
 fn rows_of(
     store: &Store,
     host: &str,
     runs: &[Option<RunRow>],
-    want: &dyn Fn(&str) -> bool,
+    metrics: Option<&[String]>,
     order: &[&str],
 ) -> crate::error::Result<Vec<Row>> {
+    let want = |name: &str| match metrics {
+        Some(w) => w.iter().any(|m| m == name),
+        None => order.contains(&name),
+    };
     let mut cells: BTreeMap<String, Cells> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(run) = run else { continue };
@@ -325,9 +316,26 @@ impl Table {
         }
     }
 
+    /// What a cell is not: a verdict. Said under the table wherever it is read by
+    /// people (the terminal, Markdown).
+    fn caveat(&self) -> &'static str {
+        match self.layout {
+            Layout::Versions => "Each cell is one run (the median of its repetitions), not a verdict: runs of one version differ by the machine's noise (up to ±15% on a shared VM, docs/compare.md); `strainline compare L1 L2` says which changes are beyond it and how small a change it could have seen.",
+            Layout::Hosts => "Each cell is one run (the median of its repetitions) on that host; hosts differ by more than their hardware (their load, their noise): a difference within a run's repeatability is not the host's.",
+        }
+    }
+
     /// The table in the terminal, columns aligned.
     pub fn terminal(&self) -> String {
         let (heads, rows) = self.cells();
+        // No control character of a label or a host's name reaches the terminal.
+        let printable = |r: Vec<String>| -> Vec<String> {
+            r.iter()
+                .map(|c| crate::units::printable(c).into_owned())
+                .collect()
+        };
+        let (heads, rows): (Vec<String>, Vec<Vec<String>>) =
+            (printable(heads), rows.into_iter().map(printable).collect());
         let mut widths: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
         for r in &rows {
             for (w, c) in widths.iter_mut().zip(r) {
@@ -344,18 +352,21 @@ impl Table {
                 .trim_end()
                 .to_string()
         };
-        let mut out = format!("{}\n", self.title());
+        let mut out = format!("{}\n", crate::units::printable(&self.title()));
         out.push_str(&line(&heads));
         out.push('\n');
         for r in &rows {
             out.push_str(&line(r));
             out.push('\n');
         }
+        out.push_str(self.caveat());
+        out.push('\n');
         out
     }
 
     /// The table as Markdown.
     pub fn markdown(&self) -> String {
+        use super::files::md;
         let (heads, rows) = self.cells();
         let runs = self
             .runs
@@ -366,15 +377,19 @@ impl Table {
             })
             .collect::<Vec<_>>()
             .join(", ");
+        // Labels, hosts and case names are the users': escaped as every report's are.
+        let cells = |r: &[String]| r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ");
         let mut out = format!(
-            "## {}\n\nRuns {runs}.\n\n| {} |\n|{}|\n",
-            self.title(),
-            heads.join(" | "),
+            "## {}\n\nRuns {}.\n\n| {} |\n|{}|\n",
+            md(&self.title()),
+            md(&runs),
+            cells(&heads),
             heads.iter().map(|_| "---").collect::<Vec<_>>().join("|")
         );
         for r in rows {
-            out.push_str(&format!("| {} |\n", r.join(" | ")));
+            out.push_str(&format!("| {} |\n", cells(&r)));
         }
+        out.push_str(&format!("\n{}\n", self.caveat()));
         out
     }
 
@@ -452,5 +467,36 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[1.0, 2.0]), Some(1.5));
         assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn names_are_escaped_and_every_reading_says_a_cell_is_no_verdict() {
+        let t = Table {
+            layout: Layout::Versions,
+            suite: "svc".into(),
+            columns: vec!["a|b".into(), "<i>x</i>\u{1b}[2J".into()],
+            runs: vec![("a|b".into(), "vm".into(), 1), ("x".into(), "vm".into(), 2)],
+            rows: vec![Row {
+                host: "vm".into(),
+                case: "bench[n=8]".into(),
+                metric: "throughput".into(),
+                unit: "req/s".into(),
+                values: vec![Some(100.0), Some(110.0)],
+            }],
+        };
+        let md = t.markdown();
+        assert!(md.contains("| a\\|b |"), "{md}");
+        assert!(
+            md.contains("&lt;i&gt;x&lt;/i&gt;") && !md.contains('\u{1b}'),
+            "{md}"
+        );
+        assert!(md.contains("bench\\[n=8\\]"), "{md}");
+        assert!(md.contains("110%") && md.contains("not a verdict"), "{md}");
+        let text = t.terminal();
+        assert!(
+            !text.contains('\u{1b}') && text.contains("not a verdict"),
+            "{text}"
+        );
+        assert!(!t.csv().contains("verdict"));
     }
 }

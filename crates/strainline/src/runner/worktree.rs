@@ -44,6 +44,12 @@ impl Worktree {
     /// Checks out `rev` of the repository holding `dir` into a worktree under `into`.
     pub fn add(dir: &Path, rev: &str, into: &Path) -> crate::error::Result<Worktree> {
         let bad = |why: String| crate::Error::usage(format!("--baseline-ref {rev}: {why}"));
+        if rev.starts_with('-') || rev.is_empty() {
+            // Never an option to git.
+            return Err(bad(
+                "give a branch, tag or commit (main, v0.7.0, HEAD~1)".into()
+            ));
+        }
         let repo = git(dir, &["rev-parse", "--show-toplevel"])
             .map(PathBuf::from)
             .map_err(|e| {
@@ -63,7 +69,14 @@ impl Worktree {
         )
         .map_err(|_| bad("no such commit, branch or tag in this repository".into()))?;
         std::fs::create_dir_all(into)?;
-        let path = into.join(format!("baseline-{}", &commit[..12.min(commit.len())]));
+        // Its own per session: two sessions of one ref, or one a kill -9 left behind,
+        // never share a directory.
+        let path = into.join(format!(
+            "baseline-{}-{}",
+            &commit[..12.min(commit.len())],
+            std::process::id()
+        ));
+        let _ = git(&repo, &["worktree", "prune"]);
         git(
             &repo,
             &[
@@ -122,5 +135,23 @@ impl Drop for Worktree {
             let _ = std::fs::remove_dir_all(&self.path);
             let _ = git(&self.repo, &["worktree", "prune"]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ref_that_reads_as_an_option_never_reaches_git() {
+        let into = std::env::temp_dir().join(format!("strainline-wt-{}", std::process::id()));
+        for rev in ["--upload-pack=touch /tmp/x", "-x", ""] {
+            let e = Worktree::add(Path::new("/"), rev, &into)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("give a branch, tag or commit"), "{rev}: {e}");
+        }
+        assert!(!into.exists(), "nothing made for a refused ref");
     }
 }

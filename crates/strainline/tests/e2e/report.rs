@@ -564,6 +564,7 @@ fn the_version_table_lays_out_each_label_s_stored_figures_and_their_share_of_the
     let out = s.run(&["report", "versions", "--versions", "0.6.0,0.7.0,0.8.0"]);
     assert_exit(&out, 0);
     assert_has(&stdout(&out), "Versions of versions: 0.6.0 → 0.7.0 → 0.8.0");
+    assert_has(&stdout(&out), "not a verdict");
     assert_has(&stdout(&out), "% of previous");
     let md = s.path("versions.md");
     let out = s.run(&[
@@ -663,7 +664,20 @@ fn the_host_table_has_a_column_per_host_from_each_host_s_newest_run_of_the_label
     }
     let out = s.run(&["report", "versions", "--by-host", "--label", "0.8.0"]);
     assert_exit(&out, 0);
-    let cores = std::thread::available_parallelism().unwrap().get();
-    assert_has(&stdout(&out), &format!("c1 ({cores} cores, "));
+    // The head's cores and memory are this machine's: /proc's count of CPUs and MemTotal.
+    let cores = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let kib: f64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let gib = kib / (1024.0 * 1024.0);
+    assert_has(&stdout(&out), &format!("c1 ({cores} cores, {gib:.1} GiB)"));
+    assert_has(&stdout(&out), "not the host's");
     assert_has(&stdout(&out), &format!("#{c1} on c1, #{h3} on h3"));
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Response, StatusCode};
 
-use super::{reply, Server};
+use super::{json, Server};
 
 /// A job: when it was submitted, whether it is drawn to fail, whether a poll saw it
 /// finished.
@@ -31,15 +31,6 @@ pub struct Jobs {
 
 /// How long a finished job is still answered for.
 const JOB_KEPT: Duration = Duration::from_secs(10);
-
-fn json(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut r = reply(status, body);
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    r
-}
 
 /// `POST /jobs`: 202 with the job's id; it runs for `--job-time`.
 pub fn submit(s: &Server) -> Response<Full<Bytes>> {

@@ -135,6 +135,16 @@ fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     r
 }
 
+/// A JSON answer: `body` with its content type.
+fn json(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut r = reply(status, body);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
 /// Where `--fsync-bytes` wraps around.
 const JOURNAL_BYTES: u64 = 64 << 20;
 
@@ -290,11 +300,7 @@ fn enroll(s: &Server) -> Response<Full<Bytes>> {
             },
         );
     }
-    let mut r = reply(StatusCode::CREATED, format!("{{\"id\":\"{id}\"}}"));
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
+    let mut r = json(StatusCode::CREATED, format!("{{\"id\":\"{id}\"}}"));
     // A session cookie, as a device API behind a login would set.
     if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("device={id}; Path=/; HttpOnly")) {
         r.headers_mut().insert(hyper::header::SET_COOKIE, v);

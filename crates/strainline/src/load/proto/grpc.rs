@@ -224,12 +224,10 @@ impl Connection for Conn {
             )
             .await?;
             Ok(Reply {
-                status: called.status,
-                ok: called.status == 0,
                 bytes: called.bytes,
                 messages: called.messages,
-                late_tail: false,
                 kept,
+                ..Reply::new(called.status, called.status == 0)
             })
         })
     }

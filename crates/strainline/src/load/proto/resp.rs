@@ -351,12 +351,9 @@ impl Link {
                             .map_or(OTHER_ERROR, |e| e.1)
                     });
                     return Ok(Reply {
-                        status,
-                        ok: status == 0,
                         bytes: end as u64,
-                        messages: 0,
-                        late_tail: false,
                         kept,
+                        ..Reply::new(status, status == 0)
                     });
                 }
                 Ok(None) => {}

@@ -182,12 +182,10 @@ impl Connection for Conn {
                 k
             });
             Ok(Reply {
-                status: 0,
-                ok: true,
                 bytes: read.data.len() as u64,
                 messages: read.pushed,
-                late_tail: false,
                 kept,
+                ..Reply::new(0, true)
             })
         })
     }

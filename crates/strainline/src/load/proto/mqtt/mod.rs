@@ -130,14 +130,7 @@ impl super::Target for Broker {
     fn hold(&self) -> Fut<'_, Result<Reply, ErrorKind>> {
         Box::pin(async move {
             hold(&self.0).await?;
-            Ok(Reply {
-                status: CONNACK,
-                ok: true,
-                bytes: 0,
-                messages: 0,
-                late_tail: false,
-                kept: None,
-            })
+            Ok(Reply::new(CONNACK, true))
         })
     }
 
@@ -191,18 +184,12 @@ impl Connection for Publisher {
             let t = self.target.clone();
             let reason = publish(&mut self.conn, &t, topic, body, intended).await?;
             let refused = reason >= 0x80;
-            let mut reply = Reply {
-                status: if refused {
-                    u16::from(reason)
-                } else {
-                    u16::from(t.qos)
-                },
-                ok: !refused,
-                bytes: 0,
-                messages: 0,
-                late_tail: false,
-                kept: None,
+            let status = if refused {
+                u16::from(reason)
+            } else {
+                u16::from(t.qos)
             };
+            let mut reply = Reply::new(status, !refused);
             if let (Some(filter), false, Some(r)) = (answer, refused, step) {
                 let message = reply::next(&mut self.conn, filter)
                     .await
