@@ -134,6 +134,48 @@ fn a_broker_that_floods_deliveries_and_stops_reading_cannot_hold_the_run() {
     }
 }
 
+/// A flow's reply topic met by a flood: the broker answers the step's SUBSCRIBE, then
+/// floods PUBLISHes to another topic and never reads again. The client keeps at most
+/// 64 of them while it waits (its inbox), each step ends at its timeout, and the run at
+/// its end: bounded memory, an exit code, no reply counted that never came.
+#[test]
+fn a_broker_that_floods_a_reply_topic_s_client_cannot_hold_it_or_grow_it() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (_broker, port) = peer("mqtt-flood");
+    std::fs::write(
+        s.path("flow.toml"),
+        "clients = 2\n\n[[step]]\nname = \"ask\"\nweight = 1\npath = \"/cmd?reply=answers\"\nbody = \"x\"\ncheck.answered = { body_contains = \"x\" }\n",
+    )
+    .unwrap();
+    let url = format!("mqtt://127.0.0.1:{port}/t?qos=1");
+    let flow = s.path("flow.toml");
+    let args = [
+        url.as_str(),
+        "--scenario",
+        flow.to_str().unwrap(),
+        "-z",
+        "3s",
+        "--timeout",
+        "1s",
+    ];
+    let w = watched(&s, &args, None, Duration::from_secs(15));
+    bounded_and_whole(&w, "reply-topic flood");
+    assert!(w.elapsed < Duration::from_secs(9), "took {:?}", w.elapsed);
+    // Every step timed out; none was taken as answered by another topic's message.
+    assert!(w.text.contains(" completed (0 ok)"), "{}", w.text);
+    let errors = w
+        .text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Errors"))
+        .unwrap_or("");
+    assert!(
+        errors.contains("timeout") && !errors.contains(','),
+        "{}",
+        w.text
+    );
+}
+
 #[test]
 fn a_broker_that_forges_stamps_sizes_nothing_and_is_counted() {
     let _l = loaded();
