@@ -197,7 +197,8 @@ impl Connection for Conn {
         _intended: Instant,
     ) -> Fut<'a, Result<Reply, ErrorKind>> {
         Box::pin(async move {
-            let call = self.call.clone();
+            // The connection and the call are apart: no copy of the call per unit.
+            let (http, call) = (&mut self.http, &*self.call);
             let (message, metadata) = match step {
                 // A scenario step's body is its JSON, encoded for the method.
                 Some(r) => {
@@ -215,14 +216,7 @@ impl Connection for Conn {
                 Some(r) if r.keep != Keep::Nothing => Some(Box::new(Kept::new(r.keep))),
                 _ => None,
             };
-            let called = self::call(
-                &mut self.http,
-                &call,
-                metadata,
-                message,
-                kept.as_deref_mut(),
-            )
-            .await?;
+            let called = self::call(http, call, metadata, message, kept.as_deref_mut()).await?;
             Ok(Reply {
                 bytes: called.bytes,
                 messages: called.messages,

@@ -181,8 +181,8 @@ impl Connection for Publisher {
                     .await
                     .inspect_err(|_| self.conn.closed = true)?;
             }
-            let t = self.target.clone();
-            let reason = publish(&mut self.conn, &t, topic, body, intended).await?;
+            let t = &self.target;
+            let reason = publish(&mut self.conn, t, topic, body, intended).await?;
             let refused = reason >= 0x80;
             let status = if refused {
                 u16::from(reason)
