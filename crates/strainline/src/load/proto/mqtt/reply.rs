@@ -25,7 +25,14 @@ pub fn of(r: &Rendered) -> crate::error::Result<Option<&str>> {
     let mut reply = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
-            Some(("reply", t)) if !t.is_empty() && !t.contains('\0') => reply = Some(t),
+            Some(("reply", t)) if !t.is_empty() && !t.contains('\0') => {
+                if !filter_shape(t) {
+                    return Err(crate::Error::usage(format!(
+                        "reply={t}: a topic filter's + stands for a whole level and # for the last ones (e.g. ack/+/status, ack/#)"
+                    )));
+                }
+                reply = Some(t)
+            }
             _ => {
                 return Err(crate::Error::usage(format!(
                     "the path's option '{pair}' is not one of an MQTT step's (reply=TOPIC: the topic its reply comes on)"
@@ -34,6 +41,17 @@ pub fn of(r: &Rendered) -> crate::error::Result<Option<&str>> {
         }
     }
     Ok(reply)
+}
+
+/// Whether `f` is a topic filter a broker takes (MQTT 3.1.1 §4.7.1): `+` alone in its
+/// level, `#` alone in the last one.
+fn filter_shape(f: &str) -> bool {
+    let levels: Vec<&str> = f.split('/').collect();
+    levels.iter().enumerate().all(|(i, l)| match *l {
+        "+" => true,
+        "#" => i == levels.len() - 1,
+        l => !l.contains(['+', '#']),
+    })
 }
 
 /// Subscribes `conn` to `filter` (QoS 0) unless it is already: SUBSCRIBE, then the
@@ -140,5 +158,13 @@ mod tests {
             .to_string()
             .contains("reply=TOPIC"));
         assert!(of(&step("/d/1/cmd?reply=")).is_err());
+        assert_eq!(of(&step("/c?reply=a/+/b")).unwrap(), Some("a/+/b"));
+        assert_eq!(of(&step("/c?reply=a/#")).unwrap(), Some("a/#"));
+        for bad in ["a/#/b", "a/b#", "a+/b"] {
+            let e = of(&step(&format!("/c?reply={bad}")))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("a whole level"), "{bad}: {e}");
+        }
     }
 }
