@@ -300,10 +300,13 @@ fn fsyncs_held_back_by_the_disk_are_named_storage_io() {
     let workers = group(&groups, "tokio-rt-worker");
     let storage = f(workers, "storage");
     assert!(storage >= 0.5, "{workers}\n{text}");
-    assert_has(
-        &text,
-        "limiting factor: storage I/O: the target's 4 `tokio-rt-worker` threads spent",
-    );
+    // The four workers are named; a fifth thread caught in D state at a sample (the
+    // runtime's blocking pool) makes it "5 working threads (most in `tokio-rt-worker`)".
+    let line = text
+        .lines()
+        .find(|l| l.contains("limiting factor: storage I/O: the target's "))
+        .unwrap_or_else(|| panic!("no storage I/O verdict in:\n{text}"));
+    assert!(line.contains("`tokio-rt-worker`"), "{line}");
 }
 
 /// A `rounds` case against a server whose accept queue (backlog 2, one accept every
