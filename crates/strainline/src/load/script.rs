@@ -45,6 +45,14 @@ pub struct Script {
 const CALLERS: &str = r#"
 local clients = __clients
 local gmatch, rawget, rawset, setmetatable = string.gmatch, rawget, rawset, setmetatable
+-- No finalizers: a collection started by strainline's own work between calls, outside
+-- the memory limit, must run no script code (see `limited`).
+_G.setmetatable = function(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("setmetatable: a __gc finalizer is not allowed in a strainline script", 2)
+  end
+  return setmetatable(t, mt)
+end
 local lazy = {}
 lazy.__index = function(r, k)
   if k ~= "headers" then return nil end
@@ -89,13 +97,13 @@ fn joined<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
 }
 
 /// A state with the sandbox's libraries and `strainline.*` helpers, and the time the
-/// current call started (its instruction hook's clock).
+/// current call started (its instruction hook's clock); its memory limit set, for the
+/// script's own top-level code.
 fn state(seed: u64) -> mlua::Result<(Lua, Rc<Cell<Instant>>)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
         LuaOptions::default(),
     )?;
-    lua.set_memory_limit(MEMORY)?;
     let g = lua.globals();
     for unsafe_fn in ["dofile", "loadfile", "print"] {
         g.set(unsafe_fn, Value::Nil)?;
@@ -135,6 +143,7 @@ fn state(seed: u64) -> mlua::Result<(Lua, Rc<Cell<Instant>>)> {
     // one built field by field through the C API (0.31x to 0.40x to … the plain flow's
     // requests per CPU-second, docs/performance.md).
     lua.load(CALLERS).set_name("=strainline").exec()?;
+    lua.set_memory_limit(MEMORY)?;
     let started = Rc::new(Cell::new(Instant::now()));
     let clock = started.clone();
     lua.set_hook(
@@ -255,7 +264,20 @@ thread_local! {
     static STATES: RefCell<HashMap<u64, State>> = RefCell::new(HashMap::new());
 }
 
-/// Runs `f` with this thread's state of `script`, made on first use.
+/// Runs `f` — a hook's call — under the memory limit. What strainline does around it
+/// (the strings, tables and fields it makes and reads) runs without one: with a limit
+/// set, mlua makes each of them a protected call of its own, ~15% of a hook's cost.
+/// Only strainline's code runs outside the call: a script cannot set a finalizer
+/// (`__gc`), the one way a collection started from there could run the script's code.
+fn limited<T>(lua: &Lua, f: impl FnOnce() -> mlua::Result<T>) -> mlua::Result<T> {
+    lua.set_memory_limit(MEMORY)?;
+    let out = f();
+    lua.set_memory_limit(0)?;
+    out
+}
+
+/// Runs `f` with this thread's state of `script`, made on first use (the script's top
+/// level runs under the memory limit).
 fn with_state<T>(
     script: &Arc<Script>,
     seed: u64,
@@ -270,6 +292,7 @@ fn with_state<T>(
                     lua.load(&script.source)
                         .set_name(format!("@{}", script.path))
                         .exec()?;
+                    lua.set_memory_limit(0)?;
                     let g = lua.globals();
                     Ok(State {
                         request: g.get("request")?,
@@ -315,6 +338,9 @@ fn vars_back(vars: &Table, c: &mut Caller) -> mlua::Result<()> {
     for (n, v) in c.names.iter().zip(c.values.iter_mut()) {
         *v = match vars.raw_get::<Value>(n.as_str())? {
             Value::Nil => None,
+            Value::String(s) if v.as_deref().map(str::as_bytes) == Some(&s.as_bytes()[..]) => {
+                continue;
+            }
             Value::String(s) => Some(s.to_str()?.to_string()),
             Value::Integer(i) => Some(i.to_string()),
             Value::Number(x) => Some(x.to_string()),
@@ -349,18 +375,22 @@ pub fn request(
             Option<mlua::String>,
             Option<Table>,
             Table,
-        ) = st.call_request.call((
-            f,
-            c.step,
-            c.client,
-            c.seq,
-            c.random,
-            vars_of(lua, &c)?,
-            req.method.as_str(),
-            req.path.as_str(),
-            lua.create_string(&req.body)?,
-            lua.create_string(&headers)?,
-        ))?;
+        ) = {
+            // Every string made here, outside the limit: the call only pushes them.
+            let args = (
+                f,
+                lua.create_string(c.step)?,
+                c.client,
+                c.seq,
+                c.random,
+                vars_of(lua, &c)?,
+                lua.create_string(req.method.as_str())?,
+                lua.create_string(&req.path)?,
+                lua.create_string(&req.body)?,
+                lua.create_string(&headers)?,
+            );
+            limited(lua, || st.call_request.call(args))?
+        };
         if let Some(method) = method {
             let method = method.as_bytes();
             req.method =
@@ -428,19 +458,20 @@ pub fn response(
                 .iter()
                 .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
         );
+        let args = (
+            f,
+            lua.create_string(c.step)?,
+            c.client,
+            c.seq,
+            c.random,
+            vars_of(lua, &c)?,
+            status,
+            lua.create_string(&kept.body)?,
+            latency.as_secs_f64() * 1e3,
+            lua.create_string(&headers)?,
+        );
         let (ok, name, vars, next): (Value, Option<String>, Table, Option<String>) =
-            st.call_response.call((
-                f,
-                c.step,
-                c.client,
-                c.seq,
-                c.random,
-                vars_of(lua, &c)?,
-                status,
-                lua.create_string(&kept.body)?,
-                latency.as_secs_f64() * 1e3,
-                lua.create_string(&headers)?,
-            ))?;
+            limited(lua, || st.call_response.call(args))?;
         vars_back(&vars, &mut c)?;
         Ok(Said {
             failed: matches!(ok, Value::Boolean(false))
@@ -613,6 +644,29 @@ mod tests {
                 .0;
             assert!(e.contains("nil"), "{forbidden}: {e}");
         }
+        // The memory limit holds in a call, and the state serves the next one.
+        let s = script(
+            "function request(r)\n  if r.path == '/big' then local t = {} for i = 1, 1000 do t[i] = string.rep('x', 1000000) .. i end end\n  r.vars.n = 'ok'\nend\n",
+        )
+        .unwrap();
+        let names = vec!["n".to_string()];
+        let mut values = vec![None];
+        let mut req = rendered(Method::GET, "/big", Bytes::new());
+        let e = request(&s, 1, caller(&mut values, &names), &mut req)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("memory"), "{e}");
+        let mut req = rendered(Method::GET, "/small", Bytes::new());
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(values[0].as_deref(), Some("ok"));
+        // No finalizer: the one way script code could run outside a call, unlimited.
+        let s = script("function request(r) setmetatable({}, { __gc = function() end }) end\n")
+            .unwrap();
+        let mut req = rendered(Method::GET, "/", Bytes::new());
+        let e = request(&s, 1, caller(&mut [], &[]), &mut req)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("__gc finalizer is not allowed"), "{e}");
         let s = script("function request(r) while true do end end\n").unwrap();
         let mut req = rendered(Method::GET, "/", Bytes::new());
         let t = Instant::now();
