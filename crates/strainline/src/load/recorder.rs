@@ -109,37 +109,36 @@ pub struct Tally {
     /// could be opened in time: the target did not accept them).
     #[serde(default)]
     pub unsent_connecting: u64,
-    /// Subscribers that subscribed (MQTT), messages delivered to them (each delivery
-    /// to each subscriber), those a subscriber had already had (duplicates), and the
-    /// deliveries' latency from the publisher's intended send time, µs.
-    #[serde(default)]
-    pub subscribed: u64,
-    /// Of `subscribed`, those that subscribed after the clock started.
-    #[serde(default)]
-    pub subscribed_late: u64,
-    #[serde(default)]
-    pub delivered: u64,
-    #[serde(default)]
-    pub duplicates: u64,
-    /// Deliveries whose stamp could not be checked for a duplicate (older than its
-    /// publisher's window, or from more publishers than a subscriber tracks: see
-    /// `mqtt::subscriber::Seen`).
-    #[serde(default)]
-    pub unverified: u64,
+    /// The deliveries' latency to a protocol's subscribers (MQTT's), from the
+    /// publisher's intended send time, µs; their counts are named ([`counters`]).
     #[serde(with = "hdr", default = "histogram")]
     pub delivery: Histogram<u64>,
-    /// Messages the replies brought, where a reply is a stream of them (gRPC).
-    #[serde(default)]
-    pub messages: u64,
-    /// HTTP/1.1 responses whose body came at least [`LATE_TAIL`] after their head, in a
-    /// later read: a response written in two segments, the second held back.
-    #[serde(default)]
-    pub late_tails: u64,
-    /// Counters a user flow names: `check.NAME.passed` / `.failed`, `extract.NAME.missing`,
-    /// `cause.check:NAME` (why a response failed), `flow.restarts`, `flow.retries`,
-    /// `flow.stopped`.
+    /// Named counters: a user flow's (`check.NAME.passed` / `.failed`,
+    /// `extract.NAME.missing`, `cause.check:NAME` — why a response failed —,
+    /// `flow.restarts`, `flow.retries`, `flow.stopped`) and those of what only some
+    /// protocols have ([`counters`]). Merged, subtracted and sent by agents as the rest.
     #[serde(default)]
     pub named: BTreeMap<String, u64>,
+}
+
+/// The keys of the named counters of what only some protocols have.
+pub mod counters {
+    /// Subscribers (a protocol's companions: MQTT's) that subscribed, and of them those
+    /// that subscribed after the clock started.
+    pub const SUBSCRIBED: &str = "subscribers.subscribed";
+    pub const SUBSCRIBED_LATE: &str = "subscribers.subscribed_late";
+    /// Messages delivered to subscribers (each delivery to each subscriber), those a
+    /// subscriber had already had, and those whose stamp could not be checked for a
+    /// duplicate (older than its publisher's window, or from more publishers than a
+    /// subscriber tracks: see `mqtt::subscriber::Seen`).
+    pub const DELIVERED: &str = "subscribers.delivered";
+    pub const DUPLICATES: &str = "subscribers.duplicates";
+    pub const UNVERIFIED: &str = "subscribers.unverified";
+    /// Messages the replies brought, where a reply is a stream of them (gRPC).
+    pub const MESSAGES: &str = "replies.messages";
+    /// HTTP/1.1 responses whose body came at least [`super::LATE_TAIL`] after their
+    /// head, in a later read: a response written in two segments, the second held back.
+    pub const LATE_TAILS: &str = "http1.late_tails";
 }
 
 /// How long after its head a response's body must come to be a late tail: less than
@@ -239,20 +238,29 @@ impl Default for Tally {
             unfinished: 0,
             unsent: 0,
             unsent_connecting: 0,
-            subscribed: 0,
-            subscribed_late: 0,
-            delivered: 0,
-            duplicates: 0,
-            unverified: 0,
             delivery: histogram(),
-            messages: 0,
-            late_tails: 0,
             named: BTreeMap::new(),
         }
     }
 }
 
 impl Tally {
+    /// A named counter's value (0 if it never counted).
+    pub fn counter(&self, key: &str) -> u64 {
+        self.named.get(key).copied().unwrap_or(0)
+    }
+
+    /// Adds `n` to a named counter; its key is allocated once per interval, not per count.
+    pub fn add_to(&mut self, key: &str, n: u64) {
+        match self.named.get_mut(key) {
+            Some(c) => *c += n,
+            None if n > 0 => {
+                self.named.insert(key.to_string(), n);
+            }
+            None => {}
+        }
+    }
+
     pub fn errors(&self) -> u64 {
         self.by_error.values().sum::<u64>() + self.completed - self.ok
     }
@@ -288,14 +296,7 @@ impl Tally {
         d.unfinished = d.unfinished.saturating_sub(part.unfinished);
         d.unsent = d.unsent.saturating_sub(part.unsent);
         d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
-        d.subscribed = d.subscribed.saturating_sub(part.subscribed);
-        d.subscribed_late = d.subscribed_late.saturating_sub(part.subscribed_late);
-        d.delivered = d.delivered.saturating_sub(part.delivered);
-        d.duplicates = d.duplicates.saturating_sub(part.duplicates);
-        d.unverified = d.unverified.saturating_sub(part.unverified);
         let _ = d.delivery.subtract(&part.delivery);
-        d.messages = d.messages.saturating_sub(part.messages);
-        d.late_tails = d.late_tails.saturating_sub(part.late_tails);
         for (k, v) in &part.named {
             if let Some(n) = d.named.get_mut(k) {
                 *n = n.saturating_sub(*v);
@@ -328,14 +329,7 @@ impl Tally {
         self.unfinished += o.unfinished;
         self.unsent += o.unsent;
         self.unsent_connecting += o.unsent_connecting;
-        self.subscribed += o.subscribed;
-        self.subscribed_late += o.subscribed_late;
-        self.delivered += o.delivered;
-        self.duplicates += o.duplicates;
-        self.unverified += o.unverified;
         let _ = self.delivery.add(&o.delivery);
-        self.messages += o.messages;
-        self.late_tails += o.late_tails;
         for (k, v) in &o.named {
             *self.named.entry(k.clone()).or_default() += v;
         }
@@ -429,18 +423,9 @@ impl Recorder {
     /// One more of a named counter (a user flow's `check.NAME.passed`, `restarts` …),
     /// in the interval and the step.
     pub fn count(&mut self, step: Option<usize>, key: &str) {
-        fn bump(named: &mut BTreeMap<String, u64>, key: &str) {
-            // The key is allocated once per interval, not per count.
-            match named.get_mut(key) {
-                Some(n) => *n += 1,
-                None => {
-                    named.insert(key.to_string(), 1);
-                }
-            }
-        }
-        bump(&mut self.interval.named, key);
+        self.interval.add_to(key, 1);
         if let Some(t) = self.step(step) {
-            bump(&mut t.named, key);
+            t.add_to(key, 1);
         }
     }
 
@@ -503,28 +488,28 @@ impl Recorder {
 
     /// A reply brought `n` messages (a gRPC stream).
     pub fn messages(&mut self, n: u64) {
-        self.interval.messages += n;
+        self.interval.add_to(counters::MESSAGES, n);
     }
 
     /// A response's body came late after its head ([`LATE_TAIL`]).
     pub fn late_tail(&mut self) {
-        self.interval.late_tails += 1;
+        self.interval.add_to(counters::LATE_TAILS, 1);
     }
 
     /// A subscriber subscribed (`late`: after the clock started).
     pub fn subscribed(&mut self, late: bool) {
-        self.interval.subscribed += 1;
-        self.interval.subscribed_late += u64::from(late);
+        self.interval.add_to(counters::SUBSCRIBED, 1);
+        self.interval.add_to(counters::SUBSCRIBED_LATE, u64::from(late));
     }
 
     /// A message reached a subscriber `latency` after it was meant to be published;
     /// `check` says whether that subscriber had it already, or could not tell.
     pub fn delivery(&mut self, latency: Duration, check: Delivered) {
-        self.interval.delivered += 1;
+        self.interval.add_to(counters::DELIVERED, 1);
         match check {
             Delivered::First => {}
-            Delivered::Duplicate => self.interval.duplicates += 1,
-            Delivered::Unverified => self.interval.unverified += 1,
+            Delivered::Duplicate => self.interval.add_to(counters::DUPLICATES, 1),
+            Delivered::Unverified => self.interval.add_to(counters::UNVERIFIED, 1),
         }
         self.interval.delivery.saturating_record(us(latency));
     }

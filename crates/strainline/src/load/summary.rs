@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::recorder::Tally;
+use super::recorder::{counters, Tally};
 use super::verdict::{Validity, Verdict};
 use super::Outcome;
 use crate::store::Metric;
@@ -197,16 +197,17 @@ fn is_zero_f64(x: &f64) -> bool {
 fn deliveries(o: &Outcome) -> Option<Deliveries> {
     let t = &o.total;
     (o.subscribers > 0).then(|| {
-        let expected = t.ok * t.subscribed;
-        let lost = expected.saturating_sub(t.delivered.saturating_sub(t.duplicates));
+        let (delivered, duplicates) = (t.counter(counters::DELIVERED), t.counter(counters::DUPLICATES));
+        let expected = t.ok * t.counter(counters::SUBSCRIBED);
+        let lost = expected.saturating_sub(delivered.saturating_sub(duplicates));
         Deliveries {
             subscribers: o.subscribers,
-            subscribed: t.subscribed,
-            subscribed_late: t.subscribed_late,
+            subscribed: t.counter(counters::SUBSCRIBED),
+            subscribed_late: t.counter(counters::SUBSCRIBED_LATE),
             expected,
-            delivered: t.delivered,
-            duplicates: t.duplicates,
-            unverified: t.unverified,
+            delivered,
+            duplicates,
+            unverified: t.counter(counters::UNVERIFIED),
             lost,
             loss_rate: if expected > 0 {
                 lost as f64 / expected as f64
@@ -396,8 +397,8 @@ pub fn summarize(
             .map(|(k, v)| (k.name().to_string(), *v))
             .collect(),
         bytes_received: t.bytes_received,
-        messages_received: t.messages,
-        late_tails: t.late_tails,
+        messages_received: t.counter(counters::MESSAGES),
+        late_tails: t.counter(counters::LATE_TAILS),
         latency_us: percentiles(&t.corrected),
         service_time_us: percentiles(&t.service),
         latency_histogram: buckets(&t.corrected, 10),

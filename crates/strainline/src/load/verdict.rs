@@ -284,7 +284,11 @@ pub fn delayed_ack(o: &Outcome) -> Option<String> {
     } else {
         t.service.value_at_quantile(0.5) as f64 / 1e3
     };
-    crate::analysis::signatures::delayed_ack(t.late_tails, t.completed, p50)
+    crate::analysis::signatures::delayed_ack(
+        t.counter(super::recorder::counters::LATE_TAILS),
+        t.completed,
+        p50,
+    )
 }
 
 /// A run on agents: each agent judged its own generator; one that was the limit, or
