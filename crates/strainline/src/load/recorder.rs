@@ -499,7 +499,8 @@ impl Recorder {
     /// A subscriber subscribed (`late`: after the clock started).
     pub fn subscribed(&mut self, late: bool) {
         self.interval.add_to(counters::SUBSCRIBED, 1);
-        self.interval.add_to(counters::SUBSCRIBED_LATE, u64::from(late));
+        self.interval
+            .add_to(counters::SUBSCRIBED_LATE, u64::from(late));
     }
 
     /// A message reached a subscriber `latency` after it was meant to be published;

@@ -266,7 +266,8 @@ thread_local! {
 
 /// Runs `f` — a hook's call — under the memory limit. What strainline does around it
 /// (the strings, tables and fields it makes and reads) runs without one: with a limit
-/// set, mlua makes each of them a protected call of its own, ~15% of a hook's cost.
+/// set, mlua makes each of them a protected call of its own, and the hook's own requests
+/// per CPU-second rose 16% (median of an A/B, docs/performance.md) without them.
 /// Only strainline's code runs outside the call: a script cannot set a finalizer
 /// (`__gc`), the one way a collection started from there could run the script's code.
 fn limited<T>(lua: &Lua, f: impl FnOnce() -> mlua::Result<T>) -> mlua::Result<T> {

@@ -197,7 +197,10 @@ fn is_zero_f64(x: &f64) -> bool {
 fn deliveries(o: &Outcome) -> Option<Deliveries> {
     let t = &o.total;
     (o.subscribers > 0).then(|| {
-        let (delivered, duplicates) = (t.counter(counters::DELIVERED), t.counter(counters::DUPLICATES));
+        let (delivered, duplicates) = (
+            t.counter(counters::DELIVERED),
+            t.counter(counters::DUPLICATES),
+        );
         let expected = t.ok * t.counter(counters::SUBSCRIBED);
         let lost = expected.saturating_sub(delivered.saturating_sub(duplicates));
         Deliveries {
