@@ -248,7 +248,7 @@ fn the_action_is_a_composite_action_that_uses_the_script() {
 
 /// One step of the action as GitHub runs it: its `run:` script with the `${{ … }}`
 /// expressions it uses filled in, under bash, with its environment.
-fn action_step(
+pub(crate) fn action_step(
     name: &str,
     fill: &[(&str, &str)],
     env: &[(&str, String)],

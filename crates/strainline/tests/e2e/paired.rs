@@ -292,7 +292,8 @@ fn an_interleaved_session_stores_two_linked_runs_that_compare_reads_as_pairs() {
 /// commit's v1. `--baseline-ref HEAD~1` measures the working tree against the previous
 /// commit, checked out beside it and built and run there: CPU per push improved; with
 /// the working tree made v2 again (uncommitted) against `HEAD`, it REGRESSED and exits
-/// 1. The baseline run records the ref's commit, and no worktree is left behind.
+/// 1. The baseline run records the ref's commit, and no worktree is left behind. The
+/// GitHub Action's input `baseline-ref` runs the same session (its Measure step).
 #[test]
 fn baseline_ref_measures_the_working_tree_against_a_commit_of_its_repository() {
     let s = Scratch::new();
@@ -361,6 +362,41 @@ fn baseline_ref_measures_the_working_tree_against_a_commit_of_its_repository() {
     assert!(cpu.trim_end().ends_with("improved"), "{}", stdout(&out));
     let runs: serde_json::Value =
         serde_json::from_slice(&s.run(&["runs", "--json", "--label", "base-fast"]).stdout).unwrap();
+    assert_eq!(runs[0]["git_commit"], slow, "{}", runs[0]);
+    // The same through the GitHub Action's Measure step (its input baseline-ref): one
+    // paired session against HEAD~1, whose baseline run is that commit's.
+    let outputs = s.path("github_output");
+    let measure = crate::action::action_step(
+        "Measure",
+        &[],
+        &[
+            ("STORE", s.store()),
+            ("GITHUB_OUTPUT", outputs.display().to_string()),
+            ("SUITE", "strainline.toml".into()),
+            ("FORMAT", String::new()),
+            ("FILES", String::new()),
+            ("BASE_VARS", String::new()),
+            ("CAND_VARS", String::new()),
+            ("BASE_REF", "HEAD~1".into()),
+            ("MODE", "auto".into()),
+            ("BUDGET", "10s".into()),
+            ("PR", "9".into()),
+            ("GITHUB_REF_NAME", "feature".into()),
+        ],
+        &repo,
+    );
+    assert!(
+        measure.status.success(),
+        "{}{}",
+        stdout(&measure),
+        stderr(&measure)
+    );
+    assert_has(&std::fs::read_to_string(&outputs).unwrap(), "paired=true");
+    let runs: serde_json::Value = serde_json::from_slice(
+        &s.run(&["runs", "--json", "--label", "pr-9-baseline"])
+            .stdout,
+    )
+    .unwrap();
     assert_eq!(runs[0]["git_commit"], slow, "{}", runs[0]);
     // The working tree made slow again, not committed: against HEAD it regressed.
     std::fs::write(repo.join("profile"), "v2\n").unwrap();
