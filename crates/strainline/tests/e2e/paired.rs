@@ -291,9 +291,9 @@ fn an_interleaved_session_stores_two_linked_runs_that_compare_reads_as_pairs() {
 /// repository tracks: the previous commit's is v2 (1.5x the work per push), the last
 /// commit's v1. `--baseline-ref HEAD~1` measures the working tree against the previous
 /// commit, checked out beside it and built and run there: CPU per push improved; with
-/// the working tree made v2 again (uncommitted) against `HEAD`, it REGRESSED and exits
-/// 1. The baseline run records the ref's commit, and no worktree is left behind. The
-/// GitHub Action's input `baseline-ref` runs the same session (its Measure step).
+/// the working tree made v2 again (uncommitted) against `HEAD`, it REGRESSED and its
+/// exit is 1. The baseline run records the ref's commit, and no worktree is left
+/// behind. The GitHub Action's input `baseline-ref` runs the same session.
 #[test]
 fn baseline_ref_measures_the_working_tree_against_a_commit_of_its_repository() {
     let s = Scratch::new();
