@@ -331,7 +331,7 @@ impl Tally {
         self.unsent_connecting += o.unsent_connecting;
         let _ = self.delivery.add(&o.delivery);
         for (k, v) in &o.named {
-            *self.named.entry(k.clone()).or_default() += v;
+            self.add_to(k, *v);
         }
     }
 

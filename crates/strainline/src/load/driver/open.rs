@@ -25,8 +25,8 @@ use super::{
 pub(super) struct Waiting {
     pub(super) at: Instant,
     pub(super) id: u64,
-    pub(super) queued: Instant,
-    pub(super) request: Option<Box<Rendered>>,
+    queued: Instant,
+    request: Option<Box<Rendered>>,
 }
 
 /// The open model's connections of one worker. Sends wait in `queue` for a connection;
@@ -35,43 +35,43 @@ pub(super) struct Waiting {
 pub(super) struct Pool {
     /// Sends waiting.
     pub(super) queue: RefCell<VecDeque<Waiting>>,
-    pub(super) notify: Notify,
+    notify: Notify,
     /// Connection tasks waiting for a send.
-    pub(super) idle: Cell<usize>,
+    idle: Cell<usize>,
     /// Connection tasks alive, and those still opening their connection.
-    pub(super) tasks: Cell<usize>,
-    pub(super) opening: Cell<usize>,
+    tasks: Cell<usize>,
+    opening: Cell<usize>,
     /// Idle connections asked to close.
-    pub(super) close: Cell<usize>,
-    pub(super) done: Cell<bool>,
+    close: Cell<usize>,
+    done: Cell<bool>,
     /// The most requests it may have in flight: connections × streams.
-    pub(super) cap: usize,
+    cap: usize,
     /// The target's service time: recent (a moving average over the last ~16
     /// responses) and the lowest mean of a window of [`SATURATION_WINDOW`] (≥ 20
     /// responses) so far — what it answers in when it has headroom.
-    pub(super) service: Cell<f64>,
-    pub(super) floor: Cell<f64>,
+    service: Cell<f64>,
+    floor: Cell<f64>,
     /// The window being summed for `floor`: seconds and responses.
-    pub(super) window: Cell<(f64, u32)>,
+    window: Cell<(f64, u32)>,
     /// What each schedule position sends, when not the template.
     pub(super) requests: Option<Arc<Requests>>,
     /// Requests in flight on one connection at most (HTTP/2 streams; 1 otherwise).
-    pub(super) streams: usize,
+    streams: usize,
     /// The pool's multiplexed connections, each with the tasks riding it.
-    pub(super) carried: RefCell<Vec<(Conn, Rc<Cell<usize>>)>>,
+    carried: RefCell<Vec<(Conn, Rc<Cell<usize>>)>>,
     /// Multiplexed connections being opened: the streams they still have spare, and
     /// what the tasks waiting to ride them wait on.
-    pub(super) opening_carriers: RefCell<Vec<Rc<Opening>>>,
+    opening_carriers: RefCell<Vec<Rc<Opening>>>,
 }
 
 /// A multiplexed connection being opened: its streams not yet promised to a task, and
 /// what the tasks promised one wait on.
-pub(super) type Opening = (Cell<usize>, Notify);
+type Opening = (Cell<usize>, Notify);
 
 impl Pool {
     /// A pool of at most `cap` connections, each carrying up to `streams` requests at
     /// once (a task per request in flight).
-    pub(super) fn new(cap: usize, streams: usize, requests: Option<Arc<Requests>>) -> Pool {
+    fn new(cap: usize, streams: usize, requests: Option<Arc<Requests>>) -> Pool {
         let streams = streams.max(1);
         Pool {
             streams,
@@ -94,7 +94,7 @@ impl Pool {
 
     /// A task's place on a multiplexed connection of the pool that has room for one
     /// more stream, if there is one.
-    pub(super) fn ride(&self, slot: &Slot) -> Option<(Conn, Rc<Cell<usize>>)> {
+    fn ride(&self, slot: &Slot) -> Option<(Conn, Rc<Cell<usize>>)> {
         if self.streams < 2 {
             return None;
         }
@@ -120,7 +120,7 @@ impl Pool {
     }
 
     /// A new connection offered to the tasks that come after (HTTP/2 with streams).
-    pub(super) fn carry(&self, conn: &Option<Conn>) -> Option<Rc<Cell<usize>>> {
+    fn carry(&self, conn: &Option<Conn>) -> Option<Rc<Cell<usize>>> {
         let shared = conn.as_ref().filter(|_| self.streams > 1)?.share()?;
         let riders = Rc::new(Cell::new(1));
         self.carried.borrow_mut().push((shared, riders.clone()));
@@ -128,7 +128,7 @@ impl Pool {
     }
 
     /// Notes the service time of one response.
-    pub(super) fn served(&self, seconds: f64) {
+    fn served(&self, seconds: f64) {
         let s = self.service.get();
         self.service.set(if s == 0.0 {
             seconds
@@ -140,7 +140,7 @@ impl Pool {
     }
 
     /// Closes a window: its mean lowers the floor when it has enough responses.
-    pub(super) fn window_ends(&self) {
+    fn window_ends(&self) {
         let (sum, n) = self.window.get();
         if n >= 20 {
             let mean = sum / f64::from(n);
@@ -157,7 +157,7 @@ impl Pool {
     /// target, costing both sides more per request. Until a floor is known (20
     /// responses) the pool keeps its initial size: a target's first answers on fresh
     /// connections are its slowest, and growing on them spiralled to the cap.
-    pub(super) fn target_has_headroom(&self) -> bool {
+    fn target_has_headroom(&self) -> bool {
         self.floor.get() > 0.0 && self.service.get() < QUEUED * self.floor.get()
     }
 }
@@ -467,5 +467,46 @@ pub(super) async fn open(
     handles.retain(|h| !h.is_finished());
     for h in handles {
         let _ = h.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> Pool {
+        Pool::new(10, 1, None)
+    }
+
+    #[test]
+    fn the_pool_grows_only_while_the_target_answers_under_twice_its_floor() {
+        let p = pool();
+        // No floor before a window of 20 responses: the pool keeps its size.
+        for _ in 0..19 {
+            p.served(0.000_1);
+        }
+        p.window_ends();
+        assert!(!p.target_has_headroom());
+        p.served(0.000_1);
+        p.window_ends();
+        assert!((p.floor.get() - 0.000_1).abs() < 1e-12);
+        assert!(p.target_has_headroom());
+        // A target at a steady 0.19 ms (under twice its floor) still takes connections.
+        for _ in 0..100 {
+            p.served(0.000_19);
+        }
+        assert!(p.target_has_headroom());
+        // Queued: ~2 ms responses make the recent average cross twice the floor.
+        for _ in 0..8 {
+            p.served(0.002);
+        }
+        assert!(!p.target_has_headroom());
+        // A slower window does not raise the floor; recovering ends the brake.
+        p.window_ends();
+        assert!((p.floor.get() - 0.000_1).abs() < 1e-12);
+        for _ in 0..100 {
+            p.served(0.000_1);
+        }
+        assert!(p.target_has_headroom());
     }
 }

@@ -65,7 +65,7 @@ const LEAST_PARTIAL: f64 = 0.5;
 /// Responses and errors a second (the last, partial interval's counts divided by its
 /// length, so that a run ending 0.5 s into a second does not read as a halving of its
 /// rate; dropped under [`LEAST_PARTIAL`]) and each interval's p99.
-pub(super) fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
+fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut kept = Vec::with_capacity(seconds.len());
     let mut start = 0.0;
     for s in seconds {
@@ -140,5 +140,33 @@ impl Second {
             p99_us: q(0.99),
             max_us: iv.corrected.max(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of 2.5 s at 100 req/s: its last half second's 50 responses are 100 a
+    /// second, not a drop to 50; a last interval of 0.2 s is left out.
+    #[test]
+    fn a_partial_last_second_is_a_rate_not_a_drop() {
+        let second = |t: f64, completed: u64| Second {
+            t,
+            sent: completed,
+            completed,
+            ok: completed,
+            errors: 0,
+            p50_us: 100,
+            p99_us: 200,
+            max_us: 300,
+        };
+        let run = [second(1.0, 100), second(2.0, 100), second(2.5, 50)];
+        let series = per_second(&run);
+        assert_eq!(series[0].0, "completed_per_second");
+        assert_eq!(series[0].1, [(1.0, 100.0), (2.0, 100.0), (2.5, 100.0)]);
+        let cut = [second(1.0, 100), second(1.2, 20)];
+        assert_eq!(per_second(&cut)[0].1, [(1.0, 100.0)]);
+        assert_eq!(per_second(&cut)[2].1, [(1.0, 200.0)]);
     }
 }
