@@ -4,7 +4,7 @@
 //! healthy and a leaking build. The leaking build is meant to fail: the demo succeeds
 //! when strainline catches it and passes the rest.
 
-use crate::store::Location;
+use crate::store::{Location, Status};
 
 use crate::cli::RunArgs;
 use crate::exit;
@@ -42,7 +42,7 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
     let cases = store.cases(run.id)?;
     let as_expected = cases
         .iter()
-        .all(|c| (c.status == "failed") == c.name.contains("leak=4096"));
+        .all(|c| (c.status == Status::Failed) == c.name.contains("leak=4096"));
     // The HTML report is the best thing strainline makes: the demo writes it, with the
     // Markdown, and says where.
     let html = dir.join("demo-report.html");

@@ -4,7 +4,7 @@
 use crate::cli::ImportArgs;
 use crate::exit;
 use crate::import::{self, Format};
-use crate::store::{Location, Store};
+use crate::store::{Location, Status, Store};
 use crate::units::format_value;
 
 pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
@@ -62,14 +62,14 @@ pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
         for (rep, sample) in b.samples.iter().enumerate() {
             let case = store.begin_case(run_id, &b.name, "import", None, rep as u32)?;
             let summary = serde_json::json!({ "imported": suite, "sample": rep });
-            store.finish_case(case, b.status, sample, &[], &summary)?;
+            store.finish_case(case, b.status.clone(), sample, &[], &summary)?;
         }
         if b.samples.is_empty() {
             // A failed benchmark that produced no figure is still a case.
             let case = store.begin_case(run_id, &b.name, "import", None, 0)?;
-            store.finish_case(case, b.status, &[], &[], &serde_json::json!({}))?;
+            store.finish_case(case, b.status.clone(), &[], &[], &serde_json::json!({}))?;
         }
-        failed += usize::from(b.status != "passed");
+        failed += usize::from(b.status != Status::Passed);
         let mut names: Vec<(&str, &str)> = Vec::new();
         for m in b.samples.iter().flatten() {
             if !names.iter().any(|(n, _)| *n == m.name) {
@@ -95,10 +95,18 @@ pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
             crate::units::printable(&b.name),
             b.samples.len(),
             medians.join(", "),
-            if b.status == "passed" { "" } else { "  FAILED" }
+            if b.status == Status::Passed {
+                ""
+            } else {
+                "  FAILED"
+            }
         );
     }
-    let status = if failed > 0 { "failed" } else { "passed" };
+    let status = if failed > 0 {
+        Status::Failed
+    } else {
+        Status::Passed
+    };
     store.finish_run(run_id, status, Some(0), &[])?;
     println!(
         "  {} benchmarks stored in {}; compare with `strainline compare BASELINE {}`",

@@ -15,7 +15,7 @@ use crate::load::verdict::Validity;
 use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Work};
 use crate::os::signals;
 use crate::report::load as report;
-use crate::store::{Location, Store};
+use crate::store::{Location, Status, Store};
 use crate::suite::abort::Abort;
 use crate::suite::gate::Gate;
 
@@ -226,7 +226,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         Ok(s) => s,
         Err(e) => {
             // An agent refused the plan: no load was sent.
-            store.finish_run(run_id, "failed", Some(exit::USAGE), &[e.to_string()])?;
+            store.finish_run(run_id, Status::Failed, Some(exit::USAGE), &[e.to_string()])?;
             return Err(e);
         }
     };
@@ -251,16 +251,16 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             .map(|(_, d)| format!("gate failed: {d}")),
     );
     let (code, status) = if aborted.is_some() {
-        (exit::FAILED, "failed")
+        (exit::FAILED, Status::Failed)
     } else if outcome.interrupted {
-        (exit::INTERRUPTED, "interrupted")
+        (exit::INTERRUPTED, Status::Interrupted)
     } else if gate_failed {
-        (exit::FAILED, "failed")
+        (exit::FAILED, Status::Failed)
     } else {
         match v.status {
-            Validity::Valid => (exit::PASSED, "valid"),
-            Validity::Invalid => (exit::INVALID, "invalid"),
-            Validity::Failed => (exit::FAILED, "failed"),
+            Validity::Valid => (exit::PASSED, Status::Valid),
+            Validity::Invalid => (exit::INVALID, Status::Invalid),
+            Validity::Failed => (exit::FAILED, Status::Failed),
         }
     };
     for (name, points) in outcome.per_second() {
@@ -275,7 +275,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             &encoded,
         )?;
     }
-    store.finish_case(case_id, status, &metrics, &[], &summary)?;
+    store.finish_case(case_id, status.clone(), &metrics, &[], &summary)?;
     store.set_run_settings(
         run_id,
         &serde_json::json!({

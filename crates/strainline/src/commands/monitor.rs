@@ -15,7 +15,7 @@ use crate::monitor::{Ending, Sampler, SamplerConfig};
 use crate::os::cgroup::Cgroup;
 use crate::os::{process, signals};
 use crate::report::monitor as report;
-use crate::store::{Location, NewRun, Store};
+use crate::store::{Location, NewRun, Status, Store};
 use crate::Error;
 use std::sync::Arc;
 
@@ -206,15 +206,15 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         signal: None,
     });
     let status = if interrupted {
-        "interrupted"
+        Status::Interrupted
     } else {
-        "completed"
+        Status::Completed
     };
     let mut summary = sampler.finish(Ending {
         command,
         label: args.label.clone(),
         exit: exit_info.clone(),
-        status: status.to_string(),
+        status: status.name().to_string(),
         interval_seconds: args.interval.as_secs_f64(),
         overhead_cpu_seconds: overhead,
         leftover_processes_stopped: leftovers,
@@ -223,7 +223,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     flusher.flush()?;
     store.finish_case(
         case_id,
-        status,
+        status.clone(),
         &crate::monitor::figures::metrics(&summary),
         &summary.processes,
         &summary,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{time_ns, Bench, Format};
-use crate::store::Metric;
+use crate::store::{Metric, Status};
 
 /// The JSON format a document looks like.
 pub fn detect(v: &Value) -> Option<Format> {
@@ -71,7 +71,11 @@ pub fn hyperfine(v: &Value) -> crate::error::Result<Vec<Bench>> {
                     .iter()
                     .map(|t| vec![time_ns("time", t * 1e9)])
                     .collect(),
-                status: if failed { "failed" } else { "passed" },
+                status: if failed {
+                    Status::Failed
+                } else {
+                    Status::Passed
+                },
             })
         })
         .collect()
@@ -230,7 +234,7 @@ pub fn jmh(v: &Value) -> crate::error::Result<Vec<Bench>> {
         out.push(Bench {
             name,
             samples,
-            status: "passed",
+            status: Status::Passed,
         });
     }
     Ok(out)
@@ -259,7 +263,7 @@ pub fn pytest_benchmark(v: &Value) -> crate::error::Result<Vec<Bench>> {
                     .iter()
                     .map(|t| vec![time_ns("time", t * 1e9)])
                     .collect(),
-                status: "passed",
+                status: Status::Passed,
             })
         })
         .collect()
@@ -313,7 +317,7 @@ pub fn benchmark_dotnet(v: &Value) -> crate::error::Result<Vec<Bench>> {
                         s
                     })
                     .collect(),
-                status: "passed",
+                status: Status::Passed,
             })
         })
         .collect()
@@ -397,7 +401,7 @@ pub fn criterion(path: &Path, found: &[PathBuf]) -> crate::error::Result<Vec<Ben
             Ok(Bench {
                 name,
                 samples,
-                status: "passed",
+                status: Status::Passed,
             })
         })
         .collect()

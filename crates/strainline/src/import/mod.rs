@@ -12,7 +12,7 @@ use crate::error::Category;
 use crate::metrics::Direction;
 use std::path::{Path, PathBuf};
 
-use crate::store::Metric;
+use crate::store::{Metric, Status};
 
 /// A tool's output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub struct Bench {
     pub name: String,
     pub samples: Vec<Vec<Metric>>,
     /// `passed`, or `failed` (a JUnit test that failed, a command with a non-zero exit).
-    pub status: &'static str,
+    pub status: Status,
 }
 
 /// Samples kept per benchmark at most: beyond, consecutive samples are averaged into
@@ -137,7 +137,7 @@ impl Benches {
                 let mut b = Bench {
                     name,
                     samples: Vec::new(),
-                    status: "passed",
+                    status: Status::Passed,
                 };
                 push_sample_into(&mut b, sample, failed);
                 self.list.push(b);
@@ -157,7 +157,7 @@ fn push_sample_into(b: &mut Bench, sample: Vec<Metric>, failed: bool) {
         b.samples.push(sample);
     }
     if failed {
-        b.status = "failed";
+        b.status = Status::Failed;
     }
 }
 
@@ -313,7 +313,7 @@ pub fn read_all(format: Option<Format>, paths: &[PathBuf]) -> crate::error::Resu
         let (f, bs) = read(format, p)?;
         files.push((p.clone(), f));
         for b in bs {
-            let failed = b.status != "passed";
+            let failed = b.status != Status::Passed;
             if b.samples.is_empty() {
                 benches.push_sample(b.name.clone(), Vec::new(), failed);
             }

@@ -53,6 +53,17 @@ impl Status {
             Status::Crashed => "crashed",
         }
     }
+
+    /// As the store holds it.
+    pub fn stored(self) -> crate::store::Status {
+        use crate::store::Status as S;
+        match self {
+            Status::Passed => S::Passed,
+            Status::Invalid => S::Invalid,
+            Status::Failed => S::Failed,
+            Status::Crashed => S::Crashed,
+        }
+    }
 }
 
 /// What a case produced.

@@ -9,6 +9,7 @@ use super::monitor::csv_field;
 use super::run::{CaseData, RunData};
 use super::svg::escape;
 use crate::kinds::details::RampDetails;
+use crate::store::Status;
 
 fn seconds(c: &CaseData) -> f64 {
     c.detail("/target/duration_seconds")
@@ -33,9 +34,9 @@ pub fn junit(r: &RunData) -> String {
             seconds(c)
         );
         let why = c.reasons().join("; ");
-        match c.row.status.as_str() {
-            "passed" | "completed" => {}
-            "failed" => {
+        match &c.row.status {
+            s if s.good() => {}
+            Status::Failed => {
                 failures += 1;
                 let _ = write!(
                     cases,
@@ -50,7 +51,7 @@ pub fn junit(r: &RunData) -> String {
                     cases,
                     "\n      <error message=\"{}\" type=\"{}\">{}</error>\n    ",
                     escape(&why),
-                    escape(other),
+                    escape(other.name()),
                     escape(&why)
                 );
             }
@@ -234,7 +235,7 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 "{},{},{},{},{},{},{}",
                 csv_field(&c.row.name),
                 csv_field(&c.row.test_kind),
-                csv_field(&c.row.status),
+                csv_field(c.row.status.name()),
                 csv_field(&m.name),
                 m.value,
                 csv_field(&m.unit),
@@ -341,7 +342,7 @@ mod tests {
             command: "run suite.toml".into(),
             started_at: "2026-11-21T10:00:00.000Z".into(),
             ended_at: Some("2026-11-21T10:01:00.000Z".into()),
-            status: "failed".into(),
+            status: Status::Failed,
             exit_code: Some(1),
             git_commit: Some("abc123".into()),
             git_dirty: Some(false),
@@ -361,7 +362,7 @@ mod tests {
             repetition: 0,
             samples_stored: 2,
             test_kind: "bench".into(),
-            status: "failed".into(),
+            status: Status::Failed,
             started_at: String::new(),
             ended_at: None,
             summary: Some(serde_json::json!({
@@ -383,7 +384,7 @@ mod tests {
             id: 2,
             name: "peak".into(),
             test_kind: "ramp".into(),
-            status: "passed".into(),
+            status: Status::Passed,
             summary: Some(serde_json::json!({
                 "reasons": [],
                 "details": {"steps": [

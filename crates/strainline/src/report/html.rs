@@ -358,8 +358,8 @@ fn case_section(s: &mut String, c: &CaseData, charts: bool) {
         "<h2>{} <small>({})</small></h2><p class=\"verdict {}\">{}</p>",
         escape(&c.row.name),
         escape(&c.row.test_kind),
-        escape(status),
-        escape(&status.to_uppercase())
+        escape(status.name()),
+        escape(&status.name().to_uppercase())
     );
     let reasons = c.reasons();
     if !reasons.is_empty() {
@@ -486,7 +486,7 @@ pub fn run_report(r: &RunData) -> String {
         s,
         "<h1>{}</h1><p class=\"verdict {}\"><strong>{}</strong>",
         escape(&title),
-        escape(&r.run.status),
+        escape(r.run.status.name()),
         escape(&verdict)
     );
     if !why.is_empty() {

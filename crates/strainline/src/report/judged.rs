@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::comparison::{judge, Pair, Policy, Verdict};
 use crate::report::compare::{Comparison, Mode, Session, Version};
-use crate::store::{case_key, usable, RunRow, Store, StoreError};
+use crate::store::{case_key, RunRow, Store, StoreError};
 use crate::Error;
 
 /// What to compare.
@@ -341,7 +341,7 @@ fn gather(store: &Store, runs: &[RunRow], notes: &mut Vec<String>) -> crate::err
     let mut out: Values = BTreeMap::new();
     for run in runs {
         for case in store.cases(run.id)? {
-            if !usable(&case.status) {
+            if !case.status.usable() {
                 notes.push(format!(
                     "run #{} case {} left out: it is {}",
                     run.id, case.name, case.status

@@ -295,7 +295,7 @@ impl RunData {
                 let mut row = vec![
                     c.row.name.clone(),
                     c.row.test_kind.clone(),
-                    c.row.status.to_uppercase(),
+                    c.row.status.name().to_uppercase(),
                 ];
                 for (m, _) in &shown {
                     row.push(
@@ -323,7 +323,7 @@ impl RunData {
     pub fn verdict(&self) -> (String, Vec<String>) {
         let mut why = Vec::new();
         for c in &self.cases {
-            if c.row.status != "passed" && c.row.status != "completed" {
+            if !c.row.status.good() {
                 let reasons = c.reasons();
                 if reasons.is_empty() {
                     why.push(format!("{}: {}", c.row.name, c.row.status));
@@ -331,7 +331,7 @@ impl RunData {
                 why.extend(reasons.iter().map(|r| format!("{}: {r}", c.row.name)));
             }
         }
-        (self.run.status.to_uppercase(), why)
+        (self.run.status.name().to_uppercase(), why)
     }
 }
 

@@ -71,10 +71,10 @@ pub enum Ending {
 
 impl Ending {
     /// As stored with the run.
-    pub fn name(self) -> &'static str {
+    pub fn stored(self) -> crate::store::Status {
         match self {
-            Ending::Completed(s) => s.name(),
-            Ending::Interrupted => "interrupted",
+            Ending::Completed(s) => s.stored(),
+            Ending::Interrupted => crate::store::Status::Interrupted,
         }
     }
 
@@ -300,18 +300,18 @@ pub fn run(
     } else {
         Ending::Completed(worst)
     };
-    let status = ending.name();
+    let status = ending.stored();
     store.merge_run_settings(
         run_id,
         "conditions",
         serde_json::to_value(conditions.finish())?,
     )?;
-    store.finish_run(run_id, status, Some(ending.exit_code()), &[])?;
+    store.finish_run(run_id, status.clone(), Some(ending.exit_code()), &[])?;
     writeln!(
         out,
         "\nSuite {}: {} — {done} of {} run; stored as run #{run_id}{}",
         crate::units::printable(&suite.name),
-        status.to_uppercase(),
+        status.name().to_uppercase(),
         crate::units::count(cases.len() as u64, "case", "cases"),
         if interrupted {
             " (interrupted: the completed cases are saved)"
@@ -400,7 +400,7 @@ impl RunInto<'_> {
         );
         let _ = self.store.finish_run(
             self.run_id,
-            "invalid",
+            crate::store::Status::Invalid,
             Some(crate::exit::INVALID),
             std::slice::from_ref(&why),
         );
@@ -470,7 +470,12 @@ impl RunInto<'_> {
         debug_assert_catalogued(test.kind, &result);
         if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
             if let Err(e) = kinds::apply_gates(test, &mut result) {
-                store.finish_run(self.run_id, "failed", Some(2), &[e.to_string()])?;
+                store.finish_run(
+                    self.run_id,
+                    crate::store::Status::Failed,
+                    Some(2),
+                    &[e.to_string()],
+                )?;
                 return Err(config(format!("{}: {e}", args.suite.display())));
             }
         }
@@ -510,7 +515,7 @@ fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> crate::error:
         .unwrap_or_default();
     store.finish_case(
         case_id,
-        result.status.name(),
+        result.status.stored(),
         &result.metrics,
         &processes,
         result,

@@ -464,8 +464,8 @@ fn conclude(
         Ending::Completed(worst)
     };
     let code = ending.exit_code();
-    store.finish_run(base_id, ending.name(), Some(code), &[])?;
-    store.finish_run(cand_id, ending.name(), Some(code), &[])?;
+    store.finish_run(base_id, ending.stored(), Some(code), &[])?;
+    store.finish_run(cand_id, ending.stored(), Some(code), &[])?;
     let rows = judge(all_pairs, policy);
     let regressed = rows.iter().any(|r| r.verdict == Verdict::Regressed);
     let host = crate::host::Host::current();
@@ -495,7 +495,7 @@ fn conclude(
     writeln!(
         out,
         "\nPaired session: {} — baseline run #{base_id}, candidate run #{cand_id}{}; `strainline compare {base_id} {cand_id}` shows it again",
-        if regressed { "REGRESSION".to_string() } else { ending.name().to_uppercase() },
+        if regressed { "REGRESSION".to_string() } else { ending.stored().name().to_uppercase() },
         if interrupted {
             " (interrupted: the completed cases are saved)"
         } else {

@@ -12,7 +12,7 @@ use super::http::{encode, query, Request, Response};
 use super::Shared;
 use crate::report::judged::{compare, Ask};
 use crate::report::svg::escape;
-use crate::store::{RunFilter, RunRow, Store};
+use crate::store::{RunFilter, RunRow, Status, Store};
 
 /// Runs on a page of the runs list.
 const PAGE: usize = 50;
@@ -230,11 +230,11 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
                 .unwrap_or_default(),
             escape(r.label.as_deref().unwrap_or("")),
             escape(&r.kind),
-            css_class(&r.status),
-            if r.status == "running" {
+            css_class(r.status.name()),
+            if r.status == Status::Running {
                 format!("<a href=\"/live/{}\">running</a>", r.id)
             } else {
-                escape(&r.status)
+                escape(r.status.name())
             },
             escape(reasons.get(&r.id).map_or("", |s| s.as_str())),
             escape(&r.commit_shown(10)),
@@ -522,7 +522,7 @@ fn live_list(store: &Store, json: bool) -> crate::error::Result<Response> {
             0,
         )?
         .into_iter()
-        .filter(|r| r.status == "running")
+        .filter(|r| r.status == Status::Running)
         .collect();
     if json {
         return Ok(Response::json(
@@ -578,7 +578,7 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
 <svg id=\"memory\" class=\"chart\" viewBox=\"0 0 720 220\" width=\"720\" height=\"220\"></svg>\
 <div id=\"live\" data-run=\"{id}\" data-api=\"/api/v1/\"></div><script src=\"/static/live.js\"></script>",
         escape(row.label.as_deref().or(row.suite.as_deref()).unwrap_or(&row.kind)),
-        escape(&row.status)
+        escape(row.status.name())
     );
     Ok(Response::html(200, layout(&format!("Live: run #{id}"), &b)))
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::backend::{vals, Value};
-use super::{Result, RunRow, Store};
+use super::{Result, RunRow, Status, Store};
 use crate::metrics::Direction;
 
 /// Which runs a page lists; every field narrows, `None` does not.
@@ -174,7 +174,8 @@ impl Store {
         for r in self.query(
             &format!(
                 "SELECT run_id, name, status, summary FROM cases
-                 WHERE run_id IN ({list}) AND status NOT IN ('passed', 'completed') ORDER BY id"
+                 WHERE run_id IN ({list}) AND status NOT IN ({good}) ORDER BY id",
+                good = Status::sql(&Status::GOOD)
             ),
             &ids,
         )? {
@@ -203,12 +204,15 @@ impl Store {
     ) -> Result<Vec<MetricValue>> {
         Ok(self
             .query(
-                "SELECT c.run_id, c.name, c.test_kind, m.name, m.value, m.unit, m.direction
-                 FROM cases c JOIN metrics m ON m.case_id = c.id
-                 WHERE c.run_id >= ?1 AND c.run_id <= ?2
-                   AND c.status IN ('passed', 'failed', 'completed')
-                   AND (CAST(?3 AS TEXT) IS NULL OR m.name = ?3)
-                 ORDER BY c.run_id, c.id, m.name",
+                &format!(
+                    "SELECT c.run_id, c.name, c.test_kind, m.name, m.value, m.unit, m.direction
+                     FROM cases c JOIN metrics m ON m.case_id = c.id
+                     WHERE c.run_id >= ?1 AND c.run_id <= ?2
+                       AND c.status IN ({usable})
+                       AND (CAST(?3 AS TEXT) IS NULL OR m.name = ?3)
+                     ORDER BY c.run_id, c.id, m.name",
+                    usable = Status::sql(&Status::USABLE)
+                ),
                 vals![first, last, metric],
             )?
             .iter()

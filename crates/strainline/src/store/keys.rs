@@ -1,5 +1,5 @@
 //! How stored cases line up across runs: which of a run's cases is which of another's
-//! (compare, history, the Action), and which statuses hold figures of the target.
+//! (compare, history, the Action).
 
 /// What pairs a case across runs: a suite case's name without its repetition suffix
 /// (`bench[a=1]#3` → `bench[a=1]`). A `monitor` or `load` run has one case named after
@@ -13,12 +13,6 @@ pub fn case_key<'a>(name: &'a str, kind: &'a str) -> &'a str {
         Some((base, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => base,
         _ => name,
     }
-}
-
-/// Statuses whose figures describe the target. An `invalid` case was generator-bound
-/// (its figures describe strainline); a `crashed` one did not finish.
-pub fn usable(status: &str) -> bool {
-    matches!(status, "passed" | "failed" | "completed")
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use crate::host::Host;
 use backend::{vals, Backend, Row, Value};
 pub use browse::{LiveSecond, RunFilter};
-pub use keys::{case_key, usable};
-pub use rows::{CaseRow, Metric, NewRun, RunRow, StoredHistogram};
+pub use keys::case_key;
+pub use rows::{CaseRow, Metric, NewRun, RunRow, Status, StoredHistogram};
 
 /// The default store path, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".strainline/results.db";

@@ -2,7 +2,7 @@
 //! samples, series, histograms and artifacts.
 
 use super::backend::{vals, Row};
-use super::{CaseRow, Metric, Result, RunRow, Store, StoreError, StoredHistogram};
+use super::{CaseRow, Metric, Result, RunRow, Status, Store, StoreError, StoredHistogram};
 use crate::measure::Sample;
 use crate::metrics::Direction;
 
@@ -78,10 +78,9 @@ impl Store {
             command: r.text(3),
             started_at: r.text(4),
             ended_at: r.opt_text(5),
-            status: if status == "running" && !process_alive(r.int(13)) {
-                "abandoned".into()
-            } else {
-                status
+            status: match Status::read(&status) {
+                Status::Running if !process_alive(r.int(13)) => Status::Abandoned,
+                s => s,
             },
             exit_code: r.opt_int(7),
             git_commit: r.opt_text(8),
@@ -198,7 +197,7 @@ impl Store {
                 run_id,
                 name: r.text(1),
                 test_kind: r.text(2),
-                status: r.text(3),
+                status: Status::read(&r.text(3)),
                 started_at: r.text(4),
                 ended_at: r.opt_text(5),
                 summary: r.opt_text(6).and_then(|s| serde_json::from_str(&s).ok()),
@@ -274,7 +273,7 @@ fn relative(key: &str) -> Option<(&str, u64)> {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Location, Metric, NewRun, Store, StoreError};
+    use super::super::{Location, Metric, NewRun, Status, Store, StoreError};
     use crate::host::{GitState, Host};
     use crate::measure::Sample;
 
@@ -314,7 +313,7 @@ mod tests {
     fn a_run_written_as_it_happens_reads_back_as_written() {
         let s = store();
         let id = begin(&s, Some("0.7.0"), &host("c1"));
-        assert_eq!(s.find_run("latest").unwrap().status, "running");
+        assert_eq!(s.find_run("latest").unwrap().status, Status::Running);
         let case = s
             .begin_case(id, "push", "bench", Some(r#"{"threads":4}"#), 1)
             .unwrap();
@@ -338,19 +337,19 @@ mod tests {
         ];
         s.finish_case(
             case,
-            "passed",
+            Status::Passed,
             &metrics,
             &[],
             &serde_json::json!({"lines": 3}),
         )
         .unwrap();
-        s.finish_run(id, "passed", Some(0), &[]).unwrap();
+        s.finish_run(id, Status::Passed, Some(0), &[]).unwrap();
 
         let run = s.find_run("latest").unwrap();
         assert_eq!(
             (
                 run.id,
-                run.status.as_str(),
+                run.status.name(),
                 run.label.as_deref(),
                 run.exit_code
             ),
@@ -365,7 +364,7 @@ mod tests {
         assert_eq!(cases.len(), 1);
         let c = &cases[0];
         assert_eq!(
-            (c.name.as_str(), c.test_kind.as_str(), c.status.as_str()),
+            (c.name.as_str(), c.test_kind.as_str(), c.status.name()),
             ("push", "bench", "passed")
         );
         assert_eq!((c.repetition, c.samples_stored), (1, 3));

@@ -1,5 +1,5 @@
-//! The rows the store writes and reads: a run as it starts, a metric, a run and a case
-//! as listed, a stored histogram.
+//! The rows the store writes and reads: a run as it starts, a status, a metric, a run
+//! and a case as listed, a stored histogram.
 
 use std::path::Path;
 
@@ -17,6 +17,105 @@ pub struct NewRun<'a> {
     pub cwd: &'a Path,
     pub git: Option<&'a GitState>,
     pub host: &'a Host,
+}
+
+/// How a run or a case ended, or that it has not. The store holds it as its word
+/// (`passed`), and every JSON document says that word; the word is read back into the
+/// same variant, so the code compares variants, never text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// Started, not ended (or ended by a crash of strainline: see `Abandoned`).
+    Running,
+    /// A suite's case or run whose every verdict and gate held.
+    Passed,
+    /// A verdict or a gate did not hold.
+    Failed,
+    /// Generator-bound, or not measured: its figures describe strainline.
+    Invalid,
+    /// The target died under it.
+    Crashed,
+    /// Ctrl-C or SIGTERM ended it; the cases before were kept.
+    Interrupted,
+    /// A `monitor` run or a `[[watch]]`: it ran to its end, with no verdict to give.
+    Completed,
+    /// A `load` run without gates whose generator kept its pace.
+    Valid,
+    /// Stored as `running` by a strainline that is no longer alive.
+    Abandoned,
+    /// A word this version does not know (a store written by a later one).
+    Other(String),
+}
+
+impl Status {
+    const WORDS: [(Status, &'static str); 9] = [
+        (Status::Running, "running"),
+        (Status::Passed, "passed"),
+        (Status::Failed, "failed"),
+        (Status::Invalid, "invalid"),
+        (Status::Crashed, "crashed"),
+        (Status::Interrupted, "interrupted"),
+        (Status::Completed, "completed"),
+        (Status::Valid, "valid"),
+        (Status::Abandoned, "abandoned"),
+    ];
+
+    /// Its word, as stored and shown.
+    pub fn name(&self) -> &str {
+        match self {
+            Status::Other(w) => w,
+            known => {
+                Status::WORDS
+                    .iter()
+                    .find(|(s, _)| s == known)
+                    .expect("every known status has a word")
+                    .1
+            }
+        }
+    }
+
+    /// The status a stored word names.
+    pub fn read(word: &str) -> Status {
+        Status::WORDS
+            .iter()
+            .find(|(_, w)| *w == word)
+            .map(|(s, _)| s.clone())
+            .unwrap_or_else(|| Status::Other(word.to_string()))
+    }
+
+    /// Those whose figures describe the target: an `invalid` case was generator-bound
+    /// (its figures describe strainline), a `crashed` one did not finish.
+    pub const USABLE: [Status; 3] = [Status::Passed, Status::Failed, Status::Completed];
+    /// Those that ended with nothing against them: passed, or (a monitor, a watch) ran
+    /// to their end with nothing to judge.
+    pub const GOOD: [Status; 2] = [Status::Passed, Status::Completed];
+
+    /// Whether its figures describe the target ([`Status::USABLE`]).
+    pub fn usable(&self) -> bool {
+        Status::USABLE.contains(self)
+    }
+
+    /// Whether it ended with nothing against it ([`Status::GOOD`]).
+    pub fn good(&self) -> bool {
+        Status::GOOD.contains(self)
+    }
+
+    /// A set of statuses as SQL's list of their words (`'passed', 'completed'`).
+    pub(super) fn sql(set: &[Status]) -> String {
+        let words: Vec<String> = set.iter().map(|s| format!("'{}'", s.name())).collect();
+        words.join(", ")
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 /// A metric: a named figure with its unit and which way is better.
@@ -72,7 +171,7 @@ pub struct RunRow {
     pub command: String,
     pub started_at: String,
     pub ended_at: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub exit_code: Option<i64>,
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
@@ -115,7 +214,7 @@ pub struct CaseRow {
     /// How many resource samples the store holds for the case.
     pub samples_stored: i64,
     pub test_kind: String,
-    pub status: String,
+    pub status: Status,
     pub started_at: String,
     pub ended_at: Option<String>,
     pub summary: Option<serde_json::Value>,
@@ -130,4 +229,23 @@ pub struct StoredHistogram {
     pub span: (f64, f64),
     pub encoding: String,
     pub data: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn a_status_reads_back_as_its_word() {
+        for (s, w) in Status::WORDS {
+            assert_eq!(s.name(), w);
+            assert_eq!(Status::read(w), s);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{w}\""));
+        }
+        let later = Status::read("paused");
+        assert_eq!(later, Status::Other("paused".into()));
+        assert_eq!(later.to_string(), "paused");
+        assert!(!later.usable() && !later.good());
+        assert_eq!(Status::sql(&Status::GOOD), "'passed', 'completed'");
+    }
 }

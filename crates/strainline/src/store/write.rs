@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::backend::vals;
-use super::{Metric, NewRun, Result, Store};
+use super::{Metric, NewRun, Result, Status, Store};
 use crate::host::Host;
 use crate::measure::{ProcessRecord, Sample};
 
@@ -97,7 +97,7 @@ impl Store {
     pub fn finish_run(
         &self,
         run_id: i64,
-        status: &str,
+        status: Status,
         exit_code: Option<i32>,
         reasons: &[String],
     ) -> Result<()> {
@@ -105,7 +105,7 @@ impl Store {
             "UPDATE runs SET status = ?2, exit_code = ?3, ended_at = ?4, reasons = ?5 WHERE id = ?1",
             vals![
                 run_id,
-                status,
+                status.name(),
                 exit_code,
                 crate::clock::now_rfc3339(),
                 serde_json::to_string(reasons)?
@@ -212,7 +212,7 @@ impl Store {
     pub fn finish_case<S: Serialize>(
         &self,
         case_id: i64,
-        status: &str,
+        status: Status,
         metrics: &[Metric],
         processes: &[ProcessRecord],
         summary: &S,
@@ -253,7 +253,7 @@ impl Store {
             }
             s.execute(
                 "UPDATE cases SET status = ?2, ended_at = ?3, summary = ?4 WHERE id = ?1",
-                vals![case_id, status, crate::clock::now_rfc3339(), &summary],
+                vals![case_id, status.name(), crate::clock::now_rfc3339(), &summary],
             )?;
             Ok(())
         })
