@@ -6,8 +6,7 @@
 
 use std::fmt::Write;
 
-use serde_json::json;
-
+use super::docs;
 use super::http::{query, Request, Response};
 use super::pages::{history_link, layout, run_link};
 use crate::analysis::changepoint::Params;
@@ -51,24 +50,23 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
     let (runs, all) = series(store, &q)?;
     let policy = tolerance(store, &runs)?;
     if json {
-        let list: Vec<serde_json::Value> = all
+        let series = all
             .iter()
-            .map(|s| {
-                let mut v = serde_json::to_value(s).unwrap_or_default();
-                v["tolerance"] = json!(policy.band(&s.metric));
-                v
+            .map(|s| docs::Banded {
+                series: s,
+                tolerance: policy.band(&s.metric),
             })
             .collect();
         return Ok(Response::json(
             200,
-            &json!({
-                "schema": "strainline.serve.history.v1",
-                "suite": suite,
-                "kind": kind,
-                "runs": runs.len(),
-                "parameters": parameters(&q.params),
-                "series": list,
-            }),
+            &docs::History {
+                schema: "strainline.serve.history.v1",
+                suite,
+                kind,
+                runs: runs.len(),
+                parameters: parameters(&q.params),
+                series,
+            },
         ));
     }
     let mut b = format!(
@@ -265,17 +263,25 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
     let suites = store.suites()?;
     let kinds = store.suiteless_kinds()?;
     if json {
-        let list: Vec<serde_json::Value> = suites
-            .iter()
-            .map(|(s, n)| json!({ "suite": s, "runs": n }))
-            .collect();
-        let others: Vec<serde_json::Value> = kinds
-            .iter()
-            .map(|(k, n)| json!({ "kind": k, "runs": n }))
-            .collect();
         return Ok(Response::json(
             200,
-            &json!({ "schema": "strainline.serve.suites.v1", "suites": list, "outside_suites": others }),
+            &docs::Suites {
+                schema: "strainline.serve.suites.v1",
+                suites: suites
+                    .iter()
+                    .map(|(s, n)| docs::SuiteRuns {
+                        suite: s.clone(),
+                        runs: *n,
+                    })
+                    .collect(),
+                outside_suites: kinds
+                    .iter()
+                    .map(|(k, n)| docs::KindRuns {
+                        kind: k.clone(),
+                        runs: *n,
+                    })
+                    .collect(),
+            },
         ));
     }
     let mut b = String::from("<h1>History</h1><p class=\"note\">Each suite's judged metrics over its runs, with change points.</p><ul class=\"suites\">");

@@ -204,11 +204,14 @@ impl Response {
         }
     }
 
-    pub fn json(status: u16, v: &serde_json::Value) -> Response {
+    /// A document of `/api/v1/` (`serve::docs`), its objects' keys sorted.
+    pub fn json(status: u16, doc: &impl serde::Serialize) -> Response {
         Response {
             status,
             content_type: "application/json",
-            body: serde_json::to_vec_pretty(v).unwrap_or_default(),
+            body: serde_json::to_value(doc)
+                .and_then(|v| serde_json::to_vec_pretty(&v))
+                .unwrap_or_default(),
             headers: Vec::new(),
         }
     }

@@ -11,6 +11,7 @@
 //! a slow client holds only its own thread. A non-loopback address needs a token.
 
 mod charts;
+mod docs;
 pub mod http;
 mod pages;
 

@@ -5,9 +5,8 @@
 
 use std::fmt::Write;
 
-use serde_json::json;
-
 use super::charts;
+use super::docs;
 use super::http::{encode, query, Request, Response};
 use super::Shared;
 use crate::report::judged::{compare, Ask};
@@ -87,7 +86,7 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
             tracing::warn!("serve {}: {e}", req.path);
             let why = e.to_string();
             if json {
-                Response::json(500, &json!({ "error": why }))
+                Response::json(500, &docs::Failure { error: &why })
             } else {
                 Response::html(
                     500,
@@ -98,36 +97,30 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
     }
 }
 
-fn api_index(base: &str) -> serde_json::Value {
-    let mut doc = api_paths();
-    if let Some(list) = doc["endpoints"].as_array_mut() {
-        for e in list.iter_mut() {
-            if let Some(path) = e.as_str() {
-                *e = serde_json::Value::String(format!("{base}{}", &path[1..]));
-            }
-        }
+/// The endpoints, under the base path `serve` answers at.
+fn api_index(base: &str) -> docs::Index {
+    docs::Index {
+        schema: "strainline.serve.v1",
+        strainline_version: env!("CARGO_PKG_VERSION"),
+        endpoints: ENDPOINTS
+            .iter()
+            .map(|path| format!("{base}{}", &path[1..]))
+            .collect(),
     }
-    doc
 }
 
-fn api_paths() -> serde_json::Value {
-    json!({
-        "schema": "strainline.serve.v1",
-        "strainline_version": env!("CARGO_PKG_VERSION"),
-        "endpoints": [
-            "/api/v1/runs?suite=&label=&kind=&status=&host=&since=&until=&page=",
-            "/api/v1/runs/ID",
-            "/api/v1/compare?baseline=RUN-or-LABEL&candidate=RUN-or-LABEL",
-            "/api/v1/history?suite=&case=&metric=&last=",
-            "/api/v1/live",
-            "/api/v1/live/ID?after=SECONDS",
-        ],
-    })
-}
+const ENDPOINTS: [&str; 6] = [
+    "/api/v1/runs?suite=&label=&kind=&status=&host=&since=&until=&page=",
+    "/api/v1/runs/ID",
+    "/api/v1/compare?baseline=RUN-or-LABEL&candidate=RUN-or-LABEL",
+    "/api/v1/history?suite=&case=&metric=&last=",
+    "/api/v1/live",
+    "/api/v1/live/ID?after=SECONDS",
+];
 
 fn not_found(json: bool, why: &str) -> Response {
     if json {
-        Response::json(404, &json!({ "error": why }))
+        Response::json(404, &docs::Failure { error: why })
     } else {
         Response::html(
             404,
@@ -187,25 +180,23 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let reasons = store.first_reasons(&ids)?;
     if json {
-        let runs: Vec<serde_json::Value> = rows
+        let runs = rows
             .iter()
-            .map(|r| {
-                let mut v = serde_json::to_value(r).unwrap_or_default();
-                v["reason"] = json!(reasons.get(&r.id));
-                v["duration_seconds"] =
-                    json!(seconds_between(&r.started_at, r.ended_at.as_deref()));
-                v
+            .map(|r| docs::Listed {
+                run: r,
+                reason: reasons.get(&r.id),
+                duration_seconds: seconds_between(&r.started_at, r.ended_at.as_deref()),
             })
             .collect();
         return Ok(Response::json(
             200,
-            &json!({
-                "schema": "strainline.serve.runs.v1",
-                "filter": filter,
-                "page": page,
-                "more": more,
-                "runs": runs,
-            }),
+            &docs::Runs {
+                schema: "strainline.serve.runs.v1",
+                filter: &filter,
+                page,
+                more,
+                runs,
+            },
         ));
     }
     let suites = store.suites()?;
@@ -397,13 +388,13 @@ fn run(store: &Store, id: i64, json: bool) -> crate::error::Result<Response> {
         let cases = store.cases(id)?;
         return Ok(Response::json(
             200,
-            &json!({
-                "schema": "strainline.serve.run.v1",
-                "run": row,
-                "cases": cases,
-                "previous": prev,
-                "next": next,
-            }),
+            &docs::Run {
+                schema: "strainline.serve.run.v1",
+                run: &row,
+                cases: &cases,
+                previous: prev,
+                next,
+            },
         ));
     }
     let data = crate::report::run::load(store, &id.to_string())?;
@@ -460,7 +451,9 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
         if json {
             return Ok(Response::json(
                 400,
-                &json!({ "error": "give baseline=RUN-or-LABEL and candidate=RUN-or-LABEL" }),
+                &docs::Failure {
+                    error: "give baseline=RUN-or-LABEL and candidate=RUN-or-LABEL",
+                },
             ));
         }
         let body = "<h1>Compare</h1><p>Two runs by id (<code>12</code>), label (<code>v0.7.0</code>) or <code>latest</code>, <code>LABEL~1</code>: every repetition of a label is one version.</p>\
@@ -527,7 +520,10 @@ fn live_list(store: &Store, json: bool) -> crate::error::Result<Response> {
     if json {
         return Ok(Response::json(
             200,
-            &json!({ "schema": "strainline.serve.live.v1", "running": running }),
+            &docs::Live {
+                schema: "strainline.serve.live.v1",
+                running: &running,
+            },
         ));
     }
     let mut b = String::from("<h1>Runs in progress</h1>");
@@ -562,12 +558,12 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
         let seconds = store.live_seconds(id, after, 3600)?;
         return Ok(Response::json(
             200,
-            &json!({
-                "schema": "strainline.serve.live-run.v1",
-                "run": id,
-                "status": row.status,
-                "seconds": seconds,
-            }),
+            &docs::LiveRun {
+                schema: "strainline.serve.live-run.v1",
+                run: id,
+                status: &row.status,
+                seconds: &seconds,
+            },
         ));
     }
     let b = format!(
