@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::details::{CrashDetails, CrashIteration};
+use super::details::{CrashDetails, CrashIteration, Of};
 use super::process::{argv, pause_until, spawn, wait};
 use super::{CaseCtx, CaseResult, Status};
 use crate::os::unit::{Ended, Unit};
@@ -107,6 +107,6 @@ pub(super) fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<Cas
             ),
         );
     }
-    r.details = serde_json::to_value(CrashDetails { iterations: rows })?;
+    r.details.of = Some(Of::Crash(CrashDetails { iterations: rows }));
     Ok(r)
 }

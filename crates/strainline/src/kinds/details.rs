@@ -1,8 +1,9 @@
-//! A case's stored details, typed: what a kind writes into the store and what the
-//! reports read back, as one Rust type per kind rather than JSON built in one place and
-//! picked apart by pointer in another. The JSON is the schema stores already hold
-//! (`details.steps`, `details.leak_fits`…); every field has a default, so a store written
-//! by an older strainline still reads.
+//! A case's stored details, typed: what a kind writes into the store ([`Details`]: its
+//! kind's own and what the run adds beside them) and what the reports read back, one
+//! Rust type per kind rather than JSON built in one place and picked apart by pointer in
+//! another. The JSON is the schema stores already hold (`details.steps`,
+//! `details.leak_fits`…); every field has a default, so a store written by an older
+//! strainline still reads.
 
 use std::collections::BTreeMap;
 
@@ -78,6 +79,91 @@ pub struct ScaleDetails {
     pub runs: Vec<Vec<f64>>,
 }
 
+/// A case's details as a kind returns them and the store keeps them: its kind's own
+/// (`Of`), and what the run adds beside them. Written as one JSON object of all their
+/// keys (`details.steps`, `details.threads`…), or `null` when it has none.
+#[derive(Debug, Clone, Default)]
+pub struct Details {
+    pub of: Option<Of>,
+    /// Lines of the target's output in each `[logs]` class.
+    pub log_classes: Option<BTreeMap<String, u64>>,
+    /// The target's thread states over a bench or a soak.
+    pub threads: Option<crate::measure::threads::Breakdown>,
+    /// A scenario's steps and checks, for the reports' tables.
+    pub scenario_steps: Option<Vec<crate::load::summary::StepSummary>>,
+    /// `expect = "failed"` and what was caught (the failure's reasons).
+    pub caught: Option<Vec<String>>,
+    /// Each agent's part of the case's last load run.
+    pub agents: Option<Vec<crate::load::summary::AgentSummary>>,
+}
+
+/// A kind's own details.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Of {
+    Ramp(RampDetails),
+    Soak(SoakDetails),
+    Rounds(RoundsDetails),
+    Crash(CrashDetails),
+    Scale(ScaleDetails),
+}
+
+impl Details {
+    /// Whether it holds nothing (stored as `null`).
+    pub fn is_empty(&self) -> bool {
+        let Details {
+            of,
+            log_classes,
+            threads,
+            scenario_steps,
+            caught,
+            agents,
+        } = self;
+        of.is_none()
+            && log_classes.is_none()
+            && threads.is_none()
+            && scenario_steps.is_none()
+            && caught.is_none()
+            && agents.is_none()
+    }
+}
+
+impl Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The object, as written.
+        #[derive(Serialize)]
+        struct Written<'a> {
+            #[serde(flatten)]
+            of: &'a Option<Of>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            log_classes: &'a Option<BTreeMap<String, u64>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            threads: &'a Option<crate::measure::threads::Breakdown>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            scenario_steps: &'a Option<Vec<crate::load::summary::StepSummary>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            expected: Option<&'static str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            caught: &'a Option<Vec<String>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agents: &'a Option<Vec<crate::load::summary::AgentSummary>>,
+        }
+        if self.is_empty() {
+            return s.serialize_none();
+        }
+        Written {
+            of: &self.of,
+            log_classes: &self.log_classes,
+            threads: &self.threads,
+            scenario_steps: &self.scenario_steps,
+            expected: self.caught.as_ref().map(|_| "failed"),
+            caught: &self.caught,
+            agents: &self.agents,
+        }
+        .serialize(s)
+    }
+}
+
 /// The details of a stored case summary (its `details`), as `T`; the default when it
 /// has none of `T`'s fields.
 pub fn read<T: for<'de> Deserialize<'de> + Default>(summary: Option<&serde_json::Value>) -> T {
@@ -116,5 +202,35 @@ mod tests {
         assert!(s.leak_fits["memory"].leak);
         let none: RampDetails = read(None);
         assert!(none.steps.is_empty());
+    }
+
+    /// Details are written as one object of the kind's keys and the run's, as they
+    /// were when built as JSON, and read back by the kind's type; none are `null`.
+    #[test]
+    fn details_are_one_object_and_read_back() {
+        let d = Details {
+            of: Some(Of::Scale(ScaleDetails {
+                sizes: vec![1, 2, 4],
+                exponent: 1.02,
+                verdict: "linear".into(),
+                ..ScaleDetails::default()
+            })),
+            log_classes: Some(BTreeMap::from([("panic".to_string(), 2)])),
+            caught: Some(vec!["cost grows".into()]),
+            ..Details::default()
+        };
+        let summary = serde_json::json!({ "details": d });
+        let v = &summary["details"];
+        assert_eq!(v["sizes"], serde_json::json!([1, 2, 4]));
+        assert_eq!(v["log_classes"]["panic"], 2);
+        assert_eq!(v["expected"], "failed");
+        assert_eq!(v["caught"][0], "cost grows");
+        assert!(v.get("threads").is_none() && v.get("agents").is_none());
+        let back: ScaleDetails = read(Some(&summary));
+        assert_eq!((back.exponent, back.verdict.as_str()), (1.02, "linear"));
+        assert_eq!(
+            serde_json::to_value(Details::default()).unwrap(),
+            serde_json::Value::Null
+        );
     }
 }

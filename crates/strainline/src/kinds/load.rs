@@ -260,10 +260,7 @@ pub(super) fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
     }
     // A scenario's steps and checks, for the reports' tables.
     if !s.steps.is_empty() {
-        r.detail(
-            "scenario_steps",
-            serde_json::to_value(&s.steps).unwrap_or_default(),
-        );
+        r.details.scenario_steps = Some(s.steps.clone());
     }
     if let Some(d) = &s.deliveries {
         r.table.push(format!(
@@ -417,5 +414,5 @@ pub(super) fn keep_thread_states(
                 .push(format!("limiting factor (thread states): {limit}"));
         }
     }
-    r.detail("threads", serde_json::to_value(&b).unwrap_or_default());
+    r.details.threads = Some(b);
 }

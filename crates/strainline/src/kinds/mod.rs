@@ -80,7 +80,7 @@ pub struct CaseResult {
     #[serde(skip)]
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Kind-specific details for the stored summary (steps, rounds, leak fits…).
-    pub details: serde_json::Value,
+    pub details: details::Details,
     /// Each gate and whether it held (for JUnit and the reports).
     pub gates: Vec<GateResult>,
     /// Test phases on the target's clock (seconds), for the reports' timelines.
@@ -119,25 +119,6 @@ impl CaseResult {
         });
     }
 
-    /// Adds `key` to the stored details, beside what they hold.
-    pub fn detail(&mut self, key: &str, value: serde_json::Value) {
-        match &mut self.details {
-            serde_json::Value::Object(m) => {
-                m.insert(key.into(), value);
-            }
-            d => *d = serde_json::json!({ key: value }),
-        }
-    }
-
-    /// Adds every key of `details` (an object) to the stored details.
-    pub fn add_details(&mut self, details: serde_json::Value) {
-        if let serde_json::Value::Object(m) = details {
-            for (k, v) in m {
-                self.detail(&k, v);
-            }
-        }
-    }
-
     pub fn new() -> CaseResult {
         CaseResult {
             status: Status::Passed,
@@ -146,7 +127,7 @@ impl CaseResult {
             table: Vec::new(),
             target: None,
             series: Vec::new(),
-            details: serde_json::Value::Null,
+            details: details::Details::default(),
             gates: Vec::new(),
             phases: Vec::new(),
             flamegraph: None,
@@ -270,10 +251,10 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
     let warnings = count(&suite.logs.warnings);
     r.metrics.push(Metric::of("log_errors", errors as f64));
     r.metrics.push(Metric::of("log_warnings", warnings as f64));
-    let mut classes = serde_json::Map::new();
+    let mut classes = std::collections::BTreeMap::new();
     for (name, re) in &suite.logs.classes {
         let n = text.lines().filter(|l| re.is_match(l)).count();
-        classes.insert(name.clone(), n.into());
+        classes.insert(name.clone(), n as u64);
         r.metrics.push(Metric::new(
             &crate::suite::log_class_metric(name),
             n as f64,
@@ -284,8 +265,8 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
             r.table.push(format!("log class '{name}': {n} line(s)"));
         }
     }
-    if r.details.is_object() || !classes.is_empty() {
-        r.detail("log_classes", classes.into());
+    if !r.details.is_empty() || !classes.is_empty() {
+        r.details.log_classes = Some(classes);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `ramp` kind: offered load in steps until it breaks — the stress–strain curve,
 //! its ceiling, knee and limiting factor (judged by [`crate::analysis::ramp`]).
 
+use super::details::{Of, RampDetails};
 use super::load::{
     busiest, cpu_seconds_of, drive, findings, states_since, thread_states, thread_ticks,
 };
@@ -113,13 +114,13 @@ pub(super) fn ramp(
             .map(|s| (s.figures.offered, s.figures.p99_ms))
             .collect(),
     ));
-    r.details = serde_json::to_value(super::details::RampDetails {
+    r.details.of = Some(Of::Ramp(RampDetails {
         steps,
         ceiling: c.ceiling,
         end: Some(c.end),
         knee: c.knee,
         limiting_factor: c.limiting_factor.clone(),
-    })?;
+    }));
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The `rounds` kind: N rounds of M operations with the memory retained after each —
 //! the job-server seed's leak test.
 
+use super::details::{Of, RoundsDetails};
 use super::load::{drive, judge_generator, samples};
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::rounds;
@@ -106,11 +107,11 @@ pub(super) fn rounds(
         "rss_after_round".into(),
         ops.iter().copied().zip(rss.iter().copied()).collect(),
     ));
-    r.details = serde_json::to_value(super::details::RoundsDetails {
+    r.details.of = Some(Of::Rounds(RoundsDetails {
         ops,
         rss,
         throughput: tput,
         base_rss: base,
-    })?;
+    }));
     Ok(())
 }

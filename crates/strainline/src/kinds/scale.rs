@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::details::ScaleDetails;
+use super::details::{Of, ScaleDetails};
 use super::process::{argv, spawn, wait};
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::growth;
@@ -122,7 +122,7 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
             );
         }
     }
-    r.details = serde_json::to_value(ScaleDetails {
+    r.details.of = Some(Of::Scale(ScaleDetails {
         sizes: t.sizes.clone(),
         exponent: g.exponent,
         exponent_low: g.low,
@@ -131,7 +131,7 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
         verdict: g.verdict.name().to_string(),
         by_cpu,
         runs: costs,
-    })?;
+    }));
     Ok(r)
 }
 

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::details::{Of, SoakDetails};
 use super::load::{
     cpu_in, drive, judge_generator, keep_latency, keep_thread_states, load_metrics, samples,
     states_since, thread_states,
@@ -157,9 +158,7 @@ pub(super) fn soak(
             (basis, ctx.last_ceiling.is_some()),
         );
     }
-    r.add_details(serde_json::to_value(super::details::SoakDetails {
-        leak_fits: fits,
-    })?);
+    r.details.of = Some(Of::Soak(SoakDetails { leak_fits: fits }));
     keep_thread_states(r, states, false);
     Ok(())
 }

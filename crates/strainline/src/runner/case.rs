@@ -42,7 +42,7 @@ fn expected(expect_failure: bool, mut r: CaseResult) -> CaseResult {
                 "caught, as expected (expect = \"failed\"): {}",
                 caught.join("; ")
             ));
-            r.add_details(serde_json::json!({ "expected": "failed", "caught": caught }));
+            r.details.caught = Some(caught);
         }
         Status::Passed => r.fail(
             Status::Failed,

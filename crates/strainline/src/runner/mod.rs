@@ -48,10 +48,7 @@ fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::Ag
     if parts.is_empty() {
         return;
     }
-    if !result.details.is_object() {
-        result.details = serde_json::json!({});
-    }
-    result.details["agents"] = serde_json::to_value(parts).unwrap_or_default();
+    result.details.agents = Some(parts.to_vec());
     for a in parts {
         let row = crate::report::run::agent_row(a);
         result
