@@ -1,0 +1,614 @@
+//! Scenarios: N virtual clients, each running steps — `once` (e.g. register), `every`
+//! PERIOD (e.g. push data every 200 s), or a weighted mix with think times — with
+//! templated paths, headers and bodies. This is the IoT seed's device emulator, built
+//! in. Or, with `[arrivals]`, no clients: requests at an open-model rate (a constant, or
+//! so many in each second — what `workload scenario` writes from an access log), each
+//! one a step drawn by weight. Or, with `[sessions]`, sessions arriving at an open-model
+//! rate, each running every step once in order (Gatling's users a second). The file is
+//! TOML; mistakes are reported as `FILE:LINE:COLUMN: what is wrong`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::Method;
+
+use super::feed::{Data, Row};
+use super::flow::{Check, Extract, Keep, OnFailure};
+use super::request::Rendered;
+use super::template::{RandomPool, Text, Vars};
+
+mod parse;
+mod raw;
+mod step;
+
+pub use parse::{load, parse};
+pub use raw::schema;
+
+/// When a step runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum When {
+    /// Once per client, first, in file order.
+    Once,
+    /// Periodically, at intended times; latency counts from the intended time.
+    Every(Duration),
+    /// Part of a closed-loop mix, chosen in proportion to its weight.
+    Weight(u32),
+}
+
+/// A pause after a step: fixed (`"2s"`), drawn uniformly from a range (`"1s..3s"`),
+/// exponential with a mean (`"exponential 2s"`: the gaps of Poisson arrivals), or a
+/// pace (`pace = "10s"`: the step starts at most once per pace, as Locust's
+/// `constant_pacing`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    Uniform { least: Duration, most: Duration },
+    Exponential { mean: Duration },
+    Pace(Duration),
+}
+
+impl Default for Think {
+    fn default() -> Think {
+        Think::Uniform {
+            least: Duration::ZERO,
+            most: Duration::ZERO,
+        }
+    }
+}
+
+impl Think {
+    pub fn is_zero(&self) -> bool {
+        match *self {
+            Think::Uniform { most, .. } => most.is_zero(),
+            Think::Exponential { mean } => mean.is_zero(),
+            Think::Pace(p) => p.is_zero(),
+        }
+    }
+
+    /// How long after `now` the client goes on, for a step that `started`, drawn from
+    /// the client's stream.
+    pub fn draw(&self, rng: &mut crate::rng::Rng, started: Instant, now: Instant) -> Duration {
+        match *self {
+            Think::Uniform { least, most } if most <= least => least,
+            Think::Uniform { least, most } => least + (most - least).mul_f64(rng.unit()),
+            // Capped at 20 means: a draw of a day would stall a client for the run.
+            Think::Exponential { mean } => mean.mul_f64((-rng.unit_open0().ln()).min(20.0)),
+            Think::Pace(p) => (started + p).saturating_duration_since(now),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: String,
+    pub when: When,
+    /// Pause after the step.
+    pub think: Think,
+    pub method: Method,
+    pub path: Text,
+    /// `paths`: literal paths, one picked at random for each request (instead of `path`).
+    pub observed: Vec<String>,
+    pub headers: Vec<(HeaderName, Text)>,
+    pub body: Option<Text>,
+    /// Values taken from its reply into the client's variables.
+    pub extract: Vec<Extract>,
+    /// Named checks of its reply; with one naming `status`, those statuses replace the
+    /// default (below 400) as what succeeds.
+    pub checks: Vec<Check>,
+    pub on_failure: OnFailure,
+    /// Follows redirects (301, 302, 303, 307, 308) within the target, as a browser
+    /// does, at most [`MAX_REDIRECTS`]; its checks and extractions read the last reply.
+    pub follow: bool,
+    /// What of its reply the protocol keeps (for the jar, extractions and checks).
+    pub keep: Keep,
+    /// `loop = { from = "STEP", times = N }`: after this step, the flow goes back to
+    /// `from` until the group ran `times` times (or, with `until`, until this step's
+    /// reply meets the condition).
+    pub repeat: Option<Loop>,
+}
+
+/// A loop over a group of a flow's steps: from step `from` to the step that has it.
+#[derive(Debug, Clone)]
+pub struct Loop {
+    pub from: usize,
+    /// How many times the group runs in all (a range is drawn each time the loop
+    /// starts, from the client's stream); with `until`, the most.
+    pub least: u32,
+    pub most: u32,
+    /// `until = { json = { "$.status" = "done" } }`: the loop ends as soon as the
+    /// step's reply meets this condition (a check's keys; not counted as a check).
+    pub until: Option<Arc<Check>>,
+}
+
+/// The most times a loop with `until` and no `times` runs its group.
+pub const UNTIL_TIMES: u32 = 100;
+
+impl Loop {
+    /// Times the group runs this time.
+    pub fn draw(&self, rng: &mut crate::rng::Rng) -> u32 {
+        self.least + rng.below(u64::from(self.most - self.least) + 1) as u32
+    }
+}
+
+/// The most redirects a step follows before it fails (`redirects`), as browsers do.
+pub const MAX_REDIRECTS: usize = 10;
+
+impl Step {
+    /// Whether its checks say which statuses succeed (instead of "below 400").
+    pub fn checks_status(&self) -> bool {
+        self.checks.iter().any(|c| !c.status.is_empty())
+    }
+
+    /// Whether it reads its reply's head: a header or cookie extracted, a header
+    /// checked, a redirect followed (a protocol whose replies are bodies alone cannot).
+    pub fn reads_head(&self) -> bool {
+        use super::flow::Source;
+        self.follow
+            || self
+                .extract
+                .iter()
+                .any(|e| matches!(e.source, Source::Header(_) | Source::Cookie(_)))
+            || self.checks.iter().any(|c| !c.headers.is_empty())
+    }
+}
+
+/// Open-model arrivals of a scenario without clients.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrive {
+    /// So many requests in each second (already scaled), the list repeated.
+    PerSecond(Vec<u32>),
+    /// A constant rate, evenly spaced or Poisson.
+    Rate { rate: f64, poisson: bool },
+    /// `[sessions] stages`: the rate a line from 0 through these (seconds, rate)
+    /// points.
+    Staged {
+        points: Vec<(f64, f64)>,
+        poisson: bool,
+    },
+}
+
+impl Arrive {
+    /// Requests per second on average.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Arrive::PerSecond(c) => {
+                c.iter().map(|&x| f64::from(x)).sum::<f64>() / c.len().max(1) as f64
+            }
+            Arrive::Rate { rate, .. } => *rate,
+            Arrive::Staged { points, .. } => {
+                let end = points.last().map_or(0.0, |p| p.0);
+                crate::load::schedule::Rate::Staged(points.clone()).count_by(end) / end.max(1e-9)
+            }
+        }
+    }
+}
+
+/// A checked scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Virtual clients (0 with `arrivals`); with `stages`, the most at once.
+    pub clients: u64,
+    /// `stages`: how many clients are active over time, a line from 0 through each
+    /// stage's count at its end (client i is active while the line is above i).
+    pub stages: Vec<Stage>,
+    /// `[arrivals]`: requests at these times, each a step drawn by weight.
+    pub arrivals: Option<Arrive>,
+    /// `[sessions]`: sessions arriving at this rate (the open model), each running every
+    /// step once, in order, on a connection of its own, then leaving.
+    pub sessions: Option<Arrive>,
+    /// Clients start evenly spread over this.
+    pub ramp_up: Duration,
+    /// Its `csv` or `jsonl` file's rows, handed to clients as `csv_order` says.
+    pub data: Option<Data>,
+    pub seed: u64,
+    pub steps: Vec<Step>,
+    /// Random bytes for `{{random N}}`, made once from the seed.
+    pub random: RandomPool,
+    /// The variables its steps extract (`{{NAME}}`), in file order.
+    pub vars: Vec<String>,
+    /// Each client keeps its cookies (on unless `cookies = false`).
+    pub cookies: bool,
+    /// `script = "FILE"`: its `request(r)` and `response(r)` hooks.
+    pub script: Option<std::sync::Arc<super::script::Script>>,
+}
+
+/// One stage of `stages`: the clients active go (linearly) to `to` over `over`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub to: u64,
+    pub over: Duration,
+}
+
+/// When the line of `stages` (from 0 clients at 0 s) first crosses `level` going up
+/// (`rising`) or down, at or after `after`.
+fn crossing(stages: &[Stage], level: f64, rising: bool, after: Duration) -> Option<Duration> {
+    let (mut t, mut from) = (Duration::ZERO, 0.0f64);
+    for st in stages {
+        let to = st.to as f64;
+        let crosses = if rising {
+            from < level && level < to
+        } else {
+            to < level && level < from
+        };
+        if crosses {
+            let at = t + st.over.mul_f64((level - from) / (to - from));
+            if at >= after {
+                return Some(at);
+            }
+        }
+        t += st.over;
+        from = to;
+    }
+    None
+}
+
+impl Scenario {
+    /// When client `i` starts, after the common start.
+    pub fn start_offset(&self, i: u64) -> Duration {
+        if let Some(all) = self.staged() {
+            // Client i is active while the line is above i + ½.
+            return crossing(&self.stages, i as f64 + 0.5, true, Duration::ZERO).unwrap_or(all);
+        }
+        self.ramp_up.mul_f64(i as f64 / self.clients.max(1) as f64)
+    }
+
+    /// When client `i` stops, after the common start, if its stages end it: when the
+    /// line falls to `i` clients after its start.
+    pub fn end_offset(&self, i: u64) -> Option<Duration> {
+        if self.stages.is_empty() {
+            return None;
+        }
+        crossing(&self.stages, i as f64 + 0.5, false, self.start_offset(i))
+    }
+
+    /// How long the stages last (the run's natural length), if it has them.
+    pub fn staged(&self) -> Option<Duration> {
+        (!self.stages.is_empty()).then(|| self.stages.iter().map(|s| s.over).sum())
+    }
+
+    /// Where client `i`'s first occurrence of a step with this period falls, after its
+    /// `once` steps: clients are spread evenly over the period so that they do not all
+    /// push at the same instant.
+    pub fn phase(&self, i: u64, period: Duration) -> Duration {
+        period.mul_f64((i as f64 * 0.618_033_988_749) % 1.0)
+    }
+
+    /// The row client `client` takes as it starts its flow: `Some(None)` without a data
+    /// file, `None` when `unique` rows ran out and the client stops.
+    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Option<Option<Row>> {
+        match &self.data {
+            None => Some(None),
+            Some(d) => d.take(client, rng).map(Some),
+        }
+    }
+
+    /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
+    /// paths; `values` are the client's flow variables, `row` its data row (`None`: row
+    /// `client` mod rows).
+    pub fn request(
+        &self,
+        i: usize,
+        client: u64,
+        seq: u64,
+        pick: u64,
+        values: &[Option<String>],
+        row: Option<&[String]>,
+    ) -> Rendered {
+        let st = &self.steps[i];
+        let own;
+        let vars = Vars {
+            client,
+            seq,
+            row: match row {
+                Some(r) => Some(r),
+                None => {
+                    own = self.data.as_ref().and_then(|d| d.row(client));
+                    own.as_deref()
+                }
+            },
+            random: &self.random,
+            values,
+        };
+        let mut body = Vec::new();
+        if let Some(b) = &st.body {
+            b.render(&vars, &mut body);
+        }
+        Rendered {
+            method: st.method.clone(),
+            path: match st.observed.len() {
+                0 => st.path.render_string(&vars),
+                n => st.observed[(pick % n as u64) as usize].clone(),
+            },
+            headers: st
+                .headers
+                .iter()
+                .filter_map(|(k, t)| {
+                    Some((
+                        k.clone(),
+                        HeaderValue::from_str(&t.render_string(&vars)).ok()?,
+                    ))
+                })
+                .collect(),
+            body: bytes::Bytes::from(body),
+            keep: st.keep.max(if self.cookies {
+                Keep::Cookies
+            } else {
+                Keep::Nothing
+            }),
+        }
+    }
+
+    /// The first variable step `i` uses that `values` lacks (the step cannot be sent).
+    pub fn missing(&self, i: usize, values: &[Option<String>]) -> Option<&str> {
+        let st = &self.steps[i];
+        std::iter::once(&st.path)
+            .chain(st.headers.iter().map(|(_, t)| t))
+            .chain(st.body.iter())
+            .find_map(|t| t.missing(values))
+            .map(|v| self.vars[v].as_str())
+    }
+
+    /// Requests the scenario offers within `d` — each client's `once` steps and its
+    /// periodic ones — for the achieved-versus-offered check; `None` when it has a
+    /// closed mix, whose pace is the target's.
+    pub fn scheduled(&self, d: Duration) -> Option<u64> {
+        if self.steps.iter().any(|s| matches!(s.when, When::Weight(_))) {
+            return None;
+        }
+        let mut n = 0u64;
+        let once = self.steps.iter().filter(|s| s.when == When::Once).count() as u64;
+        for i in 0..self.clients {
+            let start = self.start_offset(i);
+            let d = self.end_offset(i).map_or(d, |e| e.min(d));
+            if start < d {
+                n += once;
+            }
+            for s in &self.steps {
+                if let When::Every(p) = s.when {
+                    let first = start + self.phase(i, p);
+                    if first < d {
+                        n += 1 + ((d - first).as_secs_f64() / p.as_secs_f64()).ceil() as u64 - 1;
+                    }
+                }
+            }
+        }
+        Some(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn stages_start_and_stop_each_client_where_the_line_crosses_it() {
+        let text = "stages = [{ to = 4, over = \"4s\" }, { hold = \"2s\" }, { to = 0, over = \"4s\" }]\n[[step]]\nweight = 1\npath = \"/\"\n";
+        let sc = parse(text, Path::new("s.toml")).unwrap();
+        assert_eq!(sc.clients, 4);
+        assert_eq!(sc.staged(), Some(Duration::from_secs(10)));
+        let ms = |d: Duration| d.as_millis();
+        // Client i is active while the line is above i + 1/2.
+        assert_eq!(ms(sc.start_offset(0)), 500);
+        assert_eq!(ms(sc.start_offset(3)), 3500);
+        assert_eq!(sc.end_offset(0).map(ms), Some(9500));
+        assert_eq!(sc.end_offset(3).map(ms), Some(6500));
+        let e = parse(&format!("clients = 3\n{text}"), Path::new("s.toml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("instead of clients, ramp_up, [sessions] and [arrivals]"),
+            "{e}"
+        );
+    }
+
+    const IOT: &str = r#"
+clients = 100
+ramp_up = "10s"
+
+[[step]]
+name = "register"
+once = true
+path = "/register"
+headers = { "content-type" = "application/json" }
+body = '{"id": "dev-{{client}}"}'
+
+[[step]]
+name = "push"
+every = "200s"
+path = "/push/dev-{{client}}"
+body = "{{random 512}}"
+"#;
+
+    #[test]
+    fn reads_the_iot_emulator() {
+        let s = parse(IOT, Path::new("iot.toml")).unwrap();
+        assert_eq!(s.clients, 100);
+        assert_eq!(s.steps.len(), 2);
+        assert_eq!(s.steps[0].when, When::Once);
+        assert_eq!(s.steps[0].method, Method::POST);
+        assert_eq!(s.steps[1].when, When::Every(Duration::from_secs(200)));
+        // 100 registrations, then 100 clients pushing every 200 s offer 0.5 push/s:
+        // ~300 pushes in 600 s (less the ramp-up and phases).
+        let n = s.scheduled(Duration::from_secs(600)).unwrap();
+        assert!((390..=400).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn mistakes_point_at_file_line_and_column() {
+        let bad_key = IOT.replace("ramp_up", "rampup");
+        let e = parse(&bad_key, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("iot.toml:3:1: unknown field `rampup`"), "{e}");
+        let bad_duration = IOT.replace("\"200s\"", "\"200 parsecs\"");
+        let e = parse(&bad_duration, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("iot.toml:14:9: every: '200 parsecs' is not a duration"),
+            "{e}"
+        );
+        let bad_placeholder = IOT.replace("dev-{{client}}\"", "dev-{{clint}}\"");
+        let e = parse(&bad_placeholder, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("iot.toml:10:21: unknown placeholder '{{clint}}'"),
+            "{e}"
+        );
+        let no_when = IOT.replace("once = true\n", "");
+        let e = parse(&no_when, Path::new("iot.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("say when it runs"), "{e}");
+    }
+
+    #[test]
+    fn loops_name_an_earlier_step_of_the_sequence_and_draw_their_times() {
+        let flow = |tail: &str| {
+            format!("clients = 1\n[[step]]\nname = \"a\"\nonce = true\npath = \"/\"\n[[step]]\nname = \"b\"\n{tail}\npath = \"/\"\n")
+        };
+        let sc = parse(
+            &flow("once = true\nloop = { from = \"a\", times = \"2..4\" }"),
+            Path::new("f.toml"),
+        )
+        .unwrap();
+        let l = sc.steps[1].repeat.clone().unwrap();
+        assert_eq!((l.from, l.least, l.most), (0, 2, 4));
+        assert!(l.until.is_none() && sc.steps[1].keep == Keep::Nothing);
+        // `until` ends the loop on a condition of the step's reply, at most 100 times
+        // unless told: the step keeps the body its condition reads.
+        let polled = parse(
+            &flow("once = true\nloop = { from = \"a\", until = { json = { \"$.status\" = \"done\" } } }"),
+            Path::new("f.toml"),
+        )
+        .unwrap();
+        let u = polled.steps[1].repeat.clone().unwrap();
+        assert_eq!((u.least, u.most), (UNTIL_TIMES, UNTIL_TIMES));
+        assert_eq!(u.until.unwrap().json.len(), 1);
+        assert_eq!(polled.steps[1].keep, Keep::All);
+        let mut rng = crate::rng::Rng::new(3);
+        let drawn: std::collections::BTreeSet<u32> = (0..200).map(|_| l.draw(&mut rng)).collect();
+        assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [2, 3, 4]);
+        for (tail, why) in [
+            (
+                "once = true\nloop = { from = \"c\", times = 2 }",
+                "from = 'c': give the name of this step or an earlier one",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", times = 0 }",
+                "times: give a count",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", times = \"3..1\" }",
+                "times: give a count",
+            ),
+            (
+                "weight = 1\nloop = { from = \"a\", times = 2 }",
+                "give it to a once step",
+            ),
+            ("once = true\nloop = { from = \"a\" }", "give times = N"),
+            (
+                "once = true\nloop = { from = \"a\", until = { json = { \"$.[\" = 1 } } }",
+                "loop: until:",
+            ),
+            (
+                "once = true\nloop = { from = \"a\", until = {} }",
+                "until: it checks nothing",
+            ),
+        ] {
+            let e = parse(&flow(tail), Path::new("f.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why) && e.starts_with("f.toml:9:"), "{e}");
+        }
+        let open = format!("{OPEN}loop = {{ from = \"x\", times = 2 }}\n");
+        let e = parse(&open, Path::new("o.toml")).unwrap_err().to_string();
+        assert!(e.contains("loop: with [arrivals]"), "{e}");
+    }
+
+    const OPEN: &str = r#"
+[arrivals]
+per_second = [3, 0, 5]
+scale = 1.5
+
+[[step]]
+weight = 3
+paths = ["/items/1?full=1", "/items/2"]
+
+[[step]]
+weight = 1
+method = "POST"
+path = "/push/{{seq}}"
+"#;
+
+    #[test]
+    fn open_arrivals_draw_steps_by_weight_and_are_checked() {
+        let s = parse(OPEN, Path::new("w.toml")).unwrap();
+        assert_eq!(s.clients, 0);
+        // 4.5 and 7.5 are rounded at random, seeded: to 4 or 5, and 7 or 8.
+        match &s.arrivals {
+            Some(Arrive::PerSecond(c)) => {
+                assert!(matches!(c[..], [4 | 5, 0, 7 | 8]), "{c:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.steps[0].observed, ["/items/1?full=1", "/items/2"]);
+        let draw = super::super::replay::Draw::new(std::sync::Arc::new(s));
+        let requests = super::super::replay::Requests::Drawn(draw);
+        let mut posts = 0;
+        for n in 0..4000 {
+            let (r, step) = requests.at(n);
+            assert_eq!(step, Some(if r.method == Method::POST { 1 } else { 0 }));
+            if r.method == Method::POST {
+                assert_eq!(r.path, format!("/push/{n}"));
+                posts += 1;
+            } else {
+                assert!(r.path.starts_with("/items/"), "{}", r.path);
+            }
+            // The same position draws the same request on every thread and agent.
+            assert_eq!(requests.at(n).0.path, r.path);
+        }
+        // One in four, within 4 standard deviations (σ ≈ 27).
+        assert!((posts as i64 - 1000).abs() < 110, "{posts}");
+        for (from, to, why) in [
+            (
+                "[arrivals]",
+                "clients = 3\n[arrivals]",
+                "with [arrivals] the requests come",
+            ),
+            (
+                "weight = 1\n",
+                "once = true\n",
+                "every step is drawn by its weight",
+            ),
+            ("[3, 0, 5]", "[0, 0]", "the counts send nothing"),
+            ("[3, 0, 5]", "[3, -1]", "a count must be from 0"),
+            ("scale = 1.5", "scale = 0.0", "scale = 0: out of range"),
+            (
+                "per_second = [3, 0, 5]",
+                "rate = 10.0\nper_second = [1]",
+                "either per_second",
+            ),
+            (
+                "\"/items/2\"",
+                "\"/items/2 HTTP/1.1\\r\\nHost: x\"",
+                "no space or control",
+            ),
+            ("path = \"/push/{{seq}}\"", "", "give a path"),
+        ] {
+            let e = parse(&OPEN.replacen(from, to, 1), Path::new("w.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(why) && e.starts_with("w.toml:"),
+                "{from} → {to}: {e}"
+            );
+        }
+        let e = parse("[[step]]\nweight = 1\npath = \"/\"\n", Path::new("w.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("say who sends"), "{e}");
+    }
+}

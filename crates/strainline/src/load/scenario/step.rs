@@ -1,0 +1,589 @@
+//! One `[[step]]` checked: its request (path or observed paths, method, headers, body),
+//! when it runs, its think time, its extractions and checks, its recovery, and the
+//! loops that group steps.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::header::HeaderName;
+use hyper::Method;
+use toml::Spanned;
+
+use crate::load::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source};
+use crate::load::template::Text;
+use crate::units::parse_duration;
+
+use super::raw::{RawCheck, RawScenario, RawStep};
+use super::{Loop, Step, Think, When, UNTIL_TIMES};
+
+/// What checking a step needs to know of the whole scenario.
+pub(super) struct Whole<'a> {
+    /// Its steps are drawn by weight at `[arrivals]` times: no clients.
+    pub(super) drawn: bool,
+    /// `[sessions]`: each session runs every step once, in order.
+    pub(super) sessions: bool,
+    /// It has a `once` step (what `restart` goes back to).
+    pub(super) once_anywhere: bool,
+    /// The variables its steps extract.
+    pub(super) vars: &'a [String],
+    /// Its script reads every reply (`response(r)`): every step keeps it.
+    pub(super) reads_replies: bool,
+}
+
+/// One `[[step]]`, checked: `i` its position.
+/// Long because each key of a step is checked here in file order, each with its own
+/// error at its position.
+pub(super) fn step(
+    i: usize,
+    spanned: &Spanned<RawStep>,
+    whole: &Whole,
+    template: &dyn Fn(&Spanned<String>) -> crate::error::Result<Text>,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Step> {
+    let Whole {
+        drawn,
+        sessions,
+        once_anywhere,
+        vars,
+        ..
+    } = *whole;
+    let (st, here) = (spanned.get_ref(), spanned.span().start);
+    let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
+    let (pos, observed) = paths(st, &name, here, at)?;
+    let when = if sessions {
+        if let Some(key) = [
+            (&st.every.as_ref().map(|e| e.span().start), "every"),
+            (&st.weight.as_ref().map(|w| w.span().start), "weight"),
+        ]
+        .into_iter()
+        .find_map(|(p, k)| p.map(|p| (p, k)))
+        {
+            return Err(at(
+                key.0,
+                format!("step '{name}': {}: with [sessions] each session runs every step once, in file order; every and weight are for clients", key.1),
+            ));
+        }
+        When::Once
+    } else {
+        when(st, &name, pos, drawn, duration, at)?
+    };
+    if drawn && !matches!(when, When::Weight(_)) {
+        return Err(at(
+            pos,
+            format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
+        ));
+    }
+    if let (true, Some(t)) = (drawn, &st.think) {
+        return Err(at(
+            t.span().start,
+            "think: with [arrivals] requests come at the arrival times; there is no client to pause".into(),
+        ));
+    }
+    let method = match &st.method {
+        Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
+            at(
+                m.span().start,
+                format!("method: '{}' is not an HTTP method", m.get_ref()),
+            )
+        })?,
+        None if st.body.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    if let (true, Some((_, e))) = (drawn, st.extract.iter().next()) {
+        return Err(at(
+            e.span().start,
+            format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
+        ));
+    }
+    let extract = extracts(st, vars, at)?;
+    let checks = checks(st, at)?;
+    let on_failure = on_failure(st, &name, duration, at)?;
+    if on_failure == OnFailure::Restart && !once_anywhere {
+        return Err(at(
+            st.on_failure.as_ref().map_or(here, |o| o.span().start),
+            format!("step '{name}': on_failure = \"restart\" starts the client's flow again from its first once step, and this scenario has none: add one (e.g. a login or a registration) or use \"retry\""),
+        ));
+    }
+    let follow = st.follow.unwrap_or(false);
+    let keep = extract
+        .iter()
+        .map(|e| {
+            if e.source.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            }
+        })
+        .chain(checks.iter().map(|c| {
+            if c.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            }
+        }))
+        .chain(follow.then_some(Keep::Head))
+        .chain(whole.reads_replies.then_some(Keep::All))
+        .max()
+        .unwrap_or(Keep::Nothing);
+    let mut headers = Vec::new();
+    for (k, v) in &st.headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            at(
+                v.span().start,
+                format!("headers: '{k}' is not a header name"),
+            )
+        })?;
+        headers.push((name, template(v)?));
+    }
+    let think = match (&st.think, &st.pace) {
+            (Some(t), None) => think(t, duration, at)?,
+            (None, Some(p)) => Think::Pace(duration(p, "pace")?),
+            (None, None) => Think::default(),
+            (Some(_), Some(p)) => {
+                return Err(at(p.span().start, format!("step '{name}': give think (a pause after the step) or pace (the step at most once per pace), not both")))
+            }
+        };
+    Ok(Step {
+        name,
+        when,
+        think,
+        method,
+        path: match &st.path {
+            Some(p) => template(p)?,
+            None => Text::parse("", &[]).expect("empty"),
+        },
+        observed,
+        headers,
+        body: st.body.as_ref().map(template).transpose()?,
+        extract,
+        checks,
+        on_failure,
+        follow,
+        keep,
+        repeat: None,
+    })
+}
+
+/// The steps' `loop`s, checked and resolved once every step is known: `from` names
+/// this step or an earlier one of the same flow sequence (clients' `once` steps, or a
+/// session's steps), and two groups are nested or apart, never crossed.
+pub(super) fn loops(
+    raw: &RawScenario,
+    steps: &mut [Step],
+    sessions: bool,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<()> {
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for (i, spanned) in raw.step.iter().enumerate() {
+        let Some(l) = &spanned.get_ref().repeat else {
+            continue;
+        };
+        let (pos, name) = (l.span().start, steps[i].name.clone());
+        let wrong = |msg: String| at(pos, format!("step '{name}': loop: {msg}"));
+        if !sessions && steps[i].when != When::Once {
+            return Err(wrong("a loop goes over a flow's steps in order: give it to a once step (with [sessions], to any step); a weighted or periodic step repeats already".into()));
+        }
+        let from = steps[..=i]
+            .iter()
+            .position(|s| s.name == l.get_ref().from)
+            .ok_or_else(|| {
+                wrong(format!(
+                    "from = '{}': give the name of this step or an earlier one",
+                    l.get_ref().from
+                ))
+            })?;
+        if !sessions && steps[from].when != When::Once {
+            return Err(wrong(format!(
+                "from = '{}': a once step, as this one is",
+                steps[from].name
+            )));
+        }
+        let bad_times = || {
+            wrong(
+                "times: give a count (times = 3) or a range (times = \"1..5\"), at least 1".into(),
+            )
+        };
+        let until = match &l.get_ref().until {
+            Some(c) => Some(Arc::new(check_of("until", c, &|m| {
+                wrong(format!("until: {m}"))
+            })?)),
+            None => None,
+        };
+        let (least, most) = match &l.get_ref().times {
+            None if until.is_some() => (UNTIL_TIMES, UNTIL_TIMES),
+            None => {
+                return Err(wrong(
+                    "give times = N (how many times its steps run) or until = { … } (a condition on this step's reply that ends it)".into(),
+                ))
+            }
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+                (*n as u32, *n as u32)
+            }
+            Some(toml::Value::String(r)) => {
+                let (a, b) = r.split_once("..").ok_or_else(bad_times)?;
+                let a: u32 = a.trim().parse().map_err(|_| bad_times())?;
+                let b: u32 = b.trim().parse().map_err(|_| bad_times())?;
+                if a < 1 || b < a {
+                    return Err(bad_times());
+                }
+                (a, b)
+            }
+            _ => return Err(bad_times()),
+        };
+        if let Some(&(a, b)) = groups
+            .iter()
+            .find(|&&(a, b)| (a < from && from <= b) || (from < a && a <= i && i < b))
+        {
+            return Err(wrong(format!(
+                "its steps ('{}' to '{name}') cross another loop's ('{}' to '{}'): loops must be nested or apart",
+                steps[from].name, steps[a].name, steps[b].name
+            )));
+        }
+        groups.push((from, i));
+        if let Some(c) = &until {
+            let needs = if c.needs_body() {
+                Keep::All
+            } else {
+                Keep::Head
+            };
+            steps[i].keep = steps[i].keep.max(needs);
+        }
+        steps[i].repeat = Some(Loop {
+            from,
+            least,
+            most,
+            until,
+        });
+    }
+    Ok(())
+}
+
+/// `think = "2s"`, a range drawn uniformly for each pause (`"1s..3s"`), or an
+/// exponential pause with a mean (`"exponential 2s"`).
+pub(super) fn think(
+    t: &Spanned<String>,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Think> {
+    if let Some(mean) = t.get_ref().strip_prefix("exponential ") {
+        let mean =
+            parse_duration(mean.trim()).map_err(|e| at(t.span().start, format!("think: {e}")))?;
+        return Ok(Think::Exponential { mean });
+    }
+    match t.get_ref().split_once("..") {
+        None => {
+            let d = duration(t, "think")?;
+            Ok(Think::Uniform { least: d, most: d })
+        }
+        Some((a, b)) => {
+            let one = |s: &str| {
+                parse_duration(s.trim()).map_err(|e| at(t.span().start, format!("think: {e}")))
+            };
+            let (least, most) = (one(a)?, one(b)?);
+            if most < least {
+                return Err(at(
+                    t.span().start,
+                    format!("think = \"{}\": the range runs from the shorter pause to the longer, e.g. \"1s..3s\"", t.get_ref()),
+                ));
+            }
+            Ok(Think::Uniform { least, most })
+        }
+    }
+}
+
+/// A step's `extract` table, checked: one source per variable, a JSON path or a regex
+/// that parses (a regex with at most one capture group).
+pub(super) fn extracts(
+    st: &RawStep,
+    vars: &[String],
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<Extract>> {
+    let mut out = Vec::new();
+    for (name, e) in &st.extract {
+        let (pos, e) = (e.span().start, e.get_ref());
+        let source = match (&e.json, &e.regex, &e.header, &e.cookie) {
+            (Some(p), None, None, None) => Source::Json(
+                JsonPath::parse(p).map_err(|(_, m)| at(pos, format!("extract.{name}: {m}")))?,
+            ),
+            (None, Some(r), None, None) => {
+                let re = regex_lite::Regex::new(r)
+                    .map_err(|err| at(pos, format!("extract.{name}: regex '{r}': {err}")))?;
+                if re.captures_len() > 2 {
+                    return Err(at(pos, format!("extract.{name}: regex '{r}' has {} capture groups; give one (the value) or none (the whole match)", re.captures_len() - 1)));
+                }
+                Source::Regex(re)
+            }
+            (None, None, Some(h), None) => Source::Header(h.to_ascii_lowercase()),
+            (None, None, None, Some(c)) => Source::Cookie(c.clone()),
+            _ => {
+                return Err(at(
+                    pos,
+                    format!("extract.{name}: give one of json = \"$.path\", regex = \"…(…)…\", header = \"Name\" or cookie = \"name\""),
+                ))
+            }
+        };
+        out.push(Extract {
+            name: name.clone(),
+            var: vars.iter().position(|v| v == name).expect("collected"),
+            source,
+        });
+    }
+    Ok(out)
+}
+
+/// A step's named checks, checked.
+pub(super) fn checks(
+    st: &RawStep,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<Check>> {
+    let mut out = Vec::new();
+    for (name, c) in &st.check {
+        let (pos, c) = (c.span().start, c.get_ref());
+        out.push(check_of(name, c, &|m| {
+            at(pos, format!("check.{name}: {m}"))
+        })?);
+    }
+    Ok(out)
+}
+
+/// A check's (or a loop's `until`) keys, checked; `bad` says where.
+pub(super) fn check_of(
+    name: &str,
+    c: &RawCheck,
+    bad: &dyn Fn(String) -> crate::Error,
+) -> crate::error::Result<Check> {
+    {
+        let status = match &c.status {
+            None => Vec::new(),
+            Some(toml::Value::Integer(n)) => vec![*n],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_integer().ok_or_else(|| {
+                        bad("status: give a status or a list of them, e.g. [200, 302]".into())
+                    })
+                })
+                .collect::<crate::error::Result<_>>()?,
+            Some(_) => {
+                return Err(bad(
+                    "status: give a status or a list of them, e.g. [200, 302]".into(),
+                ))
+            }
+        };
+        let status = status
+            .into_iter()
+            .map(|n| {
+                u16::try_from(n).ok().filter(|n| *n < 1000).ok_or_else(|| {
+                    bad(format!(
+                        "status {n} is not a status (HTTP's 100 to 999, gRPC's 0 to 16)"
+                    ))
+                })
+            })
+            .collect::<crate::error::Result<Vec<u16>>>()?;
+        let path = |p: &str| JsonPath::parse(p).map_err(|(_, m)| bad(m));
+        let check = Check {
+            name: name.to_string(),
+            status,
+            body_contains: c.body_contains.clone(),
+            body_matches: c
+                .body_matches
+                .as_ref()
+                .map(|r| {
+                    regex_lite::Regex::new(r).map_err(|e| bad(format!("body_matches '{r}': {e}")))
+                })
+                .transpose()?,
+            json: c
+                .json
+                .iter()
+                .map(|(p, v)| {
+                    Ok((
+                        path(p)?,
+                        serde_json::to_value(v).map_err(|e| bad(e.to_string()))?,
+                    ))
+                })
+                .collect::<crate::error::Result<_>>()?,
+            json_exists: c
+                .json_exists
+                .iter()
+                .map(|p| path(p))
+                .collect::<crate::error::Result<_>>()?,
+            headers: c.headers.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            latency: c
+                .latency
+                .as_ref()
+                .map(|l| parse_duration(l).map_err(|e| bad(format!("latency: {e}"))))
+                .transpose()?,
+        };
+        if check.status.is_empty()
+            && !check.needs_body()
+            && check.headers.is_empty()
+            && check.latency.is_none()
+        {
+            return Err(bad("it checks nothing: give status, body_contains, body_matches, json, json_exists, headers or latency".into()));
+        }
+        Ok(check)
+    }
+}
+
+/// `on_failure = "continue" | "stop" | "restart"`, or `{ retry = N, backoff = "100ms" }`.
+pub(super) fn on_failure(
+    st: &RawStep,
+    name: &str,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<OnFailure> {
+    let Some(v) = &st.on_failure else {
+        return Ok(OnFailure::Continue);
+    };
+    let pos = v.span().start;
+    let wrong = || {
+        at(
+            pos,
+            format!("step '{name}': on_failure is \"continue\", \"stop\", \"restart\" or {{ retry = N, backoff = \"100ms\" }}"),
+        )
+    };
+    match v.get_ref() {
+        toml::Value::String(s) => match s.as_str() {
+            "continue" => Ok(OnFailure::Continue),
+            "stop" => Ok(OnFailure::Stop),
+            "restart" => Ok(OnFailure::Restart),
+            _ => Err(wrong()),
+        },
+        toml::Value::Table(t) => {
+            if t.keys().any(|k| k != "retry" && k != "backoff") {
+                return Err(wrong());
+            }
+            let times = t
+                .get("retry")
+                .and_then(toml::Value::as_integer)
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| {
+                    at(
+                        pos,
+                        format!(
+                            "step '{name}': on_failure.retry: how many more times, from 1 to 100"
+                        ),
+                    )
+                })?;
+            let backoff = match t.get("backoff") {
+                None => Duration::ZERO,
+                Some(toml::Value::String(b)) => {
+                    duration(&Spanned::new(pos..pos, b.clone()), "on_failure.backoff")?
+                }
+                Some(_) => return Err(wrong()),
+            };
+            Ok(OnFailure::Retry {
+                times: times as u32,
+                backoff,
+            })
+        }
+        _ => Err(wrong()),
+    }
+}
+
+/// A step's path (a template) or paths (observed ones to pick from): where it is in the
+/// file, and the observed paths.
+pub(super) fn paths(
+    st: &RawStep,
+    name: &str,
+    here: usize,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<(usize, Vec<String>)> {
+    Ok(match (&st.path, &st.paths) {
+        (Some(p), None) => {
+            if !p.get_ref().starts_with('/') {
+                return Err(at(
+                    p.span().start,
+                    format!("path: '{}' must start with /", p.get_ref()),
+                ));
+            }
+            (p.span().start, Vec::new())
+        }
+        (None, Some(list)) if !list.get_ref().is_empty() => {
+            for p in list.get_ref() {
+                if !crate::load::replay::sendable(p.get_ref()) {
+                    return Err(at(
+                        p.span().start,
+                        format!(
+                            "paths: '{}' must start with / and hold no space or control character",
+                            crate::units::printable(p.get_ref())
+                        ),
+                    ));
+                }
+            }
+            let v = list.get_ref().iter().map(|p| p.get_ref().clone()).collect();
+            (list.span().start, v)
+        }
+        (None, Some(list)) => {
+            return Err(at(
+                list.span().start,
+                "paths: give at least one path".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(at(
+                here,
+                format!("step '{name}': give a path (a template) or paths (a list to pick from)"),
+            ))
+        }
+        (Some(p), Some(_)) => {
+            return Err(at(
+                p.span().start,
+                format!("step '{name}': give either path or paths, not both"),
+            ))
+        }
+    })
+}
+
+/// When a step runs: once, every period, or by weight (`drawn`: with arrivals, every
+/// step is drawn by weight, 1 unless said).
+pub(super) fn when(
+    st: &RawStep,
+    name: &str,
+    pos: usize,
+    drawn: bool,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<When> {
+    let once = st.once.as_ref().is_some_and(|o| *o.get_ref());
+    Ok(match (once, &st.every, &st.weight) {
+        (true, None, None) => When::Once,
+        (false, Some(e), None) => {
+            let p = duration(e, "every")?;
+            crate::limits::PERIOD.check(p.as_secs_f64()).map_err(|_| {
+                at(
+                    e.span().start,
+                    format!(
+                        "every = \"{}\": out of range, give a period from 1ms to 30 days",
+                        e.get_ref()
+                    ),
+                )
+            })?;
+            When::Every(p)
+        }
+        (false, None, Some(w)) if (1..=i64::from(u32::MAX)).contains(w.get_ref()) => {
+            When::Weight(*w.get_ref() as u32)
+        }
+        (false, None, Some(w)) => {
+            return Err(at(
+                w.span().start,
+                "weight must be from 1 to 4294967295".into(),
+            ))
+        }
+        // With arrivals every step is drawn by weight: 1 unless said.
+        (false, None, None) if drawn => When::Weight(1),
+        (false, None, None) => {
+            let msg = format!(
+                "step '{name}': say when it runs: once = true, every = \"200s\" or weight = 1"
+            );
+            return Err(at(pos, msg));
+        }
+        _ => {
+            return Err(at(
+                pos,
+                format!("step '{name}': give only one of once, every and weight"),
+            ))
+        }
+    })
+}
