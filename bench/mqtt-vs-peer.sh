@@ -12,6 +12,7 @@
 # only; every run is bounded by its count.
 #   bash bench/mqtt-vs-peer.sh
 #   REPS=5 COUNT=200000 bash bench/mqtt-vs-peer.sh
+#   STRAINLINE_BIN=/tmp/old/strainline bash bench/mqtt-vs-peer.sh   # another build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
@@ -20,8 +21,11 @@ PAYLOAD='{"device": 42, "temperature": 21.5, "battery": 0.93}'
 if ! command -v mosquitto >/dev/null || ! command -v mosquitto_pub >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients >/dev/null
 fi
-cargo build --release -q --bin strainline
-SL=$PWD/target/release/strainline
+# STRAINLINE_BIN=/path/to/strainline measures another build (an earlier commit's).
+if [ -z "${STRAINLINE_BIN:-}" ]; then
+  cargo build --release -q --bin strainline
+fi
+SL=${STRAINLINE_BIN:-$PWD/target/release/strainline}
 WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nuser root\n' "$PORT" > "$WORK/mosquitto.conf"
