@@ -542,6 +542,26 @@ pub fn status_name(code: u16) -> &'static str {
 mod tests {
     use super::*;
 
+    /// A call's future holds no buffer ([`super::super::unit_size`]). The server here
+    /// only answers the HTTP/2 preface: the call is never polled.
+    #[test]
+    fn a_call_s_future_holds_no_buffer() {
+        use super::super::unit_size;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        unit_size::run(async {
+            let port = unit_size::serving(|mut s| async move {
+                // An empty SETTINGS frame, then whatever comes is read and dropped.
+                s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+                let mut buf = [0u8; 4096];
+                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+            })
+            .await;
+            let url = format!("grpc://127.0.0.1:{port}/demo.Greeter/Hello");
+            let size = unit_size::of(&Grpc, &url, b"\x0a\x01d").await;
+            assert!(size < unit_size::MOST, "a call's future is {size} bytes");
+        });
+    }
+
     #[test]
     fn only_a_grpc_content_type_is_a_grpc_answer() {
         let with = |ct: &str| {

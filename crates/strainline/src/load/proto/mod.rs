@@ -239,6 +239,63 @@ pub fn io_kind(e: &std::io::Error) -> ErrorKind {
     super::http::io_kind(e)
 }
 
+/// What the protocols' tests share: the size of a unit of work's future.
+#[cfg(test)]
+pub(crate) mod unit_size {
+    use super::{Ask, Protocol};
+    use crate::load::spec::{BodySpec, ClientOptions};
+
+    /// The most a unit of work's future may take: it is boxed and moved on every send,
+    /// so a buffer held in it is copied each time (MQTT's reader once held 16 KiB there:
+    /// 20% of QoS 0's CPU, docs/performance.md).
+    pub const MOST: usize = 2048;
+
+    /// The size of the future `send` gives on a connection to `url` (a server there
+    /// accepts it), with `body` as the workload's; the unit is never polled.
+    pub async fn of(protocol: &'static dyn Protocol, url: &str, body: &[u8]) -> usize {
+        let target = protocol
+            .plan(&Ask {
+                url,
+                method: "GET",
+                headers: &[],
+                body: &BodySpec::Bytes(body.to_vec()),
+                options: &ClientOptions::default(),
+                replay: false,
+                scenario: false,
+                open: false,
+            })
+            .unwrap();
+        let mut conn = target.connect().await.unwrap();
+        let unit = conn.send(None, 0, std::time::Instant::now());
+        std::mem::size_of_val(&*unit)
+    }
+
+    /// A port on loopback whose first connection `serve` is given.
+    pub async fn serving<F, R>(serve: F) -> u16
+    where
+        F: FnOnce(tokio::net::TcpStream) -> R + 'static,
+        R: std::future::Future<Output = ()> + 'static,
+    {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::task::spawn_local(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            serve(s).await;
+        });
+        port
+    }
+
+    /// A runtime for one test, on its thread (with a local set: [`serving`]'s server
+    /// runs on it).
+    pub fn run<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -367,6 +367,24 @@ async fn exchange(
 mod tests {
     use super::*;
 
+    /// A message's future holds no buffer ([`super::super::unit_size`]).
+    #[test]
+    fn a_message_s_future_holds_no_buffer() {
+        use super::super::unit_size;
+        unit_size::run(async {
+            let port = unit_size::serving(|s| async move {
+                let mut ws = tokio_tungstenite::accept_async(s).await.unwrap();
+                while let Some(Ok(m)) = ws.next().await {
+                    let _ = ws.send(m).await;
+                }
+            })
+            .await;
+            let url = format!("ws://127.0.0.1:{port}/echo");
+            let size = unit_size::of(&WebSocket, &url, b"{}").await;
+            assert!(size < unit_size::MOST, "a message's future is {size} bytes");
+        });
+    }
+
     #[test]
     fn a_reply_field_is_read_from_json_at_its_path() {
         let path = field_path("req.id").unwrap();

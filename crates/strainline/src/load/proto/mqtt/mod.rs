@@ -594,46 +594,23 @@ mod tests {
         assert_eq!(Stamp::read(&b[..Stamp::LEN - 1]), None);
     }
 
-    /// A publish's future is boxed and moved on every unit of work
-    /// (`Connection::send`): a buffer held in it is copied each time (a 16 KiB read
-    /// buffer once cost 20% of QoS 0's CPU, docs/performance.md). It stays small.
+    /// A publish's future holds no buffer ([`super::super::unit_size`]).
     #[test]
     fn a_publish_s_future_holds_no_buffer() {
-        use super::super::{Ask, Protocol};
-        use crate::load::spec::{BodySpec, ClientOptions};
+        use super::super::unit_size;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            tokio::spawn(async move {
-                let (mut s, _) = listener.accept().await.unwrap();
+        unit_size::run(async {
+            let port = unit_size::serving(|mut s| async move {
                 let mut buf = [0u8; 256];
                 let _ = s.read(&mut buf).await; // CONNECT
                 s.write_all(&[0x20, 0x02, 0x00, 0x00]).await.unwrap(); // CONNACK: accepted
                 let _ = s.read(&mut buf).await;
-            });
-            let url = format!("mqtt://127.0.0.1:{port}/t?qos=1");
-            let target = Mqtt
-                .plan(&Ask {
-                    url: &url,
-                    method: "GET",
-                    headers: &[],
-                    body: &BodySpec::Bytes(b"{}".to_vec()),
-                    options: &ClientOptions::default(),
-                    replay: false,
-                    scenario: false,
-                    open: false,
-                })
-                .unwrap();
-            let mut conn = target.connect().await.unwrap();
+            })
+            .await;
             // One type whatever the QoS: its size is the largest of its states.
-            let unit = conn.send(None, 0, Instant::now());
-            let size = std::mem::size_of_val(&*unit);
-            assert!(size < 2048, "a publish's future is {size} bytes");
+            let url = format!("mqtt://127.0.0.1:{port}/t?qos=1");
+            let size = unit_size::of(&Mqtt, &url, b"{}").await;
+            assert!(size < unit_size::MOST, "a publish's future is {size} bytes");
         });
     }
 
