@@ -48,13 +48,13 @@ cpu_of() {
   awk '{print $1 + $2}' "$WORK/time"
 }
 
-echo "grpcio $("$PY" -c 'import grpc; print(grpc.__version__)') on 127.0.0.1:$PORT (CPU 0); $($GHZ --version 2>&1 | head -1 | sed 's/^/ghz /') and strainline on CPU 1; $CALLS unary calls per run over $CONC connections"
+echo "grpcio $("$PY" -c 'import grpc; print(grpc.__version__)') on 127.0.0.1:$PORT (CPU 0); ghz $(go version -m "$GHZ" 2>/dev/null | awk '$1 == "mod" {print $3}') and strainline on CPU 1; $CALLS unary calls per run over $CONC connections"
 printf '%-4s %14s %16s %8s\n' rep ghz/cpu-s strainline/cpu-s ratio
 ratios=()
 for rep in $(seq 1 "$REPS"); do
   peer=$(cpu_of taskset -c 1 "$GHZ" --insecure --proto "$PROTO" --call demo.Greeter.Hello \
     -d "$MSG" -n "$CALLS" -c "$CONC" --connections "$CONC" --cpus 1 "127.0.0.1:$PORT")
-  grep -q "OK" "$WORK/out" || { echo "ghz failed:"; cat "$WORK/out"; exit 1; }
+  grep -Eq "\[OK\] +$CALLS responses" "$WORK/out" || { echo "ghz did not get $CALLS OKs:"; cat "$WORK/out"; exit 1; }
   ours=$(cpu_of taskset -c 1 "$SL" --store "$WORK/s.db" load \
     "grpc://127.0.0.1:$PORT/demo.Greeter/Hello?proto=$PROTO" -d "$MSG" -n "$CALLS" \
     -c "$CONC" --threads 1 --no-progress --timeout 30s)

@@ -81,19 +81,25 @@ pub struct ScaleDetails {
 
 /// A case's details as a kind returns them and the store keeps them: its kind's own
 /// (`Of`), and what the run adds beside them. Written as one JSON object of all their
-/// keys (`details.steps`, `details.threads`…), or `null` when it has none.
-#[derive(Debug, Clone, Default)]
+/// keys (`details.steps`, `details.threads`…); [`or_null`] writes an empty one as `null`.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Details {
+    #[serde(flatten)]
     pub of: Option<Of>,
     /// Lines of the target's output in each `[logs]` class.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log_classes: Option<BTreeMap<String, u64>>,
     /// The target's thread states over a bench or a soak.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<crate::measure::threads::Breakdown>,
     /// A scenario's steps and checks, for the reports' tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario_steps: Option<Vec<crate::load::summary::StepSummary>>,
-    /// `expect = "failed"` and what was caught (the failure's reasons).
-    pub caught: Option<Vec<String>>,
+    /// What a test that `expect`s to fail caught.
+    #[serde(flatten)]
+    pub caught: Option<Caught>,
     /// Each agent's part of the case's last load run.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<crate::load::summary::AgentSummary>>,
 }
 
@@ -106,6 +112,23 @@ pub enum Of {
     Rounds(RoundsDetails),
     Crash(CrashDetails),
     Scale(ScaleDetails),
+}
+
+/// `expect = "failed"` and what was caught: the failure's reasons.
+#[derive(Debug, Clone, Serialize)]
+pub struct Caught {
+    expected: &'static str,
+    caught: Vec<String>,
+}
+
+impl Caught {
+    /// An expected failure, caught for `reasons`.
+    pub fn failure(reasons: Vec<String>) -> Caught {
+        Caught {
+            expected: "failed",
+            caught: reasons,
+        }
+    }
 }
 
 impl Details {
@@ -128,39 +151,12 @@ impl Details {
     }
 }
 
-impl Serialize for Details {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        /// The object, as written.
-        #[derive(Serialize)]
-        struct Written<'a> {
-            #[serde(flatten)]
-            of: &'a Option<Of>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            log_classes: &'a Option<BTreeMap<String, u64>>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            threads: &'a Option<crate::measure::threads::Breakdown>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            scenario_steps: &'a Option<Vec<crate::load::summary::StepSummary>>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            expected: Option<&'static str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            caught: &'a Option<Vec<String>>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            agents: &'a Option<Vec<crate::load::summary::AgentSummary>>,
-        }
-        if self.is_empty() {
-            return s.serialize_none();
-        }
-        Written {
-            of: &self.of,
-            log_classes: &self.log_classes,
-            threads: &self.threads,
-            scenario_steps: &self.scenario_steps,
-            expected: self.caught.as_ref().map(|_| "failed"),
-            caught: &self.caught,
-            agents: &self.agents,
-        }
-        .serialize(s)
+/// Writes details, or `null` when they hold nothing (as stores have always had them).
+pub fn or_null<S: serde::Serializer>(d: &Details, s: S) -> Result<S::Ok, S::Error> {
+    if d.is_empty() {
+        s.serialize_none()
+    } else {
+        d.serialize(s)
     }
 }
 
@@ -216,10 +212,15 @@ mod tests {
                 ..ScaleDetails::default()
             })),
             log_classes: Some(BTreeMap::from([("panic".to_string(), 2)])),
-            caught: Some(vec!["cost grows".into()]),
+            caught: Some(Caught::failure(vec!["cost grows".into()])),
             ..Details::default()
         };
-        let summary = serde_json::json!({ "details": d });
+        // As a case's summary is stored: empty details are `null`.
+        let mut r = super::super::CaseResult::new();
+        let empty = serde_json::to_value(&r).unwrap();
+        assert_eq!(empty["details"], serde_json::Value::Null);
+        r.details = d;
+        let summary = serde_json::to_value(&r).unwrap();
         let v = &summary["details"];
         assert_eq!(v["sizes"], serde_json::json!([1, 2, 4]));
         assert_eq!(v["log_classes"]["panic"], 2);
@@ -228,9 +229,5 @@ mod tests {
         assert!(v.get("threads").is_none() && v.get("agents").is_none());
         let back: ScaleDetails = read(Some(&summary));
         assert_eq!((back.exponent, back.verdict.as_str()), (1.02, "linear"));
-        assert_eq!(
-            serde_json::to_value(Details::default()).unwrap(),
-            serde_json::Value::Null
-        );
     }
 }

@@ -45,16 +45,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Invalid => "invalid",
-            Status::Failed => "failed",
-            Status::Crashed => "crashed",
-        }
-    }
-
-    /// As the store holds it.
+    /// As the store holds it (and names it: its word, `passed`).
     pub fn stored(self) -> crate::store::Status {
         use crate::store::Status as S;
         match self {
@@ -80,6 +71,7 @@ pub struct CaseResult {
     #[serde(skip)]
     pub series: Vec<(String, Vec<(f64, f64)>)>,
     /// Kind-specific details for the stored summary (steps, rounds, leak fits…).
+    #[serde(serialize_with = "details::or_null")]
     pub details: details::Details,
     /// Each gate and whether it held (for JUnit and the reports).
     pub gates: Vec<GateResult>,
@@ -316,4 +308,23 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> 
 /// A short form of a duration for tables.
 pub fn d(x: Duration) -> String {
     crate::units::format_duration(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    /// A case's summary says its status as the store's row does: one word each.
+    #[test]
+    fn a_case_s_status_is_written_as_the_store_s_word() {
+        for s in [
+            Status::Passed,
+            Status::Invalid,
+            Status::Failed,
+            Status::Crashed,
+        ] {
+            let word = serde_json::to_value(s).unwrap();
+            assert_eq!(word, s.stored().name(), "{s:?}");
+        }
+    }
 }

@@ -42,7 +42,7 @@ fn expected(expect_failure: bool, mut r: CaseResult) -> CaseResult {
                 "caught, as expected (expect = \"failed\"): {}",
                 caught.join("; ")
             ));
-            r.details.caught = Some(caught);
+            r.details.caught = Some(crate::kinds::details::Caught::failure(caught));
         }
         Status::Passed => r.fail(
             Status::Failed,

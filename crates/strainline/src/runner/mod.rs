@@ -540,7 +540,7 @@ fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
     for line in &r.table {
         writeln!(out, "    {}", printable(line))?;
     }
-    writeln!(out, "  → {}", r.status.name().to_uppercase())?;
+    writeln!(out, "  → {}", r.status.stored().name().to_uppercase())?;
     for reason in &r.reasons {
         writeln!(out, "    - {}", printable(reason))?;
     }

@@ -405,7 +405,7 @@ impl<'a> Sitting<'a> {
                         "{} {} left out of the pairs: it is {}",
                         self.labels()[side],
                         case.name,
-                        result.status.name()
+                        result.status.stored()
                     ));
                 }
                 sides[side].insert(k, result);

@@ -22,7 +22,7 @@ pub struct NewRun<'a> {
 /// How a run or a case ended, or that it has not. The store holds it as its word
 /// (`passed`), and every JSON document says that word; the word is read back into the
 /// same variant, so the code compares variants, never text.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
     /// Started, not ended (or ended by a crash of strainline: see `Abandoned`).
     Running,
