@@ -2,20 +2,15 @@
 //! the recorder) is protocol-free; it asks the plan's [`Client`] whether a unit of work
 //! needs a connection, to open one, to do one unit of work on it (send, read the reply,
 //! sort a failure into an [`ErrorKind`]), how to name its statuses and how to close it.
-//! HTTP ([`super::http`]) and the command workload ([`super::command`]) each answer in
-//! their own module; a protocol of the registry ([`super::proto`]: MQTT, gRPC,
-//! WebSocket, Redis) answers through [`Client::Proto`], and adding one touches nothing
-//! here.
+//! The command workload ([`super::command`]) answers in its own module; every protocol
+//! (HTTP, MQTT, gRPC, WebSocket, Redis: the registry, [`super::proto`]) answers through
+//! [`Client::Proto`], and adding one touches nothing here.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
-use super::flow::{Keep, Kept};
-use super::http;
 use super::proto;
 use super::recorder::{ErrorKind, Recorder};
 use super::request::Outgoing;
@@ -24,12 +19,6 @@ use crate::os::unit::Unit;
 /// What units of work are sent to, and how.
 #[derive(Clone)]
 pub enum Client {
-    /// HTTP/1.1 or HTTP/2 requests; `prepared`: the template's HTTP/1.1 requests as
-    /// bytes, made once for every worker.
-    Http {
-        target: http::Target,
-        prepared: Arc<Vec<Bytes>>,
-    },
     /// A command run to its end per unit; its exit code is the status.
     Command(Vec<String>),
     /// A protocol of the registry ([`super::proto::PROTOCOLS`]).
@@ -39,8 +28,6 @@ pub enum Client {
 /// What a unit of work's statuses are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statuses {
-    /// HTTP status codes (ok below 400).
-    Http,
     /// A command's exit code (ok when 0; 128 + N for signal N).
     Exit,
     /// A registry protocol's statuses, named by it.
@@ -69,7 +56,6 @@ impl Statuses {
     /// A status as the summary names it: `200`, `exit 1`, `reply`.
     pub fn label(self, code: u16) -> String {
         match self {
-            Statuses::Http => code.to_string(),
             Statuses::Exit => format!("exit {code}"),
             Statuses::Proto(p) => p.0.label(code),
         }
@@ -79,7 +65,6 @@ impl Statuses {
     /// UNAVAILABLE`, `MQTT refused 0x87`).
     pub fn named(self, code: u16) -> String {
         match self {
-            Statuses::Http => format!("HTTP {code}"),
             Statuses::Exit => self.label(code),
             Statuses::Proto(p) => format!("{} {}", p.0.name(), self.label(code)),
         }
@@ -136,34 +121,23 @@ pub struct Companions {
 }
 
 /// An open connection of some protocol.
-pub enum Conn {
-    Http(http::Conn),
-    Proto(Box<dyn proto::Connection>),
-}
+pub struct Conn(Box<dyn proto::Connection>);
 
 impl Conn {
     /// Its socket, shut down by the watchdog when a unit overruns its timeout.
     pub fn fd(&self) -> RawFd {
-        match self {
-            Conn::Http(c) => c.fd,
-            Conn::Proto(c) => c.fd(),
-        }
+        self.0.fd()
     }
 
-    /// Another handle on the same connection for a request in parallel: HTTP/2's
-    /// (each request its own stream); `None` where one request at a time is the rule.
+    /// Another handle on the same connection for a unit in parallel: HTTP/2's (each
+    /// request its own stream), a pipelining protocol's; `None` where one unit at a
+    /// time is the rule.
     pub fn share(&self) -> Option<Conn> {
-        match self {
-            Conn::Http(c) => c.share().map(Conn::Http),
-            Conn::Proto(c) => c.share().map(Conn::Proto),
-        }
+        self.0.share().map(Conn)
     }
 
     pub fn is_closed(&self) -> bool {
-        match self {
-            Conn::Http(c) => c.is_closed(),
-            Conn::Proto(c) => c.is_closed(),
-        }
+        self.0.is_closed()
     }
 }
 
@@ -174,7 +148,6 @@ impl Client {
         match self {
             Client::Command(_) => false,
             Client::Proto(t) => !t.units_connect(),
-            _ => true,
         }
     }
 
@@ -190,7 +163,6 @@ impl Client {
 
     pub fn statuses(&self) -> Statuses {
         match self {
-            Client::Http { .. } => Statuses::Http,
             Client::Command(_) => Statuses::Exit,
             Client::Proto(t) => Statuses::Proto(Named(t.protocol())),
         }
@@ -199,9 +171,8 @@ impl Client {
     /// Opens a connection (not called for a command workload).
     pub async fn connect(&self) -> Result<Conn, ErrorKind> {
         match self {
-            Client::Http { target, .. } => http::connect(target).await.map(Conn::Http),
             Client::Command(_) => Err(ErrorKind::Connect),
-            Client::Proto(t) => t.connect().await.map(Conn::Proto),
+            Client::Proto(t) => t.connect().await.map(Conn),
         }
     }
 
@@ -213,40 +184,19 @@ impl Client {
         out: Outgoing<'_>,
         intended: Instant,
     ) -> Result<Reply, ErrorKind> {
-        match (self, conn) {
-            (Client::Http { target, .. }, Conn::Http(c)) => {
-                let mut kept = match &out {
-                    Outgoing::Rendered(r) if r.keep != Keep::Nothing => {
-                        Some(Box::new(Kept::new(r.keep)))
-                    }
-                    _ => None,
-                };
-                let (status, bytes, late_tail) =
-                    http::send(c, target, out, kept.as_deref_mut()).await?;
-                Ok(Reply {
-                    status,
-                    ok: status < 400,
-                    bytes,
-                    messages: 0,
-                    late_tail,
-                    kept,
-                })
-            }
-            (Client::Proto(_), Conn::Proto(c)) => match out {
-                Outgoing::Template(_, _, seq) => c.send(None, seq, intended).await,
-                Outgoing::Rendered(r) => c.send(Some(r), 0, intended).await,
+        match self {
+            Client::Proto(_) => match out {
+                Outgoing::Workload(seq) => conn.0.send(None, seq, intended).await,
+                Outgoing::Rendered(r) => conn.0.send(Some(r), 0, intended).await,
             },
-            _ => Err(ErrorKind::Protocol),
+            Client::Command(_) => Err(ErrorKind::Protocol),
         }
     }
 
     /// Closes a connection politely at the end of the run: MQTT's DISCONNECT, a
     /// registry protocol's goodbye (a WebSocket's close frame); HTTP's is dropped.
     pub async fn goodbye(&self, conn: Conn) {
-        match conn {
-            Conn::Proto(c) => c.goodbye().await,
-            Conn::Http(_) => {}
-        }
+        conn.0.goodbye().await
     }
 
     /// One unit of work that needs no connection of the driver's, within `timeout`: a
@@ -271,8 +221,7 @@ impl Client {
     }
 
     /// Why this protocol cannot send a scenario step's request, if it cannot: an MQTT
-    /// topic with a wildcard, a registry protocol's refusal (a gRPC message the `.proto`
-    /// does not describe).
+    /// topic with a wildcard, a gRPC message the `.proto` does not describe.
     pub fn refuses(&self, r: &super::request::Rendered) -> Option<String> {
         match self {
             Client::Proto(t) => t.refuses(r),
@@ -284,32 +233,21 @@ impl Client {
     /// CONNECT, a registry protocol's: a WebSocket's upgrade).
     pub fn handshakes(&self) -> bool {
         match self {
-            Client::Http { target, .. } => target.tls.is_some(),
             Client::Command(_) => false,
             Client::Proto(t) => t.handshakes(),
         }
     }
 
     /// Whether it keeps a reply's body for a scenario step that extracts or checks
-    /// (HTTP/1.1, HTTP/2 in a scenario, and the registry's protocols that say so: gRPC,
-    /// WebSocket, Redis).
+    /// (HTTP, gRPC, WebSocket, Redis: the protocols that say so).
     pub fn keeps_replies(&self) -> bool {
-        match self {
-            Client::Http { target, .. } => !target.http2 || target.whole_heads,
-            Client::Proto(t) => t.protocol().keeps_bodies(),
-            _ => false,
-        }
+        matches!(self, Client::Proto(t) if t.protocol().keeps_bodies())
     }
 
-    /// Whether its replies have a head (status line and header fields) a step can
-    /// read: HTTP/1.1's, HTTP/2's in a scenario, a registry protocol's that says so
-    /// (gRPC's metadata).
+    /// Whether its replies have a head (status line and header fields, gRPC's
+    /// metadata) a step can read.
     pub fn reply_heads(&self) -> bool {
-        match self {
-            Client::Http { target, .. } => !target.http2 || target.whole_heads,
-            Client::Proto(t) => t.protocol().reply_heads(),
-            _ => false,
-        }
+        matches!(self, Client::Proto(t) if t.protocol().reply_heads())
     }
 
     /// The target's `Host` (a scenario client's cookies belong to its host; its
@@ -317,11 +255,8 @@ impl Client {
     /// empty elsewhere).
     pub fn origin(&self) -> (String, bool) {
         match self {
-            Client::Http { target, .. } => (
-                target.host_header.to_str().unwrap_or_default().to_string(),
-                target.tls.is_some(),
-            ),
-            _ => (String::new(), false),
+            Client::Proto(t) => t.origin(),
+            Client::Command(_) => (String::new(), false),
         }
     }
 
@@ -340,15 +275,6 @@ impl Client {
         match self {
             Client::Proto(t) => t.start_companions(ask),
             _ => None,
-        }
-    }
-
-    /// The template's requests as prepared (HTTP/1.1's bytes, HTTP/2's header blocks;
-    /// empty for other protocols).
-    pub fn prepared(&self) -> &[Bytes] {
-        match self {
-            Client::Http { prepared, .. } => prepared,
-            _ => &[],
         }
     }
 }

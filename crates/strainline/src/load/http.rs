@@ -342,15 +342,17 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
 /// Sends a request and reads the whole response. Returns its status, its body size and
 /// whether its body came late after its head (HTTP/1.1: [`super::recorder::LATE_TAIL`]).
 /// `keep` gets its head and body (HTTP/1.1; a flow over HTTP/2 is refused by its plan).
+/// `workload`: the workload's request and its prepared forms ([`prepare`]).
 pub async fn send(
     conn: &mut Conn,
     target: &Target,
+    (t, prepared): (&Template, &[Bytes]),
     out: Outgoing<'_>,
     keep: Option<&mut super::flow::Kept>,
 ) -> Result<(u16, u64, bool), ErrorKind> {
     match &mut conn.kind {
         Kind::H1(h) => match out {
-            Outgoing::Template(t, prepared, seq) => {
+            Outgoing::Workload(seq) => {
                 let req = &prepared[(seq % prepared.len() as u64) as usize];
                 h.exchange(req, t.method == Method::HEAD, keep).await
             }
@@ -362,7 +364,7 @@ pub async fn send(
         },
         Kind::H2(h) => {
             let (status, bytes) = match out {
-                Outgoing::Template(t, prepared, seq) => {
+                Outgoing::Workload(seq) => {
                     let block = &prepared[(seq % prepared.len() as u64) as usize];
                     h.exchange(block, t.body.pick(seq)).await?
                 }
@@ -375,7 +377,7 @@ pub async fn send(
         }
         Kind::Hyper(_) => {
             let req = match out {
-                Outgoing::Template(t, _, seq) => hyper_request(
+                Outgoing::Workload(seq) => hyper_request(
                     &t.method,
                     absolute(target, t.path.path_and_query().map_or("/", |p| p.as_str())),
                     &t.headers,

@@ -1,8 +1,8 @@
-//! What a unit of work sends, whatever its protocol: request `seq` of the workload's
-//! [`Template`] (its [`Body`] fixed or drawn from a pool of random payloads), or a
-//! scenario step's [`Rendered`] request; [`Outgoing`] is either. HTTP sends all of it;
-//! a registry protocol ([`super::proto`]) is given a step's [`Rendered`] request and
-//! sends what it means in it (gRPC its headers and body, MQTT its path as the topic).
+//! What a unit of work sends, whatever its protocol: the `seq`th of the workload's own
+//! (HTTP's [`Template`], its [`Body`] fixed or drawn from a pool of random payloads), or
+//! a scenario step's [`Rendered`] request; [`Outgoing`] is either. HTTP sends all of a
+//! step's request; another protocol ([`super::proto`]) sends what it means in it (gRPC
+//! its headers and body, MQTT its path as the topic).
 
 use std::sync::Arc;
 
@@ -88,8 +88,10 @@ pub struct Rendered {
     pub keep: super::flow::Keep,
 }
 
-/// What to send: request `seq` of the plan's template, or a rendered request.
+/// What a unit of work sends: the workload's own, as the `seq`th unit of the run (its
+/// protocol's plan holds it), or a scenario step's rendered request.
+#[derive(Clone, Copy)]
 pub enum Outgoing<'a> {
-    Template(&'a Template, &'a [Bytes], u64),
+    Workload(u64),
     Rendered(&'a Rendered),
 }

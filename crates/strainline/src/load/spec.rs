@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::header::HeaderValue;
-use hyper::{Method, Uri};
+use hyper::Uri;
 
 use super::client::Client;
 use super::http::{tls_config, Target};
-use super::request::{Body, Template};
 use super::schedule::{Arrivals, Rate};
 use super::{scenario, Model, Plan};
 
@@ -185,16 +184,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     })?;
     let scheme = uri.scheme_str().unwrap_or("");
     if !["http", "https"].contains(&scheme) {
-        let mut all: Vec<String> = ["http", "https"]
-            .iter()
-            .map(|s| format!("{s}://"))
-            .chain(super::proto::prefixes())
-            .collect();
-        let last = all.pop().unwrap_or_default();
-        return Err(bad(format!(
-            "URL '{url}': the scheme must be {} or {last} (e.g. http://127.0.0.1:8080/path)",
-            all.join(", ")
-        )));
+        return Err(unknown_scheme(url));
     }
     let host = uri.host().ok_or_else(|| {
         bad(format!(
@@ -236,37 +226,8 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     Ok((target, uri))
 }
 
-/// The request every unit sends (the path from the URL).
-fn template(
-    uri: &Uri,
-    method: &str,
-    headers: &[(String, String)],
-    body: &BodySpec,
-) -> Result<Template, crate::Error> {
-    let method = Method::from_bytes(method.to_uppercase().as_bytes()).map_err(|_| {
-        bad(format!(
-            "method '{method}' is not an HTTP method (e.g. GET, POST)"
-        ))
-    })?;
-    let parsed = super::request::headers(headers)?;
-    let body = Body::of(body);
-    let path = uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/")
-        .parse()
-        .map_err(|e| bad(format!("URL path: {e}")))?;
-    Ok(Template {
-        method,
-        path,
-        headers: parsed,
-        body,
-    })
-}
-
-/// The protocol a spec's work speaks, by its URL's scheme (or a command), and the
-/// template of what each unit sends.
-fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error> {
+/// The protocol a spec's work speaks, by its URL's scheme, or a command.
+fn client(spec: &LoadSpec) -> Result<Client, crate::Error> {
     match &spec.work {
         Work::Command(_) if matches!(spec.offer, Offer::Scenario(_) | Offer::Replay(_)) => Err(
             bad("a scenario or a replay is for HTTP: give a URL, not a command"),
@@ -274,18 +235,16 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
         Work::Command(argv) if argv.is_empty() => {
             Err(bad("the command workload is empty: give the argv"))
         }
-        Work::Command(argv) => {
-            // A command sends nothing: its template is never read.
-            let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
-            Ok((Client::Command(argv.clone()), template, &BodySpec::Empty))
-        }
+        Work::Command(argv) => Ok(Client::Command(argv.clone())),
         Work::Http {
             url,
             method,
             headers,
             body,
-        } if super::proto::by_url(url).is_some() => {
-            let protocol = super::proto::by_url(url).expect("matched");
+        } => {
+            let Some(protocol) = super::proto::by_url(url) else {
+                return Err(unknown_scheme(url));
+            };
             let target = protocol.plan(&super::proto::Ask {
                 url,
                 method,
@@ -296,33 +255,30 @@ fn client(spec: &LoadSpec) -> Result<(Client, Template, &BodySpec), crate::Error
                 scenario: matches!(spec.offer, Offer::Scenario(_)),
                 open: matches!(spec.offer, Offer::Open { .. }),
             })?;
-            let template = template(&Uri::from_static("/"), "GET", &[], &BodySpec::Empty)?;
-            Ok((Client::Proto(target), template, &BodySpec::Empty))
-        }
-        Work::Http {
-            url,
-            method,
-            headers,
-            body,
-        } => {
-            let (target, uri) = resolve(url, &spec.client)?;
-            let template = template(&uri, method, headers, body)?;
-            // The requests' bytes, made once and shared by every worker (a 64 MiB body
-            // was copied per worker and per pool entry: 1.6 GB at 8 MiB).
-            let prepared = Arc::new(super::http::prepare(&template, &target));
-            Ok((Client::Http { target, prepared }, template, body))
+            Ok(Client::Proto(target))
         }
     }
+}
+
+/// Why a URL no protocol takes is refused: it is no URL, or its scheme is none of theirs.
+fn unknown_scheme(url: &str) -> crate::Error {
+    if let Err(e) = url.parse::<Uri>() {
+        return bad(format!(
+            "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
+        ));
+    }
+    let mut all: Vec<String> = super::proto::prefixes().collect();
+    let last = all.pop().unwrap_or_default();
+    bad(format!(
+        "URL '{url}': the scheme must be {} or {last} (e.g. http://127.0.0.1:8080/path)",
+        all.join(", ")
+    ))
 }
 
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
 /// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
-    let (mut client, template, body) = client(spec)?;
-    // A scenario over HTTP/2 reads whole heads (its cookies, extractions and checks).
-    if let (Client::Http { target, .. }, Offer::Scenario(_)) = (&mut client, &spec.offer) {
-        target.whole_heads = target.http2;
-    }
+    let client = client(spec)?;
     if spec.client.reply_field.is_some() {
         let url = match &spec.work {
             Work::Http { url, .. } => url.as_str(),
@@ -363,7 +319,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             step_names = names;
             (model, d)
         }
-        Offer::Replay(log) => replay_model(log, &template, body, &mut threads, &mut natural)?,
+        Offer::Replay(log) => replay_model(log, &spec.work, &mut threads, &mut natural)?,
         Offer::Open { rate, poisson, .. } => {
             let arrivals = match poisson {
                 Some(seed) => Arrivals::Poisson { seed: *seed },
@@ -474,15 +430,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let protocol = match &client {
         Client::Command(c) => format!("command: {}", c.join(" ")),
         Client::Proto(t) => t.describe(),
-        Client::Http { target, .. } => format!(
-            "HTTP/{}{}",
-            if spec.client.http2 { "2" } else { "1.1" },
-            if target.tls.is_some() {
-                " over TLS"
-            } else {
-                ""
-            }
-        ),
     };
     description.push_str(&format!(
         ", {threads} thread{}, {protocol}",
@@ -491,7 +438,6 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     Ok(Planned {
         plan: Plan {
             client,
-            template,
             model,
             threads,
             duration,
@@ -527,18 +473,19 @@ fn scenario_model(
                 step.name
             )));
         }
-        if let (Client::Http { .. }, Some(code)) = (
-            &client,
-            step.checks
-                .iter()
-                .flat_map(|c| &c.status)
-                .find(|code| **code < 100),
-        ) {
-            return Err(bad(format!(
-                "scenario {}: step '{}': status {code} is not an HTTP status (100 to 999)",
-                path.display(),
-                step.name
-            )));
+        let range = match client {
+            Client::Proto(t) => t.protocol().status_range().map(|r| (t.protocol().name(), r)),
+            Client::Command(_) => None,
+        };
+        if let Some((name, (low, high))) = range {
+            let mut statuses = step.checks.iter().flat_map(|c| &c.status);
+            if let Some(code) = statuses.find(|c| !(low..=high).contains(*c)) {
+                return Err(bad(format!(
+                    "scenario {}: step '{}': status {code} is not an {name} status ({low} to {high})",
+                    path.display(),
+                    step.name
+                )));
+            }
         }
         if step.reads_head() && !client.reply_heads() {
             return Err(bad(format!(
@@ -648,19 +595,23 @@ fn scenario_model(
 }
 
 /// A replayed log's model: its requests at their logged times (divided by the speed).
+/// (Only HTTP takes a replay: every other protocol's plan refuses it.)
 fn replay_model(
     log: &super::replay::ReplayLog,
-    template: &Template,
-    body: &BodySpec,
+    work: &Work,
     threads: &mut usize,
     natural: &mut Duration,
 ) -> Result<(Model, String), crate::Error> {
+    let Work::Http { headers, body, .. } = work else {
+        return Err(bad("a replay is for HTTP: give a URL, not a command"));
+    };
     let body = match body {
         BodySpec::Empty => Bytes::new(),
         BodySpec::Bytes(b) => Bytes::from(b.clone()),
         BodySpec::Random { len, seed } => Bytes::from(crate::rng::text(*len, *seed)),
     };
-    let requests = super::replay::Requests::replayed(log, &template.headers, body).map_err(bad)?;
+    let headers = super::request::headers(headers)?;
+    let requests = super::replay::Requests::replayed(log, &headers, body).map_err(bad)?;
     let (count, last, arrivals) = match &log.stream {
         Some(st) => (st.count, st.last, Arrivals::Streamed(st.clone())),
         None => (
@@ -713,27 +664,6 @@ mod tests {
     }
 
     #[test]
-    fn a_large_random_body_is_shared_not_copied_64_times() {
-        let mut sp = spec(Offer::Open {
-            rate: Rate::Constant(100.0),
-            poisson: None,
-            pool_cap: None,
-        });
-        let pool = |sp: &LoadSpec| match &plan(sp).unwrap().plan.template.body {
-            super::super::request::Body::Random(p) => {
-                (p.len(), p.iter().map(|b| b.len()).sum::<usize>())
-            }
-            _ => panic!("a random body"),
-        };
-        for (len, distinct) in [(100, 64), (8 << 20, 2), (64 << 20, 1)] {
-            if let Work::Http { body, .. } = &mut sp.work {
-                *body = BodySpec::Random { len, seed: 1 };
-            }
-            assert_eq!(pool(&sp), (distinct, distinct * len), "{len}");
-        }
-    }
-
-    #[test]
     fn an_open_spec_becomes_an_open_plan_with_its_pool_cap() {
         let p = plan(&spec(Offer::Open {
             rate: Rate::Constant(100.0),
@@ -743,8 +673,6 @@ mod tests {
         .unwrap();
         assert!(matches!(p.plan.model, Model::Open { .. }));
         assert_eq!(p.plan.max_connections, 7);
-        assert_eq!(p.plan.template.method, Method::POST);
-        assert_eq!(p.plan.template.path, "/x?y=1");
         assert_eq!(
             p.description,
             "open model, 100 req/s constant for 3.00s, 2 threads, HTTP/1.1"

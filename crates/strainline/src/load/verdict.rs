@@ -472,7 +472,9 @@ mod tests {
             connections_asked: 0,
             connections_ready: 0,
             threads: 1,
-            statuses: crate::load::client::Statuses::Http,
+            statuses: crate::load::client::Statuses::Proto(crate::load::client::Named(
+                crate::load::proto::by_url("http://h/").unwrap(),
+            )),
             subscribers: 0,
             interrupted: false,
             stolen_seconds: stolen * 10.0 * crate::host::cores() as f64,

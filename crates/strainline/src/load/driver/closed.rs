@@ -49,7 +49,7 @@ async fn closed_loop(
             }
         }
         // Closed model: the request is sent when it is meant to be.
-        let out = Outgoing::Template(&ctx.template, ctx.client.prepared(), seq);
+        let out = Outgoing::Workload(seq);
         let ok = exchange(
             &ctx,
             &slot,

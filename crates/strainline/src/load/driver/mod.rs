@@ -26,7 +26,7 @@ use super::client::{Client, CompanionsAsk, Conn, Reply};
 use super::local::{join, single_threaded};
 use super::recorder::{ErrorKind, Recorder, Tally};
 use super::replay::Requests;
-use super::request::{Outgoing, Template};
+use super::request::Outgoing;
 use super::scenario::Scenario;
 use super::schedule::{Arrivals, Rate, Share};
 use crate::os::unit::Unit;
@@ -60,8 +60,6 @@ pub enum Model {
 pub struct Plan {
     /// What units of work go to, over which protocol.
     pub client: Client,
-    /// What each unit sends (a request; a WebSocket message is its body).
-    pub template: Template,
     pub model: Model,
     pub threads: usize,
     pub duration: Option<Duration>,
@@ -181,7 +179,6 @@ async fn watchdog(slots: Rc<RefCell<Vec<Rc<Slot>>>>) {
 struct Ctx {
     client: Client,
     slots: Rc<RefCell<Vec<Rc<Slot>>>>,
-    template: Template,
     rec: Arc<Mutex<Recorder>>,
     /// Where the command workload's units run: one containment unit for the whole run.
     unit: Option<Arc<Unit>>,
@@ -553,7 +550,6 @@ pub fn run_from(
                     let ctx = Rc::new(Ctx {
                         client: plan.client.clone(),
                         slots: slots.clone(),
-                        template: plan.template.clone(),
                         rec,
                         unit,
                         timeout: plan.timeout,

@@ -263,10 +263,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         };
         let (out, step) = match &drawn {
             Some((r, step)) => (Outgoing::Rendered(r.as_ref()), *step),
-            None => (
-                Outgoing::Template(&ctx.template, ctx.client.prepared(), seq),
-                None,
-            ),
+            None => (Outgoing::Workload(seq), None),
         };
         let sent_at = Instant::now();
         exchange(

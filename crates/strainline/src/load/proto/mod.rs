@@ -3,8 +3,7 @@
 //! (once, for `strainline load`, suites and agents alike: all three make a
 //! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
 //! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
-//! names none of them. HTTP predates this seam and is still a variant of
-//! [`super::client::Client`]; docs/design.md says how to add a protocol.
+//! names none of them; docs/design.md says how to add a protocol.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,12 +18,19 @@ use super::request::Rendered;
 use super::spec::{BodySpec, ClientOptions};
 
 mod grpc;
+mod http;
 mod mqtt;
 mod resp;
 mod ws;
 
 /// Every protocol of the registry, in the order `--help` and errors list them.
-pub static PROTOCOLS: &[&dyn Protocol] = &[&mqtt::Mqtt, &grpc::Grpc, &ws::WebSocket, &resp::Resp];
+pub static PROTOCOLS: &[&dyn Protocol] = &[
+    &http::Http,
+    &mqtt::Mqtt,
+    &grpc::Grpc,
+    &ws::WebSocket,
+    &resp::Resp,
+];
 
 /// A future of a protocol's client, polled on the driver's thread.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -87,6 +93,11 @@ pub trait Protocol: Sync {
     fn file_options(&self) -> &'static [&'static str] {
         &[]
     }
+    /// The statuses a scenario's `status` check may name (HTTP's 100 to 999); `None`:
+    /// any the protocol labels.
+    fn status_range(&self) -> Option<(u16, u16)> {
+        None
+    }
 }
 
 /// Where and what a protocol's units of work go to, checked before the run.
@@ -99,6 +110,11 @@ pub trait Target: Send + Sync {
     /// The run holds at most `connections` of its connections at once: a protocol that
     /// bounds its buffers by a share of a budget takes its share here, before the run.
     fn sized_for(&self, _connections: usize) {}
+    /// The target's `Host` (a scenario client's cookies belong to it; its redirects are
+    /// followed within it) and whether it is reached over TLS: HTTP's; empty elsewhere.
+    fn origin(&self) -> (String, bool) {
+        (String::new(), false)
+    }
     /// Why it cannot send a scenario step's request, if it cannot (a gRPC message its
     /// `.proto` does not describe): the step is refused before the run.
     fn refuses(&self, _step: &Rendered) -> Option<String> {

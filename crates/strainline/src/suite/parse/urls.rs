@@ -41,13 +41,9 @@ pub(super) fn files_named(url: &str) -> Vec<(&'static str, String)> {
 
 /// The schemes of an HTTP request (a probe, a quiesce request).
 pub(super) const HTTP_SCHEMES: &[&str] = &["http://", "https://"];
-/// The schemes a workload's URL may have: HTTP's and the protocol registry's.
+/// The schemes a workload's URL may have: the protocol registry's.
 pub(super) fn load_schemes() -> Vec<String> {
-    ["http://", "https://"]
-        .into_iter()
-        .map(String::from)
-        .chain(crate::load::proto::prefixes())
-        .collect()
+    crate::load::proto::prefixes().collect()
 }
 
 /// Whether a URL (placeholders allowed) with one of `schemes` is one the load engine

@@ -1,0 +1,258 @@
+//! HTTP/1.1 and HTTP/2 as a protocol of the registry: `http://` and `https://` URLs
+//! (`--http2` for HTTP/2). The workload's request — method, path, headers, body — is its
+//! [`Template`], prepared once as bytes ([`http::prepare`]) and shared by every worker; a
+//! scenario's steps send their own, and over HTTP/2 go through hyper's client, which
+//! decodes whole heads (cookies, extractions, checks). A status of 400 or more is a
+//! failure. The client itself is [`super::super::http`] (connections, TLS) over
+//! strainline's lean HTTP/1.1 ([`super::super::h1`]) and HTTP/2 ([`super::super::h2`]).
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use hyper::{Method, Uri};
+
+use super::super::client::Reply;
+use super::super::flow::{Keep, Kept};
+use super::super::http;
+use super::super::recorder::ErrorKind;
+use super::super::request::{Body, Outgoing, Rendered, Template};
+use super::super::spec::BodySpec;
+use super::{Ask, Connection, Fut, Protocol, Target};
+
+pub struct Http;
+
+impl Protocol for Http {
+    fn name(&self) -> &'static str {
+        "HTTP"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["http", "https"]
+    }
+
+    fn tls_schemes(&self) -> &'static [&'static str] {
+        &["https"]
+    }
+
+    fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>> {
+        let (mut target, uri) = super::super::spec::resolve(ask.url, ask.options)?;
+        // A scenario over HTTP/2 reads whole heads (its cookies, extractions, checks).
+        target.whole_heads = target.http2 && ask.scenario;
+        let template = template(&uri, ask.method, ask.headers, ask.body)?;
+        // The requests' bytes, made once and shared by every worker (a 64 MiB body was
+        // copied per worker and per pool entry: 1.6 GB at 8 MiB).
+        let prepared = http::prepare(&template, &target);
+        Ok(Arc::new(Planned(Arc::new(Sends {
+            target,
+            template,
+            prepared,
+        }))))
+    }
+
+    fn label(&self, code: u16) -> String {
+        code.to_string()
+    }
+
+    fn keeps_bodies(&self) -> bool {
+        true
+    }
+
+    fn reply_heads(&self) -> bool {
+        true
+    }
+
+    fn status_range(&self) -> Option<(u16, u16)> {
+        Some((100, 999))
+    }
+}
+
+/// The request every unit sends (the path from the URL).
+pub fn template(
+    uri: &Uri,
+    method: &str,
+    headers: &[(String, String)],
+    body: &BodySpec,
+) -> crate::error::Result<Template> {
+    let bad = |m: String| crate::Error::usage(m);
+    let method = Method::from_bytes(method.to_uppercase().as_bytes()).map_err(|_| {
+        bad(format!(
+            "method '{method}' is not an HTTP method (e.g. GET, POST)"
+        ))
+    })?;
+    let parsed = super::super::request::headers(headers)?;
+    let path = uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/")
+        .parse()
+        .map_err(|e| bad(format!("URL path: {e}")))?;
+    Ok(Template {
+        method,
+        path,
+        headers: parsed,
+        body: Body::of(body),
+    })
+}
+
+/// Where requests go and the workload's request, checked and prepared before the run,
+/// shared by every connection.
+struct Sends {
+    target: http::Target,
+    template: Template,
+    /// The template's requests as HTTP/1.1's bytes or HTTP/2's header blocks.
+    prepared: Vec<Bytes>,
+}
+
+struct Planned(Arc<Sends>);
+
+impl Target for Planned {
+    fn protocol(&self) -> &'static dyn Protocol {
+        &Http
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "HTTP/{}{}",
+            if self.0.target.http2 { "2" } else { "1.1" },
+            if self.0.target.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn handshakes(&self) -> bool {
+        self.0.target.tls.is_some()
+    }
+
+    fn origin(&self) -> (String, bool) {
+        (
+            self.0
+                .target
+                .host_header
+                .to_str()
+                .unwrap_or_default()
+                .to_string(),
+            self.0.target.tls.is_some(),
+        )
+    }
+
+    fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
+        Box::pin(async move {
+            let conn = http::connect(&self.0.target).await?;
+            Ok(Box::new(Conn {
+                conn,
+                to: self.0.clone(),
+            }) as Box<dyn Connection>)
+        })
+    }
+}
+
+/// One HTTP connection and the plan it sends.
+struct Conn {
+    conn: http::Conn,
+    to: Arc<Sends>,
+}
+
+impl Connection for Conn {
+    fn fd(&self) -> RawFd {
+        self.conn.fd
+    }
+
+    fn is_closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    fn share(&self) -> Option<Box<dyn Connection>> {
+        let conn = self.conn.share()?;
+        Some(Box::new(Conn {
+            conn,
+            to: self.to.clone(),
+        }))
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        step: Option<&'a Rendered>,
+        seq: u64,
+        _intended: Instant,
+    ) -> Fut<'a, Result<Reply, ErrorKind>> {
+        Box::pin(async move {
+            let to = &*self.to;
+            let (out, mut kept) = match step {
+                None => (Outgoing::Workload(seq), None),
+                Some(r) => (
+                    Outgoing::Rendered(r),
+                    (r.keep != Keep::Nothing).then(|| Box::new(Kept::new(r.keep))),
+                ),
+            };
+            let (status, bytes, late_tail) =
+                http::send(
+                &mut self.conn,
+                &to.target,
+                (&to.template, &to.prepared),
+                out,
+                kept.as_deref_mut(),
+            )
+            .await?;
+            let mut reply = Reply::new(status, status < 400);
+            reply.bytes = bytes;
+            reply.late_tail = late_tail;
+            reply.kept = kept;
+            Ok(reply)
+        })
+    }
+
+    fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::unit_size;
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn the_workload_s_request_is_its_template() {
+        let uri: Uri = "http://127.0.0.1:9/x?y=1".parse().unwrap();
+        let body = BodySpec::Bytes(b"hi".to_vec());
+        let t = template(&uri, "post", &[("X-A".into(), "b".into())], &body).unwrap();
+        assert_eq!(t.method, Method::POST);
+        assert_eq!(t.path, "/x?y=1");
+        assert_eq!(t.headers[0].0.as_str(), "x-a");
+        let e = template(&uri, "G T", &[], &body).err().unwrap().to_string();
+        assert!(e.contains("not an HTTP method"), "{e}");
+    }
+
+    #[test]
+    fn a_large_random_body_is_shared_not_copied_64_times() {
+        let uri: Uri = "http://127.0.0.1:9/".parse().unwrap();
+        for (len, distinct) in [(100, 64), (8 << 20, 2), (64 << 20, 1)] {
+            let body = BodySpec::Random { len, seed: 1 };
+            let pool = match template(&uri, "POST", &[], &body).unwrap().body {
+                Body::Random(p) => (p.len(), p.iter().map(|b| b.len()).sum::<usize>()),
+                _ => panic!("a random body"),
+            };
+            assert_eq!(pool, (distinct, distinct * len), "{len}");
+        }
+    }
+
+    #[test]
+    fn a_request_s_future_stays_small() {
+        unit_size::run(async {
+            let port = unit_size::serving(|mut s| async move {
+                let mut b = [0u8; 1024];
+                let _ = s.read(&mut b).await;
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+            })
+            .await;
+            let size = unit_size::of(&Http, &format!("http://127.0.0.1:{port}/"), b"x").await;
+            assert!(size <= unit_size::MOST, "{size} bytes");
+        });
+    }
+}
