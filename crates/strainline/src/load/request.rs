@@ -62,6 +62,11 @@ impl Body {
     }
 }
 
+/// Whether an HTTP request with `method` and `body` states its body's length.
+pub fn sends_length(method: &Method, body: &[u8]) -> bool {
+    !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+}
+
 /// A workload's headers (`-H 'Name: value'`), checked.
 pub fn headers(pairs: &[(String, String)]) -> crate::error::Result<Vec<(HeaderName, HeaderValue)>> {
     pairs

@@ -13,7 +13,7 @@ use hyper::header::HeaderValue;
 use hyper::Uri;
 
 use super::client::Client;
-use super::http::{tls_config, Target};
+use super::net::{tls_config, Target};
 use super::schedule::{Arrivals, Rate};
 use super::{scenario, Model, Plan};
 
@@ -211,7 +211,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
                 "URL '{url}': '{host}' is not a valid TLS server name: {e}"
             ))
         })?;
-        Some(super::http::Tls::new(cfg, name))
+        Some(super::net::Tls::new(cfg, name))
     } else {
         None
     };

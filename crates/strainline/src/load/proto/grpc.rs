@@ -24,7 +24,8 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
 use super::super::client::Reply;
 use super::super::flow::{Keep, Kept};
-use super::super::http::{self, H2Response};
+use super::super::hyper2;
+use super::super::net;
 use super::super::recorder::ErrorKind;
 use super::super::request::Rendered;
 use super::super::spec::{BodySpec, ClientOptions};
@@ -103,7 +104,7 @@ fn bad(msg: String) -> crate::Error {
 pub struct Target {
     protocol: &'static Grpc,
     /// The server, always over HTTP/2.
-    http: http::Target,
+    http: net::Target,
     call: Arc<Call>,
 }
 
@@ -158,7 +159,7 @@ impl super::Target for Target {
 
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
         Box::pin(async move {
-            let http = http::connect_hyper(&self.http).await?;
+            let http = hyper2::Conn::connect(&self.http).await?;
             Ok(Box::new(Conn {
                 http,
                 call: self.call.clone(),
@@ -169,7 +170,7 @@ impl super::Target for Target {
 
 /// An HTTP/2 connection calls go on, a stream each.
 struct Conn {
-    http: http::Conn,
+    http: hyper2::Conn,
     call: Arc<Call>,
 }
 
@@ -183,7 +184,7 @@ impl Connection for Conn {
     }
 
     fn share(&self) -> Option<Box<dyn Connection>> {
-        let http = self.http.share()?;
+        let http = self.http.share();
         Some(Box::new(Conn {
             http,
             call: self.call.clone(),
@@ -237,7 +238,7 @@ fn call_of(
     url: &str,
     client: &ClientOptions,
     body: &BodySpec,
-) -> crate::error::Result<(http::Target, Call)> {
+) -> crate::error::Result<(net::Target, Call)> {
     let (tls, rest) = match url.strip_prefix("grpcs://") {
         Some(r) => (true, r),
         None => (false, url.trim_start_matches("grpc://")),
@@ -300,7 +301,7 @@ fn call_of(
     Ok((
         http.clone(),
         Call {
-            uri: http::absolute(&http, &path),
+            uri: hyper2::absolute(&http, &path),
             path,
             input,
             output,
@@ -444,7 +445,7 @@ fn is_grpc(h: &hyper::HeaderMap) -> bool {
 
 /// The status a response carries: in its trailers, or in its headers for a
 /// trailers-only answer (an error without a message).
-fn status(r: &H2Response) -> Option<u16> {
+fn status(r: &hyper2::Response) -> Option<u16> {
     let from = |h: &hyper::HeaderMap| {
         h.get("grpc-status")
             .and_then(|v| v.to_str().ok())
@@ -459,13 +460,13 @@ fn status(r: &H2Response) -> Option<u16> {
 /// One call on `conn` with `message` (already framed), the workload's headers as its
 /// metadata.
 async fn call(
-    conn: &mut http::Conn,
+    conn: &mut hyper2::Conn,
     t: &Call,
     metadata: &[(HeaderName, HeaderValue)],
     message: Bytes,
     kept: Option<&mut Kept>,
 ) -> Result<Called, ErrorKind> {
-    let mut req = http::hyper_request(&Method::POST, t.uri.clone(), metadata, message);
+    let mut req = hyper2::request(&Method::POST, t.uri.clone(), metadata, message);
     let h = req.headers_mut();
     h.insert("content-type", HeaderValue::from_static("application/grpc"));
     h.insert("te", HeaderValue::from_static("trailers"));
@@ -473,7 +474,7 @@ async fn call(
         keep: kept.is_some().then(Vec::new),
         ..Messages::default()
     };
-    let r = http::send_h2(conn, req, |d| messages.feed(d)).await?;
+    let r = conn.send(req, |d| messages.feed(d)).await?;
     if r.status != 200 || !is_grpc(&r.headers) {
         // Not a gRPC answer (a proxy's error page, an HTTP server).
         return Err(ErrorKind::Protocol);

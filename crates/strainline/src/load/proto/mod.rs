@@ -230,7 +230,7 @@ pub fn endpoint(
     port: u16,
     tls: bool,
     options: &ClientOptions,
-) -> crate::error::Result<(SocketAddr, Option<super::http::Tls>)> {
+) -> crate::error::Result<(SocketAddr, Option<super::net::Tls>)> {
     let with_port = if hostport.ends_with(']') || !hostport.contains(':') {
         format!("{hostport}:{port}")
     } else {
@@ -245,14 +245,14 @@ pub fn endpoint(
 /// A byte stream to `addr` (TCP without Nagle, then TLS if asked) and its descriptor.
 pub async fn open(
     addr: SocketAddr,
-    tls: &Option<super::http::Tls>,
-) -> Result<(super::h1::Stream, RawFd), ErrorKind> {
-    super::http::open_stream(addr, tls).await
+    tls: &Option<super::net::Tls>,
+) -> Result<(super::net::Stream, RawFd), ErrorKind> {
+    super::net::open_stream(addr, tls).await
 }
 
 /// How an I/O error ends a unit of work.
 pub fn io_kind(e: &std::io::Error) -> ErrorKind {
-    super::http::io_kind(e)
+    super::net::io_kind(e)
 }
 
 /// What the protocols' tests share: the size of a unit of work's future.
@@ -321,7 +321,8 @@ mod tests {
         assert_eq!(by_url("redis://127.0.0.1:6379").unwrap().name(), "Redis");
         assert_eq!(by_url("rediss://h").unwrap().name(), "Redis");
         assert!(by_url("redisx://h").is_none());
-        assert!(by_url("http://h/").is_none());
+        assert_eq!(by_url("http://h/").unwrap().name(), "HTTP");
+        assert!(by_url("ftp://h/").is_none());
         assert!(is_tls("rediss://h:1") && !is_tls("redis://h:1"));
         assert!(prefixes().any(|p| p == "redis://"));
         assert_eq!(by_url("wss://h/x").unwrap().name(), "WebSocket");

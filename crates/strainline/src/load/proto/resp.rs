@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use super::super::client::Reply;
 use super::super::flow::{Keep, Kept};
-use super::super::h1::Stream;
-use super::super::http::Tls;
+use super::super::net::Stream;
+use super::super::net::Tls;
 use super::super::recorder::ErrorKind;
 use super::super::request::Rendered;
 use super::super::spec::BodySpec;

@@ -25,7 +25,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::super::client::Reply;
 use super::super::flow::{Keep, Kept};
-use super::super::h1::Stream;
+use super::super::net::Stream;
 use super::super::recorder::ErrorKind;
 use super::super::request::Body;
 use super::super::request::Rendered;
@@ -118,7 +118,7 @@ pub struct Target {
     addr: SocketAddr,
     /// The URL as given (`ws://host:port/path`), for the upgrade request.
     url: String,
-    tls: Option<super::super::http::Tls>,
+    tls: Option<super::super::net::Tls>,
     /// The upgrade request's headers beside tungstenite's own.
     headers: Vec<(HeaderName, HeaderValue)>,
     messages: Arc<Messages>,

@@ -19,8 +19,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::super::client::{Companions, CompanionsAsk, Reply};
 use super::super::flow::{Keep, Kept};
-use super::super::h1::Stream;
-use super::super::http::{io_kind, open_stream};
+use super::super::net::Stream;
+use super::super::net::{io_kind, open_stream};
 use super::super::recorder::ErrorKind;
 use super::super::request::{Body, Rendered};
 use super::{Connection, Fut, Protocol};
@@ -41,7 +41,7 @@ pub const CONNACK: u16 = 0x100;
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
-    pub tls: Option<super::super::http::Tls>,
+    pub tls: Option<super::super::net::Tls>,
     /// The topic published to; `{{client}}` stands for the client's number.
     pub topic: String,
     /// 0, 1 or 2, for every publish and subscription.

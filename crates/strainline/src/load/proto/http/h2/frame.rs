@@ -1,7 +1,7 @@
 //! HTTP/2's frame layer (RFC 9113 §4, §6), as much as the load engine writes and
 //! reads: frame types and flags, a frame's head, WINDOW_UPDATE, padding.
 
-use super::super::recorder::ErrorKind;
+use crate::load::recorder::ErrorKind;
 
 pub(super) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Our receive windows (stream and connection), h2load's default `-w 30 -W 30`.

@@ -3,8 +3,8 @@
 //! [`Template`], prepared once as bytes ([`http::prepare`]) and shared by every worker; a
 //! scenario's steps send their own, and over HTTP/2 go through hyper's client, which
 //! decodes whole heads (cookies, extractions, checks). A status of 400 or more is a
-//! failure. The client itself is [`super::super::http`] (connections, TLS) over
-//! strainline's lean HTTP/1.1 ([`super::super::h1`]) and HTTP/2 ([`super::super::h2`]).
+//! failure. Its client is [`client`]: strainline's lean HTTP/1.1 ([`h1`]) and HTTP/2
+//! ([`h2`]), or hyper's HTTP/2 for a scenario's whole heads.
 
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -13,13 +13,18 @@ use std::time::Instant;
 use bytes::Bytes;
 use hyper::{Method, Uri};
 
-use super::super::client::Reply;
-use super::super::flow::{Keep, Kept};
-use super::super::http;
-use super::super::recorder::ErrorKind;
-use super::super::request::{Body, Outgoing, Rendered, Template};
-use super::super::spec::BodySpec;
 use super::{Ask, Connection, Fut, Protocol, Target};
+use crate::load::client::Reply;
+use crate::load::flow::{Keep, Kept};
+use crate::load::recorder::ErrorKind;
+use crate::load::request::{Body, Outgoing, Rendered, Template};
+use crate::load::spec::BodySpec;
+
+mod client;
+mod h1;
+mod h2;
+
+use client as http;
 
 pub struct Http;
 
@@ -37,7 +42,7 @@ impl Protocol for Http {
     }
 
     fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>> {
-        let (mut target, uri) = super::super::spec::resolve(ask.url, ask.options)?;
+        let (mut target, uri) = crate::load::spec::resolve(ask.url, ask.options)?;
         // A scenario over HTTP/2 reads whole heads (its cookies, extractions, checks).
         target.whole_heads = target.http2 && ask.scenario;
         let template = template(&uri, ask.method, ask.headers, ask.body)?;
@@ -81,7 +86,7 @@ pub fn template(
             "method '{method}' is not an HTTP method (e.g. GET, POST)"
         ))
     })?;
-    let parsed = super::super::request::headers(headers)?;
+    let parsed = crate::load::request::headers(headers)?;
     let path = uri
         .path_and_query()
         .map(|p| p.as_str())
@@ -99,7 +104,7 @@ pub fn template(
 /// Where requests go and the workload's request, checked and prepared before the run,
 /// shared by every connection.
 struct Sends {
-    target: http::Target,
+    target: crate::load::net::Target,
     template: Template,
     /// The template's requests as HTTP/1.1's bytes or HTTP/2's header blocks.
     prepared: Vec<Bytes>,

@@ -26,8 +26,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 mod frame;
 mod hpack;
 
-use super::h1::Stream;
-use super::recorder::ErrorKind;
+use crate::load::net::{io_kind, Stream};
+use crate::load::recorder::ErrorKind;
 use frame::*;
 pub use hpack::encode;
 use hpack::status_of;
@@ -342,7 +342,7 @@ impl Connection {
             match Pin::new(&mut self.stream).poll_write(cx, &self.wbuf[written..]) {
                 Poll::Ready(Ok(0)) => return Err(ErrorKind::Reset),
                 Poll::Ready(Ok(n)) => written += n,
-                Poll::Ready(Err(e)) => return Err(super::http::io_kind(&e)),
+                Poll::Ready(Err(e)) => return Err(io_kind(&e)),
                 Poll::Pending => break,
             }
         }
@@ -352,7 +352,7 @@ impl Connection {
         }
         if written > 0 {
             if let Poll::Ready(Err(e)) = Pin::new(&mut self.stream).poll_flush(cx) {
-                return Err(super::http::io_kind(&e));
+                return Err(io_kind(&e));
             }
         }
         Ok(())

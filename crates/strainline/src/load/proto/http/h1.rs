@@ -9,85 +9,11 @@
 //! not one decimal number (absurd, negative, or two that differ: RFC 9112 §6.3) is a
 //! `protocol` error, as is anything longer.
 
-use super::recorder::LATE_TAIL;
 use std::io;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use super::flow::Kept;
-use super::recorder::ErrorKind;
-
-/// A byte stream to a server: plain TCP or TLS over TCP.
-pub enum Stream {
-    Tcp(tokio::net::TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
-}
-
-impl Stream {
-    pub(super) async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.write_all(b).await,
-            Stream::Tls(s) => {
-                s.write_all(b).await?;
-                s.flush().await
-            }
-        }
-    }
-
-    pub(super) async fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(b).await,
-            Stream::Tls(s) => s.read(b).await,
-        }
-    }
-}
-
-/// The stream as tokio's traits, for the protocols that take any stream (WebSocket).
-impl tokio::io::AsyncRead for Stream {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for Stream {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
+use crate::load::flow::Kept;
+use crate::load::net::Stream;
+use crate::load::recorder::{ErrorKind, LATE_TAIL};
 
 /// One HTTP/1.1 connection with its read buffer.
 pub struct H1 {
@@ -208,38 +134,9 @@ impl H1 {
         loop {
             // Parse the header block, reading until it is complete.
             let (status, header_len, length, chunked, close) = loop {
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut resp = httparse::Response::new(&mut headers);
-                match resp.parse(&self.buf[self.start..self.end]) {
-                    Ok(httparse::Status::Complete(len)) => {
-                        let mut length = None;
-                        let mut chunked = false;
-                        let mut close = resp.version == Some(0);
-                        if let Some(k) = keep.as_deref_mut() {
-                            k.headers.clear();
-                            for h in resp.headers.iter() {
-                                k.take_header(h.name, h.value);
-                            }
-                        }
-                        for h in resp.headers.iter() {
-                            if h.name.eq_ignore_ascii_case("content-length") {
-                                match content_length(h.value) {
-                                    Some(n) if length.is_none_or(|m| m == n) => length = Some(n),
-                                    _ => return Err(ErrorKind::Protocol),
-                                }
-                            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                                chunked = h
-                                    .value
-                                    .windows(7)
-                                    .any(|w| w.eq_ignore_ascii_case(b"chunked"));
-                            } else if h.name.eq_ignore_ascii_case("connection") {
-                                close =
-                                    h.value.windows(5).any(|w| w.eq_ignore_ascii_case(b"close"));
-                            }
-                        }
-                        break (resp.code.unwrap_or(0), len, length, chunked, close);
-                    }
-                    Ok(httparse::Status::Partial) => {
+                match head(&self.buf[self.start..self.end], keep.as_deref_mut())? {
+                    Some(head) => break head,
+                    None => {
                         if self.end - self.start > MAX_HEAD {
                             return Err(ErrorKind::Protocol);
                         }
@@ -247,7 +144,6 @@ impl H1 {
                             return Err(ErrorKind::Reset);
                         }
                     }
-                    Err(_) => return Err(ErrorKind::Protocol),
                 }
             };
             self.start += header_len;
@@ -336,10 +232,52 @@ impl H1 {
     }
 }
 
+/// A response's head parsed from `buf`, if it is all there: its status, its length in
+/// bytes, its `Content-Length`, whether it is chunked and whether the server closes.
+/// Not async: its 64 header slots live on the stack for the parse alone, not in every
+/// exchange's future (which is boxed per request: 2.4 KiB with them).
+fn head(
+    buf: &[u8],
+    keep: Option<&mut Kept>,
+) -> Result<Option<(u16, usize, Option<u64>, bool, bool)>, ErrorKind> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(ErrorKind::Protocol),
+    };
+    let mut length = None;
+    let mut chunked = false;
+    let mut close = resp.version == Some(0);
+    if let Some(k) = keep {
+        k.headers.clear();
+        for h in resp.headers.iter() {
+            k.take_header(h.name, h.value);
+        }
+    }
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            match content_length(h.value) {
+                Some(n) if length.is_none_or(|m| m == n) => length = Some(n),
+                _ => return Err(ErrorKind::Protocol),
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = h
+                .value
+                .windows(7)
+                .any(|w| w.eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close = h.value.windows(5).any(|w| w.eq_ignore_ascii_case(b"close"));
+        }
+    }
+    Ok(Some((resp.code.unwrap_or(0), len, length, chunked, close)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Serves `responses` (raw bytes, one per request read) on a loopback socket and
     /// returns what an H1 client made of them.

@@ -1,0 +1,236 @@
+//! HTTP's client: connections to a target resolved once ([`crate::load::net`]) speaking
+//! HTTP/1.1 keep-alive or HTTP/2 through strainline's lean clients ([`super::h1`],
+//! [`super::h2`]), or HTTP/2 through hyper's ([`crate::load::hyper2`]) where a scenario
+//! reads whole heads. The workload's requests are prepared once as bytes; random
+//! payloads come from a pool made once, so the generator spends its CPU on sending.
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use hyper::Method;
+
+use crate::load::flow::Kept;
+use crate::load::hyper2;
+use crate::load::net::{open_stream, Target};
+use crate::load::recorder::ErrorKind;
+use crate::load::request::{sends_length, Body, Outgoing, Template};
+
+/// `template`'s requests as prepared before the run: HTTP/1.1's bytes on the wire, or
+/// HTTP/2's header blocks (the body is sent from the template); one per distinct
+/// body (a random body pool gives several).
+pub fn prepare(template: &Template, target: &Target) -> Vec<Bytes> {
+    let bodies: Vec<Bytes> = match &template.body {
+        Body::Empty => vec![Bytes::new()],
+        Body::Fixed(b) => vec![b.clone()],
+        Body::Random(pool) => pool.as_ref().clone(),
+    };
+    let path = template.path.to_string();
+    bodies
+        .into_iter()
+        .map(|body| {
+            if target.http2 {
+                return Bytes::from(h2_block(
+                    &template.method,
+                    &path,
+                    target,
+                    &template.headers,
+                    &body,
+                ));
+            }
+            let mut w = Vec::with_capacity(256 + body.len());
+            write_h1(
+                &template.method,
+                &path,
+                target,
+                &template.headers,
+                &body,
+                &mut w,
+            );
+            Bytes::from(w)
+        })
+        .collect()
+}
+
+/// Writes an HTTP/1.1 request.
+fn write_h1(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+    w: &mut Vec<u8>,
+) {
+    w.extend_from_slice(method.as_str().as_bytes());
+    w.push(b' ');
+    w.extend_from_slice(path.as_bytes());
+    w.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    w.extend_from_slice(target.host_header.as_bytes());
+    w.extend_from_slice(b"\r\n");
+    let length = sends_length(method, body);
+    for (k, v) in headers {
+        if length && *k == CONTENT_LENGTH {
+            continue;
+        }
+        w.extend_from_slice(k.as_str().as_bytes());
+        w.extend_from_slice(b": ");
+        w.extend_from_slice(v.as_bytes());
+        w.extend_from_slice(b"\r\n");
+    }
+    if length {
+        w.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    w.extend_from_slice(b"\r\n");
+    w.extend_from_slice(body);
+}
+
+/// An HTTP/2 request's header block (see [`super::h2::encode`]).
+fn h2_block(
+    method: &Method,
+    path: &str,
+    target: &Target,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Vec<u8> {
+    let length = sends_length(method, body).then_some(body.len());
+    let https = target.tls.is_some();
+    super::h2::encode(
+        method.as_str(),
+        https,
+        target.host_header.as_bytes(),
+        path,
+        headers,
+        length,
+    )
+}
+
+/// One open connection, and its socket's descriptor so that the driver's watchdog can
+/// cut a request that overran its timeout (`shutdown(2)`), whatever protocol runs on it.
+pub struct Conn {
+    kind: Kind,
+    pub fd: std::os::fd::RawFd,
+}
+
+enum Kind {
+    /// HTTP/1.1: strainline's own lean client.
+    H1(super::h1::H1),
+    /// HTTP/2: strainline's own lean client, a handle per stream loop.
+    H2(super::h2::H2),
+    /// HTTP/2 through hyper, for a scenario (whole heads).
+    Hyper(hyper2::Conn),
+}
+
+impl Conn {
+    /// Another handle on this HTTP/2 connection (hyper multiplexes their requests as
+    /// streams); `None` for HTTP/1.1.
+    pub fn share(&self) -> Option<Conn> {
+        match &self.kind {
+            Kind::H2(s) => Some(Conn {
+                kind: Kind::H2(s.clone()),
+                fd: self.fd,
+            }),
+            Kind::Hyper(s) => Some(Conn {
+                kind: Kind::Hyper(s.share()),
+                fd: self.fd,
+            }),
+            Kind::H1(_) => None,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        match &self.kind {
+            Kind::H1(h) => !h.reusable,
+            Kind::H2(s) => s.is_closed(),
+            Kind::Hyper(s) => s.is_closed(),
+        }
+    }
+}
+
+/// Opens a connection (TCP, then TLS if asked, then the HTTP/2 handshake if asked).
+pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
+    if t.http2 && t.whole_heads {
+        let conn = hyper2::Conn::connect(t).await?;
+        let fd = conn.fd;
+        return Ok(Conn {
+            kind: Kind::Hyper(conn),
+            fd,
+        });
+    }
+    let (stream, fd) = open_stream(t.addr, &t.tls).await?;
+    let kind = if t.http2 {
+        Kind::H2(super::h2::H2::handshake(stream).await?)
+    } else {
+        Kind::H1(super::h1::H1::new(stream))
+    };
+    Ok(Conn { kind, fd })
+}
+
+/// Sends a request and reads the whole response. Returns its status, its body size and
+/// whether its body came late after its head (HTTP/1.1:
+/// [`crate::load::recorder::LATE_TAIL`]).
+/// `keep` gets its head and body (HTTP/1.1; a flow over HTTP/2 is refused by its plan).
+/// `workload`: the workload's request and its prepared forms ([`prepare`]).
+pub async fn send(
+    conn: &mut Conn,
+    target: &Target,
+    (t, prepared): (&Template, &[Bytes]),
+    out: Outgoing<'_>,
+    keep: Option<&mut Kept>,
+) -> Result<(u16, u64, bool), ErrorKind> {
+    match &mut conn.kind {
+        Kind::H1(h) => match out {
+            Outgoing::Workload(seq) => {
+                let req = &prepared[(seq % prepared.len() as u64) as usize];
+                h.exchange(req, t.method == Method::HEAD, keep).await
+            }
+            Outgoing::Rendered(r) => {
+                let mut w = Vec::with_capacity(256 + r.body.len());
+                write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
+                h.exchange(&w, r.method == Method::HEAD, keep).await
+            }
+        },
+        Kind::H2(h) => {
+            let (status, bytes) = match out {
+                Outgoing::Workload(seq) => {
+                    let block = &prepared[(seq % prepared.len() as u64) as usize];
+                    h.exchange(block, t.body.pick(seq)).await?
+                }
+                Outgoing::Rendered(r) => {
+                    let block = h2_block(&r.method, &r.path, target, &r.headers, &r.body);
+                    h.exchange(&block, r.body.clone()).await?
+                }
+            };
+            Ok((status, bytes, false))
+        }
+        Kind::Hyper(c) => {
+            let req = match out {
+                Outgoing::Workload(seq) => hyper2::request(
+                    &t.method,
+                    hyper2::absolute(target, t.path.path_and_query().map_or("/", |p| p.as_str())),
+                    &t.headers,
+                    t.body.pick(seq),
+                ),
+                Outgoing::Rendered(r) => hyper2::request(
+                    &r.method,
+                    hyper2::absolute(target, &r.path),
+                    &r.headers,
+                    r.body.clone(),
+                ),
+            };
+            let mut bytes = 0u64;
+            let mut keep = keep;
+            let r = c.send(req, |d| {
+                bytes += d.len() as u64;
+                if let Some(k) = keep.as_deref_mut() {
+                    k.take_body(d);
+                }
+            })
+            .await?;
+            if let Some(k) = keep {
+                for (name, value) in &r.headers {
+                    k.take_header(name.as_str(), value.as_bytes());
+                }
+            }
+            Ok((r.status, bytes, false))
+        }
+    }
+}
+
