@@ -15,7 +15,8 @@ use tokio::net::TcpStream;
 
 use super::recorder::ErrorKind;
 
-/// Where requests go, resolved and checked before the run.
+/// Where a protocol's connections go, resolved and checked before the run: the address,
+/// the `Host` (an HTTP request's, TLS's server name), TLS, and HTTP's choices.
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
@@ -23,7 +24,7 @@ pub struct Target {
     pub tls: Option<Tls>,
     pub http2: bool,
     /// HTTP/2 through hyper's client, which decodes whole heads: a scenario's (its cookie
-    /// jar, extractions, checks and script read them). The fast path ([`super::h2`])
+    /// jar, extractions, checks and script read them). HTTP's lean HTTP/2 client
     /// decodes `:status` alone.
     pub whole_heads: bool,
 }
