@@ -97,6 +97,19 @@ mod tests {
         assert!(e.iter().any(|e| e.contains("duratoin")), "{e:?}");
         let e = errors(&suite, &ok.replace("kind = \"bench\"\n", ""));
         assert!(e.iter().any(|e| e.contains("kind")), "{e:?}");
+        // Each kind takes its own keys: a ramp's `start`, not a bench's `rate`, and a
+        // crash test no workload.
+        let ramp = ok
+            .replace("\"bench\"", "\"ramp\"")
+            .replace("duration", "step_duration");
+        assert_eq!(errors(&suite, &ramp), Vec::<String>::new());
+        let e = errors(&suite, &ramp.replace("step_duration = \"1s\"", "rate = 10"));
+        assert!(e.iter().any(|e| e.contains("rate")), "{e:?}");
+        let crash =
+            "[[test]]\nname = \"c\"\nkind = \"crash\"\ncommand = [\"x\"]\nverify = [\"y\"]\n";
+        assert_eq!(errors(&suite, crash), Vec::<String>::new());
+        let e = errors(&suite, &format!("{crash}url = \"http://h/\"\n"));
+        assert!(e.iter().any(|e| e.contains("url")), "{e:?}");
         let scenario = of(SchemaOf::Scenario);
         let flow = "clients = 2\n\n[[step]]\nname = \"poll\"\nonce = true\npath = \"/jobs/1\"\nloop = { from = \"poll\", until = { json = { \"$.status\" = \"done\" } } }\n";
         assert_eq!(errors(&scenario, flow), Vec::<String>::new());

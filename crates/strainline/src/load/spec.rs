@@ -474,7 +474,10 @@ fn scenario_model(
             )));
         }
         let range = match client {
-            Client::Proto(t) => t.protocol().status_range().map(|r| (t.protocol().name(), r)),
+            Client::Proto(t) => t
+                .protocol()
+                .status_range()
+                .map(|r| (t.protocol().name(), r)),
             Client::Command(_) => None,
         };
         if let Some((name, (low, high))) = range {

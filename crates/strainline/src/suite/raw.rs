@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::SetupRequest;
-
 /// A strainline suite file: the system under test (`[target]`), what else to watch,
 /// and the tests (`[[test]]`) run against it (docs/suites.md).
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -22,9 +20,12 @@ pub struct RawSuite {
     #[serde(default)]
     #[schemars(with = "Vec<RawWatch>")]
     pub watch: Vec<Spanned<RawWatch>>,
+    // Read by kind from the spanned document (`parse`'s `keys` and `kinds`); here only
+    // checked to be an array of tables. Its schema is `parse::test_schema`'s.
     #[serde(default)]
-    #[schemars(with = "Vec<RawTest>")]
-    pub test: Vec<Spanned<RawTest>>,
+    #[allow(dead_code)]
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
+    pub test: Vec<toml::Table>,
     pub compare: Option<RawCompare>,
 }
 
@@ -109,114 +110,12 @@ pub struct RawLogs {
     pub classes: BTreeMap<String, Spanned<String>>,
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(rename = "Test")]
-pub struct RawTest {
-    pub name: String,
-    #[schemars(with = "String")]
-    pub kind: Spanned<String>,
-    pub repeat: Option<u32>,
-    #[serde(default)]
-    #[schemars(with = "BTreeMap<String, Vec<serde_json::Value>>")]
-    pub matrix: BTreeMap<String, Vec<toml::Value>>,
-    #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub gates: Vec<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
-    pub expect: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
-    pub interval: Option<Spanned<String>>,
-    pub url: Option<String>,
-    #[schemars(with = "Option<String>")]
-    pub scenario: Option<Spanned<String>>,
-    pub method: Option<String>,
-    pub body: Option<String>,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    pub rate: Option<f64>,
-    pub connections: Option<usize>,
-    #[schemars(with = "Option<String>")]
-    pub duration: Option<Spanned<String>>,
-    pub threads: Option<usize>,
-    #[schemars(with = "Option<String>")]
-    pub timeout: Option<Spanned<String>>,
-    #[serde(default)]
-    pub setup: Vec<SetupRequest>,
-    pub start: Option<f64>,
-    pub step: Option<f64>,
-    #[schemars(with = "Option<String>")]
-    pub step_duration: Option<Spanned<String>>,
-    pub max_steps: Option<u32>,
-    #[schemars(with = "Option<String>")]
-    pub slo_p99: Option<Spanned<String>>,
-    #[schemars(with = "Option<serde_json::Value>")]
-    pub max_error_rate: Option<Spanned<toml::Value>>,
-    #[schemars(with = "Option<String>")]
-    pub leak_budget: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
-    pub horizon: Option<Spanned<String>>,
-    pub clients: Option<u64>,
-    #[schemars(with = "Option<String>")]
-    pub client_period: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
-    pub ram: Option<Spanned<String>>,
-    pub rounds: Option<u32>,
-    pub ops: Option<u64>,
-    pub quiesce_url: Option<String>,
-    #[schemars(with = "Option<String>")]
-    pub settle: Option<Spanned<String>>,
-    pub command: Option<Vec<String>>,
-    pub http2: Option<bool>,
-    pub streams: Option<usize>,
-    #[schemars(with = "Option<String>")]
-    pub cacert: Option<Spanned<String>>,
-    pub insecure: Option<bool>,
-    pub reply_field: Option<String>,
-    pub iterations: Option<u32>,
-    #[schemars(with = "Option<String>")]
-    pub kill_after: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
-    pub kill_at_log: Option<Spanned<String>>,
-    pub verify: Option<Vec<String>>,
-    #[serde(default)]
-    pub sizes: Vec<u64>,
-    #[serde(default)]
-    pub profile: bool,
-}
-
-/// The JSON Schema of a suite file, from these very types.
+/// The JSON Schema of a suite file, from these very types: a `[[test]]` is one of the
+/// kinds, each with the keys every test takes, a load kind's workload's and its own
+/// (`parse`'s structs, which read them).
 pub fn schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(RawSuite)).expect("a schema is JSON")
-}
-
-/// The keys every test takes, whatever its kind; the rest are its kind's
-/// ([`super::parse`]'s `own_keys`) or its workload's.
-pub const COMMON_KEYS: &[&str] = &[
-    "name", "kind", "repeat", "matrix", "gates", "expect", "interval", "profile",
-];
-
-/// The kind-specific keys each `[[test]]` sets, read from the file's own tables (not
-/// from a list of `RawTest`'s fields kept by hand: a field added there and forgotten in
-/// the kind's keys is refused at once, never silently taken by every kind).
-pub fn test_keys(text: &str) -> Vec<Vec<String>> {
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let Some(toml::Value::Array(tests)) = table.get("test") else {
-        return Vec::new();
-    };
-    tests
-        .iter()
-        .map(|t| {
-            t.as_table()
-                .map(|t| {
-                    t.keys()
-                        .filter(|k| !COMMON_KEYS.contains(&k.as_str()))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .collect()
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(RawSuite)).expect("a schema is JSON");
+    super::parse::test_schema(&mut schema);
+    schema
 }

@@ -1,19 +1,17 @@
 //! From the suite file as written ([`super::raw`]) to the checked model, section by
 //! section — `[target]`, `[logs]`, `[[watch]]` and `[compare]` (`sections.rs`), each
-//! `[[test]]`: its common keys here, the keys its kind takes (`keys.rs`), then its
-//! kind's own spec and workload (`kinds.rs`), URLs checked without resolving them
-//! (`urls.rs`) — every mistake refused as `FILE:LINE:COLUMN: what is wrong` with the fix
-//! (`doc.rs`). A key that belongs to another kind is refused too: a `rate` on a ramp
-//! would otherwise be silently ignored.
+//! `[[test]]`: its common keys here (read by `keys.rs`, which also refuses a key its kind
+//! does not take), then its kind's own keys and workload, one module per kind
+//! (`kinds/`), URLs checked without resolving them (`urls.rs`) — every mistake refused as
+//! `FILE:LINE:COLUMN: what is wrong` with the fix (`doc.rs`). A key that belongs to
+//! another kind is refused too: a `rate` on a ramp would otherwise be silently ignored.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toml::Spanned;
-
 use super::gate;
-use super::raw::{RawSuite, RawTest};
+use super::raw::RawSuite;
 use super::{kind_metrics, log_class_metric, Kind, Suite, Test};
 use crate::metrics::Unit;
 
@@ -24,7 +22,7 @@ mod sections;
 mod urls;
 
 use doc::Doc;
-use keys::{own_keys, unknown_test_key, WORKLOAD_KEYS};
+use keys::{Common, Table};
 use urls::{beside_the_suite, files_named};
 
 type Result<T> = crate::error::Result<T>;
@@ -38,12 +36,18 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
     };
     let raw: RawSuite = toml::from_str(text).map_err(|e| {
         let at = e.span().map_or(0, |s| s.start);
-        let message = e.message().trim();
-        doc.at(
-            at,
-            unknown_test_key(text, at, message).unwrap_or_else(|| message.to_string()),
-        )
+        doc.at(at, e.message().trim())
     })?;
+    // The tests again, spanned: each is read by its kind's keys.
+    let tables: Vec<Table> = match toml::de::DeTable::parse(text) {
+        Ok(d) => match d.into_inner().remove("test").map(|t| t.into_inner()) {
+            Some(toml::de::DeValue::Array(tests)) => {
+                tests.iter().cloned().map(Table::new).collect()
+            }
+            _ => Vec::new(),
+        },
+        Err(_) => Vec::new(), // toml::from_str read the same text
+    };
     let target = raw
         .target
         .as_ref()
@@ -75,21 +79,24 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
                 .map(|(n, _)| (log_class_metric(n), Unit::Count)),
         )
         .collect();
-    let keys = super::raw::test_keys(text);
-    let tests = raw
-        .test
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let keys = keys.get(i).map_or(&[][..], |k| k.as_slice());
-            test(&doc, t, keys, target.is_some(), &suite_metrics)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut commons = Vec::new();
+    let mut tests = Vec::new();
+    for table in &tables {
+        let common: Common = table.read(&doc)?;
+        tests.push(test(
+            &doc,
+            &common,
+            table,
+            target.is_some(),
+            &suite_metrics,
+        )?);
+        commons.push(common);
+    }
     if tests.is_empty() {
         return Err(doc.at(0, "the suite has no [[test]]"));
     }
     if let Some(url) = target.as_ref().and_then(|t| t.unwatched.as_ref()) {
-        unwatched_fits(&doc, &raw.test, &tests, url)?;
+        unwatched_fits(&doc, &commons, &tests, url)?;
     }
     let compare = raw
         .compare
@@ -115,11 +122,11 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
 
 /// A target that is only a URL gives no CPU, memory or thread figures: the kinds whose
 /// verdicts read them, and gates on them, are refused at their line.
-fn unwatched_fits(doc: &Doc, raw: &[Spanned<RawTest>], tests: &[Test], url: &str) -> Result<()> {
+fn unwatched_fits(doc: &Doc, raw: &[Common], tests: &[Test], url: &str) -> Result<()> {
     for (r, t) in raw.iter().zip(tests) {
         if matches!(t.kind, Kind::Ramp | Kind::Soak | Kind::Rounds) {
             return Err(doc.at(
-                r.get_ref().kind.span().start,
+                r.kind.span().start,
                 format!(
                     "test '{}': kind = \"{}\" needs a target strainline starts or watches (its verdict reads the target's CPU, memory or threads), and [target] url = \"{url}\" is only reached: use kind = \"bench\", or watch it by an agent on its host (attach_port with host = \"AGENT\")",
                     t.name,
@@ -127,7 +134,7 @@ fn unwatched_fits(doc: &Doc, raw: &[Spanned<RawTest>], tests: &[Test], url: &str
                 ),
             ));
         }
-        for (g, raw_gate) in t.gates.iter().zip(&r.get_ref().gates) {
+        for (g, raw_gate) in t.gates.iter().zip(&r.gates) {
             let from_load = crate::metrics::lookup(&g.metric)
                 .is_some_and(|d| d.made_by(crate::metrics::Source::Load));
             if !from_load {
@@ -145,15 +152,15 @@ fn unwatched_fits(doc: &Doc, raw: &[Spanned<RawTest>], tests: &[Test], url: &str
 }
 
 /// A `[[test]]`: its common keys, its gates, then its kind's own spec.
+/// Long because the common keys are checked in the order a reader meets them.
 fn test(
     doc: &Doc,
-    spanned: &Spanned<RawTest>,
-    written: &[String],
+    t: &Common,
+    table: &Table,
     has_target: bool,
     suite_metrics: &[(String, Unit)],
 ) -> Result<Test> {
-    let span = spanned.span();
-    let t = spanned.get_ref();
+    let header = table.start();
     let kind = Kind::parse_test(t.kind.get_ref()).ok_or_else(|| {
         let kinds: Vec<&str> = Kind::TESTS.iter().map(|k| k.name()).collect();
         doc.at(
@@ -165,40 +172,15 @@ fn test(
             ),
         )
     })?;
-    let allowed: Vec<&str> = if kind.has_target() {
-        WORKLOAD_KEYS
-            .iter()
-            .chain(own_keys(kind))
-            .copied()
-            .collect()
-    } else {
-        own_keys(kind).to_vec()
+    keys::unknown(doc, table, &t.name, kind)?;
+    let at = kinds::At {
+        doc,
+        header,
+        name: &t.name,
+        kind,
     };
-    if let Some(key) = written
-        .iter()
-        .map(String::as_str)
-        .find(|k| !allowed.contains(k))
-    {
-        let owners: Vec<&str> = Kind::TESTS
-            .into_iter()
-            .filter(|k| {
-                own_keys(*k).contains(&key) || (k.has_target() && WORKLOAD_KEYS.contains(&key))
-            })
-            .map(|k| k.name())
-            .collect();
-        return Err(doc.at(
-            doc.key_offset(span.start, key),
-            format!(
-                "test '{}': '{key}' is not a key of a {} test (it is one of {}); a {} test takes: {}",
-                t.name,
-                kind.name(),
-                owners.join(", "),
-                kind.name(),
-                allowed.join(", ")
-            ),
-        ));
-    }
-    kinds::ranges(doc, span.start, t)?;
+    at.range(t.repeat.map(f64::from), crate::limits::REPEAT)?;
+    matrix_fits(&at, t)?;
     let mut metrics = kind_metrics(kind);
     if kind.has_target() {
         metrics.extend(suite_metrics.iter().map(|(n, u)| (n.as_str(), *u)));
@@ -214,37 +196,8 @@ fn test(
             Err((off, msg)) => return Err(doc.at(g.span().start + 1 + off, format!("gate: {msg}"))),
         }
     }
-    let needs = |present: bool, what: &str| -> Result<()> {
-        if present {
-            Ok(())
-        } else {
-            Err(doc.at(
-                span.start,
-                format!("test '{}' ({}) needs {what}", t.name, kind.name()),
-            ))
-        }
-    };
-    // What a run would refuse of the URL's options and the reply field, `check`
-    // refuses at their line (MQTT's qos, keep_alive, subscribers; an empty field).
-    if let Some((url, p)) = t
-        .url
-        .as_deref()
-        .and_then(|u| Some((u, crate::load::proto::by_url(u)?)))
-    {
-        p.check(url)
-            .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
-    }
-    if let Some(url) = t.url.as_deref() {
-        for (what, f) in files_named(&beside_the_suite(doc.path, url)) {
-            crate::os::file::check(Path::new(&f), what, crate::os::file::MAX_INPUT)
-                .map_err(|e| doc.at(doc.key_offset(span.start, "url"), e))?;
-        }
-    }
-    if let Some(f) = &t.reply_field {
-        crate::load::proto::field_path(f).map_err(|e| {
-            let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
-            doc.at(doc.key_offset(span.start, "reply_field"), msg)
-        })?;
+    if kind.has_target() {
+        url_fits(doc, header, &table.read(doc)?)?;
     }
     let expect_failure = match &t.expect {
         None => false,
@@ -257,7 +210,7 @@ fn test(
             ))
         }
     };
-    let spec = kinds::spec(doc, kind, t, has_target, &needs)?;
+    let spec = kinds::spec(&at, table, has_target)?;
     Ok(Test {
         name: t.name.clone(),
         kind,
@@ -284,6 +237,94 @@ fn test(
         profile: t.profile,
         spec,
     })
+}
+
+/// The cases a test expands to, bounded before any is made (10⁸ cases allocated until
+/// the machine ran out), and a matrix key with no values refused.
+fn matrix_fits(at: &kinds::At, t: &Common) -> Result<()> {
+    let cases = t.matrix.values().map(|vs| vs.len() as f64).product::<f64>()
+        * f64::from(t.repeat.unwrap_or(1));
+    if cases > crate::limits::MAX_CASES {
+        return Err(at.refuse(
+            if t.repeat.is_some() { "repeat" } else { "matrix" },
+            format!(
+                "{cases:.0} cases (the matrix's combinations × repeat), more than {}: split the test or give fewer values",
+                crate::limits::MAX_CASES
+            ),
+        ));
+    }
+    if let Some((k, _)) = t.matrix.iter().find(|(_, vs)| vs.is_empty()) {
+        return Err(at.refuse(
+            "matrix",
+            format!("matrix key '{k}' has no values (give at least one)"),
+        ));
+    }
+    Ok(())
+}
+
+/// What a run would refuse of a workload's URL options and its reply field, `check`
+/// refuses at their line (MQTT's qos, keep_alive, subscribers; a `.proto` that cannot be
+/// read; an empty field).
+fn url_fits(doc: &Doc, header: usize, w: &kinds::workload::Keys) -> Result<()> {
+    if let Some(url) = w.url.as_deref() {
+        if let Some(p) = crate::load::proto::by_url(url) {
+            p.check(url)
+                .map_err(|e| doc.at(doc.key_offset(header, "url"), e))?;
+        }
+        for (what, f) in files_named(&beside_the_suite(doc.path, url)) {
+            crate::os::file::check(Path::new(&f), what, crate::os::file::MAX_INPUT)
+                .map_err(|e| doc.at(doc.key_offset(header, "url"), e))?;
+        }
+    }
+    if let Some(f) = &w.reply_field {
+        crate::load::proto::field_path(f).map_err(|e| {
+            let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
+            doc.at(doc.key_offset(header, "reply_field"), msg)
+        })?;
+    }
+    Ok(())
+}
+
+/// Sets `schema`'s `[[test]]` to the keys every test takes, and for each kind (`if` its
+/// `kind` is that kind's name, `then`) an object of those, a load kind's workload's and
+/// its own, and no other — from the structs that read them. (`if`/`then` rather than
+/// `oneOf`: an editor then names the key a kind does not take.)
+pub fn test_schema(schema: &mut serde_json::Value) {
+    use serde_json::json;
+    let common = serde_json::to_value(schemars::schema_for!(Common)).expect("a schema is JSON");
+    let mut defs = schema["$defs"].take();
+    let mut cases = Vec::new();
+    for (kind, parts) in kinds::schemas() {
+        let mut properties = common["properties"].clone();
+        for part in parts {
+            if let Some(p) = part["properties"].as_object() {
+                for (k, v) in p {
+                    properties[k] = v.clone();
+                }
+            }
+            if let Some(d) = part["$defs"].as_object() {
+                for (k, v) in d {
+                    defs[k] = v.clone();
+                }
+            }
+        }
+        cases.push(json!({
+            "if": { "properties": { "kind": { "const": kind.name() } }, "required": ["kind"] },
+            "then": { "properties": properties, "additionalProperties": false },
+        }));
+    }
+    let names: Vec<&str> = Kind::TESTS.iter().map(|k| k.name()).collect();
+    let mut properties = common["properties"].clone();
+    properties["kind"] = json!({ "enum": names, "type": "string" });
+    defs["Test"] = json!({
+        "description": "A test: the keys every test takes, and its kind's (docs/suites.md).",
+        "type": "object",
+        "properties": properties,
+        "required": common["required"],
+        "allOf": cases,
+    });
+    schema["$defs"] = defs;
+    schema["properties"]["test"] = json!({ "type": "array", "items": { "$ref": "#/$defs/Test" } });
 }
 
 /// A suite's name without `[suite] name`: its file's stem, or — for a file named after
@@ -359,14 +400,14 @@ mod tests {
         .unwrap();
         assert_eq!(
             documented(&text, "", "Workload keys"),
-            WORKLOAD_KEYS,
-            "docs/suites.md's workload keys differ from WORKLOAD_KEYS"
+            keys::fields_of::<kinds::workload::Keys>(),
+            "docs/suites.md's workload keys differ from the workload's struct"
         );
         for kind in Kind::TESTS {
             let heading = format!("### {} — ", kind.name());
             assert_eq!(
                 documented(&text, &heading, "Keys of its own"),
-                own_keys(kind),
+                kinds::own_keys(kind),
                 "docs/suites.md's keys of {} differ from the parser's",
                 kind.name()
             );

@@ -217,13 +217,14 @@ pub async fn send(
             };
             let mut bytes = 0u64;
             let mut keep = keep;
-            let r = c.send(req, |d| {
-                bytes += d.len() as u64;
-                if let Some(k) = keep.as_deref_mut() {
-                    k.take_body(d);
-                }
-            })
-            .await?;
+            let r = c
+                .send(req, |d| {
+                    bytes += d.len() as u64;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.take_body(d);
+                    }
+                })
+                .await?;
             if let Some(k) = keep {
                 for (name, value) in &r.headers {
                     k.take_header(name.as_str(), value.as_bytes());
@@ -233,4 +234,3 @@ pub async fn send(
         }
     }
 }
-

@@ -232,14 +232,17 @@ impl H1 {
     }
 }
 
-/// A response's head parsed from `buf`, if it is all there: its status, its length in
-/// bytes, its `Content-Length`, whether it is chunked and whether the server closes.
+/// A response's head: its status, its length in bytes, its `Content-Length`, whether it
+/// is chunked and whether the server closes.
+type Head = (u16, usize, Option<u64>, bool, bool);
+
+/// A response's head parsed from `buf`, if it is all there.
 /// Not async: its 64 header slots live on the stack for the parse alone, not in every
 /// exchange's future (which is boxed per request: 2.4 KiB with them).
 fn head(
     buf: &[u8],
     keep: Option<&mut Kept>,
-) -> Result<Option<(u16, usize, Option<u64>, bool, bool)>, ErrorKind> {
+) -> Result<Option<Head>, ErrorKind> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {

@@ -194,8 +194,7 @@ impl Connection for Conn {
                     (r.keep != Keep::Nothing).then(|| Box::new(Kept::new(r.keep))),
                 ),
             };
-            let (status, bytes, late_tail) =
-                http::send(
+            let (status, bytes, late_tail) = http::send(
                 &mut self.conn,
                 &to.target,
                 (&to.template, &to.prepared),

@@ -1,0 +1,30 @@
+//! `bench`'s keys: a fixed load, open at `rate` (closed without one), for `duration`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::super::super::{Bench, Workload};
+use super::super::Result;
+use super::At;
+use crate::limits;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "BenchKeys")]
+pub(super) struct Keys {
+    rate: Option<f64>,
+    #[schemars(with = "Option<String>")]
+    duration: Option<Spanned<String>>,
+}
+
+pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Bench> {
+    at.range(k.rate, limits::RATE)?;
+    Ok(Bench {
+        workload,
+        rate: k.rate,
+        duration: at
+            .doc
+            .opt_dur(&k.duration, "duration", Duration::from_secs(10), true)?,
+    })
+}

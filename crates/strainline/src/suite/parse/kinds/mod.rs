@@ -1,0 +1,209 @@
+//! Each kind's keys, one module per kind: its serde struct (the keys it takes, in the
+//! order docs/suites.md lists them) and their checks — ranges, defaults, what it needs —
+//! into its [`Spec`]. A load kind's workload (`workload.rs`) is read beside its own.
+//! [`spec`], [`keys`] and [`schemas`] are the one table of kinds.
+
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+
+use super::super::{Kind, Spec};
+use super::doc::{bytes, Doc};
+use super::keys::{fields_of, Table};
+use super::Result;
+use crate::limits;
+
+mod bench;
+mod crash;
+mod harness;
+mod ramp;
+mod rounds;
+mod scale;
+mod soak;
+pub(super) mod workload;
+
+/// A test's own keys checked against: the text, where its table starts, its name and
+/// kind.
+pub(super) struct At<'a> {
+    pub doc: &'a Doc<'a>,
+    pub header: usize,
+    pub name: &'a str,
+    pub kind: Kind,
+}
+
+impl At<'_> {
+    /// `v`, if given, within its range ([`limits`]); refused at its key.
+    pub fn range(&self, v: Option<f64>, limit: limits::Limit) -> Result<()> {
+        match v.map(|v| limit.check(v)) {
+            Some(Err(e)) => Err(self.refuse(limit.key, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `msg` at `key = …` in the test's table (at its header if it is not written).
+    pub fn refuse(&self, key: &str, msg: impl std::fmt::Display) -> crate::Error {
+        self.doc.at(
+            self.doc.key_offset(self.header, key),
+            format!("test '{}': {msg}", self.name),
+        )
+    }
+
+    /// The test needs `what`, refused at its header unless `present`.
+    pub fn needs(&self, present: bool, what: &str) -> Result<()> {
+        if present {
+            return Ok(());
+        }
+        Err(self.doc.at(
+            self.header,
+            format!("test '{}' ({}) needs {what}", self.name, self.kind.name()),
+        ))
+    }
+
+    /// An argv under `key` names a program: `[]` or `[""]` would run nothing.
+    pub fn argv(&self, key: &str, argv: &Option<Vec<String>>) -> Result<()> {
+        if argv
+            .as_ref()
+            .is_some_and(|a| a.first().is_none_or(|p| p.trim().is_empty()))
+        {
+            return Err(self.refuse(
+                key,
+                format!("{key} names no program: give its argv, e.g. [\"./check\", \"data/\"]"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The kind's own spec from its test's table, with its defaults.
+pub(super) fn spec(at: &At, table: &Table, has_target: bool) -> Result<Spec> {
+    fn own<T: DeserializeOwned>(at: &At, table: &Table) -> Result<T> {
+        table.read(at.doc)
+    }
+    let workload = || workload::read(at, table, has_target);
+    Ok(match at.kind {
+        Kind::Bench => Spec::Bench(bench::spec(at, own(at, table)?, workload()?)?),
+        Kind::Ramp => Spec::Ramp(ramp::spec(at, own(at, table)?, workload()?)?),
+        Kind::Soak => Spec::Soak(soak::spec(at, own(at, table)?, workload()?)?),
+        Kind::Rounds => Spec::Rounds(rounds::spec(at, own(at, table)?, workload()?)?),
+        Kind::Crash => Spec::Crash(crash::spec(at, own(at, table)?)?),
+        Kind::Scale => Spec::Scale(scale::spec(at, own(at, table)?)?),
+        Kind::Harness => Spec::Harness(harness::spec(at, own(at, table)?)?),
+    })
+}
+
+/// The keys a kind takes beyond the common ones, as its structs declare them.
+pub(super) fn own_keys(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Bench => fields_of::<bench::Keys>(),
+        Kind::Ramp => fields_of::<ramp::Keys>(),
+        Kind::Soak => fields_of::<soak::Keys>(),
+        Kind::Rounds => fields_of::<rounds::Keys>(),
+        Kind::Crash => fields_of::<crash::Keys>(),
+        Kind::Scale => fields_of::<scale::Keys>(),
+        Kind::Harness => fields_of::<harness::Keys>(),
+    }
+}
+
+/// The keys a kind takes beyond the common ones: a load kind's workload's, then its own.
+pub(super) fn keys(kind: Kind) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    if kind.has_target() {
+        keys.extend(fields_of::<workload::Keys>());
+    }
+    keys.extend(own_keys(kind));
+    keys
+}
+
+/// Each kind's keys' JSON Schema (its own, then a load kind's workload's), made from the
+/// structs that read them.
+pub(super) fn schemas() -> Vec<(Kind, Vec<serde_json::Value>)> {
+    fn of<T: schemars::JsonSchema>() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(T)).expect("a schema is JSON")
+    }
+    Kind::TESTS
+        .into_iter()
+        .map(|kind| {
+            let own = match kind {
+                Kind::Bench => of::<bench::Keys>(),
+                Kind::Ramp => of::<ramp::Keys>(),
+                Kind::Soak => of::<soak::Keys>(),
+                Kind::Rounds => of::<rounds::Keys>(),
+                Kind::Crash => of::<crash::Keys>(),
+                Kind::Scale => of::<scale::Keys>(),
+                Kind::Harness => of::<harness::Keys>(),
+            };
+            let mut parts = vec![own];
+            if kind.has_target() {
+                parts.push(of::<workload::Keys>());
+            }
+            (kind, parts)
+        })
+        .collect()
+}
+
+/// A share as written (`"1%"`), from 0% to `at_most`: a bare number is refused with the fix.
+pub(super) fn share(doc: &Doc, v: &Spanned<toml::Value>, key: &str, at_most: f64) -> Result<f64> {
+    let parsed = match v.get_ref() {
+        toml::Value::String(s) => crate::units::parse_fraction(s),
+        toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string())
+            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{f}%\""))),
+        toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string())
+            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{i}%\""))),
+        other => Err(crate::Error::usage(format!(
+            "{other} is not a percentage: write it as \"1%\""
+        ))),
+    };
+    match parsed {
+        Ok(f) if f <= at_most => Ok(f),
+        Ok(_) => Err(doc.at(
+            v.span().start,
+            format!(
+                "{key}: out of range, give a share from 0% to {}%",
+                at_most * 100.0
+            ),
+        )),
+        Err(e) => Err(doc.at(v.span().start, format!("{key}: {e}"))),
+    }
+}
+
+/// A size in bytes as written (`17MiB`), within its range.
+pub(super) fn size(
+    doc: &Doc,
+    b: &Spanned<String>,
+    limit: limits::Limit,
+    example: &str,
+) -> Result<f64> {
+    let v = b.get_ref();
+    let n = bytes(v).ok_or_else(|| {
+        let bare = v.trim().parse::<f64>().is_ok();
+        doc.at(
+            b.span().start,
+            if bare {
+                format!(
+                    "{}: '{v}' has no unit: {v} what? write \"{v}MiB\", \"{v}KiB\" or \"{v}B\"",
+                    limit.key
+                )
+            } else {
+                format!("{}: '{v}' is not a size (e.g. {example})", limit.key)
+            },
+        )
+    })?;
+    limit.check(n).map_err(|_| {
+        doc.at(
+            b.span().start,
+            format!(
+                "{} = \"{v}\": out of range, give a size from {} to {}",
+                limit.key,
+                crate::units::Bytes(limit.min as u64),
+                crate::units::Bytes(limit.max as u64)
+            ),
+        )
+    })
+}
+
+/// A leak budget as written (`leak_budget = "10MiB"`, the default).
+pub(super) fn leak_budget(doc: &Doc, b: &Option<Spanned<String>>) -> Result<f64> {
+    match b {
+        Some(b) => size(doc, b, limits::LEAK_BUDGET, "10MiB"),
+        None => Ok(10.0 * 1048576.0),
+    }
+}
