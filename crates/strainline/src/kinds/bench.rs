@@ -1,6 +1,7 @@
 //! The `bench` kind: a fixed load, repeated by the runner; with a target, the CPU it
 //! spends per request and its thread states.
 
+use super::lines::Line;
 use super::load::{
     cpu_seconds_of, drive, judge_generator, keep_latency, keep_thread_states, load_metrics,
     states_since, thread_states,
@@ -48,9 +49,10 @@ pub(super) fn bench(
             0.0
         };
         r.metrics.push(Metric::of("cpu_per_op", per_op));
-        r.table.push(format!(
-            "target: {cpu:.2} cores, {per_op:.3} ms of CPU per request"
-        ));
+        r.table.push(Line::TargetCost {
+            cores: cpu,
+            ms_per_op: per_op,
+        });
     }
     judge_generator(r, &run);
     keep_thread_states(r, states, b.rate.is_none());

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::details::{CrashDetails, CrashIteration, Of};
+use super::lines::{self, Line};
 use super::process::{argv, pause_until, spawn, wait};
 use super::{CaseCtx, CaseResult, Status};
 use crate::os::unit::{Ended, Unit};
@@ -76,12 +77,13 @@ pub(super) fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<Cas
                 ));
             }
         }
-        r.table.push(format!(
-            "iteration {i:>3}: killed {point} ({}); verify: {} — {}",
-            exit.describe(),
-            if ok { "survived" } else { "FAILED" },
-            said.lines().last().unwrap_or("")
-        ));
+        r.table.push(Line::Crash(lines::Crash::Iteration {
+            iteration: i,
+            kill: point.clone(),
+            exit: exit.describe(),
+            survived: ok,
+            verify_said: said.clone(),
+        }));
         rows.push(CrashIteration {
             iteration: i,
             kill: point,
@@ -93,10 +95,10 @@ pub(super) fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<Cas
         .push(Metric::of("failed_iterations", failed as f64));
     r.metrics
         .push(Metric::of("survived_iterations", survived as f64));
-    r.table.push(format!(
-        "{survived} of {} iterations survived",
-        t.iterations
-    ));
+    r.table.push(Line::Crash(lines::Crash::Survived {
+        survived,
+        iterations: t.iterations,
+    }));
     if failed > 0 {
         r.status = Status::Failed;
         r.reasons.insert(

@@ -5,6 +5,7 @@ use crate::metrics::Direction;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::lines::Line;
 use super::process::argv;
 use super::{CaseCtx, CaseResult, Status};
 use crate::os::signals;
@@ -76,16 +77,15 @@ pub(super) fn harness(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result
     r.metrics.push(Metric::of("duration", wall));
     r.metrics
         .push(Metric::of("exit_code", exit.shell_status() as f64));
-    r.table.push(format!(
-        "harness {}: {}, {:.2}s, peak RSS {} ({}), CPU {:.1}% of a core; {} metric(s) parsed",
-        a.join(" "),
-        exit.describe(),
-        wall,
-        crate::units::Bytes(summary.peak_rss.bytes),
-        summary.peak_rss.source.describe(),
-        100.0 * summary.cpu.avg_cores,
-        r.metrics.len() - 4
-    ));
+    r.table.push(Line::Harness {
+        argv: a.clone(),
+        exit: exit.describe(),
+        wall_s: wall,
+        peak_rss: summary.peak_rss.bytes,
+        rss_source: summary.peak_rss.source.describe().to_string(),
+        cpu_cores: summary.cpu.avg_cores,
+        parsed: r.metrics.len() - 4,
+    });
     if exit.shell_status() != 0 {
         r.fail(
             Status::Failed,

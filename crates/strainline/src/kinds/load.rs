@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::lines::Line;
 use super::{CaseCtx, CaseResult, Status};
 use crate::load::schedule::Rate;
 use crate::load::summary::LoadSummary;
@@ -224,7 +225,6 @@ pub(super) fn busiest(
 }
 
 pub(super) fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
-    let ms = |us: u64| us as f64 / 1000.0;
     // The target's figures; the generator's own (its CPU, its schedule lag) judge the
     // run's validity, not the target.
     let kind = ctx.test.kind;
@@ -233,52 +233,25 @@ pub(super) fn load_metrics(ctx: &CaseCtx, r: &mut CaseResult, s: &LoadSummary) {
             .into_iter()
             .filter(|m| crate::metrics::lookup(&m.name).is_some_and(|d| d.made_by(kind))),
     );
-    r.table.push(format!(
-        "load: {} — {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
-        s.description,
-        s.achieved_rate,
-        ms(s.latency_us.p50),
-        ms(s.latency_us.p99),
-        100.0 * s.error_rate
-    ));
-    let checks: Vec<String> = s
-        .steps
-        .iter()
-        .flat_map(|st| &st.checks)
-        .map(|c| {
-            format!(
-                "{} {}/{} ({:.2}%)",
-                c.name,
-                c.passed,
-                c.passed + c.failed,
-                100.0 * c.pass_rate()
-            )
-        })
-        .collect();
+    r.table.push(Line::Load {
+        description: s.description.clone(),
+        achieved_rate: s.achieved_rate,
+        p50_us: s.latency_us.p50,
+        p99_us: s.latency_us.p99,
+        error_rate: s.error_rate,
+    });
+    let checks: Vec<_> = s.steps.iter().flat_map(|st| &st.checks).cloned().collect();
     if !checks.is_empty() {
-        r.table.push(format!("checks: {}", checks.join(", ")));
+        r.table.push(Line::Checks { checks });
     }
     // A scenario's steps and checks, for the reports' tables.
     if !s.steps.is_empty() {
         r.details.scenario_steps = Some(s.steps.clone());
     }
     if let Some(d) = &s.deliveries {
-        r.table.push(format!(
-            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s){}, end to end p50 {:.2} ms, p99 {:.2} ms",
-            d.distinct(),
-            d.expected,
-            d.subscribed,
-            d.lost,
-            100.0 * d.loss_rate,
-            d.duplicates,
-            if d.unverified > 0 {
-                format!(", {} not checked for a duplicate (unverified stamps)", d.unverified)
-            } else {
-                String::new()
-            },
-            ms(d.latency_us.p50),
-            ms(d.latency_us.p99)
-        ));
+        r.table.push(Line::Deliveries {
+            deliveries: d.clone(),
+        });
     }
 }
 
@@ -296,8 +269,9 @@ pub(super) fn findings(r: &mut CaseResult, run: &Run) {
         // Each finding once a case: the words it begins with name it.
         let Some(line) = line else { continue };
         debug_assert!(line.starts_with(name), "{line}");
-        if !r.table.iter().any(|l| l.starts_with(name)) {
-            r.table.push(line);
+        let told = |l: &Line| matches!(l, Line::Finding { words } if words.starts_with(name));
+        if !r.table.iter().any(told) {
+            r.table.push(Line::Finding { words: line });
         }
     }
 }
@@ -404,15 +378,9 @@ pub(super) fn keep_thread_states(
     let Some(b) = b.filter(|b| b.seconds > 0.0 && !b.groups.is_empty()) else {
         return;
     };
-    r.table.push(format!(
-        "thread states: {}",
-        crate::analysis::threads::summary(&b)
-    ));
-    if closed {
-        if let Some(limit) = crate::analysis::threads::limit(&b) {
-            r.table
-                .push(format!("limiting factor (thread states): {limit}"));
-        }
-    }
+    r.table.push(Line::ThreadStates {
+        states: b.clone(),
+        closed,
+    });
     r.details.threads = Some(b);
 }

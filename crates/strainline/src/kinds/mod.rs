@@ -9,6 +9,7 @@ mod bench;
 mod crash;
 pub mod details;
 mod harness;
+pub mod lines;
 mod load;
 mod process;
 mod ramp;
@@ -27,6 +28,7 @@ use serde::Serialize;
 use crate::measure::{MonitorSummary, Sample};
 use crate::store::Metric;
 use crate::suite::{Case, Suite, Test};
+use lines::Line;
 
 pub use load::run_http;
 pub use process::run_process;
@@ -63,8 +65,9 @@ pub struct CaseResult {
     pub status: Status,
     pub reasons: Vec<String>,
     pub metrics: Vec<Metric>,
-    /// Lines for the terminal report (a ramp's steps, a rounds table…).
-    pub table: Vec<String>,
+    /// What it found beside its metrics, for the terminal (a ramp's steps, a rounds
+    /// table…), worded by `report::case`.
+    pub table: Vec<lines::Line>,
     /// The target's resource summary, when a target ran.
     pub target: Option<MonitorSummary>,
     /// Named series for the store (e.g. the stress–strain curve).
@@ -100,7 +103,9 @@ impl CaseResult {
     /// Records a gate's outcome; a failed gate fails the case.
     fn gate(&mut self, text: &str, passed: bool, detail: String) {
         if passed {
-            self.table.push(format!("gate ok: {detail}"));
+            self.table.push(Line::GateOk {
+                detail: detail.clone(),
+            });
         } else {
             self.fail(Status::Failed, format!("gate failed: {detail}"));
         }
@@ -254,7 +259,10 @@ pub fn analyse_log(suite: &Suite, log: &std::path::Path, r: &mut CaseResult) {
             crate::metrics::Direction::Lower,
         ));
         if n > 0 {
-            r.table.push(format!("log class '{name}': {n} line(s)"));
+            r.table.push(Line::LogClass {
+                name: name.clone(),
+                lines: n as u64,
+            });
         }
     }
     if !r.details.is_empty() || !classes.is_empty() {
@@ -271,7 +279,9 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> 
             // why): the gate is not held, and the case stays INVALID, not FAILED.
             None if r.status == Status::Invalid => {
                 let detail = format!("{}: undecided (the case could not measure it)", g.text);
-                r.table.push(format!("gate undecided: {detail}"));
+                r.table.push(Line::GateUndecided {
+                    detail: detail.clone(),
+                });
                 r.fail(Status::Invalid, format!("gate undecided: {detail}"));
                 r.gates.push(GateResult {
                     gate: g.text.clone(),

@@ -2,6 +2,7 @@
 //! its ceiling, knee and limiting factor (judged by [`crate::analysis::ramp`]).
 
 use super::details::{Of, RampDetails};
+use super::lines::{self, Line};
 use super::load::{
     busiest, cpu_seconds_of, drive, findings, states_since, thread_states, thread_ticks,
 };
@@ -30,30 +31,21 @@ pub(super) fn ramp(
         step_seconds: t.step_duration.as_secs_f64(),
     };
     let mut steps: Vec<ramp::Step> = Vec::new();
-    r.table.push(format!(
-        "{:>10} {:>10} {:>9} {:>8} {:>8} {:>8}  verdict",
-        "offered", "achieved", "p99", "errors", "cpu", "thread"
-    ));
+    r.table.push(Line::Ramp(lines::Ramp::Head));
     let (mut repeats, mut k) = (0, 0);
     while k < t.max_steps {
         let rate = t.start + t.step * k as f64;
         let step = measure_step(ctx, t, running, rate, &limits, r)?;
         let f = &step.figures;
         ctx.observer.step(f.offered, f.achieved, f.p99_ms, step.ok);
-        r.table.push(format!(
-            "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
-            f.offered,
-            f.achieved,
-            f.p99_ms,
-            100.0 * f.error_rate,
-            f.target_cpu,
-            100.0 * f.busiest_thread,
-            if step.ok {
-                "ok".into()
+        r.table.push(Line::Ramp(lines::Ramp::Step {
+            figures: f.clone(),
+            broke: if step.ok {
+                Vec::new()
             } else {
-                step.why.join(", ")
-            }
-        ));
+                step.why.clone()
+            },
+        }));
         let broke = !step.ok;
         // A step that broke while the hypervisor took the machine's CPU measured the
         // machine's neighbours: it is measured again, at most STEP_REPEATS times a ramp.
@@ -64,11 +56,8 @@ pub(super) fn ramp(
             && running.exited().is_none()
         {
             repeats += 1;
-            r.table.push(format!(
-                "{:>10.0} repeated: the hypervisor took {:.1}% of the machine's CPU during the step",
-                rate,
-                100.0 * stolen
-            ));
+            r.table
+                .push(Line::Ramp(lines::Ramp::Repeated { rate, stolen }));
             continue;
         }
         steps.push(step);
@@ -83,12 +72,14 @@ pub(super) fn ramp(
     r.metrics
         .push(Metric::of("max_throughput", c.max_throughput));
     let ceiling = format!("ceiling {}", c.end.ceiling(c.ceiling));
-    r.table.push(format!(
-        "{ceiling}, knee {:.0} req/s, max throughput {:.1} req/s",
-        c.knee, c.max_throughput
-    ));
-    r.table
-        .push(format!("limiting factor: {}", c.limiting_factor));
+    r.table.push(Line::Ramp(lines::Ramp::Ceiling {
+        ceiling: ceiling.clone(),
+        knee: c.knee,
+        max_throughput: c.max_throughput,
+    }));
+    r.table.push(Line::Ramp(lines::Ramp::LimitingFactor {
+        words: c.limiting_factor.clone(),
+    }));
     match c.end {
         // The ceiling is only a floor: the figures describe strainline.
         ramp::End::GeneratorBound => r.fail(

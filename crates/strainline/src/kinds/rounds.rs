@@ -2,6 +2,7 @@
 //! the job-server seed's leak test.
 
 use super::details::{Of, RoundsDetails};
+use super::lines::{self, Line};
 use super::load::{drive, judge_generator, samples};
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::rounds;
@@ -25,18 +26,9 @@ pub(super) fn rounds(
         samples(running).last().map_or(0.0, |s| s.rss_bytes as f64)
     };
     let base = settle(Some(running));
-    r.table.push(format!(
-        "{:>6} {:>10} {:>10} {:>12} {:>10}",
-        "round", "ops", "RSS MiB", "retained MiB", "ops/s"
-    ));
-    r.table.push(format!(
-        "{:>6} {:>10} {:>10.2} {:>12} {:>10}",
-        "base",
-        0,
-        base / 1048576.0,
-        "-",
-        "-"
-    ));
+    r.table.push(Line::Rounds(lines::Rounds::Head));
+    r.table
+        .push(Line::Rounds(lines::Rounds::Base { rss: base }));
     let (mut ops, mut rss, mut tput) = (Vec::new(), Vec::new(), Vec::new());
     for k in 0..t.rounds {
         let run = drive(
@@ -56,14 +48,13 @@ pub(super) fn rounds(
         ops.push(done as f64);
         rss.push(m);
         tput.push(run.summary.achieved_rate);
-        r.table.push(format!(
-            "{:>6} {:>10} {:>10.2} {:>+12.2} {:>10.1}",
-            k + 1,
-            done,
-            m / 1048576.0,
-            (m - base) / 1048576.0,
-            run.summary.achieved_rate
-        ));
+        r.table.push(Line::Rounds(lines::Rounds::Round {
+            round: k + 1,
+            ops: done,
+            rss: m,
+            retained: m - base,
+            rate: run.summary.achieved_rate,
+        }));
         if running.exited().is_some() {
             break;
         }
@@ -77,14 +68,13 @@ pub(super) fn rounds(
     r.metrics.push(Metric::of("throughput", v.throughput));
     r.metrics
         .push(Metric::of("degradation", f64::from(v.degrading)));
-    r.table.push(format!(
-        "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {:.3}; throughput {:.1} ops/s median, {:+.0}% over the rounds",
-        v.retained_per_op / 1024.0,
-        v.retained_total / 1048576.0,
-        v.trend_p,
-        v.throughput,
-        -100.0 * v.drop
-    ));
+    r.table.push(Line::Rounds(lines::Rounds::End {
+        retained_per_op: v.retained_per_op,
+        retained_total: v.retained_total,
+        trend_p: v.trend_p,
+        throughput: v.throughput,
+        drop: v.drop,
+    }));
     if v.leaking {
         r.fail(
             Status::Failed,

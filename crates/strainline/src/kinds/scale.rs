@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::details::{Of, ScaleDetails};
+use super::lines::{self, Line};
 use super::process::{argv, spawn, wait};
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::growth;
@@ -46,15 +47,10 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
     }
     let rounds = measured[0].len();
     let (by_cpu, costs) = costs_of(&measured);
-    r.table.push(format!(
-        "{:>12} {:>12} {:>12} {:>14}   ({} runs a size, median; cost = {} time)",
-        "size",
-        "wall s",
-        "CPU s",
-        "cost µs / unit",
-        rounds,
-        if by_cpu { "CPU" } else { "wall" }
-    ));
+    r.table.push(Line::Scale(lines::Scale::Head {
+        runs: rounds,
+        by_cpu,
+    }));
     for (i, &size) in t.sizes.iter().enumerate() {
         let med = |f: fn(&(f64, f64)) -> f64| {
             let v: Vec<f64> = measured[i].iter().map(f).collect();
@@ -62,10 +58,12 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
         };
         let (wall, cpu) = (med(|m| m.0), med(|m| m.1));
         let cost = if by_cpu { cpu } else { wall };
-        r.table.push(format!(
-            "{size:>12} {wall:>12.3} {cpu:>12.3} {:>14.3}",
-            1e6 * cost / size as f64
-        ));
+        r.table.push(Line::Scale(lines::Scale::Size {
+            size,
+            wall_s: wall,
+            cpu_s: cpu,
+            us_per_unit: 1e6 * cost / size as f64,
+        }));
     }
     let g = growth::growth(&t.sizes, &costs).expect("checked: every size has runs");
     let limit = growth::SUPERLINEAR_ABOVE;
@@ -100,7 +98,9 @@ pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<Cas
                 .to_string(),
         }
     );
-    r.table.push(line.clone());
+    r.table.push(Line::Scale(lines::Scale::Fit {
+        words: line.clone(),
+    }));
     match g.verdict {
         growth::Verdict::Linear => r.metrics.push(Metric::of("superlinear", 0.0)),
         growth::Verdict::Superlinear => {

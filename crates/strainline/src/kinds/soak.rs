@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::details::{Of, SoakDetails};
+use super::lines::{self, Line};
 use super::load::{
     cpu_in, drive, judge_generator, keep_latency, keep_thread_states, load_metrics, samples,
     states_since, thread_states,
@@ -85,15 +86,12 @@ pub(super) fn soak(
             )
         };
         fits.insert(name.into(), l.clone());
-        let warm = if l.warmup_points > 0 {
-            format!("warm-up of {:.1}s dropped", l.warmup_until - run.window.0)
-        } else {
-            "no warm-up found".into()
-        };
-        r.table.push(format!(
-            "{name}: {} ({warm}, {} points)",
-            l.reason, l.points
-        ));
+        r.table.push(Line::Soak(lines::Soak::Fit {
+            name: name.into(),
+            words: l.reason.clone(),
+            warmup_s: (l.warmup_points > 0).then_some(l.warmup_until - run.window.0),
+            points: l.points,
+        }));
         Some(l)
     };
     let rss: Vec<f64> = window.iter().map(|s| s.rss_bytes as f64).collect();
@@ -125,12 +123,7 @@ pub(super) fn soak(
             r.fail(Status::Failed, format!("{name} leak: {}", l.reason));
             // Growth by design reads as a leak until the suite says how much is meant.
             if name == "memory" {
-                r.table.push(
-                    "    if this target is meant to grow (a store filling with new keys, a cache \
-                     warming), set leak_budget to the growth its workload should cause over \
-                     the horizon, or gate on retained_per_op instead"
-                        .into(),
-                );
+                r.table.push(Line::Soak(lines::Soak::GrowthHint));
             }
         }
     }
@@ -143,11 +136,8 @@ pub(super) fn soak(
     let growth = rss.last().copied().unwrap_or(0.0) - rss.first().copied().unwrap_or(0.0);
     r.metrics.push(Metric::of("retained_per_op", per_op));
     r.metrics.push(Metric::of("rss_growth", growth));
-    r.table.push(format!(
-        "retained {:.2} KiB per request; RSS grew {:.1} MiB over the soak",
-        per_op / 1024.0,
-        growth / 1048576.0
-    ));
+    r.table
+        .push(Line::Soak(lines::Soak::Retained { per_op, growth }));
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
         let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
         capacity_figures(
@@ -173,7 +163,6 @@ fn capacity_figures(
     (clients, period): (u64, Duration),
     (basis, from_ceiling): (f64, bool),
 ) {
-    let n = |v: f64| crate::units::format_number(v.floor());
     let ram = t.ram.unwrap_or_else(mem_available);
     let c = capacity::capacity(growth, clients, period, basis, ram);
     r.metrics
@@ -186,17 +175,13 @@ fn capacity_figures(
         "capacity_ram_clients",
         c.ram_bound.unwrap_or(1e12).min(1e12),
     ));
-    r.table.push(format!(
-        "capacity: {} per client; ideal {} clients at one request per {} ({} {basis:.1} req/s), safe (80%) {}, RAM bound {} ({} usable): {} clients",
-        crate::units::Bytes(c.bytes_per_client as u64),
-        n(c.ideal),
-        d(period),
-        if from_ceiling { "ceiling" } else { "throughput, a lower bound:" },
-        n(c.safe),
-        c.ram_bound.map_or("none (memory did not grow)".into(), |b| format!("{} clients", n(b))),
-        crate::units::Bytes(ram as u64),
-        n(c.clients())
-    ));
+    r.table.push(Line::Soak(lines::Soak::Capacity {
+        capacity: c,
+        period,
+        basis,
+        from_ceiling,
+        ram,
+    }));
 }
 
 /// A leak figure as it reads: bytes for memory, counts for the rest (`rate`: a slope).

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use super::lines::{Line, Watched};
 use super::CaseResult;
 use crate::monitor::procfs;
 use crate::monitor::watch::Watcher;
@@ -70,8 +71,7 @@ impl Watches {
     pub fn finish(self, r: &mut CaseResult) {
         for (name, watchers) in self.0 {
             if watchers.is_empty() {
-                r.table
-                    .push(format!("watch {name}: no matching process was found"));
+                r.table.push(Line::Watch { name, found: None });
                 continue;
             }
             let (mut peak, mut cpu, mut procs) = (0u64, 0.0, 0u64);
@@ -85,12 +85,14 @@ impl Watches {
                 .push(Metric::of(&format!("watch_{name}_peak_rss"), peak as f64));
             r.metrics
                 .push(Metric::of(&format!("watch_{name}_cpu"), cpu));
-            r.table.push(format!(
-                "watch {name}: peak RSS {}, CPU {:.2} cores on average, {}",
-                crate::units::Bytes(peak),
-                cpu,
-                crate::units::count(procs, "process", "processes")
-            ));
+            r.table.push(Line::Watch {
+                name,
+                found: Some(Watched {
+                    peak_rss: peak,
+                    cpu_cores: cpu,
+                    processes: procs,
+                }),
+            });
         }
     }
 }

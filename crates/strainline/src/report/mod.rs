@@ -1,6 +1,7 @@
 //! What people read: terminal summaries, comparison tables, the HTML report with its
 //! SVG charts, and the files other tools read (JSON, CSV, Markdown, JUnit XML).
 
+pub mod case;
 pub mod compare;
 pub mod export;
 pub mod files;

@@ -1,6 +1,7 @@
 //! One case of a suite: start what it needs, run its kind, stop, and gather the
 //! target's figures (peak memory, log findings, a crash, a flame graph).
 
+use crate::kinds::lines::Line;
 use crate::kinds::{self, CaseCtx, CaseResult, Status};
 use crate::store::Metric;
 use crate::suite::Family;
@@ -72,9 +73,7 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
         let url = crate::suite::substitute(url, &ctx.vars);
         lifecycle::wait_answering(&url, spec.ready_timeout)?;
         let mut r = kinds::run_http(ctx, test, workload, None)?;
-        r.table.push(format!(
-            "target: not monitored — [target] url = \"{url}\" is only reached, so no CPU, memory, thread or log figures of it; its answers are measured"
-        ));
+        r.table.push(Line::Unwatched { url: url.clone() });
         return Ok(r);
     }
     let log = ctx.dir.join("target.log");
@@ -124,9 +123,9 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
     watches.finish(&mut r);
     if let Some((info, folded)) = flame {
         if let Some(why) = &info.why_not {
-            r.table.push(format!("no flame graph: {why}"));
+            r.table.push(Line::NoFlameGraph { why: why.clone() });
         } else if let Some(f) = &info.file {
-            r.table.push(format!("flame graph: {f}"));
+            r.table.push(Line::FlameGraph { file: f.clone() });
         }
         r.flamegraph = Some(info);
         r.folded = folded;
@@ -145,26 +144,22 @@ fn run(ctx: &CaseCtx) -> crate::error::Result<CaseResult> {
             .iter()
             .map(|(pid, cmd)| format!("pid {pid} `{cmd}`"))
             .collect();
-        r.table.push(format!(
-            "target daemonised: its command exited 0 leaving {} running — watched, judged and stopped as the target",
-            named.join(", ")
-        ));
+        r.table.push(Line::Daemonised {
+            names: named.clone(),
+        });
     }
     r.metrics.push(
         Metric::of("peak_rss", summary.peak_rss.bytes as f64)
             .from(summary.peak_rss.source.describe()),
     );
     kinds::analyse_log(ctx.suite, &log, &mut r);
-    r.table.push(format!(
-        "target{}: peak RSS {} ({}), CPU {:.2} s, {}",
-        host.map_or(String::new(), |h| format!(
-            " (on {h}, watched by its agent)"
-        )),
-        crate::units::Bytes(summary.peak_rss.bytes),
-        summary.peak_rss.source.describe(),
-        summary.cpu.total_seconds,
-        crate::units::count(summary.processes_seen, "process", "processes")
-    ));
+    r.table.push(Line::Target {
+        host: host.clone(),
+        peak_rss: summary.peak_rss.bytes,
+        rss_source: summary.peak_rss.source.describe().to_string(),
+        cpu_s: summary.cpu.total_seconds,
+        processes: summary.processes_seen,
+    });
     r.target = Some(summary);
     Ok(r)
 }

@@ -50,10 +50,9 @@ fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::Ag
     }
     result.details.agents = Some(parts.to_vec());
     for a in parts {
-        let row = crate::report::run::agent_row(a);
         result
             .table
-            .push(format!("agent {}", crate::report::run::agent_line(&row)));
+            .push(kinds::lines::Line::Agent { agent: a.clone() });
     }
 }
 
@@ -538,7 +537,9 @@ fn debug_assert_catalogued(kind: Kind, r: &CaseResult) {
 fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
     use crate::units::printable;
     for line in &r.table {
-        writeln!(out, "    {}", printable(line))?;
+        for l in crate::report::case::line(line).lines() {
+            writeln!(out, "    {}", printable(l))?;
+        }
     }
     writeln!(out, "  → {}", r.status.stored().name().to_uppercase())?;
     for reason in &r.reasons {

@@ -239,10 +239,7 @@ type Head = (u16, usize, Option<u64>, bool, bool);
 /// A response's head parsed from `buf`, if it is all there.
 /// Not async: its 64 header slots live on the stack for the parse alone, not in every
 /// exchange's future (which is boxed per request: 2.4 KiB with them).
-fn head(
-    buf: &[u8],
-    keep: Option<&mut Kept>,
-) -> Result<Option<Head>, ErrorKind> {
+fn head(buf: &[u8], keep: Option<&mut Kept>) -> Result<Option<Head>, ErrorKind> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
