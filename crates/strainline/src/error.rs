@@ -6,7 +6,9 @@
 //! convert; nothing is classified later by looking inside a message or by a downcast.
 //! A message has no default category (no `From<String>`): each `?` that returns one says
 //! which it is ([`Category`]), and a file that cannot be written says whose fault it is
-//! by the I/O error's kind ([`writing`]).
+//! by the I/O error's kind ([`writing`]). A message keeps the precise error it was made
+//! from ([`Message::of`], [`Error::because`]): `source()` gives it, and `-v` prints
+//! what of the chain the message does not already say ([`Error::causes`]).
 
 /// Exit codes: a documented contract (README, "Exit codes").
 pub mod exit {
@@ -18,26 +20,81 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 130;
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum Error {
     /// What the user gave cannot be used: a flag, a value, a suite, a file, a store.
-    #[error("{0}")]
-    Usage(String),
+    Usage(Message),
     /// The target could not be built, started or made ready: nothing measured of it
     /// could be trusted (its case is INVALID).
-    #[error("{0}")]
-    Target(String),
+    Target(Message),
     /// strainline could not go on: an I/O failure (a full disk, a store or an agent that
     /// went away) where what the user gave was fine.
-    #[error("{0}")]
-    Environment(String),
+    Environment(Message),
     /// Ctrl-C or SIGTERM ended it.
-    #[error("interrupted")]
     Interrupted,
     /// An ending with its own exit code: a run made invalid (3), `monitor`'s command
     /// not found (127) or not executable (126).
-    #[error("{message}")]
     Exit { code: i32, message: String },
+}
+
+/// What went wrong in words for the user, and the precise error it was made from when
+/// there is one (an I/O error, a store's, a target's): [`Error::source`] gives it, and
+/// `-v` prints the chain.
+#[derive(Debug)]
+pub struct Message {
+    text: String,
+    cause: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Message {
+    /// The words alone.
+    pub fn new(text: impl Into<String>) -> Message {
+        Message {
+            text: text.into(),
+            cause: None,
+        }
+    }
+
+    /// A precise error's words, kept with it.
+    pub fn of<E: std::error::Error + Send + Sync + 'static>(e: E) -> Message {
+        Message {
+            text: e.to_string(),
+            cause: Some(Box::new(e)),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Target(m) | Error::Environment(m) => m.fmt(f),
+            Error::Interrupted => f.write_str("interrupted"),
+            Error::Exit { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    /// The precise error this one was made from, if it was.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Usage(m) | Error::Target(m) | Error::Environment(m) => m
+                .cause
+                .as_deref()
+                .map(|c| c as &(dyn std::error::Error + 'static)),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -45,7 +102,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A usage error: strainline exits 2 with `msg`.
     pub fn usage(msg: impl Into<String>) -> Error {
-        Error::Usage(msg.into())
+        Error::Usage(Message::new(msg))
     }
 
     /// An ending with its own exit code.
@@ -58,7 +115,20 @@ impl Error {
 
     /// strainline could not go on (exit 3).
     pub fn environment(msg: impl Into<String>) -> Error {
-        Error::Environment(msg.into())
+        Error::Environment(Message::new(msg))
+    }
+
+    /// The target could not be built, started or made ready (exit 3).
+    pub fn target(msg: impl Into<String>) -> Error {
+        Error::Target(Message::new(msg))
+    }
+
+    /// The same error, made from `cause` (kept as its [`std::error::Error::source`]).
+    pub fn because<E: std::error::Error + Send + Sync + 'static>(mut self, cause: E) -> Error {
+        if let Error::Usage(m) | Error::Target(m) | Error::Environment(m) = &mut self {
+            m.cause = Some(Box::new(cause));
+        }
+        self
     }
 
     /// The exit code this error ends strainline with.
@@ -71,9 +141,13 @@ impl Error {
         }
     }
 
-    /// The same error with `what` in front of its message (`reading X: …`).
+    /// The same error with `what` in front of its message (`reading X: …`); its cause
+    /// is kept.
     pub fn context(self, what: impl std::fmt::Display) -> Error {
-        let say = |m: String| format!("{what}: {m}");
+        let say = |m: Message| Message {
+            text: format!("{what}: {}", m.text),
+            cause: m.cause,
+        };
         match self {
             Error::Usage(m) => Error::Usage(say(m)),
             Error::Target(m) => Error::Target(say(m)),
@@ -81,9 +155,25 @@ impl Error {
             Error::Interrupted => Error::Interrupted,
             Error::Exit { code, message } => Error::Exit {
                 code,
-                message: say(message),
+                message: format!("{what}: {message}"),
             },
         }
+    }
+
+    /// The errors it was made from, each in its words, those its message does not
+    /// already say (what `-v` prints under it).
+    pub fn causes(&self) -> Vec<String> {
+        let said = self.to_string();
+        let mut out = Vec::new();
+        let mut next = std::error::Error::source(self);
+        while let Some(c) = next {
+            let words = c.to_string();
+            if !said.contains(&words) && !out.contains(&words) {
+                out.push(words);
+            }
+            next = c.source();
+        }
+        out
     }
 }
 
@@ -91,7 +181,7 @@ impl Error {
 /// checked where it is named and reported as [`Error::Usage`] there.
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Error {
-        Error::Environment(e.to_string())
+        Error::Environment(Message::of(e))
     }
 }
 
@@ -99,7 +189,7 @@ impl From<std::io::Error> for Error {
 /// checked where it is read.
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Error {
-        Error::Environment(e.to_string())
+        Error::Environment(Message::of(e))
     }
 }
 
@@ -116,11 +206,11 @@ pub trait Category<T> {
 
 impl<T, E: std::fmt::Display> Category<T> for std::result::Result<T, E> {
     fn usage(self) -> Result<T> {
-        self.map_err(|e| Error::Usage(e.to_string()))
+        self.map_err(|e| Error::usage(e.to_string()))
     }
 
     fn environment(self) -> Result<T> {
-        self.map_err(|e| Error::Environment(e.to_string()))
+        self.map_err(|e| Error::environment(e.to_string()))
     }
 }
 
@@ -135,8 +225,8 @@ pub fn writing(path: &std::path::Path, e: std::io::Error) -> Error {
         | K::PermissionDenied
         | K::IsADirectory
         | K::NotADirectory
-        | K::ReadOnlyFilesystem => Error::Usage(msg),
-        _ => Error::Environment(msg),
+        | K::ReadOnlyFilesystem => Error::usage(msg).because(e),
+        _ => Error::environment(msg).because(e),
     }
 }
 
@@ -147,7 +237,7 @@ mod tests {
     #[test]
     fn what_happened_decides_the_exit_code() {
         assert_eq!(Error::usage("bad flag").exit_code(), 2);
-        assert_eq!(Error::Target("died at start".into()).exit_code(), 3);
+        assert_eq!(Error::target("died at start").exit_code(), 3);
         let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
         let e: Error = full.into();
         assert_eq!(e.exit_code(), 3, "a full disk is not a usage error: {e}");
@@ -191,5 +281,28 @@ mod tests {
             3,
             "a full disk is the machine's"
         );
+    }
+
+    #[test]
+    fn an_error_keeps_the_precise_error_it_was_made_from() {
+        use std::error::Error as _;
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e: Error = full.into();
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.and_then(|e| e.raw_os_error()), Some(libc::ENOSPC));
+        // Context keeps it; -v names only what the message does not already say.
+        let e = e.context("writing run 4");
+        assert!(e.source().is_some());
+        assert_eq!(e.causes(), Vec::<String>::new(), "{e}");
+        let e = Error::usage("--json out/x.json: cannot be written")
+            .because(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(e.causes(), vec!["entity not found".to_string()]);
+        assert_eq!(e.exit_code(), 2);
+        let w = writing(
+            std::path::Path::new("r.html"),
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert!(w.source().is_some(), "{w}");
+        assert!(Error::usage("bad flag").source().is_none());
     }
 }

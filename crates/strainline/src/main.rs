@@ -10,10 +10,15 @@ fn main() {
         strainline::guard();
     }
     let cli = strainline::cli::Cli::parse();
+    let verbose = cli.verbose > 0;
     let code = match strainline::run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("strainline: {e}");
+            // With -v, the precise errors it was made from (an I/O error's, a store's).
+            for cause in e.causes().iter().filter(|_| verbose) {
+                eprintln!("  caused by: {cause}");
+            }
             e.exit_code()
         }
     };

@@ -89,7 +89,7 @@ pub fn serve_listen(
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| crate::Error::usage(format!("--listen {addr}: {e}")))?;
+            .map_err(|e| crate::Error::usage(format!("--listen {addr}: {e}")).because(e))?;
         let local = listener
             .local_addr()
             .map_err(|e| crate::Error::usage(e.to_string()))?;
@@ -533,7 +533,7 @@ impl JobFiles {
                 std::fs::create_dir_all(parent).map_err(|e| crate::Error::usage(e.to_string()))?;
             }
             std::fs::write(&path, content)
-                .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())))?;
+                .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
         }
         Ok(made)
     }

@@ -84,7 +84,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 /// The session's keying material, 32 bytes, from either side's TLS connection.
 pub fn keying_material<D>(conn: &rustls::ConnectionCommon<D>) -> crate::error::Result<[u8; 32]> {
     conn.export_keying_material([0u8; 32], LABEL, None)
-        .map_err(|e| crate::Error::usage(format!("TLS keying material: {e}")))
+        .map_err(|e| crate::Error::usage(format!("TLS keying material: {e}")).because(e))
 }
 
 #[cfg(test)]

@@ -274,7 +274,9 @@ async fn coordinate(
         };
         wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
             .await
-            .map_err(|e| crate::Error::usage(format!("agent {}: sending the plan: {e}", l.name)))?;
+            .map_err(|e| {
+                crate::Error::usage(format!("agent {}: sending the plan: {e}", l.name)).because(e)
+            })?;
     }
     for l in links.iter_mut() {
         match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
@@ -428,14 +430,14 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
         let t0 = wire::unix_ns();
         wire::send(&mut l.writer, &ToAgent::Clock { id })
             .await
-            .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)))?;
+            .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)).because(e))?;
         let reply = tokio::time::timeout(
             link::CONNECT_TIMEOUT,
             wire::recv::<_, FromAgent>(&mut l.reader),
         )
         .await
         .map_err(|_| crate::Error::usage(format!("agent {}: no clock reading", l.name)))?
-        .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)))?;
+        .map_err(|e| crate::Error::usage(format!("agent {}: {e}", l.name)).because(e))?;
         let t1 = wire::unix_ns();
         let Some(FromAgent::Clock { id: got, unix_ns }) = reply else {
             return Err(crate::Error::usage(format!(

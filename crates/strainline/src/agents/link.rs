@@ -239,7 +239,7 @@ async fn tls_client(
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(name, tcp)
         .await
-        .map_err(|e| crate::Error::usage(format!("TLS handshake: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("TLS handshake: {e}")).because(e))?;
     let ekm = auth::keying_material(tls.get_ref().1)?;
     Ok((Box::new(tls), ekm))
 }
@@ -258,7 +258,7 @@ pub async fn accept(
         .usage()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| crate::Error::usage(format!("listen://{addr}: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("listen://{addr}: {e}")).because(e))?;
     tracing::info!("waiting for {count} agent(s) to dial {addr}");
     crate::os::process::raise_nofile();
     let until = tokio::time::Instant::now() + wait;
@@ -335,7 +335,7 @@ async fn hello(
         },
     )
     .await
-    .map_err(|e| crate::Error::usage(format!("sending hello: {e}")))?;
+    .map_err(|e| crate::Error::usage(format!("sending hello: {e}")).because(e))?;
     match wire::recv_within(&mut reader, wire::MAX_HELLO)
         .await
         .map_err(|e| crate::Error::usage(e.to_string()))?
@@ -385,7 +385,7 @@ async fn hello(
 pub fn acceptor() -> crate::error::Result<tokio_rustls::TlsAcceptor> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let ck = rcgen::generate_simple_self_signed(vec!["strainline-agent".to_string()])
-        .map_err(|e| crate::Error::usage(format!("a certificate: {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("a certificate: {e}")).because(e))?;
     let cert = CertificateDer::from(ck.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -185,7 +185,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
     if let Some(p) = &args.json {
         std::fs::File::create(p)
-            .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())))?;
+            .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())).because(e))?;
     }
     let loaded = spec.what();
     let command = format!("load {loaded}");

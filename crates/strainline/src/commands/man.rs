@@ -14,11 +14,11 @@ pub fn write(dir: Option<&Path>) -> crate::error::Result<i32> {
         use std::io::Write;
         std::io::stdout()
             .write_all(&out)
-            .map_err(|e| crate::Error::environment(format!("stdout: {e}")))?;
+            .map_err(|e| crate::Error::environment(format!("stdout: {e}")).because(e))?;
         return Ok(crate::exit::PASSED);
     };
     std::fs::create_dir_all(dir)
-        .map_err(|e| crate::Error::usage(format!("--dir {}: {e}", dir.display())))?;
+        .map_err(|e| crate::Error::usage(format!("--dir {}: {e}", dir.display())).because(e))?;
     let mut pages = vec![("strainline".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         let name = format!("strainline-{}", sub.get_name());

@@ -36,8 +36,9 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
     let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
     let mut csv = match &args.csv {
         Some(p) => {
-            let f = File::create(p)
-                .map_err(|e| crate::Error::usage(format!("--csv {}: {e}", p.display())))?;
+            let f = File::create(p).map_err(|e| {
+                crate::Error::usage(format!("--csv {}: {e}", p.display())).because(e)
+            })?;
             let mut w = BufWriter::new(f);
             writeln!(w, "{}", report::csv_header(true))?;
             Some(w)
@@ -45,7 +46,8 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         None => None,
     };
     if let Some(p) = &args.json {
-        File::create(p).map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())))?;
+        File::create(p)
+            .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())).because(e))?;
     }
 
     let host = Host::current();

@@ -18,7 +18,9 @@ pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
             }
             if let Some(path) = &a.html {
                 std::fs::write(path, crate::report::workload::characterization_report(&c))
-                    .map_err(|e| crate::Error::usage(format!("--html {}: {e}", path.display())))?;
+                    .map_err(|e| {
+                        crate::Error::usage(format!("--html {}: {e}", path.display())).because(e)
+                    })?;
                 println!("HTML report: {}", path.display());
             }
             Ok(exit::PASSED)
@@ -67,8 +69,9 @@ pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
             let text = workload::scenario::write(p, &source, shape)?;
             match &a.output {
                 Some(path) => {
-                    std::fs::write(path, &text)
-                        .map_err(|e| crate::Error::usage(format!("-o {}: {e}", path.display())))?;
+                    std::fs::write(path, &text).map_err(|e| {
+                        crate::Error::usage(format!("-o {}: {e}", path.display())).because(e)
+                    })?;
                     eprintln!(
                         "scenario: {} ({} steps, mean {:.1} req/s × {}{}): strainline load URL --scenario {}",
                         path.display(),
@@ -128,6 +131,6 @@ fn pick<'a>(
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> crate::error::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     std::fs::write(path, text + "\n")
-        .map_err(|e| crate::Error::usage(format!("--json {}: {e}", path.display())))?;
+        .map_err(|e| crate::Error::usage(format!("--json {}: {e}", path.display())).because(e))?;
     Ok(())
 }

@@ -57,7 +57,7 @@ impl SpawnError {
 /// A command that cannot be started as written is the user's to fix.
 impl From<SpawnError> for crate::Error {
     fn from(e: SpawnError) -> crate::Error {
-        crate::Error::Usage(e.to_string())
+        crate::Error::Usage(crate::error::Message::of(e))
     }
 }
 

@@ -63,8 +63,9 @@ pub fn flags() -> String {
 /// One made here is shared as the reports in it are; an existing one is left as it is.
 fn make_dir(dir: &Path) -> crate::error::Result<()> {
     let new = !dir.exists();
-    std::fs::create_dir_all(dir)
-        .map_err(|e| crate::Error::usage(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        crate::Error::usage(format!("cannot create {}: {e}", dir.display())).because(e)
+    })?;
     if new {
         share(dir)?;
     }
@@ -73,8 +74,9 @@ fn make_dir(dir: &Path) -> crate::error::Result<()> {
 
 /// `path` readable as the user's umask says ([`crate::os::file::share`]).
 fn share(path: &Path) -> crate::error::Result<()> {
-    crate::os::file::share(path)
-        .map_err(|e| crate::Error::usage(format!("cannot share {}: {e}", path.display())))
+    crate::os::file::share(path).map_err(|e| {
+        crate::Error::usage(format!("cannot share {}: {e}", path.display())).because(e)
+    })
 }
 
 /// Writes one file, making its directory.

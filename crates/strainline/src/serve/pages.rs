@@ -81,7 +81,7 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
     };
     match result {
         Ok(r) => r,
-        Err(crate::Error::Usage(why)) => not_found(json, &why),
+        Err(crate::Error::Usage(why)) => not_found(json, why.text()),
         Err(e) => {
             tracing::warn!("serve {}: {e}", req.path);
             let why = e.to_string();

@@ -130,9 +130,9 @@ impl From<StoreError> for crate::Error {
             | StoreError::Foreign { .. }
             | StoreError::TooNew { .. }
             | StoreError::TooOld { .. }
-            | StoreError::NoSuchRun(_) => crate::Error::Usage(e.to_string()),
+            | StoreError::NoSuchRun(_) => crate::Error::Usage(crate::error::Message::of(e)),
             StoreError::Sql(_) | StoreError::Postgres(_) | StoreError::Json(_) => {
-                crate::Error::Environment(e.to_string())
+                crate::Error::Environment(crate::error::Message::of(e))
             }
         }
     }

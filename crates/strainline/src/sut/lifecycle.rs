@@ -43,7 +43,7 @@ impl From<TargetError> for crate::Error {
     fn from(e: TargetError) -> crate::Error {
         match e {
             TargetError::Interrupted => crate::Error::Interrupted,
-            e => crate::Error::Target(e.to_string()),
+            e => crate::Error::Target(crate::error::Message::of(e)),
         }
     }
 }

@@ -238,7 +238,7 @@ pub fn endpoint(
     };
     let scheme = if tls { "https" } else { "http" };
     let (target, _) = super::spec::resolve(&format!("{scheme}://{with_port}/"), options)
-        .map_err(|e| crate::Error::usage(format!("URL '{url}': {e}")))?;
+        .map_err(|e| crate::Error::usage(format!("URL '{url}': {e}")).because(e))?;
     Ok((target.addr, target.tls))
 }
 
