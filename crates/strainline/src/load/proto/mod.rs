@@ -269,13 +269,23 @@ pub(crate) mod unit_size {
     /// The size of the future `send` gives on a connection to `url` (a server there
     /// accepts it), with `body` as the workload's; the unit is never polled.
     pub async fn of(protocol: &'static dyn Protocol, url: &str, body: &[u8]) -> usize {
+        of_with(protocol, url, body, &ClientOptions::default()).await
+    }
+
+    /// [`of`], with the workload's client `options` (`--http2`).
+    pub async fn of_with(
+        protocol: &'static dyn Protocol,
+        url: &str,
+        body: &[u8],
+        options: &ClientOptions,
+    ) -> usize {
         let target = protocol
             .plan(&Ask {
                 url,
                 method: "GET",
                 headers: &[],
                 body: &BodySpec::Bytes(body.to_vec()),
-                options: &ClientOptions::default(),
+                options,
                 replay: false,
                 scenario: false,
                 open: false,

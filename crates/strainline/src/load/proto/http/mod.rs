@@ -256,7 +256,25 @@ mod tests {
             })
             .await;
             let size = unit_size::of(&Http, &format!("http://127.0.0.1:{port}/"), b"x").await;
-            assert!(size <= unit_size::MOST, "{size} bytes");
+            assert!(size <= unit_size::MOST, "HTTP/1.1: {size} bytes");
+        });
+        // HTTP/2 (prior knowledge): the server's SETTINGS, then its ACK of the client's.
+        unit_size::run(async {
+            let port = unit_size::serving(|mut s| async move {
+                let mut b = [0u8; 1024];
+                let _ = s.read(&mut b).await;
+                let _ = s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await;
+                let _ = s.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0]).await;
+                let _ = s.read(&mut b).await;
+            })
+            .await;
+            let options = crate::load::spec::ClientOptions {
+                http2: true,
+                ..Default::default()
+            };
+            let url = format!("http://127.0.0.1:{port}/");
+            let size = unit_size::of_with(&Http, &url, b"x", &options).await;
+            assert!(size <= unit_size::MOST, "HTTP/2: {size} bytes");
         });
     }
 }
