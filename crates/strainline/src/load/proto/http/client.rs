@@ -217,14 +217,15 @@ pub async fn send(
             };
             let mut bytes = 0u64;
             let mut keep = keep;
-            let r = c
-                .send(req, |d| {
-                    bytes += d.len() as u64;
-                    if let Some(k) = keep.as_deref_mut() {
-                        k.take_body(d);
-                    }
-                })
-                .await?;
+            // Boxed apart: hyper's futures are large, and this branch (a scenario's) would
+            // size every request's future, HTTP/1.1's fast path's too.
+            let r = Box::pin(c.send(req, |d| {
+                bytes += d.len() as u64;
+                if let Some(k) = keep.as_deref_mut() {
+                    k.take_body(d);
+                }
+            }))
+            .await?;
             if let Some(k) = keep {
                 for (name, value) in &r.headers {
                     k.take_header(name.as_str(), value.as_bytes());

@@ -246,6 +246,11 @@ mod tests {
         }
     }
 
+    /// HTTP's request future is allocated and moved per request on the fast path (nginx's
+    /// 1 KiB file: ~9 µs of CPU a request): 416 bytes since hyper's branch is boxed apart
+    /// (856 before: −1% to −4% requests per CPU-second, docs/performance.md).
+    const FAST: usize = 512;
+
     #[test]
     fn a_request_s_future_stays_small() {
         unit_size::run(async {
@@ -256,7 +261,7 @@ mod tests {
             })
             .await;
             let size = unit_size::of(&Http, &format!("http://127.0.0.1:{port}/"), b"x").await;
-            assert!(size <= unit_size::MOST, "HTTP/1.1: {size} bytes");
+            assert!(size <= FAST, "HTTP/1.1: {size} bytes");
         });
         // HTTP/2 (prior knowledge): the server's SETTINGS, then its ACK of the client's.
         unit_size::run(async {
@@ -274,7 +279,7 @@ mod tests {
             };
             let url = format!("http://127.0.0.1:{port}/");
             let size = unit_size::of_with(&Http, &url, b"x", &options).await;
-            assert!(size <= unit_size::MOST, "HTTP/2: {size} bytes");
+            assert!(size <= FAST, "HTTP/2: {size} bytes");
         });
     }
 }
