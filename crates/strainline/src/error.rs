@@ -123,7 +123,8 @@ impl Error {
         Error::Target(Message::new(msg))
     }
 
-    /// The same error, made from `cause` (kept as its [`std::error::Error::source`]).
+    /// The same error, made from `cause` (kept as its [`std::error::Error::source`]; an
+    /// interrupt or an ending with its own code carries none).
     pub fn because<E: std::error::Error + Send + Sync + 'static>(mut self, cause: E) -> Error {
         if let Error::Usage(m) | Error::Target(m) | Error::Environment(m) = &mut self {
             m.cause = Some(Box::new(cause));

@@ -408,9 +408,10 @@ mod tests {
         );
     }
 
-    /// A kind's module (`kinds/ramp.rs`) names no other kind's: what kinds share lives
-    /// in `kinds/load.rs`, `kinds/process.rs` and `kinds/mod.rs`, so a kind is changed
-    /// or added without reading another.
+    /// A kind's modules (its run, `kinds/ramp.rs`; its keys, `suite/parse/kinds/ramp.rs`)
+    /// name no other kind's: what kinds share lives in `kinds/load.rs`,
+    /// `kinds/process.rs`, `kinds/mod.rs` and `suite/parse/kinds/mod.rs`, so a kind is
+    /// changed or added without reading another.
     #[test]
     fn a_kind_names_no_other_kind() {
         let kinds = [
@@ -418,12 +419,17 @@ mod tests {
         ];
         let mut wrong = Vec::new();
         let all = files();
-        for k in kinds {
-            let rel = format!("kinds/{k}.rs");
+        // Its run (`kinds/`) and its keys (`suite/parse/kinds/`).
+        for (k, rel) in kinds.iter().flat_map(|k| {
+            [
+                (*k, format!("kinds/{k}.rs")),
+                (*k, format!("suite/parse/kinds/{k}.rs")),
+            ]
+        }) {
             let text = &all
                 .iter()
                 .find(|(r, _)| *r == rel)
-                .expect("a kind's module")
+                .unwrap_or_else(|| panic!("a kind's module: {rel}"))
                 .1;
             for (n, l) in text.lines().enumerate() {
                 let code = code_of(l);
@@ -439,7 +445,7 @@ mod tests {
         }
         assert!(
             wrong.is_empty(),
-            "a kind names another kind (share through kinds/load.rs or kinds/process.rs):\n{}",
+            "a kind names another kind (share through kinds/load.rs, kinds/process.rs or suite/parse/kinds/mod.rs):\n{}",
             wrong.join("\n")
         );
     }
