@@ -72,15 +72,27 @@ mod tests {
     fn a_unit_is_its_cpu_time_and_units_add_up() {
         hash_units(5, 1); // the first call faults its code and stack in
         for units in [1u64, 10, 250] {
-            let t0 = thread_cpu_ns();
-            hash_units(units, 7);
-            let spent = thread_cpu_ns() - t0;
             let want = units * UNIT_NS;
-            // At least the budget; over it by a piece and a clock reading, or by an
-            // interrupt taken on the way (20 µs, or 5% of a long push).
+            // At least the budget, every time; over it by a piece and a clock reading, or
+            // by an interrupt taken on the way (20 µs, or 5% of a long push), in the best
+            // of three: a VM's stolen time can be counted as the thread's CPU (one push of
+            // 2.5 ms read 3.06 ms here), and it only ever adds.
+            let spent = (0..3)
+                .map(|_| {
+                    let t0 = thread_cpu_ns();
+                    hash_units(units, 7);
+                    let spent = thread_cpu_ns() - t0;
+                    assert!(
+                        spent >= want,
+                        "{units} units took {spent} ns of CPU, want {want}"
+                    );
+                    spent
+                })
+                .min()
+                .unwrap();
             assert!(
-                spent >= want && spent < want + (want / 20).max(20_000),
-                "{units} units took {spent} ns of CPU, want {want}"
+                spent < want + (want / 20).max(20_000),
+                "{units} units took {spent} ns of CPU at best of 3, want {want}"
             );
         }
         let t0 = thread_cpu_ns();
