@@ -1,14 +1,14 @@
 //! What a case tells its reader beside its metrics, as facts: each kind (and the runner)
 //! says what it found as a [`Line`] with its figures, and `report::case` words it — the
 //! terminal's lines are written there alone. Stored with the case's summary as these
-//! facts (`table`), tagged by `line`.
+//! facts (`table`), tagged by `line`; what the case's details already hold (its thread
+//! states, its agents' parts) is read from there, not kept twice.
 
 use serde::Serialize;
 
 use crate::analysis::capacity::Capacity;
 use crate::analysis::ramp::Figures;
-use crate::load::summary::{AgentSummary, CheckSummary, Deliveries};
-use crate::measure::threads::Breakdown;
+use crate::load::summary::{CheckSummary, Deliveries};
 
 /// One fact of a case, for the terminal under its name.
 #[derive(Debug, Clone, Serialize)]
@@ -53,9 +53,9 @@ pub enum Line {
     Finding {
         words: String,
     },
-    /// The target's threads by state; under the closed model, the limit they name.
+    /// The target's threads by state (the case's `details.threads`); under the closed
+    /// model, the limit they name.
     ThreadStates {
-        states: Breakdown,
         closed: bool,
     },
     Ramp(Ramp),
@@ -101,10 +101,8 @@ pub enum Line {
     Daemonised {
         names: Vec<String>,
     },
-    /// An agent's part of the last load run.
-    Agent {
-        agent: AgentSummary,
-    },
+    /// The agents' parts of the last load run (the case's `details.agents`).
+    Agents,
 }
 
 /// A watched process tree's figures over the case.

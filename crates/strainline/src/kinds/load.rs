@@ -378,9 +378,6 @@ pub(super) fn keep_thread_states(
     let Some(b) = b.filter(|b| b.seconds > 0.0 && !b.groups.is_empty()) else {
         return;
     };
-    r.table.push(Line::ThreadStates {
-        states: b.clone(),
-        closed,
-    });
+    r.table.push(Line::ThreadStates { closed });
     r.details.threads = Some(b);
 }

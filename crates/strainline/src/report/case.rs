@@ -1,12 +1,25 @@
 //! A case's facts ([`Line`]) in words, for the terminal under its name: the one place
-//! they are worded. Tables (a ramp's steps, a rounds test's rounds, a scale test's
+//! they are worded (with its details, where a fact's figures are kept). Tables (a ramp's steps, a rounds test's rounds, a scale test's
 //! sizes) keep their columns.
 
+use crate::kinds::details::Details;
 use crate::kinds::lines::{self, Line};
+use crate::kinds::CaseResult;
 use crate::units::{count, format_duration, format_number, Bytes};
 
-/// `l` as the terminal prints it (without its indentation).
-pub fn line(l: &Line) -> String {
+/// A case's facts in words, a line each, as the terminal prints them under its name
+/// (without their indentation).
+pub fn lines(r: &CaseResult) -> Vec<String> {
+    r.table
+        .iter()
+        .map(|l| line(l, &r.details))
+        .flat_map(|words| words.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// `l` in words (more than one line for some); `d`: the case's details, which hold
+/// what some facts tell.
+fn line(l: &Line, d: &Details) -> String {
     let ms = |us: u64| us as f64 / 1000.0;
     match l {
         Line::GateOk { detail } => format!("gate ok: {detail}"),
@@ -59,7 +72,10 @@ pub fn line(l: &Line) -> String {
             ms(d.latency_us.p99)
         ),
         Line::Finding { words } => words.clone(),
-        Line::ThreadStates { states, closed } => {
+        Line::ThreadStates { closed } => {
+            let Some(states) = &d.threads else {
+                return String::new();
+            };
             let mut s = format!("thread states: {}", crate::analysis::threads::summary(states));
             if let Some(limit) = closed.then(|| crate::analysis::threads::limit(states)).flatten()
             {
@@ -120,10 +136,13 @@ pub fn line(l: &Line) -> String {
             "target daemonised: its command exited 0 leaving {} running — watched, judged and stopped as the target",
             names.join(", ")
         ),
-        Line::Agent { agent } => format!(
-            "agent {}",
-            super::run::agent_line(&super::run::agent_row(agent))
-        ),
+        Line::Agents => d
+            .agents
+            .iter()
+            .flatten()
+            .map(|a| format!("agent {}", super::run::agent_line(&super::run::agent_row(a))))
+            .collect::<Vec<_>>()
+            .join("\n"),
     }
 }
 
@@ -308,7 +327,7 @@ mod tests {
             broke: vec!["p99 over the SLO".into()],
         });
         assert_eq!(
-            line(&step),
+            line(&step, &Details::default()),
             "       400      399.5    12.2ms    0.10%     0.50      42%  p99 over the SLO"
         );
         let kill = Line::Crash(lines::Crash::Iteration {
@@ -319,7 +338,7 @@ mod tests {
             verify_said: "checking\nbad page 7".into(),
         });
         assert_eq!(
-            line(&kill),
+            line(&kill, &Details::default()),
             "iteration   3: killed after 120 ms (killed by SIGKILL); verify: FAILED — bad page 7"
         );
         let round = Line::Rounds(lines::Rounds::Round {
@@ -330,7 +349,7 @@ mod tests {
             rate: 812.34,
         });
         assert_eq!(
-            line(&round),
+            line(&round, &Details::default()),
             "     2       2000       3.00        +0.50      812.3"
         );
         let fit = Line::Soak(lines::Soak::Fit {
@@ -339,10 +358,35 @@ mod tests {
             warmup_s: None,
             points: 40,
         });
-        assert_eq!(line(&fit), "memory: no leak (no warm-up found, 40 points)");
+        assert_eq!(
+            line(&fit, &Details::default()),
+            "memory: no leak (no warm-up found, 40 points)"
+        );
         let gate = Line::GateOk {
             detail: "latency_p99 < 1s (measured 3.1 ms)".into(),
         };
-        assert_eq!(line(&gate), "gate ok: latency_p99 < 1s (measured 3.1 ms)");
+        assert_eq!(
+            line(&gate, &Details::default()),
+            "gate ok: latency_p99 < 1s (measured 3.1 ms)"
+        );
+    }
+
+    #[test]
+    fn a_fact_the_details_hold_is_worded_from_them() {
+        let mut r = CaseResult::new();
+        r.table.push(Line::ThreadStates { closed: true });
+        r.table.push(Line::Agents);
+        r.table.push(Line::GateOk {
+            detail: "ok_rate > 0.99".into(),
+        });
+        // Nothing in the details: those lines say nothing, the rest is as it was.
+        assert_eq!(lines(&r), vec!["gate ok: ok_rate > 0.99".to_string()]);
+        r.details.agents = Some(vec![Default::default(), Default::default()]);
+        let said = lines(&r);
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(
+            said[0].starts_with("agent ") && said[1].starts_with("agent "),
+            "{said:?}"
+        );
     }
 }

@@ -49,11 +49,7 @@ fn keep_agents(result: &mut kinds::CaseResult, parts: &[crate::load::summary::Ag
         return;
     }
     result.details.agents = Some(parts.to_vec());
-    for a in parts {
-        result
-            .table
-            .push(kinds::lines::Line::Agent { agent: a.clone() });
-    }
+    result.table.push(kinds::lines::Line::Agents);
 }
 
 /// How a suite's run ended.
@@ -536,10 +532,8 @@ fn debug_assert_catalogued(kind: Kind, r: &CaseResult) {
 
 fn print_case(out: &mut dyn Write, r: &CaseResult) -> std::io::Result<()> {
     use crate::units::printable;
-    for line in &r.table {
-        for l in crate::report::case::line(line).lines() {
-            writeln!(out, "    {}", printable(l))?;
-        }
+    for l in crate::report::case::lines(r) {
+        writeln!(out, "    {}", printable(&l))?;
     }
     writeln!(out, "  → {}", r.status.stored().name().to_uppercase())?;
     for reason in &r.reasons {

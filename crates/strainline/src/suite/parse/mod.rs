@@ -23,7 +23,6 @@ mod urls;
 
 use doc::Doc;
 use keys::{Common, Table};
-use urls::{beside_the_suite, files_named};
 
 type Result<T> = crate::error::Result<T>;
 
@@ -152,7 +151,6 @@ fn unwatched_fits(doc: &Doc, raw: &[Common], tests: &[Test], url: &str) -> Resul
 }
 
 /// A `[[test]]`: its common keys, its gates, then its kind's own spec.
-/// Long because the common keys are checked in the order a reader meets them.
 fn test(
     doc: &Doc,
     t: &Common,
@@ -195,9 +193,6 @@ fn test(
             }
             Err((off, msg)) => return Err(doc.at(g.span().start + 1 + off, format!("gate: {msg}"))),
         }
-    }
-    if kind.has_target() {
-        url_fits(doc, header, &table.read(doc)?)?;
     }
     let expect_failure = match &t.expect {
         None => false,
@@ -258,29 +253,6 @@ fn matrix_fits(at: &kinds::At, t: &Common) -> Result<()> {
             "matrix",
             format!("matrix key '{k}' has no values (give at least one)"),
         ));
-    }
-    Ok(())
-}
-
-/// What a run would refuse of a workload's URL options and its reply field, `check`
-/// refuses at their line (MQTT's qos, keep_alive, subscribers; a `.proto` that cannot be
-/// read; an empty field).
-fn url_fits(doc: &Doc, header: usize, w: &kinds::workload::Keys) -> Result<()> {
-    if let Some(url) = w.url.as_deref() {
-        if let Some(p) = crate::load::proto::by_url(url) {
-            p.check(url)
-                .map_err(|e| doc.at(doc.key_offset(header, "url"), e))?;
-        }
-        for (what, f) in files_named(&beside_the_suite(doc.path, url)) {
-            crate::os::file::check(Path::new(&f), what, crate::os::file::MAX_INPUT)
-                .map_err(|e| doc.at(doc.key_offset(header, "url"), e))?;
-        }
-    }
-    if let Some(f) = &w.reply_field {
-        crate::load::proto::field_path(f).map_err(|e| {
-            let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
-            doc.at(doc.key_offset(header, "reply_field"), msg)
-        })?;
     }
     Ok(())
 }
@@ -353,7 +325,7 @@ pub fn default_name(path: &Path) -> String {
 mod tests {
     #[test]
     fn a_grpc_url_s_proto_is_found_beside_the_suite() {
-        use super::beside_the_suite;
+        use super::urls::beside_the_suite;
         let suite = std::path::Path::new("/srv/perf/suite.toml");
         assert_eq!(
             beside_the_suite(suite, "grpc://h:1/a.B/C?proto=api/x.proto"),

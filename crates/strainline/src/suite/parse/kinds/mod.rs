@@ -1,7 +1,7 @@
 //! Each kind's keys, one module per kind: its serde struct (the keys it takes, in the
 //! order docs/suites.md lists them) and their checks — ranges, defaults, what it needs —
 //! into its [`Spec`]. A load kind's workload (`workload.rs`) is read beside its own.
-//! [`spec`], [`keys`] and [`schemas`] are the one table of kinds.
+//! [`spec`] and `of_keys!` (the keys' fields and schemas) are the table of kinds.
 
 use serde::de::DeserializeOwned;
 use toml::Spanned;
@@ -90,17 +90,24 @@ pub(super) fn spec(at: &At, table: &Table, has_target: bool) -> Result<Spec> {
     })
 }
 
+/// `$f::<K>()` for the kind's keys struct `K`.
+macro_rules! of_keys {
+    ($kind:expr, $f:ident) => {
+        match $kind {
+            Kind::Bench => $f::<bench::Keys>(),
+            Kind::Ramp => $f::<ramp::Keys>(),
+            Kind::Soak => $f::<soak::Keys>(),
+            Kind::Rounds => $f::<rounds::Keys>(),
+            Kind::Crash => $f::<crash::Keys>(),
+            Kind::Scale => $f::<scale::Keys>(),
+            Kind::Harness => $f::<harness::Keys>(),
+        }
+    };
+}
+
 /// The keys a kind takes beyond the common ones, as its structs declare them.
 pub(super) fn own_keys(kind: Kind) -> &'static [&'static str] {
-    match kind {
-        Kind::Bench => fields_of::<bench::Keys>(),
-        Kind::Ramp => fields_of::<ramp::Keys>(),
-        Kind::Soak => fields_of::<soak::Keys>(),
-        Kind::Rounds => fields_of::<rounds::Keys>(),
-        Kind::Crash => fields_of::<crash::Keys>(),
-        Kind::Scale => fields_of::<scale::Keys>(),
-        Kind::Harness => fields_of::<harness::Keys>(),
-    }
+    of_keys!(kind, fields_of)
 }
 
 /// The keys a kind takes beyond the common ones: a load kind's workload's, then its own.
@@ -122,16 +129,7 @@ pub(super) fn schemas() -> Vec<(Kind, Vec<serde_json::Value>)> {
     Kind::TESTS
         .into_iter()
         .map(|kind| {
-            let own = match kind {
-                Kind::Bench => of::<bench::Keys>(),
-                Kind::Ramp => of::<ramp::Keys>(),
-                Kind::Soak => of::<soak::Keys>(),
-                Kind::Rounds => of::<rounds::Keys>(),
-                Kind::Crash => of::<crash::Keys>(),
-                Kind::Scale => of::<scale::Keys>(),
-                Kind::Harness => of::<harness::Keys>(),
-            };
-            let mut parts = vec![own];
+            let mut parts = vec![of_keys!(kind, of)];
             if kind.has_target() {
                 parts.push(of::<workload::Keys>());
             }

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::super::super::{SetupRequest, Workload};
 use super::super::keys::Table;
-use super::super::urls::{beside_the_suite, load_schemes, method_shape, url_shape};
+use super::super::urls::{beside_the_suite, files_named, load_schemes, method_shape, url_shape};
 use super::super::Result;
 use super::At;
 use crate::limits;
@@ -19,7 +19,7 @@ use crate::limits;
 #[derive(Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "WorkloadKeys")]
 pub(in super::super) struct Keys {
-    pub url: Option<String>,
+    url: Option<String>,
     #[schemars(with = "Option<String>")]
     scenario: Option<Spanned<String>>,
     method: Option<String>,
@@ -38,14 +38,38 @@ pub(in super::super) struct Keys {
     #[schemars(with = "Option<String>")]
     cacert: Option<Spanned<String>>,
     insecure: Option<bool>,
-    pub reply_field: Option<String>,
+    reply_field: Option<String>,
 }
 
 /// The workload of a load kind's test.
 pub(super) fn read(at: &At, table: &Table, has_target: bool) -> Result<Workload> {
     let w: Keys = table.read(at.doc)?;
     shapes(at, &w)?;
+    url_fits(at, &w)?;
     workload(at, w, has_target)
+}
+
+/// What a run would refuse of the URL's options and the reply field, `check` refuses at
+/// their line (MQTT's qos, keep_alive, subscribers; a `.proto` that cannot be read; an
+/// empty field).
+fn url_fits(at: &At, w: &Keys) -> Result<()> {
+    let (doc, url_at) = (at.doc, at.doc.key_offset(at.header, "url"));
+    if let Some(url) = w.url.as_deref() {
+        if let Some(p) = crate::load::proto::by_url(url) {
+            p.check(url).map_err(|e| doc.at(url_at, e))?;
+        }
+        for (what, f) in files_named(&beside_the_suite(doc.path, url)) {
+            crate::os::file::check(Path::new(&f), what, crate::os::file::MAX_INPUT)
+                .map_err(|e| doc.at(url_at, e))?;
+        }
+    }
+    if let Some(f) = &w.reply_field {
+        crate::load::proto::field_path(f).map_err(|e| {
+            let msg = e.to_string().replacen("--reply-field", "reply_field =", 1);
+            doc.at(doc.key_offset(at.header, "reply_field"), msg)
+        })?;
+    }
+    Ok(())
 }
 
 /// Every number within its range, the URL's and the method's shapes, an argv that
