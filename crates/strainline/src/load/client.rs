@@ -229,6 +229,15 @@ impl Client {
         }
     }
 
+    /// A scenario step's rendered request made what the protocol's wire carries, or
+    /// the field that cannot carry what was put in it ([`super::proto::Target::fit`]).
+    pub fn fit(&self, r: &mut super::request::Rendered) -> Result<(), super::proto::Unfit> {
+        match self {
+            Client::Proto(t) => t.fit(r),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether opening a connection takes a handshake beyond TCP's (TLS, MQTT's
     /// CONNECT, a registry protocol's: a WebSocket's upgrade).
     pub fn handshakes(&self) -> bool {

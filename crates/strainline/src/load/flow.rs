@@ -6,12 +6,27 @@
 
 use std::time::{Duration, SystemTime};
 
-use regex_lite::Regex;
+use regex::Regex;
 use serde_json::Value;
 
 /// The most of a reply's body kept for extraction and checks: 1 MiB. A longer body is
 /// read and counted to its end; a check or extraction sees its first 1 MiB.
 pub const MAX_KEPT: usize = 1 << 20;
+
+/// The most a user's regex (an extraction's, a `body_matches`, an `until`) may compile
+/// to: 4 MiB (Unicode `\w{50}` is 2.4 MiB). It runs over at most the kept [`MAX_KEPT`]
+/// with the `regex` crate's lazy DFA: measured on a 1 MiB body, the patterns of the docs
+/// and `[a-z]{1000}[a-z]{1000}X` (which made a 5 s run take 21 s with regex-lite) take under
+/// 10 ms a search; a pattern whose DFA explodes on a hostile body (`(a|b)*a(a|b){20}X`
+/// over random a's and b's) falls back to the NFA and takes 1–4 s a search.
+pub const MAX_REGEX: usize = 4 << 20;
+
+/// A user's regex, compiled within [`MAX_REGEX`].
+pub fn user_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(MAX_REGEX)
+        .build()
+}
 
 /// What of a reply a step needs kept.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,6 +50,10 @@ pub struct Kept {
     pub headers: Vec<(String, String)>,
     /// Its body's first [`MAX_KEPT`] bytes.
     pub body: Vec<u8>,
+    /// The body was longer than [`MAX_KEPT`] (or its protocol's reply too large to
+    /// read as text): what is kept is its beginning, and a value not found in it is
+    /// counted as `extract.NAME.too_large`, not missing.
+    pub cut: bool,
     /// The body as JSON, parsed once for every extraction and check that reads it.
     parsed: std::cell::OnceCell<Option<Value>>,
 }
@@ -74,6 +93,7 @@ impl Kept {
             return;
         }
         let room = MAX_KEPT.saturating_sub(self.body.len());
+        self.cut |= bytes.len() > room;
         self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
@@ -376,18 +396,10 @@ impl Jar {
                     c.host_only = false;
                 }
                 "path" if v.starts_with('/') => c.path = v.to_string(),
-                "max-age" => {
-                    if let Ok(s) = v.parse::<i64>() {
-                        max_age = Some(if s <= 0 {
-                            SystemTime::UNIX_EPOCH
-                        } else {
-                            SystemTime::now() + Duration::from_secs(s as u64)
-                        });
-                    }
-                }
+                "max-age" => max_age = max_age_expiry(v).or(max_age),
                 "expires" => {
                     if let Ok(t) = httpdate::parse_http_date(v) {
-                        c.expires = Some(t);
+                        c.expires = Some(t.min(latest_expiry()));
                     }
                 }
                 "secure" => c.secure = true,
@@ -446,6 +458,33 @@ impl Jar {
             .find(|c| c.name == name)
             .map(|c| c.value.as_str())
     }
+}
+
+/// The latest expiry a cookie keeps: now + 400 days, as RFC 6265bis §5.5 caps
+/// `Max-Age` and `Expires` (Chrome and Firefox do): a server's `Max-Age` of 2⁶³ − 1 or
+/// an `Expires` in the year 99999 means "for the whole run", never an overflow.
+fn latest_expiry() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(400 * 86_400)
+}
+
+/// §5.2.2: a `Max-Age` attribute's expiry — a delta of digits with an optional leading
+/// '-' (else the attribute is ignored); zero or negative expires the cookie now; any
+/// larger delta, however many digits, is capped at [`latest_expiry`].
+fn max_age_expiry(v: &str) -> Option<SystemTime> {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if v.starts_with('-') || digits.bytes().all(|b| b == b'0') {
+        return Some(SystemTime::UNIX_EPOCH);
+    }
+    let cap = latest_expiry();
+    Some(match digits.parse::<u64>() {
+        Ok(s) => SystemTime::now()
+            .checked_add(Duration::from_secs(s))
+            .map_or(cap, |t| t.min(cap)),
+        Err(_) => cap, // more digits than a u64 holds
+    })
 }
 
 /// §5.1.3: `host` is `domain` or a subdomain of it (never an IP address's suffix).
@@ -643,5 +682,84 @@ mod tests {
             None,
             "no domain cookies for an IP suffix"
         );
+    }
+
+    #[test]
+    fn a_server_s_expiry_never_overflows_and_is_capped() {
+        let later = SystemTime::now() + Duration::from_secs(399 * 86_400);
+        let cap = SystemTime::now() + Duration::from_secs(401 * 86_400);
+        for (set, kept) in [
+            ("a=1; Max-Age=9223372036854775807", true),
+            ("a=1; Max-Age=99999999999999999999999999999", true),
+            ("a=1; Max-Age=-9223372036854775808", false),
+            ("a=1; Max-Age=-1", false),
+            ("a=1; Max-Age=+5", true), // not a delta: ignored, a session cookie
+            ("a=1; Expires=Fri, 31 Dec 99999 23:59:59 GMT", true),
+            ("a=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT", false),
+        ] {
+            let mut jar = Jar::default();
+            jar.store("h", "/", set);
+            assert_eq!(jar.value("a").is_some(), kept, "{set}");
+            if let Some(t) = jar.cookies.first().and_then(|c| c.expires) {
+                assert!(t < cap, "{set}: capped at 400 days");
+                if set.contains("922") || set.contains("9999") {
+                    assert!(t > later, "{set}: kept for the run");
+                }
+            }
+        }
+    }
+
+    /// A server's bytes are not trusted: mutated `Set-Cookie` fields (the corpus:
+    /// tests/fixtures/fuzz/set-cookie.txt) and mutated replies read by every source and
+    /// check (replies.txt) never panic.
+    #[test]
+    fn mutated_cookies_and_replies_never_panic() {
+        let cookies: Vec<&str> = include_str!("../../tests/fixtures/fuzz/set-cookie.txt")
+            .lines()
+            .collect();
+        let replies: Vec<&str> = include_str!("../../tests/fixtures/fuzz/replies.txt")
+            .lines()
+            .collect();
+        let sources = [
+            Source::Json(JsonPath::parse("$.items[1].id").unwrap()),
+            Source::Json(JsonPath::parse("$.deep.a.b[-1]").unwrap()),
+            Source::Json(JsonPath::parse("$[4]['5']").unwrap()),
+            Source::Regex(user_regex(r#"value="([^"]*)""#).unwrap()),
+            Source::Regex(user_regex(r"\d+").unwrap()),
+            Source::Header("set-cookie".into()),
+            Source::Cookie("sid".into()),
+        ];
+        let check = Check {
+            name: "c".into(),
+            body_contains: Some("abc".into()),
+            body_matches: Some(user_regex("[a-z]+[0-9]").unwrap()),
+            json: vec![(JsonPath::parse("$.token").unwrap(), Value::from("abc"))],
+            json_exists: vec![JsonPath::parse("$.n").unwrap()],
+            headers: vec!["location".into()],
+            ..Check::default()
+        };
+        let mut rng = crate::rng::Rng::new(50);
+        let mut mutated = |seed: &str| {
+            let mut b = seed.as_bytes().to_vec();
+            for _ in 0..1 + rng.index(4) {
+                let at = rng.index(b.len() + 1);
+                let which = rng.index(3);
+                rng.mutate_bytes(&mut b, at, which);
+            }
+            String::from_utf8_lossy(&b).into_owned()
+        };
+        let mut jar = Jar::default();
+        for k in 0..4000 {
+            let set = mutated(cookies[k % cookies.len()]);
+            jar.store("app.example.test", "/a/b", &set);
+            let _ = jar.header("app.example.test", "/a/b/c", k % 2 == 0);
+            let body = mutated(replies[k % replies.len()]);
+            let kept = kept(&body, &[("Set-Cookie", &set), ("Location", "/x")]);
+            for s in &sources {
+                let _ = s.find(&kept, &jar);
+            }
+            let _ = check.passes(200, &kept, Duration::from_millis(1));
+        }
+        assert!(jar.cookies.len() <= MAX_COOKIES);
     }
 }

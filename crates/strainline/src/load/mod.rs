@@ -25,6 +25,7 @@ pub mod spec;
 pub mod summary;
 pub mod template;
 mod timer;
+pub mod uri;
 pub mod verdict;
 
 pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};

@@ -37,6 +37,10 @@ pub enum ErrorKind {
     Extract,
     /// The scenario's `request(r)` hook failed (a Lua error): the step was not sent.
     Script,
+    /// The request the step rendered could not go on the wire as it was — its path or
+    /// a header held a byte its protocol cannot carry (CR, LF, NUL, a space …), put
+    /// there by a value, a redirect or the script: the step was not sent.
+    InvalidRequest,
 }
 
 impl ErrorKind {
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Extract => "extract",
             ErrorKind::Script => "script",
+            ErrorKind::InvalidRequest => "invalid_request",
         }
     }
 }

@@ -11,7 +11,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 
 use super::request::Rendered;
-use super::scenario::{Scenario, When};
+use super::scenario::{Scenario, Unsent, When};
 use crate::rng::mix;
 use std::borrow::Cow;
 
@@ -212,16 +212,28 @@ impl Requests {
         }
     }
 
-    /// The request at this position of the schedule, and its scenario step.
-    pub fn at(&self, position: u64) -> (Cow<'_, Rendered>, Option<usize>) {
+    /// The request at this position of the schedule, and its scenario step; a drawn
+    /// step's made what `client`'s wire carries, or why it cannot be sent
+    /// ([`super::scenario::Unsent`]).
+    pub fn at(
+        &self,
+        position: u64,
+        client: &super::client::Client,
+    ) -> (Result<Cow<'_, Rendered>, Unsent>, Option<usize>) {
         match self {
-            Requests::Listed(r) => (Cow::Borrowed(&r[position as usize]), None),
+            Requests::Listed(r) => (Ok(Cow::Borrowed(&r[position as usize])), None),
             Requests::Drawn(d) => {
                 let (step, h) = d.draw(position);
-                let r = d
-                    .scenario
-                    .request(step, position, position, mix(h), &[], None);
-                (Cow::Owned(r), Some(step))
+                let sc = &d.scenario;
+                let r = sc.request(step, position, position, mix(h), &[], None);
+                let r = r.and_then(|mut r| match client.fit(&mut r) {
+                    Ok(()) => Ok(r),
+                    Err(unfit) => Err(Unsent {
+                        field: unfit.field.to_string(),
+                        by: sc.path_culprit(step, position, &[], None, unfit.bad),
+                    }),
+                });
+                (r.map(Cow::Owned), Some(step))
             }
             Requests::Streamed { .. } => unreachable!("a streamed request comes with its send"),
         }
@@ -268,8 +280,9 @@ mod tests {
             body.clone(),
         )
         .unwrap();
-        assert!(r.at(0).0.body.is_empty());
-        assert_eq!(r.at(1).0.body, body);
+        let c = crate::load::client::Client::Command(Vec::new());
+        assert!(r.at(0, &c).0.unwrap().body.is_empty());
+        assert_eq!(r.at(1, &c).0.unwrap().body, body);
         for (m, p, why) in [
             ("GET", "/a b", "not a path"),
             ("GET", "/a\r\nHost: evil", "not a path"),

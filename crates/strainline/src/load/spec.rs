@@ -497,7 +497,24 @@ fn scenario_model(
                 step.name
             )));
         }
-        if let Some(why) = client.refuses(&sc.request(i, 0, 0, 0, &[], None)) {
+        let unsent = |u: scenario::Unsent| {
+            bad(format!(
+                "scenario {}: step '{}': its {} would hold a byte no request may carry (a control character or a space), from {}",
+                path.display(),
+                step.name,
+                u.field,
+                u.by
+            ))
+        };
+        let mut req = sc.request(i, 0, 0, 0, &[], None).map_err(unsent)?;
+        if let Err(unfit) = client.fit(&mut req) {
+            let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
+            if by == "text" {
+                let field = unfit.field.to_string();
+                return Err(unsent(scenario::Unsent { field, by }));
+            }
+        }
+        if let Some(why) = client.refuses(&req) {
             return Err(bad(format!(
                 "scenario {}: step '{}': {why}",
                 path.display(),

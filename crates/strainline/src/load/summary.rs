@@ -291,8 +291,10 @@ pub struct StepSummary {
     /// Its named checks: how many replies passed and failed each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSummary>,
-    /// What its flow counters say: `restarts`, `retries`, `stopped`, and each
-    /// variable it could not extract (`extract.NAME.missing`).
+    /// What its flow counters say: `restarts`, `retries`, `stopped`,
+    /// `redirects_not_followed`, each variable it could not extract
+    /// (`extract.NAME.missing`) and each request not sent for what a field could not
+    /// carry (`invalid.FIELD.BY`: `invalid.path.{{id}}`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub flow: BTreeMap<String, u64>,
     /// Why replies whose status passed failed: `check:NAME`, `extract:NAME`.
@@ -351,14 +353,17 @@ fn checks_of(t: &Tally) -> Vec<CheckSummary> {
     out
 }
 
-/// A step's flow counters, as `flow.restarts` → `restarts`, `extract.id.missing` kept.
+/// A step's flow counters, as `flow.restarts` → `restarts`; `extract.id.missing` and
+/// `invalid.path.{{id}}` kept.
 fn flow_of(t: &Tally) -> BTreeMap<String, u64> {
     t.named
         .iter()
         .filter_map(|(k, v)| {
             k.strip_prefix("flow.")
                 .map(str::to_string)
-                .or_else(|| k.starts_with("extract.").then(|| k.clone()))
+                .or_else(|| {
+                    (k.starts_with("extract.") || k.starts_with("invalid.")).then(|| k.clone())
+                })
                 .map(|k| (k, *v))
         })
         .collect()

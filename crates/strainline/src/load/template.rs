@@ -18,6 +18,15 @@ enum Piece {
     Var(usize),
 }
 
+/// What put a byte into a rendered text: its own text (or a placeholder of the tool's:
+/// `{{client}}`, `{{seq}}`, `{{random N}}`), a data file's column, a flow variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Culprit {
+    Literal,
+    Csv(usize),
+    Var(usize),
+}
+
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text {
@@ -184,6 +193,38 @@ impl Text {
                 }
             }
         }
+    }
+
+    /// What put a byte `bad` refuses into the text as rendered with `v`: its own
+    /// text, or one of its placeholders.
+    pub fn culprit(&self, v: &Vars, bad: impl Fn(u8) -> bool) -> Option<Culprit> {
+        self.pieces.iter().find_map(|p| {
+            let mut out = Vec::new();
+            let (culprit, text): (Culprit, &[u8]) = match p {
+                Piece::Lit(b) => (Culprit::Literal, b),
+                Piece::Csv(i) => (
+                    Culprit::Csv(*i),
+                    v.row
+                        .and_then(|r| r.get(*i))
+                        .map_or(&[][..], |c| c.as_bytes()),
+                ),
+                Piece::Var(i) => (
+                    Culprit::Var(*i),
+                    v.values
+                        .get(*i)
+                        .and_then(|x| x.as_deref())
+                        .map_or(&[][..], str::as_bytes),
+                ),
+                Piece::Client | Piece::Seq | Piece::Random(_) => {
+                    let one = Text {
+                        pieces: vec![p.clone()],
+                    };
+                    one.render(v, &mut out);
+                    (Culprit::Literal, &out[..])
+                }
+            };
+            text.iter().any(|&b| bad(b)).then_some(culprit)
+        })
     }
 
     /// The first flow variable it uses that `values` lacks: it cannot be sent.

@@ -345,10 +345,21 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         }
     }
     let mut flow: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut unsent = Vec::new();
     for st in &s.steps {
         for (k, v) in &st.flow {
-            *flow.entry(k.as_str()).or_default() += v;
+            match k.strip_prefix("invalid.").and_then(|r| r.split_once('.')) {
+                Some((field, by)) => unsent.push(format!(
+                    "{v} of step '{}': {} put a byte no request may carry (a control character or a space) into its {field}",
+                    crate::units::printable(&st.name),
+                    crate::units::printable(by)
+                )),
+                None => *flow.entry(k.as_str()).or_default() += v,
+            }
         }
+    }
+    if !unsent.is_empty() {
+        writeln!(out, "  {:<14}{}", "Not sent", unsent.join("; "))?;
     }
     // A [sessions] scenario's: how many arrived, how many ran every step.
     if let Some(started) = flow.remove("sessions") {
@@ -374,12 +385,16 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "script_errors" => {
                     format!("{v} errors in the script's response(r) (the first is logged)")
                 }
-                k => {
-                    let var = k
-                        .trim_start_matches("extract.")
-                        .trim_end_matches(".missing");
-                    format!("{v} times {{{{{var}}}}} could not be extracted")
-                }
+                "redirects_not_followed" => format!(
+                    "{v} redirects not followed (another host or scheme, or a malformed Location: the 3xx was the reply)"
+                ),
+                k => match k.trim_start_matches("extract.").rsplit_once('.') {
+                    Some((var, "too_large")) => format!(
+                        "{v} times {{{{{var}}}}} could not be extracted: the reply was too large to extract from (its first 1 MiB is kept)"
+                    ),
+                    Some((var, _)) => format!("{v} times {{{{{var}}}}} could not be extracted"),
+                    None => format!("{v} × {k}"),
+                },
             })
             .collect();
         writeln!(out, "  {:<14}{}", "Flow", said.join(", "))?;

@@ -1,6 +1,7 @@
 //! `run SUITE --baseline-ref REF`: the baseline version is a git ref, checked out as a
 //! worktree of the repository beside the working tree, removed when the session ends —
-//! however it ends, Ctrl-C included (a kill -9 leaves it to `git worktree prune`). The
+//! however it ends, Ctrl-C included; one a kill -9 left behind is removed by the next
+//! session that adds one (its directory names a process that is gone). The
 //! baseline's target then builds and runs there, from the same place in the tree as the
 //! candidate's does in the working tree (uncommitted changes included).
 
@@ -76,6 +77,7 @@ impl Worktree {
             &commit[..12.min(commit.len())],
             std::process::id()
         ));
+        sweep(&repo, into);
         let _ = git(&repo, &["worktree", "prune"]);
         git(
             &repo,
@@ -100,6 +102,36 @@ impl Worktree {
             repo: self.repo.clone(),
             path: self.path.clone(),
             commit: self.commit.clone(),
+        }
+    }
+}
+
+/// Removes the worktrees under `into` whose session is gone (`baseline-COMMIT-PID`, no
+/// process PID): a kill -9 leaves its directory, so `git worktree prune` keeps it.
+fn sweep(repo: &Path, into: &Path) {
+    let Ok(entries) = std::fs::read_dir(into) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("baseline-")
+            .and_then(|r| r.rsplit_once('-'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || crate::os::process::exists(pid) {
+            continue;
+        }
+        let path = e.path();
+        if git(
+            repo,
+            &["worktree", "remove", "--force", &path.display().to_string()],
+        )
+        .is_err()
+        {
+            let _ = std::fs::remove_dir_all(&path);
         }
     }
 }
@@ -153,5 +185,42 @@ mod tests {
             assert!(e.contains("give a branch, tag or commit"), "{rev}: {e}");
         }
         assert!(!into.exists(), "nothing made for a refused ref");
+    }
+
+    #[test]
+    fn a_worktree_a_kill_9_left_is_removed_by_the_next_session() {
+        let base = tempfile::tempdir().unwrap();
+        let repo = base.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let run = |args: &[&str]| git(&repo, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        run(&["init", "-q"]);
+        std::fs::write(repo.join("f"), "1").unwrap();
+        run(&["add", "f"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "one",
+        ]);
+        let into = base.path().join("worktrees");
+        // Above pid_max: no process has it, as after a kill -9.
+        let stale = into.join("baseline-000000000000-4194305");
+        run(&[
+            "worktree",
+            "add",
+            "--detach",
+            stale.to_str().unwrap(),
+            "HEAD",
+        ]);
+        let wt = Worktree::add(&repo, "HEAD", &into).unwrap();
+        assert!(!stale.exists(), "the dead session's worktree is gone");
+        assert!(wt.path.exists());
+        let list = run(&["worktree", "list"]);
+        assert_eq!(list.lines().count(), 2, "{list}");
+        drop(wt);
+        assert_eq!(run(&["worktree", "list"]).lines().count(), 1);
     }
 }

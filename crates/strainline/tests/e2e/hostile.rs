@@ -256,6 +256,223 @@ fn servers_that_flood_pings_or_never_end_a_line_are_protocol_errors_in_bounded_m
     }
 }
 
+/// A server's values never reach the wire as request lines: an extracted JSON value
+/// holding CRLF and a second request, the same from the script's `r.path`, and 302s to
+/// another port, a `/\\host`, `file:` or a tab. Each such request is counted
+/// `invalid_request` with its step and culprit, a redirect out of the target is left as
+/// the reply; the server (which logs every request line it gets) sees no second request
+/// and nothing off its own authority. Its cookies' `Max-Age` of 2⁶³ − 1 and `Expires`
+/// in the year 99999 are kept for the run, not a panic.
+#[test]
+fn a_server_s_values_never_smuggle_a_request_nor_crash_a_flow() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let log = s.path("lines.log");
+    let port = free_port();
+    let mut c = std::process::Command::new("python3");
+    c.arg(format!(
+        "{}/tests/fixtures/hostile_peer.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .args(["smuggle", &port.to_string(), log.to_str().unwrap()]);
+    let _srv = serving(c, ("127.0.0.1", port), "python3");
+    let script = s.path("hook.lua");
+    std::fs::write(
+        &script,
+        "function request(r)\n  if r.step == 'hooked' then r.path = '/ok?y=1 HTTP/1.1\\r\\nX-Inj: z\\r\\n\\r\\nGET /smuggled3' end\nend\n",
+    )
+    .unwrap();
+    let scenario = s.path("flow.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"clients = 2
+script = "{}"
+
+[[step]]
+name = "start"
+once = true
+path = "/start"
+extract.id = {{ json = "$.id" }}
+
+[[step]]
+name = "use"
+every = "100ms"
+path = "/ok?x={{{{id}}}}"
+
+[[step]]
+name = "hooked"
+every = "100ms"
+path = "/ok"
+
+[[step]]
+name = "hop"
+every = "50ms"
+path = "/redir/{{{{seq}}}}"
+follow = true
+"#,
+            script.display()
+        ),
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "2s",
+            "--gate",
+            "error_rate < 1%",
+        ],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 1);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let got: Vec<&str> = lines.lines().collect();
+    assert!(got.len() > 40, "{lines}");
+    for l in &got {
+        assert!(
+            l.starts_with("GET /") && l.ends_with(" HTTP/1.1") && l.matches(' ').count() == 2,
+            "a request line the client did not mean: {l:?}\n{text}"
+        );
+        assert!(
+            !l.contains("smuggled") && !l.contains("passwd") && !l.starts_with("GET //"),
+            "{l:?}"
+        );
+    }
+    assert!(
+        got.iter().all(|l| !l.starts_with("GET /ok?")),
+        "neither the value nor the hook's path went out"
+    );
+    let step = |name: &str| {
+        doc["summary"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|st| st["name"] == name)
+            .unwrap_or_else(|| panic!("no step {name}: {doc}"))
+            .clone()
+    };
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let used = step("use");
+    assert!(n(&used["sent"]) >= 10, "{used}");
+    assert_eq!(n(&used["errors"]), n(&used["sent"]), "{used}");
+    assert_eq!(
+        n(&used["flow"]["invalid.path.{{id}}"]),
+        n(&used["sent"]),
+        "{used}"
+    );
+    let hooked = step("hooked");
+    assert_eq!(
+        n(&hooked["flow"]["invalid.path.script"]),
+        n(&hooked["sent"]),
+        "{hooked}"
+    );
+    assert_eq!(
+        n(&doc["summary"]["by_error"]["invalid_request"]),
+        n(&used["sent"]) + n(&hooked["sent"]),
+        "{doc}"
+    );
+    // Of six Locations the first (HTTP://, its own authority) is followed to /ok.
+    let hop = step("hop");
+    let followed = got.iter().filter(|l| **l == "GET /ok HTTP/1.1").count() as u64;
+    let redirs = got.iter().filter(|l| l.starts_with("GET /redir/")).count() as u64;
+    let left = n(&hop["flow"]["redirects_not_followed"]);
+    assert!(followed >= 2 && left >= 8, "{followed} {left}\n{hop}");
+    assert_eq!(
+        followed + left,
+        redirs,
+        "each redirect followed or left\n{hop}"
+    );
+    assert_has(&text, "Not sent");
+    assert_has(
+        &text,
+        "of step 'use': {{id}} put a byte no request may carry",
+    );
+    assert_has(&text, "redirects not followed");
+}
+
+/// A Redis server answering each command with 15 MB, to 64 connections, and a flow
+/// (one client) extracting `$[0]` from a 4-million-item array: each connection reads at most its
+/// share of the run's 32 MiB (the 15 MB replies are `protocol` errors), the array is
+/// too large to extract from (counted so), and the generator stays under 256 MB.
+#[test]
+fn a_redis_server_s_huge_replies_are_bounded_per_run_and_counted() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let (_srv, port) = peer("redis-huge");
+    let url = format!("redis://127.0.0.1:{port}");
+    let w = watched(
+        &s,
+        &[
+            &url,
+            "-d",
+            "GET k",
+            "-c",
+            "64",
+            "-z",
+            "2s",
+            "--timeout",
+            "2s",
+        ],
+        None,
+        Duration::from_secs(15),
+    );
+    eprintln!(
+        "15 MB replies to 64 connections: peak RSS {} KiB",
+        w.peak_kib
+    );
+    assert!(
+        w.peak_kib < 256 << 10,
+        "peak RSS {} KiB\n{}",
+        w.peak_kib,
+        w.text
+    );
+    assert!(
+        matches!(w.code, Some(0..=4)),
+        "exit {:?}\n{}",
+        w.code,
+        w.text
+    );
+    assert_has(&w.text, "protocol");
+    let (_srv, port) = peer("redis-array");
+    let scenario = s.path("array.toml");
+    std::fs::write(
+        &scenario,
+        "clients = 1\n\n[[step]]\nname = \"range\"\nevery = \"200ms\"\npath = \"/\"\nbody = \"LRANGE l 0 -1\"\nextract.first = { json = \"$[0]\" }\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{port}");
+    let w = watched(
+        &s,
+        &[
+            &url,
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "2s",
+            "--no-tui",
+        ],
+        None,
+        Duration::from_secs(15),
+    );
+    eprintln!("a 4-million-item array: peak RSS {} KiB", w.peak_kib);
+    assert!(
+        w.peak_kib < 256 << 10,
+        "peak RSS {} KiB\n{}",
+        w.peak_kib,
+        w.text
+    );
+    assert_has(
+        &w.text,
+        "could not be extracted: the reply was too large to extract from",
+    );
+}
+
 /// `check` is the contract of `run`: each of these files once passed `check` and then
 /// aborted or hung `run` (or ran unthrottled). Now `check` and `run` both refuse it,
 /// exit 2, at its file, line and column.

@@ -18,9 +18,10 @@ use crate::load::client::{Conn, Reply};
 use crate::load::flow::{Jar, Kept, OnFailure};
 use crate::load::recorder::{ErrorKind, Recorder};
 use crate::load::request::Outgoing;
-use crate::load::scenario::{Scenario, Step, When, MAX_REDIRECTS};
+use crate::load::scenario::{Scenario, Step, Unsent, When, MAX_REDIRECTS};
 use crate::load::schedule::Share;
 use crate::load::script::{self, Caller, Script};
+use crate::load::uri;
 use crate::rng::{mix, Rng};
 
 /// One virtual client of a scenario, from its start to the run's end.
@@ -421,6 +422,16 @@ impl<'a> Client<'a> {
         }
     }
 
+    /// Step `i` was not sent: its request could not go on the wire (counted as
+    /// `invalid_request`, and by field and culprit).
+    fn unsent(&self, i: usize, unsent: &Unsent) -> bool {
+        let mut rec = self.ctx.rec.lock().unwrap();
+        rec.sent(Some(i));
+        rec.error(Some(i), ErrorKind::InvalidRequest);
+        rec.count(Some(i), &unsent.key());
+        false
+    }
+
     /// Sends step `i` once and judges its reply; whether it succeeded. A step whose
     /// variable was never extracted is not sent: it fails with cause `extract`.
     async fn send(&mut self, st: &Step, i: usize, intended: Instant) -> bool {
@@ -434,9 +445,15 @@ impl<'a> Client<'a> {
         }
         let pick = mix(sc.seed ^ self.id ^ (self.seq << 24));
         let s = &self.session;
-        let mut req = sc.request(i, self.id, self.seq, pick, &s.values, s.row.as_deref());
+        let req = sc.request(i, self.id, self.seq, pick, &s.values, s.row.as_deref());
         self.seq += 1;
+        let mut req = match req {
+            Ok(r) => r,
+            Err(unsent) => return self.unsent(i, &unsent),
+        };
+        let mut scripted = None;
         if let Some(script) = sc.script.as_ref().filter(|s| s.has_request) {
+            scripted = Some(req.path.clone());
             let caller = Caller {
                 step: &st.name,
                 client: self.id,
@@ -457,6 +474,18 @@ impl<'a> Client<'a> {
         let mut intended = intended;
         let self_id = self.id;
         for hop in 0.. {
+            if let Err(unfit) = self.ctx.client.fit(&mut req) {
+                let s = &self.session;
+                let by = if hop > 0 {
+                    "location".to_string()
+                } else if scripted.as_ref().is_some_and(|p| *p != req.path) {
+                    "script".to_string()
+                } else {
+                    sc.path_culprit(i, self.id, &s.values, s.row.as_deref(), unfit.bad)
+                };
+                let field = unfit.field.to_string();
+                return self.unsent(i, &Unsent { field, by });
+            }
             let s = &mut self.session;
             if s.cookies {
                 req.headers.retain(|(k, _)| *k != COOKIE);
@@ -472,7 +501,11 @@ impl<'a> Client<'a> {
             let mut judged = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
                 if follow && matches!(reply.status, 301 | 302 | 303 | 307 | 308) {
                     let to = reply.kept.as_ref().and_then(|k| k.header("location"));
-                    if let Some(to) = to.and_then(|l| within(l, &path, &s.authority)) {
+                    let to = to.map(|l| uri::within(l, &path, &s.authority, s.secure));
+                    if to == Some(None) {
+                        rec.count(Some(i), "flow.redirects_not_followed");
+                    }
+                    if let Some(Some(to)) = to {
                         // A hop: its cookies kept, its checks left to the last reply.
                         let kept = reply.kept.take().expect("read above");
                         if s.cookies {
@@ -519,36 +552,6 @@ impl<'a> Client<'a> {
             }
         }
         unreachable!("the loop returns")
-    }
-}
-
-/// Where a redirect from `path` to `location` goes within the target (`authority`):
-/// its path, or `None` for another host.
-fn within(location: &str, path: &str, authority: &str) -> Option<String> {
-    let rest = location
-        .strip_prefix("http://")
-        .or_else(|| location.strip_prefix("https://"));
-    match rest {
-        Some(rest) => {
-            let (host, p) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            host.eq_ignore_ascii_case(authority).then(|| {
-                if p.is_empty() {
-                    "/".to_string()
-                } else {
-                    p.to_string()
-                }
-            })
-        }
-        None if location.starts_with('/') => Some(location.to_string()),
-        None => {
-            // Relative to the current path's directory.
-            let base = path.split(['?', '#']).next().unwrap_or("/");
-            let dir = &base[..base.rfind('/').map_or(0, |k| k + 1)];
-            Some(format!(
-                "{}{location}",
-                if dir.is_empty() { "/" } else { dir }
-            ))
-        }
     }
 }
 
@@ -672,7 +675,8 @@ fn judge(
     for e in &st.extract {
         let found = e.source.find(&kept, &s.jar);
         if found.is_none() {
-            rec.count(Some(i), &format!("extract.{}.missing", e.name));
+            let why = if kept.cut { "too_large" } else { "missing" };
+            rec.count(Some(i), &format!("extract.{}.{why}", e.name));
             cause.get_or_insert_with(|| format!("extract:{}", e.name));
         }
         s.values[e.var] = found;

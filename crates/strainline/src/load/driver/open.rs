@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::super::client::Conn;
+use super::super::recorder::ErrorKind;
 use super::super::replay::Requests;
 use super::super::request::{Outgoing, Rendered};
 use super::super::schedule::Share;
@@ -259,7 +260,17 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
         };
         let drawn = match request {
             Some(r) => Some((std::borrow::Cow::Owned(*r), None)),
-            None => pool.requests.as_ref().map(|r| r.at(seq)),
+            None => match pool.requests.as_ref().map(|r| r.at(seq, &ctx.client)) {
+                Some((Err(unsent), step)) => {
+                    let mut rec = ctx.rec.lock().unwrap();
+                    rec.sent(step);
+                    rec.error(step, ErrorKind::InvalidRequest);
+                    rec.count(step, &unsent.key());
+                    continue;
+                }
+                Some((Ok(r), step)) => Some((r, step)),
+                None => None,
+            },
         };
         let (out, step) = match &drawn {
             Some((r, step)) => (Outgoing::Rendered(r.as_ref()), *step),

@@ -120,6 +120,13 @@ pub trait Target: Send + Sync {
     fn refuses(&self, _step: &Rendered) -> Option<String> {
         None
     }
+    /// Makes a scenario step's rendered request what the protocol's wire carries
+    /// (HTTP's request target percent-encoded), or names the field that cannot carry
+    /// what a value, a redirect or the script put in it: the step is not sent. On every
+    /// send.
+    fn fit(&self, _step: &mut Rendered) -> Result<(), Unfit> {
+        Ok(())
+    }
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>>;
     /// Each unit of work is a connection of its own, opened by [`Target::hold`] and held
     /// to the end of the run (MQTT's `conn` mode): the driver opens none for it.
@@ -145,6 +152,14 @@ pub trait Target: Send + Sync {
     }
 }
 
+/// A field of a step's rendered request that its protocol's wire cannot carry, and
+/// the bytes it cannot (to find the value that put them there).
+#[derive(Debug, Clone, Copy)]
+pub struct Unfit {
+    pub field: &'static str,
+    pub bad: fn(u8) -> bool,
+}
+
 /// One open connection of a protocol.
 pub trait Connection {
     /// Its socket, shut down by the driver's watchdog when a unit overruns its timeout.
@@ -168,6 +183,16 @@ pub trait Connection {
     fn share(&self) -> Option<Box<dyn Connection>> {
         None
     }
+}
+
+/// What all of a run's connections may hold of replies still arriving (WebSocket's
+/// messages, Redis's replies): [`reply_share`] shares it among them.
+pub const REPLY_BUDGET: usize = 32 << 20;
+
+/// The largest reply one of `connections` reads: its share of [`REPLY_BUDGET`], from
+/// 1 MiB to the protocol's `max`.
+pub fn reply_share(connections: usize, max: usize) -> usize {
+    (REPLY_BUDGET / connections.max(1)).clamp(1 << 20, max)
 }
 
 /// Whether `url`'s protocol is one of the registry's that pipelines (`--streams`).

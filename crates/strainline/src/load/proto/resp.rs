@@ -5,22 +5,26 @@
 //! (`-ERR …`, `-WRONGTYPE …`) is a failure, counted by its prefix; any other reply is a
 //! success. With `--streams M`, M commands are in flight on each connection (pipelining):
 //! each takes a ticket as it is written and reads its reply when those before it have
-//! been read. A reply is at most [`MAX_REPLY`] bytes and [`MAX_DEPTH`] arrays deep, and a
+//! been read. A reply is at most a connection's share of the run's
+//! [`super::REPLY_BUDGET`] (1 MiB to [`MAX_REPLY`]) and [`MAX_DEPTH`] arrays deep, and a
 //! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
 //! these, or answers one command twice, is a `protocol` error and the connection is
-//! opened again. A scenario step that extracts or checks reads the reply as text
-//! ([`text_of`]): a string, number or error as itself, an array or map as JSON.
+//! opened again; a connection's buffer shrinks back after a large reply. A scenario step
+//! that extracts or checks reads the reply as text ([`text_of`]): a string, number or
+//! error as itself, an array or map as JSON — of a reply over [`MAX_KEPT`] bytes, a
+//! string's first [`MAX_KEPT`] bytes and no array, counted as too large to extract.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::super::client::Reply;
-use super::super::flow::{Keep, Kept};
+use super::super::flow::{Keep, Kept, MAX_KEPT};
 use super::super::net::Stream;
 use super::super::net::Tls;
 use super::super::recorder::ErrorKind;
@@ -29,8 +33,12 @@ use super::super::spec::BodySpec;
 use super::super::template::{RandomPool, Text, Vars};
 use super::{Ask, Connection, Fut, Protocol, Target};
 
-/// The largest reply read: a larger one is a `protocol` error.
+/// The largest reply read on a connection that has the whole budget: a larger one is a
+/// `protocol` error.
 pub const MAX_REPLY: usize = 16 << 20;
+/// What a connection's read buffer holds between replies: it shrinks back to this after
+/// a larger reply (64 connections that each read a 15 MB reply once held 1 GB).
+const READ_BUFFER: usize = 16 << 10;
 /// The deepest nesting of arrays (and maps, sets) in a reply.
 pub const MAX_DEPTH: usize = 64;
 /// The longest line of a reply: a simple string, an error, a length.
@@ -133,6 +141,7 @@ impl Protocol for Resp {
             db,
             command,
             args: Arc::new((args, RandomPool::new(0x5eed))),
+            max_reply: AtomicUsize::new(MAX_REPLY),
         }))
     }
 
@@ -225,6 +234,8 @@ struct Redis {
     command: String,
     /// The command's words as templates, and the random bytes they draw from.
     args: Arc<(Vec<Text>, RandomPool)>,
+    /// The largest reply a connection reads: its share of the run's budget.
+    max_reply: AtomicUsize,
 }
 
 impl Target for Redis {
@@ -247,10 +258,18 @@ impl Target for Redis {
         self.tls.is_some() || self.db.is_some()
     }
 
+    fn sized_for(&self, connections: usize) {
+        self.max_reply.store(
+            super::reply_share(connections, MAX_REPLY),
+            Ordering::Relaxed,
+        );
+    }
+
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {
         Box::pin(async move {
             let (stream, fd) = super::open(self.addr, &self.tls).await?;
-            let mut conn = Conn::on(Link::over(stream, fd), self.args.clone());
+            let max = self.max_reply.load(Ordering::Relaxed);
+            let mut conn = Conn::on(Link::over(stream, fd, max), self.args.clone());
             if let Some(db) = self.db {
                 let db = db.to_string();
                 encode([&b"SELECT"[..], db.as_bytes()].into_iter(), &mut conn.write);
@@ -281,6 +300,8 @@ struct Link {
     /// when its turn to read comes (or the connection broke).
     waiting: RefCell<VecDeque<Rc<tokio::sync::Notify>>>,
     closed: Cell<bool>,
+    /// The largest reply it reads.
+    max_reply: usize,
 }
 
 /// What has been read from the server and not yet taken as a reply.
@@ -293,7 +314,7 @@ struct Incoming {
 
 impl Link {
     /// A connection's link over an open stream, nothing in flight.
-    fn over(stream: Stream, fd: RawFd) -> Rc<Link> {
+    fn over(stream: Stream, fd: RawFd, max_reply: usize) -> Rc<Link> {
         let (read, write) = tokio::io::split(stream);
         Rc::new(Link {
             write: Cell::new(Some(write)),
@@ -301,7 +322,7 @@ impl Link {
             flushing: Cell::new(false),
             read: tokio::sync::Mutex::new(Incoming {
                 half: read,
-                buf: Vec::with_capacity(16384),
+                buf: Vec::with_capacity(READ_BUFFER),
                 start: 0,
             }),
             fd,
@@ -309,6 +330,7 @@ impl Link {
             serving: Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
             closed: Cell::new(false),
+            max_reply,
         })
     }
 
@@ -327,19 +349,25 @@ impl Link {
     async fn reply(&self, ticket: u64, keep: Keep) -> Result<Reply, ErrorKind> {
         use tokio::io::AsyncReadExt;
         let mut inc = self.read.lock().await;
-        let mut parse = Parse::default();
+        let mut parse = Parse {
+            max: self.max_reply,
+            ..Parse::default()
+        };
         loop {
             let start = inc.start;
             match parse.more(&inc.buf[start..]) {
                 Ok(Some(end)) => {
                     let kept = (keep == Keep::All).then(|| {
                         let mut k = Box::new(Kept::new(keep));
-                        k.take_body(&text_of(&inc.buf[start..start + end]));
+                        let (text, cut) = text_of(&inc.buf[start..start + end]);
+                        k.take_body(&text);
+                        k.cut |= cut;
                         k
                     });
                     inc.start += end;
                     if inc.start == inc.buf.len() {
                         inc.buf.clear();
+                        inc.buf.shrink_to(READ_BUFFER);
                         inc.start = 0;
                     } else if self.tickets.get() == ticket + 1 {
                         return Err(self.broken(ErrorKind::Protocol));
@@ -360,13 +388,13 @@ impl Link {
                 Err(()) => return Err(self.broken(ErrorKind::Protocol)),
             }
             // Room to read: the replies already taken go first.
-            if inc.start > 0 && inc.buf.len() + 16384 > inc.buf.capacity() {
+            if inc.start > 0 && inc.buf.len() + READ_BUFFER > inc.buf.capacity() {
                 let start = inc.start;
                 inc.buf.drain(..start);
                 inc.start = 0;
             }
             let at = inc.buf.len();
-            inc.buf.resize(at + 16384, 0);
+            inc.buf.resize(at + READ_BUFFER, 0);
             let Incoming { half, buf, .. } = &mut *inc;
             let n = half.read(&mut buf[at..]).await;
             inc.buf.truncate(at + *n.as_ref().unwrap_or(&0));
@@ -557,9 +585,19 @@ struct Parse {
     /// The first word of the reply's error, when it is one.
     error: Option<Vec<u8>>,
     started: bool,
+    /// The largest reply it accepts ([`MAX_REPLY`] unless the link's share is less).
+    max: usize,
 }
 
 impl Parse {
+    fn max(&self) -> usize {
+        if self.max == 0 {
+            MAX_REPLY
+        } else {
+            self.max
+        }
+    }
+
     /// Parses what `buf` holds beyond what was parsed: the reply's end when it is whole,
     /// `None` when more must be read, `Err` when it breaks the protocol or its bounds.
     fn more(&mut self, buf: &[u8]) -> Result<Option<usize>, ()> {
@@ -599,8 +637,8 @@ impl Parse {
                 b'$' | b'!' | b'=' => {
                     let n = number()?;
                     if n >= 0 {
-                        let n = n as usize;
-                        if self.at + used + n + 2 > MAX_REPLY {
+                        let n = usize::try_from(n).map_err(|_| ())?;
+                        if (self.at + used).saturating_add(n).saturating_add(2) > self.max() {
                             return Err(());
                         }
                         if rest.len() < used + n + 2 {
@@ -627,7 +665,7 @@ impl Parse {
                 _ => return Err(()),
             }
             self.at += used;
-            if self.at > MAX_REPLY {
+            if self.at > self.max() {
                 return Err(());
             }
             if items > 0 {
@@ -656,17 +694,28 @@ impl Parse {
 
 /// A whole reply (checked by [`Parse`]) as a flow reads it: a simple or bulk string,
 /// an error, a number or a boolean as its text, a null as nothing, an array, set, push
-/// or map as JSON (`["a",1,null]`, `{"f":"v"}`).
-fn text_of(reply: &[u8]) -> Vec<u8> {
+/// or map as JSON (`["a",1,null]`, `{"f":"v"}`). A reply over [`MAX_KEPT`] bytes is
+/// not made whole (4 million items took 376 MB as JSON values): a bulk string gives
+/// its first [`MAX_KEPT`] bytes, an array nothing; `true` says it was cut.
+fn text_of(reply: &[u8]) -> (Vec<u8>, bool) {
     use serde_json::Value;
-    match value(reply, &mut 0) {
+    if reply.len() > MAX_KEPT {
+        let eol = memchr::memmem::find(reply, b"\r\n").unwrap_or(0);
+        let text = match reply.first() {
+            Some(b'$' | b'+' | b'-') => reply.get(eol + 2..).unwrap_or_default(),
+            _ => &[],
+        };
+        return (text[..text.len().min(MAX_KEPT)].to_vec(), true);
+    }
+    let text = match value(reply, &mut 0) {
         Some(Value::String(s)) => s.into_bytes(),
         Some(Value::Null) | None => Vec::new(),
         Some(v @ (Value::Array(_) | Value::Object(_))) => {
             serde_json::to_vec(&v).unwrap_or_default()
         }
         Some(v) => v.to_string().into_bytes(),
-    }
+    };
+    (text, false)
 }
 
 /// The item at `*at` of a whole reply, and `*at` moved past it.
@@ -743,7 +792,11 @@ mod tests {
             (b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n", r#"{"f":"v"}"#),
             (b"=8\r\ntxt:abcd\r\n", "abcd"),
         ] {
-            assert_eq!(String::from_utf8(text_of(wire)).unwrap(), text, "{wire:?}");
+            assert_eq!(
+                String::from_utf8(text_of(wire).0).unwrap(),
+                text,
+                "{wire:?}"
+            );
         }
     }
 
@@ -841,7 +894,7 @@ mod tests {
         });
         let (stream, fd) = super::super::open(addr, &None).await.unwrap();
         let args = Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1)));
-        Box::new(Conn::on(Link::over(stream, fd), args))
+        Box::new(Conn::on(Link::over(stream, fd, MAX_REPLY), args))
     }
 
     fn local<F: std::future::Future>(f: F) -> F::Output {
@@ -913,5 +966,62 @@ mod tests {
         assert_eq!(whole(b"$1\r\nab\r\n"), Err(()));
         assert_eq!(whole(b"?x\r\n"), Err(()));
         assert_eq!(whole(b"$x\r\n"), Err(()));
+    }
+
+    /// A server's bytes are not trusted: mutations of real replies (the corpus:
+    /// tests/fixtures/fuzz/resp.txt), read in pieces as they would arrive, parse to a
+    /// whole reply, to "more bytes" or to an error — never a panic — and a whole one
+    /// reads as text.
+    #[test]
+    fn mutated_replies_never_panic_the_reader() {
+        let corpus: Vec<Vec<u8>> = include_str!("../../../tests/fixtures/fuzz/resp.txt")
+            .lines()
+            .map(|l| l.replace("\\r\\n", "\r\n").into_bytes())
+            .collect();
+        let mut rng = crate::rng::Rng::new(51);
+        for k in 0..6000 {
+            let mut b = corpus[k % corpus.len()].clone();
+            for _ in 0..1 + rng.index(4) {
+                let at = rng.index(b.len() + 1);
+                let which = rng.index(3);
+                rng.mutate_bytes(&mut b, at, which);
+            }
+            let mut parse = Parse::default();
+            let mut upto = 0;
+            while upto < b.len() {
+                upto = (upto + 1 + rng.index(8)).min(b.len());
+                match parse.more(&b[..upto]) {
+                    Ok(Some(end)) => {
+                        let _ = text_of(&b[..end]);
+                        break;
+                    }
+                    Ok(None) => {}
+                    Err(()) => break,
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_reply_too_large_to_keep_is_cut_not_made_whole() {
+        let items = 400_000; // 1.6 MB of `:1`: over what a flow keeps
+        let mut array = format!("*{items}\r\n").into_bytes();
+        for _ in 0..items {
+            array.extend_from_slice(b":1\r\n");
+        }
+        assert_eq!(whole(&array), Ok(Some(array.len())));
+        assert_eq!(text_of(&array), (Vec::new(), true));
+        let n = MAX_KEPT + 10;
+        let mut bulk = format!("${n}\r\n").into_bytes();
+        bulk.extend(std::iter::repeat_n(b'v', n));
+        bulk.extend_from_slice(b"\r\n");
+        let (text, cut) = text_of(&bulk);
+        assert!(cut && text.len() == MAX_KEPT && text.iter().all(|&c| c == b'v'));
+        // A connection's share of the budget bounds the reply it reads.
+        let mut share = Parse {
+            max: super::super::reply_share(64, MAX_REPLY),
+            ..Parse::default()
+        };
+        assert_eq!(share.more(format!("${}\r\n", 2 << 20).as_bytes()), Err(()));
     }
 }

@@ -8,7 +8,7 @@
 //! JSON field has the message's value, and the messages before it are counted as pushed
 //! by the server. Pings are answered as the reply is read, [`MAX_PINGS_PER_REPLY`] at
 //! most; a close frame, or the stream's end, is a `reset` and the connection is opened
-//! again at the next send. A reply is at most a socket's share of [`REPLY_BUDGET`]
+//! again at the next send. A reply is at most a socket's share of [`super::REPLY_BUDGET`]
 //! ([`reply_bound`]). A protocol of the registry ([`super::PROTOCOLS`]).
 
 use std::net::SocketAddr;
@@ -274,16 +274,12 @@ const READ_BUFFER: usize = 4096;
 /// `protocol` error, before more of it is buffered (tungstenite's default is 64 MiB).
 pub const MAX_REPLY: usize = 16 << 20;
 
-/// What all of a run's sockets may hold of replies still arriving: [`reply_bound`]
-/// shares it among them.
-pub const REPLY_BUDGET: usize = 32 << 20;
-
-/// The largest reply one of `sockets` reads: its share of [`REPLY_BUDGET`], from 1 MiB to
-/// [`MAX_REPLY`] (a server sending a 100 MB message in fragments to 20 sockets held
-/// 1.27 GB; the buffers that hold a reply take about twice its bound: a budget of 64 MiB
-/// peaked at 109 MB at 20 sockets).
+/// The largest reply one of `sockets` reads: its share of the run's
+/// [`super::REPLY_BUDGET`], from 1 MiB to [`MAX_REPLY`] (a server sending a 100 MB
+/// message in fragments to 20 sockets held 1.27 GB; the buffers that hold a reply take
+/// about twice its bound: a budget of 64 MiB peaked at 109 MB at 20 sockets).
 pub fn reply_bound(sockets: usize) -> usize {
-    (REPLY_BUDGET / sockets.max(1)).clamp(1 << 20, MAX_REPLY)
+    super::reply_share(sockets, MAX_REPLY)
 }
 
 /// Pings a server may send while one message waits for its reply: each is answered

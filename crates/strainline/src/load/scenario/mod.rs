@@ -16,7 +16,7 @@ use hyper::Method;
 use super::feed::{Data, Row};
 use super::flow::{Check, Extract, Keep, OnFailure};
 use super::request::Rendered;
-use super::template::{RandomPool, Text, Vars};
+use super::template::{Culprit, RandomPool, Text, Vars};
 
 mod parse;
 mod raw;
@@ -212,6 +212,23 @@ pub struct Scenario {
     pub script: Option<std::sync::Arc<super::script::Script>>,
 }
 
+/// Why a step's rendered request was not sent: the field that cannot carry what was
+/// put in it (`path`, `header NAME`, `topic`) and what put it there — a placeholder
+/// (`{{id}}`, `{{csv.name}}`), `text` (the step's own), `script` (its `request(r)`)
+/// or `location` (a redirect's). Counted as `invalid.FIELD.BY` on the step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsent {
+    pub field: String,
+    pub by: String,
+}
+
+impl Unsent {
+    /// The step's counter for it.
+    pub fn key(&self) -> String {
+        format!("invalid.{}.{}", self.field, self.by)
+    }
+}
+
 /// One stage of `stages`: the clients active go (linearly) to `to` over `over`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stage {
@@ -284,7 +301,8 @@ impl Scenario {
 
     /// Step `i`'s request for `client`'s `seq`-th send; `pick` chooses among observed
     /// paths; `values` are the client's flow variables, `row` its data row (`None`: row
-    /// `client` mod rows).
+    /// `client` mod rows). A header whose rendered value no header field may carry (a
+    /// CR, LF or NUL from a value) makes it [`Unsent`].
     pub fn request(
         &self,
         i: usize,
@@ -293,48 +311,95 @@ impl Scenario {
         pick: u64,
         values: &[Option<String>],
         row: Option<&[String]>,
-    ) -> Rendered {
+    ) -> Result<Rendered, Unsent> {
         let st = &self.steps[i];
-        let own;
-        let vars = Vars {
-            client,
-            seq,
-            row: match row {
-                Some(r) => Some(r),
-                None => {
-                    own = self.data.as_ref().and_then(|d| d.row(client));
-                    own.as_deref()
-                }
-            },
-            random: &self.random,
-            values,
-        };
+        let mut own = None;
+        let vars = self.vars(client, seq, values, row, &mut own);
         let mut body = Vec::new();
         if let Some(b) = &st.body {
             b.render(&vars, &mut body);
         }
-        Rendered {
+        let mut headers = Vec::with_capacity(st.headers.len());
+        for (k, t) in &st.headers {
+            let mut value = Vec::new();
+            t.render(&vars, &mut value);
+            match HeaderValue::from_bytes(&value) {
+                Ok(v) => headers.push((k.clone(), v)),
+                Err(_) => {
+                    let bad = |b: u8| (b < b' ' && b != b'\t') || b == 0x7f;
+                    return Err(Unsent {
+                        field: format!("header {k}"),
+                        by: self.culprit(t.culprit(&vars, bad)),
+                    });
+                }
+            }
+        }
+        Ok(Rendered {
             method: st.method.clone(),
             path: match st.observed.len() {
                 0 => st.path.render_string(&vars),
                 n => st.observed[(pick % n as u64) as usize].clone(),
             },
-            headers: st
-                .headers
-                .iter()
-                .filter_map(|(k, t)| {
-                    Some((
-                        k.clone(),
-                        HeaderValue::from_str(&t.render_string(&vars)).ok()?,
-                    ))
-                })
-                .collect(),
+            headers,
             body: bytes::Bytes::from(body),
             keep: st.keep.max(if self.cookies {
                 Keep::Cookies
             } else {
                 Keep::Nothing
             }),
+        })
+    }
+
+    /// What put a byte `bad` refuses into step `i`'s rendered path, named as
+    /// [`Unsent::by`] says.
+    pub fn path_culprit(
+        &self,
+        i: usize,
+        client: u64,
+        values: &[Option<String>],
+        row: Option<&[String]>,
+        bad: impl Fn(u8) -> bool,
+    ) -> String {
+        let mut own = None;
+        let vars = self.vars(client, 0, values, row, &mut own);
+        self.culprit(self.steps[i].path.culprit(&vars, bad))
+    }
+
+    /// What `client`'s `seq`-th request is rendered with: `row`, or (`None`) row
+    /// `client` mod rows of the data file, held in `own`.
+    fn vars<'a>(
+        &'a self,
+        client: u64,
+        seq: u64,
+        values: &'a [Option<String>],
+        row: Option<&'a [String]>,
+        own: &'a mut Option<Row>,
+    ) -> Vars<'a> {
+        let row = match row {
+            Some(r) => Some(r),
+            None => {
+                *own = self.data.as_ref().and_then(|d| d.row(client));
+                own.as_deref()
+            }
+        };
+        Vars {
+            client,
+            seq,
+            row,
+            random: &self.random,
+            values,
+        }
+    }
+
+    /// A culprit's name: `{{NAME}}`, `{{csv.COLUMN}}`, or `text` (the step's own).
+    fn culprit(&self, c: Option<Culprit>) -> String {
+        match c {
+            Some(Culprit::Var(v)) => format!("{{{{{}}}}}", self.vars[v]),
+            Some(Culprit::Csv(c)) => match self.data.as_ref().and_then(|d| d.columns.get(c)) {
+                Some(col) => format!("{{{{csv.{col}}}}}"),
+                None => "a data file's value".to_string(),
+            },
+            Some(Culprit::Literal) | None => "text".to_string(),
         }
     }
 
@@ -558,8 +623,10 @@ path = "/push/{{seq}}"
         let draw = super::super::replay::Draw::new(std::sync::Arc::new(s));
         let requests = super::super::replay::Requests::Drawn(draw);
         let mut posts = 0;
+        let client = crate::load::client::Client::Command(Vec::new());
         for n in 0..4000 {
-            let (r, step) = requests.at(n);
+            let (r, step) = requests.at(n, &client);
+            let r = r.unwrap();
             assert_eq!(step, Some(if r.method == Method::POST { 1 } else { 0 }));
             if r.method == Method::POST {
                 assert_eq!(r.path, format!("/push/{n}"));
@@ -568,7 +635,7 @@ path = "/push/{{seq}}"
                 assert!(r.path.starts_with("/items/"), "{}", r.path);
             }
             // The same position draws the same request on every thread and agent.
-            assert_eq!(requests.at(n).0.path, r.path);
+            assert_eq!(requests.at(n, &client).0.unwrap().path, r.path);
         }
         // One in four, within 4 standard deviations (σ ≈ 27).
         assert!((posts as i64 - 1000).abs() < 110, "{posts}");

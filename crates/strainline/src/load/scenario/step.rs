@@ -307,7 +307,7 @@ pub(super) fn extracts(
                 JsonPath::parse(p).map_err(|(_, m)| at(pos, format!("extract.{name}: {m}")))?,
             ),
             (None, Some(r), None, None) => {
-                let re = regex_lite::Regex::new(r)
+                let re = crate::load::flow::user_regex(r)
                     .map_err(|err| at(pos, format!("extract.{name}: regex '{r}': {err}")))?;
                 if re.captures_len() > 2 {
                     return Err(at(pos, format!("extract.{name}: regex '{r}' has {} capture groups; give one (the value) or none (the whole match)", re.captures_len() - 1)));
@@ -390,7 +390,8 @@ pub(super) fn check_of(
                 .body_matches
                 .as_ref()
                 .map(|r| {
-                    regex_lite::Regex::new(r).map_err(|e| bad(format!("body_matches '{r}': {e}")))
+                    crate::load::flow::user_regex(r)
+                        .map_err(|e| bad(format!("body_matches '{r}': {e}")))
                 })
                 .transpose()?,
             json: c

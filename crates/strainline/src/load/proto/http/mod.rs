@@ -133,6 +133,22 @@ impl Target for Planned {
         self.0.target.tls.is_some()
     }
 
+    fn fit(&self, step: &mut Rendered) -> Result<(), super::Unfit> {
+        use crate::load::uri;
+        let encoded = match uri::request_target(&step.path) {
+            Ok(std::borrow::Cow::Owned(p)) => p,
+            Ok(std::borrow::Cow::Borrowed(_)) => return Ok(()),
+            Err(_) => {
+                return Err(super::Unfit {
+                    field: "path",
+                    bad: uri::forbidden,
+                })
+            }
+        };
+        step.path = encoded;
+        Ok(())
+    }
+
     fn origin(&self) -> (String, bool) {
         (
             self.0

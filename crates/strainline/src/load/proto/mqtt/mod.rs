@@ -96,6 +96,19 @@ impl super::Target for Broker {
         true
     }
 
+    fn fit(&self, step: &mut Rendered) -> Result<(), super::Unfit> {
+        // MQTT 3.1.1 §4.7.3: no NUL (nor, as it advises, a control); a publish's topic
+        // has no wildcard.
+        let bad = |b: u8| b < b' ' || b == 0x7f || b == b'+' || b == b'#';
+        match topic_of(step) {
+            Some(t) if t.bytes().any(bad) => Err(super::Unfit {
+                field: "topic",
+                bad,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn refuses(&self, step: &Rendered) -> Option<String> {
         if let Some(topic) = topic_of(step).filter(|t| wildcard(t)) {
             return Some(format!(
