@@ -388,6 +388,13 @@ follow = true
         redirs,
         "each redirect followed or left\n{hop}"
     );
+    // The cookies of 2⁶³ − 1 s and of the year 99999 were kept and sent back; the one
+    // of −2⁶³ s deleted itself.
+    let cookies = std::fs::read_to_string(log.with_extension("log.cookies")).unwrap();
+    let without = cookies.lines().filter(|c| *c == "-").count();
+    let with = cookies.lines().filter(|c| *c == "a=1; b=2").count();
+    assert_eq!(without, 2, "each client's /start alone: {cookies}");
+    assert_eq!(with + 2, cookies.lines().count(), "{cookies}");
     assert_has(&text, "Not sent");
     assert_has(
         &text,
