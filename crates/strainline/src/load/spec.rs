@@ -499,27 +499,27 @@ fn scenario_model(
         }
         let unsent = |u: scenario::Unsent| {
             bad(format!(
-                "scenario {}: step '{}': its {} would hold a byte no request may carry (a control character or a space), from {}",
+                "scenario {}: step '{}': {} would put a byte its {} cannot carry (a control character, a space …)",
                 path.display(),
                 step.name,
-                u.field,
-                u.by
+                u.by,
+                u.field
             ))
         };
         let mut req = sc.request(i, 0, 0, 0, &[], None).map_err(unsent)?;
-        if let Err(unfit) = client.fit(&mut req) {
-            let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
-            if by == "text" {
-                let field = unfit.field.to_string();
-                return Err(unsent(scenario::Unsent { field, by }));
-            }
-        }
         if let Some(why) = client.refuses(&req) {
             return Err(bad(format!(
                 "scenario {}: step '{}': {why}",
                 path.display(),
                 step.name
             )));
+        }
+        if let Err(unfit) = client.fit(&mut req) {
+            let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
+            if by == "text" {
+                let field = unfit.field.to_string();
+                return Err(unsent(scenario::Unsent { field, by }));
+            }
         }
     }
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();

@@ -350,7 +350,7 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         for (k, v) in &st.flow {
             match k.strip_prefix("invalid.").and_then(|r| r.split_once('.')) {
                 Some((field, by)) => unsent.push(format!(
-                    "{v} of step '{}': {} put a byte no request may carry (a control character or a space) into its {field}",
+                    "{v} of step '{}': {} put a byte its {field} cannot carry (a control character, a space …)",
                     crate::units::printable(&st.name),
                     crate::units::printable(by)
                 )),

@@ -398,7 +398,7 @@ follow = true
     assert_has(&text, "Not sent");
     assert_has(
         &text,
-        "of step 'use': {{id}} put a byte no request may carry",
+        "of step 'use': {{id}} put a byte its path cannot carry",
     );
     assert_has(&text, "redirects not followed");
 }
