@@ -1268,7 +1268,7 @@ fn data_files_of_any_size_or_shape_are_read_in_bounded_memory() {
         std::fs::write(
             &path,
             format!(
-                "clients = 4\ncsv = \"{file}\"\ncsv_order = \"random\"\n\n[[step]]\nname = \"push\"\n\
+                "clients = 4\ncsv = \"{file}\"\ncsv_order = \"random\"\n\n[[step]]\nname = \"push\"\nweight = 1\n\
                  method = \"POST\"\npath = \"/register\"\nbody = '{{\"id\": \"{{{{row.a}}}}{{{{row.b}}}}\"}}'\n"
             ),
         )
