@@ -667,15 +667,15 @@ mod tests {
             e.contains("line 3: a row of more than 65536 bytes (64 KiB"),
             "{e}"
         );
-        let e = refused(&fill(3 * MAX_ROW), "d.csv");
+        let e = refused(fill(3 * MAX_ROW), "d.csv");
         assert!(e.contains("line 1: a row of more than"), "{e}");
         let line = format!("{{\"u\": \"{}\"}}\n", fill(MAX_ROW - 10));
-        let (_d, f) = write(&format!("{line}{line}"), "d.jsonl");
+        let (_d, f) = write(format!("{line}{line}"), "d.jsonl");
         assert_eq!(
             Data::load(&f, Format::Jsonl, Order::Client).unwrap().len(),
             2
         );
-        let e = refused(&format!("{line}\n{}", "[".repeat(3 << 16)), "d.jsonl");
+        let e = refused(format!("{line}\n{}", "[".repeat(3 << 16)), "d.jsonl");
         assert!(e.contains("line 3: a row of more than"), "{e}");
     }
 
@@ -706,7 +706,7 @@ mod tests {
             let rows = 3000u64;
             // Every 7th row is 3 KiB long: blocks end after 256 rows or 16 KiB.
             let pad = |i: u64| {
-                if i % 7 == 0 {
+                if i.is_multiple_of(7) {
                     "p".repeat(3000)
                 } else {
                     String::new()
@@ -723,7 +723,7 @@ mod tests {
                         text += &format!("{{\"id\": {i}, \"name\": \"n, {i}{}\"}}\n", pad(i))
                     }
                 }
-                if i % 97 == 0 {
+                if i.is_multiple_of(97) {
                     text += "\n";
                 }
             }
