@@ -582,7 +582,7 @@ impl<'f> Reader<'f> {
 /// A row over [`MAX_ROW`], refused at its first line.
 fn over(line: u64) -> crate::Error {
     bad(format!(
-        "line {line}: a row of more than {MAX_ROW} bytes (64 KiB, the most a row may hold): split it, or check that the file has line ends"
+        "line {line}: a row of more than {MAX_ROW} bytes (64 KiB, the most a row may hold): split it, or check the file's line ends and quotes"
     ))
 }
 
