@@ -3,8 +3,8 @@
 //! one way: checked and indexed in one pass as the scenario loads (`check` and `run`
 //! alike), then its rows read from disk as clients take them. Memory holds the index
 //! (16 bytes a block of [`STRIDE`] rows or [`BLOCK`] bytes, at most [`MAX_MARKS`] blocks),
-//! the rows read last (about [`CACHE`] bytes) and the row being read: a row over
-//! [`MAX_ROW`] bytes is refused at its line, the file read no further.
+//! the rows read last (about [`CACHE`] bytes) and the rows clients hold, none over
+//! [`MAX_ROW`] bytes: a longer one is refused at its line, the file read no further.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -21,8 +21,11 @@ pub type Row = Arc<[String]>;
 pub const MAX_ROW: u64 = 64 << 10;
 
 /// A block of the index ends after this many rows or [`BLOCK`] bytes, whichever comes
-/// first: a take reads at most this much from disk (and one row).
+/// first (twice as many each time the index is thinned, see [`MAX_MARKS`]): a take that
+/// misses reads through the block to its row, then as many rows again for the next
+/// takes.
 pub const STRIDE: u64 = 256;
+/// See [`STRIDE`].
 pub const BLOCK: u64 = 16 << 10;
 
 /// The most blocks the index holds (16 bytes each: 16 MiB). A file of more — hundreds
@@ -30,7 +33,7 @@ pub const BLOCK: u64 = 16 << 10;
 /// longer, its memory the same.
 pub const MAX_MARKS: usize = 1 << 20;
 
-/// The rows read last, kept for the next takes (as estimated by [`cost`]): 8 MiB.
+/// The rows read last, kept for the next takes (as `cost` estimates them): 8 MiB.
 pub const CACHE: usize = 8 << 20;
 
 /// How clients take rows (`csv_order`): a row is taken when a client starts its flow
