@@ -27,7 +27,7 @@ with open(f"{d}/no-newline.csv", "wb") as f:
         f.write(b"x" * 1_000_000)
 for name in ["small.csv", "one-row.csv", "no-newline.csv"]:
     with open(f"{d}/{name}.toml", "w") as f:
-        f.write(f'clients = 4\ncsv = "{name}"\ncsv_order = "random"\n\n[[step]]\nname = "get"\npath = "/{{{{row.a}}}}"\n')
+        f.write(f'clients = 4\ncsv = "{name}"\ncsv_order = "random"\n\n[[step]]\nname = "get"\nweight = 1\npath = "/{{{{row.a}}}}"\n')
 PY
 printf '%-16s %10s %8s  %s\n' file "peak RSS" seconds output
 for name in small.csv one-row.csv no-newline.csv; do
