@@ -241,14 +241,22 @@ pub fn format_value(v: f64, unit: &str) -> String {
 }
 
 /// `s` safe to print on a terminal: control characters (an ANSI or OSC escape from a
-/// test name or a target's log) are shown as `\x1b`-style escapes; lines and tabs stay.
+/// test name or a target's log) and bidi controls are shown as `\u{1b}`-style escapes;
+/// lines and tabs stay (a whole text's layout: a name goes through [`one_line`]).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s, |c| c == '\n' || c == '\t')
 }
 
-/// `s` with every control character but those `keep` allows shown as an escape.
+/// Whether `c` reorders the text around it on screen (a bidi embedding, override or
+/// isolate, or a direction mark): `evil\u{202e}txt.exe` shows as `evilexe.txt`.
+fn bidi(c: char) -> bool {
+    matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every control character but those `keep` allows, and every bidi control,
+/// shown as an escape.
 fn escape_controls(s: &str, keep: fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    let escaped = |c: char| c.is_control() && !keep(c);
+    let escaped = |c: char| (c.is_control() && !keep(c)) || bidi(c);
     if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -281,9 +289,10 @@ impl<W: std::io::Write> std::io::Write for Printable<W> {
     }
 }
 
-/// `s` safe to print as one line of a log: every control character, line breaks and
-/// tabs included, shown as an escape — what a stranger sent cannot forge a second line
-/// or drive the terminal.
+/// `s` safe to print as one line of a log, or as a name in a table (a label, a host, a
+/// case): every control character, line breaks and tabs included, and every bidi
+/// control shown as an escape — what a stranger sent cannot forge a second line, shift
+/// a column, reorder what follows or drive the terminal.
 pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s, |_| false)
 }

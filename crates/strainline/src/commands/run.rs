@@ -26,9 +26,8 @@ pub fn check(args: CheckArgs) -> crate::error::Result<i32> {
             match &sc.data {
                 None => String::new(),
                 Some(d) => format!(
-                    ", {} of data{}",
+                    ", {} of data (read from disk as clients take them)",
                     crate::units::count(d.len(), "row", "rows"),
-                    if d.on_disk() { " (over 64 MiB: read from disk as clients take them)" } else { "" }
                 ),
             }
         );

@@ -42,19 +42,21 @@ pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
             "RUN", "STARTED (UTC)", "KIND", "STATUS", "EXIT", "LABEL", "COMMIT"
         )?;
         for r in &runs {
-            let commit = r.commit_shown(8);
+            // Anyone's text, each one line: a tab or a bidi override cannot shift or
+            // reorder the columns.
+            let name = crate::units::one_line;
             let cmd: String = r.command.chars().take(50).collect();
             writeln!(
                 out,
                 "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<12}  {:<10}  {}",
                 r.id,
-                r.started_at,
-                r.kind,
-                r.status,
+                name(&r.started_at),
+                name(&r.kind),
+                name(&r.status.to_string()),
                 r.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-                r.label.as_deref().unwrap_or(""),
-                commit,
-                cmd
+                name(r.label.as_deref().unwrap_or("")),
+                name(&r.commit_shown(8)),
+                name(&cmd)
             )?;
         }
         if runs.is_empty() {
@@ -96,7 +98,7 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         writeln!(out, "Run #{}  {}  {}", run.id, run.kind, run.status)?;
         writeln!(out, "  command:    {}", run.command)?;
         if let Some(l) = &run.label {
-            writeln!(out, "  label:      {l}")?;
+            writeln!(out, "  label:      {}", crate::units::one_line(l))?;
         }
         writeln!(out, "  started:    {}", run.started_at)?;
         writeln!(
@@ -109,7 +111,12 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
             "  exit code:  {}",
             run.exit_code.map(|c| c.to_string()).unwrap_or("-".into())
         )?;
-        writeln!(out, "  host:       {} [{}]", run.host, run.fingerprint)?;
+        writeln!(
+            out,
+            "  host:       {} [{}]",
+            crate::units::one_line(&run.host),
+            run.fingerprint
+        )?;
         if let Some(c) = &conditions {
             // Runs stored before steal was read each second have no swing to show.
             let swing = match c.steal_seconds {

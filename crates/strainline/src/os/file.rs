@@ -1,5 +1,6 @@
 //! Files a user names (a suite, a scenario, its CSV, a body, a certificate, a `.proto`),
-//! read by one rule: a regular file (a link to one is fine) of at most a stated size.
+//! read by one rule: a regular file (a link to one is fine) of at most a stated size (a
+//! data file any: `load/feed.rs` reads it in bounded memory).
 //! A device (`/dev/zero`), a FIFO or a directory is refused before a byte is read, so
 //! that no path can hang a run or fill its memory; `check` and `run` read through here
 //! alike.
@@ -7,7 +8,7 @@
 use crate::error::Category;
 use std::path::Path;
 
-/// The most a suite, scenario, CSV, body or certificate file may hold: 64 MiB.
+/// The most a suite, scenario, body or certificate file may hold: 64 MiB.
 pub const MAX_INPUT: u64 = 64 << 20;
 
 /// Whether `path` is a regular file of at most `max` bytes (its metadata if so); the

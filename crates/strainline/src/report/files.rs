@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::monitor::csv_field;
+use super::csv_text::text;
 use super::run::{CaseData, RunData};
 use super::svg::escape;
 use crate::kinds::details::RampDetails;
@@ -184,7 +184,7 @@ fn slug(s: &str) -> String {
 
 /// A ramp's thread states in long form — `offered,group,threads,state,thread_s_per_s`,
 /// a row per step, thread group and state it spent time in — for a spreadsheet's pivot;
-/// `None` when no step has them. Group names are the target's: quoted as CSV quotes.
+/// `None` when no step has them. Group names are the target's: text cells.
 fn thread_states_csv(ramp: &RampDetails) -> Option<String> {
     use crate::measure::threads::State;
     let mut t = String::from("offered,group,threads,state,thread_s_per_s\n");
@@ -198,13 +198,13 @@ fn thread_states_csv(ramp: &RampDetails) -> Option<String> {
                 let v = g.states.get(state);
                 if v > 0.0 {
                     any = true;
-                    let name = format!("\"{}\"", g.name.replace('"', "\"\""));
                     let _ = writeln!(
                         t,
-                        "{},{name},{},{},{v:.6}",
+                        "{},{},{},{},{v:.6}",
                         serde_json::Value::from(st.figures.offered),
+                        text(&g.name),
                         g.threads,
-                        state.label()
+                        text(state.label())
                     );
                 }
             }
@@ -233,13 +233,13 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             let _ = writeln!(
                 metrics,
                 "{},{},{},{},{},{},{}",
-                csv_field(&c.row.name),
-                csv_field(&c.row.test_kind),
-                csv_field(c.row.status.name()),
-                csv_field(&m.name),
+                text(&c.row.name),
+                text(&c.row.test_kind),
+                text(c.row.status.name()),
+                text(&m.name),
                 m.value,
-                csv_field(&m.unit),
-                csv_field(m.direction.name())
+                text(&m.unit),
+                text(m.direction.name())
             );
         }
     }
@@ -289,7 +289,7 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                     f.syn_cookies,
                     f.retransmits,
                     n(f.stolen),
-                    st.generator,
+                    text(&st.generator),
                     st.ok
                 );
             }
@@ -533,8 +533,8 @@ mod tests {
         assert_eq!(
             text,
             "offered,group,threads,state,thread_s_per_s\n\
-             100.0,\"pool\",2,on CPU,0.250000\n\
-             100.0,\"pool\",2,lock,1.500000\n\
+             100.0,pool,2,on CPU,0.250000\n\
+             100.0,pool,2,lock,1.500000\n\
              100.0,\"a\"\"b,c\",1,idle,1.000000\n"
         );
         assert_eq!(thread_states_csv(&RampDetails::default()), None);

@@ -378,7 +378,10 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "restarts" => format!("{v} flows started again (on_failure = restart)"),
                 "retries" => format!("{v} steps sent again (retry)"),
                 "stopped" => format!("{v} clients stopped (on_failure = stop)"),
-                "exhausted" => format!("{v} clients found no CSV row left (csv_order = unique)"),
+                "exhausted" => format!("{v} clients found no row left (csv_order = unique)"),
+                "data_unreadable" => format!(
+                    "{v} clients stopped: the data file was cut short or changed since the run began (the first error is logged)"
+                ),
                 "loops_exhausted" => {
                     format!("{v} loops ran their most times without their until condition")
                 }

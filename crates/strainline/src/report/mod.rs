@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod compare;
+pub mod csv_text;
 pub mod export;
 pub mod files;
 pub mod history;

@@ -303,28 +303,9 @@ pub fn csv_row(s: &Sample, states: Option<&crate::measure::threads::States>) -> 
         s.write_bytes,
         s.ctx_switches,
         s.processes,
-        csv_field(&top.join(" "))
+        super::csv_text::text(&top.join(" "))
     );
     row + &threads
-}
-
-/// Quotes a CSV field when it needs it (RFC 4180). A text a spreadsheet would read as
-/// a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first) gets a leading `'`
-/// so that it stays text (OWASP's advice against CSV injection); control characters
-/// other than line breaks and tabs are shown as escapes (a viewer's terminal reads the
-/// file too).
-pub fn csv_field(v: &str) -> String {
-    let v = crate::units::printable(v);
-    let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{v}")
-    } else {
-        v.into_owned()
-    };
-    if v.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v
-    }
 }
 
 #[cfg(test)]
@@ -353,15 +334,5 @@ mod tests {
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text.contains("\\u{1b}[2J\\u{a}fake"), "{text}");
-    }
-
-    #[test]
-    fn csv_quotes_awkward_names() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
-        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
-        assert_eq!(csv_field("-c"), "'-c");
     }
 }

@@ -331,7 +331,7 @@ impl Table {
         // No control character of a label or a host's name reaches the terminal.
         let printable = |r: Vec<String>| -> Vec<String> {
             r.iter()
-                .map(|c| crate::units::printable(c).into_owned())
+                .map(|c| crate::units::one_line(c).into_owned())
                 .collect()
         };
         let (heads, rows): (Vec<String>, Vec<Vec<String>>) =
@@ -352,7 +352,7 @@ impl Table {
                 .trim_end()
                 .to_string()
         };
-        let mut out = format!("{}\n", crate::units::printable(&self.title()));
+        let mut out = format!("{}\n", crate::units::one_line(&self.title()));
         out.push_str(&line(&heads));
         out.push('\n');
         for r in &rows {
@@ -407,20 +407,14 @@ impl Table {
                 heads.push(format!("{c}_of_previous"));
             }
         }
-        let quote = |s: &str| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.to_string()
-            }
-        };
-        let mut out = heads.iter().map(|h| quote(h)).collect::<Vec<_>>().join(",");
-        out.push('\n');
+        use super::csv_text::{number, row, text};
+        let mut out = String::new();
+        row(&mut out, heads.iter().map(|h| text(h)));
         for r in &self.rows {
-            let mut cells: Vec<String> = self.key_cells(r).iter().map(|k| quote(k)).collect();
-            cells.push(quote(&r.unit));
+            let mut cells: Vec<String> = self.key_cells(r).iter().map(|k| text(k)).collect();
+            cells.push(text(&r.unit));
             for (i, v) in r.values.iter().enumerate() {
-                cells.push(v.map_or(String::new(), |v| v.to_string()));
+                cells.push(v.map_or(String::new(), number));
                 if i > 0 && self.shares() {
                     cells.push(
                         r.of_previous(i)
@@ -428,8 +422,7 @@ impl Table {
                     );
                 }
             }
-            out.push_str(&cells.join(","));
-            out.push('\n');
+            row(&mut out, cells);
         }
         out
     }

@@ -259,7 +259,7 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
                 .unwrap();
         assert!(
             states.starts_with("offered,group,threads,state,thread_s_per_s\n")
-                && states.contains(",\"tokio-rt-worker\","),
+                && states.contains(",tokio-rt-worker,"),
             "{states}"
         );
     });
@@ -682,4 +682,159 @@ fn the_host_table_has_a_column_per_host_from_each_host_s_newest_run_of_the_label
     assert_has(&stdout(&out), &format!("c1 ({cores} cores, {gib:.1} GiB)"));
     assert_has(&stdout(&out), "not the host's");
     assert_has(&stdout(&out), &format!("#{c1} on c1, #{h3} on h3"));
+}
+
+/// Every cell of a CSV strainline wrote, unquoted (RFC 4180), with its file and line.
+fn csv_cells(text: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cells.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',' | '\n', false) => cells.push(String::new()),
+            (c, _) => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells
+}
+
+/// Labels, a host and a case name a hostile user chose — spreadsheet formulas, a tab,
+/// an escape sequence, a bell, a bidi override — through every CSV export (a run's
+/// `--csv`, `--versions`, `--by-host`): a cell starting with `=`, `+`, `-`, `@`, a tab or
+/// a carriage return is a number or starts with `'`, and no control byte but the line
+/// ends is written; `runs` and the versions table show them escaped.
+#[test]
+fn hostile_labels_hosts_and_names_are_text_in_every_csv_and_escaped_on_the_terminal() {
+    let s = Scratch::new();
+    let suite = s.path("suite.toml");
+    std::fs::write(
+        &suite,
+        "[suite]\nname = \"hostile\"\n[[test]]\nname = \"-2+3\\u0007\\t@x\"\nkind = \"harness\"\n\
+         command = [\"sh\", \"-c\", \"echo ops=2\"]\n",
+    )
+    .unwrap();
+    let labels = [
+        "=HYPERLINK(\"http://127.0.0.1/\")\u{1b}[2J",
+        "+cmd|' /C calc'!A0\u{202e}",
+        "\t=1+1\u{7}",
+    ];
+    let host = "@SUM(1)\u{202e}\t\u{1b}]0;x";
+    for label in labels {
+        let out = Command::new("unshare")
+            .args([
+                "--uts",
+                "sh",
+                "-c",
+                "printf %s \"$H\" > /proc/sys/kernel/hostname && exec \"$0\" \"$@\"",
+            ])
+            .env("H", host)
+            .arg(env!("CARGO_BIN_EXE_strainline"))
+            .args(["--store", &s.store(), "run", suite.to_str().unwrap()])
+            .args(["--label", label])
+            .current_dir(s.path(""))
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+    }
+    let dir = s.path("csv");
+    let (versions, hosts) = (s.path("versions.csv"), s.path("hosts.csv"));
+    for args in [
+        vec!["report", "latest", "--csv", dir.to_str().unwrap()],
+        vec![
+            "report",
+            "hostile",
+            "--versions",
+            &labels.join(","),
+            "--metrics",
+            "ops",
+        ],
+        vec![
+            "report",
+            "hostile",
+            "--by-host",
+            "--label",
+            labels[0],
+            "--metrics",
+            "ops",
+        ],
+    ] {
+        let mut args = args;
+        match args[2] {
+            "--versions" => args.extend(["--csv", versions.to_str().unwrap()]),
+            "--by-host" => args.extend(["--csv", hosts.to_str().unwrap()]),
+            _ => {}
+        }
+        assert_exit(&s.run(&args), 0);
+    }
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .collect();
+    files.extend([versions, hosts]);
+    let mut seen = String::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && (c.is_control() || c == '\u{202e}')),
+            "a control character in {}: {text:?}",
+            f.display()
+        );
+        for cell in csv_cells(&text) {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']) || cell.parse::<f64>().is_ok(),
+                "{}: {cell:?} in {text:?}",
+                f.display()
+            );
+        }
+        seen += &text;
+    }
+    // The names are there, as text: each hostile one was written, prefixed.
+    for needle in [
+        "'=HYPERLINK(",
+        "'+cmd|",
+        "'\\u{9}=1+1",
+        "'@SUM(1)\\u{202e}",
+        "'-2+3\\u{7}",
+    ] {
+        assert!(seen.contains(needle), "{needle} in {seen}");
+    }
+    for args in [
+        vec!["runs"],
+        vec![
+            "report",
+            "hostile",
+            "--versions",
+            &labels.join(","),
+            "--metrics",
+            "ops",
+        ],
+        vec![
+            "report",
+            "hostile",
+            "--by-host",
+            "--label",
+            labels[0],
+            "--metrics",
+            "ops",
+        ],
+    ] {
+        let out = s.run(&args);
+        assert_exit(&out, 0);
+        let text = stdout(&out);
+        assert!(
+            !text
+                .chars()
+                .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+            "{args:?}: {text:?}"
+        );
+    }
+    let runs = stdout(&s.run(&["runs"]));
+    assert_has(&runs, "\\u{9}=1+1\\u{7}");
+    assert_has(&runs, "+cmd|' /C calc'!A0\\u{202e}");
 }

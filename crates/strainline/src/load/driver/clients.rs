@@ -192,23 +192,20 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// Takes a row of the CSV for this run of the flow; false when none is left (the
-    /// client stops; counted under the first step, where the flow begins).
+    /// Takes a row of the data file for this run of the flow; false when there is none
+    /// to take (the client stops; counted, by why, under the first step, where the flow
+    /// begins).
     fn take_row(&mut self) -> bool {
-        match self.sc.take_row(self.id, &mut self.rng) {
-            Some(row) => {
+        let why = match self.sc.take_row(self.id, &mut self.rng) {
+            Ok(row) => {
                 self.session.row = row;
-                true
+                return true;
             }
-            None => {
-                self.ctx
-                    .rec
-                    .lock()
-                    .unwrap()
-                    .count(Some(0), "flow.exhausted");
-                false
-            }
-        }
+            Err(crate::load::feed::NoRow::RanOut) => "flow.exhausted",
+            Err(crate::load::feed::NoRow::Unreadable) => "flow.data_unreadable",
+        };
+        self.ctx.rec.lock().unwrap().count(Some(0), why);
+        false
     }
 
     /// Whether the run is over for this client (cancelled, past its end, or out of

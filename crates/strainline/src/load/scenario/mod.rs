@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 
-use super::feed::{Data, Row};
+use super::feed::{Data, NoRow, Row};
 use super::flow::{Check, Extract, Keep, OnFailure};
 use super::request::Rendered;
 use super::template::{Culprit, RandomPool, Text, Vars};
@@ -290,11 +290,11 @@ impl Scenario {
         period.mul_f64((i as f64 * 0.618_033_988_749) % 1.0)
     }
 
-    /// The row client `client` takes as it starts its flow: `Some(None)` without a data
-    /// file, `None` when `unique` rows ran out and the client stops.
-    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Option<Option<Row>> {
+    /// The row client `client` takes as it starts its flow: `Ok(None)` without a data
+    /// file; an error when there is none to take and the client stops.
+    pub fn take_row(&self, client: u64, rng: &mut crate::rng::Rng) -> Result<Option<Row>, NoRow> {
         match &self.data {
-            None => Some(None),
+            None => Ok(None),
             Some(d) => d.take(client, rng).map(Some),
         }
     }
