@@ -461,66 +461,8 @@ fn scenario_model(
     natural: &mut Duration,
 ) -> Result<(Model, String, Vec<String>), crate::Error> {
     let sc = Arc::new(scenario::load(path).map_err(bad)?);
-    // Each step rendered once (client 0, its first send) and shown to the protocol: a
-    // wildcard topic or a message the .proto does not describe is refused here, not
-    // counted as an error for every send of the run.
-    for (i, step) in sc.steps.iter().enumerate() {
-        let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
-        if reads && !client.keeps_replies() {
-            return Err(bad(format!(
-                "scenario {}: step '{}': extract, check and script read a reply, and this protocol keeps none",
-                path.display(),
-                step.name
-            )));
-        }
-        let range = match client {
-            Client::Proto(t) => t
-                .protocol()
-                .status_range()
-                .map(|r| (t.protocol().name(), r)),
-            Client::Command(_) => None,
-        };
-        if let Some((name, (low, high))) = range {
-            let mut statuses = step.checks.iter().flat_map(|c| &c.status);
-            if let Some(code) = statuses.find(|c| !(low..=high).contains(*c)) {
-                return Err(bad(format!(
-                    "scenario {}: step '{}': status {code} is not an {name} status ({low} to {high})",
-                    path.display(),
-                    step.name
-                )));
-            }
-        }
-        if step.reads_head() && !client.reply_heads() {
-            return Err(bad(format!(
-                "scenario {}: step '{}': a header or cookie extracted, a header checked or a redirect followed reads an HTTP/1.1 reply's head; this protocol's replies are bodies alone: extract with json or regex, check status, body or json",
-                path.display(),
-                step.name
-            )));
-        }
-        let unsent = |u: scenario::Unsent| {
-            bad(format!(
-                "scenario {}: step '{}': {} would put a byte its {} cannot carry (a control character, a space …)",
-                path.display(),
-                step.name,
-                u.by,
-                u.field
-            ))
-        };
-        let mut req = sc.request(i, 0, 0, 0, &[], None).map_err(unsent)?;
-        if let Some(why) = client.refuses(&req) {
-            return Err(bad(format!(
-                "scenario {}: step '{}': {why}",
-                path.display(),
-                step.name
-            )));
-        }
-        if let Err(unfit) = client.fit(&mut req) {
-            let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
-            if by == "text" {
-                let field = unfit.field.to_string();
-                return Err(unsent(scenario::Unsent { field, by }));
-            }
-        }
+    for i in 0..sc.steps.len() {
+        step_fits(path, client, &sc, i)?;
     }
     let names = sc.steps.iter().map(|s| s.name.clone()).collect();
     if let Some(sessions) = &sc.sessions {
@@ -612,6 +554,77 @@ fn scenario_model(
             Ok((model, d, names))
         }
     }
+}
+
+/// Step `i` of a scenario, rendered once (client 0, its first send) and shown to the
+/// protocol: what it reads the protocol keeps, its statuses are the protocol's, and a
+/// wildcard topic, a message the .proto does not describe or a path whose own text
+/// holds a byte the wire cannot carry is refused here, not counted as an error for
+/// every send of the run.
+fn step_fits(
+    path: &std::path::Path,
+    client: &Client,
+    sc: &scenario::Scenario,
+    i: usize,
+) -> Result<(), crate::Error> {
+    let step = &sc.steps[i];
+    let reads = !step.extract.is_empty() || !step.checks.is_empty() || sc.script.is_some();
+    if reads && !client.keeps_replies() {
+        return Err(bad(format!(
+            "scenario {}: step '{}': extract, check and script read a reply, and this protocol keeps none",
+            path.display(),
+            step.name
+        )));
+    }
+    let range = match client {
+        Client::Proto(t) => t
+            .protocol()
+            .status_range()
+            .map(|r| (t.protocol().name(), r)),
+        Client::Command(_) => None,
+    };
+    if let Some((name, (low, high))) = range {
+        let mut statuses = step.checks.iter().flat_map(|c| &c.status);
+        if let Some(code) = statuses.find(|c| !(low..=high).contains(*c)) {
+            return Err(bad(format!(
+                "scenario {}: step '{}': status {code} is not an {name} status ({low} to {high})",
+                path.display(),
+                step.name
+            )));
+        }
+    }
+    if step.reads_head() && !client.reply_heads() {
+        return Err(bad(format!(
+            "scenario {}: step '{}': a header or cookie extracted, a header checked or a redirect followed reads an HTTP/1.1 reply's head; this protocol's replies are bodies alone: extract with json or regex, check status, body or json",
+            path.display(),
+            step.name
+        )));
+    }
+    let unsent = |u: scenario::Unsent| {
+        bad(format!(
+            "scenario {}: step '{}': {} would put a byte its {} cannot carry (a control character, a space …)",
+            path.display(),
+            step.name,
+            u.by,
+            u.field
+        ))
+    };
+    let mut req = sc.request(i, 0, 0, 0, &[], None).map_err(unsent)?;
+    if let Some(why) = client.refuses(&req) {
+        return Err(bad(format!(
+            "scenario {}: step '{}': {why}",
+            path.display(),
+            step.name
+        )));
+    }
+    if let Err(unfit) = client.fit(&mut req) {
+        let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
+        if by == "text" {
+            let field = unfit.field.to_string();
+            return Err(unsent(scenario::Unsent { field, by }));
+        }
+    }
+    Ok(())
 }
 
 /// A replayed log's model: its requests at their logged times (divided by the speed).
