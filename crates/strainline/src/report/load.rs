@@ -208,13 +208,23 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
         )?;
     }
+    let script = s.script_failures();
     let verdict = match s.status {
+        Validity::Valid if script > 0 && script >= s.errors => format!(
+            "VALID measurement: the generator was not the limit, but the failures were the script's: {script} of {} requests failed in its hook (a Lua error, or its time or memory limit; the first is logged), not by the target's answers",
+            s.sent
+        ),
+        Validity::Valid if script > 0 => format!(
+            "VALID measurement: the generator was not the limit; of the {} failures above, {script} were the script's (its hook failed: a Lua error, or its time or memory limit), {} the target's answers",
+            s.errors,
+            s.errors - script
+        ),
         Validity::Valid if s.errors > 0 => {
-            "VALID measurement: the generator was not the limit (the failures above are the target's answers)"
+            "VALID measurement: the generator was not the limit (the failures above are the target's answers)".into()
         }
-        Validity::Valid => "VALID: the target, not the generator, set the pace",
-        Validity::Invalid => "INVALID: the generator, not the target, was the limit",
-        Validity::Failed => "FAILED",
+        Validity::Valid => "VALID: the target, not the generator, set the pace".into(),
+        Validity::Invalid => "INVALID: the generator, not the target, was the limit".into(),
+        Validity::Failed => "FAILED".into(),
     };
     writeln!(out, "  {:<14}{verdict}", "Verdict")?;
     for r in &s.reasons {
