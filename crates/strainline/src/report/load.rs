@@ -208,23 +208,21 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
         )?;
     }
-    let script = s.script_failures();
-    let verdict = match s.status {
-        Validity::Valid if script > 0 && script >= s.errors => format!(
-            "VALID measurement: the generator was not the limit, but the failures were the script's: {script} of {} requests failed in its hook (a Lua error, or its time or memory limit; the first is logged), not by the target's answers",
-            s.sent
-        ),
-        Validity::Valid if script > 0 => format!(
-            "VALID measurement: the generator was not the limit; of the {} failures above, {script} were the script's (its hook failed: a Lua error, or its time or memory limit), {} the target's answers",
-            s.errors,
-            s.errors - script
-        ),
-        Validity::Valid if s.errors > 0 => {
+    let verdict = match (s.status, script_words(s)) {
+        (Validity::Valid, Some(w)) => {
+            format!("VALID measurement: the generator was not the limit; {w}")
+        }
+        (Validity::Valid, None) if s.errors > 0 => {
             "VALID measurement: the generator was not the limit (the failures above are the target's answers)".into()
         }
-        Validity::Valid => "VALID: the target, not the generator, set the pace".into(),
-        Validity::Invalid => "INVALID: the generator, not the target, was the limit".into(),
-        Validity::Failed => "FAILED".into(),
+        (Validity::Valid, None) => "VALID: the target, not the generator, set the pace".into(),
+        (Validity::Invalid, w) => format!(
+            "INVALID: the generator, not the target, was the limit{}",
+            w.map(|w| format!("; {w}")).unwrap_or_default()
+        ),
+        (Validity::Failed, w) => {
+            format!("FAILED{}", w.map(|w| format!(": {w}")).unwrap_or_default())
+        }
     };
     writeln!(out, "  {:<14}{verdict}", "Verdict")?;
     for r in &s.reasons {
@@ -237,6 +235,25 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         )?;
     }
     writeln!(out, "{rule}")
+}
+
+/// Whose the failures were when the script's hook failed some: a Lua error, or its time
+/// or memory limit is the script's failure, not the target's answer.
+fn script_words(s: &LoadSummary) -> Option<String> {
+    let script = s.script_failures();
+    let why = "a Lua error, or its time or memory limit; the first is logged";
+    match script {
+        0 => None,
+        n if n >= s.errors => Some(format!(
+            "the failures were the script's: {n} of {} requests failed in its hook ({why}), none by the target's answer",
+            s.sent
+        )),
+        n => Some(format!(
+            "of the {} failures, {n} were the script's (its hook failed: {why}), {} the target's answers",
+            s.errors,
+            s.errors - n
+        )),
+    }
 }
 
 /// MQTT subscribers: how many listened, what reached them, how late.

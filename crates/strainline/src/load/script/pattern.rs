@@ -544,12 +544,12 @@ fn substitute(
 fn expand(lua: &Lua, m: &M, text: &[u8], s: usize, e: usize, out: &mut Vec<u8>) -> R<()> {
     let mut i = 0;
     while i < text.len() {
-        let c = text[i];
-        i += 1;
-        if c != ESC {
-            out.push(c);
-            continue;
-        }
+        let Some(at) = memchr::memchr(ESC, &text[i..]) else {
+            out.extend_from_slice(&text[i..]);
+            break;
+        };
+        out.extend_from_slice(&text[i..i + at]);
+        i += at + 1;
         let d = text.get(i).copied().unwrap_or(0);
         i += 1;
         match d {
