@@ -460,12 +460,28 @@ fn hostile_script_hooks_end_on_time_as_the_script_s_failures() {
         )
         .unwrap();
         let w = watched(&s, &args, None, Duration::from_secs(10));
-        assert!(w.peak_kib < 128 * 1024, "{name}: peak RSS {} KiB", w.peak_kib);
-        assert!(matches!(w.code, Some(0 | 1 | 3)), "{name}: exit {:?}\n{}", w.code, w.text);
-        assert!(w.elapsed < Duration::from_millis(3500), "{name} took {:?}", w.elapsed);
+        assert!(
+            w.peak_kib < 128 * 1024,
+            "{name}: peak RSS {} KiB",
+            w.peak_kib
+        );
+        assert!(
+            matches!(w.code, Some(0 | 1 | 3)),
+            "{name}: exit {:?}\n{}",
+            w.code,
+            w.text
+        );
+        assert!(
+            w.elapsed < Duration::from_millis(3500),
+            "{name} took {:?}",
+            w.elapsed
+        );
         assert_has(&w.text, "script: ");
         assert_has(&w.text, "the failures were the script's");
-        eprintln!("{name}: ended at {:?}, {} KiB, exit {:?}", w.elapsed, w.peak_kib, w.code);
+        eprintln!(
+            "{name}: ended at {:?}, {} KiB, exit {:?}",
+            w.elapsed, w.peak_kib, w.code
+        );
     }
     for attack in [
         "coroutine.wrap(function() while true do end end)()",
@@ -477,8 +493,16 @@ fn hostile_script_hooks_end_on_time_as_the_script_s_failures() {
         )
         .unwrap();
         let long = [&args[..3], &["-z", "20s"]].concat();
-        let w = watched(&s, &long, Some(Duration::from_millis(1500)), Duration::from_secs(10));
+        let w = watched(
+            &s,
+            &long,
+            Some(Duration::from_millis(1500)),
+            Duration::from_secs(10),
+        );
         assert_eq!(w.code, Some(130), "{attack}: {}", w.text);
-        eprintln!("SIGINT at 1.5 s: ended at {:?}, {} KiB", w.elapsed, w.peak_kib);
+        eprintln!(
+            "SIGINT at 1.5 s: ended at {:?}, {} KiB",
+            w.elapsed, w.peak_kib
+        );
     }
 }

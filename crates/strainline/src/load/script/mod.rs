@@ -60,8 +60,8 @@ const SANDBOX: &str = r##"
 local limit = ...
 local error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring =
       error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring
-local format, rep, sort, tointeger, maxinteger, ult =
-      string.format, string.rep, table.sort, math.tointeger, math.maxinteger, math.ult
+local format, rep, concat, sort, tointeger, maxinteger, ult =
+      string.format, string.rep, table.concat, table.sort, math.tointeger, math.maxinteger, math.ult
 local collect = collectgarbage
 
 local function int(x, i, fname)
@@ -150,6 +150,23 @@ table.remove = function(t, pos)
   while pos < size do t[pos] = t[pos + 1]; pos = pos + 1 end
   t[pos] = nil
   return v
+end
+
+table.concat = function(t, sep, i, j)
+  if getmetatable(t) == nil then return concat(t, sep, i, j) end
+  -- Its metamethods could fake a billion elements of a byte each: read them in Lua.
+  sep, i = sep == nil and "" or sep, i == nil and 1 or int(i, 3, "concat")
+  j = j == nil and #t or int(j, 4, "concat")
+  local parts = {}
+  for k = i, j do
+    local v = t[k]
+    local kind = type(v)
+    if kind ~= "string" and kind ~= "number" then
+      error(format("invalid value (at index %d) in table for 'concat'", k), 2)
+    end
+    parts[k - i + 1] = v
+  end
+  return concat(parts, sep)
 end
 
 table.sort = function(t, comp)
@@ -247,7 +264,9 @@ fn over() -> Option<&'static CStr> {
             .as_ref()
             .is_some_and(|(cancel, _)| cancel.load(Ordering::Relaxed))
     });
-    let deadline = DEADLINE.try_with(Cell::get).unwrap_or_else(|_| Instant::now());
+    let deadline = DEADLINE
+        .try_with(Cell::get)
+        .unwrap_or_else(|_| Instant::now());
     if stopped.unwrap_or(false) {
         Some(c"the run was stopped while the hook ran")
     } else if Instant::now() > deadline {
@@ -917,6 +936,7 @@ mod tests {
             ("collectgarbage('stop')", "not allowed"),
             ("collectgarbage('generational')", "not allowed"),
             ("table.sort(setmetatable({}, {__len = function() return 1e9 end}))", "with a metatable"),
+            ("table.concat(setmetatable({}, {__len = function() return 1e9 end, __index = rawlen}))", limit),
             ("local function f(s) return (s:gsub('.', f)) end f('ab')", "more than 16 deep"),
             ("local function f() return f() + 1 end f()", "not enough memory"),
         ] {
@@ -934,6 +954,8 @@ mod tests {
             "local t = {1, 2, 3} assert(table.remove(t, 1) == 1 and table.remove(t) == 3 and #t == 1)",
             "local t = table.move({1, 2, 3}, 1, 3, 2) assert(table.concat(t, ',') == '1,1,2,3')",
             "local t = {3, 1, 2} table.sort(t) assert(table.concat(t, ',') == '1,2,3')",
+            "local t = setmetatable({1, 2, 'x'}, {}) assert(table.concat(t, '-', 2) == '2-x' and table.concat(t) == '12x')",
+            "assert(not pcall(table.concat, setmetatable({1, {}}, {})))",
             "assert(load('return 1 + 1')() == 2 and load('return x', 'c', 't', {x = 3})() == 3)",
             "assert(collectgarbage('count') > 0)",
         ] {
@@ -974,10 +996,16 @@ mod tests {
         });
         let mut req = rendered(Method::GET, "/", Bytes::new());
         let t = Instant::now();
-        let e = request(&s, 1, caller(&mut [], &[]), &mut req).unwrap_err().0;
+        let e = request(&s, 1, caller(&mut [], &[]), &mut req)
+            .unwrap_err()
+            .0;
         stopper.join().unwrap();
         assert!(e.contains("run was stopped"), "{e}");
-        assert!(t.elapsed() < Duration::from_millis(600), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            t.elapsed()
+        );
         RUN.with(|r| *r.borrow_mut() = None);
     }
 }

@@ -274,11 +274,7 @@ impl<'a> M<'a> {
     }
 
     fn end_capture(&mut self, s: usize, p: usize) -> R<Option<usize>> {
-        let Some(l) = self
-            .caps
-            .iter()
-            .rposition(|c| matches!(c, Cap::Open(_)))
-        else {
+        let Some(l) = self.caps.iter().rposition(|c| matches!(c, Cap::Open(_))) else {
             return fail("invalid pattern capture");
         };
         let Cap::Open(start) = self.caps[l] else {
@@ -339,7 +335,9 @@ impl<'a> M<'a> {
             Some(Cap::Position(at)) => return Ok(Value::Integer(*at as i64 + 1)),
             Some(Cap::Closed(start, len)) => (*start, *len),
         };
-        Ok(Value::String(lua.create_string(&self.src[start..start + len])?))
+        Ok(Value::String(
+            lua.create_string(&self.src[start..start + len])?,
+        ))
     }
 
     /// Every capture, or the whole match `s..e` when there is none (and `whole`).
@@ -421,10 +419,8 @@ fn find(
             if !find {
                 return m.captures(lua, s1, e, true);
             }
-            let mut out = MultiValue::from_iter([
-                Value::Integer(s1 as i64 + 1),
-                Value::Integer(e as i64),
-            ]);
+            let mut out =
+                MultiValue::from_iter([Value::Integer(s1 as i64 + 1), Value::Integer(e as i64)]);
             out.extend(m.captures(lua, s1, e, false)?);
             return Ok(out);
         }
@@ -470,7 +466,11 @@ fn gsub(
 ) -> R<(mlua::String, i64)> {
     if !matches!(
         repl,
-        Value::String(_) | Value::Integer(_) | Value::Number(_) | Value::Table(_) | Value::Function(_)
+        Value::String(_)
+            | Value::Integer(_)
+            | Value::Number(_)
+            | Value::Table(_)
+            | Value::Function(_)
     ) {
         return fail(&format!(
             "bad argument #3 to 'gsub' (string/function/table expected, got {})",
@@ -479,7 +479,9 @@ fn gsub(
     }
     let depth = DEPTH.with(Cell::get);
     if depth >= NESTED {
-        return fail(&format!("gsub: its functions call gsub more than {NESTED} deep"));
+        return fail(&format!(
+            "gsub: its functions call gsub more than {NESTED} deep"
+        ));
     }
     DEPTH.with(|d| d.set(depth + 1));
     let out = substitute(lua, &s, &p, &repl, max);
