@@ -94,6 +94,32 @@ _G.xpcall = function(f, handler, ...)
   local _, v = pcall(handler, r[2])
   return false, v
 end
+-- A coroutine the time limit killed died inside the hook, where Lua turns hooks off,
+-- and stays so: closing it would run its pending `__close` handlers with no limit.
+-- So a dead coroutine is never closed (`wrap` is written here, as Lua's closes one),
+-- and what `close` would say of it (its error) is kept from its last resume.
+local create, resume, status, close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
+local died = setmetatable({}, {__mode = "k"})
+coroutine.resume = function(co, ...)
+  local was = status(co)
+  local r = pack(resume(co, ...))
+  if not r[1] and was ~= "dead" and status(co) == "dead" then died[co] = {r[2]} end
+  return unpack(r, 1, r.n)
+end
+coroutine.close = function(co)
+  if status(co) ~= "dead" then return close(co) end
+  local e = died[co]
+  if e == nil then return true end
+  return false, e[1]
+end
+coroutine.wrap = function(f)
+  local co = create(f)
+  return function(...)
+    local r = pack(coroutine.resume(co, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    error(r[2], 2)
+  end
+end
 _G.setmetatable = function(t, mt)
   if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
     error("setmetatable: a __gc finalizer is not allowed in a strainline script", 2)
@@ -953,6 +979,9 @@ mod tests {
             ("collectgarbage('generational')", "not allowed"),
             ("table.sort(setmetatable({}, {__len = function() return 1e9 end}))", "with a metatable"),
             ("table.concat(setmetatable({}, {__len = function() return 1e9 end, __index = rawlen}))", limit),
+            // Killed inside the hook, a coroutine's `__close` would run with no hook.
+            ("coroutine.wrap(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end)()", limit),
+            ("local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end) coroutine.resume(co) coroutine.close(co) while true do end", limit),
             ("local function f(s) return (s:gsub('.', f)) end f('ab')", "more than 16 deep"),
             ("local function f() return f() + 1 end f()", "not enough memory"),
         ] {
@@ -974,6 +1003,11 @@ mod tests {
             "assert(not pcall(table.concat, setmetatable({1, {}}, {})))",
             "assert(load('return 1 + 1')() == 2 and load('return x', 'c', 't', {x = 3})() == 3)",
             "assert(collectgarbage('count') > 0)",
+            "local n = 0 local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end) assert(co(1) == 2 and co(5) == 10)",
+            "local co = coroutine.create(function() error('x', 0) end) assert(not coroutine.resume(co)) local ok, e = coroutine.close(co) assert(not ok and e == 'x')",
+            "local co = coroutine.create(function() end) coroutine.resume(co) assert(coroutine.close(co) == true)",
+            "local ok, e = pcall(coroutine.wrap(function() error('y', 0) end)) assert(not ok and e == 'y')",
+            "local closed local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() closed = true end}) coroutine.yield() end) coroutine.resume(co) assert(coroutine.close(co) and closed)",
             "local ok, e = xpcall(function(a) error({a}) end, function(e) return e[1] + 1 end, 1) assert(not ok and e == 2)",
             "assert(select('#', xpcall(function() return 1, 2 end, tostring)) == 3)",
         ] {
