@@ -179,6 +179,20 @@ pub struct Deliveries {
     pub latency_us: Percentiles,
 }
 
+impl LoadSummary {
+    /// The failures that were the script's own, not the target's answers: requests its
+    /// `request(r)` failed (never sent) and replies its `response(r)` failed, each by a
+    /// Lua error or its time or memory limit.
+    pub fn script_failures(&self) -> u64 {
+        let replies: u64 = self
+            .steps
+            .iter()
+            .filter_map(|st| st.flow.get("script_errors"))
+            .sum();
+        self.by_error.get("script").copied().unwrap_or(0) + replies
+    }
+}
+
 impl Deliveries {
     /// Deliveries less duplicates: the messages that reached a subscriber, once each.
     pub fn distinct(&self) -> u64 {

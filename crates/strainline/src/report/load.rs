@@ -208,13 +208,21 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
         )?;
     }
-    let verdict = match s.status {
-        Validity::Valid if s.errors > 0 => {
-            "VALID measurement: the generator was not the limit (the failures above are the target's answers)"
+    let verdict = match (s.status, script_words(s)) {
+        (Validity::Valid, Some(w)) => {
+            format!("VALID measurement: the generator was not the limit; {w}")
         }
-        Validity::Valid => "VALID: the target, not the generator, set the pace",
-        Validity::Invalid => "INVALID: the generator, not the target, was the limit",
-        Validity::Failed => "FAILED",
+        (Validity::Valid, None) if s.errors > 0 => {
+            "VALID measurement: the generator was not the limit (the failures above are the target's answers)".into()
+        }
+        (Validity::Valid, None) => "VALID: the target, not the generator, set the pace".into(),
+        (Validity::Invalid, w) => format!(
+            "INVALID: the generator, not the target, was the limit{}",
+            w.map(|w| format!("; {w}")).unwrap_or_default()
+        ),
+        (Validity::Failed, w) => {
+            format!("FAILED{}", w.map(|w| format!(": {w}")).unwrap_or_default())
+        }
     };
     writeln!(out, "  {:<14}{verdict}", "Verdict")?;
     for r in &s.reasons {
@@ -227,6 +235,25 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
         )?;
     }
     writeln!(out, "{rule}")
+}
+
+/// Whose the failures were when the script's hook failed some: a Lua error, or its time
+/// or memory limit is the script's failure, not the target's answer.
+fn script_words(s: &LoadSummary) -> Option<String> {
+    let script = s.script_failures();
+    let why = "a Lua error, or its time or memory limit; the first is logged";
+    match script {
+        0 => None,
+        n if n >= s.errors => Some(format!(
+            "the failures were the script's: {n} of {} requests failed in its hook ({why}), none by the target's answer",
+            s.sent
+        )),
+        n => Some(format!(
+            "of the {} failures, {n} were the script's (its hook failed: {why}), {} the target's answers",
+            s.errors,
+            s.errors - n
+        )),
+    }
 }
 
 /// MQTT subscribers: how many listened, what reached them, how late.

@@ -636,3 +636,97 @@ fn a_suite_name_cannot_drive_the_terminal_of_check_or_run() {
         assert_has(&text, "x\\u{1b}[2J\\u{1b}]8;;http://127.0.0.1/\\u{7}link");
     }
 }
+
+/// The script hooks a reviewer found escaping the sandbox (a loop in a coroutine or in
+/// C library functions, bytecode, a finalizer through `r`'s metatable), each in a 1 s
+/// run against the testbed: the run ends within its duration and 2 s, exits 0 or 1 (or
+/// 3: the hook's loops are the generator's own CPU) with the hook's failures counted
+/// as the script's, in bounded memory. SIGINT during a loop in a coroutine and during
+/// one in C ends the run within 2 s (asserted by `watched`).
+#[test]
+fn hostile_script_hooks_end_on_time_as_the_script_s_failures() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let srv = strainline_testbed::harness::RunningServer::start(&testbed(), &[]);
+    let url = srv.url("");
+    let scenario = s.path("hook.toml");
+    std::fs::write(
+        &scenario,
+        "clients = 1\nscript = \"hook.lua\"\n\n[[step]]\nname = \"get\"\nweight = 1\npath = \"/health\"\nthink = \"20ms\"\n",
+    )
+    .unwrap();
+    let hooks = [
+        ("coroutine", "coroutine.wrap(function() while true do end end)()"),
+        ("rep", "local _ = string.rep('', math.maxinteger) .. string.rep('x', math.maxinteger)"),
+        ("move", "table.move({}, 1, 1e15, 1, {})"),
+        ("pattern", "string.find(('a'):rep(3000), '.-.-.-.-.-.-.-.-.-.-b')"),
+        ("bytecode", "load(string.dump(function() end), 'bc', 'b')()"),
+        ("patched", "load('\\27LuaT\\0' .. ('\\255'):rep(64), 'bc', 'b')()"),
+        (
+            "gc",
+            "getmetatable(r).__gc = function() local t = {} while true do t[#t + 1] = ('x'):rep(1e6) end end",
+        ),
+    ];
+    let args = [
+        url.as_str(),
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "-z",
+        "1s",
+        "--timeout",
+        "1s",
+    ];
+    for (name, attack) in hooks {
+        // Every other request meets the attack: the others reach the target.
+        std::fs::write(
+            s.path("hook.lua"),
+            format!("function request(r)\n  if r.seq % 2 == 0 then {attack} end\nend\n"),
+        )
+        .unwrap();
+        let w = watched(&s, &args, None, Duration::from_secs(10));
+        assert!(
+            w.peak_kib < 128 * 1024,
+            "{name}: peak RSS {} KiB",
+            w.peak_kib
+        );
+        assert!(
+            matches!(w.code, Some(0 | 1 | 3)),
+            "{name}: exit {:?}\n{}",
+            w.code,
+            w.text
+        );
+        assert!(
+            w.elapsed < Duration::from_millis(3500),
+            "{name} took {:?}",
+            w.elapsed
+        );
+        assert_has(&w.text, "script: ");
+        assert_has(&w.text, "the failures were the script's");
+        eprintln!(
+            "{name}: ended at {:?}, {} KiB, exit {:?}",
+            w.elapsed, w.peak_kib, w.code
+        );
+    }
+    for attack in [
+        "coroutine.wrap(function() while true do end end)()",
+        "string.find(('a'):rep(3000), '.-.-.-.-.-.-.-.-.-.-b')",
+    ] {
+        std::fs::write(
+            s.path("hook.lua"),
+            format!("function request(r)\n  {attack}\nend\n"),
+        )
+        .unwrap();
+        let long = [&args[..3], &["-z", "20s"]].concat();
+        let w = watched(
+            &s,
+            &long,
+            Some(Duration::from_millis(1500)),
+            Duration::from_secs(10),
+        );
+        assert_eq!(w.code, Some(130), "{attack}: {}", w.text);
+        eprintln!(
+            "SIGINT at 1.5 s: ended at {:?}, {} KiB",
+            w.elapsed, w.peak_kib
+        );
+    }
+}

@@ -546,6 +546,11 @@ pub fn run_from(
                 .spawn(move || {
                     let queued_before = queue_seconds().unwrap_or(0.0);
                     let (rt, local) = single_threaded();
+                    // A script's call still running at the cut, or at a Ctrl-C, ends then.
+                    crate::load::script::serve(
+                        cancel.clone(),
+                        deadline.map(|d| d + END_GRACE.min(plan.timeout)),
+                    );
                     let slots = Rc::new(RefCell::new(Vec::new()));
                     let ctx = Rc::new(Ctx {
                         client: plan.client.clone(),

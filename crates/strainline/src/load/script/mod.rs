@@ -1,25 +1,34 @@
 //! The script hook, for what a scenario's tables cannot say: a Lua 5.4 file (built in,
 //! no system library) whose `request(r)` is called before each step is sent and whose
-//! `response(r)` is called with each reply. Sandboxed: no `io`, `os`, `package` or
-//! `debug`, no `dofile`/`loadfile`, no bytecode, at most [`MEMORY`] of memory and
-//! [`CALL_TIME`] a call. One Lua state per generator thread, each client's own table
-//! in it (`r.state`); `r.random` is drawn from the client's seeded stream, so a run
-//! under a seed is the same run. docs/load.md has the API with runnable examples.
+//! `response(r)` is called with each reply. One Lua state per generator thread, each
+//! client's own table in it (`r.state`); `r.random` is drawn from the client's seeded
+//! stream, so a run under a seed is the same run. docs/load.md has the API with runnable
+//! examples.
+//!
+//! Sandboxed against a hostile or careless author (docs/security.md, "The script
+//! hook"): no `io`, `os`, `package` or `debug`, no bytecode, no finalizer; at most
+//! [`MEMORY`] of memory and [`CALL_TIME`] a call — the script's top level included (it
+//! runs when the script is loaded, `check` too) — held in coroutines (`watch`) and in
+//! the library functions that loop in C (`SANDBOX`, `pattern`); a run's cancel or
+//! end cuts a call at once ([`serve`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ffi::{c_int, CStr};
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Table, Value};
 
 use super::flow::Kept;
 use super::request::Rendered;
+
+mod pattern;
 
 /// The most memory a script's state may hold (per generator thread).
 pub const MEMORY: usize = 64 << 20;
@@ -38,6 +47,175 @@ pub struct Script {
     pub has_response: bool,
 }
 
+/// What a script finds in place of the library functions that could escape the limits,
+/// run before anything else with the memory limit as its argument. The instruction hook
+/// (see [`watch`]) cannot stop a loop inside a C function, so those that loop over a
+/// count the script chooses without allocating are written here in Lua, where it can
+/// (`table.move`, `insert`, `remove`), or refuse what would loop (`string.rep` of a
+/// result over the memory limit, `table.sort` of a table whose metatable could fake its
+/// elements); the pattern functions are strainline's own ([`pattern`]). No bytecode
+/// (`load` reads text only, no `string.dump`), no finalizer (`__gc`), no stopping the
+/// collector, and the string metatable locked.
+const SANDBOX: &str = r##"
+local limit = ...
+local error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring =
+      error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring
+local format, rep, concat, sort, tointeger, maxinteger, ult =
+      string.format, string.rep, table.concat, table.sort, math.tointeger, math.maxinteger, math.ult
+local collect, pcall, pack, unpack = collectgarbage, pcall, table.pack, table.unpack
+
+local function int(x, i, fname)
+  local n = tointeger(x)
+  if n == nil then
+    error(format("bad argument #%d to '%s' (number has no integer representation)", i, fname), 3)
+  end
+  return n
+end
+
+string.dump = nil
+getmetatable("").__metatable = false
+_G.load = function(chunk, name, mode, ...)
+  if mode ~= nil and mode ~= "t" then
+    error("load: only text chunks in a strainline script (no bytecode)", 2)
+  end
+  if select("#", ...) > 0 then return load(chunk, name, "t", ...) end
+  return load(chunk, name, "t")
+end
+-- A message handler runs where the error was raised: raised by the time limit, that is
+-- inside the instruction hook, where no hook fires, and a handler that loops would
+-- never end. Here it runs after the error unwound, with the hook (there is no `debug`
+-- to tell the difference).
+_G.xpcall = function(f, handler, ...)
+  if type(handler) ~= "function" then
+    error("bad argument #2 to 'xpcall' (function expected)", 2)
+  end
+  local r = pack(pcall(f, ...))
+  if r[1] then return unpack(r, 1, r.n) end
+  local _, v = pcall(handler, r[2])
+  return false, v
+end
+-- A coroutine the time limit killed died inside the hook, where Lua turns hooks off,
+-- and stays so: closing it would run its pending `__close` handlers with no limit.
+-- So a dead coroutine is never closed (`wrap` is written here, as Lua's closes one),
+-- and what `close` would say of it (its error) is kept from its last resume.
+local create, resume, status, close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
+local died = setmetatable({}, {__mode = "k"})
+coroutine.resume = function(co, ...)
+  local was = status(co)
+  local r = pack(resume(co, ...))
+  if not r[1] and was ~= "dead" and status(co) == "dead" then died[co] = {r[2]} end
+  return unpack(r, 1, r.n)
+end
+coroutine.close = function(co)
+  if status(co) ~= "dead" then return close(co) end
+  local e = died[co]
+  if e == nil then return true end
+  return false, e[1]
+end
+coroutine.wrap = function(f)
+  local co = create(f)
+  return function(...)
+    local r = pack(coroutine.resume(co, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    error(r[2], 2)
+  end
+end
+_G.setmetatable = function(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("setmetatable: a __gc finalizer is not allowed in a strainline script", 2)
+  end
+  return setmetatable(t, mt)
+end
+local collects = {collect = true, count = true, step = true, isrunning = true}
+_G.collectgarbage = function(opt, ...)
+  if opt ~= nil and not collects[opt] then
+    error(format("collectgarbage: '%s' is not allowed in a strainline script", tostring(opt)), 2)
+  end
+  return collect(opt, ...)
+end
+
+string.rep = function(s, n, sep)
+  local each = #tostring(s) + (sep == nil and 0 or #tostring(sep))
+  local count = n ~= nil and tonumber(n)
+  if count and count > 0 and (each == 0 or each * (count + 0.0) > limit) then
+    if each == 0 then return rep(s, 0, sep) end
+    error(format("string.rep: a result of %.0f bytes is over the script's memory (%d)",
+                 each * count, limit), 2)
+  end
+  return rep(s, n, sep)
+end
+
+table.move = function(a1, f, e, t, a2)
+  f, e, t = int(f, 2, "move"), int(e, 3, "move"), int(t, 4, "move")
+  if a2 == nil then a2 = a1 end
+  if e >= f then
+    if not (f > 0 or e < maxinteger + f) then
+      error("bad argument #3 to 'move' (too many elements to move)", 2)
+    end
+    if t > maxinteger - (e - f) then
+      error("bad argument #4 to 'move' (destination wrap around)", 2)
+    end
+    if t > e or t <= f or a1 ~= a2 then
+      for i = 0, e - f do a2[t + i] = a1[f + i] end
+    else
+      for i = e - f, 0, -1 do a2[t + i] = a1[f + i] end
+    end
+  end
+  return a2
+end
+
+table.insert = function(t, ...)
+  local n, e = select("#", ...), #t + 1
+  if n == 1 then t[e] = ...; return end
+  if n ~= 2 then error("wrong number of arguments to 'insert'", 2) end
+  local pos, v = ...
+  pos = int(pos, 2, "insert")
+  if not ult(pos - 1, e) then error("bad argument #2 to 'insert' (position out of bounds)", 2) end
+  for i = e, pos + 1, -1 do t[i] = t[i - 1] end
+  t[pos] = v
+end
+
+table.remove = function(t, pos)
+  local size = #t
+  if pos == nil then
+    pos = size
+  else
+    pos = int(pos, 2, "remove")
+    if pos ~= size and ult(size, pos - 1) then
+      error("bad argument #2 to 'remove' (position out of bounds)", 2)
+    end
+  end
+  local v = t[pos]
+  while pos < size do t[pos] = t[pos + 1]; pos = pos + 1 end
+  t[pos] = nil
+  return v
+end
+
+table.concat = function(t, sep, i, j)
+  if getmetatable(t) == nil then return concat(t, sep, i, j) end
+  -- Its metamethods could fake a billion elements of a byte each: read them in Lua.
+  sep, i = sep == nil and "" or sep, i == nil and 1 or int(i, 3, "concat")
+  j = j == nil and #t or int(j, 4, "concat")
+  local parts = {}
+  for k = i, j do
+    local v = t[k]
+    local kind = type(v)
+    if kind ~= "string" and kind ~= "number" then
+      error(format("invalid value (at index %d) in table for 'concat'", k), 2)
+    end
+    parts[k - i + 1] = v
+  end
+  return concat(parts, sep)
+end
+
+table.sort = function(t, comp)
+  if getmetatable(t) ~= nil then
+    error("table.sort: a table with a metatable is not sorted in a strainline script", 2)
+  end
+  return sort(t, comp)
+end
+"##;
+
 /// Builds `r` for a hook and hands back what it may change. Its headers come as one
 /// string (`name\0value\0…`) made into `r.headers` only when the hook reads it (one
 /// string handed over instead of a table set field by field through the C API), and
@@ -45,15 +223,9 @@ pub struct Script {
 const CALLERS: &str = r#"
 local clients = __clients
 local gmatch, rawget, rawset, setmetatable = string.gmatch, rawget, rawset, setmetatable
--- No finalizers: a collection started by strainline's own work between calls, outside
--- the memory limit, must run no script code (see `limited`).
-_G.setmetatable = function(t, mt)
-  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
-    error("setmetatable: a __gc finalizer is not allowed in a strainline script", 2)
-  end
-  return setmetatable(t, mt)
-end
-local lazy = {}
+-- Locked: a script reading getmetatable(r) gets false, and cannot add a finalizer to
+-- every later `r` through it.
+local lazy = {__metatable = false}
 lazy.__index = function(r, k)
   if k ~= "headers" then return nil end
   local h = {}
@@ -96,10 +268,74 @@ fn joined<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
     out
 }
 
-/// A state with the sandbox's libraries and `strainline.*` helpers, and the time the
-/// current call started (its instruction hook's clock); its memory limit set, for the
-/// script's own top-level code.
-fn state(seed: u64) -> mlua::Result<(Lua, Rc<Cell<Instant>>)> {
+/// Instructions between two looks at the clock.
+const EVERY: c_int = 10_000;
+
+thread_local! {
+    /// When the call running on this thread must end: [`CALL_TIME`] after it started,
+    /// or the end of the run it serves if sooner.
+    static DEADLINE: Cell<Instant> = Cell::new(Instant::now());
+    /// The run this thread serves: its cancel flag and when its calls are cut.
+    static RUN: RefCell<Option<(Arc<AtomicBool>, Option<Instant>)>> = const { RefCell::new(None) };
+}
+
+/// Binds this thread's calls to a run: once `cancel` is set or `end` has passed, a call
+/// still running fails at once (a Ctrl-C does not wait for a hook's second).
+pub fn serve(cancel: Arc<AtomicBool>, end: Option<Instant>) {
+    RUN.with(|r| *r.borrow_mut() = Some((cancel, end)));
+}
+
+/// Starts a call's clock.
+fn begin_call() {
+    let mut until = Instant::now() + CALL_TIME;
+    RUN.with(|r| {
+        if let Some((_, Some(end))) = &*r.borrow() {
+            until = until.min(*end);
+        }
+    });
+    DEADLINE.with(|d| d.set(until));
+}
+
+/// Why the current call must end now, if it must.
+fn over() -> Option<&'static CStr> {
+    let stopped = RUN.try_with(|r| {
+        r.borrow()
+            .as_ref()
+            .is_some_and(|(cancel, _)| cancel.load(Ordering::Relaxed))
+    });
+    let deadline = DEADLINE
+        .try_with(Cell::get)
+        .unwrap_or_else(|_| Instant::now());
+    if stopped.unwrap_or(false) {
+        Some(c"the run was stopped while the hook ran")
+    } else if Instant::now() > deadline {
+        Some(c"the script ran over 1 s (a loop that never ends?), or past the run's end")
+    } else {
+        None
+    }
+}
+
+/// The instruction hook, set on the main thread and so on every coroutine (Lua 5.4
+/// gives a new thread its creator's hook; mlua's own hook is one thread's). Past the
+/// deadline every instruction fails, so a `pcall` cannot swallow the error and loop on.
+unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
+    match over() {
+        None => {
+            if ffi::lua_gethookcount(l) != EVERY {
+                ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, EVERY);
+            }
+        }
+        Some(why) => {
+            ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, 1);
+            // No value with a destructor lives in this frame: the error's jump skips it.
+            ffi::luaL_error(l, c"%s".as_ptr(), why.as_ptr());
+        }
+    }
+}
+
+/// A state with the sandbox's libraries and `strainline.*` helpers, its memory limit
+/// and its instruction hook set, for the script's own top-level code.
+fn state(seed: u64) -> mlua::Result<Lua> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
         LuaOptions::default(),
@@ -143,23 +379,18 @@ fn state(seed: u64) -> mlua::Result<(Lua, Rc<Cell<Instant>>)> {
     // one built field by field through the C API (0.31x to 0.40x to … the plain flow's
     // requests per CPU-second, docs/performance.md).
     lua.load(CALLERS).set_name("=strainline").exec()?;
+    // After the callers, which keep the library's own functions for their own input.
+    lua.load(SANDBOX).set_name("=sandbox").call::<()>(MEMORY)?;
+    pattern::install(&lua)?;
     lua.set_memory_limit(MEMORY)?;
-    let started = Rc::new(Cell::new(Instant::now()));
-    let clock = started.clone();
-    lua.set_hook(
-        mlua::HookTriggers::new().every_nth_instruction(10_000),
-        move |_, _| {
-            if clock.get().elapsed() > CALL_TIME {
-                Err(mlua::Error::runtime(format!(
-                    "the hook ran over {} s (a loop that never ends?)",
-                    CALL_TIME.as_secs()
-                )))
-            } else {
-                Ok(mlua::VmState::Continue)
-            }
-        },
-    );
-    Ok((lua, started))
+    // SAFETY: sets a hook on the state mlua calls on; `watch` touches only that state.
+    unsafe {
+        lua.exec_raw::<()>((), |l| {
+            ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, EVERY)
+        })?;
+    }
+    begin_call();
+    Ok(lua)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -207,7 +438,7 @@ impl Script {
     pub fn load(path: &Path) -> crate::error::Result<Script> {
         let shown = path.display().to_string();
         let source = crate::os::file::read_text(path, "script")?;
-        let (lua, _) = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
+        let lua = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
         lua.load(&source)
             .set_name(format!("@{shown}"))
             .exec()
@@ -247,16 +478,24 @@ impl std::fmt::Display for Failed {
     }
 }
 
-/// A script's state on one thread: the time its current call started, and what every
-/// call reaches for, looked up once (its hooks, the clients' tables).
+/// A script's state on one thread, and what every call reaches for, looked up once
+/// (its hooks, the clients' tables).
 struct State {
     lua: Lua,
-    clock: Rc<Cell<Instant>>,
     request: Option<Function>,
     response: Option<Function>,
     /// `__request` and `__response` of [`CALLERS`].
     call_request: Function,
     call_response: Function,
+}
+
+/// Closed under the limits a call has: whatever runs as the state closes (there is no
+/// finalizer to run, see [`SANDBOX`]) meets the memory limit and a passed deadline.
+impl Drop for State {
+    fn drop(&mut self) {
+        let _ = self.lua.set_memory_limit(MEMORY);
+        let _ = DEADLINE.try_with(|d| d.set(Instant::now()));
+    }
 }
 
 thread_local! {
@@ -289,25 +528,26 @@ fn with_state<T>(
         let st = match states.entry(script.id) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let made = state(seed).and_then(|(lua, clock)| {
+                let made = state(seed).and_then(|lua| {
+                    let g = lua.globals();
+                    // Taken before the script runs: it cannot put its own in their place.
+                    let (call_request, call_response) = (g.get("__request")?, g.get("__response")?);
                     lua.load(&script.source)
                         .set_name(format!("@{}", script.path))
                         .exec()?;
                     lua.set_memory_limit(0)?;
-                    let g = lua.globals();
                     Ok(State {
                         request: g.get("request")?,
                         response: g.get("response")?,
-                        call_request: g.get("__request")?,
-                        call_response: g.get("__response")?,
+                        call_request,
+                        call_response,
                         lua,
-                        clock,
                     })
                 });
                 v.insert(made.map_err(|e| Failed(one_line(&e)))?)
             }
         };
-        st.clock.set(Instant::now());
+        begin_call();
         f(st).map_err(|e| Failed(one_line(&e)))
     })
 }
@@ -676,5 +916,148 @@ mod tests {
             .0;
         assert!(e.contains("ran over 1 s"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(3));
+    }
+
+    /// Cuts this thread's calls 300 ms from now (a run's end, sooner than the 1 s): the
+    /// same deadline, reached sooner, keeps these tests short.
+    fn ending_soon() {
+        serve(
+            Arc::new(AtomicBool::new(false)),
+            Some(Instant::now() + Duration::from_millis(300)),
+        );
+    }
+
+    /// Runs `body` as a request hook, cut 300 ms after it starts: its error, and how
+    /// long it took.
+    fn hostile(body: &str) -> (Result<(), String>, Duration) {
+        let s = script(&format!("function request(r)\n{body}\nend\n")).unwrap();
+        let mut req = rendered(Method::GET, "/", Bytes::new());
+        ending_soon();
+        let t = Instant::now();
+        let out = request(&s, 1, caller(&mut [], &[]), &mut req).map_err(|e| e.0);
+        (out, t.elapsed())
+    }
+
+    /// Every way out of a call's deadline a reviewer found, and the ones found after:
+    /// each ends at its deadline (within the hook's 10,000 instructions or the matcher's
+    /// 64 Ki steps) with an error that says why.
+    #[test]
+    fn no_hook_runs_past_its_second_or_its_memory() {
+        let limit = "ran over 1 s";
+        for (body, want) in [
+            ("coroutine.wrap(function() while true do end end)()", limit),
+            ("local co = coroutine.create(function() while true do end end) coroutine.resume(co) while true do end", limit),
+            ("table.move({}, 1, 1e15, 1, {})", limit),
+            ("string.find(('a'):rep(3000), '.-.-.-.-.-.-.-.-.-.-b')", limit),
+            ("string.find(('('):rep(200000), '%b()')", limit),
+            ("for w in (('a'):rep(3000)):gmatch('.-.-.-.-.-b') do end", limit),
+            ("string.gsub(('a'):rep(3000), '.-.-.-.-.-b', '')", limit),
+            ("table.remove(setmetatable({}, {__len = function() return math.maxinteger end}), 1)", limit),
+            ("table.insert(setmetatable({}, {__len = function() return math.maxinteger - 1 end}), 1, 0)", limit),
+            // A pcall (or a coroutine's resume) cannot swallow the limit and loop on.
+            ("while true do pcall(function() while true do end end) end", limit),
+            ("while true do pcall(coroutine.wrap(function() while true do end end)) end", limit),
+            ("pcall(function() while true do end end) while true do end", limit),
+            ("xpcall(function() while true do end end, function() while true do end end) while true do end", limit),
+            ("local co = coroutine.wrap(function() while true do coroutine.yield() end end) while true do pcall(co) end", limit),
+            ("local s = ('x'):rep(1 << 24) s:gsub('', '') s:gsub('', '')", limit),
+            ("error(setmetatable({}, {__tostring = function() while true do end end}))", ""),
+            ("string.rep('x', math.maxinteger)", "over the script's memory"),
+            ("string.rep('x', 1e15, ',')", "over the script's memory"),
+            ("local s = ('x'):rep(1 << 20) s:gsub('x', s)", "over the script's memory"),
+            // No bytecode: no string.dump, and load takes text only.
+            ("load(string.dump(function() end), 'bc', 'b')", "field 'dump'"),
+            ("assert(load('\\27LuaT\\0', 'bc', 't'))()", "binary chunk"),
+            ("assert(load('\\27LuaT\\0'))()", "binary chunk"),
+            ("load('return 1', 'x', 'b')", "only text chunks"),
+            // No finalizer, through r's metatable or any other; no metatable to change.
+            ("getmetatable(r).__gc = function() end", "index a boolean"),
+            ("setmetatable(r, {})", "protected metatable"),
+            ("getmetatable('').__index = {}", "index a boolean"),
+            ("local mt = {} setmetatable({}, mt) mt.__gc = function() end setmetatable({}, mt)", "__gc finalizer"),
+            ("collectgarbage('stop')", "not allowed"),
+            ("collectgarbage('generational')", "not allowed"),
+            ("table.sort(setmetatable({}, {__len = function() return 1e9 end}))", "with a metatable"),
+            ("table.concat(setmetatable({}, {__len = function() return 1e9 end, __index = rawlen}))", limit),
+            // Killed inside the hook, a coroutine's `__close` would run with no hook.
+            ("coroutine.wrap(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end)()", limit),
+            ("local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end) coroutine.resume(co) coroutine.close(co) while true do end", limit),
+            ("local function f(s) return (s:gsub('.', f)) end f('ab')", "more than 16 deep"),
+            ("local function f() return f() + 1 end f()", "not enough memory"),
+        ] {
+            let (out, took) = hostile(body);
+            let e = out.expect_err(body);
+            assert!(e.contains(want), "{body}: {e}");
+            assert!(took < Duration::from_millis(800), "{body}: {took:?}");
+        }
+        // What stays cheap and right: an empty string repeated, a plain find on a big
+        // subject, the tables' functions as Lua's.
+        for body in [
+            "assert(string.rep('', math.maxinteger) == '')",
+            "assert(('a'):rep(1000000):find(('a'):rep(500000) .. 'b', 1, true) == nil)",
+            "local t = {1, 2, 3} table.insert(t, 1, 0) table.insert(t, 9) assert(table.concat(t, ',') == '0,1,2,3,9')",
+            "local t = {1, 2, 3} assert(table.remove(t, 1) == 1 and table.remove(t) == 3 and #t == 1)",
+            "local t = table.move({1, 2, 3}, 1, 3, 2) assert(table.concat(t, ',') == '1,1,2,3')",
+            "local t = {3, 1, 2} table.sort(t) assert(table.concat(t, ',') == '1,2,3')",
+            "local t = setmetatable({1, 2, 'x'}, {}) assert(table.concat(t, '-', 2) == '2-x' and table.concat(t) == '12x')",
+            "assert(not pcall(table.concat, setmetatable({1, {}}, {})))",
+            "assert(load('return 1 + 1')() == 2 and load('return x', 'c', 't', {x = 3})() == 3)",
+            "assert(collectgarbage('count') > 0)",
+            "local n = 0 local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end) assert(co(1) == 2 and co(5) == 10)",
+            "local co = coroutine.create(function() error('x', 0) end) assert(not coroutine.resume(co)) local ok, e = coroutine.close(co) assert(not ok and e == 'x')",
+            "local co = coroutine.create(function() end) coroutine.resume(co) assert(coroutine.close(co) == true)",
+            "local ok, e = pcall(coroutine.wrap(function() error('y', 0) end)) assert(not ok and e == 'y')",
+            "local closed local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() closed = true end}) coroutine.yield() end) coroutine.resume(co) assert(coroutine.close(co) and closed)",
+            "local ok, e = xpcall(function(a) error({a}) end, function(e) return e[1] + 1 end, 1) assert(not ok and e == 2)",
+            "assert(select('#', xpcall(function() return 1, 2 end, tostring)) == 3)",
+        ] {
+            let (out, took) = hostile(body);
+            assert!(out.is_ok(), "{body}: {out:?}");
+            assert!(took < Duration::from_millis(500), "{body}: {took:?}");
+        }
+    }
+
+    /// A script's top level runs under the same limits (`check` runs it, to find its hooks).
+    #[test]
+    fn a_script_s_top_level_is_limited_too() {
+        for top in [
+            "string.find(('a'):rep(3000), '.-.-.-.-.-.-.-.-.-.-b')",
+            "coroutine.wrap(function() while true do end end)()",
+            "table.move({}, 1, 1e15, 1, {})",
+        ] {
+            ending_soon();
+            let t = Instant::now();
+            let e = script(&format!("{top}\nfunction request(r) end\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("ran over 1 s"), "{top}: {e}");
+            assert!(t.elapsed() < Duration::from_millis(800), "{top}");
+        }
+    }
+
+    /// A run's cancel ends a call at once, not at its second.
+    #[test]
+    fn a_cancelled_run_ends_a_call_at_once() {
+        let s = script("function request(r) while true do end end\n").unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        serve(cancel.clone(), None);
+        let flag = cancel.clone();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let mut req = rendered(Method::GET, "/", Bytes::new());
+        let t = Instant::now();
+        let e = request(&s, 1, caller(&mut [], &[]), &mut req)
+            .unwrap_err()
+            .0;
+        stopper.join().unwrap();
+        assert!(e.contains("run was stopped"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            t.elapsed()
+        );
+        RUN.with(|r| *r.borrow_mut() = None);
     }
 }
