@@ -208,22 +208,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
         )?;
     }
-    let verdict = match (s.status, script_words(s)) {
-        (Validity::Valid, Some(w)) => {
-            format!("VALID measurement: the generator was not the limit; {w}")
-        }
-        (Validity::Valid, None) if s.errors > 0 => {
-            "VALID measurement: the generator was not the limit (the failures above are the target's answers)".into()
-        }
-        (Validity::Valid, None) => "VALID: the target, not the generator, set the pace".into(),
-        (Validity::Invalid, w) => format!(
-            "INVALID: the generator, not the target, was the limit{}",
-            w.map(|w| format!("; {w}")).unwrap_or_default()
-        ),
-        (Validity::Failed, w) => {
-            format!("FAILED{}", w.map(|w| format!(": {w}")).unwrap_or_default())
-        }
-    };
+    let verdict = verdict_words(s);
     writeln!(out, "  {:<14}{verdict}", "Verdict")?;
     for r in &s.reasons {
         writeln!(out, "    - {r}")?;
@@ -237,21 +222,56 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     writeln!(out, "{rule}")
 }
 
-/// Whose the failures were when the script's hook failed some: a Lua error, or its time
-/// or memory limit is the script's failure, not the target's answer.
+/// The verdict's line: valid or not, and whose the failures were.
+fn verdict_words(s: &LoadSummary) -> String {
+    match (s.status, script_words(s)) {
+    (Validity::Valid, Some(w)) => {
+        format!("VALID measurement: the generator was not the limit; {w}")
+    }
+    (Validity::Valid, None) if s.errors > 0 => {
+        "VALID measurement: the generator was not the limit (the failures above are the target's answers)".into()
+    }
+    (Validity::Valid, None) => "VALID: the target, not the generator, set the pace".into(),
+    (Validity::Invalid, w) => format!(
+        "INVALID: the generator, not the target, was the limit{}",
+        w.map(|w| format!("; {w}")).unwrap_or_default()
+    ),
+    (Validity::Failed, w) => {
+        format!("FAILED{}", w.map(|w| format!(": {w}")).unwrap_or_default())
+    }
+}
+}
+
+/// Whose the failures were when some were the flow's own, not the target's answers:
+/// the script's (its hook failed: a Lua error, or its time or memory limit) and
+/// requests not sent because a value put a byte in them that the wire cannot carry.
 fn script_words(s: &LoadSummary) -> Option<String> {
     let script = s.script_failures();
+    let unsent = s.by_error.get("invalid_request").copied().unwrap_or(0);
     let why = "a Lua error, or its time or memory limit; the first is logged";
-    match script {
-        0 => None,
-        n if n >= s.errors => Some(format!(
+    let not_sent =
+        format!("{unsent} requests were not sent (a value the wire cannot carry: see Not sent)");
+    let target = s.errors.saturating_sub(script + unsent);
+    match (script, unsent) {
+        (0, 0) => None,
+        (n, 0) if target == 0 => Some(format!(
             "the failures were the script's: {n} of {} requests failed in its hook ({why}), none by the target's answer",
             s.sent
         )),
-        n => Some(format!(
-            "of the {} failures, {n} were the script's (its hook failed: {why}), {} the target's answers",
-            s.errors,
-            s.errors - n
+        (0, _) if target == 0 => Some(format!(
+            "the failures were the flow's own: {not_sent}, none by the target's answer"
+        )),
+        (0, _) => Some(format!(
+            "of the {} failures, {not_sent}, {target} were the target's answers",
+            s.errors
+        )),
+        (n, 0) => Some(format!(
+            "of the {} failures, {n} were the script's (its hook failed: {why}), {target} the target's answers",
+            s.errors
+        )),
+        (n, _) => Some(format!(
+            "of the {} failures, {n} were the script's (its hook failed: {why}), {not_sent}, {target} were the target's answers",
+            s.errors
         )),
     }
 }

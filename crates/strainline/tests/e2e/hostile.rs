@@ -401,6 +401,8 @@ follow = true
         "of step 'use': {{id}} put a byte its path cannot carry",
     );
     assert_has(&text, "redirects not followed");
+    assert_has(&text, "the failures were the flow's own: ");
+    assert!(!text.contains("target's answers"), "{text}");
 }
 
 /// A Redis server answering each command with 15 MB, to 64 connections, and a flow
