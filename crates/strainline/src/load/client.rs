@@ -253,6 +253,12 @@ impl Client {
         matches!(self, Client::Proto(t) if t.protocol().keeps_bodies())
     }
 
+    /// Whether a scenario step's body is a command of words (Redis's): a value stays
+    /// one word ([`super::scenario::Scenario::split_bodies`]).
+    pub fn body_is_words(&self) -> bool {
+        matches!(self, Client::Proto(t) if t.protocol().body_is_words())
+    }
+
     /// Whether its replies have a head (status line and header fields, gRPC's
     /// metadata) a step can read.
     pub fn reply_heads(&self) -> bool {

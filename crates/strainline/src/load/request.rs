@@ -67,6 +67,13 @@ pub fn sends_length(method: &Method, body: &[u8]) -> bool {
     !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
 }
 
+/// Whether a header says how the body is framed (`Content-Length`,
+/// `Transfer-Encoding`): the client writes those itself, and one a step or a script
+/// sets beside them would let the server read the body as another request.
+pub fn frames_body(name: &HeaderName) -> bool {
+    *name == hyper::header::CONTENT_LENGTH || *name == hyper::header::TRANSFER_ENCODING
+}
+
 /// A workload's headers (`-H 'Name: value'`), checked.
 pub fn headers(pairs: &[(String, String)]) -> crate::error::Result<Vec<(HeaderName, HeaderValue)>> {
     pairs

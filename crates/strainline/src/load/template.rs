@@ -195,6 +195,49 @@ impl Text {
         }
     }
 
+    /// Its words, for a protocol whose body is a command of words (Redis): split at
+    /// the whitespace of its own text outside `"…"` (where `\` escapes the next
+    /// character), as the protocol splits a workload's command. A placeholder belongs
+    /// to the word it stands in, so its value stays one word whatever it holds.
+    pub fn words(&self) -> Vec<Text> {
+        let mut words: Vec<Text> = Vec::new();
+        let mut word: Option<Text> = None;
+        let (mut quoted, mut escaped) = (false, false);
+        let push_lit = |w: &mut Option<Text>, bytes: &[u8]| {
+            let w = w.get_or_insert_with(|| Text { pieces: Vec::new() });
+            match w.pieces.last_mut() {
+                Some(Piece::Lit(l)) => l.extend_from_slice(bytes),
+                _ => w.pieces.push(Piece::Lit(bytes.to_vec())),
+            }
+        };
+        for p in &self.pieces {
+            let Piece::Lit(lit) = p else {
+                word.get_or_insert_with(|| Text { pieces: Vec::new() })
+                    .pieces
+                    .push(p.clone());
+                continue;
+            };
+            for &b in lit {
+                match b {
+                    _ if escaped => {
+                        escaped = false;
+                        push_lit(&mut word, &[b]);
+                    }
+                    b'\\' if quoted => escaped = true,
+                    b'"' if quoted => quoted = false,
+                    b'"' if word.is_none() => {
+                        quoted = true;
+                        push_lit(&mut word, &[]);
+                    }
+                    b if b.is_ascii_whitespace() && !quoted => words.extend(word.take()),
+                    b => push_lit(&mut word, &[b]),
+                }
+            }
+        }
+        words.extend(word);
+        words
+    }
+
     /// What put a byte `bad` refuses into the text as rendered with `v`: its own
     /// text, or one of its placeholders.
     pub fn culprit(&self, v: &Vars, bad: impl Fn(u8) -> bool) -> Option<Culprit> {
@@ -242,9 +285,53 @@ impl Text {
     }
 }
 
+/// `word` as one quoted word of a command (`"…"`, its `"` and `\` escaped), which the
+/// protocol's splitting reads back as exactly `word`.
+pub fn quote_word(word: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &b in word {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_stays_one_word_of_a_command() {
+        let names = ["v".to_string()];
+        let t =
+            Text::parse_with(r#"SET  "a key" k:{{v}}x "say \"hi\"" {{v}}"#, &[], &names).unwrap();
+        let words = t.words();
+        let pool = RandomPool::new(1);
+        let values = [Some("v EX 1\r\n\"q".to_string())];
+        let vars = Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values: &values,
+        };
+        let rendered: Vec<String> = words.iter().map(|w| w.render_string(&vars)).collect();
+        assert_eq!(
+            rendered,
+            [
+                "SET",
+                "a key",
+                "k:v EX 1\r\n\"qx",
+                "say \"hi\"",
+                "v EX 1\r\n\"q"
+            ]
+        );
+        let mut quoted = Vec::new();
+        quote_word(rendered[2].as_bytes(), &mut quoted);
+        assert_eq!(quoted, b"\"k:v EX 1\r\n\\\"qx\"");
+    }
 
     #[test]
     fn renders_every_placeholder() {

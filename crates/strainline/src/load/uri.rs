@@ -67,6 +67,16 @@ pub fn request_target(path: &str) -> Result<std::borrow::Cow<'_, str>, Invalid> 
     Ok(out.into())
 }
 
+/// Makes `path` a valid request target in place ([`request_target`]).
+pub fn fit_path(path: &mut String) -> Result<(), Invalid> {
+    let fitted = match request_target(path)? {
+        std::borrow::Cow::Borrowed(p) if p.len() == path.len() => return Ok(()),
+        p => p.into_owned(),
+    };
+    *path = fitted;
+    Ok(())
+}
+
 /// Where a redirect from `path` to `location` goes within the target (`authority`,
 /// reached over TLS when `secure`): its path, or `None` when it is not followed —
 /// another host or scheme, or a `Location` that is not a valid URI reference.
@@ -147,6 +157,16 @@ mod tests {
             "/caf%C3%A9?q=%EF%BF%BD%22%3C%3E%7B%7D%7C%5C%5E%60"
         );
         assert_eq!(request_target("/p#frag ment").unwrap(), "/p");
+        for (from, to) in [
+            ("/public#/../../admin", "/public"),
+            ("/use/x?y#z", "/use/x?y"),
+            ("/caf\u{e9}#x", "/caf%C3%A9"),
+            ("/plain?q=1", "/plain?q=1"),
+        ] {
+            let mut p = from.to_string();
+            fit_path(&mut p).unwrap();
+            assert_eq!(p, to, "the fragment never goes on the wire");
+        }
     }
 
     #[test]

@@ -244,13 +244,19 @@ fn verdict_words(s: &LoadSummary) -> String {
 
 /// Whose the failures were when some were the flow's own, not the target's answers:
 /// the script's (its hook failed: a Lua error, or its time or memory limit) and
-/// requests not sent because a value put a byte in them that the wire cannot carry.
+/// requests not sent — a value put a byte in them that the wire cannot carry, or a
+/// variable they use was never extracted.
 fn script_words(s: &LoadSummary) -> Option<String> {
     let script = s.script_failures();
-    let unsent = s.by_error.get("invalid_request").copied().unwrap_or(0);
+    let kind = |k: &str| s.by_error.get(k).copied().unwrap_or(0);
+    let (invalid, missing) = (kind("invalid_request"), kind("extract"));
+    let unsent = invalid + missing;
     let why = "a Lua error, or its time or memory limit; the first is logged";
-    let not_sent =
-        format!("{unsent} requests were not sent (a value the wire cannot carry: see Not sent)");
+    let not_sent = match (invalid, missing) {
+        (_, 0) => format!("{unsent} requests were not sent (a value the wire cannot carry: see Not sent)"),
+        (0, _) => format!("{unsent} requests were not sent (a variable never extracted: see Flow)"),
+        _ => format!("{unsent} requests were not sent ({invalid} for a value the wire cannot carry, {missing} for a variable never extracted)"),
+    };
     let target = s.errors.saturating_sub(script + unsent);
     match (script, unsent) {
         (0, 0) => None,

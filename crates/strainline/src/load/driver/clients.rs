@@ -475,7 +475,9 @@ impl<'a> Client<'a> {
                 let s = &self.session;
                 let by = if hop > 0 {
                     "location".to_string()
-                } else if scripted.as_ref().is_some_and(|p| *p != req.path) {
+                } else if unfit.field == "headers"
+                    || scripted.as_ref().is_some_and(|p| *p != req.path)
+                {
                     "script".to_string()
                 } else {
                     sc.path_culprit(i, self.id, &s.values, s.row.as_deref(), unfit.bad)

@@ -83,6 +83,11 @@ pub trait Protocol: Sync {
     fn keeps_bodies(&self) -> bool {
         false
     }
+    /// Whether a scenario step's body is a command it splits into words (Redis): the
+    /// scenario then keeps each placeholder's value one word.
+    fn body_is_words(&self) -> bool {
+        false
+    }
     /// Whether its replies also have a head a step can read (gRPC's metadata: headers
     /// and trailers), kept with the body.
     fn reply_heads(&self) -> bool {

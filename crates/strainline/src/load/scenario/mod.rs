@@ -90,6 +90,10 @@ pub struct Step {
     pub observed: Vec<String>,
     pub headers: Vec<(HeaderName, Text)>,
     pub body: Option<Text>,
+    /// Its body's words, for a protocol whose body is a command of words (Redis,
+    /// [`Scenario::split_bodies`]): each rendered alone and quoted, so a value stays one
+    /// word.
+    pub words: Option<Vec<Text>>,
     /// Values taken from its reply into the client's variables.
     pub extract: Vec<Extract>,
     /// Named checks of its reply; with one naming `status`, those statuses replace the
@@ -260,6 +264,15 @@ fn crossing(stages: &[Stage], level: f64, rising: bool, after: Duration) -> Opti
 }
 
 impl Scenario {
+    /// Its steps' bodies are commands of words (Redis): each step keeps its body's words
+    /// apart, so that a placeholder's value — a server's, holding a space or a quote —
+    /// stays one word instead of adding words to the command.
+    pub fn split_bodies(&mut self) {
+        for st in &mut self.steps {
+            st.words = st.body.as_ref().map(Text::words);
+        }
+    }
+
     /// When client `i` starts, after the common start.
     pub fn start_offset(&self, i: u64) -> Duration {
         if let Some(all) = self.staged() {
@@ -316,8 +329,20 @@ impl Scenario {
         let mut own = None;
         let vars = self.vars(client, seq, values, row, &mut own);
         let mut body = Vec::new();
-        if let Some(b) = &st.body {
-            b.render(&vars, &mut body);
+        match (&st.words, &st.body) {
+            (Some(words), _) => {
+                let mut word = Vec::new();
+                for w in words {
+                    word.clear();
+                    w.render(&vars, &mut word);
+                    if !body.is_empty() {
+                        body.push(b' ');
+                    }
+                    super::template::quote_word(&word, &mut body);
+                }
+            }
+            (None, Some(b)) => b.render(&vars, &mut body),
+            (None, None) => {}
         }
         let mut headers = Vec::with_capacity(st.headers.len());
         for (k, t) in &st.headers {
@@ -527,6 +552,15 @@ body = "{{random 512}}"
             .unwrap_err()
             .to_string();
         assert!(e.contains("say when it runs"), "{e}");
+        for name in ["Transfer-Encoding", "content-length"] {
+            let framing = format!(
+                "clients = 1\n[[step]]\nonce = true\npath = \"/x\"\nheaders = {{ {name} = \"5\" }}\n"
+            );
+            let e = parse(&framing, Path::new("iot.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("strainline frames the body itself"), "{e}");
+        }
     }
 
     #[test]

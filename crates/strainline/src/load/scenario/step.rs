@@ -134,6 +134,12 @@ pub(super) fn step(
                 format!("headers: '{k}' is not a header name"),
             )
         })?;
+        if crate::load::request::frames_body(&name) {
+            return Err(at(
+                v.span().start,
+                format!("headers: '{k}': strainline frames the body itself (Content-Length from the body's length); remove it"),
+            ));
+        }
         headers.push((name, template(v)?));
     }
     let think = match (&st.think, &st.pace) {
@@ -156,6 +162,7 @@ pub(super) fn step(
         observed,
         headers,
         body: st.body.as_ref().map(template).transpose()?,
+        words: None,
         extract,
         checks,
         on_failure,

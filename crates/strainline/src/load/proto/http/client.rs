@@ -62,9 +62,13 @@ fn write_h1(
     w.extend_from_slice(method.as_str().as_bytes());
     w.push(b' ');
     w.extend_from_slice(path.as_bytes());
-    w.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    w.extend_from_slice(target.host_header.as_bytes());
-    w.extend_from_slice(b"\r\n");
+    w.extend_from_slice(b" HTTP/1.1\r\n");
+    // A step's own Host (a virtual host) replaces the target's: never two.
+    if !headers.iter().any(|(k, _)| *k == hyper::header::HOST) {
+        w.extend_from_slice(b"Host: ");
+        w.extend_from_slice(target.host_header.as_bytes());
+        w.extend_from_slice(b"\r\n");
+    }
     let length = sends_length(method, body);
     for (k, v) in headers {
         if length && *k == CONTENT_LENGTH {
@@ -92,12 +96,21 @@ fn h2_block(
 ) -> Vec<u8> {
     let length = sends_length(method, body).then_some(body.len());
     let https = target.tls.is_some();
+    // A step's own Host (a virtual host) is the request's :authority, not a second one.
+    let host = headers.iter().position(|(k, _)| *k == hyper::header::HOST);
+    let Some(at) = host else {
+        let authority = target.host_header.as_bytes();
+        return super::h2::encode(method.as_str(), https, authority, path, headers, length);
+    };
+    let mut rest = headers.to_vec();
+    let (_, authority) = rest.remove(at);
+    rest.retain(|(k, _)| *k != hyper::header::HOST);
     super::h2::encode(
         method.as_str(),
         https,
-        target.host_header.as_bytes(),
+        authority.as_bytes(),
         path,
-        headers,
+        &rest,
         length,
     )
 }
@@ -232,6 +245,34 @@ pub async fn send(
                 }
             }
             Ok((r.status, bytes, false))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_s_own_host_replaces_the_target_s() {
+        let target = Target {
+            addr: "127.0.0.1:80".parse().unwrap(),
+            host_header: HeaderValue::from_static("127.0.0.1:80"),
+            tls: None,
+            http2: false,
+            whole_heads: false,
+        };
+        let vhost = [(hyper::header::HOST, HeaderValue::from_static("vhost.test"))];
+        for (headers, want) in [(&vhost[..], "vhost.test"), (&[][..], "127.0.0.1:80")] {
+            let mut w = Vec::new();
+            write_h1(&Method::GET, "/", &target, headers, b"", &mut w);
+            let text = String::from_utf8(w).unwrap();
+            let hosts: Vec<&str> = text
+                .lines()
+                .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+                .collect();
+            assert_eq!(hosts.len(), 1, "{text}");
+            assert!(hosts[0].ends_with(want), "{text}");
         }
     }
 }

@@ -135,18 +135,21 @@ impl Target for Planned {
 
     fn fit(&self, step: &mut Rendered) -> Result<(), super::Unfit> {
         use crate::load::uri;
-        let encoded = match uri::request_target(&step.path) {
-            Ok(std::borrow::Cow::Owned(p)) => p,
-            Ok(std::borrow::Cow::Borrowed(_)) => return Ok(()),
-            Err(_) => {
-                return Err(super::Unfit {
-                    field: "path",
-                    bad: uri::forbidden,
-                })
-            }
-        };
-        step.path = encoded;
-        Ok(())
+        if step
+            .headers
+            .iter()
+            .any(|(k, _)| crate::load::request::frames_body(k))
+        {
+            // Only a script can add one (a step's are refused by `check`).
+            return Err(super::Unfit {
+                field: "headers",
+                bad: |_| false,
+            });
+        }
+        uri::fit_path(&mut step.path).map_err(|_| super::Unfit {
+            field: "path",
+            bad: uri::forbidden,
+        })
     }
 
     fn origin(&self) -> (String, bool) {
