@@ -1243,7 +1243,7 @@ mod tests {
             "{e}"
         );
         // Under the bound: parsed into Lua's tables, under its memory limit.
-        let e = run("local t = strainline.json('[' .. string.rep('{\"a\":[1]}', 100000, ',') .. ']') assert(#t == 100000 and t[1].a[1] == 1)").0;
+        let e = run("local t = strainline.json('[' .. string.rep('{\"a\":[1]}', 10000, ',') .. ']') assert(#t == 10000 and t[1].a[1] == 1)").0;
         e.unwrap();
         for ok in [
             "local d = strainline.json('{\"a\":[1,2.5,\"x\",true,null,{\"b\":18446744073709551615}]}') assert(d.a[1] == 1 and math.type(d.a[1]) == 'integer' and d.a[2] == 2.5 and d.a[3] == 'x' and d.a[4] == true and d.a[5] == nil and d.a[6].b == 18446744073709551615.0)",
