@@ -9,8 +9,11 @@
 //! hook"): no `io`, `os`, `package` or `debug`, no bytecode, no finalizer; at most
 //! [`MEMORY`] of memory and [`CALL_TIME`] a call — the script's top level included (it
 //! runs when the script is loaded, `check` too) — held in coroutines (`watch`) and in
-//! the library functions that loop in C (`SANDBOX`, `pattern`); a run's cancel or
-//! end cuts a call at once ([`serve`]).
+//! the library functions that loop in C (`SANDBOX`, `pattern`) or whose cost grows with
+//! their input (`GUARDS`); a run's cancel or end cuts a call at once ([`serve`]). What
+//! a hook hands back to Rust, outside the memory limit, is bounded: an `r.vars` value
+//! and `r.path` [`MAX_VALUE`], a header's value [`MAX_VALUE`] and all of them
+//! [`MAX_KEPT`], `r.body` [`MEMORY`]; `strainline.json` parses at most [`MAX_KEPT`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -25,7 +28,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Table, Value};
 
-use super::flow::Kept;
+use super::flow::{Kept, MAX_KEPT, MAX_VALUE};
 use super::request::Rendered;
 
 mod pattern;
@@ -57,7 +60,7 @@ pub struct Script {
 /// (`load` reads text only, no `string.dump`), no finalizer (`__gc`), no stopping the
 /// collector, and the string metatable locked.
 const SANDBOX: &str = r##"
-local limit = ...
+local limit, check = ...
 local error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring =
       error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring
 local format, rep, concat, sort, tointeger, maxinteger, ult =
@@ -75,6 +78,7 @@ end
 string.dump = nil
 getmetatable("").__metatable = false
 _G.load = function(chunk, name, mode, ...)
+  check()
   if mode ~= nil and mode ~= "t" then
     error("load: only text chunks in a strainline script (no bytecode)", 2)
   end
@@ -135,6 +139,7 @@ _G.collectgarbage = function(opt, ...)
 end
 
 string.rep = function(s, n, sep)
+  check()
   local each = #tostring(s) + (sep == nil and 0 or #tostring(sep))
   local count = n ~= nil and tonumber(n)
   if count and count > 0 and (each == 0 or each * (count + 0.0) > limit) then
@@ -192,6 +197,7 @@ table.remove = function(t, pos)
 end
 
 table.concat = function(t, sep, i, j)
+  check()
   if getmetatable(t) == nil then return concat(t, sep, i, j) end
   -- Its metamethods could fake a billion elements of a byte each: read them in Lua.
   sep, i = sep == nil and "" or sep, i == nil and 1 or int(i, 3, "concat")
@@ -209,6 +215,7 @@ table.concat = function(t, sep, i, j)
 end
 
 table.sort = function(t, comp)
+  check()
   if getmetatable(t) ~= nil then
     error("table.sort: a table with a metatable is not sorted in a strainline script", 2)
   end
@@ -333,6 +340,70 @@ unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug
     }
 }
 
+/// The library functions whose cost grows with what the script hands them (a string's
+/// length, a count, a table's size), each replaced by [`guarded`], which reads the clock
+/// before it calls the original: the instruction hook fires every [`EVERY`]
+/// instructions, and a loop of such calls (`while true do utf8.len(s) end`, 4
+/// instructions a turn) ran 2,500 of them, 10 ms each on 16 MiB, between two looks (a
+/// 1 s call ran 18 s). Those written in Lua in [`SANDBOX`] (`string.rep`, `load`,
+/// `table.concat`, `sort`) call `check` first. Constant-time ones need nothing. The
+/// originals are kept where Lua names a function in an argument error (`_LOADED`), so
+/// its messages still name it (`bad argument #1 to 'string.upper'`). `pairs` hands out the guarded
+/// `next` (a table emptied of a million keys makes each `next` a scan).
+const GUARDS: &str = r#"
+local guard, loaded = ...
+local linear = {
+  _G = {"next", "rawequal", "select", "tonumber", "tostring"},
+  string = {"byte", "char", "find", "format", "gmatch", "gsub", "lower", "match", "pack",
+            "packsize", "reverse", "sub", "unpack", "upper"},
+  table = {"pack", "unpack"},
+  utf8 = {"char", "codepoint", "codes", "len", "offset"},
+  strainline = {"hmac_sha256", "json", "sha256"},
+}
+local rawnext, opairs = next, pairs
+for lib, names in pairs(linear) do
+  local t = lib == "_G" and _G or _G[lib]
+  local orig = {}
+  for k, v in rawnext, t do orig[k] = v end
+  for _, name in ipairs(names) do t[name] = guard(t[name]) end
+  loaded[lib] = orig
+end
+local gnext = next
+pairs = function(t)
+  local f, s, c = opairs(t)
+  if f == rawnext then f = gnext end
+  return f, s, c
+end
+"#;
+
+/// Reads the clock, and fails the call past its deadline as the instruction hook does.
+unsafe extern "C-unwind" fn check(l: *mut ffi::lua_State) -> c_int {
+    if let Some(why) = over() {
+        ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, 1);
+        // No value with a destructor lives in this frame: the error's jump skips it.
+        return ffi::luaL_error(l, c"%s".as_ptr(), why.as_ptr());
+    }
+    0
+}
+
+/// A library function (its upvalue) called after [`check`]: see [`GUARDS`].
+unsafe extern "C-unwind" fn guarded(l: *mut ffi::lua_State) -> c_int {
+    check(l);
+    let n = ffi::lua_gettop(l);
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(l, 1);
+    ffi::lua_call(l, n, ffi::LUA_MULTRET);
+    ffi::lua_gettop(l)
+}
+
+/// `guard(f)`: `f` behind [`guarded`].
+unsafe extern "C-unwind" fn guard(l: *mut ffi::lua_State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
+    ffi::lua_settop(l, 1);
+    ffi::lua_pushcclosure(l, guarded, 1);
+    1
+}
+
 /// A state with the sandbox's libraries and `strainline.*` helpers, its memory limit
 /// and its instruction hook set, for the script's own top-level code.
 fn state(seed: u64) -> mlua::Result<Lua> {
@@ -365,10 +436,15 @@ fn state(seed: u64) -> mlua::Result<Lua> {
     lib.set(
         "json",
         lua.create_function(|lua, text: mlua::String| {
-            match serde_json::from_slice::<serde_json::Value>(&text.as_bytes()) {
-                Ok(v) => json_to_lua(lua, &v),
-                Err(_) => Ok(Value::Nil),
+            let text = text.as_bytes();
+            if text.len() > MAX_KEPT {
+                return Err(mlua::Error::runtime(format!(
+                    "strainline.json: a text of {} bytes is over the {} KiB it parses (the most of a reply's body kept)",
+                    text.len(),
+                    MAX_KEPT >> 10
+                )));
             }
+            json(lua, &text)
         })?,
     )?;
     g.set("strainline", lib)?;
@@ -380,8 +456,17 @@ fn state(seed: u64) -> mlua::Result<Lua> {
     // requests per CPU-second, docs/performance.md).
     lua.load(CALLERS).set_name("=strainline").exec()?;
     // After the callers, which keep the library's own functions for their own input.
-    lua.load(SANDBOX).set_name("=sandbox").call::<()>(MEMORY)?;
+    // SAFETY: `check` and `guard` keep to the Lua C API's rules (each pushes no more
+    // than the minimum stack a C function has).
+    let (check, guard) = unsafe { (lua.create_c_function(check)?, lua.create_c_function(guard)?) };
+    lua.load(SANDBOX)
+        .set_name("=sandbox")
+        .call::<()>((MEMORY, check))?;
     pattern::install(&lua)?;
+    let loaded: Table = lua.named_registry_value(ffi::LUA_LOADED_TABLE)?;
+    lua.load(GUARDS)
+        .set_name("=guards")
+        .call::<()>((guard, loaded))?;
     lua.set_memory_limit(MEMORY)?;
     // SAFETY: sets a hook on the state mlua calls on; `watch` touches only that state.
     unsafe {
@@ -403,33 +488,90 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// A JSON value as Lua sees it: objects and arrays as tables (arrays from 1), null as
-/// nil.
-fn json_to_lua(lua: &Lua, v: &serde_json::Value) -> mlua::Result<Value> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Null => Value::Nil,
-        J::Bool(b) => Value::Boolean(*b),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => Value::Integer(i),
-            None => Value::Number(n.as_f64().unwrap_or(0.0)),
-        },
-        J::String(s) => Value::String(lua.create_string(s)?),
-        J::Array(a) => {
-            let t = lua.create_table()?;
-            for (i, x) in a.iter().enumerate() {
-                t.set(i + 1, json_to_lua(lua, x)?)?;
-            }
-            Value::Table(t)
+/// A JSON text as Lua sees it: objects and arrays as tables (arrays from 1), null as
+/// nil; nil if it is not JSON. Built straight into Lua's tables, under its memory limit:
+/// a `serde_json::Value` first, outside it, took 732 MB for 16 MiB of `[],`.
+fn json(lua: &Lua, text: &[u8]) -> mlua::Result<Value> {
+    use serde::de::DeserializeSeed;
+    let failed = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let out = ToLua {
+        lua,
+        failed: &failed,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
+    match (out, failed.into_inner()) {
+        (_, Some(e)) => Err(e),
+        (Ok(v), None) => Ok(v),
+        (Err(_), None) => Ok(Value::Nil),
+    }
+}
+
+/// Makes one JSON value in Lua as it is parsed; a Lua error (its memory) kept in `failed`.
+#[derive(Clone, Copy)]
+struct ToLua<'a> {
+    lua: &'a Lua,
+    failed: &'a RefCell<Option<mlua::Error>>,
+}
+
+impl ToLua<'_> {
+    fn lua<T, E: serde::de::Error>(&self, r: mlua::Result<T>) -> Result<T, E> {
+        r.map_err(|e| {
+            let text = e.to_string();
+            *self.failed.borrow_mut() = Some(e);
+            E::custom(text)
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ToLua<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ToLua<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Boolean(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::Integer(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+        Ok(i64::try_from(u).map_or(Value::Number(u as f64), Value::Integer))
+    }
+    fn visit_f64<E>(self, x: f64) -> Result<Value, E> {
+        Ok(Value::Number(x))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Nil)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+        self.lua(self.lua.create_string(v).map(Value::String))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let t = self.lua(self.lua.create_table())?;
+        let mut i = 1;
+        while let Some(v) = seq.next_element_seed(self)? {
+            self.lua(t.raw_set(i, v))?;
+            i += 1;
         }
-        J::Object(m) => {
-            let t = lua.create_table()?;
-            for (k, x) in m {
-                t.set(k.as_str(), json_to_lua(lua, x)?)?;
-            }
-            Value::Table(t)
+        Ok(Value::Table(t))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let t = self.lua(self.lua.create_table())?;
+        while let Some(k) = map.next_key_seed(self)? {
+            let v = map.next_value_seed(self)?;
+            self.lua(t.raw_set(k, v))?;
         }
-    })
+        Ok(Value::Table(t))
+    }
 }
 
 impl Script {
@@ -582,6 +724,13 @@ fn vars_back(vars: &Table, c: &mut Caller) -> mlua::Result<()> {
             Value::String(s) if v.as_deref().map(str::as_bytes) == Some(&s.as_bytes()[..]) => {
                 continue;
             }
+            Value::String(s) if s.as_bytes().len() > MAX_VALUE => {
+                return Err(mlua::Error::runtime(format!(
+                    "r.vars.{n}: a value of {} bytes is over the {} KiB a variable holds",
+                    s.as_bytes().len(),
+                    MAX_VALUE >> 10
+                )));
+            }
             Value::String(s) => Some(s.to_str()?.to_string()),
             Value::Integer(i) => Some(i.to_string()),
             Value::Number(x) => Some(x.to_string()),
@@ -643,6 +792,13 @@ pub fn request(
                 })?;
         }
         if let Some(path) = path {
+            if path.as_bytes().len() > MAX_VALUE {
+                return Err(mlua::Error::runtime(format!(
+                    "r.path: {} bytes is over the {} KiB a path from the hook may be",
+                    path.as_bytes().len(),
+                    MAX_VALUE >> 10
+                )));
+            }
             req.path = path.to_str()?.to_string();
             if !req.path.starts_with('/') {
                 return Err(mlua::Error::runtime(format!(
@@ -657,8 +813,19 @@ pub fn request(
         // Read by the hook (and so perhaps changed): the request's headers are its.
         if let Some(headers) = headers {
             req.headers.clear();
-            for pair in headers.pairs::<String, mlua::String>() {
+            let mut total = 0;
+            for pair in headers.pairs::<mlua::String, mlua::String>() {
                 let (k, v) = pair?;
+                let (kb, vb) = (k.as_bytes(), v.as_bytes());
+                total += kb.len() + vb.len();
+                if vb.len() > MAX_VALUE || total > MAX_KEPT {
+                    return Err(mlua::Error::runtime(format!(
+                        "r.headers: over the {} KiB a header's value or the {} KiB all of them may be",
+                        MAX_VALUE >> 10,
+                        MAX_KEPT >> 10
+                    )));
+                }
+                let k = String::from_utf8_lossy(&kb).into_owned();
                 let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
                     mlua::Error::runtime(format!("r.headers: '{k}' is not a header name"))
                 })?;
@@ -984,6 +1151,14 @@ mod tests {
             ("local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end) coroutine.resume(co) coroutine.close(co) while true do end", limit),
             ("local function f(s) return (s:gsub('.', f)) end f('ab')", "more than 16 deep"),
             ("local function f() return f() + 1 end f()", "not enough memory"),
+            // Linear C calls in a loop of a few instructions: each reads the clock first
+            // (4 MiB: 2,500 calls of ~3 ms between two of the hook's looks, ~6 s).
+            ("local s = ('x'):rep(1 << 22) while true do utf8.len(s) end", limit),
+            ("local s = ('x'):rep(1 << 22) while true do s:upper() end", limit),
+            ("local s = ('x'):rep(1 << 22) while true do strainline.sha256(s) end", limit),
+            ("local t = {} for i = 1, 200000 do t[i] = i end while true do select('#', table.unpack(t)) end", limit),
+            ("local t = {} for i = 1, 1 << 18 do t[i] = i end for i = 1, (1 << 18) - 1 do t[i] = nil end while true do for k in pairs(t) do end end", limit),
+            ("local s = ('x'):rep(1 << 22) while true do pcall(utf8.len, s) end", limit),
         ] {
             let (out, took) = hostile(body);
             let e = out.expect_err(body).0;
@@ -1010,10 +1185,71 @@ mod tests {
             "local closed local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() closed = true end}) coroutine.yield() end) coroutine.resume(co) assert(coroutine.close(co) and closed)",
             "local ok, e = xpcall(function(a) error({a}) end, function(e) return e[1] + 1 end, 1) assert(not ok and e == 2)",
             "assert(select('#', xpcall(function() return 1, 2 end, tostring)) == 3)",
+            "local ok, e = pcall(string.upper) assert(not ok and e:find(\"bad argument #1 to 'string.upper'\"), e)",
+            "local ok, e = pcall(utf8.len, 'x', 9) assert(not ok and e:find(\"to 'utf8.len'\"), e)",
+            "assert(select(2, 'a', 'b') == 'b' and tostring(1) == '1' and ('abc'):upper() == 'ABC' and utf8.len('\\u{e9}') == 1)",
+            "local n = 0 for k, v in pairs({a = 1, b = 2}) do n = n + v end assert(n == 3)",
+            "local t = setmetatable({}, {__pairs = function(t) return function(_, k) if not k then return 1, 1 end end, t, nil end}) for k in pairs(t) do assert(k == 1) end",
         ] {
             let (out, took) = hostile(body);
             assert!(out.is_ok(), "{body}: {:?}", out.err().map(|e| e.0));
             assert!(took < Duration::from_millis(500), "{body}: {took:?}");
+        }
+    }
+
+    /// What a hook hands back to Rust, held outside the Lua limit (per client, for its
+    /// variables), is bounded: a 20 MiB `r.vars` value in 32 clients took 692 MB, and
+    /// `strainline.json` of 16 MiB of `[],` 732 MB.
+    #[test]
+    fn what_a_hook_hands_back_is_bounded() {
+        let names = vec!["token".to_string()];
+        let run = |body: &str| {
+            let s = script(&format!("function request(r)\n{body}\nend\n")).unwrap();
+            let mut values = vec![None];
+            let mut req = rendered(Method::GET, "/", Bytes::new());
+            let out = request(&s, 1, caller(&mut values, &names), &mut req);
+            (out.map_err(|e| e.0), values, req)
+        };
+        let (out, values, _) = run("r.vars.token = string.rep('a', 1024 * 1024)");
+        let e = out.unwrap_err();
+        assert!(
+            e.contains("r.vars.token: a value of 1048576 bytes is over the 64 KiB"),
+            "{e}"
+        );
+        assert_eq!(values[0], None);
+        let (out, values, _) = run("r.vars.token = string.rep('a', 64 * 1024)");
+        out.unwrap();
+        assert_eq!(values[0].as_ref().map(String::len), Some(64 << 10));
+        let e = run("r.headers['x-a'] = string.rep('a', 65 * 1024)")
+            .0
+            .unwrap_err();
+        assert!(e.contains("r.headers: over the 64 KiB"), "{e}");
+        let e = run("for i = 1, 40 do r.headers['x-' .. i] = string.rep('a', 60 * 1024) end")
+            .0
+            .unwrap_err();
+        assert!(e.contains("1024 KiB all of them"), "{e}");
+        let e = run("r.path = '/' .. string.rep('a', 65 * 1024)")
+            .0
+            .unwrap_err();
+        assert!(e.contains("r.path: 66561 bytes is over the 64 KiB"), "{e}");
+        let (out, _, req) = run("r.headers['x-a'] = string.rep('a', 1000) r.path = '/b'");
+        out.unwrap();
+        assert_eq!((req.headers[0].1.len(), req.path.as_str()), (1000, "/b"));
+        let e = run("strainline.json('[' .. string.rep('[]', 400 * 1024, ',') .. ']')")
+            .0
+            .unwrap_err();
+        assert!(
+            e.contains("strainline.json: a text of 1228801 bytes is over the 1024 KiB"),
+            "{e}"
+        );
+        // Under the bound: parsed into Lua's tables, under its memory limit.
+        let e = run("local t = strainline.json('[' .. string.rep('{\"a\":[1]}', 10000, ',') .. ']') assert(#t == 10000 and t[1].a[1] == 1)").0;
+        e.unwrap();
+        for ok in [
+            "local d = strainline.json('{\"a\":[1,2.5,\"x\",true,null,{\"b\":18446744073709551615}]}') assert(d.a[1] == 1 and math.type(d.a[1]) == 'integer' and d.a[2] == 2.5 and d.a[3] == 'x' and d.a[4] == true and d.a[5] == nil and d.a[6].b == 18446744073709551615.0)",
+            "assert(strainline.json('{') == nil and strainline.json('1 2') == nil and strainline.json('') == nil)",
+        ] {
+            run(ok).0.unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
     }
 
@@ -1024,6 +1260,7 @@ mod tests {
             "string.find(('a'):rep(3000), '.-.-.-.-.-.-.-.-.-.-b')",
             "coroutine.wrap(function() while true do end end)()",
             "table.move({}, 1, 1e15, 1, {})",
+            "local s = ('x'):rep(1 << 22) while true do utf8.len(s) end",
         ] {
             ending_soon();
             let t = Instant::now();
