@@ -228,10 +228,7 @@ impl Requests {
                 let r = sc.request(step, position, position, mix(h), &[], None);
                 let r = r.and_then(|mut r| match client.fit(&mut r) {
                     Ok(()) => Ok(r),
-                    Err(unfit) => Err(Unsent {
-                        field: unfit.field.to_string(),
-                        by: sc.path_culprit(step, position, &[], None, unfit.bad),
-                    }),
+                    Err(unfit) => Err(sc.unsent(step, position, &[], None, unfit)),
                 });
                 (r.map(Cow::Owned), Some(step))
             }

@@ -628,10 +628,9 @@ fn step_fits(
         )));
     }
     if let Err(unfit) = client.fit(&mut req) {
-        let by = sc.path_culprit(i, 0, &[], None, unfit.bad);
-        if by == "text" {
-            let field = unfit.field.to_string();
-            return Err(unsent(scenario::Unsent { field, by }));
+        let u = sc.unsent(i, 0, &[], None, unfit);
+        if u.by == "text" {
+            return Err(unsent(u));
         }
     }
     Ok(())

@@ -473,17 +473,13 @@ impl<'a> Client<'a> {
         for hop in 0.. {
             if let Err(unfit) = self.ctx.client.fit(&mut req) {
                 let s = &self.session;
-                let by = if hop > 0 {
-                    "location".to_string()
-                } else if unfit.field == "headers"
-                    || scripted.as_ref().is_some_and(|p| *p != req.path)
-                {
-                    "script".to_string()
-                } else {
-                    sc.path_culprit(i, self.id, &s.values, s.row.as_deref(), unfit.bad)
-                };
-                let field = unfit.field.to_string();
-                return self.unsent(i, &Unsent { field, by });
+                let mut unsent = sc.unsent(i, self.id, &s.values, s.row.as_deref(), unfit);
+                if hop > 0 {
+                    unsent.by = "location".to_string();
+                } else if scripted.as_ref().is_some_and(|p| *p != req.path) {
+                    unsent.by = "script".to_string();
+                }
+                return self.unsent(i, &unsent);
             }
             let s = &mut self.session;
             if s.cookies {

@@ -157,12 +157,13 @@ pub trait Target: Send + Sync {
     }
 }
 
-/// A field of a step's rendered request that its protocol's wire cannot carry, and
-/// the bytes it cannot (to find the value that put them there).
+/// A field of a step's rendered request that its protocol's wire cannot carry.
 #[derive(Debug, Clone, Copy)]
 pub struct Unfit {
     pub field: &'static str,
-    pub bad: fn(u8) -> bool,
+    /// The bytes it cannot carry, to find the value that put them there; `None` when
+    /// only the script can have (a header a step may not set).
+    pub bad: Option<fn(u8) -> bool>,
 }
 
 /// One open connection of a protocol.

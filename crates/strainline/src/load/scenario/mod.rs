@@ -375,19 +375,30 @@ impl Scenario {
         })
     }
 
-    /// What put a byte `bad` refuses into step `i`'s rendered path, named as
-    /// [`Unsent::by`] says.
-    pub fn path_culprit(
+    /// Why step `i`'s request, rendered for `client` with `values` and `row`, cannot
+    /// go on the wire (`unfit`): the field, and what put the byte there — the
+    /// placeholder of its path that holds it, its own text, or the script when only a
+    /// script can have.
+    pub fn unsent(
         &self,
         i: usize,
         client: u64,
         values: &[Option<String>],
         row: Option<&[String]>,
-        bad: impl Fn(u8) -> bool,
-    ) -> String {
-        let mut own = None;
-        let vars = self.vars(client, 0, values, row, &mut own);
-        self.culprit(self.steps[i].path.culprit(&vars, bad))
+        unfit: crate::load::proto::Unfit,
+    ) -> Unsent {
+        let by = match unfit.bad {
+            None => "script".to_string(),
+            Some(bad) => {
+                let mut own = None;
+                let vars = self.vars(client, 0, values, row, &mut own);
+                self.culprit(self.steps[i].path.culprit(&vars, bad))
+            }
+        };
+        Unsent {
+            field: unfit.field.to_string(),
+            by,
+        }
     }
 
     /// What `client`'s `seq`-th request is rendered with: `row`, or (`None`) row

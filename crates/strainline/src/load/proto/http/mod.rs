@@ -143,12 +143,12 @@ impl Target for Planned {
             // Only a script can add one (a step's are refused by `check`).
             return Err(super::Unfit {
                 field: "headers",
-                bad: |_| false,
+                bad: None,
             });
         }
         uri::fit_path(&mut step.path).map_err(|_| super::Unfit {
             field: "path",
-            bad: uri::forbidden,
+            bad: Some(uri::forbidden),
         })
     }
 

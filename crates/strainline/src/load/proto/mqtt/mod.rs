@@ -103,7 +103,7 @@ impl super::Target for Broker {
         match topic_of(step) {
             Some(t) if t.bytes().any(bad) => Err(super::Unfit {
                 field: "topic",
-                bad,
+                bad: Some(bad),
             }),
             _ => Ok(()),
         }
