@@ -742,32 +742,31 @@ fn hostile_labels_hosts_and_names_are_text_in_every_csv_and_escaped_on_the_termi
     }
     let dir = s.path("csv");
     let (versions, hosts) = (s.path("versions.csv"), s.path("hosts.csv"));
-    for args in [
-        vec!["report", "latest", "--csv", dir.to_str().unwrap()],
-        vec![
-            "report",
-            "hostile",
-            "--versions",
-            &labels.join(","),
-            "--metrics",
-            "ops",
-        ],
-        vec![
-            "report",
-            "hostile",
-            "--by-host",
-            "--label",
-            labels[0],
-            "--metrics",
-            "ops",
-        ],
-    ] {
-        let mut args = args;
-        match args[2] {
-            "--versions" => args.extend(["--csv", versions.to_str().unwrap()]),
-            "--by-host" => args.extend(["--csv", hosts.to_str().unwrap()]),
-            _ => {}
-        }
+    let joined = labels.join(",");
+    let by_version = [
+        "report",
+        "hostile",
+        "--versions",
+        &joined,
+        "--metrics",
+        "ops",
+    ];
+    let by_host = [
+        "report",
+        "hostile",
+        "--by-host",
+        "--label",
+        labels[0],
+        "--metrics",
+        "ops",
+    ];
+    assert_exit(
+        &s.run(&["report", "latest", "--csv", dir.to_str().unwrap()]),
+        0,
+    );
+    for (table, csv) in [(&by_version[..], &versions), (&by_host[..], &hosts)] {
+        let mut args = table.to_vec();
+        args.extend(["--csv", csv.to_str().unwrap()]);
         assert_exit(&s.run(&args), 0);
     }
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -804,27 +803,8 @@ fn hostile_labels_hosts_and_names_are_text_in_every_csv_and_escaped_on_the_termi
     ] {
         assert!(seen.contains(needle), "{needle} in {seen}");
     }
-    for args in [
-        vec!["runs"],
-        vec![
-            "report",
-            "hostile",
-            "--versions",
-            &labels.join(","),
-            "--metrics",
-            "ops",
-        ],
-        vec![
-            "report",
-            "hostile",
-            "--by-host",
-            "--label",
-            labels[0],
-            "--metrics",
-            "ops",
-        ],
-    ] {
-        let out = s.run(&args);
+    for args in [&["runs"][..], &by_version[..], &by_host[..]] {
+        let out = s.run(args);
         assert_exit(&out, 0);
         let text = stdout(&out);
         assert!(
