@@ -262,6 +262,8 @@ fn target_limit(step: &Step) -> Option<String> {
             100.0 * s.busiest_thread,
             s.target_cpu
         )
+    } else if let Some(held) = held_acceptor(s) {
+        held
     } else if s.listen_overflows > 0 {
         format!(
             "listen queue overflowed: the kernel counted {} connections that found the target's accept queue full (ListenOverflows) while it used {:.2} cores — it accepts too slowly or its listen backlog is too small, and clients wait for the 1 s SYN retransmit",
@@ -279,6 +281,23 @@ fn target_limit(step: &Step) -> Option<String> {
         )
     } else {
         return s.threads.as_ref().and_then(super::threads::limit);
+    })
+}
+
+/// The threads' own wait as the cause when the accept queue overflowed because of it:
+/// threads held in fsync, a lock, a full pool or a downstream cannot accept, so the
+/// overflow is the symptom and the wait the limit. A target that sleeps between accepts
+/// (timers) is named by its queue, as a slow acceptor.
+fn held_acceptor(s: &Figures) -> Option<String> {
+    if s.listen_overflows == 0 {
+        return None;
+    }
+    let (wait, words) = s.threads.as_ref().and_then(super::threads::cause)?;
+    (wait != crate::measure::threads::State::Sleep).then(|| {
+        format!(
+            "{words}; so it accepted too slowly: the kernel counted {} connections that found its accept queue full (ListenOverflows), and clients waited for the 1 s SYN retransmit",
+            s.listen_overflows
+        )
     })
 }
 
@@ -588,6 +607,48 @@ mod tests {
         assert!(
             c.limiting_factor
                 .starts_with("listen queue overflowed: the kernel counted 412 connections"),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn threads_held_in_fsync_are_the_cause_of_the_overflow_they_make() {
+        // The tokio server whose four workers block in fdatasync: they cannot accept, so
+        // the queue overflows; storage is the limit, the overflow its consequence. A
+        // target asleep between accepts is still named by its queue.
+        let mut r = rec(80.0, 23.0, 2700.0);
+        r.figures.listen_overflows = 15;
+        let held = |state| {
+            let mut states = crate::measure::threads::States::default();
+            states.add(state, 3.5);
+            states.add(crate::measure::threads::State::OnCpu, 0.02);
+            Some(Breakdown {
+                seconds: 10.0,
+                groups: vec![crate::measure::threads::GroupRates {
+                    name: "tokio-rt-worker".into(),
+                    threads: 4,
+                    states,
+                    all_busy: 0.0,
+                }],
+            })
+        };
+        r.figures.threads = held(crate::measure::threads::State::Storage);
+        let (_, c) = run(&[rec(20.0, 20.0, 10.0), r.clone()]);
+        assert!(
+            c.limiting_factor.starts_with(
+                "storage I/O: the target's 4 `tokio-rt-worker` threads spent 3.50 thread-s/s"
+            ) && c
+                .limiting_factor
+                .contains("so it accepted too slowly: the kernel counted 15 connections"),
+            "{}",
+            c.limiting_factor
+        );
+        r.figures.threads = held(crate::measure::threads::State::Sleep);
+        let (_, c) = run(&[rec(20.0, 20.0, 10.0), r]);
+        assert!(
+            c.limiting_factor
+                .starts_with("listen queue overflowed: the kernel counted 15"),
             "{}",
             c.limiting_factor
         );

@@ -37,6 +37,12 @@ fn noun(n: u32) -> &'static str {
 /// out — threads that mostly ran, or mostly waited for work (poll, parked: the time
 /// went outside them) — and the caller says so and prints [`summary`].
 pub fn limit(b: &Breakdown) -> Option<String> {
+    cause(b).map(|(_, words)| words)
+}
+
+/// [`limit`] with the state it names (a pool: the state its threads waited in most), so
+/// a caller can weigh it against a kernel counter that is its symptom.
+pub fn cause(b: &Breakdown) -> Option<(State, String)> {
     // A pool: every thread of a group busy nearly all the time, mostly not on a CPU
     // (a pool on a CPU all the time is a CPU limit, named from the CPU figures).
     if let Some(g) = b
@@ -45,7 +51,7 @@ pub fn limit(b: &Breakdown) -> Option<String> {
         .find(|g| g.all_busy >= POOL_FULL && g.states.on_cpu < 0.5 * g.threads as f64)
     {
         let (wait, secs) = g.states.dominant_wait();
-        return Some(format!(
+        return Some((wait, format!(
             "a pool: all {} `{}` {} were busy {:.0}% of the step ({} {:.2} thread-s/s, on CPU {:.2}) — requests queue for a free thread; more threads, or a shorter {}",
             g.threads,
             one_line(&g.name),
@@ -59,7 +65,7 @@ pub fn limit(b: &Breakdown) -> Option<String> {
                 State::Storage | State::Paging => "wait for storage",
                 _ => "time per request",
             }
-        ));
+        )));
     }
     let work: Vec<&GroupRates> = working(b).collect();
     let total = work
@@ -87,7 +93,7 @@ pub fn limit(b: &Breakdown) -> Option<String> {
             one_line(&top.name)
         )
     };
-    Some(match wait {
+    let words = match wait {
         State::Lock => format!(
             "a lock: {who} spent {secs:.2} thread-s/s waiting on a futex other threads waited on too while {:.2} cores ran (a contended mutex or an interpreter lock; {:.0}% of their time)",
             total.on_cpu,
@@ -115,7 +121,8 @@ pub fn limit(b: &Breakdown) -> Option<String> {
             total.on_cpu
         ),
         _ => return None,
-    })
+    };
+    Some((wait, words))
 }
 
 /// The breakdown in one line: thread-seconds per second in each state that has any,
