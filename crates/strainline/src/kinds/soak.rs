@@ -140,10 +140,15 @@ pub(super) fn soak(
         .push(Line::Soak(lines::Soak::Retained { per_op, growth }));
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
         let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
+        // Memory bounds the clients only when it grew as a trend: a few pages of noise
+        // between the first and last sample would read as a trillion clients.
+        let trend = mem
+            .as_ref()
+            .is_some_and(|l| l.p_value < 0.01 && l.slope > 0.0);
         capacity_figures(
             r,
             t,
-            growth,
+            if trend { growth } else { 0.0 },
             (clients, period),
             (basis, ctx.last_ceiling.is_some()),
         );
@@ -170,11 +175,10 @@ fn capacity_figures(
     r.metrics
         .push(Metric::of("capacity_ideal_clients", c.ideal));
     r.metrics.push(Metric::of("capacity_safe_clients", c.safe));
-    // No bound from memory is stored as a trillion clients, never as infinity.
-    r.metrics.push(Metric::of(
-        "capacity_ram_clients",
-        c.ram_bound.unwrap_or(1e12).min(1e12),
-    ));
+    // No bound from memory is no figure (the line says "none"), never a number.
+    if let Some(bound) = c.ram_bound {
+        r.metrics.push(Metric::of("capacity_ram_clients", bound));
+    }
     r.table.push(Line::Soak(lines::Soak::Capacity {
         capacity: c,
         period,

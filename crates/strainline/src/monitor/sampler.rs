@@ -803,10 +803,19 @@ impl Sampler {
             process: None,
             at: Some(at),
         });
-        let tree_best = tree_pss.clone().unwrap_or_else(|| tree.clone());
-        let peak_rss = match single {
-            Some(s) if s.bytes >= tree_best.bytes => s,
-            _ => tree_best,
+        // A sum from too few samples is a reading, not a peak: it never takes the
+        // headline (two PSS sums of a one-second build made a 49 MiB "Peak RSS" once in
+        // five runs, a compiler's high-water mark the other four).
+        let enough = |n: u64| n >= crate::measure::MIN_PEAK_SAMPLES;
+        let tree_best = match &tree_pss {
+            Some(pss) => enough(self.pss_sums).then(|| pss.clone()),
+            None => enough(self.samples.len() as u64).then(|| tree.clone()),
+        };
+        let peak_rss = match (single, tree_best) {
+            (Some(s), Some(t)) if s.bytes >= t.bytes => s,
+            (Some(s), None) => s,
+            (_, Some(t)) => t,
+            (None, None) => tree_pss.clone().unwrap_or_else(|| tree.clone()),
         };
         let last = self.last.clone();
         MonitorSummary {

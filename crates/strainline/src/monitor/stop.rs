@@ -23,10 +23,13 @@ pub fn kill_tree(sampler: &Sampler, root: u32) {
 pub fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
     // One more look, so that a daemon started just before the end is found too.
     sampler.sample();
+    // Only what still runs: a process already exiting (a zombie not yet reaped, `X`) was
+    // not left running — `xargs -P15 gcc` waits for every child, and its last compilers
+    // can still be in /proc as zombies when it is reaped.
     let leftover: Vec<u32> = sampler
         .live_pids()
         .into_iter()
-        .filter(|&p| p != root)
+        .filter(|&p| p != root && running(p))
         .collect();
     if !leftover.is_empty() {
         for &pid in &leftover {
@@ -60,4 +63,12 @@ pub fn stop_leftovers(sampler: &mut Sampler, root: u32) -> u64 {
         std::thread::sleep(Duration::from_millis(10));
     }
     leftover.len() as u64
+}
+
+/// Whether `pid` exists and is not exiting (state neither `Z` nor `X`).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| process::parse_stat(&t))
+        .is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
 }

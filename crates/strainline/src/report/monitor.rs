@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::host::Host;
-use crate::measure::{MonitorSummary, Sample};
+use crate::measure::{MonitorSummary, PeakSource, Sample};
 use crate::units::{format_duration, Bytes};
 
 /// The JSON document's schema identifier; bump it on any incompatible change.
@@ -75,10 +75,17 @@ pub fn write_summary(
         (Some(pid), Some(name)) => format!(" of pid {pid} ({name})"),
         _ => String::new(),
     };
+    // One name per figure in every run: the headline is named by what it is.
+    let headline = match p.source {
+        PeakSource::VmHwm | PeakSource::RuMaxrss => "Peak RSS:",
+        PeakSource::SampledTreePss => "Peak tree PSS:",
+        PeakSource::SampledTreeSum => "Peak tree RSS:",
+        PeakSource::CgroupV2MemoryPeak | PeakSource::CgroupV1MaxUsage => "Peak tree memory:",
+    };
     writeln!(
         out,
         "{:<20}{}  ({} KiB) {}, from {}{}",
-        "Peak RSS:",
+        headline,
         Bytes(p.bytes),
         p.bytes / 1024,
         if p.source.exact() { "exact" } else { "sampled" },
@@ -94,7 +101,11 @@ pub fn write_summary(
             crate::units::count(n, "sample", "samples")
         )
     };
-    if let Some(t) = &s.peak_tree_pss_sampled {
+    if let Some(t) = s
+        .peak_tree_pss_sampled
+        .as_ref()
+        .filter(|_| p.source != PeakSource::SampledTreePss)
+    {
         let n = s.tree_pss_samples;
         if n > 0 && n < crate::measure::MIN_PEAK_SAMPLES {
             writeln!(
@@ -115,7 +126,9 @@ pub fn write_summary(
         }
     }
     let t = &s.peak_tree_rss_sampled;
-    if s.samples < crate::measure::MIN_PEAK_SAMPLES {
+    if p.source == PeakSource::SampledTreeSum {
+        // The headline above.
+    } else if s.samples < crate::measure::MIN_PEAK_SAMPLES {
         writeln!(
             out,
             "{:<20}{}  {}",

@@ -399,7 +399,12 @@ impl<'a> Sitting<'a> {
                 let Some(result) = r else {
                     return Ok(None);
                 };
-                self.worst = self.worst.max(result.status);
+                // A case the machine made INVALID is left out of the pairs and is a
+                // note; it is the session's status only when no pair of its case
+                // measured (below). A target that crashed is a finding.
+                if result.status != Status::Invalid {
+                    self.worst = self.worst.max(result.status);
+                }
                 if !usable(&result) {
                     self.notes.push(format!(
                         "{} {} left out of the pairs: it is {}",
@@ -434,12 +439,15 @@ impl<'a> Sitting<'a> {
         if let Some(why) = stopped_by {
             writeln!(out, "  {name}: {why}")?;
         }
-        Ok(Some(pairs_of(
-            name,
-            &sides[0],
-            &sides[1],
-            self.mode != Mode::Sequential,
-        )))
+        let pairs = pairs_of(name, &sides[0], &sides[1], self.mode != Mode::Sequential);
+        let lost = sides
+            .iter()
+            .flat_map(|s| s.values())
+            .any(|r| r.status == Status::Invalid);
+        if pairs.is_empty() && lost {
+            self.worst = self.worst.max(Status::Invalid);
+        }
+        Ok(Some(pairs))
     }
 }
 

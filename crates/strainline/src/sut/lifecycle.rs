@@ -48,13 +48,7 @@ impl From<TargetError> for crate::Error {
     }
 }
 
-/// A free TCP port on loopback, for `{{port}}`.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
+pub use super::port::free_port;
 
 /// How much of a log's end [`tail`] reads, and how much of one line it shows.
 const TAIL_BYTES: u64 = 64 * 1024;

@@ -2,5 +2,6 @@
 //! it, telling when it is ready, watching it, stopping it and everything it started.
 
 pub mod lifecycle;
+pub mod port;
 pub mod probe;
 pub mod spec;

@@ -65,9 +65,8 @@ fn session(
         "--markdown",
         md.to_str().unwrap(),
     ]);
-    // The stored runs compared again give the session's verdict, line for line. (The
-    // exit codes differ when a repetition was invalid — generator-bound beside the
-    // neighbour: the session's code is the suite's, 3; compare's is the verdict's.)
+    // The stored runs compared again give the session's verdict, line for line, and
+    // the same exit (a repetition lost to the machine is a note in both).
     let verdict = |text: &str| {
         text.lines()
             .find(|l| l.starts_with("REGRESSION: ") || l.starts_with("no regression: "))
@@ -122,12 +121,11 @@ fn a_duet_flags_five_percent_more_cpu_per_request_beside_a_noisy_neighbour() {
         assert!((1.0..1.08).contains(&ratio), "ratio {ratio}\n{text}");
         seen.push(format!("{} at {ratio:.3}", row["verdict"]));
         if row["verdict"] == "regressed" {
-            // 1, or 3 when a repetition was generator-bound (INVALID) beside the noise.
-            let code = out.status.code();
-            assert!(
-                code == Some(1) || (code == Some(3) && text.contains("INVALID")),
-                "{code:?}\n{text}"
-            );
+            // 1: a repetition generator-bound (INVALID) beside the noise is left out
+            // of the pairs as a note; the exit says the verdict. No target crashed for
+            // a port the other side held.
+            assert_eq!(out.status.code(), Some(1), "{text}");
+            assert!(!text.contains("Address already in use"), "{text}");
             assert_has(&md, "**REGRESSED**");
             return;
         }
@@ -140,13 +138,8 @@ fn a_duet_of_a_version_against_itself_flags_nothing_and_says_what_it_could_see()
     let _m = measuring();
     let s = Scratch::new();
     let (out, doc, md) = session(&s, 100, 100, 3, "90s");
-    // 0, or 3 when a repetition was generator-bound (INVALID) beside the noise.
-    let code = out.status.code();
-    assert!(
-        code == Some(0) || (code == Some(3) && stdout(&out).contains("INVALID")),
-        "{code:?}\n{}",
-        stdout(&out)
-    );
+    // 0: a repetition generator-bound (INVALID) beside the noise is a note.
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let row = cpu_row(&doc);
     assert_ne!(row["verdict"], "regressed");
     let seen = row["detectable"].as_f64().unwrap();

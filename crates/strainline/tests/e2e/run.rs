@@ -395,22 +395,6 @@ fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
 }
 
 #[test]
-fn the_demo_runs_on_embedded_defaults_and_catches_the_leak() {
-    let _bench = loaded();
-    on_a_quiet_machine(|| {
-        let s = Scratch::new();
-        let out = s.run(&["demo"]);
-        assert_exit(&out, 0);
-        let text = stdout(&out);
-        assert!(text.contains("Demo as expected"), "{text}");
-        assert!(
-            text.contains("limiting factor: target CPU saturated"),
-            "{text}"
-        );
-    });
-}
-
-#[test]
 fn every_example_suite_is_valid() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
     let mut n = 0;
