@@ -7,15 +7,14 @@ use crate::store::Metric;
 use crate::suite::Family;
 use crate::sut::lifecycle;
 
-/// A case's result, whatever happened: a target that could not be built, started or
-/// made ready (or an interrupt before it was) measured nothing (invalid); any other
-/// error fails the case.
-pub fn outcome(ctx: &CaseCtx) -> CaseResult {
+/// A case's result, whatever happened: `Ok` when it ran (the runner judges its gates,
+/// then [`expected`]); `Err` when it could not: a target that could not be built,
+/// started or made ready (or an interrupt before it was) measured nothing (invalid);
+/// any other error fails the case — only a case that ran can have caught its defect.
+pub fn outcome(ctx: &CaseCtx) -> Result<CaseResult, CaseResult> {
     match run(ctx) {
-        // Only a case that ran can have caught its defect: an error (a command that
-        // would not start, a store that went away) is a failure whatever it expects.
-        Ok(r) => expected(ctx.test.expect_failure, r),
-        Err(e) => {
+        Ok(r) => Ok(r),
+        Err(e) => Err({
             let mut r = CaseResult::new();
             let status = match e {
                 crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
@@ -23,15 +22,16 @@ pub fn outcome(ctx: &CaseCtx) -> CaseResult {
             };
             r.fail(status, e.to_string());
             r
-        }
+        }),
     }
 }
 
-/// A case that shows a defect being caught (`expect = "failed"`): its failure is what
+/// A case that shows a defect being caught (`expect = "failed"`), its verdict and gates
+/// judged (a failed gate is part of what it catches): its failure is what
 /// it is there for — it passes, "caught, as expected", the failure's reasons kept —
 /// and its pass is a failure (the defect went unseen). An invalid or crashed case stays
 /// what it is: nothing was caught.
-fn expected(expect_failure: bool, mut r: CaseResult) -> CaseResult {
+pub fn expected(expect_failure: bool, mut r: CaseResult) -> CaseResult {
     if !expect_failure {
         return r;
     }
