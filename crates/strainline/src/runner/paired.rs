@@ -399,7 +399,7 @@ impl<'a> Sitting<'a> {
                 let Some(result) = r else {
                     return Ok(None);
                 };
-                self.worst = self.worst.max(result.status);
+                self.worst = self.worst.worse(result.status);
                 if !usable(&result) {
                     self.notes.push(format!(
                         "{} {} left out of the pairs: it is {}",

@@ -2,7 +2,10 @@
 //! samples, series, histograms and artifacts.
 
 use super::backend::{vals, Row};
-use super::{CaseRow, Metric, Result, RunRow, Status, Store, StoreError, StoredHistogram};
+use super::{
+    CaseRow, GateResult, GateTally, Metric, Result, RunRow, Status, Store, StoreError,
+    StoredHistogram,
+};
 use crate::measure::Sample;
 use crate::metrics::Direction;
 
@@ -67,7 +70,10 @@ impl Store {
 
     pub(super) const RUN_COLUMNS: &'static str =
         "r.id, r.kind, r.label, r.command, r.started_at, r.ended_at, r.status, r.exit_code,
-         r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite";
+         r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite,
+         (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id WHERE c.run_id = r.id),
+         (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id
+          WHERE c.run_id = r.id AND g.passed = 0)";
 
     pub(super) fn run_row(r: &Row) -> RunRow {
         let status = r.text(6);
@@ -89,6 +95,10 @@ impl Store {
             fingerprint: r.text(11),
             strainline_version: r.text(12),
             suite: r.opt_text(14),
+            gates: GateTally {
+                total: r.int(15),
+                failed: r.int(16),
+            },
         }
     }
 
@@ -205,6 +215,7 @@ impl Store {
                 repetition: r.int(8),
                 samples_stored: r.int(9),
                 metrics: Vec::new(),
+                gates: Vec::new(),
             })
             .collect();
         for c in &mut cases {
@@ -224,8 +235,37 @@ impl Store {
                 .collect();
             // Byte order, the same on every backend.
             c.metrics.sort_by(|a, b| a.name.cmp(&b.name));
+            c.gates = self.gates(c.id, c.summary.as_ref())?;
         }
         Ok(cases)
+    }
+
+    /// A case's gates in the order given. A case stored before the store had its `gates`
+    /// table (migration 6) kept them, without the measured value, in its summary.
+    pub fn gates(&self, case_id: i64, summary: Option<&serde_json::Value>) -> Result<Vec<GateResult>> {
+        let stored: Vec<GateResult> = self
+            .query(
+                "SELECT gate, metric, measured, unit, passed, detail FROM gates
+                 WHERE case_id = ?1 ORDER BY seq",
+                vals![case_id],
+            )?
+            .iter()
+            .map(|r| GateResult {
+                gate: r.text(0),
+                metric: r.text(1),
+                measured: r.opt_real(2),
+                unit: r.text(3),
+                passed: r.int(4) != 0,
+                detail: r.text(5),
+            })
+            .collect();
+        if !stored.is_empty() {
+            return Ok(stored);
+        }
+        Ok(summary
+            .and_then(|s| s.get("gates"))
+            .and_then(|g| serde_json::from_value(g.clone()).ok())
+            .unwrap_or_default())
     }
 
     /// The stored samples of a case, in time order.
