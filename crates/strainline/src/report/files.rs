@@ -57,21 +57,22 @@ pub fn junit(r: &RunData) -> String {
             }
         }
         cases.push_str("</testcase>\n");
-        for (gate, passed, detail) in c.gates() {
+        for g in c.gates() {
+            let (gate, passed, detail) = (&g.gate, g.passed, &g.detail);
             tests += 1;
             let _ = write!(
                 cases,
                 "    <testcase classname=\"{class}.gates\" name=\"{} :: {}\" time=\"0\">",
                 escape(&c.row.name),
-                escape(&gate)
+                escape(gate)
             );
             if !passed {
                 failures += 1;
                 let _ = write!(
                     cases,
                     "\n      <failure message=\"gate failed: {}\" type=\"gate\">{}</failure>\n    ",
-                    escape(&detail),
-                    escape(&detail)
+                    escape(detail),
+                    escape(detail)
                 );
             }
             cases.push_str("</testcase>\n");
@@ -125,6 +126,7 @@ pub fn markdown(r: &RunData) -> String {
     for c in &r.cases {
         let name = md(&c.row.name);
         let tables = [
+            ("Gates", &super::run::GATE_COLUMNS[..], c.gate_rows()),
             (
                 "Load agents",
                 &super::run::AGENT_COLUMNS[..],
@@ -153,9 +155,9 @@ pub fn markdown(r: &RunData) -> String {
         .iter()
         .flat_map(|c| {
             c.gates()
-                .into_iter()
-                .filter(|g| !g.1)
-                .map(move |g| (c.row.name.clone(), g.2))
+                .iter()
+                .filter(|g| !g.passed)
+                .map(move |g| (c.row.name.clone(), g.detail.clone()))
         })
         .collect();
     if !failed.is_empty() {
@@ -213,7 +215,8 @@ fn thread_states_csv(ramp: &RampDetails) -> Option<String> {
     any.then_some(t)
 }
 
-/// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics), and
+/// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics),
+/// `gates.csv` (every case's gates with the measured value, when it had any), and
 /// per case `NN-CASE-samples.csv` (the resource timeline), `NN-CASE-SERIES.csv` (each
 /// named series, e.g. a ramp's offered vs achieved), `NN-CASE-steps.csv` (a ramp's
 /// steps) and `NN-CASE-thread-states.csv` (its steps' thread states, one row per step,
@@ -244,6 +247,25 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     put("metrics.csv".into(), metrics)?;
+    if r.cases.iter().any(|c| !c.gates().is_empty()) {
+        let mut gates = String::from("case,gate,metric,measured,unit,passed,detail\n");
+        for c in &r.cases {
+            for g in c.gates() {
+                let _ = writeln!(
+                    gates,
+                    "{},{},{},{},{},{},{}",
+                    text(&c.row.name),
+                    text(&g.gate),
+                    text(&g.metric),
+                    g.measured.map(super::csv_text::number).unwrap_or_default(),
+                    text(&g.unit),
+                    g.passed,
+                    text(&g.detail)
+                );
+            }
+        }
+        put("gates.csv".into(), gates)?;
+    }
     for (i, c) in r.cases.iter().enumerate() {
         let stem = format!("{:02}-{}", i + 1, slug(&c.row.name));
         if !c.samples.is_empty() {

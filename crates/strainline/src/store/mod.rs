@@ -15,6 +15,7 @@ mod read;
 mod rows;
 mod schema;
 mod sqlite;
+mod why;
 mod write;
 
 use std::cell::RefCell;
