@@ -339,7 +339,7 @@ mod tests {
     use super::*;
     use crate::measure::Sample;
     use crate::report::run::CaseData;
-    use crate::store::{CaseRow, Metric, RunRow};
+    use crate::store::{CaseRow, GateResult, Metric, RunRow};
 
     fn sample(t: f64, mib: u64) -> Sample {
         Sample {
@@ -372,6 +372,10 @@ mod tests {
             fingerprint: "cpu|2c|24GiB".into(),
             strainline_version: "0.1.0".into(),
             suite: Some("iot".into()),
+            gates: crate::store::GateTally {
+                total: 2,
+                failed: 1,
+            },
         };
         let m = |n: &str, v: f64, u: &str, d: &str| {
             Metric::new(n, v, u, crate::metrics::Direction::parse(d))
@@ -401,6 +405,24 @@ mod tests {
                 m("peak_rss", 12.0 * 1048576.0, "bytes", "lower"),
                 m("throughput", 200.0, "req/s", "higher"),
             ],
+            gates: vec![
+                GateResult {
+                    gate: "latency_p99 < 2ms".into(),
+                    metric: "latency_p99".into(),
+                    measured: Some(2.5),
+                    unit: "ms".into(),
+                    passed: false,
+                    detail: "latency_p99 < 2ms (measured 2.5, needs < 2)".into(),
+                },
+                GateResult {
+                    gate: "error_rate < 1%".into(),
+                    metric: "error_rate".into(),
+                    measured: Some(0.0),
+                    unit: "ratio".into(),
+                    passed: true,
+                    detail: "error_rate < 1% (measured 0, needs < 0.01)".into(),
+                },
+            ],
         };
         let ramp = CaseRow {
             id: 2,
@@ -415,6 +437,7 @@ mod tests {
                 ], "ceiling": 100.0, "knee": 100.0}
             })),
             metrics: vec![m("ceiling", 100.0, "req/s", "higher")],
+            gates: Vec::new(),
             ..bench.clone()
         };
         RunData {
@@ -574,6 +597,7 @@ mod tests {
             names,
             [
                 "metrics.csv",
+                "gates.csv",
                 "01-push-samples.csv",
                 "01-push-latency.csv",
                 "02-peak-offered_vs_achieved.csv",

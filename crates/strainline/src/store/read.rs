@@ -313,7 +313,7 @@ fn relative(key: &str) -> Option<(&str, u64)> {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Location, Metric, NewRun, Status, Store, StoreError};
+    use super::super::{GateResult, GateTally, Location, Metric, NewRun, Status, Store, StoreError};
     use crate::host::{GitState, Host};
     use crate::measure::Sample;
 
@@ -448,5 +448,65 @@ mod tests {
         let ordered = s.runs_in_order(Some("0.7.0"), None).unwrap();
         assert_eq!(ordered.len(), 1);
         assert_eq!(ordered[0].id, ids[1]);
+    }
+
+    fn gate(text: &str, measured: Option<f64>, unit: &str, passed: bool) -> GateResult {
+        GateResult {
+            gate: text.into(),
+            metric: text.split(' ').next().unwrap().into(),
+            measured,
+            unit: unit.into(),
+            passed,
+            detail: format!("{text} (measured {measured:?})"),
+        }
+    }
+
+    #[test]
+    fn gates_read_back_with_their_measured_values_and_are_the_why_not_a_note() {
+        let s = store();
+        let id = begin(&s, None, &host("c1"));
+        let case = s.begin_case(id, "http://127.0.0.1:1/", "load", None, 0).unwrap();
+        let gates = [
+            gate("error_rate < 5%", Some(0.1938), "ratio", false),
+            gate("latency_p99 < 50ms", Some(62.9), "ms", false),
+            gate("throughput > 1", None, "req/s", false),
+            gate("latency_p50 < 1s", Some(3.5), "ms", true),
+        ];
+        s.put_gates(case, &gates).unwrap();
+        let summary = serde_json::json!({"reasons": ["note: the generator sent late in a burst"]});
+        s.finish_case(case, Status::Failed, &[], &[], &summary).unwrap();
+        let note = "note: the generator sent late in a burst".to_string();
+        s.finish_run(id, Status::Failed, Some(1), std::slice::from_ref(&note))
+            .unwrap();
+        let c = &s.cases(id).unwrap()[0];
+        assert_eq!(c.gates, gates, "in order, each with its measured value");
+        let run = s.find_run("latest").unwrap();
+        assert_eq!(run.gates, GateTally { total: 4, failed: 3 });
+        assert_eq!(run.gates.shown(), "3 of 4 failed");
+        assert_eq!(s.list_runs(1, None).unwrap()[0].gates, run.gates);
+        // The run's only reason is a note: its Why is its case's first failed gate,
+        // named by its case (a suite's run; a load run's one case goes unnamed).
+        let why = s.first_reasons(&[id]).unwrap();
+        assert_eq!(
+            why[&id],
+            "http://127.0.0.1:1/: gate failed: error_rate < 5% (measured Some(0.1938))"
+        );
+        // Put again (a case judged again): replaced, not doubled.
+        s.put_gates(case, &gates[..1]).unwrap();
+        assert_eq!(s.cases(id).unwrap()[0].gates.len(), 4);
+    }
+
+    #[test]
+    fn a_case_stored_before_the_gates_table_reads_its_gates_from_its_summary() {
+        let s = store();
+        let id = begin(&s, None, &host("c1"));
+        let case = s.begin_case(id, "push", "bench", None, 0).unwrap();
+        let summary = serde_json::json!({"gates": [
+            {"gate": "latency_p99 < 2ms", "passed": false, "detail": "latency_p99 < 2ms (measured 2.5 ms, needs < 2 ms)"}
+        ]});
+        s.finish_case(case, Status::Failed, &[], &[], &summary).unwrap();
+        let g = &s.cases(id).unwrap()[0].gates;
+        assert_eq!((g.len(), g[0].passed, g[0].measured), (1, false, None));
+        assert_eq!(g[0].gate, "latency_p99 < 2ms");
     }
 }
