@@ -307,7 +307,12 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
 /// Why the run ended as it did, the reason its exit `code` stands for first: a stop or a
 /// failed gate before the generator's evidence, unless that evidence made the run
 /// INVALID; the verdict's notes (evidence that did not change it) last.
-fn reasons(verdict: &[String], aborted: Option<&str>, judged: &[GateResult], code: i32) -> Vec<String> {
+fn reasons(
+    verdict: &[String],
+    aborted: Option<&str>,
+    judged: &[GateResult],
+    code: i32,
+) -> Vec<String> {
     let (notes, evidence): (Vec<&String>, Vec<&String>) =
         verdict.iter().partition(|r| r.starts_with("note: "));
     let gates = aborted
@@ -381,4 +386,46 @@ fn print(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_a_load_run_s_code_stands_for_comes_first_and_notes_last() {
+        let verdict = [
+            "note: the generator sent late in a burst".to_string(),
+            "the generator was the limit: a worker thread busy 99% of the run".to_string(),
+        ];
+        let gate = crate::suite::gate::parse(
+            "error_rate < 5%",
+            &[("error_rate", crate::metrics::Unit::Ratio)],
+        )
+        .unwrap()
+        .judge(Some(0.1938));
+        assert!(!gate.passed);
+        let failed = reasons(&verdict, None, std::slice::from_ref(&gate), exit::FAILED);
+        assert!(
+            failed[0].starts_with("gate failed: error_rate < 5% (measured 19.38%"),
+            "{failed:?}"
+        );
+        assert_eq!(failed[1], verdict[1]);
+        assert_eq!(failed[2], verdict[0], "a note last");
+        // INVALID wins over a failed gate (exit::combine): its evidence leads.
+        let invalid = reasons(&verdict, None, std::slice::from_ref(&gate), exit::INVALID);
+        assert_eq!(invalid[0], verdict[1]);
+        assert!(invalid[1].starts_with("gate failed: "));
+        assert_eq!(exit::combine(exit::INVALID, exit::FAILED), exit::INVALID);
+        let stopped = reasons(
+            &[],
+            Some("gate error_rate < 5% decided failed after 1 s"),
+            &[],
+            exit::FAILED,
+        );
+        assert_eq!(
+            stopped,
+            ["stopped early: gate error_rate < 5% decided failed after 1 s"]
+        );
+    }
 }

@@ -109,7 +109,8 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         .and_then(|c| serde_json::from_value::<crate::host::Conditions>(c).ok());
     if args.json {
         let mut out = io::stdout().lock();
-        let doc = serde_json::json!({ "run": run, "why": why, "conditions": conditions, "cases": cases });
+        let doc =
+            serde_json::json!({ "run": run, "why": why, "conditions": conditions, "cases": cases });
         return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&doc)?));
     }
     let mut out = crate::units::Printable(io::stdout().lock());

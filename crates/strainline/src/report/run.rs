@@ -196,7 +196,14 @@ impl CaseData {
         self.row
             .gates
             .iter()
-            .map(|g| vec![g.gate.clone(), g.measured_shown(), g.verdict_word().into(), g.detail.clone()])
+            .map(|g| {
+                vec![
+                    g.gate.clone(),
+                    g.measured_shown(),
+                    g.verdict_word().into(),
+                    g.detail.clone(),
+                ]
+            })
             .collect()
     }
 

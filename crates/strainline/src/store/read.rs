@@ -242,7 +242,11 @@ impl Store {
 
     /// A case's gates in the order given. A case stored before the store had its `gates`
     /// table (migration 6) kept them, without the measured value, in its summary.
-    pub fn gates(&self, case_id: i64, summary: Option<&serde_json::Value>) -> Result<Vec<GateResult>> {
+    pub fn gates(
+        &self,
+        case_id: i64,
+        summary: Option<&serde_json::Value>,
+    ) -> Result<Vec<GateResult>> {
         let stored: Vec<GateResult> = self
             .query(
                 "SELECT gate, metric, measured, unit, passed, detail FROM gates
@@ -313,7 +317,9 @@ fn relative(key: &str) -> Option<(&str, u64)> {
 mod tests {
     use std::path::Path;
 
-    use super::super::{GateResult, GateTally, Location, Metric, NewRun, Status, Store, StoreError};
+    use super::super::{
+        GateResult, GateTally, Location, Metric, NewRun, Status, Store, StoreError,
+    };
     use crate::host::{GitState, Host};
     use crate::measure::Sample;
 
@@ -465,7 +471,9 @@ mod tests {
     fn gates_read_back_with_their_measured_values_and_are_the_why_not_a_note() {
         let s = store();
         let id = begin(&s, None, &host("c1"));
-        let case = s.begin_case(id, "http://127.0.0.1:1/", "load", None, 0).unwrap();
+        let case = s
+            .begin_case(id, "http://127.0.0.1:1/", "load", None, 0)
+            .unwrap();
         let gates = [
             gate("error_rate < 5%", Some(0.1938), "ratio", false),
             gate("latency_p99 < 50ms", Some(62.9), "ms", false),
@@ -474,14 +482,21 @@ mod tests {
         ];
         s.put_gates(case, &gates).unwrap();
         let summary = serde_json::json!({"reasons": ["note: the generator sent late in a burst"]});
-        s.finish_case(case, Status::Failed, &[], &[], &summary).unwrap();
+        s.finish_case(case, Status::Failed, &[], &[], &summary)
+            .unwrap();
         let note = "note: the generator sent late in a burst".to_string();
         s.finish_run(id, Status::Failed, Some(1), std::slice::from_ref(&note))
             .unwrap();
         let c = &s.cases(id).unwrap()[0];
         assert_eq!(c.gates, gates, "in order, each with its measured value");
         let run = s.find_run("latest").unwrap();
-        assert_eq!(run.gates, GateTally { total: 4, failed: 3 });
+        assert_eq!(
+            run.gates,
+            GateTally {
+                total: 4,
+                failed: 3
+            }
+        );
         assert_eq!(run.gates.shown(), "3 of 4 failed");
         assert_eq!(s.list_runs(1, None).unwrap()[0].gates, run.gates);
         // The run's only reason is a note: its Why is its case's first failed gate,
@@ -504,7 +519,8 @@ mod tests {
         let summary = serde_json::json!({"gates": [
             {"gate": "latency_p99 < 2ms", "passed": false, "detail": "latency_p99 < 2ms (measured 2.5 ms, needs < 2 ms)"}
         ]});
-        s.finish_case(case, Status::Failed, &[], &[], &summary).unwrap();
+        s.finish_case(case, Status::Failed, &[], &[], &summary)
+            .unwrap();
         let g = &s.cases(id).unwrap()[0].gates;
         assert_eq!((g.len(), g[0].passed, g[0].measured), (1, false, None));
         assert_eq!(g[0].gate, "latency_p99 < 2ms");

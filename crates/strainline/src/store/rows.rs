@@ -85,9 +85,10 @@ impl Status {
     /// Those whose figures describe the target: an `invalid` case was generator-bound
     /// (its figures describe strainline), a `crashed` one did not finish.
     pub const USABLE: [Status; 3] = [Status::Passed, Status::Failed, Status::Completed];
-    /// Those that ended with nothing against them: passed, or (a monitor, a watch) ran
-    /// to their end with nothing to judge.
-    pub const GOOD: [Status; 2] = [Status::Passed, Status::Completed];
+    /// Those that ended with nothing against them: passed, (a monitor, a watch) ran to
+    /// their end with nothing to judge, or (a `load` run without a failed gate) measured
+    /// the target at the pace asked.
+    pub const GOOD: [Status; 3] = [Status::Passed, Status::Completed, Status::Valid];
 
     /// Whether its figures describe the target ([`Status::USABLE`]).
     pub fn usable(&self) -> bool {
@@ -305,6 +306,6 @@ mod tests {
         assert_eq!(later, Status::Other("paused".into()));
         assert_eq!(later.to_string(), "paused");
         assert!(!later.usable() && !later.good());
-        assert_eq!(Status::sql(&Status::GOOD), "'passed', 'completed'");
+        assert_eq!(Status::sql(&Status::GOOD), "'passed', 'completed', 'valid'");
     }
 }
