@@ -2,7 +2,9 @@
 //! (rows, verdicts, a change point where the v2 profile entered the history, no
 //! console errors, hostile names inert, screenshots), the live page of a running soak
 //! advances and agrees with what the run stores at its end, PostgreSQL serves what
-//! SQLite serves, the token is enforced, the store file is not touched, and 20 clients
+//! SQLite serves, a failed gate is stored with its measured value and shown by `show`,
+//! `runs`, every report and the pages (a suite's in PostgreSQL here, a `load` run's in
+//! `load.rs`), the token is enforced, the store file is not touched, and 20 clients
 //! browsing while a suite writes get only 200s.
 
 use std::io::{BufRead, Read, Write};
