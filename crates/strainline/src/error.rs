@@ -18,6 +18,63 @@ pub mod exit {
     pub const INVALID: i32 = 3;
     pub const CRASHED: i32 = 4;
     pub const INTERRUPTED: i32 = 130;
+
+    /// The codes from the one that wins to the one that yields, when a command has more
+    /// than one outcome (a load run both INVALID and failing a gate, a suite's cases
+    /// that ended differently, a suite that passed but regressed): usage (2), interrupted
+    /// (130), crashed (4), invalid (3), failed (1), passed (0). INVALID wins over FAILED
+    /// because an invalid run's figures describe strainline: a gate they fail, or a
+    /// regression they show, is no evidence against the target.
+    pub const PRECEDENCE: [i32; 6] = [USAGE, INTERRUPTED, CRASHED, INVALID, FAILED, PASSED];
+
+    /// How far down [`PRECEDENCE`] a code is; a code not in it (a command's own, as
+    /// `monitor` passes on) just after usage.
+    fn rank(code: i32) -> usize {
+        match PRECEDENCE.iter().position(|&c| c == code) {
+            Some(0) => 0,
+            Some(i) => i + 1,
+            None => 1,
+        }
+    }
+
+    /// The code of two outcomes together: the one that comes first in [`PRECEDENCE`].
+    /// Every command combines its outcomes through this.
+    pub fn combine(a: i32, b: i32) -> i32 {
+        if rank(b) < rank(a) {
+            b
+        } else {
+            a
+        }
+    }
+
+    /// The code of any number of outcomes together ([`PASSED`] for none).
+    pub fn all(codes: impl IntoIterator<Item = i32>) -> i32 {
+        codes.into_iter().fold(PASSED, combine)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_pair_of_outcomes_combines_to_the_one_documented_first() {
+            for (i, &a) in PRECEDENCE.iter().enumerate() {
+                for (j, &b) in PRECEDENCE.iter().enumerate() {
+                    let first = PRECEDENCE[i.min(j)];
+                    assert_eq!(combine(a, b), first, "{a} with {b}");
+                    assert_eq!(combine(b, a), first, "{b} with {a}");
+                }
+            }
+            // The case issue 51 found: INVALID and a failed gate is INVALID.
+            assert_eq!(combine(INVALID, FAILED), INVALID);
+            assert_eq!(all([FAILED, PASSED, INVALID, FAILED]), INVALID);
+            assert_eq!(all([]), PASSED);
+            // A command's own code (monitor's 127) yields only to usage.
+            assert_eq!(combine(127, CRASHED), 127);
+            assert_eq!(combine(127, INTERRUPTED), 127);
+            assert_eq!(combine(127, USAGE), USAGE);
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use crate::load::verdict::Validity;
 use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Work};
 use crate::os::signals;
 use crate::report::load as report;
-use crate::store::{Location, Status, Store};
+use crate::store::{GateResult, Location, Status, Store};
 use crate::suite::abort::Abort;
 use crate::suite::gate::Gate;
 
@@ -233,36 +233,37 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let target = watcher.map(|w| w.finish(Vec::new(), "watched").0);
     drop(export);
     let metrics = load::summary::metrics(&summary);
-    let judged: Vec<(bool, String)> = gates
+    let judged: Vec<GateResult> = gates
         .iter()
-        .map(|g| match metrics.iter().find(|m| m.name == g.metric) {
-            Some(m) => (g.holds(m.value), g.describe(m.value)),
-            None => (false, format!("{}: not measured in this run", g.text)),
-        })
+        .map(|g| g.judge(metrics.iter().find(|m| m.name == g.metric).map(|m| m.value)))
         .collect();
     let aborted = abort.decided();
-    let gate_failed = judged.iter().any(|(held, _)| !held);
-    let mut reasons = summary.reasons.clone();
-    reasons.extend(aborted.iter().map(|why| format!("stopped early: {why}")));
-    reasons.extend(
-        judged
-            .iter()
-            .filter(|(held, _)| !held)
-            .map(|(_, d)| format!("gate failed: {d}")),
-    );
-    let (code, status) = if aborted.is_some() {
-        (exit::FAILED, Status::Failed)
-    } else if outcome.interrupted {
-        (exit::INTERRUPTED, Status::Interrupted)
-    } else if gate_failed {
-        (exit::FAILED, Status::Failed)
-    } else {
+    let gate_failed = judged.iter().any(|g| !g.passed);
+    let code = exit::all([
+        if aborted.is_some() || gate_failed {
+            exit::FAILED
+        } else {
+            exit::PASSED
+        },
+        // A run a gate stopped early was not interrupted by the user.
+        if outcome.interrupted && aborted.is_none() {
+            exit::INTERRUPTED
+        } else {
+            exit::PASSED
+        },
         match v.status {
-            Validity::Valid => (exit::PASSED, Status::Valid),
-            Validity::Invalid => (exit::INVALID, Status::Invalid),
-            Validity::Failed => (exit::FAILED, Status::Failed),
-        }
+            Validity::Valid => exit::PASSED,
+            Validity::Invalid => exit::INVALID,
+            Validity::Failed => exit::FAILED,
+        },
+    ]);
+    let status = match code {
+        exit::PASSED => Status::Valid,
+        exit::INVALID => Status::Invalid,
+        exit::INTERRUPTED => Status::Interrupted,
+        _ => Status::Failed,
     };
+    let reasons = reasons(&summary.reasons, aborted.as_deref(), &judged, code);
     for (name, points) in outcome.per_second() {
         store.append_series(case_id, &name, &points)?;
     }
@@ -275,6 +276,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             &encoded,
         )?;
     }
+    store.put_gates(case_id, &judged)?;
     store.finish_case(case_id, status.clone(), &metrics, &[], &summary)?;
     store.set_run_settings(
         run_id,
@@ -302,17 +304,47 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     Ok(code)
 }
 
+/// Why the run ended as it did, the reason its exit `code` stands for first: a stop or a
+/// failed gate before the generator's evidence, unless that evidence made the run
+/// INVALID; the verdict's notes (evidence that did not change it) last.
+fn reasons(
+    verdict: &[String],
+    aborted: Option<&str>,
+    judged: &[GateResult],
+    code: i32,
+) -> Vec<String> {
+    let (notes, evidence): (Vec<&String>, Vec<&String>) =
+        verdict.iter().partition(|r| r.starts_with("note: "));
+    let gates = aborted
+        .map(|why| format!("stopped early: {why}"))
+        .into_iter()
+        .chain(
+            judged
+                .iter()
+                .filter(|g| !g.passed)
+                .map(|g| format!("gate failed: {}", g.detail)),
+        );
+    let evidence = evidence.into_iter().cloned();
+    let mut out: Vec<String> = if code == exit::INVALID {
+        evidence.chain(gates).collect()
+    } else {
+        gates.chain(evidence).collect()
+    };
+    out.extend(notes.into_iter().cloned());
+    out
+}
+
 /// The terminal's account of a load run: failures first (a stopped run's reason, failed
 /// gates), the summary, each gate, and the watched target.
 fn print(
     summary: &load::summary::LoadSummary,
     run_id: i64,
     aborted: Option<&str>,
-    judged: &[(bool, String)],
+    judged: &[GateResult],
     target: Option<&crate::measure::MonitorSummary>,
 ) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    let failed = judged.iter().filter(|(held, _)| !held).count();
+    let failed = judged.iter().filter(|g| !g.passed).count();
     if let Some(why) = aborted {
         writeln!(
             out,
@@ -324,16 +356,17 @@ fn print(
         writeln!(out, "{}", crate::units::alarm(&line))?;
     }
     report::write_summary(&mut out, summary, Some(run_id))?;
-    for (held, detail) in judged {
+    for g in judged {
         let line = format!(
-            "  {:<14}{} {detail}",
+            "  {:<14}{} {}",
             "Gate",
-            if *held { "ok:" } else { "FAILED:" }
+            if g.passed { "ok:" } else { "FAILED:" },
+            g.detail
         );
         writeln!(
             out,
             "{}",
-            if *held {
+            if g.passed {
                 line
             } else {
                 crate::units::alarm(&line)
@@ -353,4 +386,46 @@ fn print(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_a_load_run_s_code_stands_for_comes_first_and_notes_last() {
+        let verdict = [
+            "note: the generator sent late in a burst".to_string(),
+            "the generator was the limit: a worker thread busy 99% of the run".to_string(),
+        ];
+        let gate = crate::suite::gate::parse(
+            "error_rate < 5%",
+            &[("error_rate", crate::metrics::Unit::Ratio)],
+        )
+        .unwrap()
+        .judge(Some(0.1938));
+        assert!(!gate.passed);
+        let failed = reasons(&verdict, None, std::slice::from_ref(&gate), exit::FAILED);
+        assert!(
+            failed[0].starts_with("gate failed: error_rate < 5% (measured 19.38%"),
+            "{failed:?}"
+        );
+        assert_eq!(failed[1], verdict[1]);
+        assert_eq!(failed[2], verdict[0], "a note last");
+        // INVALID wins over a failed gate (exit::combine): its evidence leads.
+        let invalid = reasons(&verdict, None, std::slice::from_ref(&gate), exit::INVALID);
+        assert_eq!(invalid[0], verdict[1]);
+        assert!(invalid[1].starts_with("gate failed: "));
+        assert_eq!(exit::combine(exit::INVALID, exit::FAILED), exit::INVALID);
+        let stopped = reasons(
+            &[],
+            Some("gate error_rate < 5% decided failed after 1 s"),
+            &[],
+            exit::FAILED,
+        );
+        assert_eq!(
+            stopped,
+            ["stopped early: gate error_rate < 5% decided failed after 1 s"]
+        );
+    }
 }

@@ -179,9 +179,12 @@ fn paired(
         );
     }
     let code = outcome.ending.exit_code();
-    Ok(if code == exit::PASSED && outcome.regressed {
-        exit::FAILED
-    } else {
-        code
-    })
+    Ok(exit::combine(
+        code,
+        if outcome.regressed {
+            exit::FAILED
+        } else {
+            exit::PASSED
+        },
+    ))
 }

@@ -38,8 +38,8 @@ pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
     quiet_pipe((|| {
         writeln!(
             out,
-            "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<12}  {:<10}  COMMAND",
-            "RUN", "STARTED (UTC)", "KIND", "STATUS", "EXIT", "LABEL", "COMMIT"
+            "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<14}  {:<12}  {:<10}  COMMAND",
+            "RUN", "STARTED (UTC)", "KIND", "STATUS", "EXIT", "GATES", "LABEL", "COMMIT"
         )?;
         for r in &runs {
             // Anyone's text, each one line: a tab or a bidi override cannot shift or
@@ -48,12 +48,13 @@ pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
             let cmd: String = r.command.chars().take(50).collect();
             writeln!(
                 out,
-                "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<12}  {:<10}  {}",
+                "{:>5}  {:<24}  {:<8}  {:<12}  {:>4}  {:<14}  {:<12}  {:<10}  {}",
                 r.id,
                 name(&r.started_at),
                 name(&r.kind),
                 name(&r.status.to_string()),
                 r.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+                r.gates.shown(),
                 name(r.label.as_deref().unwrap_or("")),
                 name(&r.commit_shown(8)),
                 name(&cmd)
@@ -64,6 +65,23 @@ pub fn list(store: &Location, args: RunsArgs) -> crate::error::Result<i32> {
         }
         Ok(())
     })())
+}
+
+/// Each gate a case was judged by: as written, what was measured, and its verdict.
+fn write_gates(out: &mut dyn Write, gates: &[crate::store::GateResult]) -> io::Result<()> {
+    if !gates.is_empty() {
+        writeln!(out, "  gates:")?;
+    }
+    for g in gates {
+        writeln!(
+            out,
+            "    {:<8} {}  (measured {})",
+            g.verdict_word(),
+            crate::units::one_line(&g.gate),
+            g.measured_shown()
+        )?;
+    }
+    Ok(())
 }
 
 /// The per-agent breakdown a case on agents stored (see `load --agents`).
@@ -84,13 +102,15 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         .find_run(&args.run)
         .map_err(|e| crate::Error::usage(e.to_string()))?;
     let cases = store.cases(run.id)?;
+    let why = store.first_reasons(&[run.id])?.remove(&run.id);
     let conditions = store
         .run_settings(run.id)?
         .and_then(|s| s.get("conditions").cloned())
         .and_then(|c| serde_json::from_value::<crate::host::Conditions>(c).ok());
     if args.json {
         let mut out = io::stdout().lock();
-        let doc = serde_json::json!({ "run": run, "conditions": conditions, "cases": cases });
+        let doc =
+            serde_json::json!({ "run": run, "why": why, "conditions": conditions, "cases": cases });
         return quiet_pipe(writeln!(out, "{}", serde_json::to_string_pretty(&doc)?));
     }
     let mut out = crate::units::Printable(io::stdout().lock());
@@ -143,6 +163,12 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
             )?;
         }
         writeln!(out, "  strainline: {}", run.strainline_version)?;
+        if !run.gates.shown().is_empty() {
+            writeln!(out, "  gates:      {}", run.gates.shown())?;
+        }
+        if let Some(why) = why {
+            writeln!(out, "  why:        {}", crate::units::one_line(&why))?;
+        }
         for c in &cases {
             writeln!(out)?;
             match c
@@ -164,6 +190,7 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
                     write_agents(&mut out, c.summary.as_ref())?;
                 }
             }
+            write_gates(&mut out, &c.gates)?;
         }
         Ok(())
     })())

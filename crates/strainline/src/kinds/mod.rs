@@ -34,7 +34,7 @@ pub use load::run_http;
 pub use process::run_process;
 
 /// How a case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Passed,
@@ -47,6 +47,26 @@ pub enum Status {
 }
 
 impl Status {
+    /// Its exit code (README, "Exit codes").
+    pub fn exit_code(self) -> i32 {
+        use crate::error::exit;
+        match self {
+            Status::Passed => exit::PASSED,
+            Status::Invalid => exit::INVALID,
+            Status::Failed => exit::FAILED,
+            Status::Crashed => exit::CRASHED,
+        }
+    }
+
+    /// The one of two that wins, by [`crate::error::exit::combine`] of their codes.
+    pub fn worse(self, other: Status) -> Status {
+        if crate::error::exit::combine(self.exit_code(), other.exit_code()) == self.exit_code() {
+            self
+        } else {
+            other
+        }
+    }
+
     /// As the store holds it (and names it: its word, `passed`).
     pub fn stored(self) -> crate::store::Status {
         use crate::store::Status as S;
@@ -91,29 +111,19 @@ pub struct CaseResult {
     pub histograms: Vec<(String, Vec<u8>)>,
 }
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct GateResult {
-    pub gate: String,
-    pub passed: bool,
-    /// The gate with the measured value, in words.
-    pub detail: String,
-}
+pub use crate::store::GateResult;
 
 impl CaseResult {
     /// Records a gate's outcome; a failed gate fails the case.
-    fn gate(&mut self, text: &str, passed: bool, detail: String) {
-        if passed {
+    fn gate(&mut self, g: GateResult) {
+        if g.passed {
             self.table.push(Line::GateOk {
-                detail: detail.clone(),
+                detail: g.detail.clone(),
             });
         } else {
-            self.fail(Status::Failed, format!("gate failed: {detail}"));
+            self.fail(Status::Failed, format!("gate failed: {}", g.detail));
         }
-        self.gates.push(GateResult {
-            gate: text.to_string(),
-            passed,
-            detail,
-        });
+        self.gates.push(g);
     }
 
     pub fn new() -> CaseResult {
@@ -135,7 +145,7 @@ impl CaseResult {
 
     /// Marks the case with at least `s` and a reason.
     pub fn fail(&mut self, s: Status, reason: String) {
-        self.status = self.status.max(s);
+        self.status = self.status.worse(s);
         self.reasons.push(reason);
     }
 
@@ -284,12 +294,11 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> 
                 });
                 r.fail(Status::Invalid, format!("gate undecided: {detail}"));
                 r.gates.push(GateResult {
-                    gate: g.text.clone(),
-                    passed: false,
                     detail,
+                    ..g.judge(None)
                 });
             }
-            Some(v) => r.gate(&g.text, g.holds(v), g.describe(v)),
+            Some(v) => r.gate(g.judge(Some(v))),
             None => {
                 return Err(crate::Error::usage(format!(
                     "gate '{}': the case produced no metric '{}'",
@@ -309,8 +318,8 @@ pub fn apply_gates(test: &Test, r: &mut CaseResult) -> crate::error::Result<()> 
         let g = crate::suite::gate::parse(text, &refs)
             .map_err(|(_, e)| format!("gate '{text}': {e} (the harness did not print it)"))
             .usage()?;
-        let v = r.metric(&g.metric).unwrap_or(f64::NAN);
-        r.gate(text, g.holds(v), g.describe(v));
+        let judged = g.judge(r.metric(&g.metric));
+        r.gate(judged);
     }
     Ok(())
 }

@@ -204,8 +204,7 @@ impl Exporter for Json {
 
     fn write(&self, _: &Store, r: &mut RunData, p: &Path) -> crate::error::Result<Vec<PathBuf>> {
         let cases: Vec<_> = r.cases.iter().map(|c| &c.row).collect();
-        let doc =
-            serde_json::json!({ "schema": "strainline.run.v1", "run": r.run, "cases": cases });
+        let doc = serde_json::json!({ "schema": "strainline.run.v1", "run": r.run, "why": r.verdict().1, "cases": cases });
         put(p, &serde_json::to_string_pretty(&doc)?)
     }
 }

@@ -57,21 +57,22 @@ pub fn junit(r: &RunData) -> String {
             }
         }
         cases.push_str("</testcase>\n");
-        for (gate, passed, detail) in c.gates() {
+        for g in c.gates() {
+            let (gate, passed, detail) = (&g.gate, g.passed, &g.detail);
             tests += 1;
             let _ = write!(
                 cases,
                 "    <testcase classname=\"{class}.gates\" name=\"{} :: {}\" time=\"0\">",
                 escape(&c.row.name),
-                escape(&gate)
+                escape(gate)
             );
             if !passed {
                 failures += 1;
                 let _ = write!(
                     cases,
                     "\n      <failure message=\"gate failed: {}\" type=\"gate\">{}</failure>\n    ",
-                    escape(&detail),
-                    escape(&detail)
+                    escape(detail),
+                    escape(detail)
                 );
             }
             cases.push_str("</testcase>\n");
@@ -125,6 +126,7 @@ pub fn markdown(r: &RunData) -> String {
     for c in &r.cases {
         let name = md(&c.row.name);
         let tables = [
+            ("Gates", &super::run::GATE_COLUMNS[..], c.gate_rows()),
             (
                 "Load agents",
                 &super::run::AGENT_COLUMNS[..],
@@ -153,9 +155,9 @@ pub fn markdown(r: &RunData) -> String {
         .iter()
         .flat_map(|c| {
             c.gates()
-                .into_iter()
-                .filter(|g| !g.1)
-                .map(move |g| (c.row.name.clone(), g.2))
+                .iter()
+                .filter(|g| !g.passed)
+                .map(move |g| (c.row.name.clone(), g.detail.clone()))
         })
         .collect();
     if !failed.is_empty() {
@@ -213,7 +215,8 @@ fn thread_states_csv(ramp: &RampDetails) -> Option<String> {
     any.then_some(t)
 }
 
-/// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics), and
+/// Writes the CSV files of a run into `dir`: `metrics.csv` (every case's metrics),
+/// `gates.csv` (every case's gates with the measured value, when it had any), and
 /// per case `NN-CASE-samples.csv` (the resource timeline), `NN-CASE-SERIES.csv` (each
 /// named series, e.g. a ramp's offered vs achieved), `NN-CASE-steps.csv` (a ramp's
 /// steps) and `NN-CASE-thread-states.csv` (its steps' thread states, one row per step,
@@ -244,6 +247,25 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     put("metrics.csv".into(), metrics)?;
+    if r.cases.iter().any(|c| !c.gates().is_empty()) {
+        let mut gates = String::from("case,gate,metric,measured,unit,passed,detail\n");
+        for c in &r.cases {
+            for g in c.gates() {
+                let _ = writeln!(
+                    gates,
+                    "{},{},{},{},{},{},{}",
+                    text(&c.row.name),
+                    text(&g.gate),
+                    text(&g.metric),
+                    g.measured.map(super::csv_text::number).unwrap_or_default(),
+                    text(&g.unit),
+                    g.passed,
+                    text(&g.detail)
+                );
+            }
+        }
+        put("gates.csv".into(), gates)?;
+    }
     for (i, c) in r.cases.iter().enumerate() {
         let stem = format!("{:02}-{}", i + 1, slug(&c.row.name));
         if !c.samples.is_empty() {
@@ -317,7 +339,7 @@ mod tests {
     use super::*;
     use crate::measure::Sample;
     use crate::report::run::CaseData;
-    use crate::store::{CaseRow, Metric, RunRow};
+    use crate::store::{CaseRow, GateResult, Metric, RunRow};
 
     fn sample(t: f64, mib: u64) -> Sample {
         Sample {
@@ -350,6 +372,10 @@ mod tests {
             fingerprint: "cpu|2c|24GiB".into(),
             strainline_version: "0.1.0".into(),
             suite: Some("iot".into()),
+            gates: crate::store::GateTally {
+                total: 2,
+                failed: 1,
+            },
         };
         let m = |n: &str, v: f64, u: &str, d: &str| {
             Metric::new(n, v, u, crate::metrics::Direction::parse(d))
@@ -379,6 +405,24 @@ mod tests {
                 m("peak_rss", 12.0 * 1048576.0, "bytes", "lower"),
                 m("throughput", 200.0, "req/s", "higher"),
             ],
+            gates: vec![
+                GateResult {
+                    gate: "latency_p99 < 2ms".into(),
+                    metric: "latency_p99".into(),
+                    measured: Some(2.5),
+                    unit: "ms".into(),
+                    passed: false,
+                    detail: "latency_p99 < 2ms (measured 2.5, needs < 2)".into(),
+                },
+                GateResult {
+                    gate: "error_rate < 1%".into(),
+                    metric: "error_rate".into(),
+                    measured: Some(0.0),
+                    unit: "ratio".into(),
+                    passed: true,
+                    detail: "error_rate < 1% (measured 0, needs < 0.01)".into(),
+                },
+            ],
         };
         let ramp = CaseRow {
             id: 2,
@@ -393,6 +437,7 @@ mod tests {
                 ], "ceiling": 100.0, "knee": 100.0}
             })),
             metrics: vec![m("ceiling", 100.0, "req/s", "higher")],
+            gates: Vec::new(),
             ..bench.clone()
         };
         RunData {
@@ -552,6 +597,7 @@ mod tests {
             names,
             [
                 "metrics.csv",
+                "gates.csv",
                 "01-push-samples.csv",
                 "01-push-latency.csv",
                 "02-peak-offered_vs_achieved.csv",

@@ -369,19 +369,7 @@ fn case_section(s: &mut String, c: &CaseData, charts: bool) {
         }
         s.push_str("</ul>");
     }
-    let gates = c.gates();
-    if !gates.is_empty() {
-        s.push_str("<table><tr><th>gate</th><th>result</th></tr>");
-        for (_, passed, detail) in gates {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td>{}</td></tr>",
-                escape(&detail),
-                if passed { "passed" } else { "FAILED" }
-            );
-        }
-        s.push_str("</table>");
-    }
+    table(s, &super::run::GATE_COLUMNS, &c.gate_rows());
     if !c.row.metrics.is_empty() {
         s.push_str("<table><tr><th>metric</th><th>value</th><th>better</th><th>source</th></tr>");
         for m in &c.row.metrics {

@@ -76,6 +76,9 @@ pub const STEP_COLUMNS: [&str; 7] = [
 ];
 
 /// The columns of [`check_rows`].
+/// The columns of a case's gates.
+pub const GATE_COLUMNS: [&str; 4] = ["gate", "measured", "result", "detail"];
+
 pub const CHECK_COLUMNS: [&str; 5] = ["check", "step", "passed", "failed", "pass rate"];
 
 /// A scenario's steps in a stored summary — a load run's (`steps`) or a suite case's
@@ -183,22 +186,43 @@ impl CaseData {
             .unwrap_or_default()
     }
 
-    /// `(gate, passed, detail)` of each gate the case was judged by.
-    pub fn gates(&self) -> Vec<(String, bool, String)> {
-        self.detail("/gates")
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .map(|g| {
-                        (
-                            g["gate"].as_str().unwrap_or_default().to_string(),
-                            g["passed"].as_bool().unwrap_or(false),
-                            g["detail"].as_str().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect()
+    /// Each gate the case was judged by, with its measured value (as stored).
+    pub fn gates(&self) -> &[crate::store::GateResult] {
+        &self.row.gates
+    }
+
+    /// Its gates, one row each under [`GATE_COLUMNS`].
+    pub fn gate_rows(&self) -> Vec<Vec<String>> {
+        self.row
+            .gates
+            .iter()
+            .map(|g| {
+                vec![
+                    g.gate.clone(),
+                    g.measured_shown(),
+                    g.verdict_word().into(),
+                    g.detail.clone(),
+                ]
             })
-            .unwrap_or_default()
+            .collect()
+    }
+
+    /// Why the case did not pass: its failed gates, then its reasons that are not already
+    /// those; never a note (evidence that did not change its verdict).
+    pub fn why(&self) -> Vec<String> {
+        let mut why: Vec<String> = self
+            .row
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .map(|g| format!("gate failed: {}", g.detail))
+            .collect();
+        for r in self.reasons() {
+            if !r.starts_with("note: ") && !why.contains(&r) {
+                why.push(r);
+            }
+        }
+        why
     }
 
     /// The load agents that generated the case's load (a load run's summary, or a suite
@@ -310,7 +334,7 @@ impl RunData {
                     let g = c.gates();
                     row.push(match g.len() {
                         0 => "—".into(),
-                        n => format!("{} of {n}", g.iter().filter(|g| g.1).count()),
+                        n => format!("{} of {n}", g.iter().filter(|g| g.passed).count()),
                     });
                 }
                 row
@@ -324,7 +348,7 @@ impl RunData {
         let mut why = Vec::new();
         for c in &self.cases {
             if !c.row.status.good() {
-                let reasons = c.reasons();
+                let reasons = c.why();
                 if reasons.is_empty() {
                     why.push(format!("{}: {}", c.row.name, c.row.status));
                 }

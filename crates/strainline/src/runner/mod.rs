@@ -75,10 +75,7 @@ impl Ending {
         use crate::error::exit;
         match self {
             Ending::Interrupted => exit::INTERRUPTED,
-            Ending::Completed(Status::Passed) => exit::PASSED,
-            Ending::Completed(Status::Invalid) => exit::INVALID,
-            Ending::Completed(Status::Failed) => exit::FAILED,
-            Ending::Completed(Status::Crashed) => exit::CRASHED,
+            Ending::Completed(s) => s.exit_code(),
         }
     }
 }
@@ -274,7 +271,7 @@ pub fn run(
         else {
             break;
         };
-        worst = worst.max(result.status);
+        worst = worst.worse(result.status);
         done += 1;
         let group = case
             .name
@@ -511,6 +508,7 @@ fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> crate::error:
         .as_ref()
         .map(|t| t.processes.clone())
         .unwrap_or_default();
+    store.put_gates(case_id, &result.gates)?;
     store.finish_case(
         case_id,
         result.status.stored(),

@@ -403,7 +403,7 @@ impl<'a> Sitting<'a> {
                 // note; it is the session's status only when no pair of its case
                 // measured (below). A target that crashed is a finding.
                 if result.status != Status::Invalid {
-                    self.worst = self.worst.max(result.status);
+                    self.worst = self.worst.worse(result.status);
                 }
                 if !usable(&result) {
                     self.notes.push(format!(
@@ -445,7 +445,7 @@ impl<'a> Sitting<'a> {
             .flat_map(|s| s.values())
             .any(|r| r.status == Status::Invalid);
         if pairs.is_empty() && lost {
-            self.worst = self.worst.max(Status::Invalid);
+            self.worst = self.worst.worse(Status::Invalid);
         }
         Ok(Some(pairs))
     }

@@ -32,7 +32,8 @@ pub struct Runs<'a> {
     pub runs: Vec<Listed<'a>>,
 }
 
-/// A run of the list: its row, with why it failed and how long it took.
+/// A run of the list: its row (with its gates' tally), with why it failed and how long
+/// it took.
 #[derive(Serialize)]
 pub struct Listed<'a> {
     #[serde(flatten)]
@@ -130,6 +131,10 @@ mod tests {
             fingerprint: "f".into(),
             strainline_version: "0.1.0".into(),
             suite: Some("s".into()),
+            gates: crate::store::GateTally {
+                total: 2,
+                failed: 1,
+            },
         };
         let why = "bench: p99 over".to_string();
         let doc = Runs {
@@ -149,7 +154,8 @@ mod tests {
         assert_eq!(run["status"], "failed");
         assert_eq!(run["reason"], "bench: p99 over");
         assert!(run["duration_seconds"].is_null());
-        assert_eq!(run.len(), 16, "{run:?}");
+        assert_eq!(run["gates"], serde_json::json!({"total": 2, "failed": 1}));
+        assert_eq!(run.len(), 17, "{run:?}");
         // As written (a parsed object sorts its keys whatever the text's order): the
         // document's keys, then the run's from where its list starts.
         let at = |k: &str, from: usize| from + body[from..].find(&format!("\"{k}\"")).unwrap();

@@ -202,11 +202,11 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
     let suites = store.suites()?;
     let mut b = String::from("<h1>Runs</h1>");
     b.push_str(&filter_form(&filter, &suites));
-    b.push_str("<table class=\"runs\"><tr><th>Run</th><th>Started (UTC)</th><th>Suite</th><th>Label</th><th>Kind</th><th>Verdict</th><th>Why</th><th>Commit</th><th>Duration</th></tr>");
+    b.push_str("<table class=\"runs\"><tr><th>Run</th><th>Started (UTC)</th><th>Suite</th><th>Label</th><th>Kind</th><th>Verdict</th><th>Gates</th><th>Why</th><th>Commit</th><th>Duration</th></tr>");
     for r in &rows {
         let _ = write!(
             b,
-            "<tr class=\"run\" data-run=\"{}\"><td><a href=\"/runs/{}\">#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict {}\">{}</td><td class=\"why\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"run\" data-run=\"{}\"><td><a href=\"/runs/{}\">#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict {}\">{}</td><td class=\"gates\">{}</td><td class=\"why\">{}</td><td>{}</td><td>{}</td></tr>",
             r.id,
             r.id,
             r.id,
@@ -227,6 +227,7 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
             } else {
                 escape(r.status.name())
             },
+            escape(&r.gates.shown()),
             escape(reasons.get(&r.id).map_or("", |s| s.as_str())),
             escape(&r.commit_shown(10)),
             duration_text(seconds_between(&r.started_at, r.ended_at.as_deref())),

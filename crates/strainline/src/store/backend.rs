@@ -102,6 +102,12 @@ impl Row {
             _ => 0.0,
         }
     }
+    pub fn opt_real(&self, i: usize) -> Option<f64> {
+        match &self.0[i] {
+            Value::Null => None,
+            _ => Some(self.real(i)),
+        }
+    }
     pub fn text(&self, i: usize) -> String {
         self.opt_text(i).unwrap_or_default()
     }

@@ -1,9 +1,7 @@
 //! Queries for browsing a history (`serve`, `history`): a page of runs under filters,
-//! why each failed, one metric's values over many runs in one query, and the figures a
+//! one metric's values over many runs in one query, and the figures a
 //! running run writes every second. Each reads only what one page shows — never the
 //! whole store — so a page over 10,000 runs costs what a page over ten does.
-
-use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +53,7 @@ pub struct LiveSecond {
 }
 
 /// `?1, ?2, …` for `n` values from `first`.
-fn placeholders(first: usize, n: usize) -> String {
+pub(super) fn placeholders(first: usize, n: usize) -> String {
     (first..first + n)
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
@@ -148,50 +146,6 @@ impl Store {
             .iter()
             .map(|r| (r.text(0), r.int(1)))
             .collect())
-    }
-
-    /// Why each of `runs` did not pass, in a line: the run's own first reason, else its
-    /// first case that did not pass, with that case's first reason.
-    pub fn first_reasons(&self, runs: &[i64]) -> Result<HashMap<i64, String>> {
-        let mut out = HashMap::new();
-        if runs.is_empty() {
-            return Ok(out);
-        }
-        let ids: Vec<Value> = runs.iter().map(|&id| Value::Int(id)).collect();
-        let list = placeholders(1, ids.len());
-        for r in self.query(
-            &format!("SELECT id, reasons FROM runs WHERE id IN ({list})"),
-            &ids,
-        )? {
-            let reasons: Vec<String> = r
-                .opt_text(1)
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or_default();
-            if let Some(first) = reasons.into_iter().next() {
-                out.insert(r.int(0), first);
-            }
-        }
-        for r in self.query(
-            &format!(
-                "SELECT run_id, name, status, summary FROM cases
-                 WHERE run_id IN ({list}) AND status NOT IN ({good}) ORDER BY id",
-                good = Status::sql(&Status::GOOD)
-            ),
-            &ids,
-        )? {
-            out.entry(r.int(0)).or_insert_with(|| {
-                let summary: Option<serde_json::Value> =
-                    r.opt_text(3).and_then(|s| serde_json::from_str(&s).ok());
-                let why = summary
-                    .as_ref()
-                    .and_then(|s| s.pointer("/reasons/0"))
-                    .and_then(|v| v.as_str())
-                    .map(String::from)
-                    .unwrap_or_else(|| r.text(2));
-                format!("{}: {why}", r.text(1))
-            });
-        }
-        Ok(out)
     }
 
     /// The metrics of the usable cases of runs `first..=last` (one query), optionally

@@ -15,6 +15,7 @@ mod read;
 mod rows;
 mod schema;
 mod sqlite;
+mod why;
 mod write;
 
 use std::cell::RefCell;
@@ -24,7 +25,7 @@ use crate::host::Host;
 use backend::{vals, Backend, Row, Value};
 pub use browse::{LiveSecond, RunFilter};
 pub use keys::case_key;
-pub use rows::{CaseRow, Metric, NewRun, RunRow, Status, StoredHistogram};
+pub use rows::{CaseRow, GateResult, GateTally, Metric, NewRun, RunRow, Status, StoredHistogram};
 
 /// The default store path, relative to the working directory.
 pub const DEFAULT_PATH: &str = ".strainline/results.db";

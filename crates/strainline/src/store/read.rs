@@ -2,7 +2,10 @@
 //! samples, series, histograms and artifacts.
 
 use super::backend::{vals, Row};
-use super::{CaseRow, Metric, Result, RunRow, Status, Store, StoreError, StoredHistogram};
+use super::{
+    CaseRow, GateResult, GateTally, Metric, Result, RunRow, Status, Store, StoreError,
+    StoredHistogram,
+};
 use crate::measure::Sample;
 use crate::metrics::Direction;
 
@@ -67,7 +70,10 @@ impl Store {
 
     pub(super) const RUN_COLUMNS: &'static str =
         "r.id, r.kind, r.label, r.command, r.started_at, r.ended_at, r.status, r.exit_code,
-         r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite";
+         r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite,
+         (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id WHERE c.run_id = r.id),
+         (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id
+          WHERE c.run_id = r.id AND g.passed = 0)";
 
     pub(super) fn run_row(r: &Row) -> RunRow {
         let status = r.text(6);
@@ -89,6 +95,10 @@ impl Store {
             fingerprint: r.text(11),
             strainline_version: r.text(12),
             suite: r.opt_text(14),
+            gates: GateTally {
+                total: r.int(15),
+                failed: r.int(16),
+            },
         }
     }
 
@@ -205,6 +215,7 @@ impl Store {
                 repetition: r.int(8),
                 samples_stored: r.int(9),
                 metrics: Vec::new(),
+                gates: Vec::new(),
             })
             .collect();
         for c in &mut cases {
@@ -224,8 +235,41 @@ impl Store {
                 .collect();
             // Byte order, the same on every backend.
             c.metrics.sort_by(|a, b| a.name.cmp(&b.name));
+            c.gates = self.gates(c.id, c.summary.as_ref())?;
         }
         Ok(cases)
+    }
+
+    /// A case's gates in the order given. A case stored before the store had its `gates`
+    /// table (migration 6) kept them, without the measured value, in its summary.
+    pub fn gates(
+        &self,
+        case_id: i64,
+        summary: Option<&serde_json::Value>,
+    ) -> Result<Vec<GateResult>> {
+        let stored: Vec<GateResult> = self
+            .query(
+                "SELECT gate, metric, measured, unit, passed, detail FROM gates
+                 WHERE case_id = ?1 ORDER BY seq",
+                vals![case_id],
+            )?
+            .iter()
+            .map(|r| GateResult {
+                gate: r.text(0),
+                metric: r.text(1),
+                measured: r.opt_real(2),
+                unit: r.text(3),
+                passed: r.int(4) != 0,
+                detail: r.text(5),
+            })
+            .collect();
+        if !stored.is_empty() {
+            return Ok(stored);
+        }
+        Ok(summary
+            .and_then(|s| s.get("gates"))
+            .and_then(|g| serde_json::from_value(g.clone()).ok())
+            .unwrap_or_default())
     }
 
     /// The stored samples of a case, in time order.
@@ -273,7 +317,9 @@ fn relative(key: &str) -> Option<(&str, u64)> {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Location, Metric, NewRun, Status, Store, StoreError};
+    use super::super::{
+        GateResult, GateTally, Location, Metric, NewRun, Status, Store, StoreError,
+    };
     use crate::host::{GitState, Host};
     use crate::measure::Sample;
 
@@ -408,5 +454,75 @@ mod tests {
         let ordered = s.runs_in_order(Some("0.7.0"), None).unwrap();
         assert_eq!(ordered.len(), 1);
         assert_eq!(ordered[0].id, ids[1]);
+    }
+
+    fn gate(text: &str, measured: Option<f64>, unit: &str, passed: bool) -> GateResult {
+        GateResult {
+            gate: text.into(),
+            metric: text.split(' ').next().unwrap().into(),
+            measured,
+            unit: unit.into(),
+            passed,
+            detail: format!("{text} (measured {measured:?})"),
+        }
+    }
+
+    #[test]
+    fn gates_read_back_with_their_measured_values_and_are_the_why_not_a_note() {
+        let s = store();
+        let id = begin(&s, None, &host("c1"));
+        let case = s
+            .begin_case(id, "http://127.0.0.1:1/", "load", None, 0)
+            .unwrap();
+        let gates = [
+            gate("error_rate < 5%", Some(0.1938), "ratio", false),
+            gate("latency_p99 < 50ms", Some(62.9), "ms", false),
+            gate("throughput > 1", None, "req/s", false),
+            gate("latency_p50 < 1s", Some(3.5), "ms", true),
+        ];
+        s.put_gates(case, &gates).unwrap();
+        let summary = serde_json::json!({"reasons": ["note: the generator sent late in a burst"]});
+        s.finish_case(case, Status::Failed, &[], &[], &summary)
+            .unwrap();
+        let note = "note: the generator sent late in a burst".to_string();
+        s.finish_run(id, Status::Failed, Some(1), std::slice::from_ref(&note))
+            .unwrap();
+        let c = &s.cases(id).unwrap()[0];
+        assert_eq!(c.gates, gates, "in order, each with its measured value");
+        let run = s.find_run("latest").unwrap();
+        assert_eq!(
+            run.gates,
+            GateTally {
+                total: 4,
+                failed: 3
+            }
+        );
+        assert_eq!(run.gates.shown(), "3 of 4 failed");
+        assert_eq!(s.list_runs(1, None).unwrap()[0].gates, run.gates);
+        // The run's only reason is a note: its Why is its case's first failed gate,
+        // named by its case (a suite's run; a load run's one case goes unnamed).
+        let why = s.first_reasons(&[id]).unwrap();
+        assert_eq!(
+            why[&id],
+            "http://127.0.0.1:1/: gate failed: error_rate < 5% (measured Some(0.1938))"
+        );
+        // Put again (a case judged again): replaced, not doubled.
+        s.put_gates(case, &gates[..1]).unwrap();
+        assert_eq!(s.cases(id).unwrap()[0].gates.len(), 4);
+    }
+
+    #[test]
+    fn a_case_stored_before_the_gates_table_reads_its_gates_from_its_summary() {
+        let s = store();
+        let id = begin(&s, None, &host("c1"));
+        let case = s.begin_case(id, "push", "bench", None, 0).unwrap();
+        let summary = serde_json::json!({"gates": [
+            {"gate": "latency_p99 < 2ms", "passed": false, "detail": "latency_p99 < 2ms (measured 2.5 ms, needs < 2 ms)"}
+        ]});
+        s.finish_case(case, Status::Failed, &[], &[], &summary)
+            .unwrap();
+        let g = &s.cases(id).unwrap()[0].gates;
+        assert_eq!((g.len(), g[0].passed, g[0].measured), (1, false, None));
+        assert_eq!(g[0].gate, "latency_p99 < 2ms");
     }
 }

@@ -1,5 +1,5 @@
-//! The rows the store writes and reads: a run as it starts, a status, a metric, a run
-//! and a case as listed, a stored histogram.
+//! The rows the store writes and reads: a run as it starts, a status, a metric, a gate's
+//! outcome, a run and a case as listed, a stored histogram.
 
 use std::path::Path;
 
@@ -85,9 +85,10 @@ impl Status {
     /// Those whose figures describe the target: an `invalid` case was generator-bound
     /// (its figures describe strainline), a `crashed` one did not finish.
     pub const USABLE: [Status; 3] = [Status::Passed, Status::Failed, Status::Completed];
-    /// Those that ended with nothing against them: passed, or (a monitor, a watch) ran
-    /// to their end with nothing to judge.
-    pub const GOOD: [Status; 2] = [Status::Passed, Status::Completed];
+    /// Those that ended with nothing against them: passed, (a monitor, a watch) ran to
+    /// their end with nothing to judge, or (a `load` run without a failed gate) measured
+    /// the target at the pace asked.
+    pub const GOOD: [Status; 3] = [Status::Passed, Status::Completed, Status::Valid];
 
     /// Whether its figures describe the target ([`Status::USABLE`]).
     pub fn usable(&self) -> bool {
@@ -162,6 +163,61 @@ impl Metric {
     }
 }
 
+/// A gate a case was judged by: as written, the value it measured, and whether it held.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct GateResult {
+    /// As written (`error_rate < 5%`).
+    pub gate: String,
+    #[serde(default)]
+    pub metric: String,
+    /// In the metric's unit; `None` when the run did not measure it.
+    #[serde(default)]
+    pub measured: Option<f64>,
+    /// The metric's unit (as [`Metric::unit`]).
+    #[serde(default)]
+    pub unit: String,
+    pub passed: bool,
+    /// The gate with the measured value, in words.
+    pub detail: String,
+}
+
+impl GateResult {
+    /// The measured value in its unit, or `not measured`.
+    pub fn measured_shown(&self) -> String {
+        self.measured.map_or_else(
+            || "not measured".to_string(),
+            |v| crate::units::format_value(v, &self.unit),
+        )
+    }
+
+    /// `passed` or `FAILED`.
+    pub fn verdict_word(&self) -> &'static str {
+        if self.passed {
+            "passed"
+        } else {
+            "FAILED"
+        }
+    }
+}
+
+/// How many of a run's gates there were and how many failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GateTally {
+    pub total: i64,
+    pub failed: i64,
+}
+
+impl GateTally {
+    /// `1 of 2 failed`, `2 passed`, or empty without gates.
+    pub fn shown(&self) -> String {
+        match (self.total, self.failed) {
+            (0, _) => String::new(),
+            (t, 0) => format!("{t} passed"),
+            (t, f) => format!("{f} of {t} failed"),
+        }
+    }
+}
+
 /// One row of `strainline runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
@@ -179,6 +235,8 @@ pub struct RunRow {
     pub fingerprint: String,
     pub strainline_version: String,
     pub suite: Option<String>,
+    /// Its cases' gates: how many, how many failed.
+    pub gates: GateTally,
 }
 
 impl RunRow {
@@ -219,6 +277,8 @@ pub struct CaseRow {
     pub ended_at: Option<String>,
     pub summary: Option<serde_json::Value>,
     pub metrics: Vec<Metric>,
+    /// The gates it was judged by, in the order given.
+    pub gates: Vec<GateResult>,
 }
 
 /// A serialized histogram covering `span` seconds of a case.
@@ -246,6 +306,6 @@ mod tests {
         assert_eq!(later, Status::Other("paused".into()));
         assert_eq!(later.to_string(), "paused");
         assert!(!later.usable() && !later.good());
-        assert_eq!(Status::sql(&Status::GOOD), "'passed', 'completed'");
+        assert_eq!(Status::sql(&Status::GOOD), "'passed', 'completed', 'valid'");
     }
 }

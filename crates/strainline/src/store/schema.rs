@@ -156,6 +156,23 @@ CREATE INDEX live_run ON live(run_id, t);
 CREATE INDEX runs_suite ON runs(suite, id);
 "#,
     ),
+    (
+        6,
+        "gates: each gate a case was judged by, with the value it measured",
+        r#"
+CREATE TABLE gates (
+    case_id   INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,            -- the gate's place among the case's gates
+    gate      TEXT NOT NULL,               -- as written: error_rate < 5%
+    metric    TEXT NOT NULL,
+    measured  REAL,                        -- in the metric's unit; NULL when not measured
+    unit      TEXT NOT NULL,
+    passed    INTEGER NOT NULL,
+    detail    TEXT NOT NULL,               -- the gate with the measured value, in words
+    PRIMARY KEY (case_id, seq)
+);
+"#,
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -1,12 +1,12 @@
 //! Writing a run as it happens: begun as `running`, its cases, samples, series,
-//! histograms and artifacts, each committed at once, then finished.
+//! histograms, artifacts and gates, each committed at once, then finished.
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::backend::vals;
-use super::{Metric, NewRun, Result, Status, Store};
+use super::{GateResult, Metric, NewRun, Result, Status, Store};
 use crate::host::Host;
 use crate::measure::{ProcessRecord, Sample};
 
@@ -206,6 +206,32 @@ impl Store {
             vals![case_id, name, data],
         )?;
         Ok(())
+    }
+
+    /// Keeps the gates a case was judged by, in the order given (replacing any kept).
+    pub fn put_gates(&self, case_id: i64, gates: &[GateResult]) -> Result<()> {
+        self.transaction(|s| {
+            for (seq, g) in gates.iter().enumerate() {
+                s.execute(
+                    "INSERT INTO gates (case_id, seq, gate, metric, measured, unit, passed, detail)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (case_id, seq) DO UPDATE SET gate = excluded.gate,
+                         metric = excluded.metric, measured = excluded.measured,
+                         unit = excluded.unit, passed = excluded.passed, detail = excluded.detail",
+                    vals![
+                        case_id,
+                        seq as i64,
+                        &g.gate,
+                        &g.metric,
+                        g.measured,
+                        &g.unit,
+                        i64::from(g.passed),
+                        &g.detail
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Finishes a case with its metrics, process table and summary, in one transaction.

@@ -4,6 +4,7 @@
 //! is a configuration error, never a silent pass.
 
 use crate::error::Category;
+use crate::store::GateResult;
 use serde::Serialize;
 
 pub use crate::metrics::Unit;
@@ -209,6 +210,24 @@ impl Gate {
             Op::Ge => v >= self.value,
             Op::Eq => (v - self.value).abs() < 1e-12,
             Op::Ne => (v - self.value).abs() >= 1e-12,
+        }
+    }
+
+    /// The gate's outcome on what a run measured (`None`: it did not measure the metric,
+    /// and the gate does not hold): what the store keeps and every report shows.
+    pub fn judge(&self, measured: Option<f64>) -> GateResult {
+        let measured = measured.filter(|v| !v.is_nan());
+        let (passed, detail) = match measured {
+            Some(v) => (self.holds(v), self.describe(v)),
+            None => (false, format!("{}: not measured in this run", self.text)),
+        };
+        GateResult {
+            gate: self.text.clone(),
+            metric: self.metric.clone(),
+            measured,
+            unit: self.unit.symbol().to_string(),
+            passed,
+            detail,
         }
     }
 

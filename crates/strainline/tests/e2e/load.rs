@@ -865,12 +865,17 @@ fn a_gate_fails_a_load_run_that_mostly_failed_and_abort_on_fail_stops_it_early()
                 &["load", url.as_str()],
                 &base[..],
                 &["-z", "2s", "--gate", "error_rate < 1%"],
+                &["--gate", "latency_p99 < 10s"],
             ]
             .concat(),
         );
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         let text = stdout(&out);
-        assert!(text.starts_with("FAILED: 1 of 1 gates"), "{text}");
+        assert!(text.starts_with("FAILED: 1 of 2 gates"), "{text}");
+        // The gates are part of the stored run: every reader shows the failed one with
+        // what it measured, half of the requests failing.
+        let measured = crate::serve::a_failed_gate_shows_everywhere(&s, "error_rate < 1%", 2);
+        assert!((0.4..0.6).contains(&measured), "error rate {measured}");
         let failures = text.lines().position(|l| l.contains("FAILURES")).unwrap();
         assert!(failures < 6, "the failures lead the summary:\n{text}");
         assert_has(&text, "status 500");

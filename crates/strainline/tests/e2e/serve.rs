@@ -2,7 +2,9 @@
 //! (rows, verdicts, a change point where the v2 profile entered the history, no
 //! console errors, hostile names inert, screenshots), the live page of a running soak
 //! advances and agrees with what the run stores at its end, PostgreSQL serves what
-//! SQLite serves, the token is enforced, the store file is not touched, and 20 clients
+//! SQLite serves, a failed gate is stored with its measured value and shown by `show`,
+//! `runs`, every report and the pages (a suite's in PostgreSQL here, a `load` run's in
+//! `load.rs`), the token is enforced, the store file is not touched, and 20 clients
 //! browsing while a suite writes get only 200s.
 
 use std::io::{BufRead, Read, Write};
@@ -72,7 +74,7 @@ fn import(s: &Scratch, label: &str, command: &str, base: f64) {
 }
 
 /// `strainline serve` on a free loopback port; its base URL.
-fn serve(s: &Scratch, extra: &[&str]) -> (KillOnDrop, String) {
+pub(crate) fn serve(s: &Scratch, extra: &[&str]) -> (KillOnDrop, String) {
     let mut child = strainline()
         .arg("--store")
         .arg(s.store())
@@ -97,7 +99,7 @@ fn serve(s: &Scratch, extra: &[&str]) -> (KillOnDrop, String) {
 }
 
 /// One GET: (status, head, body).
-fn get(base: &str, path: &str, headers: &[&str]) -> (u16, String, String) {
+pub(crate) fn get(base: &str, path: &str, headers: &[&str]) -> (u16, String, String) {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -120,10 +122,125 @@ fn get(base: &str, path: &str, headers: &[&str]) -> (u16, String, String) {
     (status, head.to_string(), body.to_string())
 }
 
-fn get_json(base: &str, path: &str) -> serde_json::Value {
+pub(crate) fn get_json(base: &str, path: &str) -> serde_json::Value {
     let (status, _, body) = get(base, path, &[]);
     assert_eq!(status, 200, "{path}: {body}");
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+/// Text as an HTML page shows it escaped.
+fn html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The newest run in `s`'s store failed gate `failed` (as written) and held the others
+/// of its `total`: `show` (text and JSON), `runs`, `report` in every format, and
+/// `serve`'s runs page (HTML and `/api/v1/runs`) and run page each show the failed gate
+/// with the value it measured, and its tally; the Why of the run is that gate, not a
+/// note. Returns the failed gate's measured value, in its metric's unit.
+pub(crate) fn a_failed_gate_shows_everywhere(s: &Scratch, failed: &str, total: usize) -> f64 {
+    let out = s.run(&["show", "latest", "--json"]);
+    assert_exit(&out, 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = doc["run"]["id"].as_i64().unwrap();
+    let gates = doc["cases"][0]["gates"].as_array().unwrap();
+    assert_eq!(gates.len(), total, "{doc:#}");
+    let gate = gates.iter().find(|g| g["gate"] == failed).unwrap();
+    assert_eq!(gate["passed"], false, "{doc:#}");
+    let measured = gate["measured"]
+        .as_f64()
+        .expect("the measured value is stored");
+    let detail = gate["detail"].as_str().unwrap().to_string();
+    let tally = format!(
+        "{} of {total} failed",
+        gates.iter().filter(|g| g["passed"] == false).count()
+    );
+    assert_eq!(doc["run"]["gates"]["total"], total as i64, "{doc:#}");
+    let why = doc["why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains(&format!("gate failed: {detail}")),
+        "why: {why}"
+    );
+    assert!(!why.starts_with("note:"), "{why}");
+    let out = s.run(&["show", "latest"]);
+    let text = stdout(&out);
+    assert_has(&text, &format!("gates:      {tally}"));
+    assert_has(&text, &format!("why:        {why}"));
+    let line = text
+        .lines()
+        .find(|l| l.contains(failed) && l.contains("FAILED"));
+    assert!(line.is_some_and(|l| l.contains("measured ")), "{text}");
+    assert_has(&stdout(&s.run(&["runs"])), &tally);
+    // Every format `report` writes.
+    let (md, htm, junit, json, csv) = (
+        s.path("r.md"),
+        s.path("r.html"),
+        s.path("r.xml"),
+        s.path("r.json"),
+        s.path("csv"),
+    );
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    assert_exit(
+        &s.run(&[
+            "report",
+            "latest",
+            "--markdown",
+            &p(&md),
+            "--html",
+            &p(&htm),
+            "--junit",
+            &p(&junit),
+            "--json",
+            &p(&json),
+            "--csv",
+            &p(&csv),
+        ]),
+        0,
+    );
+    let read = |x: &std::path::Path| std::fs::read_to_string(x).unwrap();
+    let md = read(&md);
+    let md_detail = detail.replace('<', "&lt;").replace('>', "&gt;");
+    assert_has(&md, &format!("gate failed: {md_detail}"));
+    assert!(
+        !md.contains("note: the generator"),
+        "a note is no reason:\n{md}"
+    );
+    assert_has(&read(&htm), &html(&detail));
+    assert_has(&read(&junit), &html(&detail));
+    let json: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+    assert_eq!(json["cases"][0]["gates"], doc["cases"][0]["gates"]);
+    let csv = read(&csv.join("gates.csv"));
+    assert!(
+        csv.lines().any(|l| l.contains(failed)
+            && l.contains(&measured.to_string())
+            && l.contains(",false,")),
+        "{csv}"
+    );
+    // serve: the runs page (its Gates and Why columns), its JSON, the run's page.
+    let (_server, base) = serve(s, &[]);
+    let (status, _, page) = get(&base, "/runs", &[]);
+    assert_eq!(status, 200);
+    let row = page
+        .split("<tr class=\"run\"")
+        .find(|r| r.contains(&format!("data-run=\"{id}\"")))
+        .unwrap_or_else(|| panic!("no row of run {id}: {page}"));
+    assert_has(row, &format!("<td class=\"gates\">{tally}</td>"));
+    assert_has(row, &html(&format!("gate failed: {detail}")));
+    let api = get_json(&base, "/api/v1/runs");
+    let listed = api["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap();
+    assert_eq!(listed["reason"].as_str(), Some(why), "{listed:#}");
+    let (status, _, page) = get(&base, &format!("/runs/{id}"), &[]);
+    assert_eq!(status, 200);
+    assert_has(&page, &html(&detail));
+    measured
 }
 
 /// Chromium's DOM of a page after its scripts ran, and what it logged (console
@@ -530,6 +647,21 @@ fn the_live_page_of_a_running_soak_advances_and_agrees_with_what_the_run_stores(
     }
     let doc = get_json(&base, &format!("/api/v1/live/{id}"));
     assert_ne!(doc["status"], "running");
+}
+
+/// A suite's gates are stored as a load run's are, in PostgreSQL as in SQLite: a bench
+/// case whose p99 cannot be under a microsecond fails that gate and holds the other.
+#[test]
+fn a_suite_s_failed_gate_is_stored_in_postgres_and_shown_everywhere() {
+    let _bench = loaded();
+    let text = suite(
+        "gated",
+        "kind = \"bench\"\nrate = 100\nduration = \"1s\"\ngates = [\"error_rate < 5%\", \"latency_p99 < 1us\"]",
+    );
+    let s = Scratch::postgres();
+    assert_exit(&run_suite_as(&s, &text, "g", "v1"), 1);
+    let p99 = a_failed_gate_shows_everywhere(&s, "latency_p99 < 1us", 2);
+    assert!(p99 > 0.001, "p99 {p99} ms");
 }
 
 #[test]
