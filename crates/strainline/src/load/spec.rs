@@ -421,8 +421,20 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         (None, None) => Some(natural),
         (d, _) => d,
     };
-    if let Some(d) = duration {
-        description.push_str(&format!(" for {}", crate::units::format_duration(d)));
+    let once_only = matches!(&model, Model::Scenario(sc) if sc.once_only());
+    match duration {
+        // `once` means once: the clients are done when their steps are (docs/load.md).
+        Some(d) if once_only => {
+            let d = crate::units::format_duration(d);
+            if spec.duration.is_some() {
+                tracing::warn!("note: every step of this scenario is a `once` step: each client runs them once and the run ends when all have, within {d} (to load for {d}, give it a periodic or weighted step, or [sessions])");
+            }
+            description.push_str(&format!(
+                ", each client's steps once: the run ends when they are done, within {d}"
+            ));
+        }
+        Some(d) => description.push_str(&format!(" for {}", crate::units::format_duration(d))),
+        None => {}
     }
     if let Some(n) = spec.count {
         description.push_str(&format!(", at most {n} requests"));
