@@ -174,7 +174,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             "  {:<14}{} of {} scheduled request(s) were never sent (counted as errors, latency censored at the run's end)",
             "Never sent",
             s.unsent,
-            s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
+            s.accounting().due()
         )?;
     }
     let verdict = verdict_words(s);
