@@ -26,9 +26,24 @@ pub struct Accounting {
 }
 
 impl Accounting {
-    /// Requests that were due: sent, or unanswered at the cut.
+    /// A tally's counts (a run's, a second's, a step's).
+    pub fn of(t: &super::recorder::Tally) -> Accounting {
+        Accounting {
+            sent: t.sent,
+            completed: t.completed,
+            ok: t.ok,
+            failed: t.errors(),
+            unfinished: t.unfinished,
+            unsent: t.unsent,
+            hops: t.counter(super::recorder::counters::HOPS),
+        }
+    }
+
+    /// Requests that were due: ok, failed, or unanswered at the cut — the parts a
+    /// failures line names, so that they add up to it (a send is ok or failed; a
+    /// failure without a send of its own, an MQTT subscriber's, is in it too).
     pub fn due(&self) -> u64 {
-        self.sent + self.unanswered()
+        self.ok + self.failed + self.unanswered()
     }
 
     pub fn unanswered(&self) -> u64 {

@@ -361,13 +361,7 @@ impl Tally {
     /// The share of requests that failed: errors, and the unanswered, of every request
     /// that was due (answered, failed or unanswered).
     pub fn error_rate(&self) -> f64 {
-        let failed = self.errors() + self.unanswered();
-        let due = self.completed + self.by_error.values().sum::<u64>() + self.unanswered();
-        if due > 0 {
-            failed as f64 / due as f64
-        } else {
-            0.0
-        }
+        super::accounting::Accounting::of(self).error_rate()
     }
 }
 
