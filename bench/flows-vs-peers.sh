@@ -66,7 +66,7 @@ function request(r)
 end
 
 function response(r)
-  if r.step == "enroll" and strainline.json(r.body) == nil then return false end
+  if r.step == "enroll" then return strainline.json(r.body) ~= nil end
 end
 LUA
 # The same requests without a flow: no extraction (the id fixed by the client number

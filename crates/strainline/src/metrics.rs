@@ -284,7 +284,7 @@ pub const METRICS: &[Def] = &[
         Unit::Count,
         Lower,
         LOADED,
-        "replies that failed a scenario step's check",
+        "replies that failed a scenario step's check (the script hook's verdict among them), each once however many of its checks failed",
     ),
     def(
         "check.*.pass_rate",

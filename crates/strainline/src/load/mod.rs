@@ -5,6 +5,7 @@
 //! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
 //! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
 
+pub mod accounting;
 pub mod client;
 mod command;
 pub mod driver;

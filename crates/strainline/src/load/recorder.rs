@@ -144,6 +144,14 @@ pub mod counters {
     /// HTTP/1.1 responses whose body came at least [`super::LATE_TAIL`] after their
     /// head, in a later read: a response written in two segments, the second held back.
     pub const LATE_TAILS: &str = "http1.late_tails";
+    /// Redirect hops a step followed (`follow = true`): counted apart from its sends.
+    pub const HOPS: &str = "flow.redirects_followed";
+    /// Microseconds the script's hooks held a worker thread, and their calls.
+    pub const HOOK_US: &str = "script.hook_us";
+    pub const HOOK_CALLS: &str = "script.hook_calls";
+    /// Replies of a step that failed at least one of its checks (the script's verdict
+    /// among them): each such reply once, however many checks it failed.
+    pub const CHECKS_FAILED: &str = "replies.checks_failed";
 }
 
 /// How long after its head a response's body must come to be a late tail: less than
@@ -353,13 +361,7 @@ impl Tally {
     /// The share of requests that failed: errors, and the unanswered, of every request
     /// that was due (answered, failed or unanswered).
     pub fn error_rate(&self) -> f64 {
-        let failed = self.errors() + self.unanswered();
-        let due = self.completed + self.by_error.values().sum::<u64>() + self.unanswered();
-        if due > 0 {
-            failed as f64 / due as f64
-        } else {
-            0.0
-        }
+        super::accounting::Accounting::of(self).error_rate()
     }
 }
 
@@ -489,6 +491,13 @@ impl Recorder {
         if let Some(t) = self.step(step) {
             mark(t);
         }
+    }
+
+    /// A call of the script's hook held the worker thread for `held`.
+    pub fn hook(&mut self, held: Duration) {
+        self.interval
+            .add_to(counters::HOOK_US, held.as_micros() as u64);
+        self.interval.add_to(counters::HOOK_CALLS, 1);
     }
 
     /// A reply brought `n` messages (a gRPC stream).

@@ -421,9 +421,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         (None, None) => Some(natural),
         (d, _) => d,
     };
-    if let Some(d) = duration {
-        description.push_str(&format!(" for {}", crate::units::format_duration(d)));
-    }
+    description.push_str(&span_words(&model, duration, spec.duration.is_some()));
     if let Some(n) = spec.count {
         description.push_str(&format!(", at most {n} requests"));
     }
@@ -450,6 +448,22 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         description,
         step_names,
     })
+}
+
+/// How long the run lasts, in the description's words: ` for 5.00s`, or — `once`
+/// means once — that clients whose steps are all `once` end the run when they are
+/// done (told before the run too when `-z` was `asked` for; docs/load.md).
+fn span_words(model: &Model, duration: Option<Duration>, asked: bool) -> String {
+    let Some(d) = duration.map(crate::units::format_duration) else {
+        return String::new();
+    };
+    if !matches!(model, Model::Scenario(sc) if sc.once_only()) {
+        return format!(" for {d}");
+    }
+    if asked {
+        tracing::warn!("note: every step of this scenario is a `once` step: each client runs them once and the run ends when all have, within {d} (to load for {d}, give it a periodic or weighted step, or [sessions])");
+    }
+    format!(", each client's steps once: the run ends when they are done, within {d}")
 }
 
 /// A scenario file's model: its virtual clients, or its open-model arrivals with a

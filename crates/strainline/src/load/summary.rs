@@ -130,6 +130,15 @@ pub struct LoadSummary {
     /// in `error_rate` and, censored at the cut, in `latency_us`.
     #[serde(default)]
     pub unsent: u64,
+    /// Redirect hops steps followed (`follow = true`): not sends of their own.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hops: u64,
+    /// Seconds the script's hooks held the worker threads, and their calls (absent
+    /// without a script).
+    #[serde(skip_serializing_if = "is_zero_f64", default)]
+    pub hook_seconds: f64,
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub hook_calls: u64,
     /// Requests the schedule made due (open model): sent + unfinished + unsent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled: Option<u64>,
@@ -180,6 +189,19 @@ pub struct Deliveries {
 }
 
 impl LoadSummary {
+    /// The run's requests in one accounting: sent, ok, failed, unanswered, hops.
+    pub fn accounting(&self) -> crate::load::accounting::Accounting {
+        crate::load::accounting::Accounting {
+            sent: self.sent,
+            completed: self.completed,
+            ok: self.ok,
+            failed: self.errors,
+            unfinished: self.unfinished,
+            unsent: self.unsent,
+            hops: self.hops,
+        }
+    }
+
     /// The failures that were the script's own, not the target's answers: requests its
     /// `request(r)` failed (never sent) and replies its `response(r)` failed, each by a
     /// Lua error or its time or memory limit.
@@ -305,6 +327,9 @@ pub struct StepSummary {
     /// Its named checks: how many replies passed and failed each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSummary>,
+    /// Its replies that failed one check or more, each once.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub checks_failed: u64,
     /// What its flow counters say: `restarts`, `retries`, `stopped`,
     /// `redirects_not_followed`, each variable it could not extract
     /// (`extract.NAME.missing`) and each request not sent for what a field could not
@@ -429,6 +454,9 @@ pub fn summarize(
         cap_hits: t.cap_hits,
         unfinished: t.unfinished,
         unsent: t.unsent,
+        hops: t.counter(counters::HOPS),
+        hook_seconds: t.counter(counters::HOOK_US) as f64 / 1e6,
+        hook_calls: t.counter(counters::HOOK_CALLS),
         // Only a schedule makes requests due.
         scheduled: o.scheduled.map(|_| t.scheduled()),
         // On agents: every agent's threads (each judged its own).
@@ -452,6 +480,7 @@ pub fn summarize(
                     errors: t.errors(),
                     latency_us: percentiles(&t.corrected),
                     checks: checks_of(&t),
+                    checks_failed: t.counter(counters::CHECKS_FAILED),
                     flow: flow_of(&t),
                     causes: t
                         .named
@@ -529,9 +558,10 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     }
     let checks: Vec<&CheckSummary> = s.steps.iter().flat_map(|st| &st.checks).collect();
     if !checks.is_empty() {
+        // Replies that failed a check, each once however many of its checks failed.
         v.push(Metric::of(
             "checks_failed",
-            checks.iter().map(|c| c.failed).sum::<u64>() as f64,
+            s.steps.iter().map(|st| st.checks_failed).sum::<u64>() as f64,
         ));
         // A check named in several steps is one figure over all of them.
         let mut by_name: BTreeMap<&str, (u64, u64)> = BTreeMap::new();

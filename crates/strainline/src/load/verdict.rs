@@ -19,6 +19,16 @@ pub const STEAL_EXPLAINS: f64 = 3.0;
 /// The fewest sends late beyond the lag bound that count as evidence.
 pub const LATE_SENDS_MIN: u64 = 5;
 
+/// The share of the worker threads' time the script's hooks may hold them before the
+/// run is INVALID: a hook runs on its worker thread and holds every client there, so
+/// from half of the time on a reply that comes finds its thread in a hook more often
+/// than not — the latency's median is then the hook's wait, not the target's answer.
+pub const HOOK_BOUND: f64 = 0.5;
+
+/// The share of the hooks' calls that may fail (a Lua error, its time or memory limit)
+/// before the run is INVALID: the figures then measure the script, not the target.
+pub const HOOK_ERRORS_BOUND: f64 = 0.01;
+
 /// Whose pace a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -246,6 +256,7 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
     if let Some(line) = delayed_ack(o) {
         notes.push(line);
     }
+    hooks(o, &mut evidence, &mut notes);
     if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
         evidence.push(format!(
             "{n} connections failed for lack of local resources (ports, file descriptors)"
@@ -261,6 +272,55 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
         }
     }
     (evidence, notes)
+}
+
+/// The script's hooks: the time they held the worker threads and the calls that
+/// failed, evidence that the generator — its script — set the pace or the failures.
+fn hooks(o: &Outcome, evidence: &mut Vec<String>, notes: &mut Vec<String>) {
+    use super::recorder::counters;
+    let t = &o.total;
+    let calls = t.counter(counters::HOOK_CALLS);
+    if calls == 0 || o.elapsed <= 0.0 {
+        return;
+    }
+    let held = t.counter(counters::HOOK_US) as f64 / 1e6;
+    let of = o.elapsed * o.threads.max(1) as f64;
+    let share = held / of;
+    let us = crate::units::format_micros;
+    let service = if t.service.is_empty() {
+        "no reply".to_string()
+    } else {
+        format!(
+            "a service time p50 of {} (the wait for a thread held by a hook included)",
+            us(t.service.value_at_quantile(0.5))
+        )
+    };
+    let line = format!(
+        "the script's hooks held the worker threads {held:.2} s of their {of:.2} s ({:.0}%, bound {:.0}%): {calls} calls of {} on average, against {service} — a hook holds every client of its thread while it runs, so the generator (its script) set the pace",
+        100.0 * share,
+        100.0 * HOOK_BOUND,
+        us((1e6 * held / calls as f64) as u64)
+    );
+    if share >= HOOK_BOUND {
+        evidence.push(line);
+    } else if share >= 0.2 * HOOK_BOUND {
+        notes.push(line);
+    }
+    let failed = t.counter("flow.script_errors")
+        + t.by_error
+            .get(&super::recorder::ErrorKind::Script)
+            .copied()
+            .unwrap_or(0);
+    if failed > 0 {
+        let line = format!(
+            "the script's hooks failed {failed} of their {calls} calls (a Lua error, or its time or memory limit; the first is logged): those failures are the script's, not the target's"
+        );
+        if failed as f64 > HOOK_ERRORS_BOUND * calls as f64 {
+            evidence.push(line);
+        } else {
+            notes.push(line);
+        }
+    }
 }
 
 /// The target's accept queue, when connections the closed model asked for were not

@@ -57,30 +57,16 @@ fn write_histogram(
 /// The line that leads a summary with failures: how many of the requests due failed,
 /// and why, most frequent first (in colour on a terminal). Nothing when none failed.
 fn write_failures(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
-    if s.errors == 0 {
-        return Ok(());
-    }
-    let unanswered = s.unfinished + s.unsent;
     // Failures lead: a run that mostly failed says so first, whatever else it says.
-    let due = s.completed + s.by_error.values().sum::<u64>() + unanswered;
     let causes = crate::load::summary::causes_text(&s.failure_causes());
-    writeln!(
-        out,
-        "{}",
-        crate::units::alarm(&format!(
-            "  {:<14}{} of {} requests failed ({:.1}%){}",
-            "FAILURES",
-            s.errors,
-            due,
-            100.0 * s.error_rate,
-            if causes.is_empty() {
-                String::new()
-            } else {
-                format!(": {causes}")
-            }
-        ))
-    )?;
-    Ok(())
+    match s.accounting().failures_line(&causes) {
+        Some(line) => writeln!(
+            out,
+            "{}",
+            crate::units::alarm(&format!("  {:<14}{line}", "FAILURES"))
+        ),
+        None => Ok(()),
+    }
 }
 
 pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) -> io::Result<()> {
@@ -90,40 +76,23 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
     writeln!(out, "Load: {}{id}", s.url)?;
     writeln!(out, "  {}", s.description)?;
     writeln!(out, "{rule}")?;
-    let unanswered = s.unfinished + s.unsent;
     write_failures(out, s)?;
     writeln!(
         out,
-        "  {:<14}{} sent, {} completed ({} ok), {} errors{} ({:.3}%{})",
+        "  {:<14}{}",
         "Requests",
-        s.sent,
-        s.completed,
-        s.ok,
-        s.errors,
-        if unanswered > 0 {
-            format!(", {unanswered} unanswered")
-        } else {
-            String::new()
-        },
-        100.0 * s.error_rate,
-        if unanswered > 0 { " failed" } else { "" }
+        s.accounting().requests_line()
     )?;
-    match s.offered_rate {
-        Some(off) => writeln!(
-            out,
-            "  {:<14}{:.1} req/s achieved of {:.1} offered ({:.1}%) over {:.2}s",
-            "Throughput",
+    writeln!(
+        out,
+        "  {:<14}{}",
+        "Throughput",
+        crate::load::accounting::throughput_line(
             s.achieved_rate,
-            off,
-            100.0 * s.achieved_rate / off,
+            s.offered_rate,
             s.elapsed_seconds
-        )?,
-        None => writeln!(
-            out,
-            "  {:<14}{:.1} req/s over {:.2}s",
-            "Throughput", s.achieved_rate, s.elapsed_seconds
-        )?,
-    }
+        )
+    )?;
     if s.model != "closed" {
         writeln!(
             out,
@@ -205,7 +174,7 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             "  {:<14}{} of {} scheduled request(s) were never sent (counted as errors, latency censored at the run's end)",
             "Never sent",
             s.unsent,
-            s.scheduled.unwrap_or(s.sent + s.unfinished + s.unsent)
+            s.accounting().due()
         )?;
     }
     let verdict = verdict_words(s);
@@ -243,43 +212,64 @@ fn verdict_words(s: &LoadSummary) -> String {
 }
 
 /// Whose the failures were when some were the flow's own, not the target's answers:
-/// the script's (its hook failed: a Lua error, or its time or memory limit) and
-/// requests not sent — a value put a byte in them that the wire cannot carry, or a
-/// variable they use was never extracted.
+/// the script's (its hook failed: a Lua error, or its time or memory limit), the
+/// script's verdicts (its `response(r)` returned `false` on a reply whose status
+/// passed), and requests not sent — a value put a byte in them that the wire cannot
+/// carry, or a variable they use was never extracted.
 fn script_words(s: &LoadSummary) -> Option<String> {
     let script = s.script_failures();
+    let verdicts: u64 = s
+        .steps
+        .iter()
+        .flat_map(|st| &st.causes)
+        .filter(|(k, _)| *k == "check:script" || k.starts_with("check:script:"))
+        .map(|(_, v)| v)
+        .sum();
     let kind = |k: &str| s.by_error.get(k).copied().unwrap_or(0);
     let (invalid, missing) = (kind("invalid_request"), kind("extract"));
     let unsent = invalid + missing;
     let why = "a Lua error, or its time or memory limit; the first is logged";
-    let not_sent = match (invalid, missing) {
-        (_, 0) => format!("{unsent} requests were not sent (a value the wire cannot carry: see Not sent)"),
-        (0, _) => format!("{unsent} requests were not sent (a variable never extracted: see Flow)"),
-        _ => format!("{unsent} requests were not sent ({invalid} for a value the wire cannot carry, {missing} for a variable never extracted)"),
-    };
-    let target = s.errors.saturating_sub(script + unsent);
-    match (script, unsent) {
-        (0, 0) => None,
-        (n, 0) if target == 0 => Some(format!(
+    let mut parts = Vec::new();
+    if script > 0 {
+        parts.push(format!(
+            "{script} were the script's (its hook failed: {why})"
+        ));
+    }
+    if verdicts > 0 {
+        parts.push(format!(
+            "{verdicts} the script's verdicts (its response(r) returned false on a reply whose status passed)"
+        ));
+    }
+    if unsent > 0 {
+        parts.push(match (invalid, missing) {
+            (_, 0) => format!("{unsent} requests were not sent (a value the wire cannot carry: see Not sent)"),
+            (0, _) => format!("{unsent} requests were not sent (a variable never extracted: see Flow)"),
+            _ => format!("{unsent} requests were not sent ({invalid} for a value the wire cannot carry, {missing} for a variable never extracted)"),
+        });
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let target = s.errors.saturating_sub(script + verdicts + unsent);
+    Some(match (script, verdicts, unsent) {
+        (n, 0, 0) if target == 0 => format!(
             "the failures were the script's: {n} of {} requests failed in its hook ({why}), none by the target's answer",
             s.sent
-        )),
-        (0, _) if target == 0 => Some(format!(
-            "the failures were the flow's own: {not_sent}, none by the target's answer"
-        )),
-        (0, _) => Some(format!(
-            "of the {} failures, {not_sent}, {target} were the target's answers",
-            s.errors
-        )),
-        (n, 0) => Some(format!(
-            "of the {} failures, {n} were the script's (its hook failed: {why}), {target} the target's answers",
-            s.errors
-        )),
-        (n, _) => Some(format!(
-            "of the {} failures, {n} were the script's (its hook failed: {why}), {not_sent}, {target} were the target's answers",
-            s.errors
-        )),
-    }
+        ),
+        (0, v, 0) if target == 0 => format!(
+            "the failures were the script's verdicts: its response(r) returned false on {v} of {} replies whose status passed, none failed by the target's status or transport",
+            s.sent
+        ),
+        (0, 0, _) if target == 0 => format!(
+            "the failures were the flow's own: {}, none by the target's answer",
+            parts[0]
+        ),
+        _ => format!(
+            "of the {} failures, {}, {target} were the target's answers",
+            s.errors,
+            parts.join(", ")
+        ),
+    })
 }
 
 /// MQTT subscribers: how many listened, what reached them, how late.
@@ -441,6 +431,9 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "script_errors" => {
                     format!("{v} errors in the script's response(r) (the first is logged)")
                 }
+                "redirects_followed" => format!(
+                    "{v} redirects followed (hops within their steps, not sends: a step's latency runs to its last reply)"
+                ),
                 "redirects_not_followed" => format!(
                     "{v} redirects not followed (another host or scheme, or a malformed Location: the 3xx was the reply)"
                 ),

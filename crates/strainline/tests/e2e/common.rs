@@ -240,6 +240,24 @@ pub fn assert_has(text: &str, needle: &str) {
     assert!(text.contains(needle), "{needle:?} not in:\n{text}");
 }
 
+/// Every share a load summary prints of its requests — `(N%)` on its FAILURES,
+/// Requests and Throughput lines — is at most 100%.
+pub fn assert_shares_at_most_100(text: &str) {
+    for line in text.lines().filter(|l| {
+        let l = l.trim_start();
+        l.starts_with("FAILURES") || l.starts_with("Requests") || l.starts_with("Throughput")
+    }) {
+        for part in line.split('(').skip(1) {
+            let Some((n, _)) = part.split_once("%)") else {
+                continue;
+            };
+            if let Ok(share) = n.trim().parse::<f64>() {
+                assert!(share <= 100.0, "a share over 100%: {line}\n{text}");
+            }
+        }
+    }
+}
+
 /// CPU time the hypervisor took from this VM so far (all CPUs), seconds: the `steal`
 /// column of `/proc/stat`, in USER_HZ ticks.
 pub fn steal_seconds() -> f64 {

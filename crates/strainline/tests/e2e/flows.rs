@@ -585,6 +585,7 @@ function response(r)
   local doc = strainline.json(r.body)
   if doc == nil or doc.status ~= "ok" then return false, "signed" end
   if doc.n % 2 == 0 then r.next = "even" else r.next = "odd" end
+  return true
 end
 "#,
     )
@@ -662,13 +663,23 @@ path = "/stats"
         "no request of the hooked run was refused: {st}"
     );
     assert!(signs >= 20, "{}", stdout(&out));
-    // The hook is the check `script`: every reply passed it.
+    // The hook is the check `script`: every reply passed it — shown only on the step
+    // it judged (it returns nothing on the others: no verdict, no check).
     assert_eq!(
         check(&doc, "sign", "script"),
         (signs, 0),
         "{}",
         stdout(&out)
     );
+    for other in &steps[1..] {
+        assert!(other["checks"].is_null(), "{other}\n{}", stdout(&out));
+    }
+    assert!(
+        !stdout(&out).contains("script (even)") && !stdout(&out).contains("script (odd)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_shares_at_most_100(&stdout(&out));
     // Every sign but each client's last is followed by its branch; n runs 1..=signs.
     assert!(
         even + odd + 4 >= signs && even + odd <= signs,
@@ -677,6 +688,93 @@ path = "/stats"
     assert!(
         even.abs_diff(signs / 2) <= 4 && odd.abs_diff(signs - signs / 2) <= 4,
         "{signs} {even} {odd}"
+    );
+    // A hook that holds its worker thread (3 million Lua additions, tens of ms a call,
+    // against a service time under 1 ms; 4 clients on 2 threads): the generator — its
+    // script — set the pace.
+    let sign = "function request(r)\n  r.headers['x-signature'] = strainline.hmac_sha256('k3y', r.body)\nend\n";
+    let spin = "function response(r)\n  local n = 0\n  for i = 1, 3000000 do n = n + i end\n  if n < 0 then return false end\nend\n";
+    std::fs::write(s.path("sign.lua"), format!("{sign}{spin}")).unwrap();
+    let hooked = |secs: &str| {
+        load_json(
+            &s,
+            &[
+                &url,
+                "--no-tui",
+                "--scenario",
+                s.path("signed.toml").to_str().unwrap(),
+                "-z",
+                secs,
+                "--threads",
+                "2",
+            ],
+        )
+    };
+    let (out, doc) = hooked("1s");
+    let text = stdout(&out);
+    assert_exit(&out, 3);
+    assert_has(
+        &text,
+        "INVALID: the generator, not the target, was the limit",
+    );
+    assert_has(&text, "the script's hooks held the worker threads");
+    let held = doc["summary"]["hook_seconds"].as_f64().unwrap();
+    let elapsed = doc["summary"]["elapsed_seconds"].as_f64().unwrap();
+    assert!(held >= 0.5 * 2.0 * elapsed, "{held} of {elapsed}\n{text}");
+    // A hook failing most of its calls: the script's failures, and the run INVALID.
+    std::fs::write(
+        s.path("sign.lua"),
+        format!("{sign}function response(r)\n  if r.random < 0.9 then error('boom') end\n  return true\nend\n"),
+    )
+    .unwrap();
+    let (out, doc) = hooked("1s");
+    let text = stdout(&out);
+    assert_exit(&out, 3);
+    assert_shares_at_most_100(&text);
+    assert_has(&text, "the failures were the script's: ");
+    assert!(!text.contains("target's answers"), "{text}");
+    assert_has(&text, "the script's hooks failed ");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let sign = &doc["summary"]["steps"][0];
+    // Its errors are the script's: one check per judged reply, none for an error.
+    assert_eq!(
+        n(&sign["flow"]["script_errors"]),
+        n(&sign["errors"]),
+        "{sign}"
+    );
+    assert_eq!(check(&doc, "sign", "script"), (n(&sign["ok"]), 0), "{sign}");
+    // A reply failing two checks (a table's and the hook's) is one in checks_failed.
+    let twice = s.path("twice.toml");
+    std::fs::write(
+        &twice,
+        "clients = 2\nscript = \"sign.lua\"\n\n[[step]]\nname = \"sign\"\nevery = \"100ms\"\nmethod = \"POST\"\npath = \"/signed\"\ncheck.never = { body_contains = \"no such text\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        s.path("sign.lua"),
+        "function response(r)\n  return false\nend\n",
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            twice.to_str().unwrap(),
+            "-z",
+            "1s",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    let sign = &doc["summary"]["steps"][0];
+    let sent = n(&sign["sent"]);
+    assert!(sent >= 10, "{}", stdout(&out));
+    assert_eq!(n(&sign["checks_failed"]), sent, "{sign}");
+    assert_has(
+        &stdout(&out),
+        &format!("FAILED: checks_failed = 0 (measured {sent}"),
     );
     // A script that does not compile is refused before the run, at its line.
     std::fs::write(s.path("sign.lua"), "function request(r)\n  r.path = \n").unwrap();
@@ -1671,4 +1769,55 @@ fn a_job_flow_polls_until_each_job_is_finished_and_its_failures_are_the_server_s
         "{}",
         stdout(&out)
     );
+}
+
+/// Known truth: 4 clients whose two steps are both `once` send 8 requests and are done.
+/// Given `-z 5s`, the run still ends when they are (`once` means once), says so before
+/// the run and in its header, and shows no offered rate (`once` steps set none) — no
+/// share of a meaningless offer, none over 100%.
+#[test]
+fn once_only_clients_run_their_steps_once_and_say_the_run_ends_when_they_are_done() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let tb = testbed_serving(&[]);
+    let scenario = s.path("once.toml");
+    std::fs::write(
+        &scenario,
+        "clients = 4\n\n[[step]]\nname = \"health\"\nonce = true\npath = \"/health\"\n\n[[step]]\nname = \"stats\"\nonce = true\npath = \"/stats\"\n",
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &tb.url(""),
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "5s",
+        ],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    assert_has(
+        &text,
+        "each client's steps once: the run ends when they are done, within 5.00s",
+    );
+    assert!(!text.contains(" for 5.00s"), "{text}");
+    assert_has(
+        &stderr(&out),
+        "every step of this scenario is a `once` step",
+    );
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    for st in doc["summary"]["steps"].as_array().unwrap() {
+        assert_eq!(n(&st["sent"]), 4, "{st}");
+    }
+    assert!(
+        doc["summary"]["elapsed_seconds"].as_f64().unwrap() < 4.0,
+        "{text}"
+    );
+    assert!(doc["summary"]["offered_rate"].is_null(), "{text}");
+    let throughput = text.lines().find(|l| l.contains("Throughput")).unwrap();
+    assert!(!throughput.contains("offered"), "{throughput}");
+    assert_shares_at_most_100(&text);
 }

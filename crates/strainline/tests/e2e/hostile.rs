@@ -388,6 +388,22 @@ follow = true
         redirs,
         "each redirect followed or left\n{hop}"
     );
+    // A step's sends and its hops apart: each /redir/ is one send of the step (its
+    // reply the last hop's), each redirect followed a hop, not a send.
+    // (A chain the run's end cut is unanswered, not sent.)
+    let cut = n(&doc["summary"]["unfinished"]);
+    assert!(
+        n(&hop["sent"]) <= redirs && n(&hop["sent"]) + cut >= redirs,
+        "{redirs} {cut}\n{hop}"
+    );
+    let hops = n(&hop["flow"]["redirects_followed"]);
+    assert!(
+        hops >= followed && hops <= followed + cut,
+        "{followed} {cut}\n{hop}"
+    );
+    assert_eq!(n(&doc["summary"]["hops"]), hops, "{doc}");
+    assert_has(&text, &format!("{hops} redirects followed"));
+    assert_shares_at_most_100(&text);
     // The cookies of 2⁶³ − 1 s and of the year 99999 were kept and sent back; the one
     // of −2⁶³ s deleted itself.
     let cookies = std::fs::read_to_string(log.with_extension("log.cookies")).unwrap();

@@ -16,7 +16,7 @@ use hyper::header::{HeaderValue, COOKIE};
 use super::{exchange, goodbye, sleep_or_stop, Ctx, Slot, Timing};
 use crate::load::client::{Conn, Reply};
 use crate::load::flow::{Jar, Kept, OnFailure};
-use crate::load::recorder::{ErrorKind, Recorder};
+use crate::load::recorder::{counters, ErrorKind, Recorder};
 use crate::load::request::Outgoing;
 use crate::load::scenario::{Scenario, Step, Unsent, When, MAX_REDIRECTS};
 use crate::load::schedule::Share;
@@ -459,7 +459,10 @@ impl<'a> Client<'a> {
                 values: &mut self.session.values,
                 random: self.rng.unit(),
             };
-            if let Err(why) = script::request(script, sc.seed, caller, &mut req) {
+            let held = Instant::now();
+            let said = script::request(script, sc.seed, caller, &mut req);
+            self.ctx.rec.lock().unwrap().hook(held.elapsed());
+            if let Err(why) = said {
                 script_failed(&why.0);
                 let mut rec = self.ctx.rec.lock().unwrap();
                 rec.sent(Some(i));
@@ -468,7 +471,6 @@ impl<'a> Client<'a> {
             }
         }
         let random = self.rng.unit();
-        let mut intended = intended;
         let self_id = self.id;
         for hop in 0.. {
             if let Err(unfit) = self.ctx.client.fit(&mut req) {
@@ -509,7 +511,7 @@ impl<'a> Client<'a> {
                             }
                         }
                         next = Some((reply.status, to));
-                        return;
+                        return true;
                     }
                 }
                 if let (Some(until), Some(kept)) = (
@@ -518,10 +520,17 @@ impl<'a> Client<'a> {
                 ) {
                     s.until_met = until.passes(reply.status, kept, latency);
                 }
-                judge(st, i, &path, s, reply, latency, rec);
+                let mut failed = judge(st, i, &path, s, reply, latency, rec);
                 if let Some(script) = sc.script.as_ref().filter(|s| s.has_response) {
-                    hook(script, &sc, st, i, self_id, random, s, reply, latency, rec);
+                    let held = Instant::now();
+                    failed |= hook(script, &sc, st, i, self_id, random, s, reply, latency, rec);
+                    rec.hook(held.elapsed());
                 }
+                // One failed reply, however many of its checks failed.
+                if failed {
+                    rec.count(Some(i), counters::CHECKS_FAILED);
+                }
+                false
             };
             let sent_at = Instant::now();
             let ok = exchange(
@@ -538,11 +547,10 @@ impl<'a> Client<'a> {
                 Some(&mut judged),
             )
             .await;
+            // A hop's latency runs on: the step's is from its intended time to its
+            // last reply.
             match next {
-                Some((status, to)) if ok => {
-                    redirect(&mut req, status, to);
-                    intended = Instant::now();
-                }
+                Some((status, to)) if ok => redirect(&mut req, status, to),
                 _ => return ok,
             }
         }
@@ -584,9 +592,11 @@ fn script_failed(why: &str) {
 }
 
 /// The script's `response(r)` on step `i`'s reply (after its checks), counted as the
-/// check `script`: a `false` fails it (cause `check:script`, or `check:script:NAME` for
-/// `false, "NAME"`), an error fails it (cause `script`), `r.next` chooses the client's
-/// next step.
+/// check `script` where it judged: a `true` passes it, a `false` fails it (cause
+/// `check:script`, or `check:script:NAME` for `false, "NAME"`), nothing returned is no
+/// verdict (no check counted); an error fails the reply as the script's (cause
+/// `script`, not a check); `r.next` chooses the client's next step. True when the
+/// script's check failed.
 #[allow(clippy::too_many_arguments)]
 fn hook(
     script: &std::sync::Arc<Script>,
@@ -599,7 +609,7 @@ fn hook(
     reply: &mut Reply,
     latency: Duration,
     rec: &mut Recorder,
-) {
+) -> bool {
     let empty = Kept::default();
     let kept = reply.kept.as_deref().unwrap_or(&empty);
     let caller = Caller {
@@ -617,7 +627,9 @@ fn hook(
             s.next = said.next;
             match said.failed {
                 None => {
-                    rec.count(Some(i), "check.script.passed");
+                    if said.judged {
+                        rec.count(Some(i), "check.script.passed");
+                    }
                     None
                 }
                 Some(name) => {
@@ -635,17 +647,20 @@ fn hook(
             Some("script".to_string())
         }
     };
+    let checked = cause.as_deref().is_some_and(|c| c.starts_with("check:"));
     if let Some(cause) = cause {
         if reply.ok && reply.status < 400 {
             rec.count(Some(i), &format!("cause.{cause}"));
         }
         reply.ok = false;
     }
+    checked
 }
 
 /// Takes what step `i`'s reply gives the client (its cookies, its extracted values)
 /// and checks it: a failed extraction or check fails the reply, counted by its cause
-/// (`cause.check:NAME`) unless its status (400 and above) is the cause shown.
+/// (`cause.check:NAME`) unless its status (400 and above) is the cause shown. True when
+/// one of its checks failed.
 fn judge(
     st: &Step,
     i: usize,
@@ -654,9 +669,9 @@ fn judge(
     reply: &mut Reply,
     latency: Duration,
     rec: &mut Recorder,
-) {
+) -> bool {
     let Some(kept) = reply.kept.take() else {
-        return;
+        return false;
     };
     if s.cookies {
         for (_, v) in kept.headers.iter().filter(|(k, _)| k == "set-cookie") {
@@ -667,6 +682,7 @@ fn judge(
         reply.ok = true; // the checks say which statuses succeed
     }
     let mut cause = None;
+    let mut checked = false;
     for e in &st.extract {
         let found = e.source.find(&kept, &s.jar);
         if found.is_none() {
@@ -682,6 +698,7 @@ fn judge(
         } else {
             rec.count(Some(i), &format!("check.{}.failed", c.name));
             cause.get_or_insert_with(|| format!("check:{}", c.name));
+            checked = true;
         }
     }
     if let Some(cause) = cause {
@@ -693,4 +710,5 @@ fn judge(
     }
     // Kept for the script's `response(r)`, which reads the same reply.
     reply.kept = Some(kept);
+    checked
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::client::{Client, CompanionsAsk, Conn, Reply};
 use super::local::{join, single_threaded};
-use super::recorder::{ErrorKind, Recorder, Tally};
+use super::recorder::{counters, ErrorKind, Recorder, Tally};
 use super::replay::Requests;
 use super::request::Outgoing;
 use super::scenario::Scenario;
@@ -284,7 +284,9 @@ struct Timing {
 
 /// What a scenario client makes of a reply before it is recorded: its cookies and
 /// values, its checks (which may fail it), from its latency and into the recorder.
-type Judge<'a> = &'a mut dyn FnMut(&mut Reply, Duration, &mut Recorder);
+/// True when the reply is a redirect its step follows: a hop, not the step's reply
+/// (counted apart, not as a send; the step's send is its last reply's).
+type Judge<'a> = &'a mut dyn FnMut(&mut Reply, Duration, &mut Recorder) -> bool;
 
 /// One unit of work on `conn` (reconnecting if needed), recorded against its intended
 /// time (and under its scenario step, if any), judged first by `judge` if given.
@@ -341,12 +343,15 @@ async fn exchange(
     let done = Instant::now();
     // One lock per unit: the send is counted with its outcome.
     let mut rec = ctx.rec.lock().unwrap();
-    rec.sent(step);
     match result {
         Ok(mut reply) => {
             if let Some(judge) = judge {
-                judge(&mut reply, done - intended, &mut rec);
+                if judge(&mut reply, done - intended, &mut rec) {
+                    rec.count(step, counters::HOPS);
+                    return true;
+                }
             }
+            rec.sent(step);
             rec.response(
                 step,
                 reply.status,
@@ -367,6 +372,7 @@ async fn exchange(
             reply.ok
         }
         Err(kind) => {
+            rec.sent(step);
             rec.error(step, kind);
             slot.fd.set(None);
             *conn = None;

@@ -439,6 +439,11 @@ impl Scenario {
         }
     }
 
+    /// Whether every step is a `once` step: each client runs them once and is done.
+    pub fn once_only(&self) -> bool {
+        self.sessions.is_none() && self.steps.iter().all(|s| s.when == When::Once)
+    }
+
     /// The first variable step `i` uses that `values` lacks (the step cannot be sent).
     pub fn missing(&self, i: usize, values: &[Option<String>]) -> Option<&str> {
         let st = &self.steps[i];
@@ -451,9 +456,12 @@ impl Scenario {
 
     /// Requests the scenario offers within `d` — each client's `once` steps and its
     /// periodic ones — for the achieved-versus-offered check; `None` when it has a
-    /// closed mix, whose pace is the target's.
+    /// closed mix, whose pace is the target's, or no periodic step: `once` steps alone
+    /// set no rate (each client's go as fast as the target answers, then it is done).
     pub fn scheduled(&self, d: Duration) -> Option<u64> {
-        if self.steps.iter().any(|s| matches!(s.when, When::Weight(_))) {
+        if self.steps.iter().any(|s| matches!(s.when, When::Weight(_)))
+            || !self.steps.iter().any(|s| matches!(s.when, When::Every(_)))
+        {
             return None;
         }
         let mut n = 0u64;

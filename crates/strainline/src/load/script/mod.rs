@@ -839,10 +839,12 @@ pub fn request(
     })
 }
 
-/// What `response(r)` said of a reply: the check it failed (`false, "name"`: `name`;
+/// What `response(r)` said of a reply: whether it judged it (returned `true` or
+/// `false`; nothing is no verdict), the check it failed (`false, "name"`: `name`;
 /// `false`: `script`), and the step it asked to go to next (`r.next`).
 #[derive(Debug, Default, PartialEq)]
 pub struct Said {
+    pub judged: bool,
     pub failed: Option<String>,
     pub next: Option<String>,
 }
@@ -882,6 +884,7 @@ pub fn response(
             limited(lua, || st.call_response.call(args))?;
         vars_back(&vars, &mut c)?;
         Ok(Said {
+            judged: matches!(ok, Value::Boolean(_)),
             failed: matches!(ok, Value::Boolean(false))
                 .then(|| name.unwrap_or_else(|| "script".into())),
             next,
@@ -1020,12 +1023,22 @@ mod tests {
             ms,
         )
         .unwrap();
+        // Nothing returned: no verdict, only the next step.
         assert_eq!(
             said,
             Said {
+                judged: false,
                 failed: None,
                 next: Some("page".into())
             }
+        );
+        let s = script("function response(r)\n  return r.status == 200\nend\n").unwrap();
+        let said = response(&s, 1, caller(&mut values, &[]), 200, &kept("{}"), ms).unwrap();
+        assert!(said.judged && said.failed.is_none(), "{said:?}");
+        let said = response(&s, 1, caller(&mut values, &[]), 500, &kept("{}"), ms).unwrap();
+        assert!(
+            said.judged && said.failed.as_deref() == Some("script"),
+            "{said:?}"
         );
     }
 
