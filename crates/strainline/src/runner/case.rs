@@ -7,22 +7,25 @@ use crate::store::Metric;
 use crate::suite::Family;
 use crate::sut::lifecycle;
 
-/// A case's result, whatever happened: `Ok` when it ran (the runner judges its gates,
-/// then [`expected`]); `Err` when it could not: a target that could not be built,
+/// A case's result, whatever happened, and whether it ran (the runner then judges its
+/// gates, then [`expected`]). One that could not: a target that could not be built,
 /// started or made ready (or an interrupt before it was) measured nothing (invalid);
 /// any other error fails the case — only a case that ran can have caught its defect.
-pub fn outcome(ctx: &CaseCtx) -> Result<CaseResult, CaseResult> {
+pub fn outcome(ctx: &CaseCtx) -> (CaseResult, bool) {
     match run(ctx) {
-        Ok(r) => Ok(r),
-        Err(e) => Err({
-            let mut r = CaseResult::new();
-            let status = match e {
-                crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
-                _ => Status::Failed,
-            };
-            r.fail(status, e.to_string());
-            r
-        }),
+        Ok(r) => (r, true),
+        Err(e) => (
+            {
+                let mut r = CaseResult::new();
+                let status = match e {
+                    crate::Error::Target(_) | crate::Error::Interrupted => Status::Invalid,
+                    _ => Status::Failed,
+                };
+                r.fail(status, e.to_string());
+                r
+            },
+            false,
+        ),
     }
 }
 

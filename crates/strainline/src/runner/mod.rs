@@ -454,9 +454,7 @@ impl RunInto<'_> {
             duet,
             observer: args.observer.clone(),
         };
-        let ran = case::outcome(&ctx);
-        let ran_at_all = ran.is_ok();
-        let mut result = ran.unwrap_or_else(|r| r);
+        let (mut result, ran_at_all) = case::outcome(&ctx);
         keep_agents(&mut result, &ctx.agent_parts.borrow());
         debug_assert_catalogued(test.kind, &result);
         if matches!(result.status, Status::Passed | Status::Failed) && !result.metrics.is_empty() {
