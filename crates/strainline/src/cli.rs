@@ -462,6 +462,15 @@ pub enum WorkloadCommand {
         strainline workload scenario access.log --by hour --window '2026-11-22 18' --scale 2 -o peak-x2.toml\n  \
         strainline workload scenario access.log --constant -o average.toml")]
     Scenario(WorkloadScenarioArgs),
+    /// Make a user's flow from a recorded browser session (HAR 1.2: DevTools, mitmproxy's
+    /// hardump, Playwright, k6 Studio): the values the server handed out and later
+    /// requests sent back (CSRF tokens, ids, bearer tokens) found and correlated by
+    /// themselves, static assets and other hosts left out, redirects followed.
+    #[command(after_help = "Examples:\n  \
+        strainline workload flow session.har -o flow.toml\n  \
+        strainline workload flow session.har --host 127.0.0.1:8000 -o flow.toml\n  \
+        strainline workload flow session.har --no-correlate -o verbatim.toml")]
+    Flow(WorkloadFlowArgs),
 }
 
 #[derive(Debug, Args)]
@@ -530,6 +539,22 @@ pub struct WorkloadScenarioArgs {
     #[arg(long)]
     pub constant: bool,
     /// Where to write the scenario (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadFlowArgs {
+    /// The recording (HAR 1.2).
+    #[arg(value_name = "RECORDING.har")]
+    pub har: PathBuf,
+    /// The application's host (or host:port) in the recording; default: the first page's.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Send every value as recorded (no correlation): what recorders without it make.
+    #[arg(long)]
+    pub no_correlate: bool,
+    /// Where to write the flow (default: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

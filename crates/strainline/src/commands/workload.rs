@@ -1,6 +1,7 @@
 //! `strainline workload characterize|compare|scenario`: access logs in, a profile, a
 //! comparison (terminal, and JSON with a schema) or a scenario file out.
 
+use std::io::Write as _;
 use std::path::Path;
 
 use crate::cli::{LogArgs, WorkloadCommand};
@@ -86,7 +87,70 @@ pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
             }
             Ok(exit::PASSED)
         }
+        WorkloadCommand::Flow(a) => flow(&a),
     }
+}
+
+/// `workload flow`: the flow, then what was found and left out, on stderr.
+fn flow(a: &crate::cli::WorkloadFlowArgs) -> crate::error::Result<i32> {
+    let made = workload::har::make(
+        &a.har,
+        &workload::har::Options {
+            host: a.host.clone(),
+            no_correlate: a.no_correlate,
+        },
+    )?;
+    match &a.output {
+        Some(path) => std::fs::write(path, &made.text)
+            .map_err(|e| crate::Error::usage(format!("-o {}: {e}", path.display())).because(e))?,
+        None => print!("{}", made.text),
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "flow: {} steps to {}{}",
+        made.steps,
+        made.origin,
+        a.output
+            .as_ref()
+            .map(|p| format!(" in {}", p.display()))
+            .unwrap_or_default()
+    );
+    if a.no_correlate {
+        let _ = writeln!(
+            err,
+            "not correlated (--no-correlate): every value as recorded"
+        );
+    } else if made.found.is_empty() {
+        let _ = writeln!(
+            err,
+            "correlated: nothing (no reply gave a value a later request sent)"
+        );
+    } else {
+        let _ = writeln!(err, "correlated:");
+        for l in &made.found {
+            let _ = writeln!(err, "  {l}");
+        }
+    }
+    for l in &made.left_as_recorded {
+        let _ = writeln!(err, "  left: {l}");
+    }
+    let left = &made.left_out;
+    for (what, list) in [
+        ("static assets", &left.assets),
+        ("other hosts", &left.other_hosts),
+    ] {
+        if !list.is_empty() {
+            let _ = writeln!(err, "left out, {what} ({}):", list.len());
+            for l in list.iter().take(20) {
+                let _ = writeln!(err, "  {}", crate::units::one_line(l));
+            }
+            if list.len() > 20 {
+                let _ = writeln!(err, "  … and {} more", list.len() - 20);
+            }
+        }
+    }
+    Ok(exit::PASSED)
 }
 
 fn options(r: &LogArgs) -> crate::error::Result<Options> {

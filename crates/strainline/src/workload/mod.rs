@@ -1,9 +1,11 @@
 //! Workloads from production access logs: what the requests were (`characterize`), how
 //! far another workload is from them (`compare`), and a scenario that sends them again
-//! (`scenario`). The input side of the pipeline: a test's load is only as good as its
-//! resemblance to what the target really serves.
+//! (`scenario`); and from a recorded browser session, a user's flow (`flow`, [`har`]).
+//! The input side of the pipeline: a test's load is only as good as its resemblance to
+//! what the target really serves.
 
 pub mod compare;
+pub mod har;
 pub mod parse;
 pub mod profile;
 pub mod render;

@@ -161,7 +161,7 @@ pub fn write(profile: &Profile, source: &str, shape: Shape) -> crate::error::Res
 }
 
 /// A TOML basic string.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
     q.push('"');
     for c in s.chars() {
