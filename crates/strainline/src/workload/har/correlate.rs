@@ -219,12 +219,21 @@ pub fn find(e: &Exchange, v: &str) -> Option<Rule> {
             return Some(Rule::Header(n.clone()));
         }
     }
-    let at = e.response_body.find(v)?;
-    input_rule(&e.response_body, v, at).or_else(|| {
-        token_like(v)
-            .then(|| context_rule(&e.response_body, v, at))
-            .flatten()
-    })
+    let body = &e.response_body;
+    let at = body.find(v)?;
+    // A hidden input holding it anywhere in the page (its first occurrences may be a
+    // link's), else the token where it first stands.
+    body.match_indices(v)
+        .take(64)
+        .find_map(|(i, _)| input_rule(body, v, i))
+        .or_else(|| token_like(v).then(|| context_rule(body, v, at)).flatten())
+}
+
+/// Whether a page offered `v` as an input's or a button's own value (`value="Save"`):
+/// sent back as it stands, not typed by the person.
+fn offered(e: &Exchange, v: &str) -> bool {
+    let b = &e.response_body;
+    b.contains(&format!("value=\"{v}\"")) || b.contains(&format!("value='{v}'"))
 }
 
 /// The first capture of `pattern` over `body`.
@@ -255,6 +264,12 @@ fn input_rule(body: &str, v: &str, at: usize) -> Option<Rule> {
         }
     }
     let (name, q) = name?;
+    // A hidden field carries what the server handed out; a visible one's value (a
+    // button's "Save") is a label unless it is a token.
+    let hidden = regex::Regex::new(r#"(?i)type\s*=\s*["']?hidden"#).ok()?;
+    if !hidden.is_match(tag) && !token_like(v) {
+        return None;
+    }
     let kind = if tag.starts_with("<meta") {
         "content"
     } else {
@@ -429,10 +444,20 @@ pub fn correlate(steps: &[Step], x: &[Exchange]) -> Found {
             for u in uses {
                 found.generated.push((u, v.clone(), "{{now_ms}}"));
             }
-        } else if matches!(uses[0].place, Place::Form(_) | Place::Json(_)) {
-            let var = unique(name_for(s, &uses[0].place), &mut taken);
-            found.typed.push((var, v, uses));
-        } else if token_like(&v) {
+        } else if let Some(at) = uses.iter().position(|u| {
+            matches!(u.place, Place::Form(_) | Place::Json(_))
+                && !(0..u.step).any(|j| offered(&x[steps[j].reply], &v))
+        }) {
+            // What the person typed into a form or a JSON field; the same text in a
+            // path (`admin` the user, `/admin/` the path) stays as it is there.
+            let typed: Vec<Use> = uses
+                .iter()
+                .filter(|u| matches!(u.place, Place::Form(_) | Place::Json(_)))
+                .cloned()
+                .collect();
+            let var = unique(name_for(&steps[uses[at].step], &uses[at].place), &mut taken);
+            found.typed.push((var, v, typed));
+        } else if token_like(&v) && !matches!(uses[0].place, Place::Header(_)) {
             found.left.push(format!(
                 "{v:?} sent by {} was found in no earlier reply: kept as recorded",
                 steps[first].name

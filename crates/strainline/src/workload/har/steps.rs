@@ -190,9 +190,12 @@ pub fn steps(x: &[Exchange], kept: &[usize], origin: &str) -> Vec<Step> {
 /// Headers a flow keeps: what says what the body is or what is wanted back, who the
 /// user is, and the application's own (`X-…`); the browser's others (cookies: the jar;
 /// encodings, agents, caches, fetch metadata) are left to the client.
-fn kept_header(name: &str) -> bool {
+fn kept_header(name: &str, value: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    matches!(n.as_str(), "accept" | "authorization" | "content-type")
+    // A page's navigation Accept is the browser's; an API's (`application/json`) says
+    // what the application wants back.
+    (n == "accept" && !value.contains("text/html"))
+        || matches!(n.as_str(), "authorization" | "content-type")
         || (n.starts_with("x-") && !n.starts_with("x-forwarded") && n != "x-real-ip")
 }
 
@@ -227,7 +230,7 @@ fn step(first: &Exchange, (request, reply): (usize, usize), hops: usize) -> Step
     let headers = first
         .request_headers
         .iter()
-        .filter(|(n, _)| !n.starts_with(':') && kept_header(n))
+        .filter(|(n, v)| !n.starts_with(':') && kept_header(n, v))
         // A form or JSON body sets its own Content-Type.
         .filter(|(n, _)| {
             !(n.eq_ignore_ascii_case("content-type")

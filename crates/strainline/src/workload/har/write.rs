@@ -283,9 +283,13 @@ pub fn flow(
             }
         }
     }
+    // Pages as comments when the recording had several (a recorder's one tab is one
+    // page, titled by its last title: no help).
+    let pages: std::collections::BTreeSet<&str> =
+        steps.iter().filter_map(|s| s.page.as_deref()).collect();
     let mut page: Option<&str> = None;
     for (i, s) in steps.iter().enumerate() {
-        if s.page.is_some() && s.page.as_deref() != page {
+        if pages.len() > 1 && s.page.is_some() && s.page.as_deref() != page {
             page = s.page.as_deref();
             let _ = writeln!(
                 t,
