@@ -13,7 +13,7 @@
 # redis-server (a target that daemonises, and the Redis protocol's server; redis-cli counts
 # its keys), python3-websockets and python3-grpcio (a
 # WebSocket echo server and a gRPC server we did not write), mosquitto (an MQTT broker we did not write, and its clients), a JDK (its built-in HTTP server), Node (its http2 server), openssl (its s_client plays a stranger at an
-# agent's TLS port), man-db (it renders strainline's man pages); and from PyPI kubernetes-validate (the Kubernetes API schemas).
+# agent's TLS port), man-db (it renders strainline's man pages), python3-djangorestframework (a JSON API we did not write); and from PyPI kubernetes-validate (the Kubernetes API schemas) and Playwright (it drives Chromium to record sessions as HAR).
 set -euo pipefail
 
 need=()
@@ -51,6 +51,11 @@ command -v mosquitto_sub >/dev/null || need+=(mosquitto-clients)
 command -v java >/dev/null || need+=(default-jdk-headless)
 # Node's http2 module (nghttp2 inside), an HTTP/2 server we did not write.
 command -v node >/dev/null || need+=(nodejs)
+# …and Django REST framework (a JSON API with token logins, for recorded flows).
+/usr/bin/python3 -c 'import rest_framework' 2>/dev/null || need+=(python3-djangorestframework)
+# Playwright drives Debian's Chromium to record sessions as HAR (workload flow's tests).
+python3 -c 'import playwright' 2>/dev/null \
+  || python3 -m pip install --quiet --break-system-packages playwright==1.65.2
 # The Kubernetes API's own schemas, offline: the agents' manifest is validated against them.
 python3 -c 'import kubernetes_validate' 2>/dev/null \
   || python3 -m pip install --quiet --break-system-packages kubernetes-validate==1.37.0

@@ -1,7 +1,8 @@
 //! Templated text for scenario requests: `{{client}}` (the virtual client's number),
 //! `{{seq}}` (its request counter), `{{random N}}` (N random alphanumeric bytes) and
 //! `{{csv.COLUMN}}` or `{{row.COLUMN}}` (the client's row of the scenario's `csv` or
-//! `jsonl` file) and `{{NAME}}` (a value
+//! `jsonl` file), `{{uuid}}` (a random version-4 UUID, new at each use), `{{now_ms}}`
+//! (the wall clock in Unix milliseconds) and `{{NAME}}` (a value
 //! a step of the client's flow extracted). Parsed once, rendered per request into a
 //! reused buffer.
 
@@ -13,6 +14,8 @@ enum Piece {
     Client,
     Seq,
     Random(usize),
+    Uuid,
+    NowMs,
     Csv(usize),
     /// A flow variable, by its index among the scenario's.
     Var(usize),
@@ -102,6 +105,8 @@ impl Text {
                 let piece = match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
                     ["client"] => Piece::Client,
                     ["seq"] => Piece::Seq,
+                    ["uuid"] => Piece::Uuid,
+                    ["now_ms"] => Piece::NowMs,
                     ["random", n] => {
                         let bytes: usize = n.parse().map_err(|_| {
                             (
@@ -145,7 +150,7 @@ impl Text {
                         return Err((
                             i,
                             format!(
-                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{csv.COLUMN}}}} or {extracted})"
+                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{uuid}}}}, {{{{now_ms}}}}, {{{{csv.COLUMN}}}} or {extracted})"
                             ),
                         ));
                     }
@@ -181,6 +186,13 @@ impl Text {
                 Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
                 Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
                 Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
+                Piece::Uuid => uuid(out),
+                Piece::NowMs => {
+                    let ms = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis());
+                    out.extend_from_slice(ms.to_string().as_bytes())
+                }
                 Piece::Csv(i) => {
                     if let Some(cell) = v.row.and_then(|r| r.get(*i)) {
                         out.extend_from_slice(cell.as_bytes())
@@ -258,7 +270,7 @@ impl Text {
                         .and_then(|x| x.as_deref())
                         .map_or(&[][..], str::as_bytes),
                 ),
-                Piece::Client | Piece::Seq | Piece::Random(_) => {
+                Piece::Client | Piece::Seq | Piece::Random(_) | Piece::Uuid | Piece::NowMs => {
                     let one = Text {
                         pieces: vec![p.clone()],
                     };
@@ -282,6 +294,54 @@ impl Text {
         let mut out = Vec::new();
         self.render(v, &mut out);
         String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// A version-4 UUID (RFC 9562) in its 36-character text: 122 random bits from a
+/// per-thread generator seeded from the kernel's randomness, so that no two runs, threads
+/// or uses share one.
+fn uuid(out: &mut Vec<u8>) {
+    use std::cell::RefCell;
+    thread_local! {
+        static RNG: RefCell<crate::rng::Rng> = RefCell::new(crate::rng::Rng::new(seed()));
+    }
+    let (hi, lo) = RNG.with(|r| {
+        let mut r = r.borrow_mut();
+        (r.next_u64(), r.next_u64())
+    });
+    let hi = (hi & !0xF000) | 0x4000; // version 4
+    let lo = (lo & !(0b11 << 62)) | (0b10 << 62); // variant 10
+    let b: Vec<u8> = hi
+        .to_be_bytes()
+        .into_iter()
+        .chain(lo.to_be_bytes())
+        .collect();
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.extend_from_slice(format!("{byte:02x}").as_bytes());
+    }
+}
+
+/// 64 bits from /dev/urandom, mixed with the time and the thread (if it cannot be read).
+fn seed() -> u64 {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let thread = std::thread::current().id();
+    let h = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        thread.hash(&mut h);
+        h.finish()
+    };
+    match read {
+        Ok(()) => u64::from_le_bytes(b) ^ crate::rng::mix(t),
+        Err(_) => crate::rng::mix(t ^ h.rotate_left(17)),
     }
 }
 
@@ -331,6 +391,35 @@ mod tests {
         let mut quoted = Vec::new();
         quote_word(rendered[2].as_bytes(), &mut quoted);
         assert_eq!(quoted, b"\"k:v EX 1\r\n\\\"qx\"");
+    }
+
+    #[test]
+    fn a_uuid_is_version_4_and_new_at_each_use() {
+        let t = Text::parse("{{uuid}} {{uuid}} {{now_ms}}", &[]).unwrap();
+        let pool = RandomPool::new(1);
+        let vars = Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values: &[],
+        };
+        let a = t.render_string(&vars);
+        let b = t.render_string(&vars);
+        let parts: Vec<&str> = a.split(' ').collect();
+        let re = regex::Regex::new(
+            "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+        )
+        .unwrap();
+        assert!(re.is_match(parts[0]) && re.is_match(parts[1]), "{a}");
+        assert_ne!(parts[0], parts[1]);
+        assert_ne!(a.split(' ').next(), b.split(' ').next());
+        let ms: u128 = parts[2].parse().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        assert!(ms <= now && now - ms < 5_000, "{ms} vs {now}");
     }
 
     #[test]

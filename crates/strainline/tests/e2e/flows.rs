@@ -12,26 +12,36 @@ use strainline_testbed::harness::RunningServer;
 /// A Django project made by `django-admin startproject` in `dir`, migrated, with the
 /// users of `users` (a CSV `username,password`) as superusers; its dev server on a
 /// free port, logging to `dir/server.log`.
-fn django(dir: &Path, users: &Path) -> (KillOnDrop, u16) {
-    let py = |args: &[&str]| {
-        let out = Command::new("/usr/bin/python3")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("Debian's python3 with python3-django (installed by `make test`)");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    py(&["-m", "django", "startproject", "mysite", "."]);
-    py(&["manage.py", "migrate", "-v0"]);
+pub fn django(dir: &Path, users: &Path) -> (KillOnDrop, u16) {
+    python(dir, &["-m", "django", "startproject", "mysite", "."]);
     let make_users = format!(
         "import csv\nfrom django.contrib.auth.models import User\nfor r in csv.DictReader(open({:?})):\n    User.objects.create_superuser(r['username'], '', r['password'])\n",
         users.display().to_string()
     );
-    py(&["manage.py", "shell", "-c", &make_users]);
+    django_project(dir, &[&make_users])
+}
+
+/// Debian's python3 with `args` in `dir`, which must succeed.
+fn python(dir: &Path, args: &[&str]) {
+    let out = Command::new("/usr/bin/python3")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("Debian's python3 with python3-django (installed by `make test`)");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The Django project in `dir` migrated, `scripts` run in its shell, and its dev server
+/// on a free port, logging to `dir/server.log`.
+pub fn django_project(dir: &Path, scripts: &[&str]) -> (KillOnDrop, u16) {
+    python(dir, &["manage.py", "migrate", "-v0"]);
+    for script in scripts {
+        python(dir, &["manage.py", "shell", "-c", script]);
+    }
     let port = free_port();
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
     let mut c = Command::new("/usr/bin/python3");

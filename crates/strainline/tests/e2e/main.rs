@@ -20,6 +20,7 @@ mod netns;
 mod paired;
 mod pg;
 mod protocols;
+mod recorded;
 mod report;
 mod run;
 mod serve;

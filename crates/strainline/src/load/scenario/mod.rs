@@ -439,9 +439,14 @@ impl Scenario {
         }
     }
 
-    /// Whether every step is a `once` step: each client runs them once and is done.
+    /// Whether every step is a `once` step and none loops back: each client runs them
+    /// once and is done.
     pub fn once_only(&self) -> bool {
-        self.sessions.is_none() && self.steps.iter().all(|s| s.when == When::Once)
+        self.sessions.is_none()
+            && self
+                .steps
+                .iter()
+                .all(|s| s.when == When::Once && s.repeat.is_none())
     }
 
     /// The first variable step `i` uses that `values` lacks (the step cannot be sent).

@@ -4,7 +4,8 @@
 //! becomes an extraction at each reply that gave it — the narrowest rule that takes
 //! exactly that value from the recorded reply — and a placeholder wherever it was sent.
 //! Values no reply gave are the client's own (a UUID, a timestamp: generators) or the
-//! person's (a form or JSON field: the flow's variables). Short values (`1`, `en`) are
+//! person's (a form or JSON field: sent as typed, and named for the author to feed or
+//! make unique). Short values (`1`, `en`) are
 //! correlated only from a JSON id field, unambiguous; what was left as recorded is said.
 
 use std::collections::BTreeMap;

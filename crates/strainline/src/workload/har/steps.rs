@@ -192,9 +192,9 @@ pub fn steps(x: &[Exchange], kept: &[usize], origin: &str) -> Vec<Step> {
 /// encodings, agents, caches, fetch metadata) are left to the client.
 fn kept_header(name: &str, value: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    // A page's navigation Accept is the browser's; an API's (`application/json`) says
-    // what the application wants back.
-    (n == "accept" && !value.contains("text/html"))
+    // Accept says what comes back (a page for a browser, JSON for a script: Django REST
+    // framework answers the same URL with either); only `*/*` says nothing.
+    (n == "accept" && value.trim() != "*/*")
         || matches!(n.as_str(), "authorization" | "content-type")
         || (n.starts_with("x-") && !n.starts_with("x-forwarded") && n != "x-real-ip")
 }
@@ -333,6 +333,7 @@ mod tests {
                 ("User-Agent".into(), "Chrome".into()),
                 ("X-CSRFToken".into(), "t".into()),
                 ("Cookie".into(), "a=1".into()),
+                ("Accept".into(), "text/html".into()),
             ],
             request_body: None,
             status,
@@ -421,10 +422,14 @@ mod tests {
                 ("next".into(), "/admin/".into())
             ])
         );
-        // The browser's headers are left to the client; the application's are kept.
+        // The browser's headers are left to the client; the application's, and what
+        // the page asked back (a page), are kept.
         assert_eq!(
             s[0].headers,
-            vec![("X-CSRFToken".to_string(), "t".to_string())]
+            vec![
+                ("X-CSRFToken".to_string(), "t".to_string()),
+                ("Accept".to_string(), "text/html".to_string())
+            ]
         );
         assert_eq!(
             s[0].query,

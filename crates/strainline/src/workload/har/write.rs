@@ -1,5 +1,5 @@
 //! The flow file a recording makes: its steps with their extractions, placeholders,
-//! proposed checks and think times, the person's values as `[vars]`, and what was
+//! proposed checks and think times, the person's typed values named, and what was
 //! found said twice — as a table for the terminal and as comments in the file.
 
 use std::fmt::Write as _;
@@ -12,8 +12,9 @@ use crate::workload::scenario::quote;
 /// How the flow repeats: its whole recording, again and again, until `-z`/`-n` end it.
 const REPEAT: u32 = 1_000_000;
 
-/// The steps with their placeholders in: each use of a correlated, generated or typed
-/// value replaced by `{{NAME}}` (or the generator) in the place it was sent.
+/// The steps with their placeholders in: each use of a correlated or generated value
+/// replaced by `{{NAME}}` (or the generator) in the place it was sent. What the person
+/// typed stays as typed (the flow's comments name it, to feed or make unique).
 pub fn apply(steps: &mut [Step], found: &Found) {
     let put = |steps: &mut [Step], step: usize, place: &Place, value: &str, with: &str| {
         let s = &mut steps[step];
@@ -35,7 +36,9 @@ pub fn apply(steps: &mut [Step], found: &Found) {
             Place::Json(path) => {
                 if let Body::Json(j) = &mut s.body {
                     if let Some(leaf) = pointer(j, path) {
-                        *leaf = serde_json::Value::String(with.to_string());
+                        // A number or a boolean is sent bare: marked, unquoted when written.
+                        let bare = if leaf.is_string() { "" } else { BARE };
+                        *leaf = serde_json::Value::String(format!("{bare}{with}"));
                     }
                 }
             }
@@ -59,12 +62,38 @@ pub fn apply(steps: &mut [Step], found: &Found) {
     for (u, v, gen) in &found.generated {
         put(steps, u.step, &u.place, v, gen);
     }
-    for (var, v, uses) in &found.typed {
-        let with = format!("{{{{{var}}}}}");
-        for u in uses {
-            put(steps, u.step, &u.place, v, &with);
+}
+
+/// Marks a placeholder that stands for a JSON number or boolean (sent without quotes).
+const BARE: &str = "\u{1}";
+
+/// A JSON body as text, its bare placeholders unquoted.
+fn json_text(j: &serde_json::Value) -> String {
+    let text = j.to_string();
+    let marked = format!(
+        "\"{}",
+        serde_json::to_string(BARE)
+            .unwrap_or_default()
+            .trim_matches('"')
+    );
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(&marked) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + marked.len()..];
+        match after.find("}}\"") {
+            Some(end) => {
+                out.push_str(&after[..end + 2]);
+                rest = &after[end + 3..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
         }
     }
+    out.push_str(rest);
+    out
 }
 
 fn pointer<'a>(v: &'a mut serde_json::Value, path: &[Key]) -> Option<&'a mut serde_json::Value> {
@@ -123,27 +152,6 @@ fn path_of(s: &Step) -> String {
         p.push_str(&q.join("&"));
     }
     p
-}
-
-/// A JSON value as a TOML value (inline); None when it holds a null (TOML has none).
-fn toml_value(v: &serde_json::Value) -> Option<String> {
-    Some(match v {
-        serde_json::Value::Null => return None,
-        serde_json::Value::Bool(b) => b.to_string(),
-        serde_json::Value::Number(n) => n.to_string(),
-        serde_json::Value::String(s) => quote(s),
-        serde_json::Value::Array(a) => {
-            let items: Option<Vec<String>> = a.iter().map(toml_value).collect();
-            format!("[{}]", items?.join(", "))
-        }
-        serde_json::Value::Object(o) => {
-            let items: Option<Vec<String>> = o
-                .iter()
-                .map(|(k, v)| toml_value(v).map(|v| format!("{} = {v}", quote(k))))
-                .collect();
-            format!("{{ {} }}", items?.join(", "))
-        }
-    })
 }
 
 /// Checks proposed from the recorded reply: its status, and an HTML page's title or a
@@ -205,7 +213,7 @@ pub fn table(steps: &[Step], found: &Found) -> Vec<String> {
     }
     for (var, v, uses) in &found.typed {
         lines.push(format!(
-            "{{{{{var}}}}} = {} typed by the person (in [vars]; sent by {})",
+            "{} typed by the person as {var}, sent as typed by {}: feed it ({{{{csv.{var}}}}}) or make it unique (\"g-{{{{uuid}}}}\")",
             shorten(v),
             steps[uses[0].step].name
         ));
@@ -235,7 +243,7 @@ pub fn flow(
     let _ = writeln!(
         t,
         "# A user's flow made by `strainline workload flow {source}`: {} steps to {origin}.\n\
-         # Run it: strainline load {origin} --scenario THIS.toml -c 5 -z 10s --gate 'checks_failed = 0'",
+         # Run it: strainline load {origin} --scenario THIS.toml -z 10s --gate 'checks_failed = 0'",
         steps.len()
     );
     if !left.assets.is_empty() || !left.other_hosts.is_empty() {
@@ -259,16 +267,10 @@ pub fn flow(
     for l in &found.left {
         let _ = writeln!(t, "#   left: {l}");
     }
-    let _ = writeln!(t, "\nclients = 1");
-    if !found.typed.is_empty() {
-        let _ = writeln!(
-            t,
-            "\n# What the person typed, as recorded: feed them (a csv) or make them unique\n# (\"g-{{{{uuid}}}}\") here.\n[vars]"
-        );
-        for (var, v, _) in &found.typed {
-            let _ = writeln!(t, "{var} = {}", quote(v));
-        }
-    }
+    let _ = writeln!(
+        t,
+        "\n# Users at once, each running the recorded flow with its own values.\nclients = 5"
+    );
     let own: Vec<&str> = found
         .correlations
         .iter()
@@ -312,16 +314,18 @@ pub fn flow(
             h.iter()
                 .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
         };
-        let json_text = match &s.body {
-            Body::Json(j) => toml_value(j).is_none().then(|| j.to_string()),
-            _ => None,
-        };
         match &s.body {
             Body::Raw { mime, .. } if !mime.is_empty() && !typed(&headers) => {
                 headers.push(("Content-Type".into(), mime.clone()));
             }
-            Body::Json(_) if json_text.is_some() && !typed(&headers) => {
+            Body::Json(_) if !typed(&headers) => {
                 headers.push(("Content-Type".into(), "application/json".into()));
+            }
+            Body::Form(_) if !typed(&headers) => {
+                headers.push((
+                    "Content-Type".into(),
+                    "application/x-www-form-urlencoded".into(),
+                ));
             }
             _ => {}
         }
@@ -337,18 +341,13 @@ pub fn flow(
             Body::Form(f) => {
                 let fields: Vec<String> = f
                     .iter()
-                    .map(|(k, v)| format!("{} = {}", quote(k), quote(v)))
+                    .map(|(k, v)| format!("{}={}", encode(k, true), encode(v, true)))
                     .collect();
-                let _ = writeln!(t, "form = {{ {} }}", fields.join(", "));
+                let _ = writeln!(t, "body = {}", quote(&fields.join("&")));
             }
-            Body::Json(j) => match &json_text {
-                None => {
-                    let _ = writeln!(t, "json = {}", toml_value(j).unwrap_or_default());
-                }
-                Some(text) => {
-                    let _ = writeln!(t, "body = {}", quote(text));
-                }
-            },
+            Body::Json(j) => {
+                let _ = writeln!(t, "body = {}", quote(&json_text(j)));
+            }
             Body::Raw { text, .. } => {
                 let _ = writeln!(t, "body = {}", quote(text));
             }
@@ -386,13 +385,16 @@ mod tests {
         assert_eq!(encode("g {{name}}/x", false), "g%20{{name}}%2Fx");
         assert_eq!(encode("/admin/?a", true), "/admin/?a");
         assert_eq!(encode("a&b=c#d", true), "a%26b%3Dc%23d");
+        // A placeholder for a number is sent bare; one for a string stays quoted.
+        let j = serde_json::json!({
+            "n": format!("{BARE}{{{{id}}}}"),
+            "s": "{{token}}",
+            "t": "x\"y",
+            "z": null
+        });
         assert_eq!(
-            toml_value(&serde_json::json!({"a": [1, "x\"y"], "b": null})),
-            None
-        );
-        assert_eq!(
-            toml_value(&serde_json::json!({"a": [1, "x\"y"]})).as_deref(),
-            Some(r#"{ "a" = [1, "x\"y"] }"#)
+            json_text(&j),
+            r#"{"n":{{id}},"s":"{{token}}","t":"x\"y","z":null}"#
         );
     }
 }
