@@ -1123,6 +1123,7 @@ mod tests {
     /// 64 Ki steps) with an error that says why.
     #[test]
     fn no_hook_runs_past_its_second_or_its_memory() {
+        const EITHER: &str = "its time or its memory";
         let limit = "ran over 1 s";
         for (body, want) in [
             ("coroutine.wrap(function() while true do end end)()", limit),
@@ -1158,7 +1159,10 @@ mod tests {
             ("collectgarbage('stop')", "not allowed"),
             ("collectgarbage('generational')", "not allowed"),
             ("table.sort(setmetatable({}, {__len = function() return 1e9 end}))", "with a metatable"),
-            ("table.concat(setmetatable({}, {__len = function() return 1e9 end, __index = rawlen}))", limit),
+            // C calling C (rawlen as __index) runs no instruction the hook sees: the
+            // string it builds meets the memory limit or the clock first, by the
+            // machine's speed; either ends it, with its reason.
+            ("table.concat(setmetatable({}, {__len = function() return 1e9 end, __index = rawlen}))", EITHER),
             // Killed inside the hook, a coroutine's `__close` would run with no hook.
             ("coroutine.wrap(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end)()", limit),
             ("local co = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() while true do end end}) while true do end end) coroutine.resume(co) coroutine.close(co) while true do end", limit),
@@ -1175,7 +1179,14 @@ mod tests {
         ] {
             let (out, took) = hostile(body);
             let e = out.expect_err(body).0;
-            assert!(e.contains(want), "{body}: {e}");
+            if want == EITHER {
+                assert!(
+                    e.contains(limit) || e.contains("not enough memory"),
+                    "{body}: {e}"
+                );
+            } else {
+                assert!(e.contains(want), "{body}: {e}");
+            }
             assert!(took < Duration::from_millis(800), "{body}: {took:?}");
         }
         // What stays cheap and right: an empty string repeated, a plain find on a big
