@@ -554,6 +554,11 @@ pub struct WorkloadFlowArgs {
     /// Send every value as recorded (no correlation): what recorders without it make.
     #[arg(long)]
     pub no_correlate: bool,
+    /// Play the flow once, as one user and without its pauses, against the application
+    /// at URL (a copy running for tests: it is sent the recorded actions) and print each
+    /// step's outcome beside the recorded status; exit 1 when a step diverged.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
     /// Where to write the flow (default: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

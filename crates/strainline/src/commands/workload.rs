@@ -1,5 +1,6 @@
-//! `strainline workload characterize|compare|scenario`: access logs in, a profile, a
-//! comparison (terminal, and JSON with a schema) or a scenario file out.
+//! `strainline workload characterize|compare|scenario|flow`: access logs in, a profile,
+//! a comparison (terminal, and JSON with a schema) or a scenario file out; a browser
+//! recording in, a user's flow out (played once against `--target` to verify it).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -128,17 +129,20 @@ fn flow(a: &crate::cli::WorkloadFlowArgs) -> crate::error::Result<i32> {
         );
     } else {
         let _ = writeln!(err, "correlated:");
-        for l in &made.found {
+        for l in made.found.iter().take(SHOWN) {
             let _ = writeln!(err, "  {l}");
         }
+        more(&mut err, made.found.len());
     }
-    for l in &made.left_as_recorded {
-        let _ = writeln!(err, "  left: {l}");
+    for l in made.left_as_recorded.iter().take(SHOWN) {
+        let _ = writeln!(err, "  left: {}", crate::units::one_line(l));
     }
+    more(&mut err, made.left_as_recorded.len());
     let left = &made.left_out;
     for (what, list) in [
         ("static assets", &left.assets),
         ("other hosts", &left.other_hosts),
+        ("not sendable", &left.unsendable),
     ] {
         if !list.is_empty() {
             let _ = writeln!(err, "left out, {what} ({}):", list.len());
@@ -150,7 +154,164 @@ fn flow(a: &crate::cli::WorkloadFlowArgs) -> crate::error::Result<i32> {
             }
         }
     }
-    Ok(exit::PASSED)
+    match &a.target {
+        Some(url) => {
+            drop(err);
+            verify(&made, url)
+        }
+        None => Ok(exit::PASSED),
+    }
+}
+
+/// Lines of a list the terminal shows; the flow file's comments hold them all.
+const SHOWN: usize = 200;
+
+fn more(err: &mut impl std::io::Write, n: usize) {
+    if n > SHOWN {
+        let _ = writeln!(
+            err,
+            "  … and {} more (all in the flow file's comments)",
+            n - SHOWN
+        );
+    }
+}
+
+/// Plays the flow once as one user against `url`, without its pauses, and says each
+/// step's outcome beside its recorded status (k6 Studio's validator); the first step
+/// that diverged is explained from what the engine counted. Exit 1 when one did.
+fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
+    use clap::Parser as _;
+    let dir = tempfile_dir()?;
+    let path = dir.join("once.toml");
+    std::fs::write(&path, &made.once)
+        .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
+    let steps = made.recorded.len().max(1).to_string();
+    let argv = [
+        "strainline",
+        "load",
+        url,
+        "--scenario",
+        path.to_str().unwrap_or_default(),
+        "-n",
+        &steps,
+        "-z",
+        "60s",
+        "--no-tui",
+        "--no-progress",
+    ];
+    let cli = crate::cli::Cli::try_parse_from(argv)
+        .map_err(|e| crate::Error::usage(format!("--target {url}: {e}")))?;
+    let crate::cli::Command::Load(args) = cli.command else {
+        unreachable!("the arguments above are a load");
+    };
+    let spec = super::load::spec(&args)?;
+    let planned = crate::load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let session =
+        crate::agents::session::drive(&spec, &planned, None, (false, ""), &crate::observe::Quiet);
+    let _ = std::fs::remove_dir_all(&dir);
+    let summary = session?.summary;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "verify: the flow played once as one user against {url}, without its pauses"
+    );
+    let width = made
+        .recorded
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(out, "  {:width$}  recorded  played", "step");
+    let mut first: Option<String> = None;
+    for (name, status) in &made.recorded {
+        let st = summary.steps.iter().find(|s| &s.name == name);
+        let (played, why) = match st {
+            None => (
+                "not sent".to_string(),
+                Some("the run ended before it".to_string()),
+            ),
+            Some(st) if st.sent == 0 => {
+                let missing: Vec<String> = st
+                    .flow
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("extract.") || k.starts_with("invalid."))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                (
+                    "not sent".into(),
+                    Some(if missing.is_empty() {
+                        "the run ended before it (an earlier step failed, or the 60 s bound)".into()
+                    } else {
+                        format!("it could not be sent: {}", missing.join(", "))
+                    }),
+                )
+            }
+            Some(st) if st.errors == 0 && st.checks_failed == 0 => ("as recorded".into(), None),
+            Some(st) => {
+                let causes: Vec<String> = st
+                    .causes
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .chain(st.flow.iter().map(|(k, n)| format!("{k} {n}")))
+                    .collect();
+                (
+                    "diverged".into(),
+                    Some(if causes.is_empty() {
+                        "its reply failed (see the run's statuses and errors below)".into()
+                    } else {
+                        format!(
+                            "{} (the reply was not the recorded one: check.recorded holds its status {status} and what its page or JSON held)",
+                            causes.join(", ")
+                        )
+                    }),
+                )
+            }
+        };
+        let _ = writeln!(out, "  {name:width$}  {status:>8}  {played}");
+        if first.is_none() {
+            first = why.map(|w| format!("{name}: {w}"));
+        }
+    }
+    let statuses: Vec<String> = summary
+        .by_status
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .chain(summary.by_error.iter().map(|(k, n)| format!("{k}: {n}")))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  the run's replies: {}",
+        if statuses.is_empty() {
+            "none".into()
+        } else {
+            statuses.join(", ")
+        }
+    );
+    Ok(match first {
+        None => {
+            let _ = writeln!(out, "verified: every step answered as recorded");
+            exit::PASSED
+        }
+        Some(why) => {
+            let _ = writeln!(out, "diverged first at {why}");
+            exit::FAILED
+        }
+    })
+}
+
+/// A fresh directory of our own under the temporary directory.
+fn tempfile_dir() -> crate::error::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "strainline-verify-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir(&dir)
+        .map_err(|e| crate::Error::environment(format!("{}: {e}", dir.display())).because(e))?;
+    Ok(dir)
 }
 
 fn options(r: &LogArgs) -> crate::error::Result<Options> {

@@ -3,7 +3,8 @@
 //! `{{csv.COLUMN}}` or `{{row.COLUMN}}` (the client's row of the scenario's `csv` or
 //! `jsonl` file), `{{uuid}}` (a random version-4 UUID, new at each use), `{{now_ms}}`
 //! (the wall clock in Unix milliseconds) and `{{NAME}}` (a value
-//! a step of the client's flow extracted). Parsed once, rendered per request into a
+//! a step of the client's flow extracted); `{{NAME|url}}` percent-encodes a value and
+//! `{{'{{'}}` is text as it stands (how `{{` itself is sent). Parsed once, rendered per request into a
 //! reused buffer.
 
 use std::sync::Arc;
@@ -17,6 +18,9 @@ enum Piece {
     Uuid,
     NowMs,
     Csv(usize),
+    /// `{{NAME|url}}`: another placeholder's value, percent-encoded (all but
+    /// `A-Z a-z 0-9 - . _ ~`), for a query or a form field.
+    Url(Box<Piece>),
     /// A flow variable, by its index among the scenario's.
     Var(usize),
 }
@@ -102,6 +106,34 @@ impl Text {
                     .find("}}")
                     .ok_or((i, "'{{' without a closing '}}'".to_string()))?;
                 let inner = s[i + 2..i + close].trim();
+                // `{{'{{'}}`: text as it stands (the way to send `{{` itself).
+                if let Some(text) = inner.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+                    lit.extend_from_slice(text.as_bytes());
+                    i += close + 2;
+                    continue;
+                }
+                if let Some((base, filter)) = inner.split_once('|') {
+                    if filter.trim() != "url" {
+                        return Err((
+                            i,
+                            format!(
+                                "unknown filter '{}' in '{{{{{inner}}}}}' (expected url: {{{{NAME|url}}}} sends the value percent-encoded)",
+                                filter.trim()
+                            ),
+                        ));
+                    }
+                    let one = Text::parse_with(&format!("{{{{{}}}}}", base.trim()), columns, names)
+                        .map_err(|(_, e)| (i, e))?;
+                    let [p] = one.pieces.as_slice() else {
+                        return Err((i, format!("'{{{{{inner}}}}}': url takes one placeholder")));
+                    };
+                    if !lit.is_empty() {
+                        pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                    }
+                    pieces.push(Piece::Url(Box::new(p.clone())));
+                    i += close + 2;
+                    continue;
+                }
                 let piece = match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
                     ["client"] => Piece::Client,
                     ["seq"] => Piece::Seq,
@@ -181,29 +213,7 @@ impl Text {
 
     pub fn render(&self, v: &Vars, out: &mut Vec<u8>) {
         for p in &self.pieces {
-            match p {
-                Piece::Lit(b) => out.extend_from_slice(b),
-                Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
-                Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
-                Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
-                Piece::Uuid => uuid(out),
-                Piece::NowMs => {
-                    let ms = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis());
-                    out.extend_from_slice(ms.to_string().as_bytes())
-                }
-                Piece::Csv(i) => {
-                    if let Some(cell) = v.row.and_then(|r| r.get(*i)) {
-                        out.extend_from_slice(cell.as_bytes())
-                    }
-                }
-                Piece::Var(i) => {
-                    if let Some(Some(value)) = v.values.get(*i) {
-                        out.extend_from_slice(value.as_bytes())
-                    }
-                }
-            }
+            render_piece(p, v, out);
         }
     }
 
@@ -270,7 +280,12 @@ impl Text {
                         .and_then(|x| x.as_deref())
                         .map_or(&[][..], str::as_bytes),
                 ),
-                Piece::Client | Piece::Seq | Piece::Random(_) | Piece::Uuid | Piece::NowMs => {
+                Piece::Client
+                | Piece::Seq
+                | Piece::Random(_)
+                | Piece::Uuid
+                | Piece::NowMs
+                | Piece::Url(_) => {
                     let one = Text {
                         pieces: vec![p.clone()],
                     };
@@ -284,9 +299,16 @@ impl Text {
 
     /// The first flow variable it uses that `values` lacks: it cannot be sent.
     pub fn missing(&self, values: &[Option<String>]) -> Option<usize> {
-        self.pieces.iter().find_map(|p| match p {
-            Piece::Var(i) if values.get(*i).is_none_or(|v| v.is_none()) => Some(*i),
-            _ => None,
+        self.pieces.iter().find_map(|p| {
+            let var = match p {
+                Piece::Var(i) => *i,
+                Piece::Url(inner) => match **inner {
+                    Piece::Var(i) => i,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            values.get(var).is_none_or(|v| v.is_none()).then_some(var)
         })
     }
 
@@ -294,6 +316,44 @@ impl Text {
         let mut out = Vec::new();
         self.render(v, &mut out);
         String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// One piece of a text, rendered with `v` onto `out`.
+fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
+    match p {
+        Piece::Lit(b) => out.extend_from_slice(b),
+        Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
+        Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
+        Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
+        Piece::Uuid => uuid(out),
+        Piece::NowMs => {
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            out.extend_from_slice(ms.to_string().as_bytes())
+        }
+        Piece::Csv(i) => {
+            if let Some(cell) = v.row.and_then(|r| r.get(*i)) {
+                out.extend_from_slice(cell.as_bytes())
+            }
+        }
+        Piece::Var(i) => {
+            if let Some(Some(value)) = v.values.get(*i) {
+                out.extend_from_slice(value.as_bytes())
+            }
+        }
+        Piece::Url(inner) => {
+            let mut raw = Vec::new();
+            render_piece(inner, v, &mut raw);
+            for b in raw {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    out.push(b);
+                } else {
+                    out.extend_from_slice(format!("%{b:02X}").as_bytes());
+                }
+            }
+        }
     }
 }
 
@@ -391,6 +451,31 @@ mod tests {
         let mut quoted = Vec::new();
         quote_word(rendered[2].as_bytes(), &mut quoted);
         assert_eq!(quoted, b"\"k:v EX 1\r\n\\\"qx\"");
+    }
+
+    #[test]
+    fn a_value_is_sent_percent_encoded_with_url_and_braces_as_text_when_quoted() {
+        let names = ["tok".to_string()];
+        let t =
+            Text::parse_with("a={{tok|url}}&b={{ tok | url }}&c={{'{{'}}x}}", &[], &names).unwrap();
+        let pool = RandomPool::new(1);
+        let values = [Some("AbC+d/E=1 &x".to_string())];
+        let vars = Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values: &values,
+        };
+        assert_eq!(
+            t.render_string(&vars),
+            "a=AbC%2Bd%2FE%3D1%20%26x&b=AbC%2Bd%2FE%3D1%20%26x&c={{x}}"
+        );
+        assert_eq!(t.missing(&[None]), Some(0));
+        let e = Text::parse_with("{{tok|upper}}", &[], &names).unwrap_err();
+        assert!(e.1.contains("unknown filter 'upper'"), "{e:?}");
+        let e = Text::parse_with("{{nope|url}}", &[], &names).unwrap_err();
+        assert!(e.1.contains("unknown placeholder '{{nope}}'"), "{e:?}");
     }
 
     #[test]

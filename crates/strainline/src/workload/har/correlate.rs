@@ -8,7 +8,7 @@
 //! make unique). Short values (`1`, `en`) are
 //! correlated only from a JSON id field, unambiguous; what was left as recorded is said.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::read::Exchange;
 use super::steps::{Body, Step};
@@ -148,8 +148,9 @@ fn leaves(v: &serde_json::Value, path: &mut Vec<Key>, f: &mut dyn FnMut(&[Key], 
     }
 }
 
-/// A JSON path as a flow writes it: `$.token`, `$.items[0].id`, `$['a key']`.
-pub fn json_path(path: &[Key]) -> String {
+/// A JSON path as a flow writes it: `$.token`, `$.items[0].id`, `$['a key']`; None
+/// when a name holds what a path cannot quote (`'`, `[`, `]`, `\\`).
+pub fn json_path(path: &[Key]) -> Option<String> {
     let mut s = String::from("$");
     for k in path {
         match k {
@@ -164,13 +165,11 @@ pub fn json_path(path: &[Key]) -> String {
                 s.push('.');
                 s.push_str(n);
             }
-            Key::Name(n) => s.push_str(&format!(
-                "['{}']",
-                n.replace('\\', "\\\\").replace('\'', "\\'")
-            )),
+            Key::Name(n) if n.contains(['\'', '[', ']', '\\']) => return None,
+            Key::Name(n) => s.push_str(&format!("['{n}']")),
         }
     }
-    s
+    Some(s)
 }
 
 fn id_key(path: &[Key]) -> bool {
@@ -180,30 +179,102 @@ fn id_key(path: &[Key]) -> bool {
     })
 }
 
-/// The rule that takes `v` from reply `e`, if it gave it.
-pub fn find(e: &Exchange, v: &str) -> Option<Rule> {
-    let body = e.response_body.trim_start();
-    if body.starts_with('{') || body.starts_with('[') || e.response_mime.contains("json") {
-        if let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.response_body) {
-            let mut equal: Vec<Vec<Key>> = Vec::new();
-            leaves(&doc, &mut Vec::new(), &mut |path, leaf| {
-                if leaf == v {
-                    equal.push(path.to_vec());
-                }
-            });
-            if v.len() < SHORT {
-                // `7` is everywhere; one id field holding it is a place.
-                if let [only] = equal.as_slice() {
-                    if id_key(only) {
-                        return Some(Rule::Json(json_path(only)));
+/// A reply read once: its JSON leaves by value (two paths at most: a short value is
+/// taken only from one), what its inputs offered (`value="Save"`), and every text a
+/// value could be taken as — a leaf, a header's or a cookie's value, an attribute's, a
+/// run of token characters — so that a value is looked for only where it stands.
+pub struct Reply<'a> {
+    pub e: &'a Exchange,
+    leaves: HashMap<String, Vec<Vec<Key>>>,
+    offered: HashSet<String>,
+    texts: HashSet<String>,
+}
+
+impl<'a> Reply<'a> {
+    pub fn new(e: &'a Exchange) -> Reply<'a> {
+        let mut leaves_by: HashMap<String, Vec<Vec<Key>>> = HashMap::new();
+        let body = e.response_body.trim_start();
+        if body.starts_with('{') || body.starts_with('[') || e.response_mime.contains("json") {
+            if let Ok(doc) = serde_json::from_str::<serde_json::Value>(&e.response_body) {
+                leaves(&doc, &mut Vec::new(), &mut |path, leaf| {
+                    let paths = leaves_by.entry(leaf.to_string()).or_default();
+                    if paths.len() < 2 {
+                        paths.push(path.to_vec());
                     }
-                }
-                return None;
-            }
-            if let Some(first) = equal.first() {
-                return Some(Rule::Json(json_path(first)));
+                });
             }
         }
+        let mut texts: HashSet<String> = leaves_by.keys().cloned().collect();
+        for (n, hv) in &e.response_headers {
+            texts.insert(hv.clone());
+            if n.eq_ignore_ascii_case("set-cookie") {
+                let pair = hv.split(';').next().unwrap_or("");
+                if let Some((_, value)) = pair.split_once('=') {
+                    texts.insert(value.trim().to_string());
+                }
+            }
+        }
+        let mut offered = HashSet::new();
+        let b = &e.response_body;
+        for (i, _) in b.match_indices("=") {
+            let before = b[..i].trim_end();
+            let after = b[i + 1..].trim_start();
+            let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let Some(end) = after[1..].find(q) else {
+                continue;
+            };
+            let text = &after[1..1 + end];
+            if before.ends_with("value") {
+                offered.insert(text.to_string());
+            }
+            texts.insert(text.to_string());
+        }
+        for class in [
+            (|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-') as fn(char) -> bool,
+            |c: char| c.is_ascii_alphanumeric() || "+/=_.-".contains(c),
+        ] {
+            for run in b.split(|c: char| !class(c)) {
+                if run.len() >= SHORT {
+                    texts.insert(run.to_string());
+                    // `tok=AbC+dE/f=`: what follows a `key=` too (base64 keeps its
+                    // trailing `=`).
+                    for (i, _) in run.match_indices('=') {
+                        let rest = &run[i + 1..];
+                        if rest.len() >= SHORT && !rest.starts_with('=') {
+                            texts.insert(rest.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        Reply {
+            e,
+            leaves: leaves_by,
+            offered,
+            texts,
+        }
+    }
+}
+
+/// The rule that takes `v` from reply `r`, if it gave it.
+pub fn find(r: &Reply, v: &str) -> Option<Rule> {
+    let e = r.e;
+    let equal: &[Vec<Key>] = r.leaves.get(v).map_or(&[], |p| p.as_slice());
+    if !r.leaves.is_empty() && v.len() < SHORT {
+        // `7` is everywhere; one id field holding it is a place.
+        if let [only] = equal {
+            if id_key(only) {
+                if let Some(p) = json_path(only) {
+                    return Some(Rule::Json(p));
+                }
+            }
+        }
+        return None;
+    }
+    if let Some(p) = equal.first().and_then(|first| json_path(first)) {
+        return Some(Rule::Json(p));
     }
     if v.len() < SHORT {
         return None;
@@ -232,9 +303,8 @@ pub fn find(e: &Exchange, v: &str) -> Option<Rule> {
 
 /// Whether a page offered `v` as an input's or a button's own value (`value="Save"`):
 /// sent back as it stands, not typed by the person.
-fn offered(e: &Exchange, v: &str) -> bool {
-    let b = &e.response_body;
-    b.contains(&format!("value=\"{v}\"")) || b.contains(&format!("value='{v}'"))
+fn offered(r: &Reply, v: &str) -> bool {
+    r.offered.contains(v)
 }
 
 /// The first capture of `pattern` over `body`.
@@ -397,14 +467,23 @@ const RESERVED: &[&str] = &[
     "dir",
 ];
 
-fn unique(name: String, taken: &mut std::collections::BTreeSet<String>) -> String {
+/// Names given so far, and for each name the next suffix to try (`name_2`, `name_3`…),
+/// so that thousands of fields of one name are named in linear time.
+#[derive(Default)]
+struct Names {
+    taken: std::collections::BTreeSet<String>,
+    next: HashMap<String, usize>,
+}
+
+fn unique(name: String, names: &mut Names) -> String {
     let mut n = name.clone();
-    let mut k = 2;
-    while taken.contains(&n) || RESERVED.contains(&n.as_str()) {
+    let mut k = names.next.get(&name).copied().unwrap_or(2);
+    while names.taken.contains(&n) || RESERVED.contains(&n.as_str()) {
         n = format!("{name}_{k}");
         k += 1;
     }
-    taken.insert(n.clone());
+    names.next.insert(name, k);
+    names.taken.insert(n.clone());
     n
 }
 
@@ -422,13 +501,28 @@ pub fn correlate(steps: &[Step], x: &[Exchange]) -> Found {
             uses.push(Use { step: i, place });
         }
     }
+    // Each reply read once, and for each value sent the replies it stands in: a value
+    // is looked for only there (a recording of thousands of steps stays linear).
+    let replies: Vec<Reply> = steps.iter().map(|s| Reply::new(&x[s.reply])).collect();
+    let mut gave: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (j, r) in replies.iter().enumerate() {
+        for t in &r.texts {
+            if let Some((v, _)) = by_value.get_key_value(t) {
+                gave.entry(v.as_str()).or_default().push(j);
+            }
+        }
+    }
     let mut found = Found::default();
-    let mut taken = std::collections::BTreeSet::new();
+    let mut taken = Names::default();
     for v in order {
-        let uses = by_value.remove(&v).unwrap_or_default();
+        let uses = by_value.get(&v).cloned().unwrap_or_default();
         let (first, last) = (uses[0].step, uses[uses.len() - 1].step);
-        let sources: Vec<(usize, Rule)> = (0..last)
-            .filter_map(|j| find(&x[steps[j].reply], &v).map(|r| (j, r)))
+        let sources: Vec<(usize, Rule)> = gave
+            .get(v.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|j| **j < last)
+            .filter_map(|&j| find(&replies[j], &v).map(|r| (j, r)))
             .collect();
         let s = &steps[first];
         if sources.first().is_some_and(|(j, _)| *j < first) {
@@ -447,7 +541,7 @@ pub fn correlate(steps: &[Step], x: &[Exchange]) -> Found {
             }
         } else if let Some(at) = uses.iter().position(|u| {
             matches!(u.place, Place::Form(_) | Place::Json(_))
-                && !(0..u.step).any(|j| offered(&x[steps[j].reply], &v))
+                && !(0..u.step).any(|j| offered(&replies[j], &v))
         }) {
             // What the person typed into a form or a JSON field; the same text in a
             // path (`admin` the user, `/admin/` the path) stays as it is there.
@@ -494,13 +588,14 @@ mod tests {
         let page = format!(
             r#"<form><input type="hidden" name="other" value="x1y2z3w4v5u6"><input type="hidden" name="csrfmiddlewaretoken" value="{token}"></form>"#
         );
-        let r = find(&reply("text/html", &page), token).unwrap();
+        let r = find(&Reply::new(&reply("text/html", &page)), token).unwrap();
         assert_eq!(
             r,
             Rule::Regex(r#"name="csrfmiddlewaretoken"[^>]*?value="([^"]*)""#.into())
         );
         let swapped = format!(r#"<input value='{token}' name='csrf'>"#);
-        let Rule::Regex(p) = find(&reply("text/html", &swapped), token).unwrap() else {
+        let Rule::Regex(p) = find(&Reply::new(&reply("text/html", &swapped)), token).unwrap()
+        else {
             panic!()
         };
         assert_eq!(captures(&p, &swapped).as_deref(), Some(token));
@@ -511,28 +606,40 @@ mod tests {
         let body = r#"{"token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "things": [{"id": 7, "n": 7}], "user": {"id": 12}}"#;
         let e = reply("application/json", body);
         assert_eq!(
-            find(&e, "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"),
+            find(&Reply::new(&e), "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"),
             Some(Rule::Json("$.token".into()))
         );
         // 12 is one id field: found; 7 is in two fields: not a place.
-        assert_eq!(find(&e, "12"), Some(Rule::Json("$.user.id".into())));
-        assert_eq!(find(&e, "7"), None);
         assert_eq!(
-            json_path(&[Key::Name("a key".into()), Key::Index(2)]),
-            "$['a key'][2]"
+            find(&Reply::new(&e), "12"),
+            Some(Rule::Json("$.user.id".into()))
         );
+        assert_eq!(find(&Reply::new(&e), "7"), None);
+        assert_eq!(
+            json_path(&[Key::Name("a key".into()), Key::Index(2)]).as_deref(),
+            Some("$['a key'][2]")
+        );
+        // A name a path cannot quote: no JSON rule (the flow would misread it).
+        for name in ["a]b", "[0]", "a'b", "a\\b"] {
+            assert_eq!(json_path(&[Key::Name(name.into())]), None, "{name}");
+        }
     }
 
     #[test]
     fn a_token_in_text_is_taken_by_the_shortest_context_that_takes_it_first() {
         let body = "var a = 'zz'; window.session = \"s3ss10nT0k3nABCDEF\"; var b = 1;";
-        let Rule::Regex(p) = find(&reply("text/html", body), "s3ss10nT0k3nABCDEF").unwrap() else {
+        let Rule::Regex(p) =
+            find(&Reply::new(&reply("text/html", body)), "s3ss10nT0k3nABCDEF").unwrap()
+        else {
             panic!()
         };
         assert_eq!(captures(&p, body).as_deref(), Some("s3ss10nT0k3nABCDEF"));
         // A word of the page is not a token.
         assert_eq!(
-            find(&reply("text/html", "<a href='/admin/'>admin</a>"), "admin"),
+            find(
+                &Reply::new(&reply("text/html", "<a href='/admin/'>admin</a>")),
+                "admin"
+            ),
             None
         );
     }

@@ -50,7 +50,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 /// Why a file could not be read as HAR: where, and what.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: not a HAR 1.2 recording: {why}")]
+#[error("{file}: {why}")]
 pub struct NotHar {
     pub file: String,
     pub why: String,
@@ -60,13 +60,40 @@ pub struct NotHar {
 pub fn read(path: &Path) -> Result<Vec<Exchange>, NotHar> {
     let refuse = |why: String| NotHar {
         file: path.display().to_string(),
-        why,
+        why: format!("not a HAR 1.2 recording: {why}"),
     };
-    let file = std::fs::File::open(path).map_err(|e| refuse(e.to_string()))?;
-    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, file));
+    let file = std::fs::File::open(path)
+        .and_then(|f| {
+            if f.metadata()?.is_dir() {
+                Err(std::io::Error::other("a directory, not a recording"))
+            } else {
+                Ok(f)
+            }
+        })
+        .map_err(|e| NotHar {
+            file: path.display().to_string(),
+            why: format!("cannot read it: {e}"),
+        })?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    // A byte order mark, as some Windows tools save JSON, is not JSON: skipped.
+    {
+        use std::io::BufRead;
+        let head = reader.fill_buf().map_err(|e| refuse(e.to_string()))?;
+        if head.starts_with(b"\xEF\xBB\xBF") {
+            reader.consume(3);
+        }
+    }
+    let mut de = serde_json::Deserializer::from_reader(reader);
     let har: Har = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let at = e.path().to_string();
-        refuse(format!("at {at}: {}", e.inner()))
+        let inner = e.inner().to_string();
+        refuse(if inner.contains("struct Har") {
+            format!(
+                "at {at}: {inner} (a recording is an object {{\"log\": {{\"entries\": [...]}}}})"
+            )
+        } else {
+            format!("at {at}: {inner}")
+        })
     })?;
     de.end()
         .map_err(|e| refuse(format!("after the log: {e}")))?;
@@ -79,7 +106,7 @@ pub fn parse(text: &str) -> Result<Vec<Exchange>, NotHar> {
     let mut de = serde_json::Deserializer::from_str(text);
     let har: Har = serde_path_to_error::deserialize(&mut de).map_err(|e| NotHar {
         file: "HAR".into(),
-        why: format!("at {}: {}", e.path(), e.inner()),
+        why: format!("not a HAR 1.2 recording: at {}: {}", e.path(), e.inner()),
     })?;
     Ok(exchanges(har))
 }
@@ -122,7 +149,7 @@ fn exchanges(har: Har) -> Vec<Exchange> {
     out
 }
 
-fn pairs(h: Vec<NameValue>) -> Vec<(String, String)> {
+fn pairs(Few(h): Few<NameValue>) -> Vec<(String, String)> {
     h.into_iter().map(|h| (h.name, h.value)).collect()
 }
 
@@ -168,7 +195,7 @@ struct Request {
     method: String,
     url: String,
     #[serde(default)]
-    headers: Vec<NameValue>,
+    headers: Few<NameValue>,
     #[serde(rename = "postData", default)]
     post_data: Option<PostData>,
 }
@@ -185,7 +212,7 @@ struct PostData {
 struct Response {
     status: i64,
     #[serde(default)]
-    headers: Vec<NameValue>,
+    headers: Few<NameValue>,
     #[serde(default)]
     content: Content,
 }
@@ -217,6 +244,46 @@ impl Content {
         } else {
             text.clone()
         }
+    }
+}
+
+/// The most headers a request or a response keeps: a browser sends a few dozen; the
+/// rest of a list are read past, not kept.
+pub const HEADERS_CAP: usize = 256;
+
+/// A list kept to its first [`HEADERS_CAP`] items.
+struct Few<T>(Vec<T>);
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Items<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Items<T> {
+            type Value = Few<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Few<T>, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() < HEADERS_CAP {
+                    match seq.next_element::<T>()? {
+                        Some(x) => kept.push(x),
+                        None => return Ok(Few(kept)),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Few(kept))
+            }
+        }
+        d.deserialize_seq(Items(std::marker::PhantomData))
     }
 }
 

@@ -51,6 +51,15 @@ pub enum Body {
 pub struct LeftOut {
     pub assets: Vec<String>,
     pub other_hosts: Vec<String>,
+    /// Requests no HTTP client can send as recorded (a method that is not a token).
+    pub unsendable: Vec<String>,
+}
+
+/// An HTTP token (a method, a header's name): RFC 9110's `tchar`s, one or more.
+pub fn token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// The application's origin (`http://127.0.0.1:8000`): `host` when given (a host or
@@ -63,7 +72,12 @@ pub fn origin(x: &[Exchange], host: Option<&str>) -> Option<String> {
             .iter()
             .find(|o| {
                 let authority = o.split("://").nth(1).unwrap_or("");
-                authority == h || authority.split(':').next() == Some(h)
+                let host = match authority.strip_prefix('[') {
+                    Some(v6) => v6.split(']').next().unwrap_or(""),
+                    None => authority.split(':').next().unwrap_or(""),
+                };
+                let h = h.to_ascii_lowercase();
+                authority == h || host == h || host == h.trim_matches(['[', ']'])
             })
             .cloned();
     }
@@ -86,6 +100,8 @@ pub fn origin(x: &[Exchange], host: Option<&str>) -> Option<String> {
 pub fn origin_of(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
+    // A user and password in the URL are the recording's secret, not its origin.
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     Some(format!(
         "{}://{}",
         scheme.to_ascii_lowercase(),
@@ -128,6 +144,12 @@ pub fn keep(x: &[Exchange], origin: &str) -> (Vec<usize>, LeftOut) {
         } else if is_asset(e) {
             left.assets
                 .push(format!("{} {}", e.method, target_of(&e.url)));
+        } else if !token(&e.method) {
+            left.unsendable.push(format!(
+                "{:?} {} (the method is not an HTTP token)",
+                e.method,
+                target_of(&e.url)
+            ));
         } else if e.status == 0 || e.method.eq_ignore_ascii_case("OPTIONS") {
             // A request the browser aborted or its CORS preflight: not the person's.
             left.assets.push(format!(
@@ -227,10 +249,15 @@ fn step(first: &Exchange, (request, reply): (usize, usize), hops: usize) -> Step
             }
         }
     };
+    let mut seen = std::collections::HashSet::new();
     let headers = first
         .request_headers
         .iter()
         .filter(|(n, v)| !n.starts_with(':') && kept_header(n, v))
+        // What a client can send: a token for a name, no CR, LF or NUL in a value; the
+        // first of a name (a flow's headers are a table).
+        .filter(|(n, v)| token(n) && !v.contains(['\r', '\n', '\0']))
+        .filter(|(n, _)| seen.insert(n.to_ascii_lowercase()))
         // A form or JSON body sets its own Content-Type.
         .filter(|(n, _)| {
             !(n.eq_ignore_ascii_case("content-type")

@@ -18,19 +18,17 @@ const REPEAT: u32 = 1_000_000;
 pub fn apply(steps: &mut [Step], found: &Found) {
     let put = |steps: &mut [Step], step: usize, place: &Place, value: &str, with: &str| {
         let s = &mut steps[step];
-        let swap = |t: &mut String| {
-            if t == value {
-                *t = with.to_string();
-            } else {
-                *t = t.replace(value, with);
-            }
-        };
+        let swap = |t: &mut String| *t = replace_whole(t, value, with);
+        // A query's or a form's field sends its value percent-encoded (a base64 token's
+        // `+` is not a space).
+        let url = format!("{}|url}}}}", with.trim_end_matches('}'));
+        let swap_url = |t: &mut String| *t = replace_whole(t, value, &url);
         match place {
             Place::Segment(i) => swap(&mut s.segments[*i]),
-            Place::Query(i) => swap(&mut s.query[*i].1),
+            Place::Query(i) => swap_url(&mut s.query[*i].1),
             Place::Form(i) => {
                 if let Body::Form(f) = &mut s.body {
-                    swap(&mut f[*i].1);
+                    swap_url(&mut f[*i].1);
                 }
             }
             Place::Json(path) => {
@@ -50,11 +48,12 @@ pub fn apply(steps: &mut [Step], found: &Found) {
         for u in &c.uses {
             put(steps, u.step, &u.place, &c.value, &with);
         }
-        // A raw body sends it too, anywhere in its text.
-        for s in steps.iter_mut() {
+        // A raw body after the reply that gave it sends it too, anywhere in its text.
+        let after = c.sources.first().map_or(steps.len(), |(j, _)| j + 1);
+        for s in steps.iter_mut().skip(after) {
             if let Body::Raw { text, .. } = &mut s.body {
                 if c.value.len() >= 8 {
-                    *text = text.replace(&c.value, &with);
+                    *text = replace_whole(text, &c.value, &with);
                 }
             }
         }
@@ -67,11 +66,68 @@ pub fn apply(steps: &mut [Step], found: &Found) {
 /// Marks a placeholder that stands for a JSON number or boolean (sent without quotes).
 const BARE: &str = "\u{1}";
 
-/// A JSON body as text, its bare placeholders unquoted.
+/// Stands for a `{{` the recording sent, so that no recorded text is read as a
+/// placeholder: written `%7B%7B` in a path, a query or a form, `{{'{{'}}` elsewhere.
+const BRACES: char = '\u{E000}';
+
+/// Every `{{` the recording holds marked as [`BRACES`] (before correlation: a value
+/// holding one is sent as recorded, never correlated).
+pub fn escape(steps: &mut [Step]) {
+    fn esc(t: &mut String) {
+        if t.contains("{{") {
+            *t = t.replace("{{", &BRACES.to_string());
+        }
+    }
+    fn esc_json(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(t) => esc(t),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(esc_json),
+            serde_json::Value::Object(o) => {
+                let fields = std::mem::take(o);
+                for (mut k, mut x) in fields {
+                    esc(&mut k);
+                    esc_json(&mut x);
+                    o.insert(k, x);
+                }
+            }
+            _ => {}
+        }
+    }
+    for s in steps {
+        s.segments.iter_mut().for_each(esc);
+        for (k, v) in s.query.iter_mut().chain(s.headers.iter_mut()) {
+            esc(k);
+            esc(v);
+        }
+        match &mut s.body {
+            Body::Form(f) => {
+                for (k, v) in f.iter_mut() {
+                    esc(k);
+                    esc(v);
+                }
+            }
+            Body::Json(j) => esc_json(j),
+            Body::Raw { text, .. } => esc(text),
+            Body::None => {}
+        }
+    }
+}
+
+/// Text as a template sends it as it stands: its recorded `{{` quoted.
+fn literal(t: &str) -> String {
+    if t.contains(BRACES) {
+        t.replace(BRACES, "{{'{{'}}")
+    } else {
+        t.to_string()
+    }
+}
+
+/// A JSON body as text, its bare placeholders unquoted (a recorded text cannot hold
+/// one: its `{{` are marked), its recorded `{{` quoted.
 fn json_text(j: &serde_json::Value) -> String {
     let text = j.to_string();
     let marked = format!(
-        "\"{}",
+        "\"{}{{{{",
         serde_json::to_string(BARE)
             .unwrap_or_default()
             .trim_matches('"')
@@ -79,20 +135,61 @@ fn json_text(j: &serde_json::Value) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
     while let Some(at) = rest.find(&marked) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + marked.len()..];
-        match after.find("}}\"") {
-            Some(end) => {
-                out.push_str(&after[..end + 2]);
-                rest = &after[end + 3..];
+        let name_at = at + marked.len();
+        let after = &rest[name_at..];
+        let end = after.find("}}\"").filter(|&e| {
+            after[..e]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        match end {
+            Some(e) => {
+                out.push_str(&rest[..at]);
+                out.push_str("{{");
+                out.push_str(&after[..e + 2]);
+                rest = &after[e + 3..];
             }
             None => {
-                out.push_str(&rest[at..]);
-                rest = "";
+                out.push_str(&rest[..name_at]);
+                rest = after;
             }
         }
     }
     out.push_str(rest);
+    literal(&out)
+}
+
+/// `t` with each whole occurrence of `value` (not inside a longer word: `a` in `Bearer
+/// a`, not in `Bearer`) replaced by `with`.
+fn replace_whole(t: &str, value: &str, with: &str) -> String {
+    if t == value {
+        return with.to_string();
+    }
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(t.len());
+    let mut last = 0;
+    for (i, _) in t.match_indices(value) {
+        if i < last {
+            continue;
+        }
+        let before = t[..i].chars().next_back();
+        let after = t[i + value.len()..].chars().next();
+        let edge_in = value
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let edge_out = value
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if (edge_in && word(before)) || (edge_out && word(after)) {
+            continue;
+        }
+        out.push_str(&t[last..i]);
+        out.push_str(with);
+        last = i + value.len();
+    }
+    out.push_str(&t[last..]);
     out
 }
 
@@ -117,6 +214,11 @@ fn encode(s: &str, query: bool) -> String {
             }
         }
         let c = rest.chars().next().unwrap_or(' ');
+        if c == BRACES {
+            out.push_str("%7B%7B");
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
         let keep = c.is_ascii_alphanumeric()
             || "-._~!$'()*,;:@".contains(c)
             || (query && "/?".contains(c));
@@ -169,11 +271,12 @@ fn check(e: &Exchange, own: &[&str]) -> String {
         }
     } else if e.response_mime.contains("json") {
         if let Ok(serde_json::Value::Object(o)) = serde_json::from_str(&e.response_body) {
-            if let Some(k) = o.keys().next() {
-                parts.push(format!(
-                    "json_exists = [{}]",
-                    quote(&json_path(&[Key::Name(k.clone())]))
-                ));
+            if let Some(p) = o
+                .keys()
+                .next()
+                .and_then(|k| json_path(&[Key::Name(k.clone())]))
+            {
+                parts.push(format!("json_exists = [{}]", quote(&p)));
             }
         }
     }
@@ -219,15 +322,27 @@ pub fn table(steps: &[Step], found: &Found) -> Vec<String> {
         ));
     }
     lines
+        .into_iter()
+        .map(|l| crate::units::one_line(&l).into_owned())
+        .collect()
 }
 
 fn shorten(v: &str) -> String {
-    let v = crate::units::one_line(v);
+    let v = v.replace(BRACES, "{{");
+    let v = crate::units::one_line(&v);
     if v.chars().count() > 24 {
         format!("\"{}…\"", v.chars().take(20).collect::<String>())
     } else {
         format!("{v:?}")
     }
+}
+
+/// How the flow plays: its users, and whether they take the recorded pauses (a
+/// verification plays it once, as one user, without them).
+#[derive(Debug, Clone, Copy)]
+pub struct Play {
+    pub clients: u32,
+    pub think: bool,
 }
 
 /// The flow file.
@@ -238,20 +353,27 @@ pub fn flow(
     x: &[Exchange],
     found: &Found,
     left: &LeftOut,
+    play: Play,
 ) -> String {
     let mut t = String::new();
+    // Comments hold the recording's text: one line each, whatever it holds.
+    let (source, origin) = (
+        crate::units::one_line(source),
+        crate::units::one_line(origin),
+    );
     let _ = writeln!(
         t,
         "# A user's flow made by `strainline workload flow {source}`: {} steps to {origin}.\n\
          # Run it: strainline load {origin} --scenario THIS.toml -z 10s --gate 'checks_failed = 0'",
         steps.len()
     );
-    if !left.assets.is_empty() || !left.other_hosts.is_empty() {
+    if !left.assets.is_empty() || !left.other_hosts.is_empty() || !left.unsendable.is_empty() {
         let _ = writeln!(
             t,
-            "# Left out: {} static assets, {} requests to other hosts (listed by the command).",
+            "# Left out: {} static assets, {} requests to other hosts, {} not sendable (listed by the command).",
             left.assets.len(),
-            left.other_hosts.len()
+            left.other_hosts.len(),
+            left.unsendable.len()
         );
     }
     let lines = table(steps, found);
@@ -269,7 +391,8 @@ pub fn flow(
     }
     let _ = writeln!(
         t,
-        "\n# Users at once, each running the recorded flow with its own values.\nclients = 5"
+        "\n# Users at once, each running the recorded flow with its own values.\nclients = {}",
+        play.clients
     );
     let own: Vec<&str> = found
         .correlations
@@ -332,7 +455,7 @@ pub fn flow(
         if !headers.is_empty() {
             let h: Vec<String> = headers
                 .iter()
-                .map(|(n, v)| format!("{} = {}", quote(n), quote(v)))
+                .map(|(n, v)| format!("{} = {}", quote(&literal(n)), quote(&literal(v))))
                 .collect();
             let _ = writeln!(t, "headers = {{ {} }}", h.join(", "));
         }
@@ -349,7 +472,7 @@ pub fn flow(
                 let _ = writeln!(t, "body = {}", quote(&json_text(j)));
             }
             Body::Raw { text, .. } => {
-                let _ = writeln!(t, "body = {}", quote(text));
+                let _ = writeln!(t, "body = {}", quote(&literal(text)));
             }
         }
         for (var, r) in &extracts[i] {
@@ -362,7 +485,7 @@ pub fn flow(
             let _ = writeln!(t, "extract.{var} = {{ {k} = {} }}", quote(v));
         }
         let _ = writeln!(t, "{}", check(&x[s.reply], &own));
-        if let Some(ms) = s.think_ms {
+        if let Some(ms) = s.think_ms.filter(|_| play.think) {
             let _ = writeln!(t, "think = {}", think(ms));
         }
         if i + 1 == steps.len() && steps.len() > 1 {
@@ -381,20 +504,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_value_is_replaced_where_it_stands_whole_not_inside_a_word() {
+        assert_eq!(replace_whole("Bearer a", "a", "{{t}}"), "Bearer {{t}}");
+        assert_eq!(replace_whole("Bear", "Bear", "{{t}}"), "{{t}}");
+        assert_eq!(replace_whole("Bearer x", "Bear", "{{t}}"), "Bearer x");
+        assert_eq!(
+            replace_whole("id=ab12&x=ab12c&y=+ab12", "ab12", "{{i}}"),
+            "id={{i}}&x=ab12c&y=+{{i}}"
+        );
+        assert_eq!(replace_whole("k3Jd9xQ2", "k3Jd9xQ2", "{{c}}"), "{{c}}");
+    }
+
+    #[test]
     fn a_placeholder_is_never_encoded_and_a_value_always_is() {
         assert_eq!(encode("g {{name}}/x", false), "g%20{{name}}%2Fx");
         assert_eq!(encode("/admin/?a", true), "/admin/?a");
         assert_eq!(encode("a&b=c#d", true), "a%26b%3Dc%23d");
-        // A placeholder for a number is sent bare; one for a string stays quoted.
+        // A placeholder for a number is sent bare; one for a string stays quoted; a
+        // recorded text that looks like the mark stays text.
         let j = serde_json::json!({
             "n": format!("{BARE}{{{{id}}}}"),
             "s": "{{token}}",
             "t": "x\"y",
+            "u": format!("{BARE}x}}}}"),
+            "v": format!("{BARE}{BRACES}client}}}}"),
             "z": null
         });
         assert_eq!(
             json_text(&j),
-            r#"{"n":{{id}},"s":"{{token}}","t":"x\"y","z":null}"#
+            r#"{"n":{{id}},"s":"{{token}}","t":"x\"y","u":"\u0001x}}","v":"\u0001{{'{{'}}client}}","z":null}"#
         );
     }
 }
