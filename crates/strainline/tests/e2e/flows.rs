@@ -421,7 +421,7 @@ fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
     let cases: &[(&str, &str)] = &[
         (
             "clients = 1\n[[step]]\nonce = true\npath = \"/me\"\nheaders = { Authorization = \"Bearer {{token}}\" }\n",
-            ":5:37: unknown placeholder '{{token}}' (expected {{client}}, {{seq}}, {{random N}}, {{csv.COLUMN}} or a variable a step extracts: none does here)",
+            ":5:37: unknown placeholder '{{token}}' (expected {{client}}, {{seq}}, {{random N}}, {{uuid}}, {{now_ms}}, {{csv.COLUMN}} or a variable a step extracts: none does here)",
         ),
         (
             "clients = 1\n[[step]]\nonce = true\npath = \"/login\"\nextract.token = { json = \"token\" }\n",

@@ -143,6 +143,36 @@ fn a_recorded_django_admin_session_runs_as_five_users_and_verbatim_is_refused() 
     only_the_databases_own_failures(&doc, &log, &out);
     // Django's own database holds exactly the groups the summary counts as added.
     assert_eq!(groups(&site, "g-") - before, ok, "{}", stdout(&out));
+    // Played once as one user against the application (`--target`): every step answers
+    // as recorded; verbatim, the login diverges first (Django's 403 for a CSRF token of
+    // another session), and the exit says so.
+    let out = s.run(&[
+        "workload",
+        "flow",
+        har.to_str().unwrap(),
+        "-o",
+        s.path("checked.toml").to_str().unwrap(),
+        "--target",
+        &url,
+    ]);
+    assert_exit(&out, 0);
+    assert_has(&stdout(&out), "verified: every step answered as recorded");
+    let out = s.run(&[
+        "workload",
+        "flow",
+        har.to_str().unwrap(),
+        "-o",
+        s.path("unchecked.toml").to_str().unwrap(),
+        "--no-correlate",
+        "--target",
+        &url,
+    ]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "diverged first at post_admin_login: check:recorded 1",
+    );
+    assert_has(&stdout(&out), "403: 1");
     // Verbatim (no correlation): the recording's CSRF token is another session's, and
     // Django answers 403 to the login and the add.
     let verbatim = s.path("verbatim.toml");

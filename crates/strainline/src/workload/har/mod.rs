@@ -108,19 +108,20 @@ pub fn make(har: &Path, opts: &Options) -> crate::error::Result<Made> {
 mod tests {
     use super::*;
 
-    /// A recording of `entries` (method, URL, request headers, body mime and text,
-    /// status, reply mime and text) made into a flow.
-    fn made(
-        entries: &[(
-            &str,
-            &str,
-            &[(&str, &str)],
-            Option<(&str, &str)>,
-            u16,
-            &str,
-            &str,
-        )],
-    ) -> Made {
+    /// An entry: method, URL, request headers, body (mime, text), status, reply mime
+    /// and text.
+    type Entry<'a> = (
+        &'a str,
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+        u16,
+        &'a str,
+        &'a str,
+    );
+
+    /// A recording of `entries` made into a flow.
+    fn made(entries: &[Entry]) -> Made {
         let entries: Vec<serde_json::Value> = entries
             .iter()
             .enumerate()
