@@ -181,8 +181,13 @@ fn more(err: &mut impl std::io::Write, n: usize) {
 /// that diverged is explained from what the engine counted. Exit 1 when one did.
 fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
     use clap::Parser as _;
-    let dir = tempfile_dir()?;
-    let path = dir.join("once.toml");
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(crate::Error::usage(format!(
+            "--target {url}: the application's http:// or https:// URL (the flow's steps give the paths)"
+        )));
+    }
+    let dir = TempDir::new()?;
+    let path = dir.0.join("once.toml");
     std::fs::write(&path, &made.once)
         .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
     let steps = made.recorded.len().max(1).to_string();
@@ -206,10 +211,14 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
     };
     let spec = super::load::spec(&args)?;
     let planned = crate::load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    // Ctrl-C or SIGTERM ends the play as it ends a load: what was played is said.
+    crate::os::signals::install();
     let session =
         crate::agents::session::drive(&spec, &planned, None, (false, ""), &crate::observe::Quiet);
-    let _ = std::fs::remove_dir_all(&dir);
-    let summary = session?.summary;
+    drop(dir);
+    let session = session?;
+    let interrupted = session.outcome.interrupted;
+    let summary = session.summary;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -226,27 +235,27 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
     let mut first: Option<String> = None;
     for (name, status) in &made.recorded {
         let st = summary.steps.iter().find(|s| &s.name == name);
+        // What kept it from being sent: a value not extracted, a value its field cannot
+        // carry (the engine's flow counters).
+        let unsendable: Vec<String> = st
+            .iter()
+            .flat_map(|st| st.flow.keys())
+            .filter(|k| k.starts_with("extract.") || k.starts_with("invalid."))
+            .cloned()
+            .collect();
         let (played, why) = match st {
             None => (
                 "not sent".to_string(),
                 Some("the run ended before it".to_string()),
             ),
-            Some(st) if st.sent == 0 => {
-                let missing: Vec<String> = st
-                    .flow
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("extract.") || k.starts_with("invalid."))
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                (
-                    "not sent".into(),
-                    Some(if missing.is_empty() {
-                        "the run ended before it (an earlier step failed, or the 60 s bound)".into()
-                    } else {
-                        format!("it could not be sent: {}", missing.join(", "))
-                    }),
-                )
-            }
+            Some(st) if st.sent == 0 || (st.ok == 0 && !unsendable.is_empty()) => (
+                "not sent".into(),
+                Some(if unsendable.is_empty() {
+                    "the run ended before it (an earlier step failed, or the 60 s bound)".into()
+                } else {
+                    format!("it could not be sent: {}", unsendable.join(", "))
+                }),
+            ),
             Some(st) if st.errors == 0 && st.checks_failed == 0 => ("as recorded".into(), None),
             Some(st) => {
                 let causes: Vec<String> = st
@@ -258,7 +267,7 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
                 (
                     "diverged".into(),
                     Some(if causes.is_empty() {
-                        "its reply failed (see the run's statuses and errors below)".into()
+                        format!("its reply was not status {status} as recorded, or none came (what came: the run's statuses and errors, above)")
                     } else {
                         format!(
                             "{} (the reply was not the recorded one: check.recorded holds its status {status} and what its page or JSON held)",
@@ -281,13 +290,17 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         .collect();
     let _ = writeln!(
         out,
-        "  the run's replies: {}",
+        "  the run's statuses and errors: {}",
         if statuses.is_empty() {
             "none".into()
         } else {
             statuses.join(", ")
         }
     );
+    if interrupted {
+        let _ = writeln!(out, "interrupted: the steps above are what was played");
+        return Ok(exit::INTERRUPTED);
+    }
     Ok(match first {
         None => {
             let _ = writeln!(out, "verified: every step answered as recorded");
@@ -300,18 +313,29 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
     })
 }
 
-/// A fresh directory of our own under the temporary directory.
-fn tempfile_dir() -> crate::error::Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!(
-        "strainline-verify-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    std::fs::create_dir(&dir)
-        .map_err(|e| crate::Error::environment(format!("{}: {e}", dir.display())).because(e))?;
-    Ok(dir)
+/// A fresh directory of our own under the temporary directory, removed when dropped
+/// (whatever way the verification ends).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> crate::error::Result<TempDir> {
+        let dir = std::env::temp_dir().join(format!(
+            "strainline-verify-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| crate::Error::environment(format!("{}: {e}", dir.display())).because(e))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn options(r: &LogArgs) -> crate::error::Result<Options> {

@@ -127,6 +127,19 @@ impl Text {
                     let [p] = one.pieces.as_slice() else {
                         return Err((i, format!("'{{{{{inner}}}}}': url takes one placeholder")));
                     };
+                    // Its random bytes count against the text's (encoded, up to three
+                    // times as many).
+                    if let Piece::Random(bytes) = p {
+                        random += 3 * bytes;
+                        if random > MAX_RENDERED {
+                            return Err((
+                                i,
+                                format!(
+                                    "'{{{{{inner}}}}}': the text's random bytes, percent-encoded, would reach {random}, more than {MAX_RENDERED} (64 MiB, the largest body): give a smaller N"
+                                ),
+                            ));
+                        }
+                    }
                     if !lit.is_empty() {
                         pieces.push(Piece::Lit(std::mem::take(&mut lit)));
                     }
@@ -474,6 +487,9 @@ mod tests {
         assert_eq!(t.missing(&[None]), Some(0));
         let e = Text::parse_with("{{tok|upper}}", &[], &names).unwrap_err();
         assert!(e.1.contains("unknown filter 'upper'"), "{e:?}");
+        // Random bytes behind url count against the text's 64 MiB, encoded.
+        let e = Text::parse("{{random 20000000|url}}{{random 20000000|url}}", &[]).unwrap_err();
+        assert!(e.1.contains("percent-encoded, would reach"), "{e:?}");
         let e = Text::parse_with("{{nope|url}}", &[], &names).unwrap_err();
         assert!(e.1.contains("unknown placeholder '{{nope}}'"), "{e:?}");
     }
