@@ -12,6 +12,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq)]
 enum Piece {
     Lit(Vec<u8>),
+    /// `{{'TEXT'}}`: text as it stands, a word's part wherever it is (not syntax).
+    Quoted(Vec<u8>),
     Client,
     Seq,
     Random(usize),
@@ -108,7 +110,10 @@ impl Text {
                 let inner = s[i + 2..i + close].trim();
                 // `{{'{{'}}`: text as it stands (the way to send `{{` itself).
                 if let Some(text) = inner.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-                    lit.extend_from_slice(text.as_bytes());
+                    if !lit.is_empty() {
+                        pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                    }
+                    pieces.push(Piece::Quoted(text.as_bytes().to_vec()));
                     i += close + 2;
                     continue;
                 }
@@ -221,7 +226,9 @@ impl Text {
     /// Whether the text is the same for every request.
     #[cfg(test)]
     pub fn is_constant(&self) -> bool {
-        self.pieces.iter().all(|p| matches!(p, Piece::Lit(_)))
+        self.pieces
+            .iter()
+            .all(|p| matches!(p, Piece::Lit(_) | Piece::Quoted(_)))
     }
 
     pub fn render(&self, v: &Vars, out: &mut Vec<u8>) {
@@ -279,7 +286,7 @@ impl Text {
         self.pieces.iter().find_map(|p| {
             let mut out = Vec::new();
             let (culprit, text): (Culprit, &[u8]) = match p {
-                Piece::Lit(b) => (Culprit::Literal, b),
+                Piece::Lit(b) | Piece::Quoted(b) => (Culprit::Literal, b),
                 Piece::Csv(i) => (
                     Culprit::Csv(*i),
                     v.row
@@ -335,7 +342,7 @@ impl Text {
 /// One piece of a text, rendered with `v` onto `out`.
 fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
     match p {
-        Piece::Lit(b) => out.extend_from_slice(b),
+        Piece::Lit(b) | Piece::Quoted(b) => out.extend_from_slice(b),
         Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
         Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
         Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
@@ -441,6 +448,18 @@ mod tests {
         let t =
             Text::parse_with(r#"SET  "a key" k:{{v}}x "say \"hi\"" {{v}}"#, &[], &names).unwrap();
         let words = t.words();
+        // A quoted text is a word's part, its quote and space not syntax.
+        let q = Text::parse(r#"SET {{'"'}}a b{{'"'}} v{{' '}}w"#, &[]).unwrap();
+        let pool0 = RandomPool::new(1);
+        let v0 = Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool0,
+            values: &[],
+        };
+        let said: Vec<String> = q.words().iter().map(|w| w.render_string(&v0)).collect();
+        assert_eq!(said, ["SET", "\"a", "b\"", "v w"]);
         let pool = RandomPool::new(1);
         let values = [Some("v EX 1\r\n\"q".to_string())];
         let vars = Vars {
