@@ -79,9 +79,13 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         v
     };
     let template = |s: &Spanned<String>| {
-        // The span covers the quotes; the template starts one byte in.
-        Text::parse_with(s.get_ref(), &columns, &vars)
-            .map_err(|(off, msg)| at(s.span().start + 1 + off, msg))
+        // The span starts at the opening quote; the offset is in the decoded text.
+        Text::parse_with(s.get_ref(), &columns, &vars).map_err(|(off, msg)| {
+            at(
+                crate::located::string_offset(text, s.span().start, off),
+                msg,
+            )
+        })
     };
     if raw.step.is_empty() {
         return Err(at(0, "a scenario needs at least one [[step]]".into()));

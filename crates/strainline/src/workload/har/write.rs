@@ -366,6 +366,54 @@ pub struct Play {
     pub think: bool,
 }
 
+/// A step's headers (its body's `Content-Type` among them) and body, as the flow
+/// writes them.
+fn request(t: &mut String, s: &Step) {
+    let mut headers = s.headers.clone();
+    let typed = |h: &[(String, String)]| {
+        h.iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    };
+    match &s.body {
+        Body::Raw { mime, .. } if !mime.is_empty() && !typed(&headers) => {
+            headers.push(("Content-Type".into(), mime.clone()));
+        }
+        Body::Json(_) if !typed(&headers) => {
+            headers.push(("Content-Type".into(), "application/json".into()));
+        }
+        Body::Form(_) if !typed(&headers) => {
+            headers.push((
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ));
+        }
+        _ => {}
+    }
+    if !headers.is_empty() {
+        let h: Vec<String> = headers
+            .iter()
+            .map(|(n, v)| format!("{} = {}", quote(&literal(n)), quote(&literal(v))))
+            .collect();
+        let _ = writeln!(t, "headers = {{ {} }}", h.join(", "));
+    }
+    match &s.body {
+        Body::None => {}
+        Body::Form(f) => {
+            let fields: Vec<String> = f
+                .iter()
+                .map(|(k, v)| format!("{}={}", encode(k, true), encode(v, true)))
+                .collect();
+            let _ = writeln!(t, "body = {}", quote(&fields.join("&")));
+        }
+        Body::Json(j) => {
+            let _ = writeln!(t, "body = {}", quote(&json_text(j)));
+        }
+        Body::Raw { text, .. } => {
+            let _ = writeln!(t, "body = {}", quote(&literal(text)));
+        }
+    }
+}
+
 /// The flow file.
 pub fn flow(
     source: &str,
@@ -453,49 +501,7 @@ pub fn flow(
         if s.follow() {
             let _ = writeln!(t, "follow = true");
         }
-        let mut headers = s.headers.clone();
-        let typed = |h: &[(String, String)]| {
-            h.iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        };
-        match &s.body {
-            Body::Raw { mime, .. } if !mime.is_empty() && !typed(&headers) => {
-                headers.push(("Content-Type".into(), mime.clone()));
-            }
-            Body::Json(_) if !typed(&headers) => {
-                headers.push(("Content-Type".into(), "application/json".into()));
-            }
-            Body::Form(_) if !typed(&headers) => {
-                headers.push((
-                    "Content-Type".into(),
-                    "application/x-www-form-urlencoded".into(),
-                ));
-            }
-            _ => {}
-        }
-        if !headers.is_empty() {
-            let h: Vec<String> = headers
-                .iter()
-                .map(|(n, v)| format!("{} = {}", quote(&literal(n)), quote(&literal(v))))
-                .collect();
-            let _ = writeln!(t, "headers = {{ {} }}", h.join(", "));
-        }
-        match &s.body {
-            Body::None => {}
-            Body::Form(f) => {
-                let fields: Vec<String> = f
-                    .iter()
-                    .map(|(k, v)| format!("{}={}", encode(k, true), encode(v, true)))
-                    .collect();
-                let _ = writeln!(t, "body = {}", quote(&fields.join("&")));
-            }
-            Body::Json(j) => {
-                let _ = writeln!(t, "body = {}", quote(&json_text(j)));
-            }
-            Body::Raw { text, .. } => {
-                let _ = writeln!(t, "body = {}", quote(&literal(text)));
-            }
-        }
+        request(&mut t, s);
         for (var, r) in &extracts[i] {
             let (k, v) = match r {
                 Rule::Json(p) => ("json", p),
