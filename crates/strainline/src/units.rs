@@ -293,6 +293,26 @@ impl<W: std::io::Write> std::io::Write for Printable<W> {
 /// case): every control character, line breaks and tabs included, and every bidi
 /// control shown as an escape — what a stranger sent cannot forge a second line, shift
 /// a column, reorder what follows or drive the terminal.
+/// Hexadecimal digits, for text made without formatting (on a request's path).
+pub const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+/// `bytes` percent-encoded onto `out`: all but the unreserved `A-Z a-z 0-9 - . _ ~`
+/// (RFC 3986), as a query value, a form field or a path segment carries any text.
+pub fn percent_encode(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[
+                b'%',
+                HEX_UPPER[usize::from(b >> 4)],
+                HEX_UPPER[usize::from(b & 15)],
+            ]);
+        }
+    }
+}
+
 pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s, |_| false)
 }

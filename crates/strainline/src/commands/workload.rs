@@ -186,8 +186,12 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
             "--target {url}: the application's http:// or https:// URL (the flow's steps give the paths)"
         )));
     }
-    let dir = TempDir::new()?;
-    let path = dir.0.join("once.toml");
+    // Removed when dropped, whatever way the play ends.
+    let dir = tempfile::Builder::new()
+        .prefix("strainline-verify-")
+        .tempdir()
+        .map_err(|e| crate::Error::environment(format!("a temporary directory: {e}")).because(e))?;
+    let path = dir.path().join("once.toml");
     std::fs::write(&path, &made.once)
         .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
     let steps = made.recorded.len().max(1).to_string();
@@ -311,31 +315,6 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
             exit::FAILED
         }
     })
-}
-
-/// A fresh directory of our own under the temporary directory, removed when dropped
-/// (whatever way the verification ends).
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> crate::error::Result<TempDir> {
-        let dir = std::env::temp_dir().join(format!(
-            "strainline-verify-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| crate::Error::environment(format!("{}: {e}", dir.display())).because(e))?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn options(r: &LogArgs) -> crate::error::Result<Options> {

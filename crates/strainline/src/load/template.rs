@@ -366,20 +366,14 @@ fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
         Piece::Url(inner) => {
             let mut raw = Vec::new();
             render_piece(inner, v, &mut raw);
-            for b in raw {
-                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                    out.push(b);
-                } else {
-                    out.extend_from_slice(format!("%{b:02X}").as_bytes());
-                }
-            }
+            crate::units::percent_encode(&raw, out);
         }
     }
 }
 
 /// A version-4 UUID (RFC 9562) in its 36-character text: 122 random bits from a
 /// per-thread generator seeded from the kernel's randomness, so that no two runs, threads
-/// or uses share one.
+/// or uses share one; made without allocating (it is rendered per request).
 fn uuid(out: &mut Vec<u8>) {
     use std::cell::RefCell;
     thread_local! {
@@ -391,38 +385,25 @@ fn uuid(out: &mut Vec<u8>) {
     });
     let hi = (hi & !0xF000) | 0x4000; // version 4
     let lo = (lo & !(0b11 << 62)) | (0b10 << 62); // variant 10
-    let b: Vec<u8> = hi
+    let hex = crate::units::HEX_LOWER;
+    for (i, byte) in hi
         .to_be_bytes()
         .into_iter()
         .chain(lo.to_be_bytes())
-        .collect();
-    for (i, byte) in b.iter().enumerate() {
+        .enumerate()
+    {
         if matches!(i, 4 | 6 | 8 | 10) {
             out.push(b'-');
         }
-        out.extend_from_slice(format!("{byte:02x}").as_bytes());
+        out.extend_from_slice(&[hex[usize::from(byte >> 4)], hex[usize::from(byte & 15)]]);
     }
 }
 
-/// 64 bits from /dev/urandom, mixed with the time and the thread (if it cannot be read).
+/// 64 random bits: the standard library's hasher keys come from the kernel's randomness
+/// (once a thread, then stepped), hashed with the time.
 fn seed() -> u64 {
-    use std::io::Read;
-    let mut b = [0u8; 8];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let thread = std::thread::current().id();
-    let h = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        thread.hash(&mut h);
-        h.finish()
-    };
-    match read {
-        Ok(()) => u64::from_le_bytes(b) ^ crate::rng::mix(t),
-        Err(_) => crate::rng::mix(t ^ h.rotate_left(17)),
-    }
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
 }
 
 /// `word` as one quoted word of a command (`"…"`, its `"` and `\` escaped), which the
@@ -442,6 +423,18 @@ pub fn quote_word(word: &[u8], out: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
+    /// `t` rendered for client 0's first request with flow values `values`.
+    fn rendered(t: &Text, values: &[Option<String>]) -> String {
+        let pool = RandomPool::new(1);
+        t.render_string(&Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values,
+        })
+    }
+
     #[test]
     fn a_value_stays_one_word_of_a_command() {
         let names = ["v".to_string()];
@@ -450,15 +443,7 @@ mod tests {
         let words = t.words();
         // A quoted text is a word's part, its quote and space not syntax.
         let q = Text::parse(r#"SET {{'"'}}a b{{'"'}} v{{' '}}w"#, &[]).unwrap();
-        let pool0 = RandomPool::new(1);
-        let v0 = Vars {
-            client: 0,
-            seq: 0,
-            row: None,
-            random: &pool0,
-            values: &[],
-        };
-        let said: Vec<String> = q.words().iter().map(|w| w.render_string(&v0)).collect();
+        let said: Vec<String> = q.words().iter().map(|w| rendered(w, &[])).collect();
         assert_eq!(said, ["SET", "\"a", "b\"", "v w"]);
         let pool = RandomPool::new(1);
         let values = [Some("v EX 1\r\n\"q".to_string())];
@@ -490,17 +475,8 @@ mod tests {
         let names = ["tok".to_string()];
         let t =
             Text::parse_with("a={{tok|url}}&b={{ tok | url }}&c={{'{{'}}x}}", &[], &names).unwrap();
-        let pool = RandomPool::new(1);
-        let values = [Some("AbC+d/E=1 &x".to_string())];
-        let vars = Vars {
-            client: 0,
-            seq: 0,
-            row: None,
-            random: &pool,
-            values: &values,
-        };
         assert_eq!(
-            t.render_string(&vars),
+            rendered(&t, &[Some("AbC+d/E=1 &x".to_string())]),
             "a=AbC%2Bd%2FE%3D1%20%26x&b=AbC%2Bd%2FE%3D1%20%26x&c={{x}}"
         );
         assert_eq!(t.missing(&[None]), Some(0));
@@ -516,16 +492,7 @@ mod tests {
     #[test]
     fn a_uuid_is_version_4_and_new_at_each_use() {
         let t = Text::parse("{{uuid}} {{uuid}} {{now_ms}}", &[]).unwrap();
-        let pool = RandomPool::new(1);
-        let vars = Vars {
-            client: 0,
-            seq: 0,
-            row: None,
-            random: &pool,
-            values: &[],
-        };
-        let a = t.render_string(&vars);
-        let b = t.render_string(&vars);
+        let (a, b) = (rendered(&t, &[]), rendered(&t, &[]));
         let parts: Vec<&str> = a.split(' ').collect();
         let re = regex::Regex::new(
             "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",

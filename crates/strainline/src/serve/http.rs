@@ -149,15 +149,10 @@ pub fn decode(s: &str, plus: bool) -> String {
 /// Percent-encoding for a query value or a path segment: everything but unreserved
 /// characters.
 pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    let mut out = Vec::with_capacity(s.len());
+    crate::units::percent_encode(s.as_bytes(), &mut out);
+    // Percent-encoded text is ASCII.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// `path` as a path on this server, for a `Location`: each segment percent-encoded and

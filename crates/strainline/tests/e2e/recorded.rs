@@ -73,6 +73,26 @@ fn only_the_databases_own_failures(doc: &serde_json::Value, log: &str, out: &std
     }
 }
 
+/// `flow` run against `url` for `secs`, with `extra` arguments: its output and JSON.
+fn play(
+    s: &Scratch,
+    url: &str,
+    flow: &Path,
+    secs: &str,
+    extra: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec![
+        url,
+        "--no-tui",
+        "--scenario",
+        flow.to_str().unwrap(),
+        "-z",
+        secs,
+    ];
+    args.extend_from_slice(extra);
+    load_json(s, &args)
+}
+
 /// Makes the flow of `har` (with `extra` arguments) into `toml`; its stderr.
 fn make_flow(s: &Scratch, har: &Path, toml: &Path, extra: &[&str]) -> String {
     let mut args = vec![
@@ -125,17 +145,7 @@ fn a_recorded_django_admin_session_runs_as_five_users_and_verbatim_is_refused() 
     )
     .unwrap();
     let before = groups(&site, "g-");
-    let (out, doc) = load_json(
-        &s,
-        &[
-            &url,
-            "--no-tui",
-            "--scenario",
-            flow.to_str().unwrap(),
-            "-z",
-            "5s",
-        ],
-    );
+    let (out, doc) = play(&s, &url, &flow, "5s", &[]);
     assert_exit(&out, 0);
     let (sent, ok) = step(&doc, "post_admin_auth_group");
     assert!(ok >= 5 && sent >= ok, "{}", stdout(&out));
@@ -195,19 +205,7 @@ fn a_recorded_django_admin_session_runs_as_five_users_and_verbatim_is_refused() 
     let verbatim = s.path("verbatim.toml");
     let said = make_flow(&s, &har, &verbatim, &["--no-correlate"]);
     assert_has(&said, "not correlated (--no-correlate)");
-    let (out, doc) = load_json(
-        &s,
-        &[
-            &url,
-            "--no-tui",
-            "--scenario",
-            verbatim.to_str().unwrap(),
-            "-z",
-            "2s",
-            "--gate",
-            "checks_failed = 0",
-        ],
-    );
+    let (out, doc) = play(&s, &url, &verbatim, "2s", &["--gate", "checks_failed = 0"]);
     assert_exit(&out, 1);
     let (sent, ok) = step(&doc, "post_admin_login");
     assert!(sent >= 1 && ok == 0, "{}", stdout(&out));
@@ -259,17 +257,7 @@ fn a_recorded_api_session_carries_its_token_and_ids_for_five_users() {
     assert_has(&text, r#"path = "/api/things/{{thing_id}}/""#);
     assert_has(&text, r#"body = "{\"name\":\"lamp-recorded\"}""#);
     std::fs::write(&flow, text.replace("lamp-recorded", "lamp-{{uuid}}")).unwrap();
-    let (out, doc) = load_json(
-        &s,
-        &[
-            &url,
-            "--no-tui",
-            "--scenario",
-            flow.to_str().unwrap(),
-            "-z",
-            "5s",
-        ],
-    );
+    let (out, doc) = play(&s, &url, &flow, "5s", &[]);
     assert_exit(&out, 0);
     let log = std::fs::read_to_string(site.join("server.log")).unwrap();
     only_the_databases_own_failures(&doc, &log, &out);
@@ -342,4 +330,11 @@ fn a_recording_of_50_mb_is_read_in_bounded_memory_and_a_truncated_one_is_refused
         &stderr(&out),
         "cut.har: not a HAR 1.2 recording: at log.entries[",
     );
+    // A device or a directory is refused before a byte is read.
+    let dir = s.path("");
+    for path in ["/dev/zero", dir.to_str().unwrap()] {
+        let out = s.run(&["workload", "flow", path]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), "is not a regular file");
+    }
 }

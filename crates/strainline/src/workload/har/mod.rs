@@ -37,6 +37,8 @@ pub struct Made {
 
 /// Reads `har` and makes its flow.
 pub fn make(har: &Path, opts: &Options) -> crate::error::Result<Made> {
+    // A regular file of any size (it is streamed): no device, pipe or directory.
+    crate::os::file::check(har, "RECORDING.har", u64::MAX)?;
     let x = read::read(har).map_err(|e| crate::Error::usage(e.to_string()))?;
     let origin = steps::origin(&x, opts.host.as_deref()).ok_or_else(|| {
         crate::Error::usage(format!(

@@ -56,24 +56,17 @@ pub struct NotHar {
     pub why: String,
 }
 
-/// Reads `path` into its exchanges, in the order they were started.
+/// Reads `path` (a regular file: [`crate::os::file::check`]ed by the caller) into its
+/// exchanges, in the order they were started.
 pub fn read(path: &Path) -> Result<Vec<Exchange>, NotHar> {
     let refuse = |why: String| NotHar {
         file: path.display().to_string(),
         why: format!("not a HAR 1.2 recording: {why}"),
     };
-    let file = std::fs::File::open(path)
-        .and_then(|f| {
-            if f.metadata()?.is_dir() {
-                Err(std::io::Error::other("a directory, not a recording"))
-            } else {
-                Ok(f)
-            }
-        })
-        .map_err(|e| NotHar {
-            file: path.display().to_string(),
-            why: format!("cannot read it: {e}"),
-        })?;
+    let file = std::fs::File::open(path).map_err(|e| NotHar {
+        file: path.display().to_string(),
+        why: format!("cannot read it: {e}"),
+    })?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     // A byte order mark, as some Windows tools save JSON, is not JSON: skipped.
     {

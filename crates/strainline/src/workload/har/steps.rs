@@ -55,11 +55,16 @@ pub struct LeftOut {
     pub unsendable: Vec<String>,
 }
 
-/// An HTTP token (a method, a header's name): RFC 9110's `tchar`s, one or more.
-pub fn token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+/// Whether the engine can send `method` (the check a flow's `method` meets).
+fn sendable_method(method: &str) -> bool {
+    hyper::Method::from_bytes(method.to_uppercase().as_bytes()).is_ok()
+}
+
+/// Whether the engine can send a header `name: value` (the checks a flow's `headers`
+/// meet).
+fn sendable_header(name: &str, value: &str) -> bool {
+    hyper::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+        && hyper::header::HeaderValue::from_bytes(value.as_bytes()).is_ok()
 }
 
 /// The application's origin (`http://127.0.0.1:8000`): `host` when given (a host or
@@ -144,7 +149,7 @@ pub fn keep(x: &[Exchange], origin: &str) -> (Vec<usize>, LeftOut) {
         } else if is_asset(e) {
             left.assets
                 .push(format!("{} {}", e.method, target_of(&e.url)));
-        } else if !token(&e.method) {
+        } else if !sendable_method(&e.method) {
             left.unsendable.push(format!(
                 "{:?} {} (the method is not an HTTP token)",
                 e.method,
@@ -254,9 +259,9 @@ fn step(first: &Exchange, (request, reply): (usize, usize), hops: usize) -> Step
         .request_headers
         .iter()
         .filter(|(n, v)| !n.starts_with(':') && kept_header(n, v))
-        // What a client can send: a token for a name, no CR, LF or NUL in a value; the
+        // What a client can send (a token for a name, no CR, LF or NUL in a value); the
         // first of a name (a flow's headers are a table).
-        .filter(|(n, v)| token(n) && !v.contains(['\r', '\n', '\0']))
+        .filter(|(n, v)| sendable_header(n, v))
         .filter(|(n, _)| seen.insert(n.to_ascii_lowercase()))
         // A form or JSON body sets its own Content-Type.
         .filter(|(n, _)| {

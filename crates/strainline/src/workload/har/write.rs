@@ -66,16 +66,16 @@ pub fn apply(steps: &mut [Step], found: &Found) {
 /// Marks a placeholder that stands for a JSON number or boolean (sent without quotes).
 const BARE: &str = "\u{1}";
 
-/// Stands for a `{{` the recording sent, so that no recorded text is read as a
-/// placeholder: written `%7B%7B` in a path, a query or a form, `{{'{{'}}` elsewhere.
-const BRACES: char = '\u{E000}';
+/// A `{{` the recording sent, as a template sends it as text (never read as a
+/// placeholder): `%7B%7B` where [`encode`] writes it (a path, a query, a form).
+const BRACES: &str = "{{'{{'}}";
 
-/// Every `{{` the recording holds marked as [`BRACES`] (before correlation: a value
-/// holding one is sent as recorded, never correlated).
+/// Every `{{` the recording holds written as [`BRACES`], before placeholders go in (and
+/// before correlation: a value holding one is sent as recorded, never correlated).
 pub fn escape(steps: &mut [Step]) {
     fn esc(t: &mut String) {
         if t.contains("{{") {
-            *t = t.replace("{{", &BRACES.to_string());
+            *t = t.replace("{{", BRACES);
         }
     }
     fn esc_json(v: &mut serde_json::Value) {
@@ -113,17 +113,8 @@ pub fn escape(steps: &mut [Step]) {
     }
 }
 
-/// Text as a template sends it as it stands: its recorded `{{` quoted.
-fn literal(t: &str) -> String {
-    if t.contains(BRACES) {
-        t.replace(BRACES, "{{'{{'}}")
-    } else {
-        t.to_string()
-    }
-}
-
 /// A JSON body as text, its bare placeholders unquoted (a recorded text cannot hold
-/// one: its `{{` are marked), its recorded `{{` quoted.
+/// one: its `{{` are [`BRACES`]).
 fn json_text(j: &serde_json::Value) -> String {
     let text = j.to_string();
     let marked = format!(
@@ -156,7 +147,7 @@ fn json_text(j: &serde_json::Value) -> String {
         }
     }
     out.push_str(rest);
-    literal(&out)
+    out
 }
 
 /// `t` with each whole occurrence of `value` (not inside a longer word: `a` in `Bearer
@@ -206,6 +197,11 @@ fn encode(s: &str, query: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(BRACES) {
+            out.push_str("%7B%7B");
+            rest = after;
+            continue;
+        }
         if rest.starts_with("{{") {
             if let Some(end) = rest.find("}}") {
                 out.push_str(&rest[..end + 2]);
@@ -214,11 +210,6 @@ fn encode(s: &str, query: bool) -> String {
             }
         }
         let c = rest.chars().next().unwrap_or(' ');
-        if c == BRACES {
-            out.push_str("%7B%7B");
-            rest = &rest[c.len_utf8()..];
-            continue;
-        }
         let keep = c.is_ascii_alphanumeric()
             || "-._~!$'()*,;:@".contains(c)
             || (query && "/?".contains(c));
@@ -392,7 +383,7 @@ fn request(t: &mut String, s: &Step) {
     if !headers.is_empty() {
         let h: Vec<String> = headers
             .iter()
-            .map(|(n, v)| format!("{} = {}", quote(&literal(n)), quote(&literal(v))))
+            .map(|(n, v)| format!("{} = {}", quote(n), quote(v)))
             .collect();
         let _ = writeln!(t, "headers = {{ {} }}", h.join(", "));
     }
@@ -409,7 +400,7 @@ fn request(t: &mut String, s: &Step) {
             let _ = writeln!(t, "body = {}", quote(&json_text(j)));
         }
         Body::Raw { text, .. } => {
-            let _ = writeln!(t, "body = {}", quote(&literal(text)));
+            let _ = writeln!(t, "body = {}", quote(text));
         }
     }
 }
