@@ -19,6 +19,26 @@ pub fn stolen_seconds() -> f64 {
     steal as f64 / if hz > 0 { hz as f64 } else { 100.0 }
 }
 
+/// CPU time the machine's CPUs spent idle since boot (`idle` and `iowait` in
+/// `/proc/stat`), seconds: what a step left free for a target that wanted more.
+pub fn idle_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let idle: u64 = stat
+        .lines()
+        .next()
+        .map(|l| {
+            l.split_ascii_whitespace()
+                .skip(4)
+                .take(2)
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    idle as f64 / if hz > 0 { hz as f64 } else { 100.0 }
+}
+
 /// The machine's CPU time since boot from `/proc/stat`'s first line, seconds: (busy —
 /// user, nice, system, irq, softirq — and steal).
 fn machine_cpu() -> (f64, f64) {

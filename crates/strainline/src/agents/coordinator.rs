@@ -562,6 +562,7 @@ fn merge(
         subscribers: plan.client.companions(),
         interrupted,
         stolen_seconds: 0.0,
+        idle_seconds: 0.0,
         agents,
     }
 }

@@ -56,6 +56,10 @@ pub struct Figures {
     /// The share of the machine's CPU the hypervisor took during the step (steal).
     #[serde(default)]
     pub stolen: f64,
+    /// Cores of the machine left idle during the step, on average (`idle` and `iowait`
+    /// of `/proc/stat`); none when the target runs on another machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_cores: Option<f64>,
     /// What the target's threads did during the step (none when its processes are
     /// not on this machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,7 +233,7 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
             100.0 * s.error_rate
         )
     } else {
-        let own = target_limit(step);
+        let own = target_limit(step).or_else(|| serialized(s, limits.cores));
         if s.stolen > STOLEN_BOUND {
             stolen_factor(s, own)
         } else {
@@ -242,7 +246,13 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
 /// counter, a wait in its threads; None when nothing stands out.
 fn target_limit(step: &Step) -> Option<String> {
     let s = &step.figures;
-    Some(if step.target_saturated {
+    Some(if step.target_saturated && s.busiest_thread < SATURATED {
+        format!(
+            "target CPU saturated: the tree used {:.2} cores, the machine's CPUs nearly all (no one thread of it over {:.0}% of the step)",
+            s.target_cpu,
+            100.0 * s.busiest_thread
+        )
+    } else if step.target_saturated {
         format!(
             "target CPU saturated: its busiest thread was on a CPU {:.0}% of the step ({:.2} cores for the tree)",
             100.0 * s.busiest_thread,
@@ -282,6 +292,43 @@ fn target_limit(step: &Step) -> Option<String> {
     } else {
         return s.threads.as_ref().and_then(super::threads::limit);
     })
+}
+
+/// A tree whose CPU stopped within this much above a whole number of cores is held
+/// there: what a thread does outside the lock (system calls, the kernel's network work
+/// charged to it) adds to the held core; below, 90% of it.
+pub const SERIAL_OVER: f64 = 0.25;
+/// No thread of such a tree wanted a CPU (on one, or queued for one) this share of the
+/// step: none of them is the limit on its own.
+pub const SERIAL_THREAD: f64 = 0.75;
+/// A core is free when at least this much of the machine's CPU was idle in the step.
+pub const FREE_CORES: f64 = 0.5;
+
+/// A process-wide lock the thread states could not show: the tree's CPU stopped at a
+/// whole number of cores below the machine's, with a core of it idle, no thread that
+/// wanted a CPU most of the step, the tree not short of CPU, and no one thread doing half
+/// the work — its threads take turns. CPython's interpreter lock serving a thread per
+/// request is this: each thread lives for one request, ended before it can be read.
+fn serialized(s: &Figures, cores: f64) -> Option<String> {
+    let idle = s.idle_cores?;
+    let held = s.target_cpu.round().max(1.0);
+    let whole = s.target_cpu >= SATURATED * held && s.target_cpu <= held + SERIAL_OVER;
+    let spread = s.busiest_demand < SERIAL_THREAD && s.busiest_thread <= 0.5 * s.target_cpu;
+    (whole && held < cores && idle >= FREE_CORES && spread && !cpu_contended(s))
+        .then(|| {
+            format!(
+                "a process-wide lock: the target's CPU stopped at {:.2} cores — {held:.0} core's worth — while {idle:.2} of the machine's {cores:.0} cores were idle and no thread of it wanted a CPU more than {:.0}% of the step: its threads take turns, one at a time (an interpreter lock such as CPython's, or a global mutex); {}",
+                s.target_cpu,
+                100.0 * s.busiest_demand,
+                match &s.threads {
+                    Some(b) => format!(
+                        "the threads read did not show the wait ({}): threads that live for one request end before they are read",
+                        super::threads::summary(b)
+                    ),
+                    None => "its thread states were not read".into(),
+                }
+            )
+        })
 }
 
 /// The threads' own wait as the cause when the accept queue overflowed because of it:
@@ -466,6 +513,7 @@ mod tests {
                 run_queue: 0.0,
                 retransmits: 0,
                 stolen: 0.0,
+                idle_cores: None,
                 threads: None,
             },
             generator_invalid: None,
@@ -833,6 +881,68 @@ mod tests {
         assert!(
             c.limiting_factor
                 .starts_with("a lock: the target's 8 `worker` threads spent 6.00 thread-s/s"),
+            "{}",
+            c.limiting_factor
+        );
+    }
+
+    #[test]
+    fn a_tree_held_at_one_core_with_a_core_idle_and_no_busy_thread_is_a_process_wide_lock() {
+        // CPython serving a thread per request (a ramp on this VM): 1.06 cores for the
+        // tree, its accept thread 21% (46% wanting a CPU), 0.67 cores of the machine idle.
+        let gil = || {
+            let mut r = rec(2200.0, 1997.3, 211.3);
+            r.figures.target_cpu = 1.06;
+            r.figures.busiest_thread = 0.21;
+            r.figures.busiest_demand = 0.46;
+            r.figures.run_queue = 0.30;
+            r.figures.idle_cores = Some(0.67);
+            r
+        };
+        let (_, c) = run(&[rec(1900.0, 1886.0, 5.0), gil()]);
+        assert!(
+            c.limiting_factor.starts_with(
+                "a process-wide lock: the target's CPU stopped at 1.06 cores — 1 core's worth — while 0.67 of the machine's 2 cores were idle and no thread of it wanted a CPU more than 46% of the step"
+            ),
+            "{}",
+            c.limiting_factor
+        );
+        // Each condition is needed: the machine full (the generator took the other
+        // core), the tree not at a whole core, one thread doing most of the work, a
+        // thread wanting a CPU most of the step, the tree short of CPU, the machine's
+        // idle time not read (a target on another machine).
+        let mut changes: Vec<(&str, Box<dyn Fn(&mut Figures)>)> = vec![
+            ("no idle core", Box::new(|f| f.idle_cores = Some(0.3))),
+            ("between cores", Box::new(|f| f.target_cpu = 1.4)),
+            ("below a core", Box::new(|f| f.target_cpu = 0.8)),
+            ("one thread's work", Box::new(|f| f.busiest_thread = 0.6)),
+            ("a thread wanting a CPU", Box::new(|f| f.busiest_demand = 0.8)),
+            ("short of CPU", Box::new(|f| f.run_queue = 0.6)),
+            ("not read", Box::new(|f| f.idle_cores = None)),
+        ];
+        for (what, change) in changes.drain(..) {
+            let mut r = gil();
+            change(&mut r.figures);
+            let (_, c) = run(&[rec(1900.0, 1886.0, 5.0), r]);
+            assert!(
+                !c.limiting_factor.contains("process-wide lock"),
+                "{what}: {}",
+                c.limiting_factor
+            );
+        }
+    }
+
+    #[test]
+    fn a_tree_using_the_machine_with_no_busy_thread_is_the_machine_s_cpu() {
+        // A lock-free thread per connection: 1.83 cores of 2, each thread a few percent.
+        let mut r = rec(12000.0, 11305.0, 101.0);
+        r.figures.target_cpu = 1.83;
+        r.figures.busiest_thread = 0.03;
+        let (_, c) = run(&[rec(11000.0, 10845.0, 7.0), r]);
+        assert!(
+            c.limiting_factor.starts_with(
+                "target CPU saturated: the tree used 1.83 cores, the machine's CPUs nearly all (no one thread of it over 3% of the step)"
+            ),
             "{}",
             c.limiting_factor
         );

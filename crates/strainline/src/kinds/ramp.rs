@@ -174,6 +174,11 @@ fn measure_step(
                 run_queue,
                 retransmits: tcp.retransmitted_segments,
                 stolen: verdict::stolen_share(&run.outcome),
+                // Free cores are this machine's: not read for a target elsewhere.
+                idle_cores: running
+                    .host
+                    .is_none()
+                    .then(|| run.outcome.idle_seconds / run.outcome.elapsed.max(1e-9)),
                 threads: states_since(running, states_before),
             },
             generator_invalid: (run.verdict.status == Validity::Invalid)

@@ -538,6 +538,7 @@ mod tests {
             subscribers: 0,
             interrupted: false,
             stolen_seconds: stolen * 10.0 * crate::host::cores() as f64,
+            idle_seconds: 0.0,
             agents: Vec::new(),
         }
     }

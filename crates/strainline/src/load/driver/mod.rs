@@ -697,6 +697,8 @@ pub fn run_from(
         .collect();
 
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
+    // The machine's idle CPU from the clock's start (not over the connections' warm-up).
+    let idle_before = (Instant::now(), crate::host::idle_seconds());
     let connections_ready = ready.load(Ordering::Relaxed) as usize;
     let mut seconds = Vec::new();
     let mut next = start + Duration::from_secs(1);
@@ -734,6 +736,8 @@ pub fn run_from(
         .map(|h| h.join().unwrap_or((0.0, None)))
         .unzip();
     let thread_queue: Vec<f64> = thread_queue.into_iter().flatten().collect();
+    let idle_cores = (crate::host::idle_seconds() - idle_before.1).max(0.0)
+        / idle_before.0.elapsed().as_secs_f64().max(1e-9);
     // The run's length is the publishers': the subscribers' drain is not in it, nor
     // the hold of clients connected to stay (their rate is the one they came at).
     let elapsed = match plan.client.unit_connects() {
@@ -791,6 +795,7 @@ pub fn run_from(
         subscribers: plan.client.companions(),
         interrupted: cancel.load(Ordering::Relaxed),
         stolen_seconds: (crate::host::stolen_seconds() - stolen_before).max(0.0),
+        idle_seconds: idle_cores * elapsed,
         agents: Vec::new(),
     }
 }

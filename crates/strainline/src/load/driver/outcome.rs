@@ -45,6 +45,8 @@ pub struct Outcome {
     pub interrupted: bool,
     /// CPU seconds the hypervisor took from the machine during the run.
     pub stolen_seconds: f64,
+    /// CPU seconds the machine's CPUs were idle during the run (what was left free).
+    pub idle_seconds: f64,
     /// Each agent's part when agents generated the load (then `thread_cpu` is empty:
     /// each agent judged its own generator).
     pub agents: Vec<AgentPart>,
