@@ -303,6 +303,10 @@ pub struct LoadArgs {
     /// The URL gives the scheme, host and port; the steps give the paths.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "ramp", "connections", "body", "body_file", "body_bytes", "think"])]
     pub scenario: Option<PathBuf>,
+    /// With --scenario: give one of its [vars] this value (repeatable), as text, e.g. a
+    /// run's prefix: --var prefix=rc2.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var, requires = "scenario")]
+    pub vars: Vec<(String, String)>,
     /// Replay an access log (the formats of `workload characterize`): each logged
     /// request sent at its logged time from the first, in the open model; the URL gives
     /// the scheme, host and port, the log the methods and paths. -d/--body-bytes is the

@@ -97,6 +97,7 @@ fn originals() -> Vec<String> {
             count: None,
             timeout: std::time::Duration::from_secs(1),
             client: ClientOptions::default(),
+            vars: Vec::new(),
         },
         slice: Slice { index: 0, of: 2 },
         start_unix_ns: 1,

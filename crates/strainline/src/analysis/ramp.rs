@@ -911,12 +911,16 @@ mod tests {
         // core), the tree not at a whole core, one thread doing most of the work, a
         // thread wanting a CPU most of the step, the tree short of CPU, the machine's
         // idle time not read (a target on another machine).
-        let mut changes: Vec<(&str, Box<dyn Fn(&mut Figures)>)> = vec![
+        type Change = Box<dyn Fn(&mut Figures)>;
+        let mut changes: Vec<(&str, Change)> = vec![
             ("no idle core", Box::new(|f| f.idle_cores = Some(0.3))),
             ("between cores", Box::new(|f| f.target_cpu = 1.4)),
             ("below a core", Box::new(|f| f.target_cpu = 0.8)),
             ("one thread's work", Box::new(|f| f.busiest_thread = 0.6)),
-            ("a thread wanting a CPU", Box::new(|f| f.busiest_demand = 0.8)),
+            (
+                "a thread wanting a CPU",
+                Box::new(|f| f.busiest_demand = 0.8),
+            ),
             ("short of CPU", Box::new(|f| f.run_queue = 0.6)),
             ("not read", Box::new(|f| f.idle_cores = None)),
         ];

@@ -109,6 +109,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             streams: args.streams,
             reply_field: args.reply_field.clone(),
         },
+        vars: args.vars.clone(),
     })
 }
 

@@ -78,6 +78,7 @@ pub(super) fn load_spec(
             reply_field: w.reply_field.clone(),
             ..ClientOptions::from_env()
         },
+        vars: Vec::new(),
     }
 }
 

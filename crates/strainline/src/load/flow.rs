@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime};
 use regex::Regex;
 use serde_json::Value;
 
+use super::template::{Text, Vars};
+
 /// The most of a reply's body kept for extraction and checks: 1 MiB. A longer body is
 /// read and counted to its end; a check or extraction sees its first 1 MiB.
 pub const MAX_KEPT: usize = 1 << 20;
@@ -255,16 +257,35 @@ pub struct Extract {
     pub source: Source,
 }
 
-/// A named check of a step's reply: every condition given must hold.
+/// A JSON value a check wants: as written, or a string with placeholders, rendered with
+/// the client's variables at each reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Want {
+    Is(Value),
+    Text(Text),
+}
+
+impl Want {
+    fn holds(&self, found: Option<&Value>, v: &Vars) -> bool {
+        match (self, found) {
+            (Want::Is(want), Some(got)) => got == want,
+            (Want::Text(t), Some(Value::String(got))) => got.as_bytes() == &*t.rendered(v),
+            _ => false,
+        }
+    }
+}
+
+/// A named check of a step's reply: every condition given must hold. Its texts are
+/// templates, rendered with the client's variables when the reply is judged.
 #[derive(Debug, Clone, Default)]
 pub struct Check {
     pub name: String,
     /// The reply's status is one of these (instead of the default: below 400).
     pub status: Vec<u16>,
-    pub body_contains: Option<String>,
+    pub body_contains: Option<Text>,
     pub body_matches: Option<Regex>,
     /// JSON values that must equal these.
-    pub json: Vec<(JsonPath, Value)>,
+    pub json: Vec<(JsonPath, Want)>,
     /// JSON values that must be there.
     pub json_exists: Vec<JsonPath>,
     /// Headers that must be there.
@@ -274,8 +295,8 @@ pub struct Check {
 }
 
 impl Check {
-    /// Whether the reply passes it.
-    pub fn passes(&self, status: u16, kept: &Kept, latency: Duration) -> bool {
+    /// Whether the reply passes it, its texts rendered with `v`.
+    pub fn passes(&self, status: u16, kept: &Kept, latency: Duration, v: &Vars) -> bool {
         if !self.status.is_empty() && !self.status.contains(&status) {
             return false;
         }
@@ -289,7 +310,7 @@ impl Check {
         if self
             .body_contains
             .as_ref()
-            .is_some_and(|c| !text.contains(c.as_str()))
+            .is_some_and(|c| !text.contains(String::from_utf8_lossy(&c.rendered(v)).as_ref()))
         {
             return false;
         }
@@ -303,11 +324,11 @@ impl Check {
         if self.json.is_empty() && self.json_exists.is_empty() {
             return true;
         }
-        let Some(v) = kept.json() else {
+        let Some(json) = kept.json() else {
             return false;
         };
-        self.json.iter().all(|(p, want)| p.get(v) == Some(want))
-            && self.json_exists.iter().all(|p| p.get(v).is_some())
+        self.json.iter().all(|(p, want)| want.holds(p.get(json), v))
+            && self.json_exists.iter().all(|p| p.get(json).is_some())
     }
 
     pub fn needs_body(&self) -> bool {
@@ -592,27 +613,61 @@ mod tests {
     fn a_check_holds_only_when_every_condition_does() {
         let k = kept(r#"{"status":"error","id":7}"#, &[("Set-Cookie", "a=b")]);
         let ms = Duration::from_millis;
+        let pool = crate::load::template::RandomPool::new(1);
+        let values = [Some("error".to_string()), Some("7".to_string())];
+        let v = Vars {
+            client: 3,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values: &values,
+        };
+        let names = ["state".to_string(), "id".to_string()];
+        let text = |s: &str| Text::parse_with(s, &[], &names).unwrap();
         let mut c = Check {
             name: "ok".into(),
-            json: vec![(JsonPath::parse("$.status").unwrap(), Value::from("ok"))],
+            json: vec![(
+                JsonPath::parse("$.status").unwrap(),
+                Want::Is(Value::from("ok")),
+            )],
             ..Check::default()
         };
         assert!(
-            !c.passes(200, &k, ms(5)),
+            !c.passes(200, &k, ms(5), &v),
             "a 200 carrying status error fails"
         );
-        c.json = vec![(JsonPath::parse("$.status").unwrap(), Value::from("error"))];
-        assert!(c.passes(200, &k, ms(5)));
+        c.json = vec![(
+            JsonPath::parse("$.status").unwrap(),
+            Want::Is(Value::from("error")),
+        )];
+        assert!(c.passes(200, &k, ms(5), &v));
         c.json_exists = vec![JsonPath::parse("$.id").unwrap()];
         c.headers = vec!["set-cookie".into()];
-        assert!(c.passes(200, &k, ms(5)));
+        assert!(c.passes(200, &k, ms(5), &v));
         c.status = vec![201];
-        assert!(!c.passes(200, &k, ms(5)));
+        assert!(!c.passes(200, &k, ms(5), &v));
         c.status = vec![200, 201];
         c.latency = Some(ms(10));
-        assert!(c.passes(200, &k, ms(10)) && !c.passes(200, &k, ms(11)));
-        c.body_contains = Some("Site administration".into());
-        assert!(!c.passes(200, &k, ms(1)));
+        assert!(c.passes(200, &k, ms(10), &v) && !c.passes(200, &k, ms(11), &v));
+        // Texts with placeholders are the client's values, rendered at the reply.
+        c.json = vec![(
+            JsonPath::parse("$.status").unwrap(),
+            Want::Text(text("{{state}}")),
+        )];
+        c.body_contains = Some(text(r#""id":{{id}}"#));
+        assert!(c.passes(200, &k, ms(1), &v));
+        c.body_contains = Some(text(r#""id":{{client}}"#));
+        assert!(!c.passes(200, &k, ms(1), &v), "client 3, id 7");
+        c.body_contains = None;
+        c.json = vec![(
+            JsonPath::parse("$.status").unwrap(),
+            Want::Text(text("{{id}}")),
+        )];
+        assert!(!c.passes(200, &k, ms(1), &v));
+        c.json = vec![(JsonPath::parse("$.id").unwrap(), Want::Text(text("{{id}}")))];
+        assert!(!c.passes(200, &k, ms(1), &v), "a number is not the text 7");
+        c.body_contains = Some(text("Site administration"));
+        assert!(!c.passes(200, &k, ms(1), &v));
     }
 
     #[test]
@@ -731,9 +786,12 @@ mod tests {
         ];
         let check = Check {
             name: "c".into(),
-            body_contains: Some("abc".into()),
+            body_contains: Some(Text::parse("abc", &[]).unwrap()),
             body_matches: Some(user_regex("[a-z]+[0-9]").unwrap()),
-            json: vec![(JsonPath::parse("$.token").unwrap(), Value::from("abc"))],
+            json: vec![(
+                JsonPath::parse("$.token").unwrap(),
+                Want::Is(Value::from("abc")),
+            )],
             json_exists: vec![JsonPath::parse("$.n").unwrap()],
             headers: vec!["location".into()],
             ..Check::default()
@@ -748,6 +806,14 @@ mod tests {
             }
             String::from_utf8_lossy(&b).into_owned()
         };
+        let pool = crate::load::template::RandomPool::new(1);
+        let v = Vars {
+            client: 0,
+            seq: 0,
+            row: None,
+            random: &pool,
+            values: &[],
+        };
         let mut jar = Jar::default();
         for k in 0..4000 {
             let set = mutated(cookies[k % cookies.len()]);
@@ -758,7 +824,7 @@ mod tests {
             for s in &sources {
                 let _ = s.find(&kept, &jar);
             }
-            let _ = check.passes(200, &kept, Duration::from_millis(1));
+            let _ = check.passes(200, &kept, Duration::from_millis(1), &v);
         }
         assert!(jar.cookies.len() <= MAX_COOKIES);
     }

@@ -130,6 +130,9 @@ pub struct LoadSpec {
     /// Per request (or command unit).
     pub timeout: Duration,
     pub client: ClientOptions,
+    /// `--var NAME=VALUE`: a scenario's `[vars]` values given from outside.
+    #[serde(default)]
+    pub vars: Vec<(String, String)>,
 }
 
 impl LoadSpec {
@@ -315,7 +318,8 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let mut step_names = Vec::new();
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
-            let (model, d, names) = scenario_model(path, &client, &mut threads, &mut natural)?;
+            let (model, d, names) =
+                scenario_model(path, &spec.vars, &client, &mut threads, &mut natural)?;
             step_names = names;
             (model, d)
         }
@@ -470,11 +474,15 @@ fn span_words(model: &Model, duration: Option<Duration>, asked: bool) -> String 
 /// step drawn per request. The description and the steps' names with it.
 fn scenario_model(
     path: &std::path::Path,
+    vars: &[(String, String)],
     client: &Client,
     threads: &mut usize,
     natural: &mut Duration,
 ) -> Result<(Model, String, Vec<String>), crate::Error> {
     let mut sc = scenario::load(path).map_err(bad)?;
+    for (name, value) in vars {
+        sc.set_default(name, value).map_err(bad)?;
+    }
     if client.body_is_words() {
         sc.split_bodies();
     }
@@ -716,6 +724,7 @@ mod tests {
             count: None,
             timeout: Duration::from_secs(1),
             client: ClientOptions::default(),
+            vars: Vec::new(),
         }
     }
 

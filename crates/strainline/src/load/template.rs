@@ -2,8 +2,8 @@
 //! `{{seq}}` (its request counter), `{{random N}}` (N random alphanumeric bytes) and
 //! `{{csv.COLUMN}}` or `{{row.COLUMN}}` (the client's row of the scenario's `csv` or
 //! `jsonl` file), `{{uuid}}` (a random version-4 UUID, new at each use), `{{now_ms}}`
-//! (the wall clock in Unix milliseconds) and `{{NAME}}` (a value
-//! a step of the client's flow extracted); `{{NAME|url}}` percent-encodes a value and
+//! (the wall clock in Unix milliseconds), `{{env.NAME}}` (the environment's, read once)
+//! and `{{NAME}}` (a variable of the client's flow: extracted, `[vars]`, a step's `set`); `{{NAME|url}}` percent-encodes a value and
 //! `{{'{{'}}` is text as it stands (how `{{` itself is sent). Parsed once, rendered per request into a
 //! reused buffer.
 
@@ -175,6 +175,22 @@ impl Text {
                         }
                         Piece::Random(bytes)
                     }
+                    // The environment's value, read once, as data: a word's part, one
+                    // RESP argument, never syntax.
+                    [name] if name.starts_with("env.") => {
+                        let var = &name[4..];
+                        match std::env::var(var) {
+                            Ok(v) => Piece::Quoted(v.into_bytes()),
+                            Err(std::env::VarError::NotPresent) => return Err((
+                                i,
+                                format!("{{{{{name}}}}}: the environment has no {var} (export it before the run, or use a [vars] default and --var {var}=VALUE)"),
+                            )),
+                            Err(std::env::VarError::NotUnicode(_)) => return Err((
+                                i,
+                                format!("{{{{{name}}}}}: the environment's {var} is not UTF-8"),
+                            )),
+                        }
+                    }
                     [name] if name.starts_with("csv.") || name.starts_with("row.") => {
                         let col = &name[4..];
                         let idx = columns.iter().position(|c| c == col).ok_or_else(|| {
@@ -194,13 +210,13 @@ impl Text {
                     }
                     _ => {
                         let extracted = match names {
-                            [] => "a variable a step extracts: none does here".to_string(),
-                            n => format!("a variable a step extracts: {}", n.join(", ")),
+                            [] => "a variable of the flow: it has none".to_string(),
+                            n => format!("a variable of the flow: {}", n.join(", ")),
                         };
                         return Err((
                             i,
                             format!(
-                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{uuid}}}}, {{{{now_ms}}}}, {{{{csv.COLUMN}}}} or {extracted})"
+                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{uuid}}}}, {{{{now_ms}}}}, {{{{env.NAME}}}}, {{{{csv.COLUMN}}}} or {extracted})"
                             ),
                         ));
                     }
@@ -229,6 +245,35 @@ impl Text {
         self.pieces
             .iter()
             .all(|p| matches!(p, Piece::Lit(_) | Piece::Quoted(_)))
+    }
+
+    /// `text` as it stands: no placeholder read in it, one word wherever it is.
+    pub fn quoted(text: &str) -> Text {
+        Text {
+            pieces: vec![Piece::Quoted(text.as_bytes().to_vec())],
+        }
+    }
+
+    /// Its text when it has no placeholder (one piece of text, or none): a check
+    /// compares with it as it stands, without rendering.
+    pub fn constant(&self) -> Option<&[u8]> {
+        match self.pieces.as_slice() {
+            [] => Some(&[]),
+            [Piece::Lit(b) | Piece::Quoted(b)] => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Rendered with `v`, or borrowed as it stands when it has no placeholder.
+    pub fn rendered<'t>(&'t self, v: &Vars) -> std::borrow::Cow<'t, [u8]> {
+        match self.constant() {
+            Some(b) => std::borrow::Cow::Borrowed(b),
+            None => {
+                let mut out = Vec::new();
+                self.render(v, &mut out);
+                std::borrow::Cow::Owned(out)
+            }
+        }
     }
 
     pub fn render(&self, v: &Vars, out: &mut Vec<u8>) {

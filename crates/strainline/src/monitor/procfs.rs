@@ -393,10 +393,24 @@ mod tests {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let fds = ProcFiles::open(child.id()).unwrap().fd_count();
-        let listed = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
-            .unwrap()
-            .count() as u64;
+        // The child may still be exec'ing (closing the descriptors it inherited, a CI run
+        // read 11 then 5): both counts are taken again until the two readings hold still.
+        let count = || {
+            let fds = ProcFiles::open(child.id()).unwrap().fd_count();
+            let listed = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+                .unwrap()
+                .count() as u64;
+            (fds, listed)
+        };
+        let (mut fds, mut listed) = count();
+        for _ in 0..50 {
+            let again = count();
+            if again == (fds, listed) && fds == Some(listed) {
+                break;
+            }
+            (fds, listed) = again;
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(fds, Some(listed));

@@ -112,6 +112,131 @@ fn check(doc: &serde_json::Value, step: &str, name: &str) -> (u64, u64) {
     (c["passed"].as_u64().unwrap(), c["failed"].as_u64().unwrap())
 }
 
+/// Django's database: how many groups there are (prefixed `prefix`).
+fn django_groups(site: &Path, prefix: &str) -> u64 {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "manage.py",
+            "shell",
+            "-c",
+            &format!(
+                "from django.contrib.auth.models import Group; print(Group.objects.filter(name__startswith={:?}).count())",
+                format!("{prefix}-")
+            ),
+        ])
+        .current_dir(site)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Replies with a status of 500 and above in a `load --json`.
+fn server_errors(doc: &serde_json::Value) -> u64 {
+    doc["summary"]["by_status"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.parse::<u16>().is_ok_and(|s| s >= 500))
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum()
+}
+
+/// The shipped group flow, without a script: each add's name made by `set.group`, the
+/// list after the redirect checked for that very name by a templated `body_contains`.
+/// Django's database holds exactly the groups the checks counted; a check on another
+/// name fails every add; `--var prefix=…` names a run's groups.
+#[test]
+fn django_groups_are_added_and_checked_by_name_from_a_template_without_a_script() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let site = s.path("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let (_server, port) = django(&site, &example("django-users.csv"));
+    let url = format!("http://127.0.0.1:{port}");
+    let scenario = example("django-groups.toml");
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-z",
+            "10s",
+            "--var",
+            "prefix=run1",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    let text = stdout(&out);
+    let (listed, failed) = check(&doc, "add", "listed");
+    // Django's dev server on SQLite may answer a write with its own 500 ("database is
+    // locked"): such a reply fails the check, and nothing else may.
+    let errors = server_errors(&doc);
+    assert_eq!(failed, errors, "{text}");
+    if failed == 0 {
+        assert_exit(&out, 0);
+    }
+    assert!(listed >= 20, "{text}");
+    assert_eq!(django_groups(&site, "run1"), listed, "{text}");
+    assert_eq!(check(&doc, "login", "logged_in"), (5, 0), "{text}");
+    // The check on another name than the one posted: every add fails it.
+    let wrong = s.path("wrong");
+    std::fs::create_dir_all(&wrong).unwrap();
+    std::fs::copy(example("django-users.csv"), wrong.join("django-users.csv")).unwrap();
+    std::fs::write(
+        wrong.join("groups.toml"),
+        std::fs::read_to_string(&scenario).unwrap().replace(
+            "body_contains = \"{{group}}\"",
+            "body_contains = \"{{prefix}}-{{client}}-{{uuid}}\"",
+        ),
+    )
+    .unwrap();
+    let (out, doc) = load_json(
+        &s,
+        &[
+            &url,
+            "--no-tui",
+            "--scenario",
+            wrong.join("groups.toml").to_str().unwrap(),
+            "-z",
+            "3s",
+            "--var",
+            "prefix=run2",
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 1);
+    let (passed, failed) = check(&doc, "add", "listed");
+    assert_eq!(passed, 0, "{}", stdout(&out));
+    assert!(failed >= 5, "{}", stdout(&out));
+    // …while Django added each of them all the same.
+    assert_eq!(
+        django_groups(&site, "run2"),
+        failed - server_errors(&doc),
+        "{}",
+        stdout(&out)
+    );
+    // A --var the scenario does not declare is refused, naming those it does.
+    let out = s.run(&[
+        "load",
+        &url,
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--var",
+        "prefx=x",
+        "-z",
+        "1s",
+    ]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "--var prefx: the scenario's [vars] are prefix",
+    );
+}
+
 #[test]
 fn django_admin_logins_pass_their_checks_and_fail_with_wrong_passwords_or_no_cookie_jar() {
     let _l = loaded();
@@ -421,7 +546,7 @@ fn a_bad_flow_is_refused_before_the_run_at_its_line_and_column() {
     let cases: &[(&str, &str)] = &[
         (
             "clients = 1\n[[step]]\nonce = true\npath = \"/me\"\nheaders = { Authorization = \"Bearer {{token}}\" }\n",
-            ":5:37: unknown placeholder '{{token}}' (expected {{client}}, {{seq}}, {{random N}}, {{uuid}}, {{now_ms}}, {{csv.COLUMN}} or a variable a step extracts: none does here)",
+            ":5:37: unknown placeholder '{{token}}' (expected {{client}}, {{seq}}, {{random N}}, {{uuid}}, {{now_ms}}, {{env.NAME}}, {{csv.COLUMN}} or a variable of the flow: it has none)",
         ),
         (
             "clients = 1\n[[step]]\nonce = true\npath = \"/login\"\nextract.token = { json = \"token\" }\n",

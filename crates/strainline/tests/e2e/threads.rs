@@ -605,7 +605,11 @@ fn a_c_servers_global_mutex_is_named_a_lock_and_the_server_without_it_is_not() {
         ))
         .output()
         .expect("a C compiler (Debian's gcc, installed by `make test`)");
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let suite = |mutex: u8| {
         format!(
             "[target]\ncommand = [\"{}\", \"{{{{port}}}}\"]\nenv = {{ MUTEX = \"{mutex}\" }}\n\
@@ -622,7 +626,10 @@ fn a_c_servers_global_mutex_is_named_a_lock_and_the_server_without_it_is_not() {
         assert_exit(&out, 0);
         let factor = factor(&text);
         // A mutex held for 150 µs a request: at most ~6,700 requests a second.
-        assert!(factor.contains("limiting factor: a lock: the target's"), "{factor}\n{text}");
+        assert!(
+            factor.contains("limiting factor: a lock: the target's"),
+            "{factor}\n{text}"
+        );
     });
     let s = Scratch::new();
     let out = run_suite(&s, &suite(0), &[]);

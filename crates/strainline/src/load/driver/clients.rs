@@ -192,13 +192,17 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// Takes a row of the data file for this run of the flow; false when there is none
+    /// Takes a row of the data file for this run of the flow, and gives the flow its
+    /// `[vars]`; false when there is none
     /// to take (the client stops; counted, by why, under the first step, where the flow
     /// begins).
     fn take_row(&mut self) -> bool {
         let why = match self.sc.take_row(self.id, &mut self.rng) {
             Ok(row) => {
                 self.session.row = row;
+                let s = &mut self.session;
+                self.sc
+                    .start_values(self.id, &mut s.values, s.row.as_deref());
                 return true;
             }
             Err(crate::load::feed::NoRow::RanOut) => "flow.exhausted",
@@ -433,6 +437,8 @@ impl<'a> Client<'a> {
     /// variable was never extracted is not sent: it fails with cause `extract`.
     async fn send(&mut self, st: &Step, i: usize, intended: Instant) -> bool {
         let sc = self.sc.clone();
+        let s = &mut self.session;
+        sc.set_values(i, self.id, self.seq, &mut s.values, s.row.as_deref());
         if let Some(var) = sc.missing(i, &self.session.values) {
             let mut rec = self.ctx.rec.lock().unwrap();
             rec.sent(Some(i));
@@ -472,6 +478,8 @@ impl<'a> Client<'a> {
         }
         let random = self.rng.unit();
         let self_id = self.id;
+        // The seq the request was rendered with: its checks render with the same.
+        let seq = self.seq - 1;
         for hop in 0.. {
             if let Err(unfit) = self.ctx.client.fit(&mut req) {
                 let s = &self.session;
@@ -518,9 +526,11 @@ impl<'a> Client<'a> {
                     st.repeat.as_ref().and_then(|l| l.until.as_deref()),
                     reply.kept.as_deref(),
                 ) {
-                    s.until_met = until.passes(reply.status, kept, latency);
+                    let mut own = None;
+                    let v = sc.vars(self_id, seq, &s.values, s.row.as_deref(), &mut own);
+                    s.until_met = until.passes(reply.status, kept, latency, &v);
                 }
-                let mut failed = judge(st, i, &path, s, reply, latency, rec);
+                let mut failed = judge(&sc, (self_id, seq), st, i, &path, s, reply, latency, rec);
                 if let Some(script) = sc.script.as_ref().filter(|s| s.has_response) {
                     let held = Instant::now();
                     failed |= hook(script, &sc, st, i, self_id, random, s, reply, latency, rec);
@@ -661,7 +671,10 @@ fn hook(
 /// and checks it: a failed extraction or check fails the reply, counted by its cause
 /// (`cause.check:NAME`) unless its status (400 and above) is the cause shown. True when
 /// one of its checks failed.
+#[allow(clippy::too_many_arguments)]
 fn judge(
+    sc: &Scenario,
+    (client, seq): (u64, u64),
     st: &Step,
     i: usize,
     path: &str,
@@ -692,8 +705,12 @@ fn judge(
         }
         s.values[e.var] = found;
     }
+    // The checks' texts are rendered with what the client holds now, this reply's
+    // extractions included.
+    let mut own = None;
+    let v = sc.vars(client, seq, &s.values, s.row.as_deref(), &mut own);
     for c in &st.checks {
-        if c.passes(reply.status, &kept, latency) {
+        if c.passes(reply.status, &kept, latency, &v) {
             rec.count(Some(i), &format!("check.{}.passed", c.name));
         } else {
             rec.count(Some(i), &format!("check.{}.failed", c.name));

@@ -96,6 +96,8 @@ pub struct Step {
     pub words: Option<Vec<Text>>,
     /// Values taken from its reply into the client's variables.
     pub extract: Vec<Extract>,
+    /// `set.NAME = "…"`: variables rendered, in name order, before its request.
+    pub set: Vec<(usize, Text)>,
     /// Named checks of its reply; with one naming `status`, those statuses replace the
     /// default (below 400) as what succeeds.
     pub checks: Vec<Check>,
@@ -208,8 +210,11 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// Random bytes for `{{random N}}`, made once from the seed.
     pub random: RandomPool,
-    /// The variables its steps extract (`{{NAME}}`), in file order.
+    /// The flow's variables (`{{NAME}}`): `[vars]`, then those steps set or extract, in
+    /// file order.
     pub vars: Vec<String>,
+    /// `[vars]` values (by variable), rendered as each client's flow starts.
+    pub defaults: Vec<(usize, Text)>,
     /// Each client keeps its cookies (on unless `cookies = false`).
     pub cookies: bool,
     /// `script = "FILE"`: its `request(r)` and `response(r)` hooks.
@@ -403,7 +408,7 @@ impl Scenario {
 
     /// What `client`'s `seq`-th request is rendered with: `row`, or (`None`) row
     /// `client` mod rows of the data file, held in `own`.
-    fn vars<'a>(
+    pub(crate) fn vars<'a>(
         &'a self,
         client: u64,
         seq: u64,
@@ -424,6 +429,55 @@ impl Scenario {
             row,
             random: &self.random,
             values,
+        }
+    }
+
+    /// `--var NAME=VALUE`: a `[vars]` value given from outside, as text (not a template).
+    pub fn set_default(&mut self, name: &str, value: &str) -> crate::error::Result<()> {
+        let declared: Vec<&str> = self
+            .defaults
+            .iter()
+            .map(|(v, _)| self.vars[*v].as_str())
+            .collect();
+        let Some(at) = declared.iter().position(|n| *n == name) else {
+            return Err(crate::Error::usage(match declared.as_slice() {
+                [] => format!("--var {name}: the scenario has no [vars] (declare it there with its default: [vars] {name} = \"…\")"),
+                d => format!("--var {name}: the scenario's [vars] are {} (declare it there with its default)", d.join(", ")),
+            }));
+        };
+        self.defaults[at].1 = Text::quoted(value);
+        Ok(())
+    }
+
+    /// Gives `values` what a client's flow starts with: its `[vars]`, rendered for
+    /// `client` with its data row.
+    pub fn start_values(&self, client: u64, values: &mut [Option<String>], row: Option<&[String]>) {
+        for (var, t) in &self.defaults {
+            let mut own = None;
+            let v = self.vars(client, 0, &[], row, &mut own);
+            values[*var] = Some(t.render_string(&v));
+        }
+    }
+
+    /// Step `i`'s `set`, rendered in order into `values` (each sees those before it).
+    pub fn set_values(
+        &self,
+        i: usize,
+        client: u64,
+        seq: u64,
+        values: &mut [Option<String>],
+        row: Option<&[String]>,
+    ) {
+        for (var, t) in &self.steps[i].set {
+            // From a variable not extracted yet: none, so the step that uses it is
+            // counted as missing it, never sent with a hole.
+            if t.missing(values).is_some() {
+                values[*var] = None;
+                continue;
+            }
+            let mut own = None;
+            let value = t.render_string(&self.vars(client, seq, values, row, &mut own));
+            values[*var] = Some(value);
         }
     }
 
@@ -514,6 +568,59 @@ mod tests {
                 .contains("instead of clients, ramp_up, [sessions] and [arrivals]"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn vars_set_and_templated_checks_render_per_client_and_say_where_they_are_wrong() {
+        std::env::set_var("STRAINLINE_TEST_REGION", "eu-1");
+        let text = r#"clients = 2
+[vars]
+prefix = "run-{{env.STRAINLINE_TEST_REGION}}"
+who = "c{{client}}"
+
+[[step]]
+name = "add"
+weight = 1
+method = "POST"
+path = "/add"
+set.group = "{{prefix}}-{{who}}-{{seq}}"
+body = "name={{group|url}}"
+check.listed = { body_contains = "{{group}}", json = { "$.name" = "{{group}}", "$.n" = 1 } }
+"#;
+        let mut sc = parse(text, Path::new("g.toml")).unwrap();
+        assert_eq!(sc.vars, ["prefix", "who", "group"]);
+        let mut values = vec![None; 3];
+        sc.start_values(1, &mut values, None);
+        assert_eq!(values[0].as_deref(), Some("run-eu-1"));
+        assert_eq!(values[1].as_deref(), Some("c1"));
+        sc.set_values(0, 1, 7, &mut values, None);
+        assert_eq!(values[2].as_deref(), Some("run-eu-1-c1-7"));
+        let r = sc.request(0, 1, 7, 0, &values, None).unwrap();
+        assert_eq!(&r.body[..], b"name=run-eu-1-c1-7");
+        // --var gives a [vars] value as text, placeholders and all; another name is refused.
+        sc.set_default("prefix", "{{x}} y").unwrap();
+        sc.start_values(1, &mut values, None);
+        assert_eq!(values[0].as_deref(), Some("{{x}} y"));
+        let e = sc.set_default("prefx", "x").unwrap_err().to_string();
+        assert_eq!(e, "--var prefx: the scenario's [vars] are prefix, who (declare it there with its default)");
+        // Where a placeholder is wrong: in a check, in [vars], an unset variable.
+        for (bad, wanted) in [
+            (
+                text.replace("body_contains = \"{{group}}\"", "body_contains = \"{{grup}}\""),
+                "g.toml:13:35: unknown placeholder '{{grup}}'",
+            ),
+            (
+                text.replace("c{{client}}", "c{{group}}"),
+                "g.toml:4:9: vars.who: unknown placeholder '{{group}}'",
+            ),
+            (
+                text.replace("TEST_REGION", "TEST_NOWHERE"),
+                "g.toml:3:15: vars.prefix: {{env.STRAINLINE_TEST_NOWHERE}}: the environment has no STRAINLINE_TEST_NOWHERE",
+            ),
+        ] {
+            let e = parse(&bad, Path::new("g.toml")).unwrap_err().to_string();
+            assert!(e.starts_with(wanted), "{e}");
+        }
     }
 
     const IOT: &str = r#"

@@ -61,16 +61,19 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             ))
         }
     };
-    if let (false, Some(v)) = (script.is_some(), raw.vars.first()) {
-        return Err(at(
-            0,
-            format!("vars: '{v}' is set by a script's hooks, and there is no script = \"FILE\""),
-        ));
+    if let (false, super::raw::RawVars::Names(names)) = (script.is_some(), &raw.vars) {
+        if let Some(v) = names.first() {
+            return Err(at(
+                0,
+                format!("vars: '{v}' is set by a script's hooks, and there is no script = \"FILE\" (to give a variable a value, write a table: [vars] {v} = \"…\")"),
+            ));
+        }
     }
     let vars: Vec<String> = {
-        let mut v: Vec<String> = raw.vars.clone();
+        let mut v: Vec<String> = raw.vars.names();
         for st in &raw.step {
-            for name in st.get_ref().extract.keys() {
+            let st = st.get_ref();
+            for name in st.set.keys().chain(st.extract.keys()) {
                 if !v.contains(name) {
                     v.push(name.clone());
                 }
@@ -87,6 +90,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             )
         })
     };
+    let defaults = defaults(&raw, &vars, &columns, arrivals.is_some(), text, &at)?;
     if raw.step.is_empty() {
         return Err(at(0, "a scenario needs at least one [[step]]".into()));
     }
@@ -124,7 +128,7 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
             "loop: with [arrivals] each request is on its own; loops are for clients' and sessions' flows".into(),
         ));
     }
-    loops(&raw, &mut steps, sessions.is_some(), &at)?;
+    loops(&raw, &mut steps, sessions.is_some(), &template, &at)?;
     Ok(Scenario {
         clients,
         stages,
@@ -136,9 +140,48 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
         steps,
         random: RandomPool::new(seed),
         vars,
+        defaults,
         cookies: raw.cookies.unwrap_or(true),
         script,
     })
+}
+
+/// `[vars]` values, as templates by variable: rendered as a client's flow starts, from
+/// what it has then (its number, its data row, the environment, generators), not from
+/// other variables.
+fn defaults(
+    raw: &RawScenario,
+    vars: &[String],
+    columns: &[String],
+    drawn: bool,
+    text: &str,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<(usize, Text)>> {
+    let super::raw::RawVars::Values(values) = &raw.vars else {
+        return Ok(Vec::new());
+    };
+    if let (true, Some((_, v))) = (drawn, values.first()) {
+        return Err(at(
+            v.span().start,
+            "vars: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used".into(),
+        ));
+    }
+    let mut out = Vec::new();
+    for (name, v) in values {
+        let t = Text::parse_with(v.get_ref(), columns, &[]).map_err(|(off, msg)| {
+            at(
+                crate::located::string_offset(text, v.span().start, off),
+                if msg.starts_with("unknown placeholder") {
+                    format!("vars.{name}: {msg}; a [vars] value is made as a client's flow starts, from its number, data row, the environment or a generator, not from other variables (a step's set.NAME may use them)")
+                } else {
+                    format!("vars.{name}: {msg}")
+                },
+            )
+        })?;
+        let var = vars.iter().position(|n| n == name).expect("declared");
+        out.push((var, t));
+    }
+    Ok(out)
 }
 
 /// Who sends, as a scenario says it: clients (or their stages), sessions or arrivals.

@@ -27,9 +27,12 @@ pub(super) struct RawScenario {
     pub(super) cookies: Option<bool>,
     #[schemars(with = "Option<String>")]
     pub(super) script: Option<Spanned<String>>,
-    /// Variables a script sets (`r.vars.NAME`), usable as `{{NAME}}`.
+    /// `[vars]`: the flow's variables and their values (`NAME = "g-{{uuid}}"`), rendered
+    /// as each client's flow starts; or a list of the names a script sets (`r.vars.NAME`).
+    /// Either is usable as `{{NAME}}`.
     #[serde(default)]
-    pub(super) vars: Vec<String>,
+    #[schemars(with = "Option<VarsSchema>")]
+    pub(super) vars: RawVars,
     #[schemars(with = "Option<String>")]
     pub(super) csv_order: Option<Spanned<String>>,
     #[schemars(with = "Option<String>")]
@@ -116,6 +119,75 @@ pub(super) struct RawStep {
     #[serde(rename = "loop")]
     #[schemars(with = "Option<RawLoop>")]
     pub(super) repeat: Option<Spanned<RawLoop>>,
+    /// Variables this step sets before its request is made (`set.group = "g-{{uuid}}"`):
+    /// its request, checks and the steps after it see them.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub(super) set: BTreeMap<String, Spanned<String>>,
+}
+
+/// What `vars` may be, for the schema (read by [`RawVars`]'s own deserializer).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum VarsSchema {
+    Values(BTreeMap<String, String>),
+    Names(Vec<String>),
+}
+
+/// `vars`: a table of names and values, or a list of names a script sets.
+#[derive(Default)]
+pub(super) enum RawVars {
+    #[default]
+    None,
+    Names(Vec<String>),
+    /// In the file's order.
+    Values(Vec<(String, Spanned<String>)>),
+}
+
+impl RawVars {
+    /// The names it declares, in order.
+    pub(super) fn names(&self) -> Vec<String> {
+        match self {
+            RawVars::None => Vec::new(),
+            RawVars::Names(n) => n.clone(),
+            RawVars::Values(v) => v.iter().map(|(n, _)| n.clone()).collect(),
+        }
+    }
+}
+
+// By hand: serde's untagged enums buffer the value and lose `Spanned`'s positions.
+impl<'de> Deserialize<'de> for RawVars {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawVars;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of variables ([vars] NAME = \"value\") or a list of the names a script sets")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<RawVars, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = a.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(RawVars::Names(names))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<RawVars, A::Error> {
+                let mut values = Vec::new();
+                while let Some(name) = a.next_key::<String>()? {
+                    values.push((name, a.next_value::<Spanned<String>>()?));
+                }
+                Ok(RawVars::Values(values))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// `loop = { from = "add", times = 3 }` (or `times = "1..5"`, or `until = {…}`).
@@ -147,7 +219,8 @@ pub(super) struct RawExtract {
 pub(super) struct RawCheck {
     #[schemars(with = "Option<serde_json::Value>")]
     pub(super) status: Option<toml::Value>,
-    pub(super) body_contains: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub(super) body_contains: Option<Spanned<String>>,
     pub(super) body_matches: Option<String>,
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

@@ -9,7 +9,7 @@ use hyper::header::HeaderName;
 use hyper::Method;
 use toml::Spanned;
 
-use crate::load::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source};
+use crate::load::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source, Want};
 use crate::load::template::Text;
 use crate::units::parse_duration;
 
@@ -96,8 +96,22 @@ pub(super) fn step(
             format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
         ));
     }
+    if let (true, Some(v)) = (drawn, st.set.values().next()) {
+        return Err(at(
+            v.span().start,
+            format!("step '{name}': set: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used"),
+        ));
+    }
+    let set = st
+        .set
+        .iter()
+        .map(|(n, v)| {
+            let var = vars.iter().position(|x| x == n).expect("collected");
+            Ok((var, template(v)?))
+        })
+        .collect::<crate::error::Result<Vec<_>>>()?;
     let extract = extracts(st, vars, at)?;
-    let checks = checks(st, at)?;
+    let checks = checks(st, template, at)?;
     let on_failure = on_failure(st, &name, duration, at)?;
     if on_failure == OnFailure::Restart && !once_anywhere {
         return Err(at(
@@ -164,6 +178,7 @@ pub(super) fn step(
         body: st.body.as_ref().map(template).transpose()?,
         words: None,
         extract,
+        set,
         checks,
         on_failure,
         follow,
@@ -179,6 +194,7 @@ pub(super) fn loops(
     raw: &RawScenario,
     steps: &mut [Step],
     sessions: bool,
+    template: &Template,
     at: &dyn Fn(usize, String) -> crate::Error,
 ) -> crate::error::Result<()> {
     let mut groups: Vec<(usize, usize)> = Vec::new();
@@ -212,9 +228,13 @@ pub(super) fn loops(
             )
         };
         let until = match &l.get_ref().until {
-            Some(c) => Some(Arc::new(check_of("until", c, &|m| {
-                wrong(format!("until: {m}"))
-            })?)),
+            Some(c) => Some(Arc::new(check_of(
+                "until",
+                c,
+                l.span().start,
+                template,
+                &|m| wrong(format!("until: {m}")),
+            )?)),
             None => None,
         };
         let (least, most) = match &l.get_ref().times {
@@ -342,22 +362,30 @@ pub(super) fn extracts(
 /// A step's named checks, checked.
 pub(super) fn checks(
     st: &RawStep,
+    template: &Template,
     at: &dyn Fn(usize, String) -> crate::Error,
 ) -> crate::error::Result<Vec<Check>> {
     let mut out = Vec::new();
     for (name, c) in &st.check {
         let (pos, c) = (c.span().start, c.get_ref());
-        out.push(check_of(name, c, &|m| {
+        out.push(check_of(name, c, pos, template, &|m| {
             at(pos, format!("check.{name}: {m}"))
         })?);
     }
     Ok(out)
 }
 
-/// A check's (or a loop's `until`) keys, checked; `bad` says where.
+/// How a scenario's strings become templates, an error placed where the placeholder is.
+pub(super) type Template<'a> = dyn Fn(&Spanned<String>) -> crate::error::Result<Text> + 'a;
+
+/// A check's (or a loop's `until`) keys, checked; `bad` says where, `pos` is where the
+/// check starts (a JSON value's placeholder error is placed there: TOML gives no
+/// position inside a value). Its texts are templates, as a request's are.
 pub(super) fn check_of(
     name: &str,
     c: &RawCheck,
+    pos: usize,
+    template: &Template,
     bad: &dyn Fn(String) -> crate::Error,
 ) -> crate::error::Result<Check> {
     {
@@ -392,7 +420,7 @@ pub(super) fn check_of(
         let check = Check {
             name: name.to_string(),
             status,
-            body_contains: c.body_contains.clone(),
+            body_contains: c.body_contains.as_ref().map(template).transpose()?,
             body_matches: c
                 .body_matches
                 .as_ref()
@@ -405,10 +433,14 @@ pub(super) fn check_of(
                 .json
                 .iter()
                 .map(|(p, v)| {
-                    Ok((
-                        path(p)?,
-                        serde_json::to_value(v).map_err(|e| bad(e.to_string()))?,
-                    ))
+                    let want = match v {
+                        // A string with a placeholder is rendered at each reply.
+                        toml::Value::String(t) if t.contains("{{") => {
+                            Want::Text(template(&Spanned::new(pos..pos, t.clone()))?)
+                        }
+                        v => Want::Is(serde_json::to_value(v).map_err(|e| bad(e.to_string()))?),
+                    };
+                    Ok((path(p)?, want))
                 })
                 .collect::<crate::error::Result<_>>()?,
             json_exists: c
