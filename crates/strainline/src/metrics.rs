@@ -251,6 +251,13 @@ pub const METRICS: &[Def] = &[
         "90th percentile latency from the intended send time",
     ),
     def(
+        "latency_p95",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "95th percentile latency from the intended send time (every peer's default)",
+    ),
+    def(
         "latency_p99",
         Unit::Ms,
         Lower,
@@ -292,6 +299,13 @@ pub const METRICS: &[Def] = &[
         Higher,
         LOADED,
         "the share of a named check's replies that passed it",
+    ),
+    def(
+        "step.*.latency_p95",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a scenario step's 95th percentile latency, from its intended send time",
     ),
     def(
         "step.*.latency_p99",

@@ -18,6 +18,9 @@ use crate::store::Metric;
 pub struct Percentiles {
     pub p50: u64,
     pub p90: u64,
+    /// Every peer's default percentile (k6, Gatling, Locust); 0 in runs stored before it.
+    #[serde(default)]
+    pub p95: u64,
     pub p99: u64,
     pub p999: u64,
     pub max: u64,
@@ -64,6 +67,7 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
         return Percentiles {
             p50: 0,
             p90: 0,
+            p95: 0,
             p99: 0,
             p999: 0,
             max: 0,
@@ -73,6 +77,7 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
     Percentiles {
         p50: h.value_at_quantile(0.5),
         p90: h.value_at_quantile(0.9),
+        p95: h.value_at_quantile(0.95),
         p99: h.value_at_quantile(0.99),
         p999: h.value_at_quantile(0.999),
         max: h.max(),
@@ -535,6 +540,7 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
         Metric::of("throughput", s.achieved_rate),
         Metric::of("latency_p50", ms(s.latency_us.p50)),
         Metric::of("latency_p90", ms(s.latency_us.p90)),
+        Metric::of("latency_p95", ms(s.latency_us.p95)),
         Metric::of("latency_p99", ms(s.latency_us.p99)),
         Metric::of("latency_p999", ms(s.latency_us.p999)),
         Metric::of("latency_max", ms(s.latency_us.max)),
@@ -579,6 +585,10 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
         }
     }
     for st in &s.steps {
+        v.push(Metric::of(
+            &format!("step.{}.latency_p95", st.name),
+            ms(st.latency_us.p95),
+        ));
         v.push(Metric::of(
             &format!("step.{}.latency_p99", st.name),
             ms(st.latency_us.p99),

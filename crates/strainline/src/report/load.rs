@@ -15,9 +15,10 @@ pub const JSON_SCHEMA: &str = "strainline.load.v1";
 fn pline(out: &mut dyn Write, name: &str, p: &Percentiles) -> io::Result<()> {
     writeln!(
         out,
-        "  {name:<14}p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        "  {name:<14}p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}  max {}",
         us(p.p50),
         us(p.p90),
+        us(p.p95),
         us(p.p99),
         us(p.p999),
         us(p.max)

@@ -22,6 +22,7 @@ fn tail_share(metric: &str) -> Option<f64> {
     let q = match metric {
         "latency_p50" => 0.5,
         "latency_p90" => 0.9,
+        "latency_p95" => 0.95,
         "latency_p99" => 0.99,
         "latency_p999" => 0.999,
         _ => return None,

@@ -936,3 +936,62 @@ fn a_gate_fails_a_load_run_that_mostly_failed_and_abort_on_fail_stops_it_early()
         }
     });
 }
+
+/// p95, every peer's default percentile: in the summary, the JSON and the gates, for the
+/// run and for a scenario's step — held and failed against pushes the testbed holds
+/// 30 ms each.
+#[test]
+fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
+    let _l = loaded();
+    let srv = server(&["--delay", "30ms"]);
+    let s = Scratch::new();
+    let url = srv.url("/push/dev0");
+    let sc = s.path("push.toml");
+    std::fs::write(
+        &sc,
+        "clients = 4\n[[step]]\nname = \"reg\"\nonce = true\nmethod = \"POST\"\npath = \"/register\"\nbody = '{\"id\": \"dev0\"}'\n\
+         [[step]]\nname = \"push\"\nweight = 1\nmethod = \"POST\"\npath = \"/push/dev0\"\nbody = \"x\"\n",
+    )
+    .unwrap();
+    let base = url.split("/push").next().unwrap().to_string();
+    let run = |gates: &[&str]| {
+        let mut args = vec![
+            base.as_str(),
+            "--scenario",
+            sc.to_str().unwrap(),
+            "-z",
+            "2s",
+        ];
+        for g in gates {
+            args.extend(["--gate", g]);
+        }
+        load(&s, &args)
+    };
+    let (out, doc) = run(&["latency_p95 < 2s", "step.push.latency_p95 < 2s"]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert_has(&text, "Gate          ok: latency_p95 < 2s");
+    // Every push waited 30 ms: its p95 is at least that, and the JSON says it too.
+    let push = doc["summary"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|st| st["name"] == "push")
+        .unwrap()
+        .clone();
+    let p95 = f(&push["latency_us"]["p95"]);
+    assert!((30_000.0..2_000_000.0).contains(&p95), "{push}");
+    assert!(
+        f(&doc["summary"]["latency_us"]["p95"]) >= 30_000.0,
+        "{text}"
+    );
+    assert!(text.contains("  p95 "), "{text}");
+    let (out, _) = run(&["step.push.latency_p95 < 20ms"]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "FAILED: step.push.latency_p95 < 20ms (measured",
+    );
+    let (out, _) = run(&["latency_p95 < 20ms"]);
+    assert_exit(&out, 1);
+}
