@@ -370,6 +370,13 @@ pub struct LoadArgs {
     /// Trust this certificate or CA (PEM) for https://.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// Show this client certificate (PEM, its chain) to a server that asks for one
+    /// (mutual TLS), with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM: PKCS#8, RSA or EC).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// Write the summary and the per-second series as JSON (schema strainline.load.v1).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -232,7 +232,7 @@ async fn tls_client(
     tcp: tokio::net::TcpStream,
 ) -> crate::error::Result<(Box<dyn Stream>, [u8; 32])> {
     let _ = tcp.set_nodelay(true);
-    let mut cfg = crate::load::net::tls_config(None, true, false)?;
+    let mut cfg = crate::load::net::tls_config(None, true, false, None)?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
     let name =
         rustls::pki_types::ServerName::try_from("strainline-agent").expect("a valid DNS name");

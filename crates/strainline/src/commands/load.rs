@@ -94,6 +94,10 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
         Some(p) => Some(crate::os::file::read(p, "--cacert")?),
         None => None,
     };
+    let client_cert = match (&args.cert, &args.key) {
+        (Some(c), Some(k)) => Some(crate::load::spec::client_cert(c, k)?),
+        _ => None,
+    };
     Ok(LoadSpec {
         work,
         offer,
@@ -105,6 +109,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             http2: args.http2,
             insecure: args.insecure,
             cacert_pem,
+            client_cert,
             password: ClientOptions::from_env().password,
             streams: args.streams,
             reply_field: args.reply_field.clone(),

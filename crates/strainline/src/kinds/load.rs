@@ -74,6 +74,7 @@ pub(super) fn load_spec(
             http2: w.http2,
             streams: w.streams,
             cacert_pem: w.cacert_pem.clone(),
+            client_cert: w.client_cert.clone(),
             insecure: w.insecure,
             reply_field: w.reply_field.clone(),
             ..ClientOptions::from_env()

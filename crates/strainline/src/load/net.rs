@@ -188,17 +188,70 @@ pub fn tls_config(
     ca_pem: Option<&[u8]>,
     insecure: bool,
     http2: bool,
+    client: Option<(&[u8], &[u8])>,
+) -> crate::error::Result<rustls::ClientConfig> {
+    let mut cfg = server_trust(ca_pem, insecure, client)?;
+    cfg.alpn_protocols = if http2 {
+        vec![b"h2".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(cfg)
+}
+
+/// The client's certificate chain and key, read from PEM (`--cert`, `--key`).
+fn client_identity(
+    (cert_pem, key_pem): (&[u8], &[u8]),
+) -> crate::error::Result<(
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+)> {
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--cert: not a PEM certificate file: {e:?}"))
+        .usage()?;
+    if certs.is_empty() {
+        return Err(crate::Error::usage(
+            "--cert: no certificate in the file (give the client's certificate, PEM: -----BEGIN CERTIFICATE-----)",
+        ));
+    }
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|e| {
+            format!("--key: no private key in the file ({e:?}): give the certificate's key, PEM (PKCS#8 -----BEGIN PRIVATE KEY-----, RSA or EC)")
+        })
+        .usage()?;
+    Ok((certs, key))
+}
+
+/// Whom the client trusts, and what it shows when the server asks (mutual TLS).
+fn server_trust(
+    ca_pem: Option<&[u8]>,
+    insecure: bool,
+    client: Option<(&[u8], &[u8])>,
 ) -> crate::error::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())
         .environment()?;
-    let mut cfg = if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
-            .with_no_client_auth()
+    let identity = client.map(client_identity).transpose()?;
+    let with_identity =
+        |b: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>| {
+            match identity {
+                None => Ok(b.with_no_client_auth()),
+                Some((certs, key)) => b
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| format!("--cert/--key: {e} (is the key the certificate's?)"))
+                    .usage(),
+            }
+        };
+    if insecure {
+        with_identity(
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider))),
+        )
     } else {
         let mut roots = rustls::RootCertStore::empty();
         let pem = ca_pem.ok_or(
@@ -210,14 +263,8 @@ pub fn tls_config(
                 .map_err(|e| format!("--cacert: {e}"))
                 .usage()?;
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
-    };
-    cfg.alpn_protocols = if http2 {
-        vec![b"h2".to_vec()]
-    } else {
-        vec![b"http/1.1".to_vec()]
-    };
-    Ok(cfg)
+        with_identity(builder.with_root_certificates(roots))
+    }
 }
 
 /// The certificates in a PEM file.

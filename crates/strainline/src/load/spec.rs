@@ -85,6 +85,10 @@ pub struct ClientOptions {
     pub insecure: bool,
     /// A CA or certificate (PEM) to trust.
     pub cacert_pem: Option<Vec<u8>>,
+    /// A client certificate (its chain, PEM) and its private key (PEM: PKCS#8, RSA or
+    /// SEC1), for a server that asks for one (mutual TLS).
+    #[serde(default)]
+    pub client_cert: Option<(Vec<u8>, Secret)>,
     /// The MQTT password (`STRAINLINE_MQTT_PASSWORD`), for a URL's user.
     #[serde(default)]
     pub password: Option<Secret>,
@@ -105,6 +109,17 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(…)")
     }
+}
+
+/// `--cert` and `--key` (a suite's `cert` and `key`): the client certificate's PEM and
+/// its key's, read whole.
+pub fn client_cert(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> crate::error::Result<(Vec<u8>, Secret)> {
+    let pem = crate::os::file::read(cert, "--cert")?;
+    let key = crate::os::file::read_text(key, "--key")?;
+    Ok((pem, Secret(key)))
 }
 
 impl ClientOptions {
@@ -207,8 +222,16 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
     let tls = if tls {
-        let cfg =
-            tls_config(client.cacert_pem.as_deref(), client.insecure, client.http2).map_err(bad)?;
+        let cfg = tls_config(
+            client.cacert_pem.as_deref(),
+            client.insecure,
+            client.http2,
+            client
+                .client_cert
+                .as_ref()
+                .map(|(c, k)| (c.as_slice(), k.0.as_bytes())),
+        )
+        .map_err(bad)?;
         let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
             bad(format!(
                 "URL '{url}': '{host}' is not a valid TLS server name: {e}"

@@ -159,6 +159,8 @@ pub struct Workload {
     pub streams: usize,
     /// TLS: the certificate (PEM, read from beside the suite) to trust, or any.
     pub cacert_pem: Option<Vec<u8>>,
+    /// A client certificate and its key (PEM), for mutual TLS.
+    pub client_cert: Option<(Vec<u8>, crate::load::spec::Secret)>,
     pub insecure: bool,
     /// WebSocket: the JSON field a reply shares with its message.
     pub reply_field: Option<String>,

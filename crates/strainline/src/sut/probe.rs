@@ -74,7 +74,7 @@ async fn connect_and_send(
         .body(Full::new(body))
         .ok()?;
     if tls {
-        let cfg = crate::load::net::tls_config(None, true, false).ok()?;
+        let cfg = crate::load::net::tls_config(None, true, false, None).ok()?;
         let name = rustls::pki_types::ServerName::try_from(host.to_string()).ok()?;
         let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg))
             .connect(name, tcp)

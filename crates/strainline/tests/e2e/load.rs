@@ -995,3 +995,210 @@ fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
     let (out, _) = run(&["latency_p95 < 20ms"]);
     assert_exit(&out, 1);
 }
+
+/// openssl with `args` in `dir`, which must succeed.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl (Debian's, installed by `make test`)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Mutual TLS against nginx with `ssl_verify_client on`: a CA, a server and a client
+/// certificate made here. With `--cert/--key` every request is answered, nginx naming
+/// the client it verified; without, nginx refuses every one (its 400, "No required SSL
+/// certificate was sent"); a key that is not the certificate's is refused before the
+/// run; a suite's `cert` and `key` do what the flags do.
+#[test]
+fn mutual_tls_shows_the_client_certificate_nginx_asks_for() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let d = s.path("tls");
+    std::fs::create_dir_all(&d).unwrap();
+    openssl(
+        &d,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=strainline test CA",
+        ],
+    );
+    for (who, ext) in [
+        ("server", "subjectAltName=IP:127.0.0.1"),
+        ("client", "extendedKeyUsage=clientAuth"),
+    ] {
+        openssl(
+            &d,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{who}.key"),
+                "-out",
+                &format!("{who}.csr"),
+                "-subj",
+                &format!("/CN=strainline-{who}"),
+            ],
+        );
+        std::fs::write(d.join(format!("{who}.ext")), ext).unwrap();
+        openssl(
+            &d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{who}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &format!("{who}.pem"),
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{who}.ext"),
+            ],
+        );
+    }
+    // The client key as PKCS#1 (RSA PRIVATE KEY) too: both forms are read.
+    openssl(
+        &d,
+        &[
+            "rsa",
+            "-in",
+            "client.key",
+            "-traditional",
+            "-out",
+            "client-rsa.key",
+        ],
+    );
+    let port = free_port();
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
+         http {{ access_log off; server {{ listen 127.0.0.1:{port} ssl;\n\
+         ssl_certificate {d}/server.pem; ssl_certificate_key {d}/server.key;\n\
+         ssl_client_certificate {d}/ca.pem; ssl_verify_client on;\n\
+         location / {{ return 200 \"hello $ssl_client_s_dn\\n\"; }} }} }}\n",
+        d = d.display()
+    );
+    std::fs::write(d.join("nginx.conf"), conf).unwrap();
+    let mut nginx = std::process::Command::new("nginx");
+    nginx.args([
+        "-c",
+        &d.join("nginx.conf").to_string_lossy(),
+        "-p",
+        &d.to_string_lossy(),
+    ]);
+    let _nginx = serving(nginx, ("127.0.0.1", port), "nginx");
+    let url = format!("https://127.0.0.1:{port}/");
+    let file = |f: &str| d.join(f).to_string_lossy().into_owned();
+    let base = [url.as_str(), "-c", "2", "-n", "40", "--cacert"];
+    for key in ["client.key", "client-rsa.key"] {
+        let (out, doc) = load(
+            &s,
+            &[
+                &base[..],
+                &[
+                    &file("ca.pem"),
+                    "--cert",
+                    &file("client.pem"),
+                    "--key",
+                    &file(key),
+                ],
+            ]
+            .concat(),
+        );
+        assert_exit(&out, 0);
+        assert_eq!(
+            doc["summary"]["by_status"]["200"],
+            40,
+            "{key}: {}",
+            stdout(&out)
+        );
+        assert_eq!(doc["summary"]["errors"], 0, "{}", stdout(&out));
+    }
+    // nginx names the client it verified (a scenario's check reads the body).
+    let sc = s.path("who.toml");
+    std::fs::write(&sc, "clients = 1\n[[step]]\nonce = true\npath = \"/\"\ncheck.named = { status = 200, body_contains = \"CN=strainline-client\" }\n").unwrap();
+    let (out, _) = load(
+        &s,
+        &[
+            &url,
+            "--scenario",
+            sc.to_str().unwrap(),
+            "--cacert",
+            &file("ca.pem"),
+            "--cert",
+            &file("client.pem"),
+            "--key",
+            &file("client.key"),
+            "--gate",
+            "checks_failed = 0",
+        ],
+    );
+    assert_exit(&out, 0);
+    // Without a certificate: nginx answers each request with its refusal.
+    let (out, doc) = load(
+        &s,
+        &[&base[..], &[&file("ca.pem"), "--gate", "error_rate < 1%"]].concat(),
+    );
+    assert_exit(&out, 1);
+    assert_eq!(doc["summary"]["by_status"]["400"], 40, "{}", stdout(&out));
+    // A key that is not the certificate's: refused before the run, naming both.
+    let out = s.run(&[
+        "load",
+        &url,
+        "-n",
+        "1",
+        "--cacert",
+        &file("ca.pem"),
+        "--cert",
+        &file("client.pem"),
+        "--key",
+        &file("server.key"),
+    ]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "--cert/--key");
+    // A suite's cert and key, beside it.
+    let suite = d.join("mtls.toml");
+    std::fs::write(
+        &suite,
+        format!("[target]\nattach_port = {port}\n[[test]]\nname = \"mtls\"\nkind = \"bench\"\nurl = \"{url}\"\nconnections = 2\nduration = \"1s\"\ncacert = \"ca.pem\"\ncert = \"client.pem\"\nkey = \"client.key\"\ngates = [\"error_rate < 1%\"]\n"),
+    )
+    .unwrap();
+    let out = s.run(&["run", suite.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    std::fs::write(
+        &suite,
+        std::fs::read_to_string(&suite)
+            .unwrap()
+            .replace("key = \"client.key\"\n", ""),
+    )
+    .unwrap();
+    let out = s.run(&["check", suite.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "give cert = \"FILE\" and key = \"FILE\" together",
+    );
+}

@@ -37,6 +37,12 @@ pub(in super::super) struct Keys {
     streams: Option<usize>,
     #[schemars(with = "Option<String>")]
     cacert: Option<Spanned<String>>,
+    /// A client certificate (PEM) for a server that asks for one, with `key`.
+    #[schemars(with = "Option<String>")]
+    cert: Option<Spanned<String>>,
+    /// The private key of `cert` (PEM).
+    #[schemars(with = "Option<String>")]
+    key: Option<Spanned<String>>,
     insecure: Option<bool>,
     reply_field: Option<String>,
 }
@@ -161,6 +167,19 @@ fn workload(at: &At, w: Keys, has_target: bool) -> Result<Workload> {
                     .map_err(|e| doc.at(f.span().start, e))?,
             ),
             None => None,
+        },
+        client_cert: match (&w.cert, &w.key) {
+            (None, None) => None,
+            (Some(c), Some(k)) => Some(
+                crate::load::spec::client_cert(&beside(c.get_ref()), &beside(k.get_ref()))
+                    .map_err(|e| doc.at(c.span().start, e))?,
+            ),
+            (Some(c), None) | (None, Some(c)) => {
+                return Err(doc.at(
+                    c.span().start,
+                    "give cert = \"FILE\" and key = \"FILE\" together (a client certificate and its private key, PEM, beside the suite)",
+                ))
+            }
         },
         insecure: w.insecure.unwrap_or(false),
         reply_field: w.reply_field,
