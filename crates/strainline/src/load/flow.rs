@@ -266,10 +266,15 @@ pub enum Want {
 }
 
 impl Want {
+    /// Whether `found` is what it wants. A text is compared with a value as an
+    /// extraction takes it (a string as itself, a number or `null` as JSON: `{{n}}`
+    /// extracted from `7` is `7`); a text whose variable has no value holds nothing.
     fn holds(&self, found: Option<&Value>, v: &Vars) -> bool {
         match (self, found) {
             (Want::Is(want), Some(got)) => got == want,
-            (Want::Text(t), Some(Value::String(got))) => got.as_bytes() == &*t.rendered(v),
+            (Want::Text(t), Some(got)) => {
+                t.missing(v.values).is_none() && as_text(got).as_bytes() == &*t.rendered(v)
+            }
             _ => false,
         }
     }
@@ -310,7 +315,12 @@ impl Check {
         if self
             .body_contains
             .as_ref()
-            .is_some_and(|c| !text.contains(String::from_utf8_lossy(&c.rendered(v)).as_ref()))
+            // A text whose variable has no value checks nothing it could pass (every
+            // body contains the empty text): it fails.
+            .is_some_and(|c| {
+                c.missing(v.values).is_some()
+                    || !text.contains(String::from_utf8_lossy(&c.rendered(v)).as_ref())
+            })
         {
             return false;
         }
@@ -665,7 +675,20 @@ mod tests {
         )];
         assert!(!c.passes(200, &k, ms(1), &v));
         c.json = vec![(JsonPath::parse("$.id").unwrap(), Want::Text(text("{{id}}")))];
-        assert!(!c.passes(200, &k, ms(1), &v), "a number is not the text 7");
+        assert!(
+            c.passes(200, &k, ms(1), &v),
+            "the number 7 is {{id}} = 7, as extracted"
+        );
+        // A variable without a value: the check fails, never passes on an empty text.
+        let unset = [Some("error".to_string()), None];
+        let u = Vars {
+            values: &unset,
+            ..v
+        };
+        assert!(!c.passes(200, &k, ms(1), &u));
+        c.json.clear();
+        c.body_contains = Some(text("{{id}}"));
+        assert!(!c.passes(200, &k, ms(1), &u));
         c.body_contains = Some(text("Site administration"));
         assert!(!c.passes(200, &k, ms(1), &v));
     }

@@ -179,11 +179,14 @@ impl Text {
                     // RESP argument, never syntax.
                     [name] if name.starts_with("env.") => {
                         let var = &name[4..];
+                        if var.is_empty() || var.contains('=') {
+                            return Err((i, format!("{{{{{name}}}}}: give the environment variable's name, e.g. {{{{env.API_TOKEN}}}}")));
+                        }
                         match std::env::var(var) {
                             Ok(v) => Piece::Quoted(v.into_bytes()),
                             Err(std::env::VarError::NotPresent) => return Err((
                                 i,
-                                format!("{{{{{name}}}}}: the environment has no {var} (export it before the run, or use a [vars] default and --var {var}=VALUE)"),
+                                format!("{{{{{name}}}}}: the environment has no {var} (export it before the run: it is read where the scenario is loaded, on each agent with --agents)"),
                             )),
                             Err(std::env::VarError::NotUnicode(_)) => return Err((
                                 i,
@@ -363,6 +366,21 @@ impl Text {
     }
 
     /// The first flow variable it uses that `values` lacks: it cannot be sent.
+    /// The flow variables it reads, in order (a variable read twice, twice).
+    pub fn reads(&self) -> Vec<usize> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Var(i) => Some(*i),
+                Piece::Url(inner) => match **inner {
+                    Piece::Var(i) => Some(i),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn missing(&self, values: &[Option<String>]) -> Option<usize> {
         self.pieces.iter().find_map(|p| {
             let var = match p {

@@ -14,7 +14,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 
 use super::feed::{Data, NoRow, Row};
-use super::flow::{Check, Extract, Keep, OnFailure};
+use super::flow::{Check, Extract, Keep, OnFailure, MAX_VALUE};
 use super::request::Rendered;
 use super::template::{Culprit, RandomPool, Text, Vars};
 
@@ -450,12 +450,14 @@ impl Scenario {
     }
 
     /// Gives `values` what a client's flow starts with: its `[vars]`, rendered for
-    /// `client` with its data row.
+    /// `client` with its data row. A value over [`MAX_VALUE`] (64 KiB, as an extracted
+    /// one) is none: the steps that use it are not sent (`extract`), as no client may
+    /// hold a megabyte a variable.
     pub fn start_values(&self, client: u64, values: &mut [Option<String>], row: Option<&[String]>) {
         for (var, t) in &self.defaults {
             let mut own = None;
             let v = self.vars(client, 0, &[], row, &mut own);
-            values[*var] = Some(t.render_string(&v));
+            values[*var] = Some(t.render_string(&v)).filter(|v| v.len() <= MAX_VALUE);
         }
     }
 
@@ -477,7 +479,7 @@ impl Scenario {
             }
             let mut own = None;
             let value = t.render_string(&self.vars(client, seq, values, row, &mut own));
-            values[*var] = Some(value);
+            values[*var] = Some(value).filter(|v| v.len() <= MAX_VALUE);
         }
     }
 
@@ -621,6 +623,44 @@ check.listed = { body_contains = "{{group}}", json = { "$.name" = "{{group}}", "
             let e = parse(&bad, Path::new("g.toml")).unwrap_err().to_string();
             assert!(e.starts_with(wanted), "{e}");
         }
+        // A step's set is made in the order its values read each other, whatever their
+        // names; a value that reads itself is refused (it would grow at every send).
+        let order = "clients = 1\n[[step]]\nweight = 1\npath = \"/o/{{aa}}\"\nset.zz = \"{{uuid}}\"\nset.aa = \"{{zz}}-{{client}}\"\n";
+        let sc = parse(order, Path::new("o.toml")).unwrap();
+        let mut values = vec![None; 2];
+        sc.set_values(0, 0, 0, &mut values, None);
+        assert_eq!(sc.vars, ["aa", "zz"]);
+        let (aa, zz) = (values[0].clone().unwrap(), values[1].clone().unwrap());
+        assert_eq!(aa, format!("{zz}-0"));
+        for (bad, says) in [
+            (
+                order.replace("{{zz}}-", "{{aa}}-"),
+                "o.toml:6:10: step 'step 1': set.aa: its value reads itself",
+            ),
+            (
+                order.replace("{{uuid}}", "{{aa}}"),
+                "set.aa, set.zz: their values read each other",
+            ),
+            (
+                order.replace("set.aa", "set.client"),
+                "set.client: a variable's name is",
+            ),
+            (
+                "clients = 1\n[vars]\n\"a b\" = \"x\"\n[[step]]\npath = \"/\"\n".to_string(),
+                "vars.a b: a variable's name is",
+            ),
+        ] {
+            let e = parse(&bad, Path::new("o.toml")).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        // A value over 64 KiB is none: the step that uses it is not sent.
+        let big =
+            "clients = 1\n[[step]]\nweight = 1\npath = \"/{{b}}\"\nset.b = \"{{random 70000}}\"\n";
+        let sc = parse(big, Path::new("b.toml")).unwrap();
+        let mut values = vec![None];
+        sc.set_values(0, 0, 0, &mut values, None);
+        assert_eq!(values[0], None);
+        assert_eq!(sc.missing(0, &values), Some("b"));
     }
 
     const IOT: &str = r#"

@@ -146,6 +146,21 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     })
 }
 
+/// What a `[vars]` or `set` name may be.
+pub(super) const NAME_RULE: &str = "a variable's name is letters, digits, '_' and '-', starting with a letter or '_', and not one of client, seq, uuid, now_ms, random, env, csv, row (the tool's own placeholders)";
+
+/// Whether `name` can be a variable set by `[vars]` or `set` (see [`NAME_RULE`]).
+pub(super) fn is_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !matches!(
+            name,
+            "client" | "seq" | "uuid" | "now_ms" | "random" | "env" | "csv" | "row"
+        )
+}
+
 /// `[vars]` values, as templates by variable: rendered as a client's flow starts, from
 /// what it has then (its number, its data row, the environment, generators), not from
 /// other variables.
@@ -168,6 +183,9 @@ fn defaults(
     }
     let mut out = Vec::new();
     for (name, v) in values {
+        if !is_name(name) {
+            return Err(at(v.span().start, format!("vars.{name}: {NAME_RULE}")));
+        }
         let t = Text::parse_with(v.get_ref(), columns, &[]).map_err(|(off, msg)| {
             at(
                 crate::located::string_offset(text, v.span().start, off),

@@ -102,14 +102,7 @@ pub(super) fn step(
             format!("step '{name}': set: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used"),
         ));
     }
-    let set = st
-        .set
-        .iter()
-        .map(|(n, v)| {
-            let var = vars.iter().position(|x| x == n).expect("collected");
-            Ok((var, template(v)?))
-        })
-        .collect::<crate::error::Result<Vec<_>>>()?;
+    let set = set_order(st, &name, vars, template, at)?;
     let extract = extracts(st, vars, at)?;
     let checks = checks(st, template, at)?;
     let on_failure = on_failure(st, &name, duration, at)?;
@@ -355,6 +348,55 @@ pub(super) fn extracts(
             var: vars.iter().position(|v| v == name).expect("collected"),
             source,
         });
+    }
+    Ok(out)
+}
+
+/// A step's `set`, each value made after those of the step it reads (whatever their
+/// names' order); a value that reads itself, or values that read each other, refused:
+/// each send would make it from its last (a value doubling at every send).
+fn set_order(
+    st: &RawStep,
+    name: &str,
+    vars: &[String],
+    template: &Template,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<(usize, Text)>> {
+    let mut left = Vec::new();
+    for (n, v) in &st.set {
+        if !super::parse::is_name(n) {
+            return Err(at(
+                v.span().start,
+                format!("step '{name}': set.{n}: {}", super::parse::NAME_RULE),
+            ));
+        }
+        let var = vars.iter().position(|x| x == n).expect("collected");
+        left.push((var, template(v)?, v.span().start));
+    }
+    let mut out: Vec<(usize, Text)> = Vec::new();
+    while !left.is_empty() {
+        let ready = left.iter().position(|(_, t, _)| {
+            t.reads()
+                .iter()
+                .all(|r| !left.iter().any(|(v, _, _)| v == r))
+        });
+        let Some(i) = ready else {
+            let pos = left[0].2;
+            let names: Vec<String> = left
+                .iter()
+                .map(|(v, _, _)| format!("set.{}", vars[*v]))
+                .collect();
+            let what = match names.as_slice() {
+                [one] => format!("{one}: its value reads itself"),
+                many => format!("{}: their values read each other", many.join(", ")),
+            };
+            return Err(at(
+                pos,
+                format!("step '{name}': {what}, so each send would make them from the last (give a [vars] default and set another name from it)"),
+            ));
+        };
+        let (var, t, _) = left.remove(i);
+        out.push((var, t));
     }
     Ok(out)
 }
