@@ -25,6 +25,41 @@ enum Piece {
     Url(Box<Piece>),
     /// A flow variable, by its index among the scenario's.
     Var(usize),
+    /// Another placeholder's value escaped for a JSON string (a `json = {…}` body's).
+    Json(Box<Piece>),
+}
+
+/// How [`Text::encoded`] makes a text a field of a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encode {
+    /// A form field's name or value (`application/x-www-form-urlencoded`).
+    Form,
+    /// The inside of a JSON string.
+    Json,
+}
+
+/// The flow variable a piece reads, through its filters.
+fn var_of(p: &Piece) -> Option<usize> {
+    match p {
+        Piece::Var(i) => Some(*i),
+        Piece::Url(inner) | Piece::Json(inner) => var_of(inner),
+        _ => None,
+    }
+}
+
+/// `raw` escaped for the inside of a JSON string (RFC 8259: `"`, `\` and controls).
+pub fn json_escape(raw: &[u8], out: &mut Vec<u8>) {
+    for &b in raw {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b if b < 0x20 || b == 0x7f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            b => out.push(b),
+        }
+    }
 }
 
 /// What put a byte into a rendered text: its own text (or a placeholder of the tool's:
@@ -250,6 +285,51 @@ impl Text {
             .all(|p| matches!(p, Piece::Lit(_) | Piece::Quoted(_)))
     }
 
+    /// Literal text, as it stands.
+    pub fn literal(text: &[u8]) -> Text {
+        Text {
+            pieces: vec![Piece::Lit(text.to_vec())],
+        }
+    }
+
+    /// The texts one after another, as one text.
+    pub fn concat(texts: impl IntoIterator<Item = Text>) -> Text {
+        let mut pieces: Vec<Piece> = Vec::new();
+        for t in texts {
+            for p in t.pieces {
+                match (pieces.last_mut(), p) {
+                    (Some(Piece::Lit(a)), Piece::Lit(b)) => a.extend_from_slice(&b),
+                    (_, p) => pieces.push(p),
+                }
+            }
+        }
+        Text { pieces }
+    }
+
+    /// The text as a field of a body: its own text escaped now, each placeholder's value
+    /// escaped as it is rendered (`{{name}}` in a form sends `a%26b` for `a&b`; in JSON,
+    /// `a\"b` for `a"b`). A value already `|url`-encoded is left so in a form.
+    pub fn encoded(&self, how: Encode) -> Text {
+        let pieces = self
+            .pieces
+            .iter()
+            .map(|p| match (p, how) {
+                (Piece::Lit(b) | Piece::Quoted(b), _) => {
+                    let mut out = Vec::new();
+                    match how {
+                        Encode::Form => crate::units::percent_encode(b, &mut out),
+                        Encode::Json => json_escape(b, &mut out),
+                    }
+                    Piece::Lit(out)
+                }
+                (Piece::Url(_), Encode::Form) => p.clone(),
+                (p, Encode::Form) => Piece::Url(Box::new(p.clone())),
+                (p, Encode::Json) => Piece::Json(Box::new(p.clone())),
+            })
+            .collect();
+        Text { pieces }
+    }
+
     /// `text` as it stands: no placeholder read in it, one word wherever it is.
     pub fn quoted(text: &str) -> Text {
         Text {
@@ -353,7 +433,8 @@ impl Text {
                 | Piece::Random(_)
                 | Piece::Uuid
                 | Piece::NowMs
-                | Piece::Url(_) => {
+                | Piece::Url(_)
+                | Piece::Json(_) => {
                     let one = Text {
                         pieces: vec![p.clone()],
                     };
@@ -368,29 +449,12 @@ impl Text {
     /// The first flow variable it uses that `values` lacks: it cannot be sent.
     /// The flow variables it reads, in order (a variable read twice, twice).
     pub fn reads(&self) -> Vec<usize> {
-        self.pieces
-            .iter()
-            .filter_map(|p| match p {
-                Piece::Var(i) => Some(*i),
-                Piece::Url(inner) => match **inner {
-                    Piece::Var(i) => Some(i),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect()
+        self.pieces.iter().filter_map(var_of).collect()
     }
 
     pub fn missing(&self, values: &[Option<String>]) -> Option<usize> {
         self.pieces.iter().find_map(|p| {
-            let var = match p {
-                Piece::Var(i) => *i,
-                Piece::Url(inner) => match **inner {
-                    Piece::Var(i) => i,
-                    _ => return None,
-                },
-                _ => return None,
-            };
+            let var = var_of(p)?;
             values.get(var).is_none_or(|v| v.is_none()).then_some(var)
         })
     }
@@ -430,6 +494,11 @@ fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
             let mut raw = Vec::new();
             render_piece(inner, v, &mut raw);
             crate::units::percent_encode(&raw, out);
+        }
+        Piece::Json(inner) => {
+            let mut raw = Vec::new();
+            render_piece(inner, v, &mut raw);
+            json_escape(&raw, out);
         }
     }
 }

@@ -663,6 +663,61 @@ check.listed = { body_contains = "{{group}}", json = { "$.name" = "{{group}}", "
         assert_eq!(sc.missing(0, &values), Some("b"));
     }
 
+    #[test]
+    fn form_and_json_bodies_are_built_from_fields_each_value_encoded_as_it_renders() {
+        let text = r#"clients = 1
+[[step]]
+name = "login"
+once = true
+path = "/login"
+extract.id = { json = "$.id" }
+form = { username = "a&b c", "pass word" = "{{id}}", next = "/x?y={{id|url}}" }
+
+[[step]]
+name = "post"
+weight = 1
+path = "/items"
+headers = { Content-Type = "application/vnd.api+json" }
+json = { name = "{{id}}", n = 3, ok = true, tags = ["t\"1", "{{client}}"], deep = { v = "line\n{{id}}" } }
+"#;
+        let sc = parse(text, Path::new("b.toml")).unwrap();
+        let values = [Some("x&\"y\n\u{1}".to_string())];
+        let login = sc.request(0, 4, 0, 0, &values, None).unwrap();
+        assert_eq!(login.method, Method::POST);
+        assert_eq!(
+            std::str::from_utf8(&login.body).unwrap(),
+            // Fields in name order (as TOML reads a table); a value already |url-encoded
+            // is not encoded twice.
+            "next=%2Fx%3Fy%3Dx%26%22y%0A%01&pass%20word=x%26%22y%0A%01&username=a%26b%20c"
+        );
+        let ct = |r: &Rendered| {
+            r.headers
+                .iter()
+                .filter(|(k, _)| *k == hyper::header::CONTENT_TYPE)
+                .map(|(_, v)| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ct(&login), ["application/x-www-form-urlencoded"]);
+        let post = sc.request(1, 4, 0, 0, &values, None).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&post.body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"name": "x&\"y\n\u{1}", "n": 3, "ok": true, "tags": ["t\"1", "4"], "deep": {"v": "line\nx&\"y\n\u{1}"}})
+        );
+        // A Content-Type the step gives is kept, not doubled.
+        assert_eq!(ct(&post), ["application/vnd.api+json"]);
+        let e = parse(
+            &text.replace("form = {", "body = \"x\"\nform = {"),
+            Path::new("b.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("give one of body, form and json, not body and form"),
+            "{e}"
+        );
+    }
+
     const IOT: &str = r#"
 clients = 100
 ramp_up = "10s"

@@ -107,6 +107,14 @@ pub(super) struct RawStep {
     pub(super) headers: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<String>")]
     pub(super) body: Option<Spanned<String>>,
+    /// A form body from fields (`form = { username = "{{csv.username}}" }`), each name
+    /// and value URL-encoded, in name order; Content-Type set.
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub(super) form: Option<Spanned<Ordered>>,
+    /// A JSON body from a TOML value (`json = { name = "{{group}}", n = 3 }`), its
+    /// strings templates; Content-Type set.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub(super) json: Option<Spanned<toml::Value>>,
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, RawExtract>")]
     pub(super) extract: BTreeMap<String, Spanned<RawExtract>>,
@@ -126,6 +134,33 @@ pub(super) struct RawStep {
     pub(super) set: BTreeMap<String, Spanned<String>>,
 }
 
+/// A table of strings, each with its position (in the order TOML hands them: by name).
+#[derive(Default)]
+pub(super) struct Ordered(pub(super) Vec<(String, Spanned<String>)>);
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of strings (NAME = \"value\")")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut values = Vec::new();
+                while let Some(name) = a.next_key::<String>()? {
+                    values.push((name, a.next_value::<Spanned<String>>()?));
+                }
+                Ok(Ordered(values))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
 /// What `vars` may be, for the schema (read by [`RawVars`]'s own deserializer).
 #[derive(schemars::JsonSchema)]
 #[serde(untagged)]
@@ -141,7 +176,7 @@ pub(super) enum RawVars {
     #[default]
     None,
     Names(Vec<String>),
-    /// In the file's order.
+    /// By name.
     Values(Vec<(String, Spanned<String>)>),
 }
 

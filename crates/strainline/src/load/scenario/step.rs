@@ -10,7 +10,7 @@ use hyper::Method;
 use toml::Spanned;
 
 use crate::load::flow::{Check, Extract, JsonPath, Keep, OnFailure, Source, Want};
-use crate::load::template::Text;
+use crate::load::template::{Encode, Text};
 use crate::units::parse_duration;
 
 use super::raw::{RawCheck, RawScenario, RawStep};
@@ -87,7 +87,7 @@ pub(super) fn step(
                 format!("method: '{}' is not an HTTP method", m.get_ref()),
             )
         })?,
-        None if st.body.is_some() => Method::POST,
+        None if st.body.is_some() || st.form.is_some() || st.json.is_some() => Method::POST,
         None => Method::GET,
     };
     if let (true, Some((_, e))) = (drawn, st.extract.iter().next()) {
@@ -149,6 +149,15 @@ pub(super) fn step(
         }
         headers.push((name, template(v)?));
     }
+    let (body, content_type) = body(st, &name, template, at)?;
+    if let Some(ct) = content_type {
+        if !headers
+            .iter()
+            .any(|(k, _)| *k == hyper::header::CONTENT_TYPE)
+        {
+            headers.push((hyper::header::CONTENT_TYPE, Text::literal(ct.as_bytes())));
+        }
+    }
     let think = match (&st.think, &st.pace) {
             (Some(t), None) => think(t, duration, at)?,
             (None, Some(p)) => Think::Pace(duration(p, "pace")?),
@@ -168,7 +177,7 @@ pub(super) fn step(
         },
         observed,
         headers,
-        body: st.body.as_ref().map(template).transpose()?,
+        body,
         words: None,
         extract,
         set,
@@ -350,6 +359,104 @@ pub(super) fn extracts(
         });
     }
     Ok(out)
+}
+
+/// A step's body — `body` as written, or built from a `form` or `json` table — and the
+/// Content-Type a built one sets when the step gives none.
+fn body(
+    st: &RawStep,
+    name: &str,
+    template: &Template,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<(Option<Text>, Option<&'static str>)> {
+    let given = [
+        st.body.as_ref().map(|b| ("body", b.span().start)),
+        st.form.as_ref().map(|f| ("form", f.span().start)),
+        st.json.as_ref().map(|j| ("json", j.span().start)),
+    ];
+    let given: Vec<_> = given.into_iter().flatten().collect();
+    if let [(a, _), (b, pos), ..] = given.as_slice() {
+        return Err(at(
+            *pos,
+            format!("step '{name}': give one of body, form and json, not {a} and {b}"),
+        ));
+    }
+    if let Some(b) = &st.body {
+        return Ok((Some(template(b)?), None));
+    }
+    if let Some(form) = &st.form {
+        let mut parts = Vec::new();
+        for (i, (field, value)) in form.get_ref().0.iter().enumerate() {
+            if i > 0 {
+                parts.push(Text::literal(b"&"));
+            }
+            parts.push(Text::literal(field.as_bytes()).encoded(Encode::Form));
+            parts.push(Text::literal(b"="));
+            parts.push(template(value)?.encoded(Encode::Form));
+        }
+        return Ok((
+            Some(Text::concat(parts)),
+            Some("application/x-www-form-urlencoded"),
+        ));
+    }
+    let Some(json) = &st.json else {
+        return Ok((None, None));
+    };
+    let pos = json.span().start;
+    let mut parts = Vec::new();
+    json_body(json.get_ref(), &mut parts, &|t: &str| {
+        template(&Spanned::new(pos..pos, t.to_string()))
+    })
+    .map_err(|e| at(pos, format!("step '{name}': json: {e}")))?;
+    Ok((Some(Text::concat(parts)), Some("application/json")))
+}
+
+/// A TOML value as a JSON body's text: its strings templates, escaped as they render.
+fn json_body(
+    v: &toml::Value,
+    out: &mut Vec<Text>,
+    template: &dyn Fn(&str) -> crate::error::Result<Text>,
+) -> Result<(), String> {
+    let lit = |s: &str| Text::literal(s.as_bytes());
+    match v {
+        toml::Value::String(s) => {
+            out.push(lit("\""));
+            out.push(
+                template(s)
+                    .map_err(|e| e.to_string())?
+                    .encoded(Encode::Json),
+            );
+            out.push(lit("\""));
+        }
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+            let j = serde_json::to_string(v).map_err(|e| e.to_string())?;
+            out.push(lit(&j));
+        }
+        toml::Value::Datetime(d) => out.push(lit(&format!("\"{d}\""))),
+        toml::Value::Array(items) => {
+            out.push(lit("["));
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(lit(","));
+                }
+                json_body(item, out, template)?;
+            }
+            out.push(lit("]"));
+        }
+        toml::Value::Table(t) => {
+            out.push(lit("{"));
+            for (i, (k, item)) in t.iter().enumerate() {
+                if i > 0 {
+                    out.push(lit(","));
+                }
+                let key = serde_json::to_string(k).map_err(|e| e.to_string())?;
+                out.push(lit(&format!("{key}:")));
+                json_body(item, out, template)?;
+            }
+            out.push(lit("}"));
+        }
+    }
+    Ok(())
 }
 
 /// A step's `set`, each value made after those of the step it reads (whatever their
