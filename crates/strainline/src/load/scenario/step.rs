@@ -406,8 +406,7 @@ fn body(
     let mut parts = Vec::new();
     json_body(json.get_ref(), &mut parts, &|t: &str| {
         template(&Spanned::new(pos..pos, t.to_string()))
-    })
-    .map_err(|e| at(pos, format!("step '{name}': json: {e}")))?;
+    })?;
     Ok((Some(Text::concat(parts)), Some("application/json")))
 }
 
@@ -416,22 +415,17 @@ fn json_body(
     v: &toml::Value,
     out: &mut Vec<Text>,
     template: &dyn Fn(&str) -> crate::error::Result<Text>,
-) -> Result<(), String> {
+) -> crate::error::Result<()> {
     let lit = |s: &str| Text::literal(s.as_bytes());
     match v {
         toml::Value::String(s) => {
             out.push(lit("\""));
-            out.push(
-                template(s)
-                    .map_err(|e| e.to_string())?
-                    .encoded(Encode::Json),
-            );
+            out.push(template(s)?.encoded(Encode::Json));
             out.push(lit("\""));
         }
-        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-            let j = serde_json::to_string(v).map_err(|e| e.to_string())?;
-            out.push(lit(&j));
-        }
+        toml::Value::Integer(n) => out.push(lit(&n.to_string())),
+        toml::Value::Float(f) => out.push(lit(&serde_json::Value::from(*f).to_string())),
+        toml::Value::Boolean(b) => out.push(lit(if *b { "true" } else { "false" })),
         toml::Value::Datetime(d) => out.push(lit(&format!("\"{d}\""))),
         toml::Value::Array(items) => {
             out.push(lit("["));
@@ -449,8 +443,7 @@ fn json_body(
                 if i > 0 {
                     out.push(lit(","));
                 }
-                let key = serde_json::to_string(k).map_err(|e| e.to_string())?;
-                out.push(lit(&format!("{key}:")));
+                out.push(lit(&format!("{}:", serde_json::Value::from(k.as_str()))));
                 json_body(item, out, template)?;
             }
             out.push(lit("}"));
