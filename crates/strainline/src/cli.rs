@@ -319,9 +319,11 @@ pub struct LoadArgs {
     /// Open model: Poisson arrivals instead of evenly spaced ones.
     #[arg(long)]
     pub poisson: bool,
-    /// Seed for Poisson arrivals and random bodies.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed for Poisson arrivals, random bodies and a scenario's random choices (it wins
+    /// over the scenario's own `seed`). Without it each run draws one, printed with the
+    /// summary and stored with the run, so that a run can be replayed.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// How long to send (e.g. 10s, 2m). Without -z or -n: 10s.
     #[arg(short = 'z', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,

@@ -6,6 +6,13 @@
 
 /// splitmix64's step: a fast, well-mixed function of a 64-bit state (also a hash
 /// finalizer).
+/// 64 random bits for a run's seed: the standard library's hasher keys come from the
+/// kernel's randomness, hashed with the time.
+pub fn fresh_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
 pub fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -98,6 +98,7 @@ fn originals() -> Vec<String> {
             timeout: std::time::Duration::from_secs(1),
             client: ClientOptions::default(),
             vars: Vec::new(),
+            seed: None,
         },
         slice: Slice { index: 0, of: 2 },
         start_unix_ns: 1,

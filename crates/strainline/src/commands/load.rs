@@ -21,6 +21,10 @@ use crate::suite::gate::Gate;
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
+    let seed = crate::load::spec::RunSeed {
+        value: args.seed.unwrap_or_else(crate::rng::fresh_seed),
+        given: args.seed.is_some(),
+    };
     let work = match (&args.url, args.exec.is_empty()) {
         (Some(_), false) => return Err(crate::Error::usage("give a URL or a command after --, not both")),
         (None, true) => {
@@ -46,7 +50,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             } else if let Some(n) = args.body_bytes {
                 BodySpec::Random {
                     len: n,
-                    seed: args.seed,
+                    seed: seed.value,
                 }
             } else {
                 BodySpec::Empty
@@ -64,7 +68,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             "--poisson goes with an open model: add -q RATE or --ramp FROM..TO",
         ));
     }
-    let poisson = args.poisson.then_some(args.seed);
+    let poisson = args.poisson.then_some(seed.value);
     let offer = match (&args.scenario, args.rate, args.ramp) {
         _ if args.replay.is_some() => Offer::Replay(crate::workload::replay::open(
             args.replay.as_deref().expect("checked"),
@@ -115,6 +119,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             reply_field: args.reply_field.clone(),
         },
         vars: args.vars.clone(),
+        seed: Some(seed),
     })
 }
 
@@ -227,7 +232,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let Session {
         outcome,
         verdict: v,
-        summary,
+        mut summary,
     } = match session {
         Ok(s) => s,
         Err(e) => {
@@ -236,6 +241,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             return Err(e);
         }
     };
+    summary.seed = planned.seed;
     let target = watcher.map(|w| w.finish(Vec::new(), "watched").0);
     drop(export);
     let metrics = load::summary::metrics(&summary);
@@ -291,6 +297,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
                 "time_scale": 1.0,
                 "strainline": env!("CARGO_PKG_VERSION"),
                 "tests": { "load": summary.description },
+                "seed": summary.seed,
             },
             "conditions": conditions.finish(),
         }),

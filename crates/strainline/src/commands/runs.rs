@@ -103,10 +103,15 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
         .map_err(|e| crate::Error::usage(e.to_string()))?;
     let cases = store.cases(run.id)?;
     let why = store.first_reasons(&[run.id])?.remove(&run.id);
-    let conditions = store
-        .run_settings(run.id)?
+    let settings = store.run_settings(run.id)?;
+    let conditions = settings
+        .as_ref()
         .and_then(|s| s.get("conditions").cloned())
         .and_then(|c| serde_json::from_value::<crate::host::Conditions>(c).ok());
+    let seed = settings
+        .as_ref()
+        .and_then(|s| s.pointer("/shape/seed"))
+        .and_then(|v| v.as_u64());
     if args.json {
         let mut out = io::stdout().lock();
         let doc =
@@ -163,6 +168,12 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
             )?;
         }
         writeln!(out, "  strainline: {}", run.strainline_version)?;
+        if let Some(seed) = seed {
+            writeln!(
+                out,
+                "  seed:       {seed} (--seed {seed} replays its random choices)"
+            )?;
+        }
         if !run.gates.shown().is_empty() {
             writeln!(out, "  gates:      {}", run.gates.shown())?;
         }

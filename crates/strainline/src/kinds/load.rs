@@ -80,6 +80,7 @@ pub(super) fn load_spec(
             ..ClientOptions::from_env()
         },
         vars: Vec::new(),
+        seed: None,
     }
 }
 

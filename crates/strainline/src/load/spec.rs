@@ -148,6 +148,18 @@ pub struct LoadSpec {
     /// `--var NAME=VALUE`: a scenario's `[vars]` values given from outside.
     #[serde(default)]
     pub vars: Vec<(String, String)>,
+    /// `load`'s seed, given or drawn for the run (none in a suite: a scenario's own or 1).
+    #[serde(default)]
+    pub seed: Option<RunSeed>,
+}
+
+/// The seed of a `load` run: given with `--seed` (it wins over a scenario's own `seed`),
+/// or drawn for the run (a scenario's own `seed` wins over it), so that two runs differ
+/// unless pinned, and the seed printed replays one.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunSeed {
+    pub value: u64,
+    pub given: bool,
 }
 
 impl LoadSpec {
@@ -175,6 +187,8 @@ pub struct Planned {
     pub description: String,
     /// Scenario step names, in order (empty without a scenario).
     pub step_names: Vec<String>,
+    /// The seed the run's random choices come from (a scenario's, or the run's).
+    pub seed: Option<u64>,
 }
 
 impl Planned {
@@ -339,10 +353,17 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let nofile = crate::os::process::raise_nofile() as usize;
     let cap_limit = nofile.saturating_sub(64).max(1);
     let mut step_names = Vec::new();
+    let mut seed = spec.seed.map(|s| s.value);
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
-            let (model, d, names) =
-                scenario_model(path, &spec.vars, &client, &mut threads, &mut natural)?;
+            let (model, d, names, used) = scenario_model(
+                path,
+                (&spec.vars, spec.seed),
+                &client,
+                &mut threads,
+                &mut natural,
+            )?;
+            seed = Some(used);
             step_names = names;
             (model, d)
         }
@@ -474,6 +495,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         },
         description,
         step_names,
+        seed,
     })
 }
 
@@ -497,12 +519,13 @@ fn span_words(model: &Model, duration: Option<Duration>, asked: bool) -> String 
 /// step drawn per request. The description and the steps' names with it.
 fn scenario_model(
     path: &std::path::Path,
-    vars: &[(String, String)],
+    (vars, run_seed): (&[(String, String)], Option<RunSeed>),
     client: &Client,
     threads: &mut usize,
     natural: &mut Duration,
-) -> Result<(Model, String, Vec<String>), crate::Error> {
-    let mut sc = scenario::load(path).map_err(bad)?;
+) -> Result<(Model, String, Vec<String>, u64), crate::Error> {
+    let mut sc = scenario::load_seeded(path, run_seed).map_err(bad)?;
+    let used = sc.seed;
     for (name, value) in vars {
         sc.set_default(name, value).map_err(bad)?;
     }
@@ -546,7 +569,7 @@ fn scenario_model(
             crate::units::count(sc.steps.len() as u64, "step", "steps")
         );
         let model = Model::Sessions { sc, rate, arrivals };
-        return Ok((model, d, names));
+        return Ok((model, d, names, used));
     }
     match &sc.arrivals {
         None => {
@@ -567,7 +590,7 @@ fn scenario_model(
                 crate::units::count(sc.clients, "client", "clients"),
                 crate::units::count(sc.steps.len() as u64, "step", "steps")
             );
-            Ok((Model::Scenario(sc), d, names))
+            Ok((Model::Scenario(sc), d, names, used))
         }
         Some(a) => {
             let mean = a.mean();
@@ -600,7 +623,7 @@ fn scenario_model(
                 arrivals,
                 requests: Some(Arc::new(requests)),
             };
-            Ok((model, d, names))
+            Ok((model, d, names, used))
         }
     }
 }
@@ -748,6 +771,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             client: ClientOptions::default(),
             vars: Vec::new(),
+            seed: None,
         }
     }
 

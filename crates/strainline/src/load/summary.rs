@@ -93,6 +93,10 @@ pub struct LoadSummary {
     pub model: String,
     /// What was asked, in words (e.g. "1000 req/s constant for 10s, 2 threads").
     pub description: String,
+    /// The seed of its random choices (arrivals, bodies, a scenario's picks and
+    /// `{{random N}}`): `--seed` with it replays them. None in a suite's cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     pub status: Validity,
     pub reasons: Vec<String>,
     pub interrupted: bool,
@@ -423,6 +427,7 @@ pub fn summarize(
 ) -> LoadSummary {
     let t: &Tally = &o.total;
     LoadSummary {
+        seed: None,
         url: url.to_string(),
         model: model.to_string(),
         description: description.to_string(),

@@ -531,11 +531,9 @@ fn uuid(out: &mut Vec<u8>) {
     }
 }
 
-/// 64 random bits: the standard library's hasher keys come from the kernel's randomness
-/// (once a thread, then stepped), hashed with the time.
+/// 64 random bits (once a thread, then stepped).
 fn seed() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
+    crate::rng::fresh_seed()
 }
 
 /// `word` as one quoted word of a command (`"…"`, its `"` and `\` escaped), which the

@@ -480,6 +480,13 @@ fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
             String::new()
         }
     )?;
+    if let Some(seed) = s.seed {
+        writeln!(
+            out,
+            "  {:<14}{seed} (its random choices: --seed {seed} replays them)",
+            "Seed"
+        )?;
+    }
     // Runnable but not running: the machine's CPUs were busy with something else (the
     // target, a neighbour) when the generator had sends to make.
     let queued = s.generator_run_queue_seconds;

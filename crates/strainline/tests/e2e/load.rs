@@ -1202,3 +1202,68 @@ fn mutual_tls_shows_the_client_certificate_nginx_asks_for() {
         "give cert = \"FILE\" and key = \"FILE\" together",
     );
 }
+
+/// A run's seed: drawn for each run unless given, printed and stored; `--seed` with the
+/// printed one replays the run's random choices (`{{random N}}` here, as a server that
+/// logs every request line sees them).
+#[test]
+fn each_run_draws_its_seed_unless_given_and_the_printed_seed_replays_it() {
+    let _l = loaded();
+    let s = Scratch::new();
+    let log = s.path("lines.log");
+    let port = free_port();
+    let py = format!(
+        "import http.server, sys\n\
+         class H(http.server.BaseHTTPRequestHandler):\n    \
+             protocol_version = 'HTTP/1.1'\n    \
+             def do_GET(self):\n        \
+                 open({log:?}, 'a').write(self.path + '\\n')\n        \
+                 self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')\n    \
+             def log_message(self, *a): pass\n\
+         http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n",
+        log = log.display().to_string()
+    );
+    let mut c = std::process::Command::new("python3");
+    c.args(["-c", &py]);
+    let _srv = serving(c, ("127.0.0.1", port), "python3");
+    let sc = s.path("r.toml");
+    std::fs::write(
+        &sc,
+        "clients = 1\n[[step]]\nonce = true\npath = \"/r/{{random 16}}\"\n",
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let run = |extra: &[&str]| -> (String, String) {
+        let _ = std::fs::remove_file(&log);
+        let out = s.run(
+            &[
+                &["load", &url, "--scenario", sc.to_str().unwrap(), "--no-tui"],
+                extra,
+            ]
+            .concat(),
+        );
+        assert_exit(&out, 0);
+        (std::fs::read_to_string(&log).unwrap(), stdout(&out))
+    };
+    let seed_of = |text: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("Seed "))
+            .unwrap_or_else(|| panic!("no seed:\n{text}"));
+        line.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let (a, out_a) = run(&[]);
+    let (b, out_b) = run(&[]);
+    assert_ne!(a, b, "two runs without --seed drew the same {a}");
+    assert_ne!(seed_of(&out_a), seed_of(&out_b));
+    let (c1, _) = run(&["--seed", "7"]);
+    let (c2, out_c) = run(&["--seed", "7"]);
+    assert_eq!(c1, c2);
+    assert_eq!(seed_of(&out_c), "7");
+    // The printed seed replays the first run.
+    let (again, _) = run(&["--seed", &seed_of(&out_a)]);
+    assert_eq!(again, a);
+    // The seed is stored with the run: show says it.
+    let out = s.run(&["show", "latest"]);
+    assert_has(&stdout(&out), &format!("seed:       {}", seed_of(&out_a)));
+}

@@ -22,7 +22,7 @@ mod parse;
 mod raw;
 mod step;
 
-pub use parse::{load, parse};
+pub use parse::{load, load_seeded, parse};
 pub use raw::schema;
 
 /// When a step runs.

@@ -16,11 +16,28 @@ use super::{Arrive, Scenario, Stage};
 
 /// Reads and checks a scenario file.
 pub fn load(path: &Path) -> crate::error::Result<Scenario> {
+    load_seeded(path, None)
+}
+
+/// [`load`] for a `load` run with its seed: given, it wins over the file's `seed`;
+/// drawn, the file's wins over it; none (a suite), the file's or 1.
+pub fn load_seeded(
+    path: &Path,
+    run: Option<crate::load::spec::RunSeed>,
+) -> crate::error::Result<Scenario> {
     let text = crate::os::file::read_text(path, "scenario")?;
-    parse(&text, path)
+    parse_seeded(&text, path, run)
 }
 
 pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
+    parse_seeded(text, path, None)
+}
+
+fn parse_seeded(
+    text: &str,
+    path: &Path,
+    run: Option<crate::load::spec::RunSeed>,
+) -> crate::error::Result<Scenario> {
     let at = |offset: usize, msg: String| {
         crate::Error::usage(crate::located::message(path, text, offset, &msg))
     };
@@ -31,7 +48,12 @@ pub fn parse(text: &str, path: &Path) -> crate::error::Result<Scenario> {
     let duration = |s: &Spanned<String>, key: &str| {
         parse_duration(s.get_ref()).map_err(|e| at(s.span().start, format!("{key}: {e}")))
     };
-    let seed = raw.seed.unwrap_or(1);
+    let seed = match (run, raw.seed) {
+        (Some(r), _) if r.given => r.value,
+        (_, Some(own)) => own,
+        (Some(r), None) => r.value,
+        (None, None) => 1,
+    };
     let Senders {
         clients,
         stages,
