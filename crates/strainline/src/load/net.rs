@@ -207,18 +207,31 @@ fn client_identity(
     rustls::pki_types::PrivateKeyDer<'static>,
 )> {
     use rustls::pki_types::pem::PemObject;
+    let der = |b: &[u8]| b.first() == Some(&0x30);
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--cert: not a PEM certificate file: {e:?}"))
         .usage()?;
     if certs.is_empty() {
+        return Err(crate::Error::usage(if der(cert_pem) {
+            "--cert: a DER certificate, not PEM: convert it (openssl x509 -inform der -in CERT -out cert.pem)"
+        } else {
+            "--cert: no certificate in the file (give the client's certificate, PEM: -----BEGIN CERTIFICATE-----)"
+        }));
+    }
+    let encrypted = key_pem.windows(9).any(|w| w == b"ENCRYPTED");
+    if encrypted {
         return Err(crate::Error::usage(
-            "--cert: no certificate in the file (give the client's certificate, PEM: -----BEGIN CERTIFICATE-----)",
+            "--key: the key is encrypted (a passphrase): strainline reads keys without one — decrypt a copy for the test (openssl pkey -in KEY -out plain.key)",
         ));
     }
     let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem)
-        .map_err(|e| {
-            format!("--key: no private key in the file ({e:?}): give the certificate's key, PEM (PKCS#8 -----BEGIN PRIVATE KEY-----, RSA or EC)")
+        .map_err(|_| {
+            if der(key_pem) {
+                "--key: a DER key, not PEM: convert it (openssl pkey -inform der -in KEY -out key.pem)".to_string()
+            } else {
+                "--key: no private key in the file: give the certificate's key, PEM (PKCS#8 -----BEGIN PRIVATE KEY-----, RSA or EC)".to_string()
+            }
         })
         .usage()?;
     Ok((certs, key))
@@ -236,16 +249,24 @@ fn server_trust(
         .map_err(|e| e.to_string())
         .environment()?;
     let identity = client.map(client_identity).transpose()?;
-    let with_identity =
-        |b: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>| {
-            match identity {
-                None => Ok(b.with_no_client_auth()),
-                Some((certs, key)) => b
-                    .with_client_auth_cert(certs, key)
-                    .map_err(|e| format!("--cert/--key: {e} (is the key the certificate's?)"))
-                    .usage(),
-            }
-        };
+    let with_identity = |b: rustls::ConfigBuilder<
+        rustls::ClientConfig,
+        rustls::client::WantsClientCert,
+    >| {
+        match identity {
+            None => Ok(b.with_no_client_auth()),
+            Some((certs, key)) => b
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| match e {
+                    rustls::Error::InconsistentKeys(_) => {
+                        "--cert/--key: the key is not the certificate's (their public keys differ)"
+                            .to_string()
+                    }
+                    e => format!("--cert/--key: {e}"),
+                })
+                .usage(),
+        }
+    };
     if insecure {
         with_identity(
             builder

@@ -118,7 +118,12 @@ pub fn client_cert(
     key: &std::path::Path,
 ) -> crate::error::Result<(Vec<u8>, Secret)> {
     let pem = crate::os::file::read(cert, "--cert")?;
-    let key = crate::os::file::read_text(key, "--key")?;
+    let key = crate::os::file::read(key, "--key")?;
+    // Read now, as the run would: a suite's `check` refuses what its `run` would.
+    super::net::tls_config(None, true, false, Some((&pem, &key)))?;
+    let key = String::from_utf8(key).map_err(|_| {
+        crate::Error::usage("--key: not PEM text (a DER key? convert it: openssl pkey -inform der -in KEY -out key.pem)")
+    })?;
     Ok((pem, Secret(key)))
 }
 
@@ -530,6 +535,12 @@ fn scenario_model(
         sc.set_default(name, value).map_err(bad)?;
     }
     if client.body_is_words() {
+        if let Some((step, built)) = sc.built_body() {
+            return Err(bad(format!(
+                "scenario {}: step '{step}': {built} = {{…}} builds an HTTP body; this protocol's body is a command of words: give body = \"COMMAND ARG …\"",
+                path.display()
+            )));
+        }
         sc.split_bodies();
     }
     let sc = Arc::new(sc);

@@ -539,18 +539,33 @@ pub fn causes_text(causes: &[(String, u64)]) -> String {
         .join(", ")
 }
 
+/// The steps whose replies were timed (a step that never had one has no latency).
+fn st_timed(steps: &[StepSummary]) -> impl Iterator<Item = &StepSummary> {
+    steps.iter().filter(|st| st.latency_us.max > 0)
+}
+
 pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     let ms = |us: u64| us as f64 / 1000.0;
-    let mut v = vec![
-        Metric::of("throughput", s.achieved_rate),
-        Metric::of("latency_p50", ms(s.latency_us.p50)),
-        Metric::of("latency_p90", ms(s.latency_us.p90)),
-        Metric::of("latency_p95", ms(s.latency_us.p95)),
-        Metric::of("latency_p99", ms(s.latency_us.p99)),
-        Metric::of("latency_p999", ms(s.latency_us.p999)),
-        Metric::of("latency_max", ms(s.latency_us.max)),
-        Metric::of("service_p50", ms(s.service_time_us.p50)),
-        Metric::of("service_p99", ms(s.service_time_us.p99)),
+    let mut v = vec![Metric::of("throughput", s.achieved_rate)];
+    // Latencies only where a reply was timed: none is not 0 ms (a gate on it is "not
+    // measured", never held).
+    if s.latency_us.max > 0 {
+        v.extend([
+            Metric::of("latency_p50", ms(s.latency_us.p50)),
+            Metric::of("latency_p90", ms(s.latency_us.p90)),
+            Metric::of("latency_p95", ms(s.latency_us.p95)),
+            Metric::of("latency_p99", ms(s.latency_us.p99)),
+            Metric::of("latency_p999", ms(s.latency_us.p999)),
+            Metric::of("latency_max", ms(s.latency_us.max)),
+        ]);
+    }
+    if s.service_time_us.max > 0 {
+        v.extend([
+            Metric::of("service_p50", ms(s.service_time_us.p50)),
+            Metric::of("service_p99", ms(s.service_time_us.p99)),
+        ]);
+    }
+    v.extend([
         Metric::of("error_rate", s.error_rate),
         Metric::of("sent", s.sent as f64),
         Metric::of("completed", s.completed as f64),
@@ -558,7 +573,7 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
             "generator_cpu_seconds",
             s.generator_thread_cpu_seconds.iter().sum(),
         ),
-    ];
+    ]);
     if let Some(off) = s.offered_rate {
         v.push(Metric::of("offered_rate", off));
         v.push(Metric::of("schedule_lag_p99", ms(s.schedule_lag_us.p99)));
@@ -589,7 +604,7 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
             ));
         }
     }
-    for st in &s.steps {
+    for st in st_timed(&s.steps) {
         v.push(Metric::of(
             &format!("step.{}.latency_p95", st.name),
             ms(st.latency_us.p95),
@@ -598,6 +613,8 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
             &format!("step.{}.latency_p99", st.name),
             ms(st.latency_us.p99),
         ));
+    }
+    for st in &s.steps {
         let rate = if st.sent > 0 {
             st.errors as f64 / st.sent as f64
         } else {

@@ -292,6 +292,19 @@ impl Text {
         }
     }
 
+    /// The random bytes its `{{random N}}` make (alphanumeric: escaped for a form or
+    /// JSON, as many).
+    pub fn random_bytes(&self) -> usize {
+        fn of(p: &Piece) -> usize {
+            match p {
+                Piece::Random(n) => *n,
+                Piece::Url(inner) | Piece::Json(inner) => of(inner),
+                _ => 0,
+            }
+        }
+        self.pieces.iter().map(of).sum()
+    }
+
     /// The texts one after another, as one text.
     pub fn concat(texts: impl IntoIterator<Item = Text>) -> Text {
         let mut pieces: Vec<Piece> = Vec::new();

@@ -994,6 +994,23 @@ fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
     );
     let (out, _) = run(&["latency_p95 < 20ms"]);
     assert_exit(&out, 1);
+    // No reply at all (nothing listens): a latency is not measured, never 0 ms held.
+    let nowhere = format!("http://127.0.0.1:{}/", free_port());
+    let out = s.run(&[
+        "load",
+        &nowhere,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--gate",
+        "latency_p95 < 300ms",
+    ]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "latency_p95 < 300ms: not measured in this run",
+    );
 }
 
 /// openssl with `args` in `dir`, which must succeed.
@@ -1201,6 +1218,18 @@ fn mutual_tls_shows_the_client_certificate_nginx_asks_for() {
         &stderr(&out),
         "give cert = \"FILE\" and key = \"FILE\" together",
     );
+    // What run would refuse, check refuses: the server's key for the client's certificate.
+    std::fs::write(
+        &suite,
+        std::fs::read_to_string(&suite).unwrap().replace(
+            "cert = \"client.pem\"\n",
+            "cert = \"client.pem\"\nkey = \"server.key\"\n",
+        ),
+    )
+    .unwrap();
+    let out = s.run(&["check", suite.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), "the key is not the certificate's");
 }
 
 /// A run's seed: drawn for each run unless given, printed and stored; `--seed` with the

@@ -90,6 +90,8 @@ pub struct Step {
     pub observed: Vec<String>,
     pub headers: Vec<(HeaderName, Text)>,
     pub body: Option<Text>,
+    /// What built its body from fields: `form` or `json` (none: `body` as written).
+    pub built: Option<&'static str>,
     /// Its body's words, for a protocol whose body is a command of words (Redis,
     /// [`Scenario::split_bodies`]): each rendered alone and quoted, so a value stays one
     /// word.
@@ -272,6 +274,14 @@ impl Scenario {
     /// Its steps' bodies are commands of words (Redis): each step keeps its body's words
     /// apart, so that a placeholder's value — a server's, holding a space or a quote —
     /// stays one word instead of adding words to the command.
+    /// The first step whose body is built from fields (`form`, `json`): a protocol whose
+    /// body is a command of words cannot send it.
+    pub fn built_body(&self) -> Option<(&str, &'static str)> {
+        self.steps
+            .iter()
+            .find_map(|st| st.built.map(|b| (st.name.as_str(), b)))
+    }
+
     pub fn split_bodies(&mut self) {
         for st in &mut self.steps {
             st.words = st.body.as_ref().map(Text::words);
@@ -716,6 +726,24 @@ json = { name = "{{id}}", n = 3, ok = true, tags = ["t\"1", "{{client}}"], deep 
             e.contains("give one of body, form and json, not body and form"),
             "{e}"
         );
+        // JSON has no nan; fields' random bytes count together against the largest body.
+        for (bad, says) in [
+            ("json = { a = nan }", "json: NaN is not a JSON number"),
+            (
+                "json = { a = \"{{random 40000000}}\", b = [\"{{random 40000000}}\"] }",
+                "json: its fields' random bytes would reach 80000000",
+            ),
+            (
+                "form = { a = \"{{random 40000000}}\", b = \"{{random 40000000}}\" }",
+                "form: its fields' random bytes would reach",
+            ),
+        ] {
+            let t =
+                format!("clients = 1\n[[step]]\nname = \"p\"\nonce = true\npath = \"/\"\n{bad}\n");
+            let e = parse(&t, Path::new("b.toml")).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        assert_eq!(sc.built_body(), Some(("login", "form")));
     }
 
     const IOT: &str = r#"

@@ -150,6 +150,7 @@ pub(super) fn step(
         headers.push((name, template(v)?));
     }
     let (body, content_type) = body(st, &name, template, at)?;
+    let built = content_type.map(|_| if st.form.is_some() { "form" } else { "json" });
     if let Some(ct) = content_type {
         if !headers
             .iter()
@@ -178,6 +179,7 @@ pub(super) fn step(
         observed,
         headers,
         body,
+        built,
         words: None,
         extract,
         set,
@@ -394,10 +396,8 @@ fn body(
             parts.push(Text::literal(b"="));
             parts.push(template(value)?.encoded(Encode::Form));
         }
-        return Ok((
-            Some(Text::concat(parts)),
-            Some("application/x-www-form-urlencoded"),
-        ));
+        let text = capped(Text::concat(parts), "form", name, form.span().start, at)?;
+        return Ok((Some(text), Some("application/x-www-form-urlencoded")));
     }
     let Some(json) = &st.json else {
         return Ok((None, None));
@@ -406,8 +406,42 @@ fn body(
     let mut parts = Vec::new();
     json_body(json.get_ref(), &mut parts, &|t: &str| {
         template(&Spanned::new(pos..pos, t.to_string()))
+    })
+    .map_err(|e| match e {
+        JsonError::At(e) => e,
+        JsonError::NotJson(what) => at(pos, format!("step '{name}': json: {what}")),
     })?;
-    Ok((Some(Text::concat(parts)), Some("application/json")))
+    let text = capped(Text::concat(parts), "json", name, pos, at)?;
+    Ok((Some(text), Some("application/json")))
+}
+
+/// A body built from fields within the largest body's bound: each field's
+/// `{{random N}}` is bounded alone, their sum here.
+fn capped(
+    text: Text,
+    what: &str,
+    name: &str,
+    pos: usize,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Text> {
+    let random = text.random_bytes();
+    if random > crate::load::template::MAX_RENDERED {
+        return Err(at(
+            pos,
+            format!(
+                "step '{name}': {what}: its fields' random bytes would reach {random}, more than {} (64 MiB, the largest body): give smaller {{{{random N}}}}",
+                crate::load::template::MAX_RENDERED
+            ),
+        ));
+    }
+    Ok(text)
+}
+
+/// Why a `json = {…}` table is not a body: a placeholder's error (placed already), or a
+/// value JSON has no form for.
+enum JsonError {
+    At(crate::Error),
+    NotJson(String),
 }
 
 /// A TOML value as a JSON body's text: its strings templates, escaped as they render.
@@ -415,15 +449,20 @@ fn json_body(
     v: &toml::Value,
     out: &mut Vec<Text>,
     template: &dyn Fn(&str) -> crate::error::Result<Text>,
-) -> crate::error::Result<()> {
+) -> Result<(), JsonError> {
     let lit = |s: &str| Text::literal(s.as_bytes());
     match v {
         toml::Value::String(s) => {
             out.push(lit("\""));
-            out.push(template(s)?.encoded(Encode::Json));
+            out.push(template(s).map_err(JsonError::At)?.encoded(Encode::Json));
             out.push(lit("\""));
         }
         toml::Value::Integer(n) => out.push(lit(&n.to_string())),
+        toml::Value::Float(f) if !f.is_finite() => {
+            return Err(JsonError::NotJson(format!(
+            "{f} is not a JSON number (JSON has no nan or inf): give a number, or the text \"{f}\""
+        )))
+        }
         toml::Value::Float(f) => out.push(lit(&serde_json::Value::from(*f).to_string())),
         toml::Value::Boolean(b) => out.push(lit(if *b { "true" } else { "false" })),
         toml::Value::Datetime(d) => out.push(lit(&format!("\"{d}\""))),
