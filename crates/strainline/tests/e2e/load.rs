@@ -1111,13 +1111,14 @@ fn mutual_tls_shows_the_client_certificate_nginx_asks_for() {
     );
     let port = free_port();
     let conf = format!(
-        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
+        "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
          http {{ access_log off; server {{ listen 127.0.0.1:{port} ssl;\n\
          ssl_certificate {d}/server.pem; ssl_certificate_key {d}/server.key;\n\
          ssl_client_certificate {d}/ca.pem; ssl_verify_client on;\n\
          location / {{ return 200 \"hello $ssl_client_s_dn\\n\"; }} }} }}\n",
         d = d.display()
     );
+    // One process (no master forking workers): killed at the test's end, nothing is left.
     std::fs::write(d.join("nginx.conf"), conf).unwrap();
     let mut nginx = std::process::Command::new("nginx");
     nginx.args([
