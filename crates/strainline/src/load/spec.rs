@@ -240,6 +240,11 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
         .authority()
         .map(|a| a.as_str().to_string())
         .unwrap_or_default();
+    if !tls && client.client_cert.is_some() {
+        return Err(bad(format!(
+            "URL '{url}': a client certificate (--cert/--key, a suite's cert/key) is shown over TLS; this URL is plain: use its TLS scheme (https://, wss://, grpcs://, mqtts://, rediss://) or leave the certificate out"
+        )));
+    }
     let tls = if tls {
         let cfg = tls_config(
             client.cacert_pem.as_deref(),

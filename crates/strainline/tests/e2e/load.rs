@@ -1182,6 +1182,23 @@ fn mutual_tls_shows_the_client_certificate_nginx_asks_for() {
     );
     assert_exit(&out, 1);
     assert_eq!(doc["summary"]["by_status"]["400"], 40, "{}", stdout(&out));
+    // A certificate for a plain URL: refused, not silently left out.
+    let plain = format!("http://127.0.0.1:{port}/");
+    let out = s.run(&[
+        "load",
+        &plain,
+        "-n",
+        "1",
+        "--cert",
+        &file("client.pem"),
+        "--key",
+        &file("client.key"),
+    ]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "a client certificate (--cert/--key, a suite's cert/key) is shown over TLS",
+    );
     // A key that is not the certificate's: refused before the run, naming both.
     let out = s.run(&[
         "load",
