@@ -324,24 +324,26 @@ fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         .max(12);
     writeln!(
         out,
-        "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
+        "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",
         "Steps",
         "sent",
         "ok",
         "errors",
         "p50",
+        "p95",
         "p99",
         w = w + 2
     )?;
     for st in &s.steps {
         writeln!(
             out,
-            "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9}",
+            "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",
             crate::units::printable(&st.name),
             st.sent,
             st.ok,
             st.errors,
             us(st.latency_us.p50),
+            us(st.latency_us.p95),
             us(st.latency_us.p99)
         )?;
     }

@@ -65,12 +65,13 @@ pub fn agent_line(row: &[String]) -> String {
 }
 
 /// The columns of [`step_rows`].
-pub const STEP_COLUMNS: [&str; 7] = [
+pub const STEP_COLUMNS: [&str; 8] = [
     "step",
     "sent",
     "ok",
     "errors",
     "p50",
+    "p95",
     "p99",
     "failure causes",
 ];
@@ -107,6 +108,10 @@ pub fn step_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
                 n(&st["ok"]).to_string(),
                 n(&st["errors"]).to_string(),
                 crate::units::format_micros(n(&st["latency_us"]["p50"])),
+                // Runs stored before p95 was kept have none: a dash, not 0.
+                st["latency_us"]
+                    .get("p95")
+                    .map_or("-".into(), |v| crate::units::format_micros(n(v))),
                 crate::units::format_micros(n(&st["latency_us"]["p99"])),
                 causes.join(", "),
             ]
@@ -492,8 +497,10 @@ mod tests {
             let rows = step_rows(&stored);
             assert_eq!(rows.len(), 2);
             assert_eq!(rows[0][..4], ["login", "10", "8", "2"]);
-            assert_eq!(rows[0][6], "check:logged_in 2");
-            assert_eq!(rows[1][6], "");
+            // Stored before p95 was kept: a dash.
+            assert_eq!(rows[0][5], "-");
+            assert_eq!(rows[0][7], "check:logged_in 2");
+            assert_eq!(rows[1][7], "");
             assert_eq!(
                 check_rows(&stored),
                 vec![vec!["logged_in", "login", "8", "2", "80.00%"]]
