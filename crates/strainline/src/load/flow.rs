@@ -341,6 +341,15 @@ impl Check {
             && self.json_exists.iter().all(|p| p.get(json).is_some())
     }
 
+    /// Whether a text of it has a placeholder: only then does judging a reply need the
+    /// client's variables (and its data row, read from disk for a large file).
+    pub fn templated(&self) -> bool {
+        self.body_contains
+            .as_ref()
+            .is_some_and(|t| t.constant().is_none())
+            || self.json.iter().any(|(_, w)| matches!(w, Want::Text(_)))
+    }
+
     pub fn needs_body(&self) -> bool {
         self.body_contains.is_some()
             || self.body_matches.is_some()

@@ -522,7 +522,7 @@ fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
 fn uuid(out: &mut Vec<u8>) {
     use std::cell::RefCell;
     thread_local! {
-        static RNG: RefCell<crate::rng::Rng> = RefCell::new(crate::rng::Rng::new(seed()));
+        static RNG: RefCell<crate::rng::Rng> = RefCell::new(crate::rng::Rng::new(crate::rng::fresh_seed()));
     }
     let (hi, lo) = RNG.with(|r| {
         let mut r = r.borrow_mut();
@@ -542,11 +542,6 @@ fn uuid(out: &mut Vec<u8>) {
         }
         out.extend_from_slice(&[hex[usize::from(byte >> 4)], hex[usize::from(byte & 15)]]);
     }
-}
-
-/// 64 random bits (once a thread, then stepped).
-fn seed() -> u64 {
-    crate::rng::fresh_seed()
 }
 
 /// `word` as one quoted word of a command (`"…"`, its `"` and `\` escaped), which the

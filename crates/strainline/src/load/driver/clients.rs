@@ -15,7 +15,7 @@ use hyper::header::{HeaderValue, COOKIE};
 
 use super::{exchange, goodbye, sleep_or_stop, Ctx, Slot, Timing};
 use crate::load::client::{Conn, Reply};
-use crate::load::flow::{Jar, Kept, OnFailure};
+use crate::load::flow::{Check, Jar, Kept, OnFailure};
 use crate::load::recorder::{counters, ErrorKind, Recorder};
 use crate::load::request::Outgoing;
 use crate::load::scenario::{Scenario, Step, Unsent, When, MAX_REDIRECTS};
@@ -706,9 +706,13 @@ fn judge(
         s.values[e.var] = found;
     }
     // The checks' texts are rendered with what the client holds now, this reply's
-    // extractions included.
+    // extractions included; its data row is looked up only when a text reads it.
     let mut own = None;
-    let v = sc.vars(client, seq, &s.values, s.row.as_deref(), &mut own);
+    let row = match st.checks.iter().any(Check::templated) {
+        true => s.row.as_deref(),
+        false => Some(&[][..]),
+    };
+    let v = sc.vars(client, seq, &s.values, row, &mut own);
     for c in &st.checks {
         if c.passes(reply.status, &kept, latency, &v) {
             rec.count(Some(i), &format!("check.{}.passed", c.name));

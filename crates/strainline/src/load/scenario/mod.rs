@@ -426,19 +426,30 @@ impl Scenario {
         row: Option<&'a [String]>,
         own: &'a mut Option<Row>,
     ) -> Vars<'a> {
-        let row = match row {
-            Some(r) => Some(r),
-            None => {
-                *own = self.data.as_ref().and_then(|d| d.row(client));
-                own.as_deref()
-            }
-        };
+        let row = self.row_of(client, row, own);
         Vars {
             client,
             seq,
             row,
             random: &self.random,
             values,
+        }
+    }
+
+    /// `client`'s data row: `row`, or (`None`) row `client` mod rows, held in `own` (a
+    /// large file's is read from disk: look it up once for all a call renders).
+    fn row_of<'a>(
+        &'a self,
+        client: u64,
+        row: Option<&'a [String]>,
+        own: &'a mut Option<Row>,
+    ) -> Option<&'a [String]> {
+        match row {
+            Some(r) => Some(r),
+            None => {
+                *own = self.data.as_ref().and_then(|d| d.row(client));
+                own.as_deref()
+            }
         }
     }
 
@@ -464,9 +475,12 @@ impl Scenario {
     /// one) is none: the steps that use it are not sent (`extract`), as no client may
     /// hold a megabyte a variable.
     pub fn start_values(&self, client: u64, values: &mut [Option<String>], row: Option<&[String]>) {
+        if self.defaults.is_empty() {
+            return;
+        }
+        let mut own = None;
+        let v = self.vars(client, 0, &[], row, &mut own);
         for (var, t) in &self.defaults {
-            let mut own = None;
-            let v = self.vars(client, 0, &[], row, &mut own);
             values[*var] = Some(t.render_string(&v)).filter(|v| v.len() <= MAX_VALUE);
         }
     }
@@ -480,15 +494,27 @@ impl Scenario {
         values: &mut [Option<String>],
         row: Option<&[String]>,
     ) {
-        for (var, t) in &self.steps[i].set {
+        let set = &self.steps[i].set;
+        if set.is_empty() {
+            return;
+        }
+        let mut own = None;
+        let row = self.row_of(client, row, &mut own);
+        for (var, t) in set {
             // From a variable not extracted yet: none, so the step that uses it is
             // counted as missing it, never sent with a hole.
             if t.missing(values).is_some() {
                 values[*var] = None;
                 continue;
             }
-            let mut own = None;
-            let value = t.render_string(&self.vars(client, seq, values, row, &mut own));
+            let v = Vars {
+                client,
+                seq,
+                row,
+                random: &self.random,
+                values,
+            };
+            let value = t.render_string(&v);
             values[*var] = Some(value).filter(|v| v.len() <= MAX_VALUE);
         }
     }

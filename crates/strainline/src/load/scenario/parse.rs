@@ -197,7 +197,7 @@ fn defaults(
     let super::raw::RawVars::Values(values) = &raw.vars else {
         return Ok(Vec::new());
     };
-    if let (true, Some((_, v))) = (drawn, values.first()) {
+    if let (true, Some((_, v))) = (drawn, values.iter().next()) {
         return Err(at(
             v.span().start,
             "vars: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used".into(),

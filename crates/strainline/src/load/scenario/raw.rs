@@ -110,7 +110,7 @@ pub(super) struct RawStep {
     /// A form body from fields (`form = { username = "{{csv.username}}" }`), each name
     /// and value URL-encoded, in name order; Content-Type set.
     #[schemars(with = "Option<BTreeMap<String, String>>")]
-    pub(super) form: Option<Spanned<Ordered>>,
+    pub(super) form: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     /// A JSON body from a TOML value (`json = { name = "{{group}}", n = 3 }`), its
     /// strings templates; Content-Type set.
     #[schemars(with = "Option<serde_json::Value>")]
@@ -134,33 +134,6 @@ pub(super) struct RawStep {
     pub(super) set: BTreeMap<String, Spanned<String>>,
 }
 
-/// A table of strings, each with its position (in the order TOML hands them: by name).
-#[derive(Default)]
-pub(super) struct Ordered(pub(super) Vec<(String, Spanned<String>)>);
-
-impl<'de> Deserialize<'de> for Ordered {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Ordered;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a table of strings (NAME = \"value\")")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Ordered, A::Error> {
-                let mut values = Vec::new();
-                while let Some(name) = a.next_key::<String>()? {
-                    values.push((name, a.next_value::<Spanned<String>>()?));
-                }
-                Ok(Ordered(values))
-            }
-        }
-        d.deserialize_map(Visit)
-    }
-}
-
 /// What `vars` may be, for the schema (read by [`RawVars`]'s own deserializer).
 #[derive(schemars::JsonSchema)]
 #[serde(untagged)]
@@ -176,8 +149,7 @@ pub(super) enum RawVars {
     #[default]
     None,
     Names(Vec<String>),
-    /// By name.
-    Values(Vec<(String, Spanned<String>)>),
+    Values(BTreeMap<String, Spanned<String>>),
 }
 
 impl RawVars {
@@ -186,7 +158,7 @@ impl RawVars {
         match self {
             RawVars::None => Vec::new(),
             RawVars::Names(n) => n.clone(),
-            RawVars::Values(v) => v.iter().map(|(n, _)| n.clone()).collect(),
+            RawVars::Values(v) => v.keys().cloned().collect(),
         }
     }
 }
@@ -200,25 +172,14 @@ impl<'de> Deserialize<'de> for RawVars {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a table of variables ([vars] NAME = \"value\") or a list of the names a script sets")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<RawVars, A::Error> {
-                let mut names = Vec::new();
-                while let Some(n) = a.next_element::<String>()? {
-                    names.push(n);
-                }
-                Ok(RawVars::Names(names))
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<RawVars, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(a))
+                    .map(RawVars::Names)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<RawVars, A::Error> {
-                let mut values = Vec::new();
-                while let Some(name) = a.next_key::<String>()? {
-                    values.push((name, a.next_value::<Spanned<String>>()?));
-                }
-                Ok(RawVars::Values(values))
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<RawVars, A::Error> {
+                // Read on from the same map: each value keeps its position.
+                BTreeMap::deserialize(serde::de::value::MapAccessDeserializer::new(a))
+                    .map(RawVars::Values)
             }
         }
         d.deserialize_any(Visit)

@@ -388,7 +388,7 @@ fn body(
     }
     if let Some(form) = &st.form {
         let mut parts = Vec::new();
-        for (i, (field, value)) in form.get_ref().0.iter().enumerate() {
+        for (i, (field, value)) in form.get_ref().iter().enumerate() {
             if i > 0 {
                 parts.push(Text::literal(b"&"));
             }
