@@ -72,7 +72,7 @@ sizes = [1, 2, 3]
 "#
     );
     let path = s.path("hostile.toml");
-    std::fs::write(&path, text.replace("TB", testbed().to_str().unwrap())).unwrap();
+    std::fs::write(&path, with_testbed(&text)).unwrap();
     path.display().to_string()
 }
 

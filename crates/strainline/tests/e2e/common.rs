@@ -404,10 +404,29 @@ pub fn with_marker(marker: &str) -> Vec<u64> {
     processes_where(|pid| has_marker(pid, marker))
 }
 
+/// `text` with each word `TB` replaced by the testbed's path. Only a whole word: a
+/// scratch directory's random name may hold the letters (`/tmp/.tmpTBDidi`).
+pub fn with_testbed(text: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || "._-/".contains(c));
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for (at, _) in text.match_indices("TB") {
+        let before = text[..at].chars().next_back();
+        let after = text[at + 2..].chars().next();
+        if at >= from && !word(before) && !word(after) {
+            out.push_str(&text[from..at]);
+            out.push_str(testbed().to_str().unwrap());
+            from = at + 2;
+        }
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
 /// Writes `body` as a suite (with `TB` replaced by the testbed's path) and runs it.
 pub fn run_suite(s: &Scratch, body: &str, extra: &[&str]) -> std::process::Output {
     let path = s.path("suite.toml");
-    std::fs::write(&path, body.replace("TB", testbed().to_str().unwrap())).unwrap();
+    std::fs::write(&path, with_testbed(body)).unwrap();
     let mut args = vec!["run", path.to_str().unwrap()];
     args.extend_from_slice(extra);
     s.run(&args)
@@ -642,4 +661,13 @@ pub fn stall_every_second(
             unsafe { libc::kill(pid as i32, libc::SIGCONT) };
         }
     })
+}
+
+#[test]
+fn only_the_word_tb_becomes_the_testbeds_path() {
+    let bed = testbed().to_str().unwrap().to_string();
+    assert_eq!(
+        with_testbed("command = [\"TB\", \"/tmp/.tmpTBDidi/x\"]\nTB serve"),
+        format!("command = [\"{bed}\", \"/tmp/.tmpTBDidi/x\"]\n{bed} serve")
+    );
 }

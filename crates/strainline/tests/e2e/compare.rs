@@ -26,9 +26,7 @@ name = "push"
 /// Runs the suite for one version; returns the run id.
 fn run_version(s: &Scratch, suite: &str, profile: &str, cost: u32, label: &str) -> i64 {
     let path = s.path("ab.toml");
-    let suite = suite
-        .replace("TB", testbed().to_str().unwrap())
-        .replace("\"CPU\"", &format!("\"{}\"", one_cpu()));
+    let suite = with_testbed(suite).replace("\"CPU\"", &format!("\"{}\"", one_cpu()));
     std::fs::write(&path, suite).unwrap();
     let args = [
         "run",

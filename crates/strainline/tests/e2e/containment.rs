@@ -46,7 +46,7 @@ fn the_guardian_stops_what_a_killed_strainline_left() {
 
 fn suite_file(s: &Scratch, name: &str, text: &str) -> String {
     let path = s.path(name);
-    std::fs::write(&path, text.replace("TB", testbed().to_str().unwrap())).unwrap();
+    std::fs::write(&path, with_testbed(text)).unwrap();
     path.display().to_string()
 }
 

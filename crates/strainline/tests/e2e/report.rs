@@ -600,7 +600,7 @@ fn the_version_table_lays_out_each_label_s_stored_figures_and_their_share_of_the
 fn the_host_table_has_a_column_per_host_from_each_host_s_newest_run_of_the_label() {
     let s = Scratch::new();
     let path = s.path("suite.toml");
-    std::fs::write(&path, VERSIONED.replace("TB", testbed().to_str().unwrap())).unwrap();
+    std::fs::write(&path, with_testbed(VERSIONED)).unwrap();
     let run_on = |host: &str, label: Option<&str>| -> i64 {
         let mut args = vec![
             "--store".to_string(),

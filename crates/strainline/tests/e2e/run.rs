@@ -367,7 +367,7 @@ fn ctrl_c_mid_suite_stops_the_target_and_keeps_the_completed_cases() {
          url = \"http://127.0.0.1:{{{{port}}}}/health\"\nrate = 100\nduration = \"2s\"\n"
     );
         let path = s.path("suite.toml");
-        std::fs::write(&path, suite.replace("TB", testbed().to_str().unwrap())).unwrap();
+        std::fs::write(&path, with_testbed(&suite)).unwrap();
         let mut child = strainline()
             .args(["--store", &s.store(), "run", path.to_str().unwrap()])
             .stdout(std::process::Stdio::null())

@@ -21,7 +21,7 @@ const IMG: &str = "<img src=x onerror=alert(3)>";
 /// A suite of the testbed pinned to one CPU at 2 ms of CPU a push: 60% busy at the
 /// soak's 300 req/s, with room for the Chromium that browses beside it on 2 cores.
 fn suite(name: &str, kind_body: &str) -> String {
-    format!(
+    with_testbed(&format!(
         r#"
 [suite]
 name = "{name}"
@@ -35,8 +35,7 @@ name = "push<script>alert(4)</script>"
 {PUSH}
 {kind_body}
 "#
-    )
-    .replace("TB", testbed().to_str().unwrap())
+    ))
     .replace("\"CPU\"", &format!("\"{}\"", one_cpu()))
 }
 
