@@ -387,6 +387,11 @@ pub struct LoadArgs {
     /// exits 1, like a suite's.
     #[arg(long = "gate", value_name = "METRIC<VALUE")]
     pub gates: Vec<String>,
+    /// The latency percentiles the summary shows, e.g. 50,75,95,99.9 (default
+    /// 50,90,95,99,99.9); each is stored as latency_pNN, per step too. A gate's
+    /// percentile (latency_p97.5) is kept whether listed or not.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_percentile)]
+    pub percentiles: Vec<f64>,
     /// Stop the run as soon as a gate on error_rate or a latency is decided failed
     /// (it cannot pass whatever the rest of the run does), exit 1 with the reason.
     #[arg(long, requires = "gates")]
@@ -868,6 +873,19 @@ impl Default for PairingArgs {
 
 fn parse_min_change(s: &str) -> crate::error::Result<f64> {
     crate::units::parse_fraction(s)
+}
+
+fn parse_percentile(s: &str) -> crate::error::Result<f64> {
+    let q: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| crate::Error::usage(format!("'{s}' is not a percentile (e.g. 95 or 99.9)")))?;
+    if !(q > 0.0 && q < 100.0) {
+        return Err(crate::Error::usage(format!(
+            "percentile {s}: give one above 0 and below 100 (the maximum is always shown)"
+        )));
+    }
+    Ok(q)
 }
 
 fn parse_var(s: &str) -> crate::error::Result<(String, String)> {

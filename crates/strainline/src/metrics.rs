@@ -268,6 +268,13 @@ pub const METRICS: &[Def] = &[
         "latency_p999",
         "99.9th percentile latency from the intended send time",
     ),
+    def(
+        "latency_p*",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "any percentile latency from the intended send time (`latency_p75`, `latency_p99.5`): stored when `--percentiles` or a gate asks for it",
+    ),
     extreme(
         "latency_max",
         "the slowest request, from its intended send time",
@@ -313,6 +320,13 @@ pub const METRICS: &[Def] = &[
         Lower,
         LOADED,
         "a scenario step's 99th percentile latency, from its intended send time",
+    ),
+    def(
+        "step.*.latency_p*",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a scenario step's latency at any percentile (`step.login.latency_p75`): stored when `--percentiles` or a gate asks for it",
     ),
     def(
         "step.*.error_rate",
@@ -672,14 +686,52 @@ pub const METRICS: &[Def] = &[
     ),
 ];
 
-/// Does `name` fit `pattern` (`*` stands for one or more characters)?
+/// Does `name` fit `pattern`? Each `*` stands for one or more characters, and a `*`
+/// after `_p` at the end for a percentile's number (`latency_p*`: `latency_p75`,
+/// `latency_p99.5`).
 pub fn fits(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
         None => pattern == name,
         Some((pre, post)) => {
-            name.len() > pre.len() + post.len() && name.starts_with(pre) && name.ends_with(post)
+            let Some(rest) = name.strip_prefix(pre) else {
+                return false;
+            };
+            if post.is_empty() {
+                return !rest.is_empty() && (!pre.ends_with("_p") || percentile(rest).is_some());
+            }
+            // The star takes as little as it can, then as much as the rest needs.
+            rest.char_indices()
+                .skip(1)
+                .any(|(at, _)| fits(post, &rest[at..]))
         }
     }
+}
+
+/// The percentiles a load summary shows unless `--percentiles` says otherwise (p95 is
+/// every peer's default).
+pub const DEFAULT_PERCENTILES: [f64; 5] = [50.0, 90.0, 95.0, 99.0, 99.9];
+
+/// A percentile from its number as a metric names it (`95`, `99.9`, `97.25`): above 0,
+/// below 100, written as [`percentile_label`] writes it (no `095`, no `99.90`), so that
+/// one percentile has one name.
+pub fn percentile(text: &str) -> Option<f64> {
+    let q: f64 = text.parse().ok()?;
+    let ok = text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && q > 0.0
+        && q < 100.0
+        && percentile_label(q) == text;
+    ok.then_some(q)
+}
+
+/// A percentile's number as metrics name it: 95 → `95`, 99.9 → `99.9`.
+pub fn percentile_label(q: f64) -> String {
+    format!("{q}")
+}
+
+/// The percentile a latency metric's name asks for (`latency_p75`, `step.login.latency_p97.5`).
+pub fn asked_percentile(metric: &str) -> Option<f64> {
+    let (_, number) = metric.rsplit_once("latency_p")?;
+    percentile(number)
 }
 
 /// The catalogue row of a metric (exact names win over patterns).
@@ -774,6 +826,40 @@ mod tests {
             "watch_*_peak_rss"
         );
         assert!(lookup("watch__cpu").is_none() && lookup("p99").is_none());
+    }
+
+    #[test]
+    fn any_percentile_has_one_name_and_nothing_else_fits_it() {
+        assert_eq!(lookup("latency_p95").unwrap().name, "latency_p95");
+        assert_eq!(lookup("latency_p75").unwrap().name, "latency_p*");
+        assert_eq!(lookup("latency_p99.5").unwrap().name, "latency_p*");
+        assert_eq!(
+            lookup("step.log.in.latency_p97.25").unwrap().name,
+            "step.*.latency_p*"
+        );
+        assert_eq!(
+            lookup("step.login.latency_p95").unwrap().name,
+            "step.*.latency_p95"
+        );
+        for bad in [
+            "latency_p",
+            "latency_p0",
+            "latency_p100",
+            "latency_p075",
+            "latency_p99.90",
+            "latency_pmax",
+            "latency_p-5",
+            "latency_p1e1",
+            "step..latency_p75",
+            "step.x.latency_p",
+        ] {
+            assert!(lookup(bad).is_none(), "{bad}");
+        }
+        assert_eq!(asked_percentile("step.a.latency_p99.9"), Some(99.9));
+        assert_eq!(asked_percentile("latency_p50"), Some(50.0));
+        assert_eq!(asked_percentile("error_rate"), None);
+        assert!(fits("watch_*_peak_rss", "watch_a_b_peak_rss"));
+        assert!(!fits("watch_*_peak_rss", "watch__peak_rss"));
     }
 
     #[test]

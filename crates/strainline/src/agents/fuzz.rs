@@ -99,6 +99,7 @@ fn originals() -> Vec<String> {
             client: ClientOptions::default(),
             vars: Vec::new(),
             seed: None,
+            percentiles: Default::default(),
         },
         slice: Slice { index: 0, of: 2 },
         start_unix_ns: 1,

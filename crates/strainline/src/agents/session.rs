@@ -36,6 +36,7 @@ pub fn drive(
         })?,
     };
     let verdict = verdict::judge(&outcome);
+    let (shown, kept) = spec.percentiles.lists();
     let summary = summarize(
         &spec.what(),
         spec.model_name(),
@@ -43,6 +44,7 @@ pub fn drive(
         &outcome,
         &verdict,
         &planned.step_names,
+        (&shown, &kept),
     );
     Ok(Session {
         outcome,

@@ -120,6 +120,14 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
         },
         vars: args.vars.clone(),
         seed: Some(seed),
+        percentiles: crate::load::spec::Percentiles {
+            shown: args.percentiles.clone(),
+            gated: args
+                .gates
+                .iter()
+                .filter_map(|g| gate_percentile(g))
+                .collect(),
+        },
     })
 }
 
@@ -140,6 +148,12 @@ pub fn fleet(
         fleet.check(spec)?;
     }
     Ok(Some(fleet))
+}
+
+/// The latency percentile a gate's text reads (`latency_p75 < 20ms` → 75), if any.
+fn gate_percentile(text: &str) -> Option<f64> {
+    let metric = text.split(['<', '>', '=', '!']).next()?.trim();
+    crate::metrics::asked_percentile(metric)
 }
 
 /// The `--gate`s, checked against the metrics `load` stores (exit 2 on a bad one, before

@@ -81,6 +81,16 @@ pub(super) fn load_spec(
         },
         vars: Vec::new(),
         seed: None,
+        // What its gates read beyond the usual five (`latency_p75`) is kept.
+        percentiles: crate::load::spec::Percentiles {
+            shown: Vec::new(),
+            gated: ctx
+                .test
+                .gates
+                .iter()
+                .filter_map(|g| crate::metrics::asked_percentile(&g.metric))
+                .collect(),
+        },
     }
 }
 

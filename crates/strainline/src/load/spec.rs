@@ -156,6 +156,30 @@ pub struct LoadSpec {
     /// `load`'s seed, given or drawn for the run (none in a suite: a scenario's own or 1).
     #[serde(default)]
     pub seed: Option<RunSeed>,
+    /// The latency percentiles the summary shows (`--percentiles`; empty: the default
+    /// five) and those its gates read besides: each is kept, for the run and per step.
+    #[serde(default)]
+    pub percentiles: Percentiles,
+}
+
+/// Which latency percentiles a run keeps beyond its usual five (see [`LoadSpec`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Percentiles {
+    pub shown: Vec<f64>,
+    pub gated: Vec<f64>,
+}
+
+impl Percentiles {
+    /// What the summary shows, and what it keeps (shown and gated).
+    pub fn lists(&self) -> (Vec<f64>, Vec<f64>) {
+        let shown = if self.shown.is_empty() {
+            crate::metrics::DEFAULT_PERCENTILES.to_vec()
+        } else {
+            self.shown.clone()
+        };
+        let kept = shown.iter().chain(&self.gated).copied().collect();
+        (shown, kept)
+    }
 }
 
 /// The seed of a `load` run: given with `--seed` (it wins over a scenario's own `seed`),
@@ -788,6 +812,7 @@ mod tests {
             client: ClientOptions::default(),
             vars: Vec::new(),
             seed: None,
+            percentiles: Default::default(),
         }
     }
 

@@ -25,6 +25,32 @@ pub struct Percentiles {
     pub p999: u64,
     pub max: u64,
     pub mean: f64,
+    /// The percentiles asked for beyond the five above (`--percentiles`, a gate's
+    /// `latency_p75`), by their names (`p75`, `p99.5`), beside them in JSON.
+    #[serde(flatten)]
+    pub more: BTreeMap<String, u64>,
+}
+
+impl Percentiles {
+    /// The latency at percentile `q` (95, 99.9), if it was kept.
+    pub fn at(&self, q: f64) -> Option<u64> {
+        let fixed = [
+            (50.0, self.p50),
+            (90.0, self.p90),
+            (95.0, self.p95),
+            (99.0, self.p99),
+            (99.9, self.p999),
+        ];
+        fixed
+            .iter()
+            .find(|(f, _)| *f == q)
+            .map(|(_, v)| *v)
+            .or_else(|| {
+                self.more
+                    .get(&format!("p{}", crate::metrics::percentile_label(q)))
+                    .copied()
+            })
+    }
 }
 
 /// A bucket of a latency histogram: how many took at most `le_us` (and more than the
@@ -62,19 +88,13 @@ pub fn buckets(h: &Histogram<u64>, n: usize) -> Vec<Bucket> {
     out
 }
 
-pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
+/// `h`'s five usual percentiles, its maximum and mean, and those of `asked` that are not
+/// among the five.
+pub fn percentiles_with(h: &Histogram<u64>, asked: &[f64]) -> Percentiles {
     if h.is_empty() {
-        return Percentiles {
-            p50: 0,
-            p90: 0,
-            p95: 0,
-            p99: 0,
-            p999: 0,
-            max: 0,
-            mean: 0.0,
-        };
+        return Percentiles::default();
     }
-    Percentiles {
+    let mut p = Percentiles {
         p50: h.value_at_quantile(0.5),
         p90: h.value_at_quantile(0.9),
         p95: h.value_at_quantile(0.95),
@@ -82,7 +102,19 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
         p999: h.value_at_quantile(0.999),
         max: h.max(),
         mean: h.mean(),
+        more: BTreeMap::new(),
+    };
+    for &q in asked {
+        let name = format!("p{}", crate::metrics::percentile_label(q));
+        if p.at(q).is_none() {
+            p.more.insert(name, h.value_at_quantile(q / 100.0));
+        }
     }
+    p
+}
+
+pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
+    percentiles_with(h, &[])
 }
 
 /// The figures of a load run, as serialized in JSON and stored.
@@ -119,6 +151,9 @@ pub struct LoadSummary {
     /// HTTP/1.1 responses whose body came 30 ms or more after their head.
     #[serde(skip_serializing_if = "is_zero")]
     pub late_tails: u64,
+    /// The percentiles its summary shows (`--percentiles`; absent: the default five).
+    #[serde(skip_serializing_if = "is_default_percentiles")]
+    pub percentiles: Vec<f64>,
     /// From the intended send time (open model); equal to service time in the closed model.
     pub latency_us: Percentiles,
     /// From the actual send.
@@ -229,6 +264,10 @@ impl Deliveries {
     pub fn distinct(&self) -> u64 {
         self.delivered.saturating_sub(self.duplicates)
     }
+}
+
+fn is_default_percentiles(p: &[f64]) -> bool {
+    p == crate::metrics::DEFAULT_PERCENTILES
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -424,9 +463,11 @@ pub fn summarize(
     o: &Outcome,
     v: &Verdict,
     step_names: &[String],
+    (shown, asked): (&[f64], &[f64]),
 ) -> LoadSummary {
     let t: &Tally = &o.total;
     LoadSummary {
+        percentiles: shown.to_vec(),
         seed: None,
         url: url.to_string(),
         model: model.to_string(),
@@ -456,8 +497,8 @@ pub fn summarize(
         bytes_received: t.bytes_received,
         messages_received: t.counter(counters::MESSAGES),
         late_tails: t.counter(counters::LATE_TAILS),
-        latency_us: percentiles(&t.corrected),
-        service_time_us: percentiles(&t.service),
+        latency_us: percentiles_with(&t.corrected, asked),
+        service_time_us: percentiles_with(&t.service, asked),
         latency_histogram: buckets(&t.corrected, 10),
         schedule_lag_us: percentiles(&t.lag),
         connections_opened: t.connections_opened,
@@ -488,7 +529,7 @@ pub fn summarize(
                     sent: t.sent,
                     ok: t.ok,
                     errors: t.errors(),
-                    latency_us: percentiles(&t.corrected),
+                    latency_us: percentiles_with(&t.corrected, asked),
                     checks: checks_of(&t),
                     checks_failed: t.counter(counters::CHECKS_FAILED),
                     flow: flow_of(&t),
@@ -558,6 +599,9 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
             Metric::of("latency_p999", ms(s.latency_us.p999)),
             Metric::of("latency_max", ms(s.latency_us.max)),
         ]);
+        for (name, us) in &s.latency_us.more {
+            v.push(Metric::of(&format!("latency_{name}"), ms(*us)));
+        }
     }
     if s.service_time_us.max > 0 {
         v.extend([
@@ -613,6 +657,12 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
             &format!("step.{}.latency_p99", st.name),
             ms(st.latency_us.p99),
         ));
+        for (name, us) in &st.latency_us.more {
+            v.push(Metric::of(
+                &format!("step.{}.latency_{name}", st.name),
+                ms(*us),
+            ));
+        }
     }
     for st in &s.steps {
         let rate = if st.sent > 0 {

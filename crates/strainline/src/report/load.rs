@@ -12,17 +12,15 @@ use crate::units::format_micros as us;
 
 pub const JSON_SCHEMA: &str = "strainline.load.v1";
 
-fn pline(out: &mut dyn Write, name: &str, p: &Percentiles) -> io::Result<()> {
-    writeln!(
-        out,
-        "  {name:<14}p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}  max {}",
-        us(p.p50),
-        us(p.p90),
-        us(p.p95),
-        us(p.p99),
-        us(p.p999),
-        us(p.max)
-    )
+/// `p` at each of `shown` (those kept), then its maximum.
+fn pline(out: &mut dyn Write, p: &Percentiles, shown: &[f64]) -> io::Result<()> {
+    let mut line = String::new();
+    for q in shown {
+        if let Some(v) = p.at(*q) {
+            line += &format!("p{} {}  ", crate::metrics::percentile_label(*q), us(v));
+        }
+    }
+    writeln!(out, "  {:<14}{line}max {}", "", us(p.max))
 }
 
 /// The latency histogram, a bar a bucket (the longest 30 wide), with each bucket's
@@ -99,12 +97,12 @@ pub fn write_summary(out: &mut dyn Write, s: &LoadSummary, run_id: Option<i64>) 
             out,
             "  Latency, from the intended send time (coordinated-omission corrected):"
         )?;
-        pline(out, "", &s.latency_us)?;
+        pline(out, &s.latency_us, &s.percentiles)?;
         writeln!(out, "  Service time, from the actual send:")?;
-        pline(out, "", &s.service_time_us)?;
+        pline(out, &s.service_time_us, &s.percentiles)?;
     } else {
         writeln!(out, "  Latency (closed model: from the actual send):")?;
-        pline(out, "", &s.latency_us)?;
+        pline(out, &s.latency_us, &s.percentiles)?;
     }
     write_histogram(out, &s.latency_histogram)?;
     write_steps(out, s)?;
@@ -305,7 +303,7 @@ fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -
         out,
         "  End to end, from the publisher's intended send time to the subscriber:"
     )?;
-    pline(out, "", &d.latency_us)
+    pline(out, &d.latency_us, &crate::metrics::DEFAULT_PERCENTILES)
 }
 
 /// The JSON document of a run: summary and the per-second series.

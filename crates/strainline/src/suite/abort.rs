@@ -17,17 +17,14 @@ use hdrhistogram::Histogram;
 use super::gate::{Gate, Op};
 use crate::observe::{LoadSecond, Observer, Shared};
 
-/// The share of requests at or above a percentile metric's value (`latency_p99` → 1%).
+/// The share of requests at or above a percentile metric's value (`latency_p99` → 1%,
+/// `latency_p97.5` → 2.5%).
 fn tail_share(metric: &str) -> Option<f64> {
     let q = match metric {
-        "latency_p50" => 0.5,
-        "latency_p90" => 0.9,
-        "latency_p95" => 0.95,
-        "latency_p99" => 0.99,
-        "latency_p999" => 0.999,
-        _ => return None,
+        "latency_p999" => 99.9,
+        _ => crate::metrics::percentile(metric.strip_prefix("latency_p")?)?,
     };
-    Some(1.0 - q)
+    Some(1.0 - q / 100.0)
 }
 
 /// Whether the gate can be decided during a run at all.

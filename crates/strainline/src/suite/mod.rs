@@ -32,7 +32,10 @@ pub use crate::sut::spec::{Attach, Ready, TargetSpec};
 pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
     let mut m: Vec<(&str, Unit)> = crate::metrics::of_kind(kind)
         .filter(|d| {
-            !d.name.contains('*') || d.name.starts_with("check.") || d.name.starts_with("step.")
+            !d.name.contains('*')
+                || ["check.", "step.", "latency_p"]
+                    .iter()
+                    .any(|p| d.name.starts_with(p))
         })
         .map(|d| (d.name, d.unit))
         .collect();
@@ -542,7 +545,8 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                     .replace("watch_*", "watch_db")
                     .replace("log_*", "log_slow")
                     .replace("check.*", "check.logged_in")
-                    .replace("step.*", "step.login");
+                    .replace("step.*", "step.login")
+                    .replace("_p*", "_p97.5");
                 let value = match d.unit {
                     Unit::Finding => "none",
                     Unit::Ms => "1ms",

@@ -1013,6 +1013,118 @@ fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
     );
 }
 
+/// Any percentile: `--percentiles` chooses the summary's, a gate's own is kept whether
+/// listed or not, for the run and a step, in a suite's case too; each lies where the
+/// known delay puts it and between its neighbours.
+#[test]
+fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() {
+    let _l = loaded();
+    let srv = server(&["--delay", "30ms"]);
+    let s = Scratch::new();
+    let sc = s.path("push.toml");
+    std::fs::write(
+        &sc,
+        "clients = 4\n[[step]]\nname = \"reg\"\nonce = true\nmethod = \"POST\"\npath = \"/register\"\nbody = '{\"id\": \"dev0\"}'\n\
+         [[step]]\nname = \"push\"\nweight = 1\nmethod = \"POST\"\npath = \"/push/dev0\"\nbody = \"x\"\n",
+    )
+    .unwrap();
+    let base = srv.url("");
+    let base = base.trim_end_matches('/');
+    let run = |extra: &[&str]| {
+        let mut args = vec![base, "--scenario", sc.to_str().unwrap(), "-z", "2s"];
+        args.extend_from_slice(extra);
+        load(&s, &args)
+    };
+    let (out, doc) = run(&[
+        "--percentiles",
+        "50,75,97.5",
+        "--gate",
+        "latency_p97.5 < 2s",
+        "--gate",
+        "step.push.latency_p80 < 2s",
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    // The summary shows what was asked, and the maximum: not p90, p95, p99.
+    let line = text
+        .lines()
+        .skip_while(|l| !l.contains("Latency, from the intended send time"))
+        .nth(1)
+        .unwrap();
+    assert!(
+        line.trim_start().starts_with("p50 ")
+            && line.contains("  p75 ")
+            && line.contains("  p97.5 ")
+            && line.contains("  max "),
+        "{line}"
+    );
+    assert!(!line.contains("p90") && !line.contains("p99 "), "{line}");
+    assert_has(&text, "Gate          ok: latency_p97.5 < 2s");
+    assert_has(&text, "Gate          ok: step.push.latency_p80 < 2s");
+    let errors = load_schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    let all = &doc["summary"]["latency_us"];
+    let (p50, p75, p90, p975, p99) = (
+        f(&all["p50"]),
+        f(&all["p75"]),
+        f(&all["p90"]),
+        f(&all["p97.5"]),
+        f(&all["p99"]),
+    );
+    assert!(
+        p50 <= p75 && p75 <= p90 && p90 <= p975 && p975 <= p99,
+        "{all}"
+    );
+    let push = doc["summary"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|st| st["name"] == "push")
+        .unwrap()
+        .clone();
+    // Every push waited 30 ms: its p75 and p80 too. Only the gate asked for p80.
+    assert!(f(&push["latency_us"]["p75"]) >= 30_000.0, "{push}");
+    assert!(f(&push["latency_us"]["p80"]) >= 30_000.0, "{push}");
+    assert!(push["latency_us"].get("p85").is_none(), "{push}");
+    // Stored as metrics, by their names.
+    let shown = stdout(&s.run(&["show", "1"]));
+    assert_has(&shown, "latency_p97.5");
+    assert_has(&shown, "step.push.latency_p75");
+    // Failed against the delay.
+    let (out, _) = run(&["--gate", "step.push.latency_p75 < 20ms"]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "FAILED: step.push.latency_p75 < 20ms (measured",
+    );
+    // One percentile, one name; a percentile is above 0 and below 100.
+    for bad in [
+        &["--gate", "latency_p075 < 1s"][..],
+        &["--gate", "latency_p100 < 1s"][..],
+        &["--percentiles", "50,100"][..],
+    ] {
+        let (out, _) = run(bad);
+        assert_exit(&out, 2);
+    }
+    // A suite's bench case keeps the percentile its gate reads.
+    let out = run_suite(
+        &s,
+        &format!(
+            "[target]\nurl = \"{base}\"\n[[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"{base}/push/dev0\"\nmethod = \"POST\"\nbody = \"x\"\n\
+             rate = 40\nduration = \"1s\"\ngates = [\"latency_p75 >= 30ms\", \"latency_p75 < 2s\"]\n"
+        ),
+        &[],
+    );
+    assert_exit(&out, 0);
+    let p75 = case_metrics(&s)[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "latency_p75")
+        .and_then(|m| m["value"].as_f64());
+    assert!(p75.is_some_and(|v| v >= 30.0), "{}", stdout(&out));
+}
+
 /// openssl with `args` in `dir`, which must succeed.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("openssl")
