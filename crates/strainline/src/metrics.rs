@@ -329,6 +329,90 @@ pub const METRICS: &[Def] = &[
         "a scenario step's latency at any percentile (`step.login.latency_p75`): stored when `--percentiles` or a gate asks for it",
     ),
     def(
+        "group.*.duration_p50",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the median time a client took to run a group's steps in a row (`group = \"NAME\"`: from its first step's intended time to its last step's reply)",
+    ),
+    def(
+        "group.*.duration_p95",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 95th percentile of a group's time in a row (k6's `group_duration`)",
+    ),
+    def(
+        "group.*.duration_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 99th percentile of a group's time in a row",
+    ),
+    def(
+        "group.*.duration_p*",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a group's time in a row at any percentile: stored when `--percentiles` or a gate asks for it",
+    ),
+    def(
+        "group.*.latency_p95",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 95th percentile latency of a group's steps' requests together",
+    ),
+    def(
+        "group.*.latency_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 99th percentile latency of a group's steps' requests together",
+    ),
+    def(
+        "group.*.latency_p*",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a group's steps' latency at any percentile: stored when `--percentiles` or a gate asks for it",
+    ),
+    def(
+        "group.*.error_rate",
+        Unit::Ratio,
+        Lower,
+        LOADED,
+        "a group's steps' failed sends over their sends",
+    ),
+    def(
+        "tag.*.latency_p95",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 95th percentile latency of every step with a tag (`tag.page=admin.latency_p95`)",
+    ),
+    def(
+        "tag.*.latency_p99",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "the 99th percentile latency of every step with a tag",
+    ),
+    def(
+        "tag.*.latency_p*",
+        Unit::Ms,
+        Lower,
+        LOADED,
+        "a tag's steps' latency at any percentile: stored when `--percentiles` or a gate asks for it",
+    ),
+    def(
+        "tag.*.error_rate",
+        Unit::Ratio,
+        Lower,
+        LOADED,
+        "the failed sends of every step with a tag over their sends",
+    ),
+    def(
         "step.*.error_rate",
         Unit::Ratio,
         Lower,
@@ -728,9 +812,10 @@ pub fn percentile_label(q: f64) -> String {
     format!("{q}")
 }
 
-/// The percentile a latency metric's name asks for (`latency_p75`, `step.login.latency_p97.5`).
+/// The percentile a metric's name asks for (`latency_p75`, `step.login.latency_p97.5`,
+/// `group.checkout.duration_p90`).
 pub fn asked_percentile(metric: &str) -> Option<f64> {
-    let (_, number) = metric.rsplit_once("latency_p")?;
+    let (_, number) = metric.rsplit_once("_p")?;
     percentile(number)
 }
 

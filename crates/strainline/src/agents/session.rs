@@ -43,7 +43,7 @@ pub fn drive(
         &planned.description,
         &outcome,
         &verdict,
-        &planned.step_names,
+        (&planned.step_names, &planned.labels),
         (&shown, &kept),
     );
     Ok(Session {

@@ -150,20 +150,25 @@ pub fn fleet(
     Ok(Some(fleet))
 }
 
-/// The latency percentile a gate's text reads (`latency_p75 < 20ms` → 75), if any.
+/// The percentile a gate reads (`latency_p75 < 20ms` → 75), if any.
 fn gate_percentile(text: &str) -> Option<f64> {
-    let metric = text.split(['<', '>', '=', '!']).next()?.trim();
-    crate::metrics::asked_percentile(metric)
+    let gate = crate::suite::gate::parse(text, &load_metrics()).ok()?;
+    crate::metrics::asked_percentile(&gate.metric)
+}
+
+/// The metrics `load` stores, patterns included.
+fn load_metrics() -> Vec<(&'static str, crate::metrics::Unit)> {
+    crate::metrics::METRICS
+        .iter()
+        .filter(|d| d.made_by(crate::metrics::Source::Load))
+        .map(|d| (d.name, d.unit))
+        .collect()
 }
 
 /// The `--gate`s, checked against the metrics `load` stores (exit 2 on a bad one, before
 /// any load is sent).
 fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
-    let metrics: Vec<(&str, crate::metrics::Unit)> = crate::metrics::METRICS
-        .iter()
-        .filter(|d| d.made_by(crate::metrics::Source::Load))
-        .map(|d| (d.name, d.unit))
-        .collect();
+    let metrics = load_metrics();
     let gates: Vec<Gate> = args
         .gates
         .iter()

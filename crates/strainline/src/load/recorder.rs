@@ -402,6 +402,19 @@ impl Recorder {
         Some(&mut self.steps[i])
     }
 
+    /// A client ran a group's steps in a row, taking `took` from the first one's
+    /// intended time to the last one's reply; `ok` when each of them succeeded. Kept
+    /// with the steps' figures at `at` (the group's place after the steps), never in
+    /// the run's.
+    pub fn group(&mut self, at: usize, took: Duration, ok: bool) {
+        if let Some(t) = self.step(Some(at)) {
+            t.sent += 1;
+            t.completed += 1;
+            t.ok += u64::from(ok);
+            t.corrected.saturating_record(us(took));
+        }
+    }
+
     /// A request was sent (of scenario step `step`, if any).
     pub fn sent(&mut self, step: Option<usize>) {
         self.interval.sent += 1;

@@ -170,14 +170,15 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// What the summary shows, and what it keeps (shown and gated).
+    /// What the summary shows (the default five unless asked), and what is kept beyond
+    /// the usual metrics: those asked for, shown or gated.
     pub fn lists(&self) -> (Vec<f64>, Vec<f64>) {
         let shown = if self.shown.is_empty() {
             crate::metrics::DEFAULT_PERCENTILES.to_vec()
         } else {
             self.shown.clone()
         };
-        let kept = shown.iter().chain(&self.gated).copied().collect();
+        let kept = self.shown.iter().chain(&self.gated).copied().collect();
         (shown, kept)
     }
 }
@@ -216,6 +217,8 @@ pub struct Planned {
     pub description: String,
     /// Scenario step names, in order (empty without a scenario).
     pub step_names: Vec<String>,
+    /// Its steps' groups and tags.
+    pub labels: scenario::Labels,
     /// The seed the run's random choices come from (a scenario's, or the run's).
     pub seed: Option<u64>,
 }
@@ -387,6 +390,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let nofile = crate::os::process::raise_nofile() as usize;
     let cap_limit = nofile.saturating_sub(64).max(1);
     let mut step_names = Vec::new();
+    let mut labels = scenario::Labels::default();
     let mut seed = spec.seed.map(|s| s.value);
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
@@ -398,7 +402,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 &mut natural,
             )?;
             seed = Some(used);
-            step_names = names;
+            (step_names, labels) = names;
             (model, d)
         }
         Offer::Replay(log) => replay_model(log, &spec.work, &mut threads, &mut natural)?,
@@ -529,6 +533,7 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
         },
         description,
         step_names,
+        labels,
         seed,
     })
 }
@@ -557,7 +562,7 @@ fn scenario_model(
     client: &Client,
     threads: &mut usize,
     natural: &mut Duration,
-) -> Result<(Model, String, Vec<String>, u64), crate::Error> {
+) -> Result<(Model, String, (Vec<String>, scenario::Labels), u64), crate::Error> {
     let mut sc = scenario::load_seeded(path, run_seed).map_err(bad)?;
     let used = sc.seed;
     for (name, value) in vars {
@@ -576,7 +581,10 @@ fn scenario_model(
     for i in 0..sc.steps.len() {
         step_fits(path, client, &sc, i)?;
     }
-    let names = sc.steps.iter().map(|s| s.name.clone()).collect();
+    let names = (
+        sc.steps.iter().map(|s| s.name.clone()).collect(),
+        scenario::Labels::of(&sc.steps, &sc.groups),
+    );
     if let Some(sessions) = &sc.sessions {
         let (rate, poisson, shown) = match sessions {
             scenario::Arrive::Rate { rate, poisson } => (

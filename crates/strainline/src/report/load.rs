@@ -312,40 +312,114 @@ fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
     if s.steps.is_empty() {
         return Ok(());
     }
-    // As wide as the longest name (a workload scenario's are routes).
-    let w = s
+    let steps: Vec<Row> = s
         .steps
         .iter()
-        .map(|st| st.name.chars().count())
+        .map(|st| {
+            (
+                st.name.as_str(),
+                [st.sent, st.ok, st.errors],
+                &st.latency_us,
+            )
+        })
+        .collect();
+    let groups: Vec<Row> = s
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.name.as_str(),
+                [g.steps.sent, g.steps.ok, g.steps.errors],
+                &g.steps.latency_us,
+            )
+        })
+        .collect();
+    let tags: Vec<Row> = s
+        .tags
+        .iter()
+        .map(|t| {
+            (
+                t.tag.as_str(),
+                [t.steps.sent, t.steps.ok, t.steps.errors],
+                &t.steps.latency_us,
+            )
+        })
+        .collect();
+    // One width for the three tables, as wide as the longest name (a workload
+    // scenario's are routes).
+    let w = steps
+        .iter()
+        .chain(&groups)
+        .chain(&tags)
+        .map(|r| r.0.chars().count())
         .max()
         .unwrap_or(0)
         .max(12);
+    write_table(out, "Steps", ["sent", "ok", "errors"], &steps, w)?;
+    write_table(out, "Groups", ["sent", "ok", "errors"], &groups, w)?;
+    let times: Vec<Row> = s
+        .groups
+        .iter()
+        .filter_map(|g| {
+            Some((
+                g.name.as_str(),
+                [g.runs, g.runs_ok, g.runs - g.runs_ok],
+                g.duration_us.as_ref()?,
+            ))
+        })
+        .collect();
+    if !times.is_empty() {
+        write_table(out, "Group time", ["runs", "all ok", "not"], &times, w)?;
+        writeln!(
+            out,
+            "    (a run: a client ran the group's steps in a row; its time from the first one's intended time to the last reply)"
+        )?;
+    }
+    write_table(out, "Tags", ["sent", "ok", "errors"], &tags, w)?;
+    write_checks(out, s)
+}
+
+/// A row of a step, group or tag table: its name, three counts and its latency.
+type Row<'a> = (&'a str, [u64; 3], &'a Percentiles);
+
+/// A table of `rows` under `title` (nothing without rows): the counts named `heads`,
+/// then p50, p95 and p99.
+fn write_table(
+    out: &mut dyn Write,
+    title: &str,
+    heads: [&str; 3],
+    rows: &[Row],
+    w: usize,
+) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
     writeln!(
         out,
         "  {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",
-        "Steps",
-        "sent",
-        "ok",
-        "errors",
+        title,
+        heads[0],
+        heads[1],
+        heads[2],
         "p50",
         "p95",
         "p99",
         w = w + 2
     )?;
-    for st in &s.steps {
+    for (name, [a, b, c], p) in rows {
         writeln!(
             out,
             "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",
-            crate::units::printable(&st.name),
-            st.sent,
-            st.ok,
-            st.errors,
-            us(st.latency_us.p50),
-            us(st.latency_us.p95),
-            us(st.latency_us.p99)
+            crate::units::printable(name),
+            a,
+            b,
+            c,
+            us(p.p50),
+            us(p.p95),
+            us(p.p99)
         )?;
     }
-    write_checks(out, s)
+    Ok(())
 }
 
 /// A flow's checks (each step's, by name: passed, failed, pass rate) and what its

@@ -92,10 +92,59 @@ fn steps_of(summary: &serde_json::Value) -> &[serde_json::Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// One row a step under [`STEP_COLUMNS`]: what it sent, its latency and why it failed.
+/// A row of a group's or a tag's figures under [`STEP_COLUMNS`]: its name, three
+/// counts (sent, ok, errors; a group's runs in a row, all ok, not) and percentiles `p`.
+fn together_row(name: String, counts: [u64; 3], p: &serde_json::Value) -> Vec<String> {
+    let us = |k: &str| crate::units::format_micros(p[k].as_u64().unwrap_or(0));
+    vec![
+        name,
+        counts[0].to_string(),
+        counts[1].to_string(),
+        counts[2].to_string(),
+        us("p50"),
+        us("p95"),
+        us("p99"),
+        String::new(),
+    ]
+}
+
+/// The rows of a load run's groups (their steps together, then their time in a row)
+/// and tags, after its steps'.
+fn label_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let list = |k: &str| summary[k].as_array().map_or(&[][..], Vec::as_slice);
+    let mut rows = Vec::new();
+    for g in list("groups") {
+        let name = g["name"].as_str().unwrap_or_default();
+        let counts = [n(&g["sent"]), n(&g["ok"]), n(&g["errors"])];
+        rows.push(together_row(
+            format!("group {name}"),
+            counts,
+            &g["latency_us"],
+        ));
+        if let Some(d) = g.get("duration_us") {
+            let (runs, ok) = (n(&g["runs"]), n(&g["runs_ok"]));
+            let counts = [runs, ok, runs.saturating_sub(ok)];
+            rows.push(together_row(
+                format!("group {name}, in a row (runs)"),
+                counts,
+                d,
+            ));
+        }
+    }
+    for t in list("tags") {
+        let counts = [n(&t["sent"]), n(&t["ok"]), n(&t["errors"])];
+        let tag = t["tag"].as_str().unwrap_or_default();
+        rows.push(together_row(format!("tag {tag}"), counts, &t["latency_us"]));
+    }
+    rows
+}
+
+/// One row a step under [`STEP_COLUMNS`]: what it sent, its latency and why it failed;
+/// then its groups and tags.
 pub fn step_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    steps_of(summary)
+    let mut rows: Vec<Vec<String>> = steps_of(summary)
         .iter()
         .map(|st| {
             let causes: Vec<String> = st["causes"]
@@ -116,7 +165,9 @@ pub fn step_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
                 causes.join(", "),
             ]
         })
-        .collect()
+        .collect();
+    rows.extend(label_rows(summary));
+    rows
 }
 
 /// One row a named check under [`CHECK_COLUMNS`].

@@ -52,10 +52,23 @@ pub fn parse(text: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Strin
 }
 
 fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, String)> {
-    let op_at = t.find(['<', '>', '=', '!']).ok_or((
-        0,
-        format!("'{t}' is not a gate: write METRIC < VALUE, e.g. latency_p99 < 200ms"),
-    ))?;
+    // A tag's metric holds its own `=` (`tag.page=admin.latency_p95`): the operator
+    // comes after it.
+    let from = t
+        .strip_prefix("tag.")
+        .and_then(|rest| {
+            let at = rest.find(['<', '>', '=', '!', ' '])?;
+            let next = rest[at + 1..].chars().next()?;
+            (rest[at..].starts_with('=') && next.is_ascii_alphanumeric()).then_some(4 + at + 1)
+        })
+        .unwrap_or(0);
+    let op_at = t[from..]
+        .find(['<', '>', '=', '!'])
+        .map(|at| from + at)
+        .ok_or((
+            0,
+            format!("'{t}' is not a gate: write METRIC < VALUE, e.g. latency_p99 < 200ms"),
+        ))?;
     let metric = t[..op_at].trim().to_string();
     let rest = &t[op_at..];
     let (op, len) = [
@@ -305,5 +318,39 @@ mod tests {
         assert_eq!(e.0, 11);
         assert!(e.1.contains("not a unit"), "{}", e.1);
         assert!(parse("latency_p99 ~ 3", M).is_err());
+    }
+
+    #[test]
+    fn a_tags_own_equals_sign_is_part_of_its_metric() {
+        let m: &[(&str, Unit)] = &[
+            ("tag.*.latency_p95", Unit::Ms),
+            ("tag.*.error_rate", Unit::Ratio),
+        ];
+        for (text, metric, op) in [
+            (
+                "tag.page=admin.latency_p95 < 300ms",
+                "tag.page=admin.latency_p95",
+                Op::Lt,
+            ),
+            (
+                "tag.page=admin.latency_p95<=300ms",
+                "tag.page=admin.latency_p95",
+                Op::Le,
+            ),
+            (
+                "tag.page=admin.error_rate = 0%",
+                "tag.page=admin.error_rate",
+                Op::Eq,
+            ),
+            (
+                "tag.page=admin.error_rate==0%",
+                "tag.page=admin.error_rate",
+                Op::Eq,
+            ),
+        ] {
+            let g = parse(text, m).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            assert_eq!((g.metric.as_str(), g.op), (metric, op), "{text}");
+        }
+        assert!(parse("tag.page = 3", m).is_err());
     }
 }

@@ -33,7 +33,7 @@ pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
     let mut m: Vec<(&str, Unit)> = crate::metrics::of_kind(kind)
         .filter(|d| {
             !d.name.contains('*')
-                || ["check.", "step.", "latency_p"]
+                || ["check.", "step.", "group.", "tag.", "latency_p"]
                     .iter()
                     .any(|p| d.name.starts_with(p))
         })
@@ -546,6 +546,8 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                     .replace("log_*", "log_slow")
                     .replace("check.*", "check.logged_in")
                     .replace("step.*", "step.login")
+                    .replace("group.*", "group.checkout")
+                    .replace("tag.*", "tag.page=admin")
                     .replace("_p*", "_p97.5");
                 let value = match d.unit {
                     Unit::Finding => "none",

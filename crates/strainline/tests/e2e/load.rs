@@ -1125,6 +1125,179 @@ fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() 
     assert!(p75.is_some_and(|v| v >= 30.0), "{}", stdout(&out));
 }
 
+/// Groups and tags: a group's figures are its steps' together and the time a client
+/// took to run them in a row (at least its think time and the known delay); a tag's are
+/// every step's that carries it; their sums add up to the steps' and each is gated.
+#[test]
+fn groups_and_tags_add_up_to_their_steps_and_are_gated() {
+    let _l = loaded();
+    let srv = server(&["--delay", "30ms"]);
+    let s = Scratch::new();
+    let sc = s.path("tagged.toml");
+    std::fs::write(
+        &sc,
+        r#"clients = 3
+[[step]]
+name = "reg"
+once = true
+group = "signup"
+tags = { kind = "write" }
+think = "50ms"
+method = "POST"
+path = "/register"
+body = '{"id": "dev{{client}}"}'
+[[step]]
+name = "first"
+once = true
+group = "signup"
+tags = { kind = "write", page = "push" }
+method = "POST"
+path = "/push/dev{{client}}"
+body = "x"
+[[step]]
+name = "health"
+weight = 1
+tags = { page = "health" }
+path = "/health"
+[[step]]
+name = "push"
+weight = 1
+tags = { kind = "write", page = "push" }
+method = "POST"
+path = "/push/dev{{client}}"
+body = "x"
+"#,
+    )
+    .unwrap();
+    let base = srv.url("");
+    let base = base.trim_end_matches('/');
+    let run = |gates: &[&str]| {
+        let mut args = vec![base, "--scenario", sc.to_str().unwrap(), "-z", "2s"];
+        for g in gates {
+            args.extend(["--gate", g]);
+        }
+        load(&s, &args)
+    };
+    let (out, doc) = run(&[
+        "tag.kind=write.latency_p95 >= 30ms",
+        "tag.page=health.error_rate = 0%",
+        "group.signup.duration_p50 >= 80ms",
+        "group.signup.duration_p90 < 2s",
+    ]);
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    let errors = load_schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    let sum = &doc["summary"];
+    let step = |name: &str| {
+        sum["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|st| st["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    // Each client ran its two once steps in a row once: 3 runs, all ok, each at least
+    // reg's 50 ms think and the push's 30 ms delay.
+    let g = &sum["groups"][0];
+    assert_eq!(
+        (
+            g["name"].as_str(),
+            g["runs"].as_u64(),
+            g["runs_ok"].as_u64()
+        ),
+        (Some("signup"), Some(3), Some(3)),
+        "{g}"
+    );
+    assert_eq!(g["steps"], serde_json::json!(["reg", "first"]), "{g}");
+    assert_eq!(g["sent"], 6, "{g}");
+    let d = &g["duration_us"];
+    assert!(
+        f(&d["p50"]) >= 80_000.0 && f(&d["max"]) < 2_000_000.0,
+        "{g}"
+    );
+    assert!(
+        f(&d["p90"]) >= 80_000.0 && f(&d["p90"]) >= f(&d["p50"]),
+        "{g}"
+    );
+    // A tag's sends are its steps' sends; its latency theirs.
+    let tag = |t: &str| {
+        sum["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["tag"] == t)
+            .unwrap_or_else(|| panic!("no tag {t}: {}", sum["tags"]))
+            .clone()
+    };
+    let write = tag("kind=write");
+    let sent = |n: &str| step(n)["sent"].as_u64().unwrap();
+    assert_eq!(
+        write["sent"].as_u64().unwrap(),
+        sent("reg") + sent("first") + sent("push"),
+        "{write}"
+    );
+    assert_eq!(
+        tag("page=push")["sent"].as_u64().unwrap(),
+        sent("first") + sent("push")
+    );
+    assert_eq!(tag("page=health")["sent"].as_u64().unwrap(), sent("health"));
+    assert!(f(&tag("page=push")["latency_us"]["p50"]) >= 30_000.0);
+    assert!(f(&tag("page=health")["latency_us"]["p50"]) < 30_000.0);
+    for head in [
+        "  Groups ",
+        "  Group time ",
+        "  Tags ",
+        "    kind=write ",
+        "    signup ",
+    ] {
+        assert_has(&text, head);
+    }
+    assert_has(&text, "Gate          ok: group.signup.duration_p50 >= 80ms");
+    // Stored by name, for compare and history.
+    let shown = stdout(&s.run(&["show", "1"]));
+    for m in [
+        "group.signup.duration_p95",
+        "group.signup.duration_p90",
+        "tag.kind=write.latency_p95",
+        "tag.page=health.error_rate",
+    ] {
+        assert_has(&shown, m);
+    }
+    // The report's step table has them after the steps.
+    let md = s.path("r.md");
+    let out = s.run(&["report", "1", "--markdown", md.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let md = std::fs::read_to_string(&md).unwrap();
+    for row in [
+        "| group signup | 6 | 6 | 0 |",
+        "| group signup, in a row (runs) | 3 | 3 | 0 |",
+        "| tag kind=write |",
+    ] {
+        assert!(md.contains(row), "{row} not in\n{md}");
+    }
+    // Failed against the think time.
+    let (out, _) = run(&["group.signup.duration_p95 < 50ms"]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "FAILED: group.signup.duration_p95 < 50ms (measured",
+    );
+    // A group whose steps do not follow one another, a tag that would break a metric's
+    // name: refused at their line.
+    let bad = s.path("bad.toml");
+    for (text, says) in [
+        ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\ngroup = \"g\"\npath = \"/\"\n[[step]]\nname = \"b\"\nweight = 1\npath = \"/\"\n[[step]]\nname = \"c\"\nweight = 1\ngroup = \"g\"\npath = \"/\"\n", "bad.toml:14:9: step 'c': group 'g' again after other steps"),
+        ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\ntags = { page = \"a.b\" }\npath = \"/\"\n", "bad.toml:5:17: step 'a': tags: the value 'a.b'"),
+    ] {
+        std::fs::write(&bad, text).unwrap();
+        let out = s.run(&["check", bad.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), says);
+    }
+}
+
 /// openssl with `args` in `dir`, which must succeed.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("openssl")

@@ -166,6 +166,17 @@ struct Client<'a> {
     end: Option<Instant>,
     rng: Rng,
     session: Session,
+    /// Whether its last step succeeded (after its retries).
+    last_ok: bool,
+}
+
+/// A group a client is running the steps of: since when (the first one's intended
+/// time), until its last reply, and whether each step succeeded.
+struct InGroup {
+    group: usize,
+    since: Instant,
+    until: Instant,
+    ok: bool,
 }
 
 impl<'a> Client<'a> {
@@ -189,6 +200,7 @@ impl<'a> Client<'a> {
             end,
             rng: Rng::new(mix(sc.seed ^ id)),
             session: Session::new(sc, ctx.client.origin()),
+            last_ok: true,
         }
     }
 
@@ -336,10 +348,27 @@ impl<'a> Client<'a> {
         // Each loop's runs so far and its times this time, by the step that ends it.
         let mut laps: Vec<Option<(u32, u32)>> = vec![None; sc.steps.len()];
         let mut k = 0;
+        let mut in_group: Option<InGroup> = None;
         while let Some(&i) = order.get(k) {
+            let group = sc.steps[i].group;
+            if in_group.as_ref().map(|g| g.group) != group {
+                self.group_done(in_group.take());
+                in_group = group.map(|group| InGroup {
+                    group,
+                    since: due,
+                    until: due,
+                    ok: true,
+                });
+            }
             let started = Instant::now();
             let then = self.step(i, due).await;
+            if let Some(g) = in_group.as_mut() {
+                g.until = Instant::now();
+                g.ok &= self.last_ok;
+            }
             if then != Then::Next || !self.think(i, started).await {
+                // A group left halfway (the run ended, the client stopped or started
+                // again) is not a run of it.
                 return then.min_end();
             }
             due = Instant::now();
@@ -362,7 +391,17 @@ impl<'a> Client<'a> {
                 }
             }
         }
+        self.group_done(in_group);
         Then::Next
+    }
+
+    /// A group whose steps the client ran in a row: its duration recorded.
+    fn group_done(&self, g: Option<InGroup>) {
+        if let Some(g) = g {
+            let at = self.sc.steps.len() + g.group;
+            let mut rec = self.ctx.rec.lock().unwrap();
+            rec.group(at, g.until - g.since, g.ok);
+        }
     }
 
     /// Sleeps until `until` (or the client's end); false when the run or the client
@@ -395,7 +434,8 @@ impl<'a> Client<'a> {
             if self.over() {
                 return Then::End;
             }
-            if self.send(st, i, intended).await {
+            self.last_ok = self.send(st, i, intended).await;
+            if self.last_ok {
                 return Then::Next;
             }
             let count = |key: &str| self.ctx.rec.lock().unwrap().count(Some(i), key);

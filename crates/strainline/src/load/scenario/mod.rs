@@ -18,10 +18,12 @@ use super::flow::{Check, Extract, Keep, OnFailure, MAX_VALUE};
 use super::request::Rendered;
 use super::template::{Culprit, RandomPool, Text, Vars};
 
+mod labels;
 mod parse;
 mod raw;
 mod step;
 
+pub use labels::Labels;
 pub use parse::{load, load_seeded, parse};
 pub use raw::schema;
 
@@ -113,6 +115,10 @@ pub struct Step {
     /// `from` until the group ran `times` times (or, with `until`, until this step's
     /// reply meets the condition).
     pub repeat: Option<Loop>,
+    /// `group = "NAME"`: its index in [`Scenario::groups`].
+    pub group: Option<usize>,
+    /// `tags = { page = "admin" }`, in name order.
+    pub tags: Vec<(String, String)>,
 }
 
 /// A loop over a group of a flow's steps: from step `from` to the step that has it.
@@ -221,6 +227,8 @@ pub struct Scenario {
     pub cookies: bool,
     /// `script = "FILE"`: its `request(r)` and `response(r)` hooks.
     pub script: Option<std::sync::Arc<super::script::Script>>,
+    /// Its steps' groups, in file order (a group's steps follow one another).
+    pub groups: Vec<String>,
 }
 
 /// Why a step's rendered request was not sent: the field that cannot carry what was

@@ -151,6 +151,7 @@ fn parse_seeded(
         ));
     }
     loops(&raw, &mut steps, sessions.is_some(), &template, &at)?;
+    let groups = super::labels::labels(&raw, &mut steps, &at)?;
     Ok(Scenario {
         clients,
         stages,
@@ -165,6 +166,7 @@ fn parse_seeded(
         defaults,
         cookies: raw.cookies.unwrap_or(true),
         script,
+        groups,
     })
 }
 

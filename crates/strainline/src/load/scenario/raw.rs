@@ -132,6 +132,15 @@ pub(super) struct RawStep {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub(super) set: BTreeMap<String, Spanned<String>>,
+    /// The group the step belongs to (`group = "checkout"`), with the steps beside it
+    /// that name it: their figures together and the time they took in a row.
+    #[schemars(with = "Option<String>")]
+    pub(super) group: Option<Spanned<String>>,
+    /// Tags of the step (`tags = { page = "admin" }`): the figures of every step with a
+    /// tag are kept together (`tag.page=admin.latency_p95`).
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub(super) tags: BTreeMap<String, Spanned<String>>,
 }
 
 /// What `vars` may be, for the schema (read by [`RawVars`]'s own deserializer).

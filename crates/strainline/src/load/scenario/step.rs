@@ -188,6 +188,8 @@ pub(super) fn step(
         follow,
         keep,
         repeat: None,
+        group: None,
+        tags: Vec::new(),
     })
 }
 

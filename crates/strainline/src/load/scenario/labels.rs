@@ -1,0 +1,113 @@
+//! A scenario's groups and tags: `group = "checkout"` on steps that follow one another
+//! (their figures together, and the time a client took to run them in a row: k6's
+//! `group_duration`, Gatling's group), and `tags = { page = "admin" }` on any step
+//! (the figures of every step that carries the tag: k6's `http_req_duration{page:admin}`).
+//! Both are read once, after the steps; the engine counts by step, and a group's or a
+//! tag's figures are its steps' merged (exact: HDR histograms add).
+
+use toml::Spanned;
+
+use super::raw::RawScenario;
+use super::Step;
+
+/// What a group's or a tag's name and a tag's value may be: they go into metric names
+/// (`group.checkout.duration_p95`, `tag.page=admin.latency_p95`).
+pub(super) const LABEL_RULE: &str = "letters, digits, '_', '-', '/' and ':' (no '.', '=' nor space: it goes into metric names such as tag.page=admin.latency_p95)";
+
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-/:".contains(&b))
+}
+
+/// Sets each step's group and tags; the groups' names, in file order. A group's steps
+/// follow one another in the file.
+pub(super) fn labels(
+    raw: &RawScenario,
+    steps: &mut [Step],
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<String>> {
+    let mut groups: Vec<String> = Vec::new();
+    for (i, spanned) in raw.step.iter().enumerate() {
+        let st = spanned.get_ref();
+        for (key, value) in &st.tags {
+            let checked = |s: &str, what: &str, p: usize| match is_label(s) {
+                true => Ok(()),
+                false => Err(at(
+                    p,
+                    format!("step '{}': tags: {what} '{s}': {LABEL_RULE}", steps[i].name),
+                )),
+            };
+            checked(key, "the name", value.span().start)?;
+            checked(value.get_ref(), "the value", value.span().start)?;
+            steps[i].tags.push((key.clone(), value.get_ref().clone()));
+        }
+        let Some(g) = &st.group else { continue };
+        let name: &String = g.get_ref();
+        if !is_label(name) {
+            return Err(at(
+                g.span().start,
+                format!("step '{}': group '{name}': {LABEL_RULE}", steps[i].name),
+            ));
+        }
+        let index = match groups.iter().position(|n| n == name) {
+            Some(k) if i > 0 && steps[i - 1].group == Some(k) => k,
+            Some(_) => return Err(split(g, &steps[i].name, at)),
+            None => {
+                groups.push(name.clone());
+                groups.len() - 1
+            }
+        };
+        steps[i].group = Some(index);
+    }
+    Ok(groups)
+}
+
+fn split(
+    g: &Spanned<String>,
+    step: &str,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::Error {
+    at(
+        g.span().start,
+        format!(
+            "step '{step}': group '{}' again after other steps: a group's steps follow one another in the file (its duration is the time they took in a row); give these another group",
+            g.get_ref()
+        ),
+    )
+}
+
+/// The steps of each group and of each tag (`page=admin`), by their indices.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Labels {
+    pub groups: Vec<(String, Vec<usize>)>,
+    pub tags: Vec<(String, Vec<usize>)>,
+}
+
+impl Labels {
+    pub fn of(steps: &[Step], groups: &[String]) -> Labels {
+        let members = |g: usize| {
+            (0..steps.len())
+                .filter(|&i| steps[i].group == Some(g))
+                .collect()
+        };
+        let mut tags: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, st) in steps.iter().enumerate() {
+            for (k, v) in &st.tags {
+                let tag = format!("{k}={v}");
+                match tags.iter_mut().find(|t| t.0 == tag) {
+                    Some(t) => t.1.push(i),
+                    None => tags.push((tag, vec![i])),
+                }
+            }
+        }
+        Labels {
+            groups: groups
+                .iter()
+                .enumerate()
+                .map(|(g, n)| (n.clone(), members(g)))
+                .collect(),
+            tags,
+        }
+    }
+}
