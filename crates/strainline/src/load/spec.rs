@@ -556,13 +556,16 @@ fn span_words(model: &Model, duration: Option<Duration>, asked: bool) -> String 
 
 /// A scenario file's model: its virtual clients, or its open-model arrivals with a
 /// step drawn per request. The description and the steps' names with it.
+/// A scenario's step names, in order, and its groups and tags.
+type StepsOf = (Vec<String>, scenario::Labels);
+
 fn scenario_model(
     path: &std::path::Path,
     (vars, run_seed): (&[(String, String)], Option<RunSeed>),
     client: &Client,
     threads: &mut usize,
     natural: &mut Duration,
-) -> Result<(Model, String, (Vec<String>, scenario::Labels), u64), crate::Error> {
+) -> Result<(Model, String, StepsOf, u64), crate::Error> {
     let mut sc = scenario::load_seeded(path, run_seed).map_err(bad)?;
     let used = sc.seed;
     for (name, value) in vars {
