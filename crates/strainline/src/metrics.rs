@@ -412,6 +412,15 @@ pub const METRICS: &[Def] = &[
         LOADED,
         "the failed sends of every step with a tag over their sends",
     ),
+    custom("metric.*.count", Unit::Count, "how many values a scenario's own metric (`[metrics]`) was fed"),
+    custom("metric.*.total", Unit::Plain, "a counter's sum of what it was fed"),
+    custom("metric.*.per_second", Unit::Plain, "a counter's sum per second of the run"),
+    custom("metric.*.rate", Unit::Ratio, "a rate's share of true values"),
+    custom("metric.*.mean", Unit::Plain, "a trend's mean, exact"),
+    custom("metric.*.min", Unit::Plain, "a trend's or a gauge's least value, exact"),
+    custom("metric.*.max", Unit::Plain, "a trend's or a gauge's most value, exact"),
+    custom("metric.*.last", Unit::Plain, "a gauge's last value"),
+    custom("metric.*.p*", Unit::Plain, "a trend's percentile, to 3 significant digits (p50, p90, p95, p99, and any a gate or `--percentiles` asks for)"),
     def(
         "step.*.error_rate",
         Unit::Ratio,
@@ -770,9 +779,22 @@ pub const METRICS: &[Def] = &[
     ),
 ];
 
+/// A row of a scenario's own metric's figure, `metric.*.FIGURE`: in the unit it was fed,
+/// which way is better unknown (compare shows it, never judges it).
+const fn custom(name: &'static str, unit: Unit, about: &'static str) -> Def {
+    Def {
+        name,
+        unit,
+        direction: Direction::None,
+        kinds: LOADED,
+        extreme: false,
+        about,
+    }
+}
+
 /// Does `name` fit `pattern`? Each `*` stands for one or more characters, and a `*`
-/// after `_p` at the end for a percentile's number (`latency_p*`: `latency_p75`,
-/// `latency_p99.5`).
+/// after `_p` or `.p` at the end for a percentile's number (`latency_p*`: `latency_p75`,
+/// `latency_p99.5`; `metric.*.p*`: `metric.items.p95`).
 pub fn fits(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
         None => pattern == name,
@@ -781,7 +803,8 @@ pub fn fits(pattern: &str, name: &str) -> bool {
                 return false;
             };
             if post.is_empty() {
-                return !rest.is_empty() && (!pre.ends_with("_p") || percentile(rest).is_some());
+                let numbered = pre.ends_with("_p") || pre.ends_with(".p");
+                return !rest.is_empty() && (!numbered || percentile(rest).is_some());
             }
             // The star takes as little as it can, then as much as the rest needs.
             rest.char_indices()
@@ -815,8 +838,8 @@ pub fn percentile_label(q: f64) -> String {
 /// The percentile a metric's name asks for (`latency_p75`, `step.login.latency_p97.5`,
 /// `group.checkout.duration_p90`).
 pub fn asked_percentile(metric: &str) -> Option<f64> {
-    let (_, number) = metric.rsplit_once("_p")?;
-    percentile(number)
+    let at = metric.rfind("_p").max(metric.rfind(".p"))?;
+    percentile(&metric[at + 2..])
 }
 
 /// The catalogue row of a metric (exact names win over patterns).

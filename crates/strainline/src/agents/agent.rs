@@ -607,6 +607,7 @@ fn start(
         let _ = out.send(FromAgent::Done(Box::new(Report {
             total: outcome.total,
             steps: outcome.steps,
+            custom: outcome.custom,
             elapsed: outcome.elapsed,
             thread_cpu: outcome.thread_cpu,
             connections_asked: outcome.connections_asked,

@@ -493,6 +493,7 @@ fn merge(
 ) -> Outcome {
     let mut total = Tally::default();
     let mut steps: Vec<Tally> = Vec::new();
+    let mut custom = Vec::new();
     let mut tail = Tally::default();
     let mut elapsed: f64 = 0.0;
     let of = parts.len();
@@ -509,6 +510,7 @@ fn merge(
                 for (s, t) in steps.iter_mut().zip(&r.steps) {
                     s.merge(t);
                 }
+                crate::load::custom::merge_all(&mut custom, &r.custom);
                 asked += r.connections_asked;
                 ready += r.connections_ready;
                 threads += r.threads;
@@ -550,6 +552,7 @@ fn merge(
     Outcome {
         total,
         steps,
+        custom,
         seconds,
         elapsed,
         scheduled: crate::load::driver::scheduled(plan),

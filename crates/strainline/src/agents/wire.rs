@@ -111,6 +111,9 @@ pub enum FromAgent {
 pub struct Report {
     pub total: Tally,
     pub steps: Vec<Tally>,
+    /// A scenario's own metrics' values (absent from an agent before them).
+    #[serde(default)]
+    pub custom: Vec<crate::load::custom::Custom>,
     pub elapsed: f64,
     pub thread_cpu: Vec<f64>,
     pub connections_asked: usize,

@@ -255,6 +255,8 @@ pub struct Extract {
     pub name: String,
     pub var: usize,
     pub source: Source,
+    /// `metric = "NAME"`: the scenario's metric each value found feeds (its index).
+    pub metric: Option<usize>,
 }
 
 /// A JSON value a check wants: as written, or a string with placeholders, rendered with

@@ -2,12 +2,14 @@
 //! ([`schedule`]), the protocols behind one seam ([`client`]: [`http`], a command,
 //! and the registry's, [`proto`]), one driver for every shape of load
 //! ([`driver`]), bounded-memory measurement ([`recorder`]), the generator-saturation
-//! verdict ([`verdict`]) and the run's own figures ([`summary`]). `strainline load` and
+//! verdict ([`verdict`]), a scenario's own metrics ([`custom`]) and the run's own figures
+//! ([`summary`]). `strainline load` and
 //! the test kinds both describe load as a [`LoadSpec`]; neither reaches inside.
 
 pub mod accounting;
 pub mod client;
 mod command;
+pub mod custom;
 pub mod driver;
 pub mod feed;
 pub mod flow;

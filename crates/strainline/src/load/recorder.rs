@@ -365,11 +365,13 @@ impl Tally {
     }
 }
 
-/// A worker's recorder: the current interval, and each scenario step's whole run.
+/// A worker's recorder: the current interval, and each scenario step's whole run (its
+/// groups' runs after its steps) and its own metrics' values.
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub interval: Tally,
     pub steps: Vec<Tally>,
+    pub custom: Vec<super::custom::Custom>,
 }
 
 fn us(d: Duration) -> u64 {
@@ -413,6 +415,17 @@ impl Recorder {
             t.ok += u64::from(ok);
             t.corrected.saturating_record(us(took));
         }
+    }
+
+    /// Feeds `v` to the scenario's metric `k` (of `kind`).
+    pub fn metric(&mut self, k: usize, kind: super::custom::Kind, v: f64) {
+        if self.custom.len() <= k {
+            self.custom.resize_with(k + 1, Default::default);
+        }
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        self.custom[k].add(kind, v, at);
     }
 
     /// A request was sent (of scenario step `step`, if any).

@@ -586,7 +586,7 @@ fn scenario_model(
     }
     let names = (
         sc.steps.iter().map(|s| s.name.clone()).collect(),
-        scenario::Labels::of(&sc.steps, &sc.groups),
+        scenario::Labels::of(&sc.steps, &sc.groups, &sc.metrics),
     );
     if let Some(sessions) = &sc.sessions {
         let (rate, poisson, shown) = match sessions {

@@ -203,6 +203,9 @@ pub struct LoadSummary {
     pub groups: Vec<GroupSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<TagSummary>,
+    /// A scenario's own metrics (`[metrics]`), in name order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub custom_metrics: Vec<crate::load::custom::CustomSummary>,
     /// Per agent, when agents generated the load (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentSummary>,
@@ -390,7 +393,9 @@ pub struct StepSummary {
     /// What its flow counters say: `restarts`, `retries`, `stopped`,
     /// `redirects_not_followed`, each variable it could not extract
     /// (`extract.NAME.missing`) and each request not sent for what a field could not
-    /// carry (`invalid.FIELD.BY`: `invalid.path.{{id}}`).
+    /// carry (`invalid.FIELD.BY`: `invalid.path.{{id}}`), and values its metrics could
+    /// not take (`metric.NAME.not_a_value`) or that the script fed to none declared
+    /// (`metric.undeclared`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub flow: BTreeMap<String, u64>,
     /// Why replies whose status passed failed: `check:NAME`, `extract:NAME`.
@@ -526,7 +531,10 @@ fn flow_of(t: &Tally) -> BTreeMap<String, u64> {
             k.strip_prefix("flow.")
                 .map(str::to_string)
                 .or_else(|| {
-                    (k.starts_with("extract.") || k.starts_with("invalid.")).then(|| k.clone())
+                    ["extract.", "invalid.", "metric."]
+                        .iter()
+                        .any(|p| k.starts_with(p))
+                        .then(|| k.clone())
                 })
                 .map(|k| (k, *v))
         })
@@ -545,6 +553,15 @@ pub fn summarize(
     let t: &Tally = &o.total;
     LoadSummary {
         kept: asked.to_vec(),
+        custom_metrics: labels
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(k, (name, kind))| {
+                let c = o.custom.get(k).cloned().unwrap_or_default();
+                crate::load::custom::summary(name, *kind, &c, o.elapsed, asked)
+            })
+            .collect(),
         groups: labels
             .groups
             .iter()
@@ -807,6 +824,9 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
     }
     for t in &s.tags {
         together(&mut v, &format!("tag.{}", t.tag), &t.steps, kept);
+    }
+    for c in &s.custom_metrics {
+        v.extend(crate::load::custom::metrics(c));
     }
     for st in &s.steps {
         let rate = if st.sent > 0 {

@@ -524,6 +524,7 @@ mod tests {
         Outcome {
             total,
             steps: Vec::new(),
+            custom: Vec::new(),
             seconds: Vec::new(),
             elapsed: 10.0,
             scheduled: Some((1000, 10.0)),

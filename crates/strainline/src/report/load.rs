@@ -376,7 +376,70 @@ fn write_steps(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         )?;
     }
     write_table(out, "Tags", ["sent", "ok", "errors"], &tags, w)?;
+    write_custom(out, s, w)?;
     write_checks(out, s)
+}
+
+/// A scenario's own metrics: each one's kind, values fed and its kind's figures.
+fn write_custom(out: &mut dyn Write, s: &LoadSummary, w: usize) -> io::Result<()> {
+    if s.custom_metrics.is_empty() {
+        return Ok(());
+    }
+    let w = s
+        .custom_metrics
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(w);
+    writeln!(
+        out,
+        "  {:<w$}{:>9} {:>9}   figures",
+        "Metrics",
+        "kind",
+        "values",
+        w = w + 2
+    )?;
+    let num = crate::units::format_number;
+    for c in &s.custom_metrics {
+        let mut figures: Vec<String> = Vec::new();
+        if let Some(t) = c.total {
+            figures.push(format!("total {}", num(t)));
+        }
+        if let Some(p) = c.per_second {
+            figures.push(format!("{}/s", num(p)));
+        }
+        if let Some(r) = c.rate {
+            figures.push(format!("{:.2}% true", 100.0 * r));
+        }
+        if let Some(l) = c.last {
+            figures.push(format!("last {}", num(l)));
+        }
+        if let Some(m) = c.mean {
+            figures.push(format!("mean {}", num(m)));
+        }
+        if let Some(m) = c.min {
+            figures.push(format!("min {}", num(m)));
+        }
+        for (p, x) in &c.percentiles {
+            figures.push(format!("{p} {}", num(*x)));
+        }
+        if let Some(m) = c.max {
+            figures.push(format!("max {}", num(m)));
+        }
+        if c.count == 0 {
+            figures.push("never fed".to_string());
+        }
+        writeln!(
+            out,
+            "    {:<w$}{:>9} {:>9}   {}",
+            crate::units::printable(&c.name),
+            c.kind.name(),
+            c.count,
+            figures.join("  ")
+        )?;
+    }
+    Ok(())
 }
 
 /// A row of a step, group or tag table: its name, three counts and its latency.
@@ -512,6 +575,15 @@ fn write_checks(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
                 "redirects_not_followed" => format!(
                     "{v} redirects not followed (another host or scheme, or a malformed Location: the 3xx was the reply)"
                 ),
+                "metric.undeclared" => format!(
+                    "{v} values fed by the script to metrics [metrics] does not declare (not kept; the first is logged)"
+                ),
+                k if k.starts_with("metric.") => match k["metric.".len()..].rsplit_once('.') {
+                    Some((m, _)) => format!(
+                        "{v} values metric '{m}' could not take (not a number, below 0 or above a trillion; a rate: true, false or a number): not kept"
+                    ),
+                    None => format!("{v} × {k}"),
+                },
                 k => match k.trim_start_matches("extract.").rsplit_once('.') {
                     Some((var, "too_large")) => format!(
                         "{v} times {{{{{var}}}}} could not be extracted: the reply was too large to extract from (its first 1 MiB is kept)"

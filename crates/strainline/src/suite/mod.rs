@@ -33,7 +33,7 @@ pub fn kind_metrics(kind: Kind) -> Vec<(&'static str, Unit)> {
     let mut m: Vec<(&str, Unit)> = crate::metrics::of_kind(kind)
         .filter(|d| {
             !d.name.contains('*')
-                || ["check.", "step.", "group.", "tag.", "latency_p"]
+                || ["check.", "step.", "group.", "tag.", "metric.", "latency_p"]
                     .iter()
                     .any(|p| d.name.starts_with(p))
         })
@@ -548,6 +548,8 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                     .replace("step.*", "step.login")
                     .replace("group.*", "group.checkout")
                     .replace("tag.*", "tag.page=admin")
+                    .replace("metric.*", "metric.items")
+                    .replace(".p*", ".p97.5")
                     .replace("_p*", "_p97.5");
                 let value = match d.unit {
                     Unit::Finding => "none",

@@ -1298,6 +1298,151 @@ body = "x"
     }
 }
 
+/// A scenario's own metrics against what the testbed knows: it numbers the devices it
+/// enrolls 0, 1, 2 …, so the ids extracted from 300 enrollments are exactly 0..=299 —
+/// a trend's mean, percentiles and extremes, a counter's total and a gauge's extremes
+/// are known; the script feeds a rate (the even ids: half) and a counter (one a reply).
+#[test]
+fn a_scenarios_own_metrics_equal_what_the_testbed_knows() {
+    let _l = loaded();
+    let srv = server(&[]);
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("feed.lua"),
+        "function response(r)\n  local n = tonumber(string.match(r.body, 'd%-(%d+)'))\n  strainline.metric('even', n % 2 == 0)\n  strainline.metric('hooked', 1)\n  strainline.metric('nope', 1)\nend\n",
+    )
+    .unwrap();
+    let sc = s.path("enroll.toml");
+    std::fs::write(
+        &sc,
+        r#"clients = 3
+script = "feed.lua"
+[metrics]
+ids = "trend"
+id_sum = "counter"
+seen = "gauge"
+even = "rate"
+hooked = "counter"
+[[step]]
+name = "enroll"
+weight = 1
+method = "POST"
+path = "/devices"
+extract.id = { regex = 'd-([0-9]+)', metric = "ids" }
+extract.sum = { regex = 'd-([0-9]+)', metric = "id_sum" }
+extract.seen = { regex = 'd-([0-9]+)', metric = "seen" }
+extract.word = { regex = '"(id)"', metric = "ids" }
+"#,
+    )
+    .unwrap();
+    let base = srv.url("");
+    let (out, doc) = load(
+        &s,
+        &[
+            base.trim_end_matches('/'),
+            "--scenario",
+            sc.to_str().unwrap(),
+            "-n",
+            "300",
+            "--gate",
+            "metric.ids.p95 = 284",
+            "--gate",
+            "metric.ids.p97.5 = 292",
+            "--gate",
+            "metric.even.rate = 50%",
+            "--gate",
+            "metric.hooked.total = 300",
+        ],
+    );
+    let text = stdout(&out);
+    assert_exit(&out, 0);
+    let errors = load_schema_errors(&doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    // The testbed enrolled exactly the 300 devices the run sent.
+    let (code, body) = srv.client().request("GET", "/stats", b"");
+    assert_eq!(code, 200, "{body}");
+    let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stats["registers"], 300, "{stats}");
+    let m = |name: &str| {
+        doc["summary"]["custom_metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {text}"))
+            .clone()
+    };
+    // 0..=299 once each (the `"id"` word is not a number: counted, never fed).
+    let ids = m("ids");
+    assert_eq!(ids["count"], 300, "{ids}");
+    assert_eq!(ids["mean"], 149.5, "{ids}");
+    assert_eq!(
+        (ids["min"].as_f64(), ids["max"].as_f64()),
+        (Some(0.0), Some(299.0))
+    );
+    // The smallest id with at least q% of the ids at or below it: ⌈3q⌉ − 1.
+    for (p, want) in [
+        ("p50", 149.0),
+        ("p90", 269.0),
+        ("p95", 284.0),
+        ("p97.5", 292.0),
+        ("p99", 296.0),
+    ] {
+        assert_eq!(ids["percentiles"][p].as_f64(), Some(want), "{p}: {ids}");
+    }
+    assert_eq!(m("id_sum")["total"], 44_850.0);
+    let seen = m("seen");
+    assert_eq!(
+        (seen["min"].as_f64(), seen["max"].as_f64()),
+        (Some(0.0), Some(299.0)),
+        "{seen}"
+    );
+    assert_eq!(m("even")["rate"], 0.5);
+    assert_eq!(m("hooked")["total"], 300.0);
+    let flow = &doc["summary"]["steps"][0]["flow"];
+    assert_eq!(flow["metric.ids.not_a_value"], 300, "{flow}");
+    assert_eq!(flow["metric.undeclared"], 300, "{flow}");
+    assert_has(&text, "300 values fed by the script to metrics [metrics] does not declare");
+    assert_has(&text, "  Metrics ");
+    assert_has(&text, "mean 149.5");
+    // Stored and gated by name.
+    let shown = stdout(&s.run(&["show", "1"]));
+    for name in [
+        "metric.ids.p95",
+        "metric.ids.mean",
+        "metric.id_sum.total",
+        "metric.even.rate",
+        "metric.seen.last",
+    ] {
+        assert_has(&shown, name);
+    }
+    // A gate against the known truth fails when the truth says so.
+    let (out, _) = load(
+        &s,
+        &[
+            base.trim_end_matches('/'),
+            "--scenario",
+            sc.to_str().unwrap(),
+            "-n",
+            "30",
+            "--gate",
+            "metric.ids.count > 30",
+        ],
+    );
+    assert_exit(&out, 1);
+    // A metric that is not declared, a kind that is not one: refused at their line.
+    let bad = s.path("bad.toml");
+    for (text, says) in [
+        ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\nextract.n = { json = \"$.n\", metric = \"items\" }\n", "bad.toml:6:13: extract.n: metric 'items' is not declared"),
+        ("clients = 1\n[metrics]\nitems = \"histogram\"\n[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\n", "bad.toml:3:9: metrics.items: 'histogram': give counter, trend, rate or gauge"),
+    ] {
+        std::fs::write(&bad, text).unwrap();
+        let out = s.run(&["check", bad.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), says);
+    }
+}
+
 /// openssl with `args` in `dir`, which must succeed.
 fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("openssl")

@@ -507,7 +507,13 @@ impl<'a> Client<'a> {
             };
             let held = Instant::now();
             let said = script::request(script, sc.seed, caller, &mut req);
-            self.ctx.rec.lock().unwrap().hook(held.elapsed());
+            let fed = script::take_fed();
+            let mut rec = self.ctx.rec.lock().unwrap();
+            rec.hook(held.elapsed());
+            if said.is_ok() {
+                feed_script(&sc, fed, i, &mut rec);
+            }
+            drop(rec);
             if let Err(why) = said {
                 script_failed(&why.0);
                 let mut rec = self.ctx.rec.lock().unwrap();
@@ -670,7 +676,12 @@ fn hook(
         values: &mut s.values,
         random,
     };
-    let cause = match script::response(script, sc.seed, caller, reply.status, kept, latency) {
+    let said = script::response(script, sc.seed, caller, reply.status, kept, latency);
+    let fed = script::take_fed();
+    if said.is_ok() {
+        feed_script(sc, fed, i, rec);
+    }
+    let cause = match said {
         // The hook is one check, `script`: its passes and failures, the failure's
         // name (`return false, "signed"`) in its cause.
         Ok(said) => {
@@ -705,6 +716,44 @@ fn hook(
         reply.ok = false;
     }
     checked
+}
+
+/// What a metric is fed: an extraction's text, or the script's number or boolean.
+enum Value<'a> {
+    Text(&'a str),
+    Number(f64),
+}
+
+/// Feeds the scenario's metric `k` on step `i`: a value it cannot take (a trend fed
+/// `abc`, a negative count) is counted on the step (`metric.NAME.not_a_value`), not fed.
+fn feed(sc: &Scenario, k: usize, v: Value, i: usize, rec: &mut Recorder) {
+    let (name, kind) = &sc.metrics[k];
+    let x = match v {
+        Value::Text(t) => kind.value_of(t),
+        Value::Number(x) if *kind == crate::load::custom::Kind::Rate => Some(f64::from(x != 0.0)),
+        Value::Number(x) => crate::load::custom::fits(x).then_some(x),
+    };
+    match x {
+        Some(x) => rec.metric(k, *kind, x),
+        None => rec.count(Some(i), &format!("metric.{name}.not_a_value")),
+    }
+}
+
+/// What the script fed metrics in its last call, fed to the scenario's. A name not in
+/// `[metrics]` is counted on the step as `metric.undeclared` — one key, whatever the
+/// name, so that a script making up names cannot grow the counters — and the first told.
+fn feed_script(sc: &Scenario, fed: Vec<(String, f64)>, i: usize, rec: &mut Recorder) {
+    for (name, x) in fed {
+        match sc.metrics.iter().position(|(n, _)| *n == name) {
+            Some(k) => feed(sc, k, Value::Number(x), i, rec),
+            None => {
+                script_failed(&format!(
+                    "strainline.metric: '{name}' is not declared in the scenario's [metrics]"
+                ));
+                rec.count(Some(i), "metric.undeclared");
+            }
+        }
+    }
 }
 
 /// Takes what step `i`'s reply gives the client (its cookies, its extracted values)
@@ -742,6 +791,9 @@ fn judge(
             let why = if kept.cut { "too_large" } else { "missing" };
             rec.count(Some(i), &format!("extract.{}.{why}", e.name));
             cause.get_or_insert_with(|| format!("extract:{}", e.name));
+        }
+        if let (Some(k), Some(text)) = (e.metric, found.as_deref()) {
+            feed(sc, k, Value::Text(text), i, rec);
         }
         s.values[e.var] = found;
     }

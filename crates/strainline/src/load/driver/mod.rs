@@ -767,6 +767,7 @@ pub fn run_from(
         progress(s, &last);
     }
     let mut steps: Vec<Tally> = Vec::new();
+    let mut custom = Vec::new();
     for r in &recs {
         let r = r.lock().unwrap();
         if steps.len() < r.steps.len() {
@@ -775,11 +776,13 @@ pub fn run_from(
         for (i, t) in r.steps.iter().enumerate() {
             steps[i].merge(t);
         }
+        crate::load::custom::merge_all(&mut custom, &r.custom);
     }
     let scheduled = scheduled(plan);
     Outcome {
         total,
         steps,
+        custom,
         seconds,
         elapsed,
         scheduled,

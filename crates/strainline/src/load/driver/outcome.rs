@@ -22,8 +22,11 @@ pub struct Second {
 /// What a run produced.
 pub struct Outcome {
     pub total: Tally,
-    /// Per scenario step (index as in the scenario), for the whole run.
+    /// Per scenario step (index as in the scenario), for the whole run; then its
+    /// groups' runs in a row.
     pub steps: Vec<Tally>,
+    /// A scenario's own metrics' values, by their place in `[metrics]`.
+    pub custom: Vec<crate::load::custom::Custom>,
     pub seconds: Vec<Second>,
     /// Wall time from start until the last response (or timeout), seconds.
     pub elapsed: f64,

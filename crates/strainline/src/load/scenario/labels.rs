@@ -1,14 +1,17 @@
-//! A scenario's groups and tags: `group = "checkout"` on steps that follow one another
-//! (their figures together, and the time a client took to run them in a row: k6's
-//! `group_duration`, Gatling's group), and `tags = { page = "admin" }` on any step
-//! (the figures of every step that carries the tag: k6's `http_req_duration{page:admin}`).
-//! Both are read once, after the steps; the engine counts by step, and a group's or a
-//! tag's figures are its steps' merged (exact: HDR histograms add).
+//! What a scenario names beyond its steps: groups, tags and its own metrics.
+//! `group = "checkout"` on steps that follow one another (their figures together, and
+//! the time a client took to run them in a row: k6's `group_duration`, Gatling's group),
+//! `tags = { page = "admin" }` on any step (the figures of every step that carries the
+//! tag: k6's `http_req_duration{page:admin}`), and `[metrics]` (k6's custom metrics,
+//! [`crate::load::custom`]) that extractions feed. Read once, after the steps; the
+//! engine counts by step, and a group's or a tag's figures are its steps' merged
+//! (exact: HDR histograms add).
 
 use toml::Spanned;
 
 use super::raw::RawScenario;
 use super::Step;
+use crate::load::custom::Kind;
 
 /// What a group's or a tag's name and a tag's value may be: they go into metric names
 /// (`group.checkout.duration_p95`, `tag.page=admin.latency_p95`).
@@ -77,15 +80,61 @@ fn split(
     )
 }
 
-/// The steps of each group and of each tag (`page=admin`), by their indices.
+/// `[metrics]`, checked, in name order; each extraction's `metric` resolved.
+pub(super) fn metrics(
+    raw: &RawScenario,
+    steps: &mut [Step],
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<(String, Kind)>> {
+    let mut out = Vec::new();
+    for (name, kind) in &raw.metrics {
+        if !is_label(name) || name.contains([':', '/']) {
+            return Err(at(kind.span().start, format!("metrics.{name}: a metric's name is letters, digits, '_' and '-' (it goes into metric names: metric.{name}.p95)")));
+        }
+        let Some(k) = Kind::parse(kind.get_ref()) else {
+            return Err(at(
+                kind.span().start,
+                format!("metrics.{name}: '{}': give {}", kind.get_ref(), Kind::NAMES),
+            ));
+        };
+        out.push((name.clone(), k));
+    }
+    for (st, spanned) in steps.iter_mut().zip(&raw.step) {
+        for (e, (name, raw_e)) in st.extract.iter_mut().zip(&spanned.get_ref().extract) {
+            let Some(m) = &raw_e.get_ref().metric else {
+                continue;
+            };
+            let Some(k) = out.iter().position(|(n, _)| n == m) else {
+                let declared: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(at(
+                    raw_e.span().start,
+                    format!(
+                        "extract.{name}: metric '{m}' is not declared: add it to [metrics] ({m} = \"trend\"; {}){}",
+                        Kind::NAMES,
+                        match declared.is_empty() {
+                            true => String::new(),
+                            false => format!("; declared: {}", declared.join(", ")),
+                        }
+                    ),
+                ));
+            };
+            e.metric = Some(k);
+        }
+    }
+    Ok(out)
+}
+
+/// The steps of each group and of each tag (`page=admin`), by their indices, and the
+/// scenario's own metrics.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Labels {
     pub groups: Vec<(String, Vec<usize>)>,
     pub tags: Vec<(String, Vec<usize>)>,
+    pub metrics: Vec<(String, Kind)>,
 }
 
 impl Labels {
-    pub fn of(steps: &[Step], groups: &[String]) -> Labels {
+    pub fn of(steps: &[Step], groups: &[String], metrics: &[(String, Kind)]) -> Labels {
         let members = |g: usize| {
             (0..steps.len())
                 .filter(|&i| steps[i].group == Some(g))
@@ -108,6 +157,7 @@ impl Labels {
                 .map(|(g, n)| (n.clone(), members(g)))
                 .collect(),
             tags,
+            metrics: metrics.to_vec(),
         }
     }
 }

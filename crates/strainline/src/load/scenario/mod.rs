@@ -229,6 +229,8 @@ pub struct Scenario {
     pub script: Option<std::sync::Arc<super::script::Script>>,
     /// Its steps' groups, in file order (a group's steps follow one another).
     pub groups: Vec<String>,
+    /// `[metrics]`: its own metrics, in name order, and their kinds.
+    pub metrics: Vec<(String, super::custom::Kind)>,
 }
 
 /// Why a step's rendered request was not sent: the field that cannot carry what was

@@ -152,6 +152,7 @@ fn parse_seeded(
     }
     loops(&raw, &mut steps, sessions.is_some(), &template, &at)?;
     let groups = super::labels::labels(&raw, &mut steps, &at)?;
+    let metrics = super::labels::metrics(&raw, &mut steps, &at)?;
     Ok(Scenario {
         clients,
         stages,
@@ -167,6 +168,7 @@ fn parse_seeded(
         cookies: raw.cookies.unwrap_or(true),
         script,
         groups,
+        metrics,
     })
 }
 

@@ -43,6 +43,12 @@ pub(super) struct RawScenario {
     pub(super) sessions: Option<Spanned<RawSessions>>,
     #[schemars(with = "Vec<RawStep>")]
     pub(super) step: Vec<Spanned<RawStep>>,
+    /// `[metrics]`: the scenario's own metrics and their kinds (`cart_items = "trend"`:
+    /// counter, trend, rate or gauge), fed by an extraction's `metric` or the script's
+    /// `strainline.metric(NAME, value)`.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub(super) metrics: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[sessions]`: `rate = N` new sessions a second, or `stages` of such rates;
@@ -215,6 +221,8 @@ pub(super) struct RawExtract {
     pub(super) regex: Option<String>,
     pub(super) header: Option<String>,
     pub(super) cookie: Option<String>,
+    /// The scenario's metric (`[metrics]`) each value found feeds.
+    pub(super) metric: Option<String>,
 }
 
 /// `check.NAME = { status = [200], body_contains = "…", … }`.

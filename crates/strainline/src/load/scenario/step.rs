@@ -357,6 +357,7 @@ pub(super) fn extracts(
             }
         };
         out.push(Extract {
+            metric: None,
             name: name.clone(),
             var: vars.iter().position(|v| v == name).expect("collected"),
             source,

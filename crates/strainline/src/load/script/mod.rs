@@ -33,6 +33,22 @@ use super::request::Rendered;
 
 mod pattern;
 
+thread_local! {
+    /// What `strainline.metric` was fed in the call running on this thread.
+    static FED: RefCell<Vec<(String, f64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most values one call of a hook may feed metrics, and the longest name it may
+/// give one.
+pub const MAX_FED: usize = 1024;
+pub const MAX_METRIC_NAME: usize = 64;
+
+/// What the hook called last on this thread fed `strainline.metric` (nothing when the
+/// call failed), taken.
+pub fn take_fed() -> Vec<(String, f64)> {
+    FED.with_borrow_mut(std::mem::take)
+}
+
 /// The most memory a script's state may hold (per generator thread).
 pub const MEMORY: usize = 64 << 20;
 /// The longest one call of a hook may run: a loop that never ends fails its step.
@@ -447,6 +463,39 @@ fn state(seed: u64) -> mlua::Result<Lua> {
             json(lua, &text)
         })?,
     )?;
+    lib.set(
+        "metric",
+        lua.create_function(|_, (name, value): (mlua::String, Value)| {
+            let x = match value {
+                Value::Integer(n) => n as f64,
+                Value::Number(x) => x,
+                Value::Boolean(b) => f64::from(u8::from(b)),
+                other => {
+                    return Err(mlua::Error::runtime(format!(
+                    "strainline.metric: the value is a {}: give a number (or a boolean, to a rate)",
+                    other.type_name()
+                )))
+                }
+            };
+            // Copied out of the state's memory limit: kept short.
+            if name.as_bytes().len() > MAX_METRIC_NAME {
+                return Err(mlua::Error::runtime(format!(
+                    "strainline.metric: a name of {} bytes: a metric's name is at most {MAX_METRIC_NAME}",
+                    name.as_bytes().len()
+                )));
+            }
+            let name = name.to_str()?.to_string();
+            FED.with_borrow_mut(|fed| {
+                if fed.len() >= MAX_FED {
+                    return Err(mlua::Error::runtime(format!(
+                        "strainline.metric: more than {MAX_FED} values in one call"
+                    )));
+                }
+                fed.push((name, x));
+                Ok(())
+            })
+        })?,
+    )?;
     g.set("strainline", lib)?;
     g.set("__clients", lua.create_table()?)?;
     lua.load(format!("math.randomseed({})", seed % (1 << 53)))
@@ -690,7 +739,13 @@ fn with_state<T>(
             }
         };
         begin_call();
-        f(st).map_err(|e| Failed(one_line(&e)))
+        // What this call feeds metrics, alone (not the script's top level's); nothing
+        // of a call that failed.
+        FED.with_borrow_mut(Vec::clear);
+        f(st).map_err(|e| {
+            FED.with_borrow_mut(Vec::clear);
+            Failed(one_line(&e))
+        })
     })
 }
 
@@ -1275,6 +1330,18 @@ mod tests {
         ] {
             run(ok).0.unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
+        // What `strainline.metric` hands back: at most 1024 values a call, each name
+        // at most 64 bytes; a call's values alone, taken once.
+        let e = run("for i = 1, 2000 do strainline.metric('n', i) end").0.unwrap_err();
+        assert!(e.contains("more than 1024 values in one call"), "{e}");
+        assert!(take_fed().is_empty(), "a failed call's values are not kept");
+        let e = run("strainline.metric(string.rep('n', 1 << 20), 1)").0.unwrap_err();
+        assert!(e.contains("a name of 1048576 bytes"), "{e}");
+        let e = run("strainline.metric('n', {})").0.unwrap_err();
+        assert!(e.contains("the value is a table"), "{e}");
+        run("strainline.metric('n', 2.5) strainline.metric('ok', true)").0.unwrap();
+        assert_eq!(take_fed(), vec![("n".to_string(), 2.5), ("ok".to_string(), 1.0)]);
+        assert!(take_fed().is_empty());
     }
 
     /// A script's top level runs under the same limits (`check` runs it, to find its hooks).
