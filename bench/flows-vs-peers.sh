@@ -8,6 +8,9 @@
 #            checked;
 #   hook   — the flow with a Lua script hook on every request and reply (request(r)
 #            signs the body with an HMAC header, response(r) decodes the JSON reply);
+#   rich   — the flow written with the flow language's newer parts: a templated check
+#            (body_contains = "{{word}}" from [vars]), a tag on every step and a custom
+#            trend fed by an extraction on every push (its reply's Content-Length);
 #   locust — Locust (FastHttpUser, one process) playing the same flow, if installed
 #            (pip install locust);
 #   artillery — Artillery 2 (one Node process, its expect plugin silent) playing the same
@@ -15,8 +18,8 @@
 #            and --ignore-scripts where its browser cannot be fetched), found on PATH or
 #            at $ARTILLERY.
 # Prints requests per generator-CPU-second (user + system, GNU time) and the ratios
-# flow/plain (goal >= 0.7), hook/plain (goal >= 0.5), flow/locust (goal >= 10) and
-# flow/artillery. Loopback only; every run is bounded.
+# flow/plain (goal >= 0.7), rich/plain (goal >= 0.85), hook/plain (goal >= 0.5),
+# flow/locust (goal >= 10) and flow/artillery. Loopback only; every run is bounded.
 #   bash bench/flows-vs-peers.sh
 #   REPS=5 DURATION=20s bash bench/flows-vs-peers.sh
 set -euo pipefail
@@ -60,6 +63,41 @@ path = "/health"
 check.alive = { body_contains = "ok" }
 TOML
 sed 's/^clients = 50$/clients = 50\nscript = "hook.lua"/' "$WORK/flow.toml" > "$WORK/hook.toml"
+cat > "$WORK/rich.toml" <<'TOML'
+clients = 50
+
+[vars]
+word = "ok"
+
+[metrics]
+reply_bytes = "trend"
+
+[[step]]
+name = "enroll"
+once = true
+tags = { kind = "write" }
+method = "POST"
+path = "/devices"
+extract.id = { json = "$.id" }
+check.created = { status = 201 }
+
+[[step]]
+name = "push"
+weight = 1
+tags = { kind = "write" }
+method = "POST"
+path = "/push/{{id}}"
+body = "x"
+extract.bytes = { header = "content-length", metric = "reply_bytes" }
+check.pushed = { status = 200 }
+
+[[step]]
+name = "health"
+weight = 1
+tags = { kind = "read" }
+path = "/health"
+check.alive = { body_contains = "{{word}}" }
+TOML
 cat > "$WORK/hook.lua" <<'LUA'
 function request(r)
   r.headers["x-signature"] = strainline.hmac_sha256("k3y", r.body)
@@ -175,7 +213,7 @@ ar() { local before ticks pid; before=$(served)
 
 echo "testbed on CPU 1; generators on CPU 0 (1 thread / 1 process), 50 clients, $DURATION each"
 printf '%-4s %-8s %10s %8s %12s\n' rep tool requests cpu_s req/cpu_s
-fp=(); fh=(); fl=(); fa=()
+fp=(); fr2=(); fh=(); fl=(); fa=()
 for rep in $(seq 1 "$REPS"); do
   read -r pn pc < <(sl plain); read -r fn fc < <(sl flow); read -r hn hc < <(sl hook)
   pr=$(awk -v a="$pn" -v b="$pc" 'BEGIN{printf "%.0f", a / b}'); fr=$(awk -v a="$fn" -v b="$fc" 'BEGIN{printf "%.0f", a / b}')
@@ -183,6 +221,9 @@ for rep in $(seq 1 "$REPS"); do
   printf '%-4s %-8s %10s %8s %12s\n' "$rep" flow "$fn" "$fc" "$fr"
   hr=$(awk -v a="$hn" -v b="$hc" 'BEGIN{printf "%.0f", a / b}')
   printf '%-4s %-8s %10s %8s %12s\n' "$rep" hook "$hn" "$hc" "$hr"
+  read -r rn rc < <(sl rich); rr=$(awk -v a="$rn" -v b="$rc" 'BEGIN{printf "%.0f", a / b}')
+  printf '%-4s %-8s %10s %8s %12s\n' "$rep" rich "$rn" "$rc" "$rr"
+  fr2+=("$(awk -v a="$rr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
   fp+=("$(awk -v a="$fr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
   fh+=("$(awk -v a="$hr" -v b="$pr" 'BEGIN{printf "%.3f", a / b}')")
   if [ "$have_locust" = yes ]; then
@@ -198,6 +239,7 @@ for rep in $(seq 1 "$REPS"); do
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 echo "flow/plain per generator-CPU-second: ${fp[*]} (median $(median "${fp[@]}"))"
+echo "rich/plain per generator-CPU-second: ${fr2[*]} (median $(median "${fr2[@]}"))"
 echo "hook/plain per generator-CPU-second: ${fh[*]} (median $(median "${fh[@]}"))"
 if [ "$have_locust" = yes ]; then
   echo "flow/locust per generator-CPU-second: ${fl[*]} (median $(median "${fl[@]}"))"
