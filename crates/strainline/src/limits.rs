@@ -44,6 +44,9 @@ pub const REPEAT: Limit = limit("repeat", 1.0, 1000.0, "repetitions");
 /// Steps of one scenario: each keeps its own latency histograms in every worker (100,000
 /// steps took 3.8 GB); `workload scenario` writes at most 2,001 (its routes and "other").
 pub const SCENARIO_STEPS: usize = 2048;
+
+/// The most metrics of its own (`[metrics]`) a scenario declares.
+pub const SCENARIO_METRICS: usize = 64;
 /// How far a scenario's `[arrivals] scale` multiplies its counts or rate.
 pub const SCALE: Limit = limit(
     "scale",

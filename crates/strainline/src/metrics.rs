@@ -830,6 +830,12 @@ pub fn percentile(text: &str) -> Option<f64> {
     ok.then_some(q)
 }
 
+/// Percentile `q` (99.9) as the quantile an HDR histogram reads (0.999), the double
+/// nearest to it: `99.9 / 100.0` is 0.9990000000000001, which takes a rank too many.
+pub fn quantile(q: f64) -> f64 {
+    (q * 1000.0).round() / 100_000.0
+}
+
 /// A percentile's number as metrics name it: 95 → `95`, 99.9 → `99.9`.
 pub fn percentile_label(q: f64) -> String {
     format!("{q}")

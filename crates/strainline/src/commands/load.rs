@@ -121,7 +121,7 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
         vars: args.vars.clone(),
         seed: Some(seed),
         percentiles: crate::load::spec::Percentiles {
-            shown: args.percentiles.clone(),
+            shown: shown_percentiles(&args.percentiles)?,
             gated: args
                 .gates
                 .iter()
@@ -149,6 +149,26 @@ pub fn fleet(
     }
     Ok(Some(fleet))
 }
+
+/// `--percentiles`, each once, in the order given: at most [`MOST_PERCENTILES`].
+fn shown_percentiles(asked: &[f64]) -> crate::error::Result<Vec<f64>> {
+    let mut shown: Vec<f64> = Vec::new();
+    for &q in asked {
+        if !shown.contains(&q) {
+            shown.push(q);
+        }
+    }
+    if shown.len() > MOST_PERCENTILES {
+        return Err(crate::Error::usage(format!(
+            "--percentiles: {} percentiles; a summary shows at most {MOST_PERCENTILES} (each is stored for the run and every step, group and tag)",
+            shown.len()
+        )));
+    }
+    Ok(shown)
+}
+
+/// The most percentiles `--percentiles` may list.
+const MOST_PERCENTILES: usize = 12;
 
 /// The percentile a gate reads (`latency_p75 < 20ms` → 75), if any.
 fn gate_percentile(text: &str) -> Option<f64> {
@@ -186,6 +206,83 @@ fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
     Ok(gates)
 }
 
+/// The `--gate`s that name a step, group, tag, check or metric of the scenario name one
+/// it has (exit 2 before any load: `step.lgoin.latency_p95` would be "not measured"
+/// after the whole run), and a metric of its own a figure of its kind.
+fn gates_fit(gates: &[Gate], planned: &load::Planned) -> crate::error::Result<()> {
+    use crate::load::custom::Kind;
+    let labels = &planned.labels;
+    for g in gates {
+        let Some((scope, rest)) = g.metric.split_once('.') else {
+            continue;
+        };
+        // A step's name may hold dots (`step.log.in.latency_p95`); the others' do not.
+        let split = match scope {
+            "step" => [".latency_p", ".error_rate"]
+                .iter()
+                .filter_map(|f| rest.rfind(f))
+                .max()
+                .map(|at| (&rest[..at], &rest[at + 1..])),
+            _ => rest.split_once('.'),
+        };
+        let Some((name, figure)) = split else {
+            continue;
+        };
+        let (known, what): (Vec<&str>, &str) = match scope {
+            "step" => (
+                planned.step_names.iter().map(String::as_str).collect(),
+                "steps",
+            ),
+            "group" => (
+                labels.groups.iter().map(|g| g.0.as_str()).collect(),
+                "groups",
+            ),
+            "tag" => (labels.tags.iter().map(|t| t.0.as_str()).collect(), "tags"),
+            "metric" => (
+                labels.metrics.iter().map(|m| m.0.as_str()).collect(),
+                "metrics",
+            ),
+            _ => continue,
+        };
+        if !known.contains(&name) {
+            let has = match known.is_empty() {
+                true => format!("it has no {what}"),
+                false => format!("its {what}: {}", known.join(", ")),
+            };
+            return Err(crate::Error::usage(format!(
+                "--gate '{}': the run has no {} '{name}' ({has})",
+                g.text,
+                &what[..what.len() - 1]
+            )));
+        }
+        if let Some((_, kind)) = labels
+            .metrics
+            .iter()
+            .find(|m| scope == "metric" && m.0 == name)
+        {
+            let fits = match kind {
+                Kind::Counter => matches!(figure, "count" | "total" | "per_second"),
+                Kind::Rate => matches!(figure, "count" | "rate"),
+                Kind::Gauge => matches!(figure, "count" | "last" | "min" | "max"),
+                Kind::Trend => {
+                    figure != "total"
+                        && figure != "per_second"
+                        && figure != "rate"
+                        && figure != "last"
+                }
+            };
+            if !fits {
+                return Err(crate::Error::usage(format!(
+                    "--gate '{}': '{name}' is a {}, which has no {figure} (docs/load.md, \"Metrics of your own\")",
+                    g.text,
+                    kind.name()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The requests the run will make due in all, when the command line fixes it: `-n`, or
 /// an open model's rate over its duration.
 fn planned_requests(spec: &LoadSpec) -> Option<u64> {
@@ -203,6 +300,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let spec = spec(&args)?;
     let gates = gates(&args)?;
     let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    gates_fit(&gates, &planned)?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
     let fleet = match fleet(&args.agents, Some(&spec))? {
         Some(f) => {

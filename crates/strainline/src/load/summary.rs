@@ -107,7 +107,8 @@ pub fn percentiles_with(h: &Histogram<u64>, asked: &[f64]) -> Percentiles {
     for &q in asked {
         let name = format!("p{}", crate::metrics::percentile_label(q));
         if p.at(q).is_none() {
-            p.more.insert(name, h.value_at_quantile(q / 100.0));
+            p.more
+                .insert(name, h.value_at_quantile(crate::metrics::quantile(q)));
         }
     }
     p

@@ -470,6 +470,8 @@ fn write_table(
         w = w + 2
     )?;
     for (name, [a, b, c], p) in rows {
+        // Nothing timed (never answered) is no latency, not 0 µs.
+        let us = |v: u64| if p.max == 0 { "-".to_string() } else { us(v) };
         writeln!(
             out,
             "    {:<w$}{:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",

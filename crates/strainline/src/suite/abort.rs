@@ -24,7 +24,7 @@ fn tail_share(metric: &str) -> Option<f64> {
         "latency_p999" => 99.9,
         _ => crate::metrics::percentile(metric.strip_prefix("latency_p")?)?,
     };
-    Some(1.0 - q / 100.0)
+    Some(1.0 - crate::metrics::quantile(q))
 }
 
 /// Whether the gate can be decided during a run at all.

@@ -52,14 +52,14 @@ pub fn parse(text: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, Strin
 }
 
 fn parse_trimmed(t: &str, metrics: &[(&str, Unit)]) -> Result<Gate, (usize, String)> {
-    // A tag's metric holds its own `=` (`tag.page=admin.latency_p95`): the operator
-    // comes after it.
+    // A tag's metric holds its own `=` (`tag.page=admin.latency_p95`, `tag.z=-x.…`):
+    // the first `=` of `tag.NAME=`, before any `.` or space, is the tag's; the
+    // operator comes after it.
     let from = t
         .strip_prefix("tag.")
         .and_then(|rest| {
-            let at = rest.find(['<', '>', '=', '!', ' '])?;
-            let next = rest[at + 1..].chars().next()?;
-            (rest[at..].starts_with('=') && next.is_ascii_alphanumeric()).then_some(4 + at + 1)
+            let at = rest.find(['<', '>', '=', '!', ' ', '.'])?;
+            rest[at..].starts_with('=').then_some(4 + at + 1)
         })
         .unwrap_or(0);
     let op_at = t[from..]
@@ -347,6 +347,8 @@ mod tests {
                 "tag.page=admin.error_rate",
                 Op::Eq,
             ),
+            ("tag.z=-x.latency_p95 < 1s", "tag.z=-x.latency_p95", Op::Lt),
+            ("tag.k=:/_.error_rate<=1%", "tag.k=:/_.error_rate", Op::Le),
         ] {
             let g = parse(text, m).unwrap_or_else(|e| panic!("{text}: {e:?}"));
             assert_eq!((g.metric.as_str(), g.op), (metric, op), "{text}");

@@ -1284,12 +1284,46 @@ body = "x"
         &stdout(&out),
         "FAILED: group.signup.duration_p95 < 50ms (measured",
     );
+    // A gate on a group, tag or step the scenario does not have: refused before any load.
+    for gate in [
+        "group.sigup.duration_p95 < 1s",
+        "tag.kind=wirte.error_rate < 1%",
+        "step.frist.latency_p95 < 1s",
+    ] {
+        let (out, _) = run(&[gate]);
+        assert_exit(&out, 2);
+        assert_has(&stderr(&out), "the run has no ");
+    }
+    // A group's run ends at its last step's reply: a run cut during that step's long
+    // think still counts it (each of the 2 clients once).
+    let think = s.path("think.toml");
+    std::fs::write(
+        &think,
+        "clients = 2\n[[step]]\nname = \"a\"\nonce = true\ngroup = \"g\"\npath = \"/health\"\n\
+         [[step]]\nname = \"b\"\nonce = true\ngroup = \"g\"\nthink = \"10s\"\npath = \"/health\"\n\
+         [[step]]\nname = \"c\"\nweight = 1\npath = \"/health\"\n",
+    )
+    .unwrap();
+    let (out, doc) = load(
+        &s,
+        &[base, "--scenario", think.to_str().unwrap(), "-z", "1s"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        doc["summary"]["groups"][0]["runs"], 2,
+        "{}",
+        doc["summary"]["groups"]
+    );
     // A group whose steps do not follow one another, a tag that would break a metric's
     // name: refused at their line.
     let bad = s.path("bad.toml");
     for (text, says) in [
         ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\ngroup = \"g\"\npath = \"/\"\n[[step]]\nname = \"b\"\nweight = 1\npath = \"/\"\n[[step]]\nname = \"c\"\nweight = 1\ngroup = \"g\"\npath = \"/\"\n", "bad.toml:14:9: step 'c': group 'g' again after other steps"),
         ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\ntags = { page = \"a.b\" }\npath = \"/\"\n", "bad.toml:5:17: step 'a': tags: the value 'a.b'"),
+        // A loop from inside a group to past its end.
+        ("[sessions]\nrate = 1\n[[step]]\nname = \"a\"\ngroup = \"g\"\npath = \"/\"\n[[step]]\nname = \"b\"\ngroup = \"g\"\npath = \"/\"\n[[step]]\nname = \"c\"\npath = \"/\"\nloop = { from = \"b\", times = 2 }\n", "bad.toml:14:8: step 'c': loop from 'b' crosses group 'g' ('a' to 'b')"),
+        // Arrivals have no client to act on a check.
+        ("[arrivals]\nrate = 1\n[[step]]\nname = \"a\"\npath = \"/\"\ncheck.ok = { status = 200 }\n", "bad.toml:6:12: step 'a': check: with [arrivals] each request is on its own"),
     ] {
         std::fs::write(&bad, text).unwrap();
         let out = s.run(&["check", bad.to_str().unwrap()]);
@@ -1309,7 +1343,7 @@ fn a_scenarios_own_metrics_equal_what_the_testbed_knows() {
     let s = Scratch::new();
     std::fs::write(
         s.path("feed.lua"),
-        "function response(r)\n  local n = tonumber(string.match(r.body, 'd%-(%d+)'))\n  strainline.metric('even', n % 2 == 0)\n  strainline.metric('hooked', 1)\n  strainline.metric('nope', 1)\nend\n",
+        "function response(r)\n  local n = tonumber(string.match(r.body, 'd%-(%d+)'))\n  strainline.metric('even', n % 2 == 0)\n  strainline.metric('hooked', 1)\n  strainline.metric('nope', 1)\n  strainline.metric('even', 0/0)\nend\n",
     )
     .unwrap();
     let sc = s.path("enroll.toml");
@@ -1402,7 +1436,12 @@ extract.word = { regex = '"(id)"', metric = "ids" }
     let flow = &doc["summary"]["steps"][0]["flow"];
     assert_eq!(flow["metric.ids.not_a_value"], 300, "{flow}");
     assert_eq!(flow["metric.undeclared"], 300, "{flow}");
-    assert_has(&text, "300 values fed by the script to metrics [metrics] does not declare");
+    // A NaN is no value of a rate (it was counted true).
+    assert_eq!(flow["metric.even.not_a_value"], 300, "{flow}");
+    assert_has(
+        &text,
+        "300 values fed by the script to metrics [metrics] does not declare",
+    );
     assert_has(&text, "  Metrics ");
     assert_has(&text, "mean 149.5");
     // Stored and gated by name.
@@ -1430,11 +1469,19 @@ extract.word = { regex = '"(id)"', metric = "ids" }
         ],
     );
     assert_exit(&out, 1);
-    // A metric that is not declared, a kind that is not one: refused at their line.
+    // A metric that is not declared, a kind that is not one, one too many: refused at
+    // their line.
     let bad = s.path("bad.toml");
+    let many = format!(
+        "clients = 1\n[metrics]\n{}[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\n",
+        (0..65)
+            .map(|i| format!("m{i:02} = \"counter\"\n"))
+            .collect::<String>()
+    );
     for (text, says) in [
         ("clients = 1\n[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\nextract.n = { json = \"$.n\", metric = \"items\" }\n", "bad.toml:6:13: extract.n: metric 'items' is not declared"),
         ("clients = 1\n[metrics]\nitems = \"histogram\"\n[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\n", "bad.toml:3:9: metrics.items: 'histogram': give counter, trend, rate or gauge"),
+        (&many, "metrics.m64: a scenario declares at most 64 metrics"),
     ] {
         std::fs::write(&bad, text).unwrap();
         let out = s.run(&["check", bad.to_str().unwrap()]);

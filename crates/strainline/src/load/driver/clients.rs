@@ -352,7 +352,6 @@ impl<'a> Client<'a> {
         while let Some(&i) = order.get(k) {
             let group = sc.steps[i].group;
             if in_group.as_ref().map(|g| g.group) != group {
-                self.group_done(in_group.take());
                 in_group = group.map(|group| InGroup {
                     group,
                     since: due,
@@ -366,33 +365,53 @@ impl<'a> Client<'a> {
                 g.until = Instant::now();
                 g.ok &= self.last_ok;
             }
-            if then != Then::Next || !self.think(i, started).await {
+            if then != Then::Next {
                 // A group left halfway (the run ended, the client stopped or started
                 // again) is not a run of it.
                 return then.min_end();
             }
-            due = Instant::now();
-            k += 1;
-            if let Some(l) = &sc.steps[i].repeat {
-                let rng = &mut self.rng;
-                let (done, times) = laps[i].get_or_insert_with(|| (0, l.draw(rng)));
-                *done += 1;
-                let met = std::mem::take(&mut self.session.until_met);
-                if *done < *times && !met {
-                    k = order.iter().position(|&j| j == l.from).expect("checked");
-                } else {
-                    if l.until.is_some() && !met {
-                        // Polled its most times without the condition: counted, and
-                        // the flow goes on.
-                        let mut rec = self.ctx.rec.lock().unwrap();
-                        rec.count(Some(i), "flow.loops_exhausted");
-                    }
-                    laps[i] = None;
-                }
+            let next = self.lap(i, k, order, &mut laps);
+            // A group ends at its last step's reply (its think time is not the group's).
+            let group_next = order.get(next).and_then(|&j| sc.steps[j].group);
+            if in_group.is_some() && group_next != group {
+                self.group_done(in_group.take());
             }
+            if !self.think(i, started).await {
+                return Then::End;
+            }
+            due = Instant::now();
+            k = next;
         }
-        self.group_done(in_group);
         Then::Next
+    }
+
+    /// Where `order` goes after its `k`th step, `i`: the next one, or back to the first
+    /// of `i`'s loop until the loop ran its times (or its `until` was met).
+    fn lap(
+        &mut self,
+        i: usize,
+        k: usize,
+        order: &[usize],
+        laps: &mut [Option<(u32, u32)>],
+    ) -> usize {
+        let Some(l) = &self.sc.steps[i].repeat else {
+            return k + 1;
+        };
+        let rng = &mut self.rng;
+        let (done, times) = laps[i].get_or_insert_with(|| (0, l.draw(rng)));
+        *done += 1;
+        let met = std::mem::take(&mut self.session.until_met);
+        if *done < *times && !met {
+            return order.iter().position(|&j| j == l.from).expect("checked");
+        }
+        if l.until.is_some() && !met {
+            // Polled its most times without the condition: counted, and the flow
+            // goes on.
+            let mut rec = self.ctx.rec.lock().unwrap();
+            rec.count(Some(i), "flow.loops_exhausted");
+        }
+        laps[i] = None;
+        k + 1
     }
 
     /// A group whose steps the client ran in a row: its duration recorded.
@@ -730,7 +749,9 @@ fn feed(sc: &Scenario, k: usize, v: Value, i: usize, rec: &mut Recorder) {
     let (name, kind) = &sc.metrics[k];
     let x = match v {
         Value::Text(t) => kind.value_of(t),
-        Value::Number(x) if *kind == crate::load::custom::Kind::Rate => Some(f64::from(x != 0.0)),
+        Value::Number(x) if *kind == crate::load::custom::Kind::Rate => {
+            x.is_finite().then_some(f64::from(x != 0.0))
+        }
         Value::Number(x) => crate::load::custom::fits(x).then_some(x),
     };
     match x {
@@ -747,9 +768,12 @@ fn feed_script(sc: &Scenario, fed: Vec<(String, f64)>, i: usize, rec: &mut Recor
         match sc.metrics.iter().position(|(n, _)| *n == name) {
             Some(k) => feed(sc, k, Value::Number(x), i, rec),
             None => {
-                script_failed(&format!(
-                    "strainline.metric: '{name}' is not declared in the scenario's [metrics]"
-                ));
+                // Told once, apart from the script's errors (whose first is told too).
+                static TOLD: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
+                if !TOLD.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("script: strainline.metric: '{name}' is not declared in the scenario's [metrics]");
+                }
                 rec.count(Some(i), "metric.undeclared");
             }
         }

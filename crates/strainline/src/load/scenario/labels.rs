@@ -63,7 +63,47 @@ pub(super) fn labels(
         };
         steps[i].group = Some(index);
     }
+    loops_fit(raw, steps, &groups, at)?;
     Ok(groups)
+}
+
+/// A loop goes over whole groups or stays within one: a loop from inside a group to
+/// past its end (or from before it to inside it) would make one pass of the group a
+/// part of it, and its time in a row mean nothing.
+fn loops_fit(
+    raw: &RawScenario,
+    steps: &[Step],
+    groups: &[String],
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<()> {
+    for (g, name) in groups.iter().enumerate() {
+        let inside: Vec<usize> = (0..steps.len())
+            .filter(|&i| steps[i].group == Some(g))
+            .collect();
+        let (first, last) = (inside[0], inside[inside.len() - 1]);
+        for (end, st) in steps.iter().enumerate() {
+            let Some(from) = st.repeat.as_ref().map(|l| l.from) else {
+                continue;
+            };
+            let crosses = (first < from && from <= last && end > last)
+                || (from < first && first <= end && end < last);
+            if crosses {
+                let pos = raw.step[end]
+                    .get_ref()
+                    .repeat
+                    .as_ref()
+                    .map_or(0, |l| l.span().start);
+                return Err(at(
+                    pos,
+                    format!(
+                        "step '{}': loop from '{}' crosses group '{name}' ('{}' to '{}'): loop over the whole group or within it",
+                        st.name, steps[from].name, steps[first].name, steps[last].name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn split(
@@ -87,6 +127,15 @@ pub(super) fn metrics(
     at: &dyn Fn(usize, String) -> crate::Error,
 ) -> crate::error::Result<Vec<(String, Kind)>> {
     let mut out = Vec::new();
+    if let Some((name, kind)) = raw.metrics.iter().nth(crate::limits::SCENARIO_METRICS) {
+        return Err(at(
+            kind.span().start,
+            format!(
+                "metrics.{name}: a scenario declares at most {} metrics of its own (each worker keeps each one's values)",
+                crate::limits::SCENARIO_METRICS
+            ),
+        ));
+    }
     for (name, kind) in &raw.metrics {
         if !is_label(name) || name.contains([':', '/']) {
             return Err(at(kind.span().start, format!("metrics.{name}: a metric's name is letters, digits, '_' and '-' (it goes into metric names: metric.{name}.p95)")));

@@ -96,6 +96,27 @@ pub(super) fn step(
             format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
         ));
     }
+    if drawn {
+        // Sent by the schedule alone: no client judges the reply nor reacts to it.
+        let judged = [
+            (
+                st.check.values().next().map(|c| c.span().start),
+                "check",
+                "a check's failure",
+            ),
+            (
+                st.on_failure.as_ref().map(|o| o.span().start),
+                "on_failure",
+                "a failure",
+            ),
+        ];
+        if let Some((p, key, what)) = judged.into_iter().find_map(|(p, k, w)| Some((p?, k, w))) {
+            return Err(at(
+                p,
+                format!("step '{name}': {key}: with [arrivals] each request is on its own and no client is there to act on {what}; checks and recovery need clients = N or [sessions]"),
+            ));
+        }
+    }
     if let (true, Some(v)) = (drawn, st.set.values().next()) {
         return Err(at(
             v.span().start,

@@ -1332,15 +1332,24 @@ mod tests {
         }
         // What `strainline.metric` hands back: at most 1024 values a call, each name
         // at most 64 bytes; a call's values alone, taken once.
-        let e = run("for i = 1, 2000 do strainline.metric('n', i) end").0.unwrap_err();
+        let e = run("for i = 1, 2000 do strainline.metric('n', i) end")
+            .0
+            .unwrap_err();
         assert!(e.contains("more than 1024 values in one call"), "{e}");
         assert!(take_fed().is_empty(), "a failed call's values are not kept");
-        let e = run("strainline.metric(string.rep('n', 1 << 20), 1)").0.unwrap_err();
+        let e = run("strainline.metric(string.rep('n', 1 << 20), 1)")
+            .0
+            .unwrap_err();
         assert!(e.contains("a name of 1048576 bytes"), "{e}");
         let e = run("strainline.metric('n', {})").0.unwrap_err();
         assert!(e.contains("the value is a table"), "{e}");
-        run("strainline.metric('n', 2.5) strainline.metric('ok', true)").0.unwrap();
-        assert_eq!(take_fed(), vec![("n".to_string(), 2.5), ("ok".to_string(), 1.0)]);
+        run("strainline.metric('n', 2.5) strainline.metric('ok', true)")
+            .0
+            .unwrap();
+        assert_eq!(
+            take_fed(),
+            vec![("n".to_string(), 2.5), ("ok".to_string(), 1.0)]
+        );
         assert!(take_fed().is_empty());
     }
 
