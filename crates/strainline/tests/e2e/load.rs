@@ -1284,6 +1284,13 @@ body = "x"
         &stdout(&out),
         "FAILED: group.signup.duration_p95 < 50ms (measured",
     );
+    // A tag's gate fails where its steps say so: /health answers at once.
+    let (out, _) = run(&["tag.page=health.latency_p95 > 30ms"]);
+    assert_exit(&out, 1);
+    assert_has(
+        &stdout(&out),
+        "FAILED: tag.page=health.latency_p95 > 30ms (measured",
+    );
     // A gate on a group, tag or step the scenario does not have: refused before any load.
     for gate in [
         "group.sigup.duration_p95 < 1s",
