@@ -301,7 +301,7 @@ pub struct LoadArgs {
     pub ramp: Option<(f64, f64)>,
     /// Run a scenario file (TOML): virtual clients with once / every / weighted steps.
     /// The URL gives the scheme, host and port; the steps give the paths.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "ramp", "connections", "body", "body_file", "body_bytes", "think"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "ramp", "connections", "body", "body_file", "body_bytes", "think", "method", "headers"])]
     pub scenario: Option<PathBuf>,
     /// With --scenario: give one of its [vars] this value (repeatable), as text, e.g. a
     /// run's prefix: --var prefix=rc2.

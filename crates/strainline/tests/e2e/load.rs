@@ -201,6 +201,26 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));
     assert_has(&stderr(&out), "'fast' is not a number");
+    // A scenario's steps give the methods and headers: -m and -H beside one are
+    // refused, not silently ignored.
+    let sc = s.path("one.toml");
+    std::fs::write(
+        &sc,
+        "clients = 1\n[[step]]\nname = \"a\"\nonce = true\npath = \"/\"\n",
+    )
+    .unwrap();
+    for flag in [["-m", "POST"], ["-H", "x-a: 1"]] {
+        let out = s.run(&[
+            "load",
+            "http://127.0.0.1:1",
+            "--scenario",
+            sc.to_str().unwrap(),
+            flag[0],
+            flag[1],
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_has(&stderr(&out), "cannot be used with");
+    }
 
     // Nothing listens on this port: every request is refused, and the run fails.
     let free = std::net::TcpListener::bind("127.0.0.1:0")
