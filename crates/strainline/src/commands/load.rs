@@ -206,79 +206,15 @@ fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
     Ok(gates)
 }
 
-/// The `--gate`s that name a step, group, tag, check or metric of the scenario name one
-/// it has (exit 2 before any load: `step.lgoin.latency_p95` would be "not measured"
-/// after the whole run), and a metric of its own a figure of its kind.
+/// The `--gate`s that name a step, group, tag or metric of the scenario name one it has
+/// (exit 2 before any load: `step.lgoin.latency_p95` would be "not measured" after the
+/// whole run), and a metric of its own a figure of its kind.
 fn gates_fit(gates: &[Gate], planned: &load::Planned) -> crate::error::Result<()> {
-    use crate::load::custom::Kind;
-    let labels = &planned.labels;
     for g in gates {
-        let Some((scope, rest)) = g.metric.split_once('.') else {
-            continue;
-        };
-        // A step's name may hold dots (`step.log.in.latency_p95`); the others' do not.
-        let split = match scope {
-            "step" => [".latency_p", ".error_rate"]
-                .iter()
-                .filter_map(|f| rest.rfind(f))
-                .max()
-                .map(|at| (&rest[..at], &rest[at + 1..])),
-            _ => rest.split_once('.'),
-        };
-        let Some((name, figure)) = split else {
-            continue;
-        };
-        let (known, what): (Vec<&str>, &str) = match scope {
-            "step" => (
-                planned.step_names.iter().map(String::as_str).collect(),
-                "steps",
-            ),
-            "group" => (
-                labels.groups.iter().map(|g| g.0.as_str()).collect(),
-                "groups",
-            ),
-            "tag" => (labels.tags.iter().map(|t| t.0.as_str()).collect(), "tags"),
-            "metric" => (
-                labels.metrics.iter().map(|m| m.0.as_str()).collect(),
-                "metrics",
-            ),
-            _ => continue,
-        };
-        if !known.contains(&name) {
-            let has = match known.is_empty() {
-                true => format!("it has no {what}"),
-                false => format!("its {what}: {}", known.join(", ")),
-            };
-            return Err(crate::Error::usage(format!(
-                "--gate '{}': the run has no {} '{name}' ({has})",
-                g.text,
-                &what[..what.len() - 1]
-            )));
-        }
-        if let Some((_, kind)) = labels
-            .metrics
-            .iter()
-            .find(|m| scope == "metric" && m.0 == name)
-        {
-            let fits = match kind {
-                Kind::Counter => matches!(figure, "count" | "total" | "per_second"),
-                Kind::Rate => matches!(figure, "count" | "rate"),
-                Kind::Gauge => matches!(figure, "count" | "last" | "min" | "max"),
-                Kind::Trend => {
-                    figure != "total"
-                        && figure != "per_second"
-                        && figure != "rate"
-                        && figure != "last"
-                }
-            };
-            if !fits {
-                return Err(crate::Error::usage(format!(
-                    "--gate '{}': '{name}' is a {}, which has no {figure} (docs/load.md, \"Metrics of your own\")",
-                    g.text,
-                    kind.name()
-                )));
-            }
-        }
+        planned
+            .labels
+            .gate_fits(&g.metric, &planned.step_names)
+            .map_err(|e| crate::Error::usage(format!("--gate '{}': {e}", g.text)))?;
     }
     Ok(())
 }

@@ -1319,8 +1319,24 @@ body = "x"
     ] {
         let (out, _) = run(&[gate]);
         assert_exit(&out, 2);
-        assert_has(&stderr(&out), "the run has no ");
+        assert_has(&stderr(&out), "the scenario has no ");
     }
+    // A suite's gate likewise, at its line, by `check`.
+    let suite = s.path("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[target]\nurl = \"{base}\"\n[[test]]\nname = \"b\"\nkind = \"bench\"\nurl = \"{base}\"\nscenario = \"tagged.toml\"\n\
+             duration = \"1s\"\ngates = [\"group.sigup.duration_p95 < 1s\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = s.run(&["check", suite.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(
+        &stderr(&out),
+        "suite.toml:9:11: gate: 'group.sigup.duration_p95 < 1s': the scenario has no group 'sigup' (its groups: signup)",
+    );
     // A group's run ends at its last step's reply: a run cut during that step's long
     // think still counts it (each of the 2 clients once).
     let think = s.path("think.toml");

@@ -210,3 +210,68 @@ impl Labels {
         }
     }
 }
+
+impl Labels {
+    /// Whether a gate's `metric` that names a step, group, tag or metric of the scenario
+    /// (its steps `steps`) names one it has, and a metric of its own a figure of its
+    /// kind: the reason when not (a gate on it would be "not measured" after the run).
+    pub fn gate_fits(&self, metric: &str, steps: &[String]) -> crate::error::Result<()> {
+        let Some((scope, rest)) = metric.split_once('.') else {
+            return Ok(());
+        };
+        // A step's name may hold dots (`step.log.in.latency_p95`); the others' do not.
+        let split = match scope {
+            "step" => [".latency_p", ".error_rate"]
+                .iter()
+                .filter_map(|f| rest.rfind(f))
+                .max()
+                .map(|at| (&rest[..at], &rest[at + 1..])),
+            _ => rest.split_once('.'),
+        };
+        let Some((name, figure)) = split else {
+            return Ok(());
+        };
+        fn names(v: &[(String, Vec<usize>)]) -> Vec<&str> {
+            v.iter().map(|x| x.0.as_str()).collect()
+        }
+        let (known, what): (Vec<&str>, &str) = match scope {
+            "step" => (steps.iter().map(String::as_str).collect(), "step"),
+            "group" => (names(&self.groups), "group"),
+            "tag" => (names(&self.tags), "tag"),
+            "metric" => (
+                self.metrics.iter().map(|m| m.0.as_str()).collect(),
+                "metric",
+            ),
+            _ => return Ok(()),
+        };
+        if !known.contains(&name) {
+            let has = match known.is_empty() {
+                true => format!("it has no {what}s"),
+                false => format!("its {what}s: {}", known.join(", ")),
+            };
+            return Err(crate::Error::usage(format!(
+                "the scenario has no {what} '{name}' ({has})"
+            )));
+        }
+        let Some((_, kind)) = self
+            .metrics
+            .iter()
+            .find(|m| scope == "metric" && m.0 == name)
+        else {
+            return Ok(());
+        };
+        let fits = match kind {
+            Kind::Counter => matches!(figure, "count" | "total" | "per_second"),
+            Kind::Rate => matches!(figure, "count" | "rate"),
+            Kind::Gauge => matches!(figure, "count" | "last" | "min" | "max"),
+            Kind::Trend => !matches!(figure, "total" | "per_second" | "rate" | "last"),
+        };
+        match fits {
+            true => Ok(()),
+            false => Err(crate::Error::usage(format!(
+                "'{name}' is a {}, which has no {figure} (docs/load.md, \"Metrics of your own\")",
+                kind.name()
+            ))),
+        }
+    }
+}

@@ -206,7 +206,7 @@ fn test(
         }
     };
     let spec = kinds::spec(&at, table, has_target)?;
-    Ok(Test {
+    let test = Test {
         name: t.name.clone(),
         kind,
         repeat: t.repeat.unwrap_or(1).max(1),
@@ -231,7 +231,29 @@ fn test(
         interval: doc.opt_dur(&t.interval, "interval", Duration::from_millis(250), false)?,
         profile: t.profile,
         spec,
-    })
+    };
+    scenario_gates_fit(doc, t, &test)?;
+    Ok(test)
+}
+
+/// A test's gates that name a step, group, tag or metric of its scenario name one it has
+/// (`load` checks its `--gate`s the same way).
+fn scenario_gates_fit(doc: &Doc, t: &Common, test: &Test) -> Result<()> {
+    let Some(path) = test.workload().and_then(|w| w.scenario.as_ref()) else {
+        return Ok(());
+    };
+    let Ok(sc) = crate::load::scenario::load(path) else {
+        return Ok(()); // read (and refused) with the workload
+    };
+    let steps: Vec<String> = sc.steps.iter().map(|s| s.name.clone()).collect();
+    let labels = crate::load::scenario::Labels::of(&sc.steps, &sc.groups, &sc.metrics);
+    // A kind with a scenario has no harness gates: its gates are its lines', in order.
+    for (g, raw) in test.gates.iter().zip(&t.gates) {
+        labels
+            .gate_fits(&g.metric, &steps)
+            .map_err(|e| doc.at(raw.span().start + 1, format!("gate: '{}': {e}", g.text)))?;
+    }
+    Ok(())
 }
 
 /// The cases a test expands to, bounded before any is made (10⁸ cases allocated until
