@@ -833,7 +833,8 @@ pub fn percentile(text: &str) -> Option<f64> {
 /// Percentile `q` (99.9) as the quantile an HDR histogram reads (0.999), the double
 /// nearest to it: `99.9 / 100.0` is 0.9990000000000001, which takes a rank too many.
 pub fn quantile(q: f64) -> f64 {
-    (q * 1000.0).round() / 100_000.0
+    // Whole numbers divided once: exact to nine decimals of a percent.
+    (q * 1e9).round() / 1e11
 }
 
 /// A percentile's number as metrics name it: 95 → `95`, 99.9 → `99.9`.
@@ -972,6 +973,9 @@ mod tests {
         assert_eq!(asked_percentile("step.a.latency_p99.9"), Some(99.9));
         assert_eq!(asked_percentile("latency_p50"), Some(50.0));
         assert_eq!(asked_percentile("error_rate"), None);
+        assert_eq!(quantile(99.9), 0.999);
+        assert_eq!(quantile(95.0), 0.95);
+        assert!(quantile(99.9999) < 1.0 && quantile(99.9999) > 0.99999);
         assert!(fits("watch_*_peak_rss", "watch_a_b_peak_rss"));
         assert!(!fits("watch_*_peak_rss", "watch__peak_rss"));
     }

@@ -120,13 +120,10 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
         },
         vars: args.vars.clone(),
         seed: Some(seed),
+        // The gates' own percentiles are added once they are parsed (`run`).
         percentiles: crate::load::spec::Percentiles {
             shown: shown_percentiles(&args.percentiles)?,
-            gated: args
-                .gates
-                .iter()
-                .filter_map(|g| gate_percentile(g))
-                .collect(),
+            gated: Vec::new(),
         },
     })
 }
@@ -170,25 +167,14 @@ fn shown_percentiles(asked: &[f64]) -> crate::error::Result<Vec<f64>> {
 /// The most percentiles `--percentiles` may list.
 const MOST_PERCENTILES: usize = 12;
 
-/// The percentile a gate reads (`latency_p75 < 20ms` → 75), if any.
-fn gate_percentile(text: &str) -> Option<f64> {
-    let gate = crate::suite::gate::parse(text, &load_metrics()).ok()?;
-    crate::metrics::asked_percentile(&gate.metric)
-}
-
-/// The metrics `load` stores, patterns included.
-fn load_metrics() -> Vec<(&'static str, crate::metrics::Unit)> {
-    crate::metrics::METRICS
-        .iter()
-        .filter(|d| d.made_by(crate::metrics::Source::Load))
-        .map(|d| (d.name, d.unit))
-        .collect()
-}
-
 /// The `--gate`s, checked against the metrics `load` stores (exit 2 on a bad one, before
 /// any load is sent).
 fn gates(args: &LoadArgs) -> crate::error::Result<Vec<Gate>> {
-    let metrics = load_metrics();
+    let metrics: Vec<(&str, crate::metrics::Unit)> = crate::metrics::METRICS
+        .iter()
+        .filter(|d| d.made_by(crate::metrics::Source::Load))
+        .map(|d| (d.name, d.unit))
+        .collect();
     let gates: Vec<Gate> = args
         .gates
         .iter()
@@ -233,8 +219,13 @@ fn planned_requests(spec: &LoadSpec) -> Option<u64> {
 }
 
 pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i32> {
-    let spec = spec(&args)?;
+    let mut spec = spec(&args)?;
     let gates = gates(&args)?;
+    // What the gates read beyond the usual percentiles is kept (`latency_p75`).
+    spec.percentiles.gated = gates
+        .iter()
+        .filter_map(|g| crate::metrics::asked_percentile(&g.metric))
+        .collect();
     let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
     gates_fit(&gates, &planned)?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.

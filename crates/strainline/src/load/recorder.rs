@@ -422,9 +422,13 @@ impl Recorder {
         if self.custom.len() <= k {
             self.custom.resize_with(k + 1, Default::default);
         }
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
+        // When, for a gauge's last value (the only kind that reads it).
+        let at = match kind {
+            super::custom::Kind::Gauge => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+            _ => 0,
+        };
         self.custom[k].add(kind, v, at);
     }
 

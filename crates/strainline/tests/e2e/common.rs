@@ -432,6 +432,15 @@ pub fn run_suite(s: &Scratch, body: &str, extra: &[&str]) -> std::process::Outpu
     s.run(&args)
 }
 
+/// The element of JSON array `list` whose `key` is `name` (a step, tag or metric of a
+/// summary); it must be there.
+pub fn named(list: &serde_json::Value, key: &str, name: &str) -> serde_json::Value {
+    list.as_array()
+        .and_then(|a| a.iter().find(|x| x[key] == name))
+        .unwrap_or_else(|| panic!("no {key} = {name} in {list}"))
+        .clone()
+}
+
 /// The cases of the newest run in the scratch store.
 pub fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
     let runs: serde_json::Value =

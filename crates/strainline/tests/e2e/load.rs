@@ -957,6 +957,11 @@ fn a_gate_fails_a_load_run_that_mostly_failed_and_abort_on_fail_stops_it_early()
     });
 }
 
+/// 4 clients that register device `dev0` once, then push for it (the testbed holds each
+/// push its `--delay`).
+const PUSHES: &str = "clients = 4\n[[step]]\nname = \"reg\"\nonce = true\nmethod = \"POST\"\npath = \"/register\"\nbody = '{\"id\": \"dev0\"}'\n\
+     [[step]]\nname = \"push\"\nweight = 1\nmethod = \"POST\"\npath = \"/push/dev0\"\nbody = \"x\"\n";
+
 /// p95, every peer's default percentile: in the summary, the JSON and the gates, for the
 /// run and for a scenario's step — held and failed against pushes the testbed holds
 /// 30 ms each.
@@ -967,12 +972,7 @@ fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
     let s = Scratch::new();
     let url = srv.url("/push/dev0");
     let sc = s.path("push.toml");
-    std::fs::write(
-        &sc,
-        "clients = 4\n[[step]]\nname = \"reg\"\nonce = true\nmethod = \"POST\"\npath = \"/register\"\nbody = '{\"id\": \"dev0\"}'\n\
-         [[step]]\nname = \"push\"\nweight = 1\nmethod = \"POST\"\npath = \"/push/dev0\"\nbody = \"x\"\n",
-    )
-    .unwrap();
+    std::fs::write(&sc, PUSHES).unwrap();
     let base = url.split("/push").next().unwrap().to_string();
     let run = |gates: &[&str]| {
         let mut args = vec![
@@ -992,13 +992,7 @@ fn a_p95_gate_holds_and_fails_against_a_known_delay_for_the_run_and_a_step() {
     let text = stdout(&out);
     assert_has(&text, "Gate          ok: latency_p95 < 2s");
     // Every push waited 30 ms: its p95 is at least that, and the JSON says it too.
-    let push = doc["summary"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|st| st["name"] == "push")
-        .unwrap()
-        .clone();
+    let push = named(&doc["summary"]["steps"], "name", "push");
     let p95 = f(&push["latency_us"]["p95"]);
     assert!((30_000.0..2_000_000.0).contains(&p95), "{push}");
     assert!(
@@ -1042,12 +1036,7 @@ fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() 
     let srv = server(&["--delay", "30ms"]);
     let s = Scratch::new();
     let sc = s.path("push.toml");
-    std::fs::write(
-        &sc,
-        "clients = 4\n[[step]]\nname = \"reg\"\nonce = true\nmethod = \"POST\"\npath = \"/register\"\nbody = '{\"id\": \"dev0\"}'\n\
-         [[step]]\nname = \"push\"\nweight = 1\nmethod = \"POST\"\npath = \"/push/dev0\"\nbody = \"x\"\n",
-    )
-    .unwrap();
+    std::fs::write(&sc, PUSHES).unwrap();
     let base = srv.url("");
     let base = base.trim_end_matches('/');
     let run = |extra: &[&str]| {
@@ -1095,13 +1084,7 @@ fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() 
         p50 <= p75 && p75 <= p90 && p90 <= p975 && p975 <= p99,
         "{all}"
     );
-    let push = doc["summary"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|st| st["name"] == "push")
-        .unwrap()
-        .clone();
+    let push = named(&doc["summary"]["steps"], "name", "push");
     // Every push waited 30 ms: its p75 and p80 too. Only the gate asked for p80.
     assert!(f(&push["latency_us"]["p75"]) >= 30_000.0, "{push}");
     assert!(f(&push["latency_us"]["p80"]) >= 30_000.0, "{push}");
@@ -1136,13 +1119,8 @@ fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() 
         &[],
     );
     assert_exit(&out, 0);
-    let p75 = case_metrics(&s)[0]["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "latency_p75")
-        .and_then(|m| m["value"].as_f64());
-    assert!(p75.is_some_and(|v| v >= 30.0), "{}", stdout(&out));
+    let p75 = named(&case_metrics(&s)[0]["metrics"], "name", "latency_p75");
+    assert!(f(&p75["value"]) >= 30.0, "{}", stdout(&out));
 }
 
 /// Groups and tags: a group's figures are its steps' together and the time a client
@@ -1209,15 +1187,7 @@ body = "x"
     let errors = load_schema_errors(&doc);
     assert!(errors.is_empty(), "{errors:?}");
     let sum = &doc["summary"];
-    let step = |name: &str| {
-        sum["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|st| st["name"] == name)
-            .unwrap()
-            .clone()
-    };
+    let step = |name: &str| named(&sum["steps"], "name", name);
     // Each client ran its two once steps in a row once: 3 runs, all ok, each at least
     // reg's 50 ms think and the push's 30 ms delay.
     let g = &sum["groups"][0];
@@ -1242,15 +1212,7 @@ body = "x"
         "{g}"
     );
     // A tag's sends are its steps' sends; its latency theirs.
-    let tag = |t: &str| {
-        sum["tags"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["tag"] == t)
-            .unwrap_or_else(|| panic!("no tag {t}: {}", sum["tags"]))
-            .clone()
-    };
+    let tag = |t: &str| named(&sum["tags"], "tag", t);
     let write = tag("kind=write");
     let sent = |n: &str| step(n)["sent"].as_u64().unwrap();
     assert_eq!(
@@ -1368,10 +1330,7 @@ body = "x"
         // Arrivals have no client to act on a check.
         ("[arrivals]\nrate = 1\n[[step]]\nname = \"a\"\npath = \"/\"\ncheck.ok = { status = 200 }\n", "bad.toml:6:12: step 'a': check: with [arrivals] each request is on its own"),
     ] {
-        std::fs::write(&bad, text).unwrap();
-        let out = s.run(&["check", bad.to_str().unwrap()]);
-        assert_exit(&out, 2);
-        assert_has(&stderr(&out), says);
+        check_refuses(&s, &bad, text, says);
     }
 }
 
@@ -1440,15 +1399,7 @@ extract.word = { regex = '"(id)"', metric = "ids" }
     assert_eq!(code, 200, "{body}");
     let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(stats["registers"], 300, "{stats}");
-    let m = |name: &str| {
-        doc["summary"]["custom_metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no {name}: {text}"))
-            .clone()
-    };
+    let m = |name: &str| named(&doc["summary"]["custom_metrics"], "name", name);
     // 0..=299 once each (the `"id"` word is not a number: counted, never fed).
     let ids = m("ids");
     assert_eq!(ids["count"], 300, "{ids}");
@@ -1526,11 +1477,16 @@ extract.word = { regex = '"(id)"', metric = "ids" }
         ("clients = 1\n[metrics]\nitems = \"histogram\"\n[[step]]\nname = \"a\"\nweight = 1\npath = \"/\"\n", "bad.toml:3:9: metrics.items: 'histogram': give counter, trend, rate or gauge"),
         (&many, "metrics.m64: a scenario declares at most 64 metrics"),
     ] {
-        std::fs::write(&bad, text).unwrap();
-        let out = s.run(&["check", bad.to_str().unwrap()]);
-        assert_exit(&out, 2);
-        assert_has(&stderr(&out), says);
+        check_refuses(&s, &bad, text, says);
     }
+}
+
+/// `check` of `text` written to `file` exits 2 saying `says`.
+fn check_refuses(s: &Scratch, file: &std::path::Path, text: &str, says: &str) {
+    std::fs::write(file, text).unwrap();
+    let out = s.run(&["check", file.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert_has(&stderr(&out), says);
 }
 
 /// openssl with `args` in `dir`, which must succeed.

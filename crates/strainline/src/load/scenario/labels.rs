@@ -216,21 +216,23 @@ impl Labels {
     /// (its steps `steps`) names one it has, and a metric of its own a figure of its
     /// kind: the reason when not (a gate on it would be "not measured" after the run).
     pub fn gate_fits(&self, metric: &str, steps: &[String]) -> crate::error::Result<()> {
-        let Some((scope, rest)) = metric.split_once('.') else {
+        // Where the name ends, from the catalogue's row (`step.*.latency_p*`): a step's
+        // name may hold dots (`step.log.in.latency_p95`).
+        let Some(row) = crate::metrics::lookup(metric) else {
             return Ok(());
         };
-        // A step's name may hold dots (`step.log.in.latency_p95`); the others' do not.
-        let split = match scope {
-            "step" => [".latency_p", ".error_rate"]
-                .iter()
-                .filter_map(|f| rest.rfind(f))
-                .max()
-                .map(|at| (&rest[..at], &rest[at + 1..])),
-            _ => rest.split_once('.'),
-        };
-        let Some((name, figure)) = split else {
+        let Some((head, tail)) = row.name.split_once('*') else {
             return Ok(());
         };
+        // Only `SCOPE.*.FIGURE` rows name something of the scenario.
+        let (Some(scope), Some(figure)) = (head.strip_suffix('.'), tail.strip_prefix('.')) else {
+            return Ok(());
+        };
+        let rest = &metric[head.len()..];
+        let Some(at) = rest.rfind(&format!(".{}", figure.trim_end_matches('*'))) else {
+            return Ok(());
+        };
+        let (name, figure) = (&rest[..at], &rest[at + 1..]);
         fn names(v: &[(String, Vec<usize>)]) -> Vec<&str> {
             v.iter().map(|x| x.0.as_str()).collect()
         }
@@ -272,6 +274,52 @@ impl Labels {
                 "'{name}' is a {}, which has no {figure} (docs/load.md, \"Metrics of your own\")",
                 kind.name()
             ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Known truth: a scenario whose step `log.in` (a dotted name) is in group `login`,
+    /// tagged `page=admin`, with a trend `items`.
+    #[test]
+    fn a_gate_names_what_the_scenario_has_and_a_figure_its_metric_has() {
+        let labels = Labels {
+            groups: vec![("login".into(), vec![0])],
+            tags: vec![("page=admin".into(), vec![0])],
+            metrics: vec![("items".into(), Kind::Trend)],
+        };
+        let steps = vec!["log.in".to_string()];
+        for ok in [
+            "step.log.in.latency_p97.5",
+            "step.log.in.error_rate",
+            "group.login.duration_p95",
+            "tag.page=admin.latency_p99",
+            "metric.items.p95",
+            "metric.items.mean",
+            "latency_p95",
+            "latency_p97.5",
+            "check.ok.pass_rate",
+            "watch_db_cpu",
+        ] {
+            labels
+                .gate_fits(ok, &steps)
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (bad, says) in [
+            ("step.log.latency_p95", "no step 'log' (its steps: log.in)"),
+            ("group.logn.duration_p95", "no group 'logn'"),
+            ("tag.page=adm.error_rate", "no tag 'page=adm'"),
+            ("metric.item.mean", "no metric 'item'"),
+            (
+                "metric.items.total",
+                "'items' is a trend, which has no total",
+            ),
+        ] {
+            let e = labels.gate_fits(bad, &steps).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 }
