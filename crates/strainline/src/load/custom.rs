@@ -254,7 +254,14 @@ pub fn summary(name: &str, kind: Kind, c: &Custom, elapsed: f64, asked: &[f64]) 
         Kind::Trend if some => {
             s.mean = Some(total / c.count as f64);
             (s.min, s.max) = (c.min.map(units), c.max.map(units));
-            let values = c.values.clone().unwrap_or_else(trend_histogram);
+            let empty;
+            let values = match &c.values {
+                Some(h) => h,
+                None => {
+                    empty = trend_histogram();
+                    &empty
+                }
+            };
             for &q in TREND_PERCENTILES.iter().chain(asked) {
                 let at = values.value_at_quantile(crate::metrics::quantile(q));
                 let v = significant(units(values.median_equivalent(at)));

@@ -436,12 +436,16 @@ impl Together {
         }
     }
 
-    /// Failed sends over sends (0 without any).
     pub fn error_rate(&self) -> f64 {
-        match self.sent {
-            0 => 0.0,
-            n => self.errors as f64 / n as f64,
-        }
+        failed_share(self.errors, self.sent)
+    }
+}
+
+/// Failed sends over sends (0 without any): a step's, a group's or a tag's error rate.
+fn failed_share(errors: u64, sent: u64) -> f64 {
+    match sent {
+        0 => 0.0,
+        n => errors as f64 / n as f64,
     }
 }
 
@@ -559,8 +563,9 @@ pub fn summarize(
             .iter()
             .enumerate()
             .map(|(k, (name, kind))| {
-                let c = o.custom.get(k).cloned().unwrap_or_default();
-                crate::load::custom::summary(name, *kind, &c, o.elapsed, asked)
+                let never = crate::load::custom::Custom::default();
+                let c = o.custom.get(k).unwrap_or(&never);
+                crate::load::custom::summary(name, *kind, c, o.elapsed, asked)
             })
             .collect(),
         groups: labels
@@ -568,17 +573,14 @@ pub fn summarize(
             .iter()
             .enumerate()
             .map(|(g, (name, members))| {
-                let runs = o
-                    .steps
-                    .get(step_names.len() + g)
-                    .cloned()
-                    .unwrap_or_default();
+                // Its runs in a row are kept after the steps (`Recorder::group`).
+                let runs = o.steps.get(step_names.len() + g).filter(|r| r.sent > 0);
                 GroupSummary {
                     name: name.clone(),
                     steps: Together::of(members, o, step_names, asked),
-                    runs: runs.sent,
-                    runs_ok: runs.ok,
-                    duration_us: (runs.sent > 0).then(|| percentiles_with(&runs.corrected, asked)),
+                    runs: runs.map_or(0, |r| r.sent),
+                    runs_ok: runs.map_or(0, |r| r.ok),
+                    duration_us: runs.map(|r| percentiles_with(&r.corrected, asked)),
                 }
             })
             .collect(),
@@ -830,11 +832,7 @@ pub fn metrics(s: &LoadSummary) -> Vec<crate::store::Metric> {
         v.extend(crate::load::custom::metrics(c));
     }
     for st in &s.steps {
-        let rate = if st.sent > 0 {
-            st.errors as f64 / st.sent as f64
-        } else {
-            0.0
-        };
+        let rate = failed_share(st.errors, st.sent);
         v.push(Metric::of(&format!("step.{}.error_rate", st.name), rate));
     }
     if s.steps
