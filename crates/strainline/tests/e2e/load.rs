@@ -1100,15 +1100,28 @@ fn any_percentile_is_shown_kept_and_gated_for_the_run_a_step_and_a_suite_case() 
         &stdout(&out),
         "FAILED: step.push.latency_p75 < 20ms (measured",
     );
-    // One percentile, one name; a percentile is above 0 and below 100.
+    // One percentile, one name; a percentile is above 0 and below 100; a summary shows
+    // at most 12 (each is stored for the run and every step), a repeated one once.
+    let thirteen = (1..=13)
+        .map(|q| q.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     for bad in [
         &["--gate", "latency_p075 < 1s"][..],
         &["--gate", "latency_p100 < 1s"][..],
         &["--percentiles", "50,100"][..],
+        &["--percentiles", &thirteen][..],
     ] {
         let (out, _) = run(bad);
         assert_exit(&out, 2);
     }
+    let (out, _) = run(&["--percentiles", "75,75,75", "-n", "20"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        stdout(&out).matches("p75 ").count(),
+        2,
+        "latency and service time, once each"
+    );
     // A suite's bench case keeps the percentile its gate reads.
     let out = run_suite(
         &s,
