@@ -21,6 +21,7 @@ pub const LAYERS: &[&[&str]] = &[
         "os",
         "units",
         "metrics",
+        "kind",
         "measure",
         "host",
         "clock",
@@ -414,9 +415,7 @@ mod tests {
     /// changed or added without reading another.
     #[test]
     fn a_kind_names_no_other_kind() {
-        let kinds = [
-            "bench", "ramp", "soak", "rounds", "crash", "scale", "harness",
-        ];
+        let kinds: Vec<&str> = crate::kind::Kind::TESTS.iter().map(|k| k.name()).collect();
         let mut wrong = Vec::new();
         let all = files();
         // Its run (`kinds/`) and its keys (`suite/parse/kinds/`).

@@ -14,6 +14,7 @@ mod commands;
 mod error;
 mod host;
 mod import;
+mod kind;
 mod kinds;
 #[cfg(test)]
 mod layering;

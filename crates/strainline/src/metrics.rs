@@ -7,18 +7,7 @@
 
 use serde::Serialize;
 
-/// A test kind: what a suite's `[[test]]` does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    Bench,
-    Ramp,
-    Soak,
-    Rounds,
-    Crash,
-    Scale,
-    Harness,
-}
+pub use crate::kind::Kind;
 
 /// What produced a case, for the catalogue: a test kind or the `load` / `monitor`
 /// commands.
@@ -51,41 +40,6 @@ impl Source {
             Source::Load => "load",
             Source::Monitor => "monitor",
         }
-    }
-}
-
-impl Kind {
-    /// The kinds a suite's `[[test]]` may name.
-    pub const TESTS: [Kind; 7] = [
-        Kind::Bench,
-        Kind::Ramp,
-        Kind::Soak,
-        Kind::Rounds,
-        Kind::Crash,
-        Kind::Scale,
-        Kind::Harness,
-    ];
-
-    /// A test kind by its name in a suite.
-    pub fn parse_test(s: &str) -> Option<Kind> {
-        Kind::TESTS.into_iter().find(|k| k.name() == s)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Bench => "bench",
-            Kind::Ramp => "ramp",
-            Kind::Soak => "soak",
-            Kind::Rounds => "rounds",
-            Kind::Crash => "crash",
-            Kind::Scale => "scale",
-            Kind::Harness => "harness",
-        }
-    }
-
-    /// Kinds that drive load at a started target (and so watch it and read its log).
-    pub fn has_target(self) -> bool {
-        matches!(self, Kind::Bench | Kind::Ramp | Kind::Soak | Kind::Rounds)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::sut::lifecycle::Running;
 
 /// A bench: a fixed load (an open-model rate, or a closed model on its connections)
 /// for a fixed time; with a target, its CPU per request and thread states.
-pub(super) fn bench(
+pub(super) fn run(
     ctx: &CaseCtx,
     b: &suite::Bench,
     w: &Workload,

@@ -11,7 +11,7 @@ use crate::os::unit::{Ended, Unit};
 use crate::store::Metric;
 use crate::suite;
 
-pub(super) fn crash(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
+pub(super) fn run(ctx: &CaseCtx, t: &suite::Crash) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     let (lo, hi) = t.kill_after;
     let mut rng = crate::rng::Rng::new(0x2545_F491_4F6C_DD1D ^ ctx.case.repetition as u64);

@@ -40,7 +40,7 @@ pub fn parse_metrics(text: &str) -> Vec<(String, f64)> {
     out
 }
 
-pub(super) fn harness(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result<CaseResult> {
+pub(super) fn run(ctx: &CaseCtx, t: &suite::Harness) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     let log = ctx.dir.join("harness.log");
     let a = argv(&t.command, &ctx.vars);

@@ -1,7 +1,7 @@
 //! What the load kinds (`bench`, `ramp`, `soak`, `rounds`) share: a run of the load
 //! engine for a case ([`drive`]), the target's CPU and thread states around it, the
-//! generator's verdict, the figures every load case stores; and [`run_http`], which
-//! makes a case's set-up requests and hands the case to its kind's module.
+//! generator's verdict, the figures every load case stores, and a case's set-up
+//! requests ([`set_up`]). The dispatch to each kind is `kinds/mod.rs`'s.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::load::verdict::{self, Validity};
 use crate::load::{self, BodySpec, ClientOptions, LoadSpec, Offer, Outcome, Work};
 use crate::measure::Sample;
 use crate::monitor::procfs::kernel_units;
-use crate::suite::{substitute, LoadTest, Workload};
+use crate::suite::{substitute, Workload};
 use crate::sut::lifecycle::Running;
 use crate::sut::probe;
 
@@ -304,14 +304,9 @@ pub(super) fn judge_generator(r: &mut CaseResult, run: &Run) {
     }
 }
 
-/// Runs a load kind; `running` is the target, if the suite has one (a command workload
-/// may run without).
-pub fn run_http(
-    ctx: &CaseCtx,
-    test: LoadTest,
-    w: &Workload,
-    running: Option<&Running>,
-) -> crate::error::Result<CaseResult> {
+/// Sends a case's set-up requests (`setup = [...]`) before its kind measures; a
+/// refused one ends the case.
+pub(super) fn set_up(ctx: &CaseCtx, w: &Workload) -> crate::error::Result<()> {
     for req in w.setup.iter().filter(|_| w.url.is_some()) {
         let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
         let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
@@ -333,29 +328,13 @@ pub fn run_http(
             }
         }
     }
-    let mut r = CaseResult::new();
-    match test {
-        LoadTest::Bench(b) => super::bench::bench(ctx, b, w, running, &mut r)?,
-        LoadTest::Ramp(spec) => super::ramp::ramp(
-            ctx,
-            spec,
-            running.expect("checked: ramp has a target"),
-            &mut r,
-        )?,
-        LoadTest::Soak(spec) => super::soak::soak(
-            ctx,
-            spec,
-            running.expect("checked: soak has a target"),
-            &mut r,
-        )?,
-        LoadTest::Rounds(spec) => super::rounds::rounds(
-            ctx,
-            spec,
-            running.expect("checked: rounds has a target"),
-            &mut r,
-        )?,
-    }
-    Ok(r)
+    Ok(())
+}
+
+/// The target of a kind whose row says it is watched (`kind::Traits::watched`): the
+/// suite refuses such a test without one.
+pub(super) fn watched(running: Option<&Running>) -> &Running {
+    running.expect("checked by the suite: a watched kind has a target")
 }
 
 /// Thread groups a step keeps (the busiest).

@@ -1,21 +1,14 @@
 //! The test kinds: what a case does with its target and workload, and what it measures.
-//! Each kind is one module (`bench`, `ramp`, `soak`, `rounds`, `crash`, `scale`,
-//! `harness`) that names no other kind: the load kinds drive the load engine at a
-//! started target through what [`load`] shares, the process kinds run the user's own
-//! commands through what [`process`] shares. Each returns a [`CaseResult`]: its
+//! Each kind is one module, named by its row in the table of kinds (`crate::kind`), that
+//! names no other kind: the load kinds drive the load engine at a started target through
+//! what [`load`] shares, the process kinds run the user's own commands through what
+//! [`process`] shares; what one hands another goes through a [`Channel`]. Each returns a [`CaseResult`]: its
 //! metrics, its verdict and the reasons, and tables for the report.
 
-mod bench;
-mod crash;
 pub mod details;
-mod harness;
 pub mod lines;
 mod load;
 mod process;
-mod ramp;
-mod rounds;
-mod scale;
-mod soak;
 pub mod watch;
 
 use crate::error::Category;
@@ -30,8 +23,87 @@ use crate::store::Metric;
 use crate::suite::{Case, Suite, Test};
 use lines::Line;
 
-pub use load::run_http;
-pub use process::run_process;
+use crate::suite::{LoadTest, ProcessTest, Workload};
+use crate::sut::lifecycle::Running;
+
+/// Each kind's module (`kinds/NAME.rs`: its run and its verdict) and the dispatch to
+/// it, from the table of kinds (`crate::kind`): a load kind's `run(ctx, spec, workload,
+/// target, result)`, a process kind's `run(ctx, spec)`.
+macro_rules! runs_of_kinds {
+    (
+        load: [$($lv:ident $lm:ident { $($lk:ident: $lx:expr),* $(,)? }),* $(,)?],
+        process: [$($pv:ident $pm:ident { $($pk:ident: $px:expr),* $(,)? }),* $(,)?] $(,)?
+    ) => {
+        $(mod $lm;)*
+        $(mod $pm;)*
+
+        /// Runs a load kind after its set-up requests; `running` is the target, if the
+        /// suite has one (a command workload may run without).
+        pub fn run_http(
+            ctx: &CaseCtx,
+            test: LoadTest,
+            w: &Workload,
+            running: Option<&Running>,
+        ) -> crate::error::Result<CaseResult> {
+            load::set_up(ctx, w)?;
+            let mut r = CaseResult::new();
+            match test {
+                $(LoadTest::$lv(spec) => $lm::run(ctx, spec, w, running, &mut r)?,)*
+            }
+            Ok(r)
+        }
+
+        /// Runs a process kind: the user's own commands, under the monitor.
+        pub fn run_process(ctx: &CaseCtx, test: ProcessTest) -> crate::error::Result<CaseResult> {
+            match test {
+                $(ProcessTest::$pv(spec) => $pm::run(ctx, spec),)*
+            }
+        }
+    };
+}
+crate::kind::table!(runs_of_kinds);
+
+/// A figure one kind hands a later case of the run (a ramp's ceiling, which a soak's
+/// capacity reads), declared here so that both name it and neither names the other.
+pub struct Channel<T> {
+    pub name: &'static str,
+    _of: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Channel<T> {
+    const fn new(name: &'static str) -> Channel<T> {
+        Channel {
+            name,
+            _of: std::marker::PhantomData,
+        }
+    }
+}
+
+/// The ceiling the last ramp of the run measured (req/s).
+pub const CEILING: Channel<f64> = Channel::new("ceiling");
+
+/// What the run's cases have handed on so far, by channel; kept by the runner across
+/// the cases of one run (each side of a paired run has its own).
+#[derive(Debug, Default)]
+pub struct Handed {
+    values: std::sync::Mutex<BTreeMap<&'static str, Box<dyn std::any::Any + Send>>>,
+}
+
+impl Handed {
+    /// Hands on `value` on `channel`, in place of what was there.
+    pub fn put<T: Send + 'static>(&self, channel: &Channel<T>, value: T) {
+        self.values
+            .lock()
+            .unwrap()
+            .insert(channel.name, Box::new(value));
+    }
+
+    /// What was last handed on `channel`.
+    pub fn get<T: Clone + 'static>(&self, channel: &Channel<T>) -> Option<T> {
+        let values = self.values.lock().unwrap();
+        values.get(channel.name)?.downcast_ref::<T>().cloned()
+    }
+}
 
 /// How a case ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -172,8 +244,8 @@ pub struct CaseCtx<'a> {
     pub vars: BTreeMap<String, String>,
     /// A directory of the case's own (logs, files).
     pub dir: PathBuf,
-    /// The ceiling a ramp earlier in this run measured, for capacity figures.
-    pub last_ceiling: Option<f64>,
+    /// What earlier cases of the run handed on ([`Channel`]s: a ramp's ceiling).
+    pub handed: &'a Handed,
     /// Where the case is stored, so that its samples can be written as they come.
     pub store: crate::store::Location,
     /// Record the target's CPU stacks during the case (a flame graph).

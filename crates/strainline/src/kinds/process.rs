@@ -1,14 +1,13 @@
 //! What the process kinds (`crash`, `scale`, `harness`) share: the user's commands
-//! started in a unit of their own and waited for; and [`run_process`], which hands a
-//! case to its kind's module.
+//! started in a unit of their own and waited for. The dispatch to each kind is
+//! `kinds/mod.rs`'s.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::{CaseCtx, CaseResult};
 use crate::os::unit::Unit;
 use crate::os::{process, signals};
-use crate::suite::{substitute, ProcessTest};
+use crate::suite::substitute;
 pub(super) fn argv(cmd: &[String], vars: &BTreeMap<String, String>) -> Vec<String> {
     cmd.iter().map(|a| substitute(a, vars)).collect()
 }
@@ -53,13 +52,4 @@ pub(super) fn pause_until(deadline: Instant, mut done: impl FnMut() -> bool) -> 
         std::thread::sleep(Duration::from_millis(1));
     }
     true
-}
-
-/// Runs a process kind: the user's own commands, under the monitor.
-pub fn run_process(ctx: &CaseCtx, test: ProcessTest) -> crate::error::Result<CaseResult> {
-    match test {
-        ProcessTest::Crash(spec) => super::crash::crash(ctx, spec),
-        ProcessTest::Scale(spec) => super::scale::scale(ctx, spec),
-        ProcessTest::Harness(spec) => super::harness::harness(ctx, spec),
-    }
 }

@@ -18,12 +18,14 @@ const STEP_REPEATS: u32 = 3;
 
 /// A ramp: offered load in steps until one breaks. Each step is measured here; whether
 /// it held, and what the ramp concludes, is [`crate::analysis::ramp`]'s to say.
-pub(super) fn ramp(
+pub(super) fn run(
     ctx: &CaseCtx,
     t: &suite::Ramp,
-    running: &Running,
+    _: &suite::Workload,
+    running: Option<&Running>,
     r: &mut CaseResult,
 ) -> crate::error::Result<()> {
+    let running = super::load::watched(running);
     let limits = ramp::Limits {
         max_error_rate: t.max_error_rate,
         slo_p99: t.slo_p99,
@@ -68,6 +70,7 @@ pub(super) fn ramp(
     }
     let c = ramp::conclude(&steps, &limits);
     r.metrics.push(Metric::of("ceiling", c.ceiling));
+    ctx.handed.put(&super::CEILING, c.ceiling);
     r.metrics.push(Metric::of("knee", c.knee));
     r.metrics
         .push(Metric::of("max_throughput", c.max_throughput));

@@ -12,12 +12,14 @@ use crate::suite::{self, substitute};
 use crate::sut::lifecycle::Running;
 use crate::sut::probe;
 
-pub(super) fn rounds(
+pub(super) fn run(
     ctx: &CaseCtx,
     t: &suite::Rounds,
-    running: &Running,
+    _: &suite::Workload,
+    running: Option<&Running>,
     r: &mut CaseResult,
 ) -> crate::error::Result<()> {
+    let running = super::load::watched(running);
     let settle = |running: Option<&Running>| -> f64 {
         if let Some(q) = &t.quiesce_url {
             let _ = probe::request("GET", &substitute(q, &ctx.vars), "");

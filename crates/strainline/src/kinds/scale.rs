@@ -22,7 +22,7 @@ const FIRST_ROUNDS: usize = 3;
 /// interval is the median fit's, and narrows as runs are added).
 const MAX_ROUNDS: usize = 9;
 
-pub(super) fn scale(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
+pub(super) fn run(ctx: &CaseCtx, t: &suite::Scale) -> crate::error::Result<CaseResult> {
     let mut r = CaseResult::new();
     // (wall, cpu) of each run, by size.
     let mut measured: Vec<Vec<(f64, f64)>> = vec![Vec::new(); t.sizes.len()];

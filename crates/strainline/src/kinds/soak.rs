@@ -17,12 +17,14 @@ use crate::store::Metric;
 use crate::suite;
 use crate::sut::lifecycle::Running;
 
-pub(super) fn soak(
+pub(super) fn run(
     ctx: &CaseCtx,
     t: &suite::Soak,
-    running: &Running,
+    _: &suite::Workload,
+    running: Option<&Running>,
     r: &mut CaseResult,
 ) -> crate::error::Result<()> {
+    let running = super::load::watched(running);
     let rate = t.rate;
     let states = thread_states(running);
     let run = drive(
@@ -139,7 +141,8 @@ pub(super) fn soak(
     r.table
         .push(Line::Soak(lines::Soak::Retained { per_op, growth }));
     if let (Some(clients), Some(period)) = (t.clients, t.client_period) {
-        let basis = ctx.last_ceiling.unwrap_or(run.summary.achieved_rate);
+        let ceiling = ctx.handed.get(&super::CEILING);
+        let basis = ceiling.unwrap_or(run.summary.achieved_rate);
         // Memory bounds the clients only when it grew as a trend: a few pages of noise
         // between the first and last sample would read as a trillion clients.
         let trend = mem
@@ -150,7 +153,7 @@ pub(super) fn soak(
             t,
             if trend { growth } else { 0.0 },
             (clients, period),
-            (basis, ctx.last_ceiling.is_some()),
+            (basis, ceiling.is_some()),
         );
     }
     r.details.of = Some(Of::Soak(SoakDetails { leak_fits: fits }));

@@ -154,17 +154,7 @@ fn check_placeholders(suite: &suite::Suite, args: &Options) -> crate::error::Res
                 .flatten()
                 .map(|a| ("a test's command", a.as_str())),
         );
-        match &t.spec {
-            suite::Spec::Crash(c) => {
-                texts.extend(c.verify.iter().map(|a| ("a test's verify", a.as_str())))
-            }
-            suite::Spec::Rounds(r) => texts.extend(
-                r.quiesce_url
-                    .as_deref()
-                    .map(|u| ("a test's quiesce_url", u)),
-            ),
-            _ => {}
-        }
+        texts.extend(t.spec.own().texts());
     }
     for (what, text) in texts {
         let mut rest = text;
@@ -245,7 +235,7 @@ pub fn run(
     // Metrics of every case, by test and matrix values, for the spread across repetitions.
     let mut groups: std::collections::BTreeMap<String, Vec<Vec<Metric>>> = Default::default();
     let mut done = 0;
-    let mut last_ceiling = None;
+    let handed = kinds::Handed::default();
     let into = RunInto {
         store: &store,
         location: store_location,
@@ -259,14 +249,7 @@ pub fn run(
             break;
         }
         let Some(result) = into
-            .execute(
-                case,
-                &[],
-                (i + 1, cases.len()),
-                &mut last_ceiling,
-                None,
-                out,
-            )
+            .execute(case, &[], (i + 1, cases.len()), &handed, None, out)
             .map_err(|e| into.cut_short(e))?
         else {
             break;
@@ -401,7 +384,7 @@ impl RunInto<'_> {
         case: &suite::Case,
         extra: &[(String, String)],
         (nth, of): (usize, usize),
-        last_ceiling: &mut Option<f64>,
+        handed: &kinds::Handed,
         duet: Option<&kinds::Duet>,
         out: &mut dyn Write,
     ) -> crate::error::Result<Option<CaseResult>> {
@@ -445,7 +428,7 @@ impl RunInto<'_> {
             case,
             vars,
             dir,
-            last_ceiling: *last_ceiling,
+            handed,
             store: self.location.clone(),
             profile: test.profile || args.profile,
             case_id,
@@ -471,9 +454,6 @@ impl RunInto<'_> {
         // What it is there to catch is judged with its gates (a failed gate caught).
         if ran_at_all {
             result = case::expected(test.expect_failure, result);
-        }
-        if test.kind == Kind::Ramp {
-            *last_ceiling = result.metric("ceiling").or(*last_ceiling);
         }
         if signals::interrupted() && result.metrics.is_empty() {
             return Ok(None);

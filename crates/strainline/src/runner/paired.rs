@@ -123,7 +123,7 @@ fn duet_refusal(suite: &suite::Suite, groups: &[(String, &suite::Case)]) -> Opti
     }
     groups
         .iter()
-        .find(|(_, c)| suite.tests[c.test].kind != suite::Kind::Bench)
+        .find(|(_, c)| !suite.tests[c.test].kind.traits().duet)
         .map(|(name, c)| {
             format!(
                 "test '{name}' is a {} test, and a duet runs bench tests (one fixed load at each version, started together)",
@@ -277,7 +277,7 @@ pub fn run_paired(
         total: groups.len() * p.max_pairs * 2,
         per_case: p.budget.map(|b| b / groups.len().max(1) as u32),
         nth: 0,
-        ceilings: [None, None],
+        handed: Default::default(),
         worst: Status::Passed,
         notes: Vec::new(),
         coin: Coin(crate::rng::Rng::new(p.seed)),
@@ -324,7 +324,7 @@ struct Sitting<'a> {
     nth: usize,
     /// A case's share of the time budget.
     per_case: Option<Duration>,
-    ceilings: [Option<f64>; 2],
+    handed: [crate::kinds::Handed; 2],
     worst: Status,
     notes: Vec<String>,
     coin: Coin,
@@ -372,7 +372,7 @@ impl<'a> Sitting<'a> {
                         &case,
                         self.vars()[side],
                         (self.nth, self.total),
-                        &mut self.ceilings[side],
+                        &self.handed[side],
                         None,
                         out,
                     )
@@ -385,7 +385,7 @@ impl<'a> Sitting<'a> {
                     self.vars(),
                     self.labels(),
                     (self.nth, self.total),
-                    self.ceilings,
+                    &self.handed,
                     self.p.split_cpus.then_some(k),
                 );
                 self.nth += 2;
@@ -527,7 +527,7 @@ fn duet(
     vars: [&Vec<(String, String)>; 2],
     labels: [&String; 2],
     (nth, total): (usize, usize),
-    ceilings: [Option<f64>; 2],
+    handed: &[crate::kinds::Handed; 2],
     split: Option<usize>,
 ) -> Vec<crate::error::Result<(Vec<u8>, Option<CaseResult>)>> {
     let together = std::sync::Arc::new(crate::kinds::Rendezvous::default());
@@ -538,7 +538,7 @@ fn duet(
         let handles: Vec<_> = [0usize, 1]
             .map(|side| {
                 let together = together.clone();
-                let (mut ceiling, this, vars) = (ceilings[side], *into[side], vars[side]);
+                let (handed, this, vars) = (&handed[side], *into[side], vars[side]);
                 scope.spawn(
                     move || -> crate::error::Result<(Vec<u8>, Option<CaseResult>)> {
                         let duet = crate::kinds::Duet {
@@ -557,7 +557,7 @@ fn duet(
                             case,
                             vars,
                             (nth + side + 1, total),
-                            &mut ceiling,
+                            handed,
                             Some(&duet),
                             &mut text,
                         );

@@ -87,54 +87,76 @@ pub struct Test {
     pub spec: Spec,
 }
 
-/// What a test of each kind does.
-#[derive(Debug, Clone)]
-pub enum Spec {
-    Bench(Bench),
-    Ramp(Ramp),
-    Soak(Soak),
-    Rounds(Rounds),
-    Crash(Crash),
-    Scale(Scale),
-    Harness(Harness),
+/// What a kind's spec tells the rest of the suite beyond its family; each kind's spec
+/// (in its keys' module, `parse/kinds/KIND.rs`) says it.
+pub trait Own {
+    /// The command a process kind runs.
+    fn command(&self) -> Option<&[String]> {
+        None
+    }
+
+    /// Its texts that take placeholders beside its workload's and its command (a crash
+    /// test's `verify`), each with what it is, for a message.
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        Vec::new()
+    }
 }
 
-/// A test that drives load at a target (`run_http`).
-#[derive(Debug, Clone, Copy)]
-pub enum LoadTest<'a> {
-    Bench(&'a Bench),
-    Ramp(&'a Ramp),
-    Soak(&'a Soak),
-    Rounds(&'a Rounds),
-}
+/// `Spec` (what a test of each kind does: its kind's typed settings), the family enums
+/// `LoadTest` and `ProcessTest`, each a whole match, from the table of kinds
+/// (`crate::kind`); each kind's spec type is its keys' module's.
+macro_rules! specs {
+    (
+        load: [$($lv:ident $lm:ident { $($lk:ident: $lx:expr),* $(,)? }),* $(,)?],
+        process: [$($pv:ident $pm:ident { $($pk:ident: $px:expr),* $(,)? }),* $(,)?] $(,)?
+    ) => {
+        $(pub use parse::kinds::$lm::$lv;)*
+        $(pub use parse::kinds::$pm::$pv;)*
 
-/// A test that runs a command of its own (`run_process`).
-#[derive(Debug, Clone, Copy)]
-pub enum ProcessTest<'a> {
-    Crash(&'a Crash),
-    Scale(&'a Scale),
-    Harness(&'a Harness),
+        /// What a test of each kind does.
+        #[derive(Debug, Clone)]
+        pub enum Spec {
+            $($lv($lv),)*
+            $($pv($pv),)*
+        }
+
+        /// A test that drives load at a target (`kinds::run_http`).
+        #[derive(Debug, Clone, Copy)]
+        pub enum LoadTest<'a> {
+            $($lv(&'a $lv),)*
+        }
+
+        /// A test that runs a command of its own (`kinds::run_process`).
+        #[derive(Debug, Clone, Copy)]
+        pub enum ProcessTest<'a> {
+            $($pv(&'a $pv),)*
+        }
+
+        impl Spec {
+            pub fn family(&self) -> Family<'_> {
+                match self {
+                    $(Spec::$lv(s) => Family::Load(LoadTest::$lv(s), &s.workload),)*
+                    $(Spec::$pv(s) => Family::Process(ProcessTest::$pv(s)),)*
+                }
+            }
+
+            /// What its kind says of it to the rest of the suite.
+            pub fn own(&self) -> &dyn Own {
+                match self {
+                    $(Spec::$lv(s) => s,)*
+                    $(Spec::$pv(s) => s,)*
+                }
+            }
+        }
+    };
 }
+crate::kind::table!(specs);
 
 /// The two families of kinds, run by different code: each match over one is whole.
 #[derive(Debug, Clone, Copy)]
 pub enum Family<'a> {
     Load(LoadTest<'a>, &'a Workload),
     Process(ProcessTest<'a>),
-}
-
-impl Spec {
-    pub fn family(&self) -> Family<'_> {
-        match self {
-            Spec::Bench(b) => Family::Load(LoadTest::Bench(b), &b.workload),
-            Spec::Ramp(r) => Family::Load(LoadTest::Ramp(r), &r.workload),
-            Spec::Soak(s) => Family::Load(LoadTest::Soak(s), &s.workload),
-            Spec::Rounds(r) => Family::Load(LoadTest::Rounds(r), &r.workload),
-            Spec::Crash(c) => Family::Process(ProcessTest::Crash(c)),
-            Spec::Scale(s) => Family::Process(ProcessTest::Scale(s)),
-            Spec::Harness(h) => Family::Process(ProcessTest::Harness(h)),
-        }
-    }
 }
 
 /// The load a bench, ramp, soak or rounds test drives: HTTP requests (a URL or a
@@ -169,77 +191,6 @@ pub struct Workload {
     pub reply_field: Option<String>,
 }
 
-/// `bench`: a fixed load (open at `rate`, else closed), repeated.
-#[derive(Debug, Clone)]
-pub struct Bench {
-    pub workload: Workload,
-    pub rate: Option<f64>,
-    pub duration: Duration,
-}
-
-/// `ramp`: offered load from `start` by `step` every `step_duration` until it breaks.
-#[derive(Debug, Clone)]
-pub struct Ramp {
-    pub workload: Workload,
-    pub start: f64,
-    pub step: f64,
-    pub step_duration: Duration,
-    pub max_steps: u32,
-    pub slo_p99: Option<Duration>,
-    pub max_error_rate: f64,
-}
-
-/// `soak`: constant load for long; leaks, errors, capacity.
-#[derive(Debug, Clone)]
-pub struct Soak {
-    pub workload: Workload,
-    pub rate: f64,
-    pub duration: Duration,
-    /// Bytes a leak may grow by over the horizon.
-    pub leak_budget: f64,
-    pub horizon: Duration,
-    pub clients: Option<u64>,
-    pub client_period: Option<Duration>,
-    /// Usable RAM for the capacity figure, bytes (default: what the host has available).
-    pub ram: Option<f64>,
-}
-
-/// `rounds`: N rounds of M operations, the memory retained after each.
-#[derive(Debug, Clone)]
-pub struct Rounds {
-    pub workload: Workload,
-    pub rounds: u32,
-    pub ops: u64,
-    pub quiesce_url: Option<String>,
-    pub settle: Duration,
-    pub leak_budget: f64,
-}
-
-/// `crash`: run work, kill it, verify; repeat.
-#[derive(Debug, Clone)]
-pub struct Crash {
-    pub command: Vec<String>,
-    pub iterations: u32,
-    /// The kill comes at a random point in this window…
-    pub kill_after: (Duration, Duration),
-    /// …or when the work prints a line matching this.
-    pub kill_at_log: Option<regex_lite::Regex>,
-    pub verify: Vec<String>,
-}
-
-/// `scale`: the same command at sizes N1..Nk; the cost's growth exponent.
-#[derive(Debug, Clone)]
-pub struct Scale {
-    pub command: Vec<String>,
-    pub sizes: Vec<u64>,
-}
-
-/// `harness`: the user's own benchmark binary, monitored, its printed metrics parsed.
-#[derive(Debug, Clone)]
-pub struct Harness {
-    pub command: Vec<String>,
-}
-
 impl Test {
     /// The load a load kind drives (none for crash, scale and harness).
     pub fn workload(&self) -> Option<&Workload> {
@@ -251,12 +202,10 @@ impl Test {
 
     /// The command a process kind runs, or a command workload.
     pub fn command(&self) -> Option<&[String]> {
-        match &self.spec {
-            Spec::Crash(c) => Some(&c.command),
-            Spec::Scale(s) => Some(&s.command),
-            Spec::Harness(h) => Some(&h.command),
-            _ => self.workload().and_then(|w| w.command.as_deref()),
-        }
+        self.spec
+            .own()
+            .command()
+            .or_else(|| self.workload().and_then(|w| w.command.as_deref()))
     }
 }
 

@@ -123,7 +123,8 @@ pub(super) fn unknown(doc: &Doc, table: &Table, name: &str, kind: Kind) -> Resul
         return Ok(());
     };
     let owners: Vec<&str> = Kind::TESTS
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|k| super::kinds::keys(*k).contains(&key))
         .map(|k| k.name())
         .collect();

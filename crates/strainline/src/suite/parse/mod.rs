@@ -17,7 +17,7 @@ use crate::metrics::Unit;
 
 mod doc;
 mod keys;
-mod kinds;
+pub(super) mod kinds;
 mod sections;
 mod urls;
 
@@ -123,7 +123,7 @@ pub fn parse(text: &str, path: &Path, time_scale: f64) -> Result<Suite> {
 /// verdicts read them, and gates on them, are refused at their line.
 fn unwatched_fits(doc: &Doc, raw: &[Common], tests: &[Test], url: &str) -> Result<()> {
     for (r, t) in raw.iter().zip(tests) {
-        if matches!(t.kind, Kind::Ramp | Kind::Soak | Kind::Rounds) {
+        if t.kind.traits().watched {
             return Err(doc.at(
                 r.kind.span().start,
                 format!(
@@ -188,7 +188,7 @@ fn test(
     for g in &t.gates {
         match gate::parse(g.get_ref(), &metrics) {
             Ok(parsed) => gates.push(parsed),
-            Err((_, msg)) if kind == Kind::Harness && msg.starts_with("unknown metric") => {
+            Err((_, msg)) if kind.traits().printed_gates && msg.starts_with("unknown metric") => {
                 harness_gates.push(g.get_ref().clone())
             }
             Err((off, msg)) => return Err(doc.at(g.span().start + 1 + off, format!("gate: {msg}"))),
@@ -397,7 +397,7 @@ mod tests {
             keys::fields_of::<kinds::workload::Keys>(),
             "docs/suites.md's workload keys differ from the workload's struct"
         );
-        for kind in Kind::TESTS {
+        for &kind in Kind::TESTS {
             let heading = format!("### {} — ", kind.name());
             assert_eq!(
                 documented(&text, &heading, "Keys of its own"),

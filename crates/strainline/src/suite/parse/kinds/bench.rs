@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::super::super::{Bench, Workload};
+use super::super::super::Workload;
 use super::super::Result;
 use super::At;
 use crate::limits;
@@ -28,3 +28,13 @@ pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Bench> {
             .opt_dur(&k.duration, "duration", Duration::from_secs(10), true)?,
     })
 }
+
+/// `bench`: a fixed load (open at `rate`, else closed), repeated.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    pub workload: Workload,
+    pub rate: Option<f64>,
+    pub duration: Duration,
+}
+
+impl crate::suite::Own for Bench {}

@@ -6,7 +6,6 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::super::super::Crash;
 use super::super::doc::Doc;
 use super::super::Result;
 use super::At;
@@ -79,4 +78,26 @@ fn kill_after(doc: &Doc, k: &Option<Spanned<String>>) -> Result<(Duration, Durat
         )));
     }
     Ok((lo.mul_f64(doc.time_scale), hi.mul_f64(doc.time_scale)))
+}
+
+/// `crash`: run work, kill it, verify; repeat.
+#[derive(Debug, Clone)]
+pub struct Crash {
+    pub command: Vec<String>,
+    pub iterations: u32,
+    /// The kill comes at a random point in this window…
+    pub kill_after: (Duration, Duration),
+    /// …or when the work prints a line matching this.
+    pub kill_at_log: Option<regex_lite::Regex>,
+    pub verify: Vec<String>,
+}
+
+impl crate::suite::Own for Crash {
+    fn command(&self) -> Option<&[String]> {
+        Some(&self.command)
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        self.verify.iter().map(|a| ("a test's verify", a.as_str())).collect()
+    }
 }

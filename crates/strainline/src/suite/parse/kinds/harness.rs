@@ -2,7 +2,6 @@
 
 use serde::Deserialize;
 
-use super::super::super::Harness;
 use super::super::Result;
 use super::At;
 
@@ -21,4 +20,16 @@ pub(super) fn spec(at: &At, k: Keys) -> Result<Harness> {
     Ok(Harness {
         command: k.command.unwrap_or_default(),
     })
+}
+
+/// `harness`: the user's own benchmark binary, monitored, its printed metrics parsed.
+#[derive(Debug, Clone)]
+pub struct Harness {
+    pub command: Vec<String>,
+}
+
+impl crate::suite::Own for Harness {
+    fn command(&self) -> Option<&[String]> {
+        Some(&self.command)
+    }
 }

@@ -1,7 +1,8 @@
 //! Each kind's keys, one module per kind: its serde struct (the keys it takes, in the
 //! order docs/suites.md lists them) and their checks — ranges, defaults, what it needs —
 //! into its [`Spec`]. A load kind's workload (`workload.rs`) is read beside its own.
-//! [`spec`] and `of_keys!` (the keys' fields and schemas) are the table of kinds.
+//! [`spec`], [`own_keys`] and their schemas are made from the table of kinds
+//! (`crate::kind`).
 
 use serde::de::DeserializeOwned;
 use toml::Spanned;
@@ -12,13 +13,6 @@ use super::keys::{fields_of, Table};
 use super::Result;
 use crate::limits;
 
-mod bench;
-mod crash;
-mod harness;
-mod ramp;
-mod rounds;
-mod scale;
-mod soak;
 pub(super) mod workload;
 
 /// A test's own keys checked against: the text, where its table starts, its name and
@@ -73,42 +67,54 @@ impl At<'_> {
     }
 }
 
-/// The kind's own spec from its test's table, with its defaults.
-pub(super) fn spec(at: &At, table: &Table, has_target: bool) -> Result<Spec> {
-    fn own<T: DeserializeOwned>(at: &At, table: &Table) -> Result<T> {
-        table.read(at.doc)
-    }
-    let workload = || workload::read(at, table, has_target);
-    Ok(match at.kind {
-        Kind::Bench => Spec::Bench(bench::spec(at, own(at, table)?, workload()?)?),
-        Kind::Ramp => Spec::Ramp(ramp::spec(at, own(at, table)?, workload()?)?),
-        Kind::Soak => Spec::Soak(soak::spec(at, own(at, table)?, workload()?)?),
-        Kind::Rounds => Spec::Rounds(rounds::spec(at, own(at, table)?, workload()?)?),
-        Kind::Crash => Spec::Crash(crash::spec(at, own(at, table)?)?),
-        Kind::Scale => Spec::Scale(scale::spec(at, own(at, table)?)?),
-        Kind::Harness => Spec::Harness(harness::spec(at, own(at, table)?)?),
-    })
+fn own<T: DeserializeOwned>(at: &At, table: &Table) -> Result<T> {
+    table.read(at.doc)
 }
 
-/// `$f::<K>()` for the kind's keys struct `K`.
-macro_rules! of_keys {
-    ($kind:expr, $f:ident) => {
-        match $kind {
-            Kind::Bench => $f::<bench::Keys>(),
-            Kind::Ramp => $f::<ramp::Keys>(),
-            Kind::Soak => $f::<soak::Keys>(),
-            Kind::Rounds => $f::<rounds::Keys>(),
-            Kind::Crash => $f::<crash::Keys>(),
-            Kind::Scale => $f::<scale::Keys>(),
-            Kind::Harness => $f::<harness::Keys>(),
+fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("a schema is JSON")
+}
+
+/// Each kind's module, its spec read ([`spec`]), its keys' fields ([`own_keys`]) and
+/// their schema, from the table of kinds (`crate::kind`).
+macro_rules! keys_of_kinds {
+    (
+        load: [$($lv:ident $lm:ident { $($lk:ident: $lx:expr),* $(,)? }),* $(,)?],
+        process: [$($pv:ident $pm:ident { $($pk:ident: $px:expr),* $(,)? }),* $(,)?] $(,)?
+    ) => {
+        $(pub mod $lm;)*
+        $(pub mod $pm;)*
+
+        /// The kind's own spec from its test's table, with its defaults.
+        pub(super) fn spec(at: &At, table: &Table, has_target: bool) -> Result<Spec> {
+            Ok(match at.kind {
+                $(Kind::$lv => Spec::$lv($lm::spec(
+                    at,
+                    own(at, table)?,
+                    workload::read(at, table, has_target)?,
+                )?),)*
+                $(Kind::$pv => Spec::$pv($pm::spec(at, own(at, table)?)?),)*
+            })
+        }
+
+        /// The keys a kind takes beyond the common ones, as its structs declare them.
+        pub(super) fn own_keys(kind: Kind) -> &'static [&'static str] {
+            match kind {
+                $(Kind::$lv => fields_of::<$lm::Keys>(),)*
+                $(Kind::$pv => fields_of::<$pm::Keys>(),)*
+            }
+        }
+
+        /// Its own keys' JSON Schema.
+        fn own_schema(kind: Kind) -> serde_json::Value {
+            match kind {
+                $(Kind::$lv => schema_of::<$lm::Keys>(),)*
+                $(Kind::$pv => schema_of::<$pm::Keys>(),)*
+            }
         }
     };
 }
-
-/// The keys a kind takes beyond the common ones, as its structs declare them.
-pub(super) fn own_keys(kind: Kind) -> &'static [&'static str] {
-    of_keys!(kind, fields_of)
-}
+crate::kind::table!(keys_of_kinds);
 
 /// The keys a kind takes beyond the common ones: a load kind's workload's, then its own.
 pub(super) fn keys(kind: Kind) -> Vec<&'static str> {
@@ -123,15 +129,12 @@ pub(super) fn keys(kind: Kind) -> Vec<&'static str> {
 /// Each kind's keys' JSON Schema (its own, then a load kind's workload's), made from the
 /// structs that read them.
 pub(super) fn schemas() -> Vec<(Kind, Vec<serde_json::Value>)> {
-    fn of<T: schemars::JsonSchema>() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(T)).expect("a schema is JSON")
-    }
     Kind::TESTS
-        .into_iter()
-        .map(|kind| {
-            let mut parts = vec![of_keys!(kind, of)];
+        .iter()
+        .map(|&kind| {
+            let mut parts = vec![own_schema(kind)];
             if kind.has_target() {
-                parts.push(of::<workload::Keys>());
+                parts.push(schema_of::<workload::Keys>());
             }
             (kind, parts)
         })

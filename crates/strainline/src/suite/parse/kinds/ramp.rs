@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::super::super::{Ramp, Workload};
+use super::super::super::Workload;
 use super::super::Result;
 use super::{share, At};
 use crate::limits;
@@ -54,3 +54,17 @@ pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Ramp> {
             .unwrap_or(0.01),
     })
 }
+
+/// `ramp`: offered load from `start` by `step` every `step_duration` until it breaks.
+#[derive(Debug, Clone)]
+pub struct Ramp {
+    pub workload: Workload,
+    pub start: f64,
+    pub step: f64,
+    pub step_duration: Duration,
+    pub max_steps: u32,
+    pub slo_p99: Option<Duration>,
+    pub max_error_rate: f64,
+}
+
+impl crate::suite::Own for Ramp {}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::super::super::{Rounds, Workload};
+use super::super::super::Workload;
 use super::super::urls::{url_shape, HTTP_SCHEMES};
 use super::super::Result;
 use super::{leak_budget, At};
@@ -45,4 +45,25 @@ pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Rounds> {
         settle: doc.opt_dur(&k.settle, "settle", Duration::from_millis(500), true)?,
         leak_budget: leak_budget(doc, &k.leak_budget)?,
     })
+}
+
+/// `rounds`: N rounds of M operations, the memory retained after each.
+#[derive(Debug, Clone)]
+pub struct Rounds {
+    pub workload: Workload,
+    pub rounds: u32,
+    pub ops: u64,
+    pub quiesce_url: Option<String>,
+    pub settle: Duration,
+    pub leak_budget: f64,
+}
+
+impl crate::suite::Own for Rounds {
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        self.quiesce_url
+            .as_deref()
+            .map(|u| ("a test's quiesce_url", u))
+            .into_iter()
+            .collect()
+    }
 }

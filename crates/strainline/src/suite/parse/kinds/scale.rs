@@ -3,7 +3,6 @@
 
 use serde::Deserialize;
 
-use super::super::super::Scale;
 use super::super::Result;
 use super::At;
 use crate::limits;
@@ -37,4 +36,17 @@ pub(super) fn spec(at: &At, k: Keys) -> Result<Scale> {
         command: k.command.unwrap_or_default(),
         sizes: k.sizes,
     })
+}
+
+/// `scale`: the same command at sizes N1..Nk; the cost's growth exponent.
+#[derive(Debug, Clone)]
+pub struct Scale {
+    pub command: Vec<String>,
+    pub sizes: Vec<u64>,
+}
+
+impl crate::suite::Own for Scale {
+    fn command(&self) -> Option<&[String]> {
+        Some(&self.command)
+    }
 }

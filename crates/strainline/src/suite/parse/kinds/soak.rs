@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::super::super::{Soak, Workload};
+use super::super::super::Workload;
 use super::super::Result;
 use super::{leak_budget, size, At};
 use crate::limits;
@@ -50,3 +50,20 @@ pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Soak> {
         },
     })
 }
+
+/// `soak`: constant load for long; leaks, errors, capacity.
+#[derive(Debug, Clone)]
+pub struct Soak {
+    pub workload: Workload,
+    pub rate: f64,
+    pub duration: Duration,
+    /// Bytes a leak may grow by over the horizon.
+    pub leak_budget: f64,
+    pub horizon: Duration,
+    pub clients: Option<u64>,
+    pub client_period: Option<Duration>,
+    /// Usable RAM for the capacity figure, bytes (default: what the host has available).
+    pub ram: Option<f64>,
+}
+
+impl crate::suite::Own for Soak {}
