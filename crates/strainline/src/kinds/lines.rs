@@ -58,6 +58,11 @@ pub enum Line {
     ThreadStates {
         closed: bool,
     },
+    /// A kind's own line, in its module's words (a kind worded where it is made, as a
+    /// verdict's words are: a spike's phases and recovery).
+    Said {
+        words: String,
+    },
     Ramp(Ramp),
     Rounds(Rounds),
     Scale(Scale),

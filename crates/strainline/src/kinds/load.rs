@@ -30,7 +30,7 @@ pub(super) struct Run {
 /// The test's workload as a load spec; `rate` None is the closed model.
 pub(super) fn load_spec(
     ctx: &CaseCtx,
-    rate: Option<f64>,
+    rate: Option<Rate>,
     connections: Option<usize>,
     duration: Option<Duration>,
     count: Option<u64>,
@@ -53,8 +53,8 @@ pub(super) fn load_spec(
     };
     let offer = match (&w.scenario, rate) {
         (Some(path), _) => Offer::Scenario(path.clone()),
-        (None, Some(r)) => Offer::Open {
-            rate: Rate::Constant(r),
+        (None, Some(rate)) => Offer::Open {
+            rate,
             poisson: None,
             pool_cap: connections,
         },
@@ -94,10 +94,25 @@ pub(super) fn load_spec(
     }
 }
 
+/// One run of the load engine: open at a constant `rate`, closed without one.
 pub(super) fn drive(
     ctx: &CaseCtx,
     running: Option<&Running>,
     rate: Option<f64>,
+    connections: Option<usize>,
+    duration: Option<Duration>,
+    count: Option<u64>,
+) -> crate::error::Result<Run> {
+    let rate = rate.map(Rate::Constant);
+    drive_at(ctx, running, rate, connections, duration, count)
+}
+
+/// One run of the load engine: open at `rate` (any shape: stages, a jump), closed
+/// without one.
+pub(super) fn drive_at(
+    ctx: &CaseCtx,
+    running: Option<&Running>,
+    rate: Option<Rate>,
     connections: Option<usize>,
     duration: Option<Duration>,
     count: Option<u64>,

@@ -426,7 +426,12 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                     }
                     format!("open model, {r} req/s constant")
                 }
-                Rate::Staged(_) => unreachable!("stages come from a scenario's [sessions]"),
+                Rate::Staged(ref points) => {
+                    let mut rates: Vec<f64> = points.iter().map(|p| p.1).collect();
+                    rates.dedup();
+                    let rates: Vec<String> = rates.iter().map(|r| r.to_string()).collect();
+                    format!("open model, {} req/s in stages", rates.join(" → "))
+                }
             };
             let d = match spec.client.streams {
                 m if m > 1000 => return Err(bad(format!("--streams {m}: give 1 to 1000 streams"))),

@@ -71,7 +71,7 @@ fn line(l: &Line, d: &Details) -> String {
             ms(d.latency_us.p50),
             ms(d.latency_us.p99)
         ),
-        Line::Finding { words } => words.clone(),
+        Line::Finding { words } | Line::Said { words } => words.clone(),
         Line::ThreadStates { closed } => {
             let Some(states) = &d.threads else {
                 return String::new();
