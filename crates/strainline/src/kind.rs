@@ -19,6 +19,7 @@ macro_rules! table {
                 Ramp ramp { watched: true },
                 Soak soak { watched: true },
                 Rounds rounds { watched: true },
+                Spike spike {},
             ],
             process: [
                 Crash crash {},

@@ -145,12 +145,13 @@ const ROUNDS: Source = Source::Test(Kind::Rounds);
 const CRASH: Source = Source::Test(Kind::Crash);
 const SCALE: Source = Source::Test(Kind::Scale);
 const HARNESS: Source = Source::Test(Kind::Harness);
+const SPIKE: Source = Source::Test(Kind::Spike);
 const LOAD: Source = Source::Load;
 const MONITOR: Source = Source::Monitor;
 
-const LOADED: &[Source] = &[BENCH, SOAK, LOAD];
-const TARGET: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS, HARNESS, MONITOR];
-const WATCHED: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS];
+const LOADED: &[Source] = &[BENCH, SOAK, SPIKE, LOAD];
+const TARGET: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS, SPIKE, HARNESS, MONITOR];
+const WATCHED: &[Source] = &[BENCH, RAMP, SOAK, ROUNDS, SPIKE];
 
 const fn def(
     name: &'static str,
@@ -501,6 +502,42 @@ pub const METRICS: &[Def] = &[
         Lower,
         WATCHED,
         "average CPU of a [[watch]] process",
+    ),
+    // spike
+    def(
+        "recovery_time",
+        Unit::Seconds,
+        Lower,
+        &[SPIKE],
+        "from the spike's end until 3 seconds in a row had their p99 and error rate back within the band of the before-spike ones (not stored when it did not recover)",
+    ),
+    def(
+        "spike_p99",
+        Unit::Ms,
+        Lower,
+        &[SPIKE],
+        "the worst second's p99 from the spike's start until the recovery (or the end)",
+    ),
+    def(
+        "spike_error_rate",
+        Unit::Ratio,
+        Lower,
+        &[SPIKE],
+        "the replies that failed from the spike's start until the recovery (or the end), of those made",
+    ),
+    def(
+        "before_p99",
+        Unit::Ms,
+        Lower,
+        &[SPIKE],
+        "the p99 before the spike: the median of its seconds' after the first",
+    ),
+    def(
+        "rss_left",
+        Unit::Bytes,
+        Lower,
+        &[SPIKE],
+        "the target's memory at the end (its last 3 seconds) minus before the spike: what the spike left behind",
     ),
     // ramp
     def(

@@ -13,6 +13,7 @@ mod firsthour;
 mod flows;
 mod hostile;
 mod import;
+mod kinds;
 mod load;
 mod metrics;
 mod monitor;

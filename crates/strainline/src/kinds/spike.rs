@@ -1,0 +1,304 @@
+//! The `spike` kind: a base rate, a jump to `factor` times it, and back — the errors and
+//! latency from the spike's start until the target recovered, how long that took, and
+//! the memory it left behind. One run of the load engine at a rate with two steps, so
+//! that a backlog the spike built is still there when the base rate returns.
+//!
+//! Recovery: the first second after the spike's end from which 3 seconds in a row have
+//! a p99 at most `1 + band` times the before-spike p99 (and at least 1 ms above it: a
+//! p99 of microseconds is not held to its noise) and an error rate at most one point
+//! above the before-spike one; the before-spike figures are its whole seconds after the
+//! first (the median of their p99s, their errors over their replies).
+
+use super::lines::Line;
+use super::load::{drive_at, judge_generator, keep_latency, load_metrics, samples};
+use super::{d, CaseCtx, CaseResult, Status};
+use crate::load::schedule::Rate;
+use crate::load::Second;
+use crate::store::Metric;
+use crate::suite::{self, Workload};
+use crate::sut::lifecycle::Running;
+use crate::units::{format_micros, Bytes};
+
+/// Seconds in a row within the band that make a recovery.
+const IN_A_ROW: usize = 3;
+
+/// The least a second's p99 may exceed the before-spike p99 by and still be within the
+/// band, µs.
+const LEAST_SLACK_US: f64 = 1000.0;
+
+/// The errors a second may have above the before-spike rate and still be within.
+const ERROR_SLACK: f64 = 0.01;
+
+pub(super) fn run(
+    ctx: &CaseCtx,
+    t: &suite::Spike,
+    w: &Workload,
+    running: Option<&Running>,
+    r: &mut CaseResult,
+) -> crate::error::Result<()> {
+    let (b, s, a) = (
+        t.before.as_secs_f64(),
+        t.during.as_secs_f64(),
+        t.after.as_secs_f64(),
+    );
+    let (base, high) = (t.rate, t.rate * t.factor);
+    let rate = Rate::Staged(vec![
+        (0.0, base),
+        (b, base),
+        (b, high),
+        (b + s, high),
+        (b + s, base),
+        (b + s + a, base),
+    ]);
+    let total = t.before + t.during + t.after;
+    let run = drive_at(ctx, running, Some(rate), w.connections, Some(total), None)?;
+    load_metrics(ctx, r, &run.summary);
+    keep_latency(r, &run);
+    let t0 = run.window.0;
+    for (phase, at) in [("before", 0.0), ("spike", b), ("after", b + s)] {
+        r.phases.push((phase.into(), t0 + at));
+    }
+    r.phases.push(("end".into(), run.window.1));
+    judge_generator(r, &run);
+    r.table.push(Line::Said {
+        words: format!(
+            "spike: {base} req/s for {}, {}× ({high} req/s) for {}, {base} req/s for {}",
+            d(t.before),
+            t.factor,
+            d(t.during),
+            d(t.after)
+        ),
+    });
+    let j = judge(&run.outcome.seconds, (b, s), t.band);
+    keep(r, &j, t);
+    left_behind(r, running, run.window, b);
+    Ok(())
+}
+
+/// What the seconds of a spike say.
+#[derive(Debug, Clone, PartialEq)]
+struct Judged {
+    /// The before-spike p99 (the median of its seconds'), µs, and error rate.
+    before_p99_us: f64,
+    before_errors: f64,
+    /// A second is within the band at or under these.
+    limit_us: f64,
+    error_limit: f64,
+    /// Seconds from the spike's end until the recovery began; `None`: not within.
+    recovered: Option<f64>,
+    /// From the spike's start to the recovery (or the end): the worst second's p99, µs,
+    /// and the replies that failed of those made.
+    peak_p99_us: u64,
+    errors: u64,
+    completed: u64,
+    /// The last second outside the band: its p99 (µs) and error rate.
+    last_out: Option<(u64, f64)>,
+}
+
+fn error_rate(s: &Second) -> f64 {
+    if s.completed == 0 {
+        0.0
+    } else {
+        s.errors as f64 / s.completed as f64
+    }
+}
+
+/// Judges the whole seconds of a run whose spike started at `b` and lasted `s` seconds.
+fn judge(seconds: &[Second], (b, s): (f64, f64), band: f64) -> Judged {
+    let whole: Vec<&Second> = seconds.iter().filter(|x| !x.partial()).collect();
+    let before: Vec<&Second> = whole.iter().copied().filter(|x| x.t > 1.0 && x.t <= b).collect();
+    let mut p99s: Vec<u64> = before.iter().map(|x| x.p99_us).collect();
+    p99s.sort_unstable();
+    let before_p99_us = p99s.get(p99s.len() / 2).copied().unwrap_or(0) as f64;
+    let (errors, completed) = before
+        .iter()
+        .fold((0, 0), |(e, c), x| (e + x.errors, c + x.completed));
+    let before_errors = if completed == 0 {
+        0.0
+    } else {
+        errors as f64 / completed as f64
+    };
+    let limit_us = (before_p99_us * (1.0 + band)).max(before_p99_us + LEAST_SLACK_US);
+    let error_limit = before_errors + ERROR_SLACK;
+    let within = |x: &Second| {
+        x.completed > 0 && x.p99_us as f64 <= limit_us && error_rate(x) <= error_limit
+    };
+    let after: Vec<&Second> = whole.iter().copied().filter(|x| x.t > b + s).collect();
+    let start = after
+        .windows(IN_A_ROW)
+        .position(|w| w.iter().all(|x| within(x)));
+    let recovered = start.map(|i| (after[i].t - 1.0 - (b + s)).max(0.0));
+    // From the spike's start to the recovery (or the end of the run).
+    let until = start.map_or(f64::INFINITY, |i| after[i].t - 1.0);
+    let disturbed: Vec<&Second> = whole
+        .iter()
+        .copied()
+        .filter(|x| x.t > b && x.t <= until)
+        .collect();
+    Judged {
+        before_p99_us,
+        before_errors,
+        limit_us,
+        error_limit,
+        recovered,
+        peak_p99_us: disturbed.iter().map(|x| x.p99_us).max().unwrap_or(0),
+        errors: disturbed.iter().map(|x| x.errors).sum(),
+        completed: disturbed.iter().map(|x| x.completed).sum(),
+        last_out: after
+            .iter()
+            .rev()
+            .find(|x| !within(x))
+            .map(|x| (x.p99_us, error_rate(x))),
+    }
+}
+
+/// The spike's metrics, lines and verdict.
+fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
+    let pct = |x: f64| format!("{:.2}%", 100.0 * x);
+    let spike_errors = if j.completed == 0 {
+        0.0
+    } else {
+        j.errors as f64 / j.completed as f64
+    };
+    r.metrics
+        .push(Metric::of("before_p99", j.before_p99_us / 1000.0));
+    r.metrics
+        .push(Metric::of("spike_p99", j.peak_p99_us as f64 / 1000.0));
+    r.metrics.push(Metric::of("spike_error_rate", spike_errors));
+    r.table.push(Line::Said {
+        words: format!(
+            "before the spike: p99 {} (the median of its seconds), errors {}; from the spike to {}: the worst second's p99 {}, errors {} ({} of {})",
+            format_micros(j.before_p99_us as u64),
+            pct(j.before_errors),
+            if j.recovered.is_some() { "the recovery" } else { "the end" },
+            format_micros(j.peak_p99_us),
+            pct(spike_errors),
+            j.errors,
+            j.completed
+        ),
+    });
+    let band = format!(
+        "{IN_A_ROW} seconds in a row with p99 ≤ {} (the before-spike p99 +{:.0}%, at least +1ms) and errors ≤ {}",
+        format_micros(j.limit_us as u64),
+        100.0 * t.band,
+        pct(j.error_limit)
+    );
+    match j.recovered {
+        Some(secs) => {
+            r.metrics.push(Metric::of("recovery_time", secs));
+            r.table.push(Line::Said {
+                words: format!("recovered {secs:.0}s after the spike's end: {band}"),
+            });
+        }
+        None => {
+            let last = j.last_out.map_or(String::new(), |(p99, e)| {
+                format!(
+                    "; the last second outside it: p99 {}, errors {}",
+                    format_micros(p99),
+                    pct(e)
+                )
+            });
+            let words = format!(
+                "recovery: not within {} of the spike's end (no {band}){last}",
+                d(t.after)
+            );
+            r.table.push(Line::Said {
+                words: words.clone(),
+            });
+            r.fail(Status::Failed, words);
+        }
+    }
+}
+
+/// The target's memory after the spike against before it (a watched target's): the
+/// mean RSS of the before-spike seconds after the first, and of the run's last 3.
+fn left_behind(r: &mut CaseResult, running: Option<&Running>, (t0, t1): (f64, f64), b: f64) {
+    let all = samples(running);
+    let mean = |lo: f64, hi: f64| {
+        let v: Vec<f64> = all
+            .iter()
+            .filter(|x| x.t > lo && x.t <= hi)
+            .map(|x| x.rss_bytes as f64)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let (Some(before), Some(after)) = (mean(t0 + 1.0, t0 + b), mean(t1 - 3.0, t1)) else {
+        return;
+    };
+    let left = after - before;
+    r.metrics.push(Metric::of("rss_left", left));
+    r.table.push(Line::Said {
+        words: format!(
+            "target memory: {} before the spike, {} at the end ({}{} left behind)",
+            Bytes(before as u64),
+            Bytes(after as u64),
+            if left < 0.0 { "-" } else { "+" },
+            Bytes(left.abs() as u64)
+        ),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whole seconds 1..=n from (p99 ms, errors) each, 100 replies a second.
+    fn seconds(each: &[(u64, u64)]) -> Vec<Second> {
+        each.iter()
+            .enumerate()
+            .map(|(i, &(p99_ms, errors))| Second {
+                t: (i + 1) as f64,
+                sent: 100,
+                completed: 100,
+                ok: 100 - errors,
+                errors,
+                p50_us: p99_ms * 500,
+                p99_us: p99_ms * 1000,
+                max_us: p99_ms * 1000,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_backlog_that_drains_recovers_when_three_seconds_in_a_row_are_back() {
+        // 4 s before (10 ms), a 3 s spike, a backlog for 4 s more, then back; one blip.
+        let mut each = vec![(50, 0), (10, 0), (11, 0), (10, 0)];
+        each.extend([(900, 2), (2000, 5), (3000, 1)]);
+        each.extend([(2500, 0), (1500, 0), (12, 0), (600, 0), (14, 0), (10, 0), (11, 0)]);
+        let j = judge(&seconds(&each), (4.0, 3.0), 0.5);
+        assert_eq!(j.before_p99_us, 10_000.0, "the median of seconds 2–4");
+        assert_eq!(j.limit_us, 15_000.0);
+        // Seconds 12–14 are the first three in a row: it began at 11 s, 4 s after 7 s.
+        assert_eq!(j.recovered, Some(4.0));
+        assert_eq!(j.peak_p99_us, 3_000_000);
+        assert_eq!((j.errors, j.completed), (8, 700));
+        assert_eq!(j.last_out, Some((600_000, 0.0)));
+    }
+
+    #[test]
+    fn a_target_that_stays_slow_never_recovers_and_errors_count_against_the_band() {
+        let each = [(5, 0), (5, 0), (5, 0), (400, 0), (400, 0), (300, 0), (200, 0), (200, 0)];
+        let j = judge(&seconds(&each), (3.0, 1.0), 0.5);
+        assert_eq!(j.recovered, None);
+        assert_eq!(j.limit_us, 7_500.0, "+50% of 5 ms: more than 1 ms");
+        assert_eq!(j.last_out, Some((200_000, 0.0)));
+        // Fast again, but failing 5% of its replies: not back either.
+        let each = [(5, 0), (5, 0), (5, 0), (400, 9), (5, 5), (5, 5), (5, 5), (5, 5)];
+        let j = judge(&seconds(&each), (3.0, 1.0), 0.5);
+        assert_eq!(j.recovered, None);
+        assert_eq!(j.last_out, Some((5_000, 0.05)));
+        // A spike it never felt: recovered at once.
+        let each = [(5, 0), (5, 0), (5, 0), (5, 0), (5, 0), (5, 0), (5, 0)];
+        assert_eq!(judge(&seconds(&each), (3.0, 1.0), 0.5).recovered, Some(0.0));
+    }
+
+    #[test]
+    fn a_second_with_no_reply_is_not_within_the_band() {
+        let mut s = seconds(&[(1, 0); 8]);
+        s[4].completed = 0;
+        s[4].p99_us = 0;
+        let j = judge(&s, (3.0, 1.0), 0.5);
+        assert_eq!(j.limit_us, 2_000.0, "at least 1 ms above a 1 ms p99");
+        assert_eq!(j.recovered, Some(1.0), "seconds 6–8, not 5, which had no reply");
+    }
+}
