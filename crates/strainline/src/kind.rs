@@ -15,7 +15,7 @@ macro_rules! table {
     ($then:ident) => {
         $then! {
             load: [
-                Bench bench { duet: true },
+                Bench bench { duet: true, commands_alone: true },
                 Ramp ramp { watched: true },
                 Soak soak { watched: true },
                 Rounds rounds { watched: true },
@@ -44,6 +44,9 @@ pub struct Traits {
     pub duet: bool,
     /// Its gates may name metrics its command prints (checked after it ran).
     pub printed_gates: bool,
+    /// A command workload may run without a `[target]` (it may address a service
+    /// strainline did not start).
+    pub commands_alone: bool,
 }
 
 impl Traits {
@@ -52,6 +55,7 @@ impl Traits {
         watched: false,
         duet: false,
         printed_gates: false,
+        commands_alone: false,
     };
 }
 

@@ -449,6 +449,68 @@ mod tests {
         );
     }
 
+    /// Adding a kind is its row in `kind.rs`, its metrics in `metrics.rs` and its two
+    /// modules (docs/design.md, "How to add a test kind", lists those four files): no
+    /// other file's code names a kind's variant, so no other file changes.
+    #[test]
+    fn a_kind_is_its_row_its_metrics_and_its_two_modules() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/design.md"),
+        )
+        .unwrap();
+        let from = doc.find("### How to add a test kind").expect("the section");
+        let section = &doc[from..];
+        let section = &section[..section[4..].find("\n### ").map_or(section.len(), |i| i + 4)];
+        let listed: Vec<&str> = section
+            .lines()
+            .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()) && l.contains(". `"))
+            .filter_map(|l| l.split('`').nth(1))
+            .collect();
+        let four = [
+            "kind.rs",
+            "metrics.rs",
+            "suite/parse/kinds/KIND.rs",
+            "kinds/KIND.rs",
+        ];
+        assert_eq!(listed, four, "docs/design.md's list of a kind's files");
+        let all = files();
+        let mut wrong = Vec::new();
+        for &kind in crate::kind::Kind::TESTS {
+            let (name, variant) = (kind.name(), format!("{kind:?}"));
+            let own: Vec<String> = four.iter().map(|f| f.replace("KIND", name)).collect();
+            for f in &own {
+                assert!(all.iter().any(|(r, _)| r == f), "{name}: no {f}");
+            }
+            for (rel, text) in all
+                .iter()
+                .filter(|(r, _)| !own.contains(r) && r != "layering.rs")
+            {
+                let code = text
+                    .split("\n#[cfg(test)]\nmod tests")
+                    .next()
+                    .unwrap_or(text);
+                for (n, l) in code.lines().enumerate() {
+                    let line = code_of(l);
+                    let names = ["Kind::", "Spec::", "LoadTest::", "ProcessTest::"]
+                        .iter()
+                        .filter_map(|p| line.find(&format!("{p}{variant}")).map(|i| (p, i)))
+                        .any(|(p, i)| {
+                            let after = line[i + p.len() + variant.len()..].chars().next();
+                            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        });
+                    if names {
+                        wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "a file beside a kind's four names it (make it a trait of its row in kind.rs):\n{}",
+            wrong.join("\n")
+        );
+    }
+
     #[test]
     fn errors_are_the_crate_error_not_strings() {
         assert_eq!(

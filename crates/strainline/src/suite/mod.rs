@@ -473,16 +473,8 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
     /// refused with the list of valid ones.
     #[test]
     fn a_gate_may_name_every_metric_its_kind_stores() {
-        let suites = [
-            (Kind::Bench, "url = \"http://127.0.0.1:{{port}}/\""),
-            (Kind::Ramp, "url = \"http://127.0.0.1:{{port}}/\""),
-            (Kind::Soak, "url = \"http://127.0.0.1:{{port}}/\""),
-            (Kind::Rounds, "url = \"http://127.0.0.1:{{port}}/\""),
-            (Kind::Crash, "command = [\"w\"]\nverify = [\"v\"]"),
-            (Kind::Scale, "command = [\"w\"]\nsizes = [1, 2, 3]"),
-            (Kind::Harness, "command = [\"h\"]"),
-        ];
-        for (kind, keys) in suites {
+        for &kind in Kind::TESTS {
+            let keys = parse::kinds::example(kind);
             let head = format!(
                 "[target]\ncommand = [\"t\"]\n[logs.classes]\nslow = \"slow\"\n[[watch]]\nname = \"db\"\nprocess = \"postgres\"\n[[test]]\nname = \"t\"\nkind = \"{}\"\n{keys}\n",
                 kind.name()
@@ -520,7 +512,7 @@ gates = ["latency_p99 < 200ms", "error_rate < 0.1%"]
                 named += 1;
             }
             assert!(named > 0, "{} stores no metric", kind.name());
-            if kind != Kind::Harness {
+            if !kind.traits().printed_gates {
                 let e = parse(
                     &format!("{head}gates = [\"no_such_metric < 1\"]\n"),
                     Path::new("g.toml"),

@@ -38,3 +38,7 @@ pub struct Bench {
 }
 
 impl crate::suite::Own for Bench {}
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"";

@@ -101,3 +101,7 @@ impl crate::suite::Own for Crash {
         self.verify.iter().map(|a| ("a test's verify", a.as_str())).collect()
     }
 }
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "command = [\"w\"]\nverify = [\"v\"]";

@@ -33,3 +33,7 @@ impl crate::suite::Own for Harness {
         Some(&self.command)
     }
 }
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "command = [\"h\"]";

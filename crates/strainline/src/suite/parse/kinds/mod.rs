@@ -105,6 +105,15 @@ macro_rules! keys_of_kinds {
             }
         }
 
+        /// A test of the kind with its least keys (its module's `EXAMPLE`).
+        #[cfg(test)]
+        pub(crate) fn example(kind: Kind) -> &'static str {
+            match kind {
+                $(Kind::$lv => $lm::EXAMPLE,)*
+                $(Kind::$pv => $pm::EXAMPLE,)*
+            }
+        }
+
         /// Its own keys' JSON Schema.
         fn own_schema(kind: Kind) -> serde_json::Value {
             match kind {

@@ -68,3 +68,7 @@ pub struct Ramp {
 }
 
 impl crate::suite::Own for Ramp {}
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"";

@@ -67,3 +67,7 @@ impl crate::suite::Own for Rounds {
             .collect()
     }
 }
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"";

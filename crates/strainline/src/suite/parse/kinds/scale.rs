@@ -50,3 +50,7 @@ impl crate::suite::Own for Scale {
         Some(&self.command)
     }
 }
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "command = [\"w\"]\nsizes = [1, 2, 3]";

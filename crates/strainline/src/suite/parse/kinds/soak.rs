@@ -67,3 +67,7 @@ pub struct Soak {
 }
 
 impl crate::suite::Own for Soak {}
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"";

@@ -94,3 +94,7 @@ pub struct Spike {
 }
 
 impl crate::suite::Own for Spike {}
+
+/// A test of this kind with its least keys, for tests of every kind.
+#[cfg(test)]
+pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"\nrate = 10";

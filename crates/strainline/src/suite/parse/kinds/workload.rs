@@ -98,8 +98,8 @@ fn shapes(at: &At, w: &Keys) -> Result<()> {
 /// The workload with its defaults, once what each key needs of the others is there.
 fn workload(at: &At, w: Keys, has_target: bool) -> Result<Workload> {
     let (doc, kind) = (at.doc, at.kind);
-    // A bench of a command workload may address a service strainline did not start.
-    let bench_without_target = kind == super::super::super::Kind::Bench && w.command.is_some();
+    // A command workload may address a service strainline did not start (a bench's).
+    let bench_without_target = kind.traits().commands_alone && w.command.is_some();
     at.needs(
         w.url.is_some() || w.command.is_some(),
         "url = \"http://127.0.0.1:{{port}}/…\" (or, for a command workload, command = [\"…\"])",
