@@ -134,6 +134,9 @@ pub struct Def {
     pub kinds: &'static [Source],
     /// Set by a few requests (max, p99.9): compare shows it, judges it only when banded.
     pub extreme: bool,
+    /// A figure of the target's processes: measured only where strainline watches it
+    /// (a `[target] url` alone gives none).
+    pub target: bool,
     pub about: &'static str,
 }
 
@@ -166,8 +169,14 @@ const fn def(
         direction,
         kinds,
         extreme: false,
+        target: false,
         about,
     }
+}
+
+/// A row that is a figure of the target's processes.
+const fn of_target(d: Def) -> Def {
+    Def { target: true, ..d }
 }
 
 const fn extreme(name: &'static str, about: &'static str) -> Def {
@@ -177,6 +186,7 @@ const fn extreme(name: &'static str, about: &'static str) -> Def {
         direction: Lower,
         kinds: LOADED,
         extreme: true,
+        target: false,
         about,
     }
 }
@@ -447,62 +457,62 @@ pub const METRICS: &[Def] = &[
         "how late the generator woke for scheduled sends (p99)",
     ),
     // The target, a case's system under test.
-    def(
+    of_target(def(
         "peak_rss",
         Unit::Bytes,
         Lower,
         TARGET,
         "the tree's peak resident memory (see its source)",
-    ),
-    def(
+    )),
+    of_target(def(
         "target_cpu",
         Unit::Cores,
         Lower,
         &[BENCH, SOAK],
         "the target tree's average CPU during the load",
-    ),
-    def(
+    )),
+    of_target(def(
         "cpu_per_op",
         Unit::Ms,
         Lower,
         &[BENCH],
         "target CPU time per completed request",
-    ),
-    def(
+    )),
+    of_target(def(
         "log_errors",
         Unit::Count,
         Lower,
         WATCHED,
         "target log lines matching [logs] errors",
-    ),
-    def(
+    )),
+    of_target(def(
         "log_warnings",
         Unit::Count,
         Lower,
         WATCHED,
         "target log lines matching [logs] warnings",
-    ),
-    def(
+    )),
+    of_target(def(
         "log_*",
         Unit::Count,
         Lower,
         WATCHED,
         "target log lines of a [logs.classes] class",
-    ),
-    def(
+    )),
+    of_target(def(
         "watch_*_peak_rss",
         Unit::Bytes,
         Lower,
         WATCHED,
         "peak memory of a [[watch]] process",
-    ),
-    def(
+    )),
+    of_target(def(
         "watch_*_cpu",
         Unit::Cores,
         Lower,
         WATCHED,
         "average CPU of a [[watch]] process",
-    ),
+    )),
     // spike
     def(
         "recovery_time",
@@ -532,13 +542,13 @@ pub const METRICS: &[Def] = &[
         &[SPIKE],
         "the p99 before the spike: the median of its seconds' after the first",
     ),
-    def(
+    of_target(def(
         "rss_left",
         Unit::Bytes,
         Lower,
         &[SPIKE],
         "the target's memory at the end (its last 3 seconds) minus before the spike: what the spike left behind",
-    ),
+    )),
     // ramp
     def(
         "ceiling",
@@ -710,6 +720,7 @@ pub const METRICS: &[Def] = &[
         direction: Lower,
         kinds: &[MONITOR],
         extreme: true,
+        target: true,
         about: "highest CPU of the tree in one tick",
     },
     def(
@@ -779,6 +790,7 @@ const fn custom(name: &'static str, unit: Unit, about: &'static str) -> Def {
         direction: Direction::None,
         kinds: LOADED,
         extreme: false,
+        target: false,
         about,
     }
 }

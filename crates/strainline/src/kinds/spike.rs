@@ -3,11 +3,15 @@
 //! the memory it left behind. One run of the load engine at a rate with two steps, so
 //! that a backlog the spike built is still there when the base rate returns.
 //!
-//! Recovery: the first second after the spike's end from which 3 seconds in a row have
-//! a p99 at most `1 + band` times the before-spike p99 (and at least 1 ms above it: a
-//! p99 of microseconds is not held to its noise) and an error rate at most one point
-//! above the before-spike one; the before-spike figures are its whole seconds after the
-//! first (the median of their p99s, their errors over their replies).
+//! Recovery: the first second after the spike's end from which 3 seconds in a row are
+//! back within the band of the before-spike seconds (after the first): a p99 at most the
+//! largest of `1 + band` times their median p99, that median + 1 ms (a p99 of
+//! microseconds is not held to its noise) and their worst second's p99 (a target that
+//! stalled now and then before is not asked to stop); an error rate, of the requests
+//! that ended, at most their rate plus three standard errors of that second's count (at
+//! least one point). A second with nothing ended is not back; the run's last interval
+//! counts when it is at least half a second. A target that did not keep up with the base
+//! rate before the spike has no baseline to recover to: FAILED, saying so.
 
 use super::lines::Line;
 use super::load::{drive_at, judge_generator, keep_latency, load_metrics, samples};
@@ -17,7 +21,7 @@ use crate::load::Second;
 use crate::store::Metric;
 use crate::suite::{self, Workload};
 use crate::sut::lifecycle::Running;
-use crate::units::{format_micros, Bytes};
+use crate::units::{format_micros, format_number, Bytes};
 
 /// Seconds in a row within the band that make a recovery.
 const IN_A_ROW: usize = 3;
@@ -26,8 +30,15 @@ const IN_A_ROW: usize = 3;
 /// band, µs.
 const LEAST_SLACK_US: f64 = 1000.0;
 
-/// The errors a second may have above the before-spike rate and still be within.
+/// The least error rate a second may have above the before-spike rate and still be
+/// within (beyond three standard errors of its count).
 const ERROR_SLACK: f64 = 0.01;
+
+/// The shortest last interval judged as a second.
+const LEAST_PARTIAL: f64 = 0.5;
+
+/// The share of the base rate the target must have served before the spike.
+const KEPT_UP: f64 = 0.9;
 
 pub(super) fn run(
     ctx: &CaseCtx,
@@ -64,14 +75,27 @@ pub(super) fn run(
         words: format!(
             "spike: {base} req/s for {}, {}× ({high} req/s) for {}, {base} req/s for {}",
             d(t.before),
-            t.factor,
+            format_number(t.factor),
             d(t.during),
-            d(t.after)
+            d(t.after),
+            base = format_number(base),
+            high = format_number(high),
         ),
     });
+    if run.outcome.interrupted {
+        r.fail(
+            Status::Invalid,
+            "interrupted before the spike's recovery window ended: its recovery was not judged"
+                .into(),
+        );
+        return Ok(());
+    }
     let j = judge(&run.outcome.seconds, (b, s), t.band);
     keep(r, &j, t);
-    left_behind(r, running, run.window, b);
+    // A target that exited left nothing behind to measure.
+    if running.is_some_and(|x| x.exited().is_none()) {
+        left_behind(r, running, run.window, b);
+    }
     Ok(())
 }
 
@@ -81,85 +105,127 @@ struct Judged {
     /// The before-spike p99 (the median of its seconds'), µs, and error rate.
     before_p99_us: f64,
     before_errors: f64,
-    /// A second is within the band at or under these.
+    /// What the target served before the spike, a second (requests that ended).
+    served: f64,
+    /// A second is within the band at or under this p99, µs.
     limit_us: f64,
-    error_limit: f64,
     /// Seconds from the spike's end until the recovery began; `None`: not within.
     recovered: Option<f64>,
     /// From the spike's start to the recovery (or the end): the worst second's p99, µs,
-    /// and the replies that failed of those made.
+    /// and the requests that failed of those that ended.
     peak_p99_us: u64,
     errors: u64,
-    completed: u64,
-    /// The last second outside the band: its p99 (µs) and error rate.
-    last_out: Option<(u64, f64)>,
+    ended: u64,
+    /// The last second outside the band: its p99 (µs; `None`: no reply) and error rate.
+    last_out: Option<(Option<u64>, f64)>,
 }
 
-fn error_rate(s: &Second) -> f64 {
-    if s.completed == 0 {
-        0.0
-    } else {
-        s.errors as f64 / s.completed as f64
+/// A second judged: when it began and ended, and what ended in it.
+struct Sec<'a> {
+    from: f64,
+    to: f64,
+    s: &'a Second,
+}
+
+impl Sec<'_> {
+    /// Requests that ended in it: replies and failures to send or hear.
+    fn ended(&self) -> u64 {
+        self.s.ok + self.s.errors
+    }
+
+    fn error_rate(&self) -> f64 {
+        if self.ended() == 0 {
+            0.0
+        } else {
+            self.s.errors as f64 / self.ended() as f64
+        }
     }
 }
 
-/// Judges the whole seconds of a run whose spike started at `b` and lasted `s` seconds.
+/// Judges the seconds of a run whose spike started at `b` and lasted `s` seconds.
 fn judge(seconds: &[Second], (b, s): (f64, f64), band: f64) -> Judged {
-    let whole: Vec<&Second> = seconds.iter().filter(|x| !x.partial()).collect();
-    let before: Vec<&Second> = whole.iter().copied().filter(|x| x.t > 1.0 && x.t <= b).collect();
-    let mut p99s: Vec<u64> = before.iter().map(|x| x.p99_us).collect();
+    let mut from = 0.0;
+    let mut all = Vec::with_capacity(seconds.len());
+    for x in seconds {
+        if x.t - from >= LEAST_PARTIAL {
+            all.push(Sec { from, to: x.t, s: x });
+        }
+        from = x.t;
+    }
+    let before: Vec<&Sec> = all.iter().filter(|x| x.from >= 1.0 && x.to <= b).collect();
+    let mut p99s: Vec<u64> = before.iter().map(|x| x.s.p99_us).collect();
     p99s.sort_unstable();
-    let before_p99_us = p99s.get(p99s.len() / 2).copied().unwrap_or(0) as f64;
-    let (errors, completed) = before
-        .iter()
-        .fold((0, 0), |(e, c), x| (e + x.errors, c + x.completed));
-    let before_errors = if completed == 0 {
+    // The lower middle: of two seconds, the faster (the first may still be warming).
+    let median = p99s.get(p99s.len().saturating_sub(1) / 2).copied().unwrap_or(0) as f64;
+    let worst = p99s.last().copied().unwrap_or(0) as f64;
+    let (errors, ended, time) = before.iter().fold((0, 0, 0.0), |(e, n, t), x| {
+        (e + x.s.errors, n + x.ended(), t + (x.to - x.from))
+    });
+    let before_errors = if ended == 0 {
         0.0
     } else {
-        errors as f64 / completed as f64
+        errors as f64 / ended as f64
     };
-    let limit_us = (before_p99_us * (1.0 + band)).max(before_p99_us + LEAST_SLACK_US);
-    let error_limit = before_errors + ERROR_SLACK;
-    let within = |x: &Second| {
-        x.completed > 0 && x.p99_us as f64 <= limit_us && error_rate(x) <= error_limit
+    let limit_us = (median * (1.0 + band))
+        .max(median + LEAST_SLACK_US)
+        .max(worst);
+    let within = |x: &Sec| {
+        let n = x.ended() as f64;
+        let noise = 3.0 * (before_errors * (1.0 - before_errors) / n.max(1.0)).sqrt();
+        x.ended() > 0
+            && x.s.completed > 0
+            && x.s.p99_us as f64 <= limit_us
+            && x.error_rate() <= before_errors + noise.max(ERROR_SLACK)
     };
-    let after: Vec<&Second> = whole.iter().copied().filter(|x| x.t > b + s).collect();
+    let after: Vec<&Sec> = all.iter().filter(|x| x.from >= b + s).collect();
     let start = after
         .windows(IN_A_ROW)
         .position(|w| w.iter().all(|x| within(x)));
-    let recovered = start.map(|i| (after[i].t - 1.0 - (b + s)).max(0.0));
+    let recovered = start.map(|i| (after[i].from - (b + s)).max(0.0));
     // From the spike's start to the recovery (or the end of the run).
-    let until = start.map_or(f64::INFINITY, |i| after[i].t - 1.0);
-    let disturbed: Vec<&Second> = whole
+    let until = start.map_or(f64::INFINITY, |i| after[i].from);
+    let disturbed: Vec<&Sec> = all
         .iter()
-        .copied()
-        .filter(|x| x.t > b && x.t <= until)
+        .filter(|x| x.from >= b && x.to <= until)
         .collect();
     Judged {
-        before_p99_us,
+        before_p99_us: median,
         before_errors,
+        served: if time > 0.0 { ended as f64 / time } else { 0.0 },
         limit_us,
-        error_limit,
         recovered,
-        peak_p99_us: disturbed.iter().map(|x| x.p99_us).max().unwrap_or(0),
-        errors: disturbed.iter().map(|x| x.errors).sum(),
-        completed: disturbed.iter().map(|x| x.completed).sum(),
+        peak_p99_us: disturbed.iter().map(|x| x.s.p99_us).max().unwrap_or(0),
+        errors: disturbed.iter().map(|x| x.s.errors).sum(),
+        ended: disturbed.iter().map(|x| x.ended()).sum(),
         last_out: after
             .iter()
             .rev()
             .find(|x| !within(x))
-            .map(|x| (x.p99_us, error_rate(x))),
+            .map(|x| ((x.s.completed > 0).then_some(x.s.p99_us), x.error_rate())),
     }
 }
 
 /// The spike's metrics, lines and verdict.
 fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
     let pct = |x: f64| format!("{:.2}%", 100.0 * x);
-    let spike_errors = if j.completed == 0 {
+    let spike_errors = if j.ended == 0 {
         0.0
     } else {
-        j.errors as f64 / j.completed as f64
+        j.errors as f64 / j.ended as f64
     };
+    // A target that did not keep up with the base rate has no baseline to come back to.
+    if j.served < KEPT_UP * t.rate {
+        let words = format!(
+            "the target did not keep up with the base rate before the spike: it served {} of {} req/s, so there is no baseline to recover to (lower `rate`)",
+            format_number(j.served),
+            format_number(t.rate)
+        );
+        r.table.push(Line::Said {
+            words: words.clone(),
+        });
+        r.fail(Status::Failed, words);
+        return;
+    }
     r.metrics
         .push(Metric::of("before_p99", j.before_p99_us / 1000.0));
     r.metrics
@@ -167,21 +233,21 @@ fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
     r.metrics.push(Metric::of("spike_error_rate", spike_errors));
     r.table.push(Line::Said {
         words: format!(
-            "before the spike: p99 {} (the median of its seconds), errors {}; from the spike to {}: the worst second's p99 {}, errors {} ({} of {})",
+            "before the spike: p99 {} (the median of its seconds), errors {}; from the spike to {}: the worst second's p99 {}, errors {} ({} of {} requests)",
             format_micros(j.before_p99_us as u64),
             pct(j.before_errors),
             if j.recovered.is_some() { "the recovery" } else { "the end" },
             format_micros(j.peak_p99_us),
             pct(spike_errors),
             j.errors,
-            j.completed
+            j.ended
         ),
     });
     let band = format!(
-        "{IN_A_ROW} seconds in a row with p99 ≤ {} (the before-spike p99 +{:.0}%, at least +1ms) and errors ≤ {}",
+        "{IN_A_ROW} seconds in a row with p99 ≤ {} (the before-spike p99 +{:.0}%, at least +1ms and its worst second) and errors within three standard errors (at least 1 point) of {}",
         format_micros(j.limit_us as u64),
         100.0 * t.band,
-        pct(j.error_limit)
+        pct(j.before_errors)
     );
     match j.recovered {
         Some(secs) => {
@@ -194,7 +260,7 @@ fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
             let last = j.last_out.map_or(String::new(), |(p99, e)| {
                 format!(
                     "; the last second outside it: p99 {}, errors {}",
-                    format_micros(p99),
+                    p99.map_or("- (no reply)".into(), format_micros),
                     pct(e)
                 )
             });
@@ -268,11 +334,12 @@ mod tests {
         let j = judge(&seconds(&each), (4.0, 3.0), 0.5);
         assert_eq!(j.before_p99_us, 10_000.0, "the median of seconds 2–4");
         assert_eq!(j.limit_us, 15_000.0);
+        assert_eq!(j.served, 100.0);
         // Seconds 12–14 are the first three in a row: it began at 11 s, 4 s after 7 s.
         assert_eq!(j.recovered, Some(4.0));
         assert_eq!(j.peak_p99_us, 3_000_000);
-        assert_eq!((j.errors, j.completed), (8, 700));
-        assert_eq!(j.last_out, Some((600_000, 0.0)));
+        assert_eq!((j.errors, j.ended), (8, 700));
+        assert_eq!(j.last_out, Some((Some(600_000), 0.0)));
     }
 
     #[test]
@@ -281,12 +348,12 @@ mod tests {
         let j = judge(&seconds(&each), (3.0, 1.0), 0.5);
         assert_eq!(j.recovered, None);
         assert_eq!(j.limit_us, 7_500.0, "+50% of 5 ms: more than 1 ms");
-        assert_eq!(j.last_out, Some((200_000, 0.0)));
+        assert_eq!(j.last_out, Some((Some(200_000), 0.0)));
         // Fast again, but failing 5% of its replies: not back either.
         let each = [(5, 0), (5, 0), (5, 0), (400, 9), (5, 5), (5, 5), (5, 5), (5, 5)];
         let j = judge(&seconds(&each), (3.0, 1.0), 0.5);
         assert_eq!(j.recovered, None);
-        assert_eq!(j.last_out, Some((5_000, 0.05)));
+        assert_eq!(j.last_out, Some((Some(5_000), 0.05)));
         // A spike it never felt: recovered at once.
         let each = [(5, 0), (5, 0), (5, 0), (5, 0), (5, 0), (5, 0), (5, 0)];
         assert_eq!(judge(&seconds(&each), (3.0, 1.0), 0.5).recovered, Some(0.0));
@@ -300,5 +367,37 @@ mod tests {
         let j = judge(&s, (3.0, 1.0), 0.5);
         assert_eq!(j.limit_us, 2_000.0, "at least 1 ms above a 1 ms p99");
         assert_eq!(j.recovered, Some(1.0), "seconds 6–8, not 5, which had no reply");
+    }
+
+    #[test]
+    fn a_target_as_it_was_before_is_back_however_it_was() {
+        // Half its requests failing from the start, 50 a second: 26 of 50 is noise.
+        let mut s = seconds(&[(5, 0); 9]);
+        for (x, errors) in s.iter_mut().zip([25, 25, 24, 26, 40, 26, 27, 25, 28]) {
+            (x.ok, x.errors, x.completed) = (50 - errors, errors, 50);
+        }
+        let j = judge(&s, (4.0, 1.0), 0.5);
+        assert_eq!(j.before_errors, 0.5);
+        assert_eq!(j.recovered, Some(0.0));
+        // A stall every few seconds before the spike is allowed after it too.
+        let each = [(5, 0), (5, 0), (300, 0), (5, 0), (900, 0), (5, 0), (300, 0), (5, 0), (5, 0)];
+        let j = judge(&seconds(&each), (4.0, 1.0), 0.5);
+        assert_eq!(j.limit_us, 300_000.0, "its worst second before");
+        assert_eq!(j.recovered, Some(0.0));
+        // The run's last interval counts when it is at least half a second.
+        let mut s = seconds(&[(5, 0), (5, 0), (5, 0), (400, 0), (5, 0), (5, 0), (5, 0)]);
+        s[6].t = 6.6;
+        assert_eq!(judge(&s, (3.0, 1.0), 0.5).recovered, Some(0.0));
+        s[6].t = 6.4;
+        assert_eq!(judge(&s, (3.0, 1.0), 0.5).recovered, None);
+        // Failures to connect end requests too: a dead target's seconds are all errors.
+        let mut s = seconds(&[(5, 0); 8]);
+        for x in &mut s[4..] {
+            (x.ok, x.errors, x.completed, x.p99_us) = (0, 50, 0, 0);
+        }
+        let j = judge(&s, (3.0, 1.0), 0.5);
+        assert_eq!(j.recovered, None);
+        assert_eq!(j.last_out, Some((None, 1.0)));
+        assert_eq!((j.errors, j.ended), (200, 300));
     }
 }

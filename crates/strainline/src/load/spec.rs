@@ -429,7 +429,10 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
                 Rate::Staged(ref points) => {
                     let mut rates: Vec<f64> = points.iter().map(|p| p.1).collect();
                     rates.dedup();
-                    let rates: Vec<String> = rates.iter().map(|r| r.to_string()).collect();
+                    let rates: Vec<String> = rates
+                        .iter()
+                        .map(|&r| crate::units::format_number(r))
+                        .collect();
                     format!("open model, {} req/s in stages", rates.join(" → "))
                 }
             };

@@ -84,7 +84,10 @@ fn a_spike_s_backlog_drains_in_the_time_the_service_rate_gives() {
         &text,
         &format!("recovered {recovery:.0}s after the spike's end: 3 seconds in a row with p99 ≤"),
     );
-    assert_has(&text, "(the before-spike p99 +50%, at least +1ms)");
+    assert_has(
+        &text,
+        "(the before-spike p99 +50%, at least +1ms and its worst second)",
+    );
     assert_has(&text, "target memory: ");
 }
 

@@ -134,9 +134,12 @@ fn unwatched_fits(doc: &Doc, raw: &[Common], tests: &[Test], url: &str) -> Resul
             ));
         }
         for (g, raw_gate) in t.gates.iter().zip(&r.gates) {
-            let from_load = crate::metrics::lookup(&g.metric)
-                .is_some_and(|d| d.made_by(crate::metrics::Source::Load));
-            if !from_load {
+            // The load's figures, and a kind's own that are not the target's processes'
+            // (a spike's recovery time).
+            let measured = crate::metrics::lookup(&g.metric).is_some_and(|d| {
+                d.made_by(crate::metrics::Source::Load) || d.made_by(t.kind) && !d.target
+            });
+            if !measured {
                 return Err(doc.at(
                     raw_gate.span().start + 1,
                     format!(

@@ -61,17 +61,38 @@ pub(super) fn spec(at: &At, k: Keys, workload: Workload) -> Result<Spike> {
             .transpose()?
             .unwrap_or(0.5),
     };
-    // The before-spike figures are read from its whole seconds after the first.
-    if spike.before < Duration::from_secs(2) {
-        return Err(at.refuse(
-            "before",
-            "the base load before the spike must last at least 2s (its seconds are the baseline the recovery is judged against)",
-        ));
+    // Each phase is judged by its seconds: the before-spike figures by those after its
+    // first (at least two), the recovery by 3 in a row, the spike by at least one.
+    for (key, took, least, why) in [
+        ("before", spike.before, 3, "its seconds after the first are the baseline the recovery is judged against"),
+        ("during", spike.during, 1, "each second is judged"),
+        ("after", spike.after, 3, "a recovery is 3 seconds in a row within the band"),
+    ] {
+        if took < Duration::from_secs(least) {
+            let scaled = if doc.time_scale == 1.0 {
+                String::new()
+            } else {
+                format!(
+                    " (with --time-scale {}, it lasts {})",
+                    doc.time_scale,
+                    crate::units::format_duration(took)
+                )
+            };
+            return Err(at.refuse(
+                key,
+                format!("{key} must last at least {least}s{scaled}: {why}"),
+            ));
+        }
     }
-    if spike.after < Duration::from_secs(3) {
+    if spike.rate * spike.factor > limits::RATE.max {
         return Err(at.refuse(
-            "after",
-            "the base load after the spike must last at least 3s (a recovery is 3 seconds in a row within the band)",
+            "factor",
+            format!(
+                "the spike's rate, {} × {}, is beyond the most a run may offer, {} req/s",
+                spike.rate,
+                spike.factor,
+                limits::RATE.max
+            ),
         ));
     }
     Ok(spike)
@@ -98,3 +119,50 @@ impl crate::suite::Own for Spike {}
 /// A test of this kind with its least keys, for tests of every kind.
 #[cfg(test)]
 pub const EXAMPLE: &str = "url = \"http://127.0.0.1:{{port}}/\"\nrate = 10";
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn refused(keys: &str, scale: f64) -> String {
+        let text = format!(
+            "[target]\ncommand = [\"t\"]\n[[test]]\nname = \"s\"\nkind = \"spike\"\n{}\n{keys}\n",
+            super::EXAMPLE
+        );
+        crate::suite::parse(&text, Path::new("s.toml"), scale)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn phases_too_short_to_judge_and_a_spike_past_the_most_a_run_offers_are_refused() {
+        let e = refused("before = \"2s\"", 1.0);
+        assert!(e.starts_with("s.toml:8:1: test 's': before must last at least 3s: its seconds after the first"), "{e}");
+        let e = refused("before = \"10s\"", 0.1);
+        assert!(e.contains("before must last at least 3s (with --time-scale 0.1, it lasts 1.00s)"), "{e}");
+        let e = refused("during = \"1ms\"", 1.0);
+        assert!(e.contains("during must last at least 1s: each second is judged"), "{e}");
+        let e = refused("after = \"2s\"", 1.0);
+        assert!(e.contains("after must last at least 3s"), "{e}");
+        let text = "[target]\ncommand = [\"t\"]\n[[test]]\nname = \"s\"\nkind = \"spike\"\nurl = \"http://127.0.0.1:{{port}}/\"\nrate = 100000\nfactor = 1000\n";
+        let e = crate::suite::parse(text, Path::new("s.toml"), 1.0).unwrap_err().to_string();
+        assert!(e.contains("the spike's rate, 100000 × 1000, is beyond the most a run may offer"), "{e}");
+        }
+
+    #[test]
+    fn a_target_only_reached_may_gate_the_recovery_not_the_memory_left_behind() {
+        let text = |gate: &str| {
+            format!(
+                "[target]\nurl = \"http://127.0.0.1:1/\"\n[[test]]\nname = \"s\"\nkind = \"spike\"\n{}\ngates = [\"{gate}\"]\n",
+                super::EXAMPLE
+            )
+        };
+        for ok in ["recovery_time < 5s", "spike_p99 < 1s", "spike_error_rate < 1%", "before_p99 < 5ms"] {
+            crate::suite::parse(&text(ok), Path::new("s.toml"), 1.0).unwrap();
+        }
+        let e = crate::suite::parse(&text("rss_left < 1MiB"), Path::new("s.toml"), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'rss_left' is a figure of the target's processes"), "{e}");
+    }
+}
