@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cli::InitArgs;
 use crate::exit;
-use crate::load::proto::http_tls;
+use crate::load::proto::tls_if_http;
 use crate::Error;
 
 /// How the user runs it, printed at the top of every suite and after writing it.
@@ -297,13 +297,13 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String, S
         let parsed = url
             .parse::<hyper::Uri>()
             .ok()
-            .filter(|u| u.scheme_str().and_then(http_tls).is_some() && u.host().is_some())
+            .filter(|u| u.scheme_str().and_then(tls_if_http).is_some() && u.host().is_some())
             .ok_or_else(|| {
                 Error::usage(format!(
                     "--url '{url}' is not an http(s) URL with a host (e.g. http://127.0.0.1:8080/)"
                 ))
             })?;
-        let tls = parsed.scheme_str().and_then(http_tls) == Some(true);
+        let tls = parsed.scheme_str().and_then(tls_if_http) == Some(true);
         let port = parsed.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let mut text = format!(
             "{}\n[suite]\nname = \"{}\"\n\n\

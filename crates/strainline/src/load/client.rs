@@ -274,9 +274,8 @@ impl Client {
         matches!(self, Client::Proto(t) if t.protocol().reply_heads())
     }
 
-    /// The target's `Host` (a scenario client's cookies belong to its host; its
-    /// redirects are followed within it) and whether it is reached over TLS (HTTP;
-    /// empty elsewhere).
+    /// The target's `Host` (a scenario client's cookies belong to its host) and whether
+    /// it is reached over TLS (HTTP; empty elsewhere).
     pub fn origin(&self) -> (String, bool) {
         match self {
             Client::Proto(t) => t.origin(),

@@ -34,7 +34,7 @@ pub fn send(
     timeout: Duration,
 ) -> Option<u16> {
     let uri: Uri = url.parse().ok()?;
-    let tls = crate::load::proto::http_tls(uri.scheme_str()?)?;
+    let tls = crate::load::proto::tls_if_http(uri.scheme_str()?)?;
     let method = hyper::Method::from_bytes(method.as_bytes()).ok()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,7 +3,9 @@
 //! (once, for `strainline load`, suites and agents alike: all three make a
 //! [`super::LoadSpec`]), its client (connect, one unit of work, goodbye) and the names
 //! of its statuses. The driver reaches it through [`super::client::Client::Proto`] and
-//! names none of them; docs/design.md says how to add a protocol.
+//! names none of them; docs/design.md says how to add a protocol. No code outside spells
+//! a scheme: what one decides elsewhere is asked here ([`default_method`],
+//! [`setup_origin`], [`tls_if_http`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -132,7 +134,8 @@ pub trait Target: Send + Sync {
     /// bounds its buffers by a share of a budget takes its share here, before the run.
     fn sized_for(&self, _connections: usize) {}
     /// The target's `Host` (a scenario client's cookies belong to it; its redirects are
-    /// followed within it) and whether it is reached over TLS: HTTP's; empty elsewhere.
+    /// followed within it, [`Target::redirect`]) and whether it is reached over TLS:
+    /// HTTP's; empty elsewhere.
     fn origin(&self) -> (String, bool) {
         (String::new(), false)
     }
@@ -267,7 +270,7 @@ pub fn setup_origin(url: &str) -> String {
 /// Whether `scheme` (as a parsed URL gives it: `https`) is HTTP's, and then whether it
 /// speaks TLS: what sends one HTTP request of its own (the readiness probe, `init`'s
 /// look at a server) asks.
-pub fn http_tls(scheme: &str) -> Option<bool> {
+pub fn tls_if_http(scheme: &str) -> Option<bool> {
     let http: &dyn Protocol = &http::Http;
     http.schemes()
         .contains(&scheme)
@@ -473,10 +476,10 @@ mod tests {
 
     #[test]
     fn the_probe_asks_whether_a_scheme_is_http() {
-        assert_eq!(http_tls("http"), Some(false));
-        assert_eq!(http_tls("https"), Some(true));
+        assert_eq!(tls_if_http("http"), Some(false));
+        assert_eq!(tls_if_http("https"), Some(true));
         for not in ["ws", "wss", "grpcs", "HTTP", ""] {
-            assert_eq!(http_tls(not), None, "{not}");
+            assert_eq!(tls_if_http(not), None, "{not}");
         }
     }
 }

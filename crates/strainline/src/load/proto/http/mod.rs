@@ -4,7 +4,10 @@
 //! scenario's steps send their own, and over HTTP/2 go through hyper's client, which
 //! decodes whole heads (cookies, extractions, checks). A status of 400 or more is a
 //! failure. Its client is [`client`]: strainline's lean HTTP/1.1 ([`h1`]) and HTTP/2
-//! ([`h2`]), or hyper's HTTP/2 for a scenario's whole heads.
+//! ([`h2`]), or hyper's HTTP/2 for a scenario's whole heads. Its URL's resolution
+//! ([`resolve`]: the address, the `Host`, TLS set up) also serves the protocols that
+//! reach a server by host and port (gRPC, MQTT, [`super::endpoint`]); [`uri`] is what a
+//! request target may hold and where a redirect goes.
 
 use std::net::ToSocketAddrs;
 use std::os::fd::RawFd;
