@@ -4,7 +4,8 @@
 //! clap outside `cli` and `commands`. The layers are drawn in `docs/design.md`. The
 //! house rules that keep it easy to change are checked here too: a function longer than
 //! [`LONG`] lines says why in its doc comment ("Long because …"), and no library
-//! signature returns `Result<_, String>` (errors are `crate::Error`).
+//! signature returns `Result<_, String>` (errors are `crate::Error`). A URL scheme is
+//! the protocol registry's (`load/proto/`): no code outside it spells one (`"ws"`).
 
 /// Top to bottom; a module may use its own layer's modules (without a cycle) and any
 /// layer below. `main.rs` and `lib.rs` are the top and are not checked.
@@ -131,6 +132,83 @@ fn code_of(line: &str) -> String {
         }
     }
     out
+}
+
+/// The string literals of a line outside its comment, as written between the quotes
+/// (escapes left as they are).
+fn literals_of(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => break,
+            '"' => {
+                let mut lit = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            lit.push(c);
+                            lit.extend(chars.next());
+                        }
+                        '"' => break,
+                        c => lit.push(c),
+                    }
+                }
+                out.push(lit);
+            }
+            '\'' => {
+                // A char literal ('"', '\''), not a lifetime ('a).
+                let rest: String = chars.clone().take(3).collect();
+                if rest.starts_with('\\') {
+                    chars.nth(2);
+                } else if rest.chars().nth(1) == Some('\'') {
+                    chars.nth(1);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The lines of a source text outside its `#[cfg(test)]` items (a test module, a test
+/// helper): (line number, text).
+fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, l)) = lines.next() {
+        if l.trim() != "#[cfg(test)]" {
+            out.push((i + 1, l));
+            continue;
+        }
+        // The item it marks: to its closing brace, or its `;` before any brace.
+        let mut depth = 0i64;
+        for (_, l) in lines.by_ref() {
+            let code = code_of(l);
+            for c in code.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            let opened = depth > 0 || code.contains('{');
+            if opened && depth == 0 || !opened && code.trim_end().ends_with(';') {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The string literals of a source text's non-test code that are a URL scheme of
+/// `schemes` alone (`"ws"`, not `"ws://h/"` nor a message naming one): (line, text).
+pub fn scheme_literals(text: &str, schemes: &[&str]) -> Vec<(usize, String)> {
+    non_test_lines(text)
+        .into_iter()
+        .filter(|(_, l)| literals_of(l).iter().any(|s| schemes.contains(&s.as_str())))
+        .map(|(n, l)| (n, l.trim().to_string()))
+        .collect()
 }
 
 /// Signatures in a source text that return `Result<…, String>`: (line, text).
@@ -507,6 +585,67 @@ mod tests {
         assert!(
             wrong.is_empty(),
             "a file beside a kind's four names it (make it a trait of its row in kind.rs):\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
+    fn finds_a_scheme_literal_outside_the_tests() {
+        let text = "\
+//! \"mqtt\" in a header, and // \"mqtt\" in a comment
+fn kind() {
+    let url = \"mqtt://h/t\"; // a URL: not a scheme alone
+    let why = format!(\"give an mqtt URL\");
+    let c = '\"'; let s = \"mqtt\";
+    if scheme == \"grpc\" { x(\"{\") }
+}
+#[cfg(test)]
+mod tests {
+    fn t() { let _ = \"mqtt\"; }
+}
+#[cfg(test)]
+const ALSO: &str = \"ws\";
+fn after() -> &'static str { \"ws\" }
+";
+        let found: Vec<usize> = scheme_literals(text, &["mqtt", "grpc", "ws"])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(found, vec![5, 6, 14]);
+    }
+
+    /// A URL scheme is its protocol's: what another module needs of one (a default
+    /// method, redirects, set-up requests' origin, the probe's TLS) it asks of the
+    /// registry (`load::proto`), so a scheme is added or changed in `load/proto/` alone.
+    #[test]
+    fn schemes_are_spelled_only_in_the_registry() {
+        // Moved to the registry in a parallel branch.
+        let allowed = ["kinds/load.rs", "suite/parse/kinds/workload.rs"];
+        let mut schemes: Vec<String> = crate::load::proto::prefixes()
+            .map(|p| p.trim_end_matches("://").to_string())
+            .collect();
+        for s in [
+            "http", "https", "ws", "wss", "redis", "mqtt", "mqtts", "grpc",
+        ] {
+            assert!(schemes.iter().any(|k| k == s), "{s} is no registry scheme");
+        }
+        schemes.sort();
+        let schemes: Vec<&str> = schemes.iter().map(String::as_str).collect();
+        let mut wrong = Vec::new();
+        for (rel, text) in files() {
+            if rel.starts_with("load/proto/")
+                || rel == "layering.rs"
+                || allowed.contains(&rel.as_str())
+            {
+                continue;
+            }
+            for (line, t) in scheme_literals(&text, &schemes) {
+                wrong.push(format!("{rel}:{line}: {t}"));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "a URL scheme spelled outside load/proto/ (ask the protocol registry, load::proto, what the scheme decides):\n{}",
             wrong.join("\n")
         );
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::cli::InitArgs;
 use crate::exit;
+use crate::load::proto::tls_if_http;
 use crate::Error;
 
 /// How the user runs it, printed at the top of every suite and after writing it.
@@ -296,16 +297,14 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String, S
         let parsed = url
             .parse::<hyper::Uri>()
             .ok()
-            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+            .filter(|u| u.scheme_str().and_then(tls_if_http).is_some() && u.host().is_some())
             .ok_or_else(|| {
                 Error::usage(format!(
                     "--url '{url}' is not an http(s) URL with a host (e.g. http://127.0.0.1:8080/)"
                 ))
             })?;
-        let port = parsed.port_u16().unwrap_or(match parsed.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
+        let tls = parsed.scheme_str().and_then(tls_if_http) == Some(true);
+        let port = parsed.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let mut text = format!(
             "{}\n[suite]\nname = \"{}\"\n\n\
              # The service already runs: strainline watches the process listening on port {port}\n\
@@ -319,7 +318,7 @@ fn suite(args: &InitArgs, file: &str) -> crate::error::Result<(String, String, S
         if args.flow {
             let base = format!(
                 "{}://{}/",
-                parsed.scheme_str().unwrap_or("http"),
+                parsed.scheme_str().unwrap_or_default(),
                 parsed.authority().map_or("", |a| a.as_str())
             );
             text.push_str(&flow_test(&base, &flow_file(file)));

@@ -238,6 +238,15 @@ impl Client {
         }
     }
 
+    /// Where a redirect from a scenario step's `path` to `location` goes within the
+    /// target, or `None`: not followed ([`super::proto::Target::redirect`]).
+    pub fn redirect(&self, location: &str, path: &str) -> Option<String> {
+        match self {
+            Client::Proto(t) => t.redirect(location, path),
+            _ => None,
+        }
+    }
+
     /// Whether opening a connection takes a handshake beyond TCP's (TLS, MQTT's
     /// CONNECT, a registry protocol's: a WebSocket's upgrade).
     pub fn handshakes(&self) -> bool {
@@ -265,9 +274,8 @@ impl Client {
         matches!(self, Client::Proto(t) if t.protocol().reply_heads())
     }
 
-    /// The target's `Host` (a scenario client's cookies belong to its host; its
-    /// redirects are followed within it) and whether it is reached over TLS (HTTP;
-    /// empty elsewhere).
+    /// The target's `Host` (a scenario client's cookies belong to its host) and whether
+    /// it is reached over TLS (HTTP; empty elsewhere).
     pub fn origin(&self) -> (String, bool) {
         match self {
             Client::Proto(t) => t.origin(),

@@ -13,7 +13,6 @@ pub mod custom;
 pub mod driver;
 pub mod feed;
 pub mod flow;
-pub mod hyper2;
 mod local;
 pub mod net;
 mod progress;
@@ -28,7 +27,6 @@ pub mod spec;
 pub mod summary;
 pub mod template;
 mod timer;
-pub mod uri;
 pub mod verdict;
 
 pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};

@@ -3,17 +3,14 @@
 //! `strainline load` converts its arguments into a `LoadSpec`, and so does every test
 //! kind; the engine never sees a command line.
 
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::header::HeaderValue;
 use hyper::Uri;
 
 use super::client::Client;
-use super::net::{tls_config, Target};
 use super::schedule::{Arrivals, Rate};
 use super::{scenario, Model, Plan};
 
@@ -239,70 +236,6 @@ impl Planned {
     }
 }
 
-/// Where HTTP requests go: the URL resolved once, TLS set up.
-pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri), crate::Error> {
-    let uri: Uri = url.parse().map_err(|e| {
-        bad(format!(
-            "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
-        ))
-    })?;
-    let scheme = uri.scheme_str().unwrap_or("");
-    if !["http", "https"].contains(&scheme) {
-        return Err(unknown_scheme(url));
-    }
-    let host = uri.host().ok_or_else(|| {
-        bad(format!(
-            "URL '{url}' has no host (e.g. http://127.0.0.1:8080/path)"
-        ))
-    })?;
-    let tls = scheme == "https";
-    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    let bare_host = host.trim_start_matches('[').trim_end_matches(']');
-    let addr = (bare_host, port)
-        .to_socket_addrs()
-        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")))?
-        .next()
-        .ok_or_else(|| bad(format!("URL '{url}': '{host}' has no address")))?;
-    let authority = uri
-        .authority()
-        .map(|a| a.as_str().to_string())
-        .unwrap_or_default();
-    if !tls && client.client_cert.is_some() {
-        return Err(bad(format!(
-            "URL '{url}': a client certificate (--cert/--key, a suite's cert/key) is shown over TLS; this URL is plain: use its TLS scheme (https://, wss://, grpcs://, mqtts://, rediss://) or leave the certificate out"
-        )));
-    }
-    let tls = if tls {
-        let cfg = tls_config(
-            client.cacert_pem.as_deref(),
-            client.insecure,
-            client.http2,
-            client
-                .client_cert
-                .as_ref()
-                .map(|(c, k)| (c.as_slice(), k.0.as_bytes())),
-        )
-        .map_err(bad)?;
-        let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
-            bad(format!(
-                "URL '{url}': '{host}' is not a valid TLS server name: {e}"
-            ))
-        })?;
-        Some(super::net::Tls::new(cfg, name))
-    } else {
-        None
-    };
-    let target = Target {
-        addr,
-        host_header: HeaderValue::from_str(&authority)
-            .map_err(|e| bad(format!("URL host: {e}")))?,
-        tls,
-        http2: client.http2,
-        whole_heads: false,
-    };
-    Ok((target, uri))
-}
-
 /// The protocol a spec's work speaks, by its URL's scheme, or a command.
 fn client(spec: &LoadSpec) -> Result<Client, crate::Error> {
     match &spec.work {
@@ -338,7 +271,7 @@ fn client(spec: &LoadSpec) -> Result<Client, crate::Error> {
 }
 
 /// Why a URL no protocol takes is refused: it is no URL, or its scheme is none of theirs.
-fn unknown_scheme(url: &str) -> crate::Error {
+pub(super) fn unknown_scheme(url: &str) -> crate::Error {
     if let Err(e) = url.parse::<Uri>() {
         return bad(format!(
             "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"

@@ -34,11 +34,7 @@ pub fn send(
     timeout: Duration,
 ) -> Option<u16> {
     let uri: Uri = url.parse().ok()?;
-    let tls = match uri.scheme_str()? {
-        "http" => false,
-        "https" => true,
-        _ => return None,
-    };
+    let tls = crate::load::proto::tls_if_http(uri.scheme_str()?)?;
     let method = hyper::Method::from_bytes(method.as_bytes()).ok()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -21,7 +21,6 @@ use crate::load::request::Outgoing;
 use crate::load::scenario::{Scenario, Step, Unsent, When, MAX_REDIRECTS};
 use crate::load::schedule::Share;
 use crate::load::script::{self, Caller, Script};
-use crate::load::uri;
 use crate::rng::{mix, Rng};
 
 /// One virtual client of a scenario, from its start to the run's end.
@@ -111,9 +110,7 @@ struct Session {
     row: Option<crate::load::feed::Row>,
     jar: Jar,
     cookies: bool,
-    /// The target's `Host` (a redirect within it is followed), its host alone (the
-    /// jar's domain matching) and whether it speaks TLS.
-    authority: String,
+    /// The target's host (the jar's domain matching) and whether it speaks TLS.
     host: String,
     secure: bool,
     /// The last reply of a step whose loop has `until` met its condition.
@@ -134,7 +131,6 @@ impl Session {
             jar: Jar::default(),
             cookies: sc.cookies,
             host: host.trim_matches(['[', ']']).to_string(),
-            authority,
             secure,
         }
     }
@@ -566,12 +562,13 @@ impl<'a> Client<'a> {
                 }
             }
             let path = req.path.clone();
+            let client = &self.ctx.client;
             let follow = st.follow && hop < MAX_REDIRECTS;
             let mut next: Option<(u16, String)> = None;
             let mut judged = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
                 if follow && matches!(reply.status, 301 | 302 | 303 | 307 | 308) {
                     let to = reply.kept.as_ref().and_then(|k| k.header("location"));
-                    let to = to.map(|l| uri::within(l, &path, &s.authority, s.secure));
+                    let to = to.map(|l| client.redirect(l, &path));
                     if to == Some(None) {
                         rec.count(Some(i), "flow.redirects_not_followed");
                     }

@@ -24,11 +24,11 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
 use super::super::client::Reply;
 use super::super::flow::{Keep, Kept};
-use super::super::hyper2;
 use super::super::net;
 use super::super::recorder::ErrorKind;
 use super::super::request::Rendered;
 use super::super::spec::{BodySpec, ClientOptions};
+use super::hyper2;
 use super::{Ask, Connection, Fut, Protocol};
 
 /// gRPC in the registry.
@@ -270,7 +270,7 @@ fn call_of(
         http2: true,
         ..client.clone()
     };
-    let (http, _) = super::super::spec::resolve(&format!("{scheme}://{authority}/"), &options)
+    let (http, _) = super::http::resolve(&format!("{scheme}://{authority}/"), &options)
         .map_err(|e| bad(format!("URL '{url}': {e}")))?;
     let (input, output, server_streaming) = match &proto {
         Some(p) => {

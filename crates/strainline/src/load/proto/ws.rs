@@ -47,6 +47,11 @@ impl Protocol for WebSocket {
         &["wss"]
     }
 
+    fn setup_scheme(&self, tls: bool) -> Option<&'static str> {
+        // The handshake is an HTTP request: the same server answers HTTP.
+        Some(if tls { "https" } else { "http" })
+    }
+
     fn options(&self) -> &'static [&'static str] {
         &["reply_field"]
     }

@@ -1,6 +1,6 @@
 //! HTTP's client: connections to a target resolved once ([`crate::load::net`]) speaking
 //! HTTP/1.1 keep-alive or HTTP/2 through strainline's lean clients ([`super::h1`],
-//! [`super::h2`]), or HTTP/2 through hyper's ([`crate::load::hyper2`]) where a scenario
+//! [`super::h2`]), or HTTP/2 through hyper's ([`super::super::hyper2`]) where a scenario
 //! reads whole heads. The workload's requests are prepared once as bytes; random
 //! payloads come from a pool made once, so the generator spends its CPU on sending.
 
@@ -8,8 +8,8 @@ use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use hyper::Method;
 
+use super::super::hyper2;
 use crate::load::flow::Kept;
-use crate::load::hyper2;
 use crate::load::net::{open_stream, Target};
 use crate::load::recorder::ErrorKind;
 use crate::load::request::{sends_length, Body, Outgoing, Template};

@@ -4,13 +4,18 @@
 //! scenario's steps send their own, and over HTTP/2 go through hyper's client, which
 //! decodes whole heads (cookies, extractions, checks). A status of 400 or more is a
 //! failure. Its client is [`client`]: strainline's lean HTTP/1.1 ([`h1`]) and HTTP/2
-//! ([`h2`]), or hyper's HTTP/2 for a scenario's whole heads.
+//! ([`h2`]), or hyper's HTTP/2 for a scenario's whole heads. Its URL's resolution
+//! ([`resolve`]: the address, the `Host`, TLS set up) also serves the protocols that
+//! reach a server by host and port (gRPC, MQTT, [`super::endpoint`]); [`uri`] is what a
+//! request target may hold and where a redirect goes.
 
+use std::net::ToSocketAddrs;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use hyper::header::HeaderValue;
 use hyper::{Method, Uri};
 
 use super::{Ask, Connection, Fut, Protocol, Target};
@@ -18,11 +23,12 @@ use crate::load::client::Reply;
 use crate::load::flow::{Keep, Kept};
 use crate::load::recorder::ErrorKind;
 use crate::load::request::{Body, Outgoing, Rendered, Template};
-use crate::load::spec::BodySpec;
+use crate::load::spec::{BodySpec, ClientOptions};
 
 mod client;
 mod h1;
 mod h2;
+mod uri;
 
 use client as http;
 
@@ -41,8 +47,16 @@ impl Protocol for Http {
         &["https"]
     }
 
+    fn default_method(&self, has_body: bool) -> &'static str {
+        if has_body {
+            "POST"
+        } else {
+            "GET"
+        }
+    }
+
     fn plan(&'static self, ask: &Ask<'_>) -> crate::error::Result<Arc<dyn Target>> {
-        let (mut target, uri) = crate::load::spec::resolve(ask.url, ask.options)?;
+        let (mut target, uri) = resolve(ask.url, ask.options)?;
         // A scenario over HTTP/2 reads whole heads (its cookies, extractions, checks).
         target.whole_heads = target.http2 && ask.scenario;
         let template = template(&uri, ask.method, ask.headers, ask.body)?;
@@ -71,6 +85,78 @@ impl Protocol for Http {
     fn status_range(&self) -> Option<(u16, u16)> {
         Some((100, 999))
     }
+}
+
+/// A URL that cannot be sent to, with the fix in the message.
+fn bad(msg: impl std::fmt::Display) -> crate::Error {
+    crate::Error::usage(msg.to_string())
+}
+
+/// Where HTTP requests go: the URL resolved once, TLS set up.
+pub(in crate::load::proto) fn resolve(
+    url: &str,
+    client: &ClientOptions,
+) -> crate::error::Result<(crate::load::net::Target, Uri)> {
+    let uri: Uri = url.parse().map_err(|e| {
+        bad(format!(
+            "URL '{url}': {e} (expected e.g. http://127.0.0.1:8080/path)"
+        ))
+    })?;
+    let scheme = uri.scheme_str().unwrap_or("");
+    if !["http", "https"].contains(&scheme) {
+        return Err(crate::load::spec::unknown_scheme(url));
+    }
+    let host = uri.host().ok_or_else(|| {
+        bad(format!(
+            "URL '{url}' has no host (e.g. http://127.0.0.1:8080/path)"
+        ))
+    })?;
+    let tls = scheme == "https";
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+    let addr = (bare_host, port)
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| bad(format!("URL '{url}': '{host}' has no address")))?;
+    let authority = uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .unwrap_or_default();
+    if !tls && client.client_cert.is_some() {
+        return Err(bad(format!(
+            "URL '{url}': a client certificate (--cert/--key, a suite's cert/key) is shown over TLS; this URL is plain: use its TLS scheme (https://, wss://, grpcs://, mqtts://, rediss://) or leave the certificate out"
+        )));
+    }
+    let tls = if tls {
+        let cfg = crate::load::net::tls_config(
+            client.cacert_pem.as_deref(),
+            client.insecure,
+            client.http2,
+            client
+                .client_cert
+                .as_ref()
+                .map(|(c, k)| (c.as_slice(), k.0.as_bytes())),
+        )
+        .map_err(bad)?;
+        let name = rustls::pki_types::ServerName::try_from(bare_host.to_string()).map_err(|e| {
+            bad(format!(
+                "URL '{url}': '{host}' is not a valid TLS server name: {e}"
+            ))
+        })?;
+        Some(crate::load::net::Tls::new(cfg, name))
+    } else {
+        None
+    };
+    let target = crate::load::net::Target {
+        addr,
+        host_header: HeaderValue::from_str(&authority)
+            .map_err(|e| bad(format!("URL host: {e}")))?,
+        tls,
+        http2: client.http2,
+        whole_heads: false,
+    };
+    Ok((target, uri))
 }
 
 /// The request every unit sends (the path from the URL).
@@ -134,7 +220,6 @@ impl Target for Planned {
     }
 
     fn fit(&self, step: &mut Rendered) -> Result<(), super::Unfit> {
-        use crate::load::uri;
         if step
             .headers
             .iter()
@@ -162,6 +247,11 @@ impl Target for Planned {
                 .to_string(),
             self.0.target.tls.is_some(),
         )
+    }
+
+    fn redirect(&self, location: &str, path: &str) -> Option<String> {
+        let (authority, secure) = self.origin();
+        uri::within(location, path, &authority, secure)
     }
 
     fn connect(&self) -> Fut<'_, Result<Box<dyn Connection>, ErrorKind>> {

@@ -228,9 +228,8 @@ fn target(url: &str, client: &ClientOptions) -> Result<Target, crate::Error> {
         String::new()
     };
     let scheme = if p.tls { "https" } else { "http" };
-    let (target, _) =
-        super::super::super::spec::resolve(&format!("{scheme}://{hostport}{port}/"), client)
-            .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+    let (target, _) = super::super::http::resolve(&format!("{scheme}://{hostport}{port}/"), client)
+        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
     let login = p.user.map(|u| {
         (
             u,

@@ -1,7 +1,7 @@
 //! HTTP/2 through hyper's client, for what reads whole responses: gRPC's calls (their
 //! trailers and messages) and an HTTP scenario's requests over HTTP/2 (whole heads for its
 //! cookies, extractions and checks). The lean client of the load's fast path is
-//! HTTP's own ([`super::proto`]'s HTTP module).
+//! HTTP's own (`http/client.rs`).
 
 use std::os::fd::RawFd;
 
@@ -12,8 +12,8 @@ use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use super::net::{io_kind, open_stream, Stream, Target};
-use super::recorder::ErrorKind;
+use crate::load::net::{io_kind, open_stream, Stream, Target};
+use crate::load::recorder::ErrorKind;
 
 /// An HTTP/2 connection through hyper's client, and its socket's descriptor (for the
 /// driver's watchdog).
@@ -133,7 +133,7 @@ pub fn request(
     headers: &[(HeaderName, HeaderValue)],
     body: Bytes,
 ) -> Request<Full<Bytes>> {
-    let length = super::request::sends_length(method, &body);
+    let length = crate::load::request::sends_length(method, &body);
     let len = body.len();
     let mut req = Request::new(Full::new(body));
     *req.method_mut() = method.clone();
