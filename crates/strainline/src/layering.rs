@@ -619,8 +619,6 @@ fn after() -> &'static str { \"ws\" }
     /// registry (`load::proto`), so a scheme is added or changed in `load/proto/` alone.
     #[test]
     fn schemes_are_spelled_only_in_the_registry() {
-        // Moved to the registry in a parallel branch.
-        let allowed = ["kinds/load.rs", "suite/parse/kinds/workload.rs"];
         let mut schemes: Vec<String> = crate::load::proto::prefixes()
             .map(|p| p.trim_end_matches("://").to_string())
             .collect();
@@ -633,10 +631,7 @@ fn after() -> &'static str { \"ws\" }
         let schemes: Vec<&str> = schemes.iter().map(String::as_str).collect();
         let mut wrong = Vec::new();
         for (rel, text) in files() {
-            if rel.starts_with("load/proto/")
-                || rel == "layering.rs"
-                || allowed.contains(&rel.as_str())
-            {
+            if rel.starts_with("load/proto/") || rel == "layering.rs" {
                 continue;
             }
             for (line, t) in scheme_literals(&text, &schemes) {

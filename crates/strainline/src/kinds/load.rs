@@ -324,14 +324,8 @@ pub(super) fn judge_generator(r: &mut CaseResult, run: &Run) {
 pub(super) fn set_up(ctx: &CaseCtx, w: &Workload) -> crate::error::Result<()> {
     for req in w.setup.iter().filter(|_| w.url.is_some()) {
         let base = substitute(w.url.as_deref().unwrap_or_default(), &ctx.vars);
-        let origin: String = base.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
-        // A WebSocket's set-up requests go to the same server over HTTP.
-        let origin = match origin.strip_prefix("ws") {
-            Some(rest) if rest.starts_with("://") || rest.starts_with("s://") => {
-                format!("http{rest}")
-            }
-            _ => origin,
-        };
+        // Its server over HTTP (a WebSocket's too), as its protocol says.
+        let origin = crate::load::proto::setup_origin(&base);
         let url = format!("{origin}{}", substitute(&req.path, &ctx.vars));
         match probe::request(&req.method, &url, &substitute(&req.body, &ctx.vars)) {
             Some(s) if s < 400 => {}

@@ -106,13 +106,11 @@ pub trait Protocol: Sync {
     /// request; MQTT's and Redis's units have none).
     // Asked by a suite (kinds/load.rs, suite/parse/kinds/workload.rs) in a parallel
     // branch: the allow goes when it is merged.
-    #[allow(dead_code)]
     fn default_method(&self, _has_body: bool) -> &'static str {
         "GET"
     }
     /// The scheme of HTTP requests to a URL's server (a suite's set-up requests) where
     /// it is not the URL's own, over TLS or not: WebSocket's `http` / `https`.
-    #[allow(dead_code)]
     fn setup_scheme(&self, _tls: bool) -> Option<&'static str> {
         None
     }
@@ -245,7 +243,6 @@ pub fn by_url(url: &str) -> Option<&'static dyn Protocol> {
 /// a URL of no protocol of the registry; a command workload (`None`) as HTTP's.
 // Asked by a suite (suite/parse/kinds/workload.rs, kinds/load.rs) in a parallel branch:
 // the allow goes when it is merged.
-#[allow(dead_code)]
 pub fn default_method(url: Option<&str>, has_body: bool) -> &'static str {
     match url {
         None => http::Http.default_method(has_body),
@@ -257,7 +254,6 @@ pub fn default_method(url: Option<&str>, has_body: bool) -> &'static str {
 /// go to: its server over HTTP ([`Protocol::setup_scheme`]: WebSocket's `ws://h` as
 /// `http://h`, `wss://h` as `https://h`); else `url`'s own origin (the probe refuses a
 /// scheme it does not speak).
-#[allow(dead_code)]
 pub fn setup_origin(url: &str) -> String {
     let origin = url.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
     let scheme = by_url(url).and_then(|p| p.setup_scheme(is_tls(url)));

@@ -134,12 +134,9 @@ fn workload(at: &At, w: Keys, has_target: bool) -> Result<Workload> {
     let beside = |f: &str| doc.path.parent().unwrap_or(Path::new(".")).join(f);
     // A body makes an HTTP request a POST; a WebSocket message or an MQTT publish has
     // no method (GET opens the WebSocket).
-    let http = w.url.as_deref().is_none_or(|u| u.starts_with("http"));
-    let method = match w.method {
-        Some(m) => m,
-        None if w.body.is_some() && http => "POST".into(),
-        None => "GET".into(),
-    };
+    let method = w.method.unwrap_or_else(|| {
+        crate::load::proto::default_method(w.url.as_deref(), w.body.is_some()).into()
+    });
     Ok(Workload {
         url: w.url.as_deref().map(|u| beside_the_suite(doc.path, u)),
         scenario: match &w.scenario {
