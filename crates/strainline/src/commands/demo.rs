@@ -6,7 +6,7 @@
 
 use crate::store::{Location, Status};
 
-use crate::cli::RunArgs;
+use super::run::RunArgs;
 use crate::exit;
 
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
@@ -48,7 +48,7 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
     let markdown = dir.join("demo-report.md");
     let written = super::report::write_reports(
         &store,
-        &crate::cli::ReportArgs {
+        &super::report::ReportArgs {
             run: run.id.to_string(),
             html: Some(html.clone()),
             markdown: Some(markdown.clone()),

@@ -6,9 +6,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use crate::cli::MonitorArgs;
+use crate::commands::flags::{in_range, parse_duration, parse_pid, ExportArgs};
 use crate::exit;
 use crate::host::{git_state, Host};
+use crate::limits;
 use crate::measure::{ExitInfo, Sample};
 use crate::monitor::watch::{tick, Flusher, Reap, DETAIL_PERIOD, STATUS_PERIOD};
 use crate::monitor::{Ending, Sampler, SamplerConfig};
@@ -17,7 +18,70 @@ use crate::os::{process, signals};
 use crate::report::monitor as report;
 use crate::store::{Location, NewRun, Status, Store};
 use crate::Error;
+use clap::Args;
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  strainline monitor -- ./my-benchmark --iterations 1000\n  \
+                  strainline monitor --interval 10ms --json out.json -- make -j2\n  \
+                  strainline monitor --pid 4242 --duration 30s"
+)]
+pub struct MonitorArgs {
+    /// Attach to a running process (and its descendants) instead of starting a command.
+    #[arg(long, value_name = "PID", conflicts_with = "command", value_parser = parse_pid)]
+    pub pid: Option<u32>,
+
+    /// Stop after this long: detach from --pid, or stop the command (SIGTERM).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Time between samples (e.g. 10ms, 0.5s).
+    #[arg(short, long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
+    pub interval: Duration,
+
+    /// Write the summary and every sample as JSON (schema strainline.monitor.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write the sampled time series as CSV, one row per tick.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// A label for the run in the store (e.g. a version: v0.8.0).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
+    /// How many of the largest processes each sample lists.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_top)]
+    pub top: usize,
+
+    /// Do not put the command in a cgroup of its own: find descendants by scanning /proc
+    /// and take CPU from /proc alone (the tree-wide kernel memory peak is then absent).
+    #[arg(long)]
+    pub no_cgroup: bool,
+
+    /// Do not print the summary block.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// No live view with --pid on a terminal (a command run after `--` keeps the
+    /// terminal for its own output and never has one).
+    #[arg(long)]
+    pub no_tui: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
+
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_top(s: &str) -> crate::error::Result<usize> {
+    in_range(s, limits::TOP.named("--top"))
+}
 
 /// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
 /// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the

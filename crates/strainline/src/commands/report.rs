@@ -5,13 +5,76 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::ReportArgs;
 use crate::exit;
 use crate::report::export::{self, Exporter};
 use crate::report::run as data;
 use crate::report::tables;
 use crate::store::{Location, Store, StoreError};
 use crate::Error;
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  strainline report 12 --html report.html\n  \
+                  strainline report v0.8.0 --junit junit.xml --markdown summary.md --csv csv/\n  \
+                  strainline run suite.toml --report reports/     # all of them, at the end of a run\n  \
+                  strainline report my-service --versions v0.6.0,v0.7.0,v0.8.0 --markdown versions.md\n  \
+                  strainline report my-service --by-host --label v0.8.0 --csv hosts.csv"
+)]
+pub struct ReportArgs {
+    /// The run: its id (12 or #12), label (the newest run with it), `latest`, or
+    /// `latest~N` / `LABEL~N` (N runs before the newest); with --versions, the suite.
+    pub run: String,
+    /// A table of the suite's versions, oldest first: per host, case and key metric,
+    /// each label's value (its newest finished run) and its % of the previous one.
+    /// Printed, or written with --markdown / --csv (a file).
+    #[arg(long, value_name = "L1,L2,…", value_delimiter = ',')]
+    pub versions: Vec<String>,
+    /// A table of the suite on each host it ran on: per case and key metric, each host's
+    /// value (its newest finished run; with --label, of that label), the hosts' cores and
+    /// memory in the heads. Printed, or written with --markdown / --csv.
+    #[arg(long, conflicts_with = "versions")]
+    pub by_host: bool,
+    /// With --by-host: only runs with this label (e.g. the version measured everywhere).
+    #[arg(long, requires = "by_host")]
+    pub label: Option<String>,
+    /// With --versions or --by-host: the metrics to show (default: throughput,
+    /// latency_p99, error_rate, ceiling, peak_rss, cpu_per_op, and a soak's
+    /// capacity_ideal_clients and capacity_safe_clients by host, where a case has them).
+    #[arg(long, value_name = "M1,M2,…", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// One self-contained HTML file: verdict, metrics, gates and SVG charts per case.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Markdown for a pull request comment or a CI step summary.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// JUnit XML: one test case per case and per gate.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// CSV files (metrics, time series, ramp steps, latency percentiles) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// The run, its cases, metrics and summaries as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// The formats asked for, by their exporters' names (`report::export`), with where.
+    pub fn asked(&self) -> Vec<(&'static str, &PathBuf)> {
+        [
+            ("html", &self.html),
+            ("markdown", &self.markdown),
+            ("junit", &self.junit),
+            ("csv", &self.csv),
+            ("json", &self.json),
+        ]
+        .into_iter()
+        .filter_map(|(name, path)| Some((name, path.as_ref()?)))
+        .collect()
+    }
+}
 
 /// Writes run `key` in each of `asked`'s formats; returns the files written.
 fn write(
