@@ -8,6 +8,7 @@ use crate::store::{Location, Status};
 
 use super::run::RunArgs;
 use crate::exit;
+use crate::report::export;
 
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
@@ -50,11 +51,9 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
         &store,
         &super::report::ReportArgs {
             run: run.id.to_string(),
-            html: Some(html.clone()),
-            markdown: Some(markdown.clone()),
-            junit: None,
-            csv: None,
-            json: None,
+            formats: super::report::Formats::default()
+                .with(&export::Html, html.clone())
+                .with(&export::Markdown, markdown.clone()),
             versions: Vec::new(),
             by_host: false,
             label: None,

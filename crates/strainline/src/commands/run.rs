@@ -46,9 +46,9 @@ pub struct RunArgs {
     /// on each test) and render flame graphs.
     #[arg(long)]
     pub profile: bool,
-    /// After the run, write every report into DIR: report.html, summary.md, junit.xml,
-    /// run.json and csv/.
-    #[arg(long, value_name = "DIR")]
+    // After the run, write every report into DIR: each format's file, as the exporters'
+    // table says.
+    #[arg(long, value_name = "DIR", help = format!("After the run, write every report into DIR: {}", crate::report::export::in_dir_listing()))]
     pub report: Option<PathBuf>,
     /// No live view on a terminal: plain output as it happens (as in CI logs).
     #[arg(long)]
