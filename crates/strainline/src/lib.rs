@@ -83,7 +83,10 @@ pub fn run(cli: cli::Cli) -> error::Result<i32> {
             clap_complete::generate(shell, &mut cmd, "strainline", &mut std::io::stdout());
             Ok(exit::PASSED)
         }
-        cli::Command::Man { dir } => commands::man::write(dir.as_deref()),
+        cli::Command::Man { dir } => {
+            use clap::CommandFactory;
+            commands::man::write(cli::Cli::command(), dir.as_deref())
+        }
         cli::Command::Schema { file } => commands::schema::print(file),
         cli::Command::Testbed { args } => {
             let argv0 = std::ffi::OsString::from("strainline testbed");

@@ -2,8 +2,80 @@
 //! agents manifest`: the Kubernetes Job that starts agents which dial the coordinator.
 
 use crate::agents::{self, Token};
-use crate::cli::{AgentArgs, AgentsCommand, ManifestArgs};
+use crate::commands::flags::parse_duration;
 use crate::exit;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Print a Kubernetes Indexed Job of N agents that dial the coordinator (apply it
+    /// with kubectl; the token comes from a Secret you create from the token file).
+    #[command(after_help = "Example:\n  \
+        kubectl create secret generic strainline-agent-token --from-file=token=agent.token\n  \
+        strainline agents manifest --count 3 --coordinator COORDINATOR:7461 | kubectl apply -f -\n  \
+        strainline load URL -q 30000 -z 5m \\\n    \
+        --agents 'listen://ADDR:7461?count=3' --agent-token-file agent.token")]
+    Manifest(ManifestArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManifestArgs {
+    /// Agents (the Job's completions and parallelism).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub count: u32,
+    /// Where the coordinator waits for them (`--agents listen://…?count=N`), as the pods
+    /// reach it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: String,
+    /// The container image with strainline in it.
+    #[arg(long, default_value = concat!("ghcr.io/strainline/strainline:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+    /// The Secret holding the token (key `token`).
+    #[arg(long, default_value = "strainline-agent-token")]
+    pub secret: String,
+    /// The Job's name.
+    #[arg(long, default_value = "strainline-agents")]
+    pub name: String,
+    /// CPU each agent asks for (a whole core keeps a generator's figures its own).
+    #[arg(long, default_value = "1")]
+    pub cpu: String,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    group(clap::ArgGroup::new("how").required(true).args(["listen", "connect", "stdio"])),
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > agent.token\n  \
+                  strainline agent --listen ADDR:7461 --token-file agent.token\n  \
+                  strainline load URL -q 30000 -z 60s \\\n    \
+                  --agents tls://HOST1:7461,tls://HOST2:7461 --agent-token-file agent.token"
+)]
+pub struct AgentArgs {
+    /// Listen for a coordinator on this address (TLS; the token authenticates both sides).
+    #[arg(long, value_name = "ADDR", requires = "token_file")]
+    pub listen: Option<String>,
+    /// Dial a coordinator waiting with `--agents listen://ADDR?count=N` (what the pods of
+    /// `strainline agents manifest` run), serve its run, and exit.
+    #[arg(long, value_name = "HOST:PORT", requires = "token_file")]
+    pub connect: Option<String>,
+    /// How long --connect keeps trying while the coordinator is not there yet.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub patience: Duration,
+    /// The shared token (at least 16 bytes; the same file the coordinator is given).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Speak the protocol on stdin/stdout, for one session (what ssh:// agents run).
+    #[arg(long, conflicts_with_all = ["listen", "token_file"])]
+    pub stdio: bool,
+    /// The name reports give this agent (default: `agent-N` in a Kubernetes Indexed Job,
+    /// from JOB_COMPLETION_INDEX; else the host name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Serve one coordinator's session, then exit.
+    #[arg(long, requires = "listen")]
+    pub once: bool,
+}
 
 pub fn run(args: AgentArgs) -> crate::error::Result<i32> {
     let name = args.name.clone().unwrap_or_else(default_name);

@@ -3,11 +3,59 @@
 
 use std::io::Write;
 
-use crate::cli::CompareArgs;
+use crate::commands::flags::{parse_band, parse_probability};
 use crate::exit;
 use crate::report::compare as report;
 use crate::report::judged::{compare, Ask};
 use crate::store::{case_key, Location, RunRow, Store};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "BASELINE and CANDIDATE are run ids (12 or #12) or labels; a label stands for \
+                  every run with that label, their repetitions pooled. `latest` is the newest \
+                  run, `latest~1` the one before it, `LABEL~N` the N-th before the newest with \
+                  that label.\n\n\
+                  Examples:\n  strainline compare latest~1 latest\n  \
+                  strainline compare v0.7.0 v0.8.0\n  \
+                  strainline compare 12 15 --band latency_p99=50% --markdown compare.md\n  \
+                  strainline compare --baseline main latest --markdown comment.md\n\n\
+                  Exit codes: 0 no regression · 1 a metric regressed · 2 nothing to compare, or usage."
+)]
+pub struct CompareArgs {
+    /// BASELINE CANDIDATE (run ids or labels); with --baseline, only CANDIDATE
+    /// (default: latest).
+    #[arg(value_name = "RUN", num_args = 0..=2)]
+    pub versions: Vec<String>,
+    /// Compare with the newest run of this label (e.g. main) in the candidate's suite,
+    /// or else with the newest run of the git merge-base of this branch and HEAD.
+    #[arg(long, value_name = "LABEL-or-BRANCH")]
+    pub baseline: Option<String>,
+    /// Tolerance band for a metric (repeatable): METRIC=PCT, or default=PCT for all.
+    /// Regressed needs the change beyond it. Overrides the suite's `[compare]` bands.
+    #[arg(long = "band", value_name = "METRIC=PCT", value_parser = parse_band)]
+    pub bands: Vec<(String, f64)>,
+    /// Significance level for the Benjamini–Hochberg adjusted p-value.
+    #[arg(long, value_name = "P", value_parser = parse_probability)]
+    pub alpha: Option<f64>,
+    /// Compare runs made on different hosts (the report says so at the top).
+    #[arg(long)]
+    pub allow_env_mismatch: bool,
+    /// Compare runs measured differently — another --time-scale, duration, rate,
+    /// connection count, matrix or strainline version (the report starts with it).
+    #[arg(long)]
+    pub allow_shape_mismatch: bool,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the comparison as Markdown (a pull request comment, a CI step summary).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write the comparison as a self-contained HTML page with its bars.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
 
 pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> {
     let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;

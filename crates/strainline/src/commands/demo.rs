@@ -6,8 +6,9 @@
 
 use crate::store::{Location, Status};
 
-use crate::cli::RunArgs;
+use super::run::RunArgs;
 use crate::exit;
+use crate::report::export;
 
 const SUITE: &str = include_str!("../../../../examples/demo-suite.toml");
 
@@ -48,13 +49,11 @@ pub fn run(store: &Location) -> crate::error::Result<i32> {
     let markdown = dir.join("demo-report.md");
     let written = super::report::write_reports(
         &store,
-        &crate::cli::ReportArgs {
+        &super::report::ReportArgs {
             run: run.id.to_string(),
-            html: Some(html.clone()),
-            markdown: Some(markdown.clone()),
-            junit: None,
-            csv: None,
-            json: None,
+            formats: super::report::Formats::default()
+                .with(&export::Html, html.clone())
+                .with(&export::Markdown, markdown.clone()),
             versions: Vec::new(),
             by_host: false,
             label: None,

@@ -1,11 +1,37 @@
 //! `strainline import FORMAT FILE...`: another tool's results read ([`crate::import`])
 //! and stored as one run, printed as a table of what was stored.
 
-use crate::cli::ImportArgs;
 use crate::exit;
 use crate::import::{self, Format};
 use crate::store::{Location, Status, Store};
 use crate::units::format_value;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "FORMAT: auto, hyperfine, criterion, google-benchmark, jmh, go, \
+    pytest-benchmark, benchmarkdotnet, junit.\n\n\
+    Examples:\n  \
+    hyperfine --export-json bench.json './app' && strainline import hyperfine bench.json --label main\n  \
+    strainline import criterion target/criterion --label pr-42\n  \
+    go test -bench . -count 10 -benchmem > go.txt && strainline import auto go.txt\n  \
+    strainline compare main pr-42"
+)]
+pub struct ImportArgs {
+    /// The tool's format, or `auto` to detect it from each file.
+    pub format: String,
+    /// Result files (a directory for Criterion: its `new/sample.json` files are read).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Label of the run (e.g. the branch or version), for compare and history.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// The suite the run belongs to (compare --baseline pairs runs of one suite);
+    /// default: the format's name.
+    #[arg(long)]
+    pub suite: Option<String>,
+}
 
 pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
     let format = match args.format.as_str() {

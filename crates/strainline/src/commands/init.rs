@@ -4,10 +4,45 @@
 
 use std::path::Path;
 
-use crate::cli::InitArgs;
 use crate::exit;
 use crate::load::proto::tls_if_http;
 use crate::Error;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    group(clap::ArgGroup::new("what").required(true).args(["url", "serve", "harness"])),
+    after_help = "Examples:\n  strainline init --url http://127.0.0.1:8080/\n  \
+                  strainline init --serve \"./server --port {{port}}\" --path /health\n  \
+                  strainline init --harness \"./bench_writes --iterations 1000\" -o writes.toml"
+)]
+pub struct InitArgs {
+    /// A service already running at this URL: strainline watches the process listening on
+    /// its port, and never stops it.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A command that serves HTTP on `{{port}}` (a free port strainline picks per case).
+    #[arg(long, value_name = "CMD")]
+    pub serve: Option<String>,
+    /// A benchmark binary that prints its results (`key=value` or JSON lines).
+    #[arg(long, value_name = "CMD")]
+    pub harness: Option<String>,
+    /// The path the tests request with --serve (and that answers when it is ready).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Also write a user flow beside the suite (FILE.flow.toml: sessions arriving at a
+    /// rate, each step checked, with commented examples of a login whose token the next
+    /// steps carry) and a test that runs it.
+    #[arg(long)]
+    pub flow: bool,
+    /// Where to write the suite.
+    #[arg(short, long, value_name = "FILE", default_value = "strainline.toml")]
+    pub output: PathBuf,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
 
 /// How the user runs it, printed at the top of every suite and after writing it.
 fn how_to_run(file: &str) -> String {

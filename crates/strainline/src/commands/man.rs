@@ -3,11 +3,10 @@
 
 use std::path::Path;
 
-use clap::CommandFactory;
-
-/// Prints strainline(1), or writes it and every command's page into `dir`.
-pub fn write(dir: Option<&Path>) -> crate::error::Result<i32> {
-    let cmd = crate::cli::Cli::command().name("strainline");
+/// Prints strainline(1), or writes it and every command's page into `dir`; `cli` is the
+/// whole command line (`cli::Cli`'s clap tree).
+pub fn write(cli: clap::Command, dir: Option<&Path>) -> crate::error::Result<i32> {
+    let cmd = cli.name("strainline");
     let Some(dir) = dir else {
         let mut out = Vec::new();
         render(cmd, &mut out);

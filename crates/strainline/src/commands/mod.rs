@@ -1,8 +1,10 @@
-//! One module per subcommand, wiring the pipeline stages together.
+//! One module per subcommand: its flags (clap derive structs, with their help and value
+//! parsers) and the wiring of the pipeline stages; `flags` holds what several share.
 
 pub mod agent;
 pub mod compare;
 pub mod demo;
+pub mod flags;
 pub mod history;
 pub mod import;
 pub mod init;

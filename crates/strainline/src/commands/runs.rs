@@ -2,12 +2,35 @@
 
 use std::io::{self, Write};
 
-use crate::cli::{RunsArgs, ShowArgs};
 use crate::exit;
 use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
 use crate::store::{Location, Store};
 use crate::Error;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs with this label.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// At most this many runs.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run id (as listed by `strainline runs`), a label (its newest run), `latest`,
+    /// or `latest~N` / `LABEL~N` (N runs before the newest).
+    pub run: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 fn open(location: &Location) -> crate::error::Result<Store> {
     // Reading commands do not create an empty SQLite store where there was none.

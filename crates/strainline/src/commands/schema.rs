@@ -3,7 +3,14 @@
 //! completion and checking never drift from what `check` and `run` accept. The
 //! repository keeps both in `schemas/`, and a test holds them equal to this output.
 
-use crate::cli::SchemaOf;
+/// A file `strainline schema` describes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaOf {
+    /// A suite file (`strainline run`, `strainline check`).
+    Suite,
+    /// A scenario file (`--scenario`, a test's `scenario =`).
+    Scenario,
+}
 
 /// The schema of `of`, as JSON.
 pub fn of(of: SchemaOf) -> serde_json::Value {

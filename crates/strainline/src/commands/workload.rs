@@ -5,9 +5,145 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use crate::cli::{LogArgs, WorkloadCommand};
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Read access logs (nginx/Apache Common or Combined, JSON lines; gzip accepted) and
+    /// report the request mix by route, the arrival rate and its variance, the status
+    /// mix and the clients.
+    #[command(after_help = "Examples:\n  \
+        strainline workload characterize /var/log/nginx/access.log\n  \
+        strainline workload characterize access.log.1.gz access.log --by hour --json profile.json\n  \
+        strainline workload characterize app.jsonl --json-fields time=ts,path=uri --route '^/files/(.+)$'")]
+    Characterize(CharacterizeArgs),
+    /// Compare workload B (e.g. the target's access log during a test) with A (e.g.
+    /// production): mix, status, rate, peak rate, dispersion and sizes, each against a
+    /// tolerance (exit 0 similar, 1 differs).
+    #[command(after_help = "Examples:\n  \
+        strainline workload compare production.log test.log\n  \
+        strainline workload compare access.log access.log --by hour --a-window '2026-11-22 09' --b-window '2026-11-22 18'\n  \
+        strainline workload compare prod.log test.log --tolerance mix=2,rate=5%,dispersion=20%")]
+    Compare(WorkloadCompareArgs),
+    /// Write a scenario that reproduces a log's workload: its mix as weighted steps
+    /// sending the observed requests, its arrivals as the log's own per-second counts
+    /// (the rate with its variance). Run it with `strainline load URL --scenario FILE`.
+    #[command(after_help = "Examples:\n  \
+        strainline workload scenario access.log -o production.toml\n  \
+        strainline workload scenario access.log --by hour --window '2026-11-22 18' --scale 2 -o peak-x2.toml\n  \
+        strainline workload scenario access.log --constant -o average.toml")]
+    Scenario(WorkloadScenarioArgs),
+    /// Make a user's flow from a recorded browser session (HAR 1.2: DevTools, mitmproxy's
+    /// hardump, Playwright, k6 Studio): the values the server handed out and later
+    /// requests sent back (CSRF tokens, ids, bearer tokens) found and correlated by
+    /// themselves, static assets and other hosts left out, redirects followed.
+    #[command(after_help = "Examples:\n  \
+        strainline workload flow session.har -o flow.toml\n  \
+        strainline workload flow session.har --host 127.0.0.1:8000 -o flow.toml\n  \
+        strainline workload flow session.har --no-correlate -o verbatim.toml")]
+    Flow(WorkloadFlowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadScenarioArgs {
+    /// Access logs, read in order as one workload.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// With --by: the window whose label starts with this (e.g. '2026-11-22 18').
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub window: Option<String>,
+    /// Multiply the rate (2 = twice the logged rate).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub scale: f64,
+    /// The mean rate evenly spaced: the variance removed (for comparison).
+    #[arg(long)]
+    pub constant: bool,
+    /// Where to write the scenario (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadFlowArgs {
+    /// The recording (HAR 1.2).
+    #[arg(value_name = "RECORDING.har")]
+    pub har: PathBuf,
+    /// The application's host (or host:port) in the recording; default: the first page's.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Send every value as recorded (no correlation): what recorders without it make.
+    #[arg(long)]
+    pub no_correlate: bool,
+    /// Play the flow once, as one user and without its pauses, against the application
+    /// at URL (a copy running for tests: it is sent the recorded actions) and print each
+    /// step's outcome beside the recorded status; exit 1 when a step diverged.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Where to write the flow (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How logs are read: shared by characterize and compare.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Split into windows aligned to UTC: minute, hour, day, or a duration (15m).
+    #[arg(long, value_name = "WINDOW")]
+    pub by: Option<String>,
+    /// A route template for paths the built-in rules miss: a regular expression whose
+    /// capture groups become {NAME} (named groups) or {id}. Repeatable, tried in order.
+    #[arg(long = "route", value_name = "REGEX")]
+    pub routes: Vec<String>,
+    /// JSON lines: which keys hold what, NAME=KEY,… (names: time, method, path, request,
+    /// status, bytes, duration, client).
+    #[arg(long, value_name = "SPEC")]
+    pub json_fields: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CharacterizeArgs {
+    /// Access logs, read in order as one workload.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// Write the profile as JSON (schema strainline.workload.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write an HTML report: the rate over time, the dispersion by window size, the mix.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadCompareArgs {
+    /// The reference workload's log (e.g. production).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The workload compared with it (e.g. the target's log during a test).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub read: LogArgs,
+    /// With --by: compare only A's window whose label starts with this (e.g. '2026-11-22 09').
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub a_window: Option<String>,
+    /// With --by: B's window whose label starts with this.
+    #[arg(long, value_name = "LABEL", requires = "by")]
+    pub b_window: Option<String>,
+    /// How much each dimension may differ: mix=POINTS,rate=%,dispersion=%,size=%
+    /// (defaults mix=3,rate=10%,dispersion=25%,size=10%).
+    #[arg(long, value_name = "SPEC")]
+    pub tolerance: Option<String>,
+    /// Write the comparison as JSON (schema strainline.workload-compare.v1).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
 pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
     match cmd {
@@ -93,7 +229,7 @@ pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
 }
 
 /// `workload flow`: the flow, then what was found and left out, on stderr.
-fn flow(a: &crate::cli::WorkloadFlowArgs) -> crate::error::Result<i32> {
+fn flow(a: &WorkloadFlowArgs) -> crate::error::Result<i32> {
     let made = workload::har::make(
         &a.har,
         &workload::har::Options {
@@ -196,8 +332,7 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
     let steps = made.recorded.len().max(1).to_string();
     let argv = [
-        "strainline",
-        "load",
+        "strainline load",
         url,
         "--scenario",
         path.to_str().unwrap_or_default(),
@@ -208,12 +343,16 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         "--no-tui",
         "--no-progress",
     ];
-    let cli = crate::cli::Cli::try_parse_from(argv)
+    /// `strainline load`'s flags alone.
+    #[derive(clap::Parser)]
+    #[command(name = "strainline load")]
+    struct Load {
+        #[command(flatten)]
+        args: super::load::LoadArgs,
+    }
+    let load = Load::try_parse_from(argv)
         .map_err(|e| crate::Error::usage(format!("--target {url}: {e}")))?;
-    let crate::cli::Command::Load(args) = cli.command else {
-        unreachable!("the arguments above are a load");
-    };
-    let spec = super::load::spec(&args)?;
+    let spec = super::load::spec(&load.args)?;
     let planned = crate::load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
     // Ctrl-C or SIGTERM ends the play as it ends a load: what was played is said.
     crate::os::signals::install();

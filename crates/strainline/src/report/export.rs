@@ -1,6 +1,7 @@
 //! The report formats a stored run is written in: one [`Exporter`] per format, one list
 //! ([`EXPORTERS`]). `strainline report RUN --FORMAT PATH` and `strainline run --report
-//! DIR` both go through it; a new format is a type here and its flag in `cli.rs`.
+//! DIR` both go through it; a new format is a type here and its row in the list, which
+//! gives `report`'s flag (name, value, help) and `run --report`'s help.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,9 @@ use crate::store::Store;
 pub trait Exporter: Sync {
     /// Its name, as its flag says it (`html` for `--html FILE`).
     fn name(&self) -> &'static str;
+    /// Its flag's help (`strainline report --help`), one line without a final period
+    /// (as clap shows a doc comment's).
+    fn help(&self) -> &'static str;
     /// What the flag takes (`FILE`, or `DIR` for a format of several files).
     fn takes(&self) -> &'static str {
         "FILE"
@@ -45,9 +49,20 @@ pub fn write_shared(
 /// Every format, in the order the help and a report directory list them.
 pub static EXPORTERS: &[&dyn Exporter] = &[&Html, &Markdown, &Junit, &Csv, &Json];
 
-/// The exporter of that name.
-pub fn named(name: &str) -> Option<&'static dyn Exporter> {
-    EXPORTERS.iter().copied().find(|e| e.name() == name)
+/// What a report directory holds, for `run --report DIR`'s help: each format's file,
+/// the folders last (`report.html, summary.md, junit.xml, run.json and csv/`).
+pub fn in_dir_listing() -> String {
+    let files = EXPORTERS.iter().filter(|e| e.takes() == "FILE");
+    let folders = EXPORTERS.iter().filter(|e| e.takes() != "FILE");
+    let all: Vec<String> = files
+        .map(|e| e.in_dir().to_string())
+        .chain(folders.map(|e| format!("{}/", e.in_dir())))
+        .collect();
+    match all.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// The flags of every format, for a message: `--html FILE, --markdown FILE, …`.
@@ -88,11 +103,16 @@ fn put(path: &Path, text: &str) -> crate::error::Result<Vec<PathBuf>> {
     Ok(vec![path.to_path_buf()])
 }
 
-struct Html;
+/// The `html` format.
+pub struct Html;
 
 impl Exporter for Html {
     fn name(&self) -> &'static str {
         "html"
+    }
+
+    fn help(&self) -> &'static str {
+        "One self-contained HTML file: verdict, metrics, gates and SVG charts per case"
     }
 
     fn in_dir(&self) -> &'static str {
@@ -138,11 +158,16 @@ impl Exporter for Html {
     }
 }
 
-struct Markdown;
+/// The `markdown` format.
+pub struct Markdown;
 
 impl Exporter for Markdown {
     fn name(&self) -> &'static str {
         "markdown"
+    }
+
+    fn help(&self) -> &'static str {
+        "Markdown for a pull request comment or a CI step summary"
     }
 
     fn in_dir(&self) -> &'static str {
@@ -154,11 +179,16 @@ impl Exporter for Markdown {
     }
 }
 
-struct Junit;
+/// The `junit` format.
+pub struct Junit;
 
 impl Exporter for Junit {
     fn name(&self) -> &'static str {
         "junit"
+    }
+
+    fn help(&self) -> &'static str {
+        "JUnit XML: one test case per case and per gate"
     }
 
     fn in_dir(&self) -> &'static str {
@@ -170,11 +200,16 @@ impl Exporter for Junit {
     }
 }
 
-struct Csv;
+/// The `csv` format.
+pub struct Csv;
 
 impl Exporter for Csv {
     fn name(&self) -> &'static str {
         "csv"
+    }
+
+    fn help(&self) -> &'static str {
+        "CSV files (metrics, time series, ramp steps, latency percentiles) into DIR"
     }
 
     fn takes(&self) -> &'static str {
@@ -191,11 +226,16 @@ impl Exporter for Csv {
     }
 }
 
-struct Json;
+/// The `json` format.
+pub struct Json;
 
 impl Exporter for Json {
     fn name(&self) -> &'static str {
         "json"
+    }
+
+    fn help(&self) -> &'static str {
+        "The run, its cases, metrics and summaries as JSON"
     }
 
     fn in_dir(&self) -> &'static str {
@@ -224,6 +264,9 @@ mod tests {
             flags(),
             "--html FILE, --markdown FILE, --junit FILE, --csv DIR, --json FILE"
         );
-        assert!(named("junit").is_some() && named("pdf").is_none());
+        assert_eq!(
+            in_dir_listing(),
+            "report.html, summary.md, junit.xml, run.json and csv/"
+        );
     }
 }

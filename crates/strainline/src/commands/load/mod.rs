@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crate::agents;
 use crate::agents::session::Session;
-use crate::cli::{AgentsArgs, LoadArgs};
 use crate::exit;
 use crate::load::schedule::Rate;
 use crate::load::verdict::Validity;
@@ -18,6 +17,10 @@ use crate::report::load as report;
 use crate::store::{GateResult, Location, Status, Store};
 use crate::suite::abort::Abort;
 use crate::suite::gate::Gate;
+
+mod args;
+
+pub use args::{AgentsArgs, LoadArgs};
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
