@@ -17,6 +17,7 @@ use super::wire::{self, FromAgent, Job, Report, ToAgent};
 use crate::load::recorder::Tally;
 use crate::load::verdict::LAG_BOUND_US;
 use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
+use crate::error::Category;
 
 /// Where the agents are and the token that opens them.
 #[derive(Debug, Clone)]
@@ -145,7 +146,7 @@ pub fn connect(fleet: &Fleet) -> crate::error::Result<Ready> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+        .usage()?;
     let (links, parts) = rt.block_on(connect_all(fleet))?;
     Ok(Ready { rt, links, parts })
 }
@@ -192,7 +193,7 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
         (0..fleet.addresses.len()).map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     while let Some(r) = tasks.join_next().await {
-        match r.map_err(|e| crate::Error::usage(e.to_string()))? {
+        match r.usage()? {
             (i, Ok(ls)) => found[i] = ls,
             (_, Err(e)) => errors.push(e),
         }

@@ -8,9 +8,10 @@ use crate::exit;
 use crate::report::compare as report;
 use crate::report::judged::{compare, Ask};
 use crate::store::{case_key, Location, RunRow, Store};
+use crate::error::Category;
 
 pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> {
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let (baseline_key, candidate) = match (&args.baseline, args.versions.as_slice()) {
         (None, [b, c]) => (b.clone(), c.clone()),
         (Some(_), []) => (String::new(), "latest".to_string()),

@@ -6,9 +6,10 @@ use crate::cli::HistoryArgs;
 use crate::exit;
 use crate::report::history::{one, write_text, Query};
 use crate::store::{Location, Store};
+use crate::error::Category;
 
 pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> {
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let history = one(
         &store,
         &Query {

@@ -6,6 +6,7 @@ use crate::exit;
 use crate::import::{self, Format};
 use crate::store::{Location, Status, Store};
 use crate::units::format_value;
+use crate::error::Category;
 
 pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
     let format = match args.format.as_str() {
@@ -18,7 +19,7 @@ pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
         })?),
     };
     let imported = import::read_all(format, &args.files)?;
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let formats: Vec<&str> = {
         let mut f: Vec<&str> = imported.files.iter().map(|(_, f)| f.name()).collect();
         f.dedup();

@@ -18,6 +18,7 @@ use crate::report::load as report;
 use crate::store::{GateResult, Location, Status, Store};
 use crate::suite::abort::Abort;
 use crate::suite::gate::Gate;
+use crate::error::Category;
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
@@ -200,7 +201,7 @@ fn gates_fit(gates: &[Gate], planned: &load::Planned) -> crate::error::Result<()
         planned
             .labels
             .gate_fits(&g.metric, &planned.step_names)
-            .map_err(|e| crate::Error::usage(format!("--gate '{}': {e}", g.text)))?;
+            .map_err(|e| e.context(format_args!("--gate '{}'", g.text)))?;
     }
     Ok(())
 }
@@ -226,7 +227,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         .iter()
         .filter_map(|g| crate::metrics::asked_percentile(&g.metric))
         .collect();
-    let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let mut planned = load::plan(&spec)?;
     gates_fit(&gates, &planned)?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
     let fleet = match fleet(&args.agents, Some(&spec))? {
@@ -237,7 +238,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         }
         None => None,
     };
-    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     if let Some(p) = &args.json {
         std::fs::File::create(p)
             .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())).because(e))?;

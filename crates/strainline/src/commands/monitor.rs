@@ -18,6 +18,7 @@ use crate::report::monitor as report;
 use crate::store::{Location, NewRun, Status, Store};
 use crate::Error;
 use std::sync::Arc;
+use crate::error::Category;
 
 /// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
 /// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the
@@ -33,7 +34,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         }
     }
     // Open everything that can fail on bad input before starting anything.
-    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     let mut csv = match &args.csv {
         Some(p) => {
             let f = File::create(p).map_err(|e| {

@@ -8,6 +8,7 @@ use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
 use crate::store::{Location, Store};
 use crate::Error;
+use crate::error::Category;
 
 fn open(location: &Location) -> crate::error::Result<Store> {
     // Reading commands do not create an empty SQLite store where there was none.
@@ -20,7 +21,7 @@ fn open(location: &Location) -> crate::error::Result<Store> {
             ));
         }
     }
-    Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))
+    Store::open(location).usage()
 }
 
 fn quiet_pipe(r: io::Result<()>) -> crate::error::Result<i32> {
@@ -100,7 +101,7 @@ pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
     let store = open(store)?;
     let run = store
         .find_run(&args.run)
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+        .usage()?;
     let cases = store.cases(run.id)?;
     let why = store.first_reasons(&[run.id])?.remove(&run.id);
     let settings = store.run_settings(run.id)?;

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::cli::{LogArgs, WorkloadCommand};
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
+use crate::error::Category;
 
 pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
     match cmd {
@@ -209,12 +210,12 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         "--no-progress",
     ];
     let cli = crate::cli::Cli::try_parse_from(argv)
-        .map_err(|e| crate::Error::usage(format!("--target {url}: {e}")))?;
+        .usage_with(|e| format!("--target {url}: {e}"))?;
     let crate::cli::Command::Load(args) = cli.command else {
         unreachable!("the arguments above are a load");
     };
     let spec = super::load::spec(&args)?;
-    let planned = crate::load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let planned = crate::load::plan(&spec)?;
     // Ctrl-C or SIGTERM ends the play as it ends a load: what was played is said.
     crate::os::signals::install();
     let session =

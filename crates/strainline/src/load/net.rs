@@ -210,8 +210,7 @@ fn client_identity(
     let der = |b: &[u8]| b.first() == Some(&0x30);
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--cert: not a PEM certificate file: {e:?}"))
-        .usage()?;
+        .usage_with(|e| format!("--cert: not a PEM certificate file: {e:?}"))?;
     if certs.is_empty() {
         return Err(crate::Error::usage(if der(cert_pem) {
             "--cert: a DER certificate, not PEM: convert it (openssl x509 -inform der -in CERT -out cert.pem)"
@@ -246,7 +245,6 @@ fn server_trust(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())
         .environment()?;
     let identity = client.map(client_identity).transpose()?;
     let with_identity = |b: rustls::ConfigBuilder<
@@ -257,14 +255,13 @@ fn server_trust(
             None => Ok(b.with_no_client_auth()),
             Some((certs, key)) => b
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| match e {
+                .usage_with(|e| match e {
                     rustls::Error::InconsistentKeys(_) => {
                         "--cert/--key: the key is not the certificate's (their public keys differ)"
                             .to_string()
                     }
                     e => format!("--cert/--key: {e}"),
-                })
-                .usage(),
+                }),
         }
     };
     if insecure {
@@ -281,8 +278,7 @@ fn server_trust(
         for cert in rustls_pemfile_certs(pem)? {
             roots
                 .add(cert)
-                .map_err(|e| format!("--cacert: {e}"))
-                .usage()?;
+                .usage_with(|e| format!("--cacert: {e}"))?;
         }
         with_identity(builder.with_root_certificates(roots))
     }
@@ -295,8 +291,7 @@ fn rustls_pemfile_certs(
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))
-        .usage()?;
+        .usage_with(|e| format!("--cacert: not a PEM certificate file: {e:?}"))?;
     if certs.is_empty() {
         return Err(crate::Error::usage("--cacert: no certificate in the file"));
     }

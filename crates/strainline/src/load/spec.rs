@@ -260,7 +260,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare_host, port)
         .to_socket_addrs()
-        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")))?
+        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")).because(e))?
         .next()
         .ok_or_else(|| bad(format!("URL '{url}': '{host}' has no address")))?;
     let authority = uri
@@ -295,7 +295,7 @@ pub(super) fn resolve(url: &str, client: &ClientOptions) -> Result<(Target, Uri)
     let target = Target {
         addr,
         host_header: HeaderValue::from_str(&authority)
-            .map_err(|e| bad(format!("URL host: {e}")))?,
+            .map_err(|e| bad(format!("URL host: {e}")).because(e))?,
         tls,
         http2: client.http2,
         whole_heads: false,

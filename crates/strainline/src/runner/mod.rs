@@ -17,6 +17,7 @@ use crate::os::signals;
 use crate::store::{Location, Metric, Store};
 use crate::suite::{self, Kind};
 use crate::sut::lifecycle;
+use crate::error::Category;
 
 /// A suite that cannot run as written: a usage error, not a failed case.
 fn config(msg: impl Into<String>) -> crate::Error {
@@ -196,9 +197,8 @@ pub fn prepare(args: &Options) -> crate::error::Result<(suite::Suite, Vec<suite:
     // The command line checks it too; a runner's caller (the demo) need not.
     crate::limits::TIME_SCALE
         .named("--time-scale")
-        .check(args.time_scale)
-        .map_err(|e| config(e.to_string()))?;
-    let suite = suite::load(&args.suite, args.time_scale).map_err(|e| config(e.to_string()))?;
+        .check(args.time_scale)?;
+    let suite = suite::load(&args.suite, args.time_scale)?;
     check_placeholders(&suite, args)?;
     let cases: Vec<suite::Case> = suite
         .cases()
@@ -229,7 +229,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> crate::error::Result<Outcome> {
     let (suite, cases) = prepare(args)?;
-    let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
     let conditions = crate::host::ConditionsProbe::start();
     let _recording = crate::live::record::start(store_location, run_id);

@@ -9,6 +9,7 @@ pub mod steps;
 pub mod write;
 
 use std::path::Path;
+use crate::error::Category;
 
 /// What to make, and how.
 #[derive(Debug, Clone, Default)]
@@ -39,7 +40,7 @@ pub struct Made {
 pub fn make(har: &Path, opts: &Options) -> crate::error::Result<Made> {
     // A regular file of any size (it is streamed): no device, pipe or directory.
     crate::os::file::check(har, "RECORDING.har", u64::MAX)?;
-    let x = read::read(har).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let x = read::read(har).usage()?;
     let origin = steps::origin(&x, opts.host.as_deref()).ok_or_else(|| {
         crate::Error::usage(format!(
             "{}: {}",

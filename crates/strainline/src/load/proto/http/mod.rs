@@ -92,7 +92,7 @@ pub fn template(
         .map(|p| p.as_str())
         .unwrap_or("/")
         .parse()
-        .map_err(|e| bad(format!("URL path: {e}")))?;
+        .map_err(|e| bad(format!("URL path: {e}")).because(e))?;
     Ok(Template {
         method,
         path,
