@@ -105,7 +105,7 @@ impl Data {
     pub fn load(file: &Path, format: Format, order: Order) -> crate::error::Result<Data> {
         crate::os::file::check(file, format.key(), u64::MAX)?;
         let feed = Feed::open(file, format, MAX_MARKS)
-            .map_err(|e| bad(format!("{}: {}: {e}", format.key(), file.display())).because(e))?;
+            .map_err(|e| e.context(format_args!("{}: {}", format.key(), file.display())))?;
         Ok(Data {
             columns: feed.columns.clone(),
             order,

@@ -271,11 +271,11 @@ fn call_of(
         ..client.clone()
     };
     let (http, _) = super::super::spec::resolve(&format!("{scheme}://{authority}/"), &options)
-        .map_err(|e| bad(format!("URL '{url}': {e}")).because(e))?;
+        .map_err(|e| e.context(format_args!("URL '{url}'")))?;
     let (input, output, server_streaming) = match &proto {
         Some(p) => {
             let (input, output, streaming) =
-                method(p, &path).map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())).because(e))?;
+                method(p, &path).map_err(|e| e.context(format_args!("URL '{url}': {}", p.display())))?;
             (Some(input), Some(output), streaming)
         }
         None => (None, None, false),
@@ -292,10 +292,10 @@ fn call_of(
         (BodySpec::Empty, None) => Bytes::new(),
         (BodySpec::Bytes(b), None) => Bytes::from(b.clone()),
         (BodySpec::Empty, Some(i)) => {
-            encode(i, b"{}").map_err(|e| bad(format!("URL '{url}': {e}")).because(e))?
+            encode(i, b"{}").map_err(|e| e.context(format_args!("URL '{url}'")))?
         }
         (BodySpec::Bytes(b), Some(i)) => {
-            encode(i, b).map_err(|e| bad(format!("URL '{url}': {e}")).because(e))?
+            encode(i, b).map_err(|e| e.context(format_args!("URL '{url}'")))?
         }
     };
     Ok((
