@@ -481,8 +481,7 @@ mod tests {
         assert_eq!(e.to_string(), "s.toml:3:1: lua state");
 
         // A message written for a user has no cause.
-        let r: std::result::Result<(), String> = Err("no [time] field".into());
-        let e = r.usage().unwrap_err();
+        let e = None::<()>.ok_or("no [time] field").usage().unwrap_err();
         assert!(e.source().is_none());
         assert_eq!(e.exit_code(), 2);
     }
