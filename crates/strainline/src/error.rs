@@ -448,7 +448,11 @@ mod tests {
         };
         let e = run().unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
-        assert!(e.to_string().starts_with(&format!("suite: reading {path}: ")), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("suite: reading {path}: ")),
+            "{e}"
+        );
         let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
         assert_eq!(io.map(|e| e.kind()), Some(std::io::ErrorKind::NotFound));
         // The message already says the OS's words: -v does not repeat them.

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 
 use super::auth::Token;
 use super::wire::{self, FromAgent, Job, Report, ToAgent, PROTOCOL};
-use crate::load::{self, verdict};
 use crate::error::Category;
+use crate::load::{self, verdict};
 
 /// Test-only: milliseconds added to this agent's clock readings, to inject a clock
 /// offset (documented in docs/agents.md).
@@ -91,9 +91,7 @@ pub fn serve_listen(
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| crate::Error::usage(format!("--listen {addr}: {e}")).because(e))?;
-        let local = listener
-            .local_addr()
-            .usage()?;
+        let local = listener.local_addr().usage()?;
         let acceptor = super::link::acceptor()?;
         tracing::info!("strainline agent {name}: listening on {local} (TLS, token)");
         let busy = Arc::new(AtomicBool::new(false));
@@ -510,11 +508,7 @@ impl Session<'_> {
 
     /// Starts watching the process `attach` names, its samples streamed as they come;
     /// `None` (the coordinator told why) when there is no such process.
-    fn attach(
-        &self,
-        attach: &crate::sut::spec::Attach,
-        interval_ms: u64,
-    ) -> Option<Watching> {
+    fn attach(&self, attach: &crate::sut::spec::Attach, interval_ms: u64) -> Option<Watching> {
         match crate::sut::lifecycle::resolve(attach) {
             Ok((pid, command)) => {
                 let interval = Duration::from_millis(interval_ms.clamp(10, 60_000));

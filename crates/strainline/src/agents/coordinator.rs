@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use super::auth::Token;
 use super::link::{self, Address, Link, Reader, Writer};
 use super::wire::{self, FromAgent, Job, Report, ToAgent};
+use crate::error::Category;
 use crate::load::recorder::Tally;
 use crate::load::verdict::LAG_BOUND_US;
 use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
-use crate::error::Category;
 
 /// Where the agents are and the token that opens them.
 #[derive(Debug, Clone)]
@@ -199,8 +199,10 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
         }
     }
     if !errors.is_empty() {
+        // Every agent's words, one a line; the first's category and cause.
         let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        return Err(crate::Error::usage(all.join("\n")));
+        let first = errors.swap_remove(0);
+        return Err(first.reword(|_| all.join("\n")));
     }
     let (mut links, addresses): (Vec<Link>, Vec<Address>) = found.into_iter().flatten().unzip();
     let mut parts = Vec::with_capacity(links.len());

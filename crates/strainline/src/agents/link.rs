@@ -207,9 +207,7 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
                 .stderr(std::process::Stdio::inherit())
                 .kill_on_drop(true);
             let mut child = cmd.spawn().usage_with(|e| {
-                format!(
-                    "cannot run ssh: {e} (is the OpenSSH client installed?)"
-                )
+                format!("cannot run ssh: {e} (is the OpenSSH client installed?)")
             })?;
             crate::os::process::note_born(child.id().unwrap_or(0));
             let out = child.stdout.take().expect("piped");

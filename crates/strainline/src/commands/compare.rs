@@ -4,11 +4,11 @@
 use std::io::Write;
 
 use crate::cli::CompareArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::report::compare as report;
 use crate::report::judged::{compare, Ask};
 use crate::store::{case_key, Location, RunRow, Store};
-use crate::error::Category;
 
 pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> {
     let store = Store::open(location).usage()?;

@@ -3,10 +3,10 @@
 
 use crate::analysis::changepoint::Params;
 use crate::cli::HistoryArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::report::history::{one, write_text, Query};
 use crate::store::{Location, Store};
-use crate::error::Category;
 
 pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> {
     let store = Store::open(location).usage()?;

@@ -2,11 +2,11 @@
 //! and stored as one run, printed as a table of what was stored.
 
 use crate::cli::ImportArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::import::{self, Format};
 use crate::store::{Location, Status, Store};
 use crate::units::format_value;
-use crate::error::Category;
 
 pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
     let format = match args.format.as_str() {

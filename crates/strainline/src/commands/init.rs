@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use crate::cli::InitArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::Error;
-use crate::error::Category;
 
 /// How the user runs it, printed at the top of every suite and after writing it.
 fn how_to_run(file: &str) -> String {

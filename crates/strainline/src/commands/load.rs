@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::agents;
 use crate::agents::session::Session;
 use crate::cli::{AgentsArgs, LoadArgs};
+use crate::error::Category;
 use crate::exit;
 use crate::load::schedule::Rate;
 use crate::load::verdict::Validity;
@@ -18,7 +19,6 @@ use crate::report::load as report;
 use crate::store::{GateResult, Location, Status, Store};
 use crate::suite::abort::Abort;
 use crate::suite::gate::Gate;
-use crate::error::Category;
 
 /// The command line as a load spec: files read, conflicts refused.
 pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {

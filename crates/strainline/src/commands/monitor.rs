@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use crate::cli::MonitorArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::measure::{ExitInfo, Sample};
@@ -18,7 +19,6 @@ use crate::report::monitor as report;
 use crate::store::{Location, NewRun, Status, Store};
 use crate::Error;
 use std::sync::Arc;
-use crate::error::Category;
 
 /// Long because `monitor` is one foreground loop (tick, stream, signals, deadline,
 /// stop) between a spawn and a summary; the tick itself is [`tick`], shared with the

@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::ReportArgs;
+use crate::error::Category;
 use crate::exit;
 use crate::report::export::{self, Exporter};
 use crate::report::run as data;
 use crate::report::tables;
 use crate::store::{Location, Store};
 use crate::Error;
-use crate::error::Category;
 
 /// Writes run `key` in each of `asked`'s formats; returns the files written.
 fn write(

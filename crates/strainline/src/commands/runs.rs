@@ -3,12 +3,12 @@
 use std::io::{self, Write};
 
 use crate::cli::{RunsArgs, ShowArgs};
+use crate::error::Category;
 use crate::exit;
 use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
 use crate::store::{Location, Store};
 use crate::Error;
-use crate::error::Category;
 
 fn open(location: &Location) -> crate::error::Result<Store> {
     // Reading commands do not create an empty SQLite store where there was none.
@@ -99,9 +99,7 @@ fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io:
 
 pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
     let store = open(store)?;
-    let run = store
-        .find_run(&args.run)
-        .usage()?;
+    let run = store.find_run(&args.run).usage()?;
     let cases = store.cases(run.id)?;
     let why = store.first_reasons(&[run.id])?.remove(&run.id);
     let settings = store.run_settings(run.id)?;

@@ -6,9 +6,9 @@ use std::io::Write as _;
 use std::path::Path;
 
 use crate::cli::{LogArgs, WorkloadCommand};
+use crate::error::Category;
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
-use crate::error::Category;
 
 pub fn run(cmd: WorkloadCommand) -> crate::error::Result<i32> {
     match cmd {
@@ -209,8 +209,8 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         "--no-tui",
         "--no-progress",
     ];
-    let cli = crate::cli::Cli::try_parse_from(argv)
-        .usage_with(|e| format!("--target {url}: {e}"))?;
+    let cli =
+        crate::cli::Cli::try_parse_from(argv).usage_with(|e| format!("--target {url}: {e}"))?;
     let crate::cli::Command::Load(args) = cli.command else {
         unreachable!("the arguments above are a load");
     };

@@ -360,8 +360,8 @@ pub fn criterion(path: &Path, found: &[PathBuf]) -> crate::error::Result<Vec<Ben
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .usage_with(|e| format!("{}: {e}", f.display()))?;
+            let text =
+                std::fs::read_to_string(f).usage_with(|e| format!("{}: {e}", f.display()))?;
             let v: Value = serde_json::from_str(&text)
                 .usage_with(|e| format!("{}: not JSON: {e}", f.display()))?;
             let dir = f.parent().unwrap_or(Path::new("."));

@@ -247,23 +247,19 @@ fn server_trust(
         .with_safe_default_protocol_versions()
         .environment()?;
     let identity = client.map(client_identity).transpose()?;
-    let with_identity = |b: rustls::ConfigBuilder<
-        rustls::ClientConfig,
-        rustls::client::WantsClientCert,
-    >| {
-        match identity {
-            None => Ok(b.with_no_client_auth()),
-            Some((certs, key)) => b
-                .with_client_auth_cert(certs, key)
-                .usage_with(|e| match e {
+    let with_identity =
+        |b: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>| {
+            match identity {
+                None => Ok(b.with_no_client_auth()),
+                Some((certs, key)) => b.with_client_auth_cert(certs, key).usage_with(|e| match e {
                     rustls::Error::InconsistentKeys(_) => {
                         "--cert/--key: the key is not the certificate's (their public keys differ)"
                             .to_string()
                     }
                     e => format!("--cert/--key: {e}"),
                 }),
-        }
-    };
+            }
+        };
     if insecure {
         with_identity(
             builder
@@ -276,9 +272,7 @@ fn server_trust(
             "an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure",
         ).usage()?;
         for cert in rustls_pemfile_certs(pem)? {
-            roots
-                .add(cert)
-                .usage_with(|e| format!("--cacert: {e}"))?;
+            roots.add(cert).usage_with(|e| format!("--cacert: {e}"))?;
         }
         with_identity(builder.with_root_certificates(roots))
     }

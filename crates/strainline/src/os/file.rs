@@ -15,8 +15,7 @@ pub const MAX_INPUT: u64 = 64 << 20;
 /// error names `what` (the key or flag that named it), the path and the fix.
 pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<std::fs::Metadata> {
     let shown = path.display();
-    let meta = std::fs::metadata(path)
-        .usage_with(|e| format!("{what}: {shown}: {e}"))?;
+    let meta = std::fs::metadata(path).usage_with(|e| format!("{what}: {shown}: {e}"))?;
     if !meta.is_file() {
         return Err(crate::Error::usage(format!(
             "{what}: {shown} is not a regular file (a device, a pipe or a directory): give a file"

@@ -100,9 +100,7 @@ pub fn by_host(
     let mut read = Vec::new();
     let mut by_column = Vec::new();
     for (host, run) in &newest {
-        let shown = match store
-            .run_host(run.id)?
-        {
+        let shown = match store.run_host(run.id)? {
             Some(h) => format!(
                 "{host} ({} cores, {})",
                 h.cores,
@@ -192,8 +190,7 @@ fn rows_of(
     let mut cells: BTreeMap<String, Cells> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(run) = run else { continue };
-        let cases = store
-            .cases(run.id)?;
+        let cases = store.cases(run.id)?;
         for c in cases {
             for m in c.metrics.iter().filter(|m| want(&m.name)) {
                 let cell = cells

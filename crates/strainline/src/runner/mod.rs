@@ -12,12 +12,12 @@ pub mod worktree;
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::error::Category;
 use crate::kinds::{self, CaseResult, Status};
 use crate::os::signals;
 use crate::store::{Location, Metric, Store};
 use crate::suite::{self, Kind};
 use crate::sut::lifecycle;
-use crate::error::Category;
 
 /// A suite that cannot run as written: a usage error, not a failed case.
 fn config(msg: impl Into<String>) -> crate::Error {

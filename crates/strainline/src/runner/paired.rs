@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 use super::{begin, config, prepare, Ending, Options, RunInto};
 use crate::analysis::comparison::{judge, settled, Method, Pair, Policy, Row, Verdict};
 use crate::analysis::paired::Looks;
+use crate::error::Category;
 use crate::kinds::{CaseResult, Status};
 use crate::os::signals;
 use crate::report::compare::{self as report, Comparison, MachineNoise, Mode, Session, Version};
 use crate::store::{Location, Store};
 use crate::suite;
-use crate::error::Category;
 
 /// How to pair two versions.
 #[derive(Debug, Clone)]

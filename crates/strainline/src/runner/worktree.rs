@@ -5,9 +5,9 @@
 //! baseline's target then builds and runs there, from the same place in the tree as the
 //! candidate's does in the working tree (uncommitted changes included).
 
+use crate::error::Category;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use crate::error::Category;
 
 /// A detached worktree of a commit, removed when dropped.
 pub struct Worktree {

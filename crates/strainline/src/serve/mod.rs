@@ -19,9 +19,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::error::Category;
 use crate::store::{Location, Store};
 use http::{Request, Response};
-use crate::error::Category;
 
 /// Clients served at once. One more closes the oldest connection still waiting for its
 /// request (a stranger holding a socket open, a browser's spare), as the agent's

@@ -401,8 +401,8 @@ fn iso_time(s: &str) -> Option<f64> {
 }
 
 fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
-    let v: serde_json::Value = serde_json::from_str(line)
-        .usage_with(|e| format!("not a JSON object: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).usage_with(|e| format!("not a JSON object: {e}"))?;
     let obj = v.as_object().ok_or("not a JSON object").usage()?;
     fn first<'a>(
         obj: &'a serde_json::Map<String, serde_json::Value>,

@@ -274,8 +274,8 @@ fn call_of(
         .map_err(|e| e.context(format_args!("URL '{url}'")))?;
     let (input, output, server_streaming) = match &proto {
         Some(p) => {
-            let (input, output, streaming) =
-                method(p, &path).map_err(|e| e.context(format_args!("URL '{url}': {}", p.display())))?;
+            let (input, output, streaming) = method(p, &path)
+                .map_err(|e| e.context(format_args!("URL '{url}': {}", p.display())))?;
             (Some(input), Some(output), streaming)
         }
         None => (None, None, false),
@@ -330,8 +330,7 @@ pub fn method(
     let name = proto.file_name().ok_or("names no file").usage()?;
     crate::os::file::check(proto, "proto", crate::os::file::MAX_INPUT)?;
     let files = protox::compile([name], [dir]).usage()?;
-    let pool = DescriptorPool::from_file_descriptor_set(files)
-        .usage()?;
+    let pool = DescriptorPool::from_file_descriptor_set(files).usage()?;
     let (service, method) = path
         .trim_start_matches('/')
         .rsplit_once('/')

@@ -643,7 +643,9 @@ pub(super) fn check_of(
                         toml::Value::String(t) if t.contains("{{") => {
                             Want::Text(template(&Spanned::new(pos..pos, t.clone()))?)
                         }
-                        v => Want::Is(serde_json::to_value(v).map_err(|e| bad(e.to_string()).because(e))?),
+                        v => Want::Is(
+                            serde_json::to_value(v).map_err(|e| bad(e.to_string()).because(e))?,
+                        ),
                     };
                     Ok((path(p)?, want))
                 })

@@ -8,8 +8,8 @@ pub mod read;
 pub mod steps;
 pub mod write;
 
-use std::path::Path;
 use crate::error::Category;
+use std::path::Path;
 
 /// What to make, and how.
 #[derive(Debug, Clone, Default)]
