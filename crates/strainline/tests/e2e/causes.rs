@@ -119,12 +119,13 @@ fn verbose_names_the_cause_of_an_io_a_store_and_a_tls_failure() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let agents = format!("tls://127.0.0.1:{port}");
+    let plain = format!("http://127.0.0.1:{port}/");
     let out = both(
         &s,
         &store,
         &[
             "load",
-            &url,
+            &plain,
             "-n",
             "5",
             "--agents",
