@@ -202,8 +202,14 @@ impl Error {
     /// The same error with `what` in front of its message (`reading X: …`); its cause
     /// is kept.
     pub fn context(self, what: impl std::fmt::Display) -> Error {
+        self.reword(|m| format!("{what}: {m}"))
+    }
+
+    /// The same error (its category, its cause) in the words `say` makes of its
+    /// message: a message placed at its file's line, say. An interrupt stays as it is.
+    pub fn reword(self, say: impl FnOnce(&str) -> String) -> Error {
         let say = |m: Message| Message {
-            text: format!("{what}: {}", m.text),
+            text: say(&m.text),
             cause: m.cause,
         };
         match self {
@@ -213,7 +219,7 @@ impl Error {
             Error::Interrupted => Error::Interrupted,
             Error::Exit { code, message } => Error::Exit {
                 code,
-                message: format!("{what}: {message}"),
+                message: say(Message::new(message)).text,
             },
         }
     }
@@ -251,24 +257,84 @@ impl From<serde_json::Error> for Error {
     }
 }
 
-/// States, at the `?` that returns it, which category a message written for a user
-/// is: `.ok_or("no [time] field").usage()?`, `.map_err(|e| e.to_string())
-/// .environment()?`. There is no `From<String>`: a message never picks its exit code
-/// by default.
-pub trait Category<T> {
+/// States, at the `?` that returns it, which category a failure is: a precise error
+/// is kept as the [`Error`]'s cause (`File::open(p).usage()?`, or with the caller's
+/// words, `.usage_with(|e| format!("reading {p}: {e}"))?`); a message written for a
+/// user is its words alone (`.ok_or("no [time] field").usage()?`). There is no
+/// `From<String>`: a message never picks its exit code by default. `Kind` is
+/// [`Cause`] or [`Words`], which the compiler infers from the error type (a `String`
+/// is no `std::error::Error`); callers never name it.
+pub trait Category<T, Kind> {
+    /// What the failure is said with: the precise error, or the message.
+    type Fault;
     /// The user's to fix (exit 2).
     fn usage(self) -> Result<T>;
     /// The machine's, not the user's (exit 3).
     fn environment(self) -> Result<T>;
+    /// The user's to fix (exit 2), in the words `say` makes of the failure.
+    fn usage_with(self, say: impl FnOnce(&Self::Fault) -> String) -> Result<T>;
+    /// The machine's (exit 3), in the words `say` makes of the failure.
+    fn environment_with(self, say: impl FnOnce(&Self::Fault) -> String) -> Result<T>;
 }
 
-impl<T, E: std::fmt::Display> Category<T> for std::result::Result<T, E> {
+/// [`Category`] of a precise error: it is kept as the cause.
+pub enum Cause {}
+
+/// [`Category`] of a message written for a user: its words alone.
+pub enum Words {}
+
+impl Message {
+    /// `text`, made from `cause`.
+    pub fn with<E: std::error::Error + Send + Sync + 'static>(
+        text: impl Into<String>,
+        cause: E,
+    ) -> Message {
+        Message {
+            text: text.into(),
+            cause: Some(Box::new(cause)),
+        }
+    }
+}
+
+impl<T, E: std::error::Error + Send + Sync + 'static> Category<T, Cause>
+    for std::result::Result<T, E>
+{
+    type Fault = E;
+
     fn usage(self) -> Result<T> {
-        self.map_err(|e| Error::usage(e.to_string()))
+        self.map_err(|e| Error::Usage(Message::of(e)))
     }
 
     fn environment(self) -> Result<T> {
-        self.map_err(|e| Error::environment(e.to_string()))
+        self.map_err(|e| Error::Environment(Message::of(e)))
+    }
+
+    fn usage_with(self, say: impl FnOnce(&E) -> String) -> Result<T> {
+        self.map_err(|e| Error::Usage(Message::with(say(&e), e)))
+    }
+
+    fn environment_with(self, say: impl FnOnce(&E) -> String) -> Result<T> {
+        self.map_err(|e| Error::Environment(Message::with(say(&e), e)))
+    }
+}
+
+impl<T, M: Into<String>> Category<T, Words> for std::result::Result<T, M> {
+    type Fault = String;
+
+    fn usage(self) -> Result<T> {
+        self.map_err(|m| Error::usage(m))
+    }
+
+    fn environment(self) -> Result<T> {
+        self.map_err(|m| Error::environment(m))
+    }
+
+    fn usage_with(self, say: impl FnOnce(&String) -> String) -> Result<T> {
+        self.map_err(|m| Error::usage(say(&m.into())))
+    }
+
+    fn environment_with(self, say: impl FnOnce(&String) -> String) -> Result<T> {
+        self.map_err(|m| Error::environment(say(&m.into())))
     }
 }
 
@@ -362,5 +428,65 @@ mod tests {
         );
         assert!(w.source().is_some(), "{w}");
         assert!(Error::usage("bad flag").source().is_none());
+    }
+
+    #[test]
+    fn a_wrapped_error_keeps_its_category_and_source_through_two_layers() {
+        use std::error::Error as _;
+        let path = "/no/such/strainline/dir/suite.toml";
+        let read = || -> Result<()> {
+            std::fs::File::open(path).usage_with(|e| format!("reading {path}: {e}"))?;
+            Ok(())
+        };
+        let load = || -> Result<()> {
+            read().map_err(|e| e.context("suite"))?;
+            Ok(())
+        };
+        let run = || -> Result<()> {
+            load()?;
+            Ok(())
+        };
+        let e = run().unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("suite: reading {path}: ")),
+            "{e}"
+        );
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(|e| e.kind()), Some(std::io::ErrorKind::NotFound));
+        // The message already says the OS's words: -v does not repeat them.
+        assert_eq!(e.causes(), Vec::<String>::new(), "{e}");
+
+        // The machine's, in the caller's words alone: -v names the cause.
+        let write = || -> Result<()> {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+                .environment_with(|_| "the run could not be stored".to_string())
+        };
+        let store = || -> Result<()> {
+            write().map_err(|e| e.context("run 4"))?;
+            Ok(())
+        };
+        let e = (|| -> Result<()> {
+            store()?;
+            Ok(())
+        })()
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert_eq!(e.to_string(), "run 4: the run could not be stored");
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.and_then(|e| e.raw_os_error()), Some(libc::ENOSPC));
+        assert_eq!(e.causes().len(), 1, "{:?}", e.causes());
+        assert!(e.causes()[0].starts_with("No space left on device"));
+
+        // Our own error passed up keeps its category, reworded or not.
+        let e = Error::environment("lua state").reword(|m| format!("s.toml:3:1: {m}"));
+        assert_eq!(e.exit_code(), 3);
+        assert_eq!(e.to_string(), "s.toml:3:1: lua state");
+
+        // A message written for a user has no cause.
+        let e = None::<()>.ok_or("no [time] field").usage().unwrap_err();
+        assert!(e.source().is_none());
+        assert_eq!(e.exit_code(), 2);
     }
 }

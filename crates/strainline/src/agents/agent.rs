@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use super::auth::Token;
 use super::wire::{self, FromAgent, Job, Report, ToAgent, PROTOCOL};
+use crate::error::Category;
 use crate::load::{self, verdict};
 
 /// Test-only: milliseconds added to this agent's clock readings, to inject a clock
@@ -90,9 +91,7 @@ pub fn serve_listen(
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| crate::Error::usage(format!("--listen {addr}: {e}")).because(e))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| crate::Error::usage(e.to_string()))?;
+        let local = listener.local_addr().usage()?;
         let acceptor = super::link::acceptor()?;
         tracing::info!("strainline agent {name}: listening on {local} (TLS, token)");
         let busy = Arc::new(AtomicBool::new(false));
@@ -193,7 +192,7 @@ fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| crate::Error::usage(e.to_string()))
+        .usage()
 }
 
 /// One session over TCP, this agent the TLS server whoever dialed; `pending` is told
@@ -276,9 +275,9 @@ pub fn serve_stdio(name: String) -> crate::error::Result<()> {
     })
 }
 
-/// One coordinator's session: hello, clock exchanges, at most one run. Long because it
-/// is the protocol's one state machine (greeted, leased, running, cancelled) in one
-/// loop, each message checked against the state it may come in.
+/// One coordinator's session: hello, clock exchanges, at most one run. The protocol's
+/// states (greeted, leased, running, cancelled) are [`Session`]'s; this loop waits for
+/// each message within the lease and hands it over.
 async fn session<R, W>(
     mut r: R,
     mut w: W,
@@ -290,59 +289,7 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let refuse = |why: String| FromAgent::Refused { why };
-    let hello = tokio::time::timeout_at(greeting.until, wire::recv_within(&mut r, wire::MAX_HELLO))
-        .await
-        .map_err(|_| {
-            crate::Error::usage(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
-        })?;
-    let Some(ToAgent::Hello {
-        protocol,
-        strainline,
-        proof,
-    }) = hello.map_err(|e| crate::Error::usage(e.to_string()))?
-    else {
-        return Err(crate::Error::usage("the first message was not a hello"));
-    };
-    if protocol != PROTOCOL {
-        let why = format!(
-            "this agent speaks agent protocol {PROTOCOL} (strainline {}), the coordinator speaks {protocol} (strainline {strainline}): run the same strainline version on both",
-            env!("CARGO_PKG_VERSION")
-        );
-        let _ = wire::send(&mut w, &refuse(why.clone())).await;
-        return Err(crate::Error::usage(why));
-    }
-    let agent_proof = match &id.auth {
-        Some((token, ekm)) => {
-            if !proof.is_some_and(|p| token.verify("coordinator", ekm, &p)) {
-                let why = "the coordinator's token does not match this agent's (--token-file)";
-                let _ = wire::send(&mut w, &refuse(why.into())).await;
-                return Err(crate::Error::usage(why));
-            }
-            Some(token.proof("agent", ekm))
-        }
-        None => None,
-    };
-    (greeting.authenticated)();
-    // Only a run makes the agent busy: a watch session runs beside it.
-    struct Release<'a>(&'a AtomicBool);
-    impl Drop for Release<'_> {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::SeqCst);
-        }
-    }
-    let mut _release = None;
-    wire::send(
-        &mut w,
-        &FromAgent::Welcome {
-            protocol: PROTOCOL,
-            strainline: env!("CARGO_PKG_VERSION").into(),
-            name: id.name.clone(),
-            proof: agent_proof,
-        },
-    )
-    .await
-    .map_err(|e| crate::Error::usage(e.to_string()))?;
+    greet(&mut r, &mut w, id, greeting).await?;
     // Every message out goes through one writer task.
     let (out, mut outq) = mpsc::unbounded_channel::<FromAgent>();
     let writer = tokio::spawn(async move {
@@ -352,19 +299,24 @@ where
             }
         }
     });
-    let cancel = Arc::new(AtomicBool::new(false));
-    let mut run: Option<std::thread::JoinHandle<()>> = None;
-    let mut watch = None;
-    let mut lease = Duration::from_secs(3600);
+    let mut s = Session {
+        busy,
+        release: None,
+        out,
+        cancel: Arc::new(AtomicBool::new(false)),
+        run: None,
+        watch: None,
+        lease: Duration::from_secs(3600),
+    };
     let mut heard = Instant::now();
     loop {
-        let wait = lease.saturating_sub(heard.elapsed());
+        let wait = s.lease.saturating_sub(heard.elapsed());
         let msg = match tokio::time::timeout(wait, wire::recv::<_, ToAgent>(&mut r)).await {
             Err(_) => {
                 tracing::warn!(
                     "agent {}: nothing from the coordinator for {:.1} s (lease): load stopped",
                     id.name,
-                    lease.as_secs_f64()
+                    s.lease.as_secs_f64()
                 );
                 break;
             }
@@ -377,6 +329,123 @@ where
             }
         };
         heard = Instant::now();
+        s.handle(msg).await?;
+        if s.run.as_ref().is_some_and(|h| h.is_finished()) {
+            // Its report is queued; the coordinator closes when it has read it.
+            s.lease = Duration::from_secs(10);
+        }
+    }
+    let Session {
+        release,
+        out,
+        cancel,
+        run,
+        watch,
+        ..
+    } = s;
+    cancel.store(true, Ordering::Relaxed);
+    if let Some(h) = run {
+        // The run ends within its request timeout once cancelled.
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    drop(out);
+    let _ = writer.await;
+    drop(watch);
+    drop(release);
+    Ok(())
+}
+
+/// The hello, checked (the protocol, the token's proof), and the welcome sent.
+async fn greet<R, W>(
+    r: &mut R,
+    w: &mut W,
+    id: &Identity,
+    greeting: Greeting<'_>,
+) -> crate::error::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let refuse = |why: String| FromAgent::Refused { why };
+    let hello = tokio::time::timeout_at(greeting.until, wire::recv_within(r, wire::MAX_HELLO))
+        .await
+        .map_err(|_| {
+            crate::Error::usage(format!("no hello within {} s", HELLO_TIMEOUT.as_secs()))
+        })?;
+    let Some(ToAgent::Hello {
+        protocol,
+        strainline,
+        proof,
+    }) = hello.usage()?
+    else {
+        return Err(crate::Error::usage("the first message was not a hello"));
+    };
+    if protocol != PROTOCOL {
+        let why = format!(
+            "this agent speaks agent protocol {PROTOCOL} (strainline {}), the coordinator speaks {protocol} (strainline {strainline}): run the same strainline version on both",
+            env!("CARGO_PKG_VERSION")
+        );
+        let _ = wire::send(w, &refuse(why.clone())).await;
+        return Err(crate::Error::usage(why));
+    }
+    let agent_proof = match &id.auth {
+        Some((token, ekm)) => {
+            if !proof.is_some_and(|p| token.verify("coordinator", ekm, &p)) {
+                let why = "the coordinator's token does not match this agent's (--token-file)";
+                let _ = wire::send(w, &refuse(why.into())).await;
+                return Err(crate::Error::usage(why));
+            }
+            Some(token.proof("agent", ekm))
+        }
+        None => None,
+    };
+    (greeting.authenticated)();
+    wire::send(
+        w,
+        &FromAgent::Welcome {
+            protocol: PROTOCOL,
+            strainline: env!("CARGO_PKG_VERSION").into(),
+            name: id.name.clone(),
+            proof: agent_proof,
+        },
+    )
+    .await
+    .usage()
+}
+
+/// Marks the agent free again when its run's session ends.
+struct Release<'a>(&'a AtomicBool);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A watched process: its watcher, the sender that stops its samples' streamer, and
+/// the streamer.
+type Watching = (
+    crate::monitor::watch::Watcher,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+);
+
+/// A greeted session's state: its run (only a run makes the agent busy: a watch
+/// session runs beside it), its watch, and the lease the coordinator must renew.
+struct Session<'a> {
+    busy: &'a AtomicBool,
+    release: Option<Release<'a>>,
+    out: mpsc::UnboundedSender<FromAgent>,
+    cancel: Arc<AtomicBool>,
+    run: Option<std::thread::JoinHandle<()>>,
+    watch: Option<Watching>,
+    lease: Duration,
+}
+
+impl Session<'_> {
+    /// One message from the coordinator, checked against the state it may come in.
+    async fn handle(&mut self, msg: ToAgent) -> crate::error::Result<()> {
+        let out = &self.out;
         match msg {
             ToAgent::Clock { id } => {
                 let _ = out.send(FromAgent::Clock {
@@ -384,16 +453,16 @@ where
                     unix_ns: clock_ns(),
                 });
             }
-            ToAgent::Run(_) if run.is_none() && busy.swap(true, Ordering::SeqCst) => {
+            ToAgent::Run(_) if self.run.is_none() && self.busy.swap(true, Ordering::SeqCst) => {
                 let _ = out.send(FromAgent::Failed {
                     why: "busy: another coordinator's run is on".into(),
                 });
             }
-            ToAgent::Run(job) if run.is_none() => {
-                _release = Some(Release(busy));
-                lease = Duration::from_millis(job.lease_ms.max(500));
-                match start(*job, cancel.clone(), out.clone()) {
-                    Ok(h) => run = Some(h),
+            ToAgent::Run(job) if self.run.is_none() => {
+                self.release = Some(Release(self.busy));
+                self.lease = Duration::from_millis(job.lease_ms.max(500));
+                match start(*job, self.cancel.clone(), out.clone()) {
+                    Ok(h) => self.run = Some(h),
                     Err(why) => {
                         let _ = out.send(FromAgent::Failed {
                             why: why.to_string(),
@@ -409,22 +478,9 @@ where
             ToAgent::Watch {
                 attach,
                 interval_ms,
-            } if watch.is_none() => {
-                lease = super::coordinator::LEASE;
-                match crate::sut::lifecycle::resolve(&attach) {
-                    Ok((pid, command)) => {
-                        let interval = Duration::from_millis(interval_ms.clamp(10, 60_000));
-                        let w = crate::monitor::watch::Watcher::attach(pid, interval);
-                        let _ = out.send(FromAgent::Watching { pid, command });
-                        let (done, stopped) = tokio::sync::oneshot::channel();
-                        let streamer =
-                            tokio::spawn(stream_samples(w.shared.clone(), out.clone(), stopped));
-                        watch = Some((w, done, streamer));
-                    }
-                    Err(e) => {
-                        let _ = out.send(FromAgent::Failed { why: e.to_string() });
-                    }
-                }
+            } if self.watch.is_none() => {
+                self.lease = super::coordinator::LEASE;
+                self.watch = self.attach(&attach, interval_ms);
             }
             ToAgent::Watch { .. } => {
                 let _ = out.send(FromAgent::Failed {
@@ -432,34 +488,43 @@ where
                 });
             }
             ToAgent::Unwatch => {
-                if let Some((w, done, streamer)) = watch.take() {
+                if let Some((w, done, streamer)) = self.watch.take() {
                     // The last samples go first, then the summary.
                     let _ = done.send(());
                     let _ = streamer.await;
                     let summary =
                         tokio::task::spawn_blocking(move || w.finish(Vec::new(), "watched").0)
                             .await
-                            .map_err(|e| crate::Error::usage(e.to_string()))?;
+                            .usage()?;
                     let _ = out.send(FromAgent::Watched(Box::new(summary)));
                 }
             }
             ToAgent::Renew => {}
-            ToAgent::Stop => cancel.store(true, Ordering::Relaxed),
+            ToAgent::Stop => self.cancel.store(true, Ordering::Relaxed),
             ToAgent::Hello { .. } => {}
         }
-        if run.as_ref().is_some_and(|h| h.is_finished()) {
-            // Its report is queued; the coordinator closes when it has read it.
-            lease = Duration::from_secs(10);
+        Ok(())
+    }
+
+    /// Starts watching the process `attach` names, its samples streamed as they come;
+    /// `None` (the coordinator told why) when there is no such process.
+    fn attach(&self, attach: &crate::sut::spec::Attach, interval_ms: u64) -> Option<Watching> {
+        match crate::sut::lifecycle::resolve(attach) {
+            Ok((pid, command)) => {
+                let interval = Duration::from_millis(interval_ms.clamp(10, 60_000));
+                let w = crate::monitor::watch::Watcher::attach(pid, interval);
+                let _ = self.out.send(FromAgent::Watching { pid, command });
+                let (done, stopped) = tokio::sync::oneshot::channel();
+                let streamer =
+                    tokio::spawn(stream_samples(w.shared.clone(), self.out.clone(), stopped));
+                Some((w, done, streamer))
+            }
+            Err(e) => {
+                let _ = self.out.send(FromAgent::Failed { why: e.to_string() });
+                None
+            }
         }
     }
-    cancel.store(true, Ordering::Relaxed);
-    if let Some(h) = run {
-        // The run ends within its request timeout once cancelled.
-        let _ = tokio::task::spawn_blocking(move || h.join()).await;
-    }
-    drop(out);
-    let _ = writer.await;
-    Ok(())
 }
 
 /// Sends the watched process's new samples every 250 ms (and how it ended, once it
@@ -530,7 +595,7 @@ impl JobFiles {
             }
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| crate::Error::usage(e.to_string()))?;
+                std::fs::create_dir_all(parent).usage()?;
             }
             std::fs::write(&path, content)
                 .map_err(|e| crate::Error::usage(format!("{}: {e}", path.display())).because(e))?;
@@ -557,7 +622,7 @@ fn start(
     if let (Some(dir), load::Offer::Scenario(p)) = (&files.0, &mut job.spec.offer) {
         *p = dir.join(&*p);
     }
-    let mut planned = load::plan(&job.spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let mut planned = load::plan(&job.spec)?;
     if job.slice.of == 0 || job.slice.index >= job.slice.of {
         return Err(crate::Error::usage(format!(
             "slice {} of {} does not exist",

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::auth::Token;
 use super::link::{self, Address, Link, Reader, Writer};
 use super::wire::{self, FromAgent, Job, Report, ToAgent};
+use crate::error::Category;
 use crate::load::recorder::Tally;
 use crate::load::verdict::LAG_BOUND_US;
 use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
@@ -145,7 +146,7 @@ pub fn connect(fleet: &Fleet) -> crate::error::Result<Ready> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+        .usage()?;
     let (links, parts) = rt.block_on(connect_all(fleet))?;
     Ok(Ready { rt, links, parts })
 }
@@ -192,14 +193,16 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
         (0..fleet.addresses.len()).map(|_| Vec::new()).collect();
     let mut errors = Vec::new();
     while let Some(r) = tasks.join_next().await {
-        match r.map_err(|e| crate::Error::usage(e.to_string()))? {
+        match r.usage()? {
             (i, Ok(ls)) => found[i] = ls,
             (_, Err(e)) => errors.push(e),
         }
     }
     if !errors.is_empty() {
+        // Every agent's words, one a line; the first's category and cause.
         let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        return Err(crate::Error::usage(all.join("\n")));
+        let first = errors.swap_remove(0);
+        return Err(first.reword(|_| all.join("\n")));
     }
     let (mut links, addresses): (Vec<Link>, Vec<Address>) = found.into_iter().flatten().unzip();
     let mut parts = Vec::with_capacity(links.len());

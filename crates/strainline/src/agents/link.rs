@@ -183,10 +183,9 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
             }
             let tcp = tokio::net::TcpStream::connect((host.as_str(), *port))
                 .await
-                .map_err(|e| {
+                .usage_with(|e| {
                     format!("cannot connect: {e} (is `strainline agent --listen` running there?)")
-                })
-                .usage()?;
+                })?;
             let (tls, ekm) = tls_client(tcp).await?;
             (tls, Some(ekm), None)
         }
@@ -207,10 +206,8 @@ async fn open(addr: &Address, token: Option<&Token>) -> crate::error::Result<Lin
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::inherit())
                 .kill_on_drop(true);
-            let mut child = cmd.spawn().map_err(|e| {
-                crate::Error::usage(format!(
-                    "cannot run ssh: {e} (is the OpenSSH client installed?)"
-                ))
+            let mut child = cmd.spawn().usage_with(|e| {
+                format!("cannot run ssh: {e} (is the OpenSSH client installed?)")
             })?;
             crate::os::process::note_born(child.id().unwrap_or(0));
             let out = child.stdout.take().expect("piped");
@@ -338,7 +335,7 @@ async fn hello(
     .map_err(|e| crate::Error::usage(format!("sending hello: {e}")).because(e))?;
     match wire::recv_within(&mut reader, wire::MAX_HELLO)
         .await
-        .map_err(|e| crate::Error::usage(e.to_string()))?
+        .usage()?
     {
         Some(FromAgent::Welcome {
             protocol,
@@ -391,10 +388,10 @@ pub fn acceptor() -> crate::error::Result<tokio_rustls::TlsAcceptor> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| crate::Error::usage(e.to_string()))?
+        .usage()?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+        .usage()?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(cfg)))
 }

@@ -99,7 +99,7 @@ pub fn remote(
                 let _ = summary_tx.send(summary);
             });
         })
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+        .usage()?;
     let (pid, command) = started_rx
         .recv_timeout(link::CONNECT_TIMEOUT * 2)
         .map_err(|_| crate::Error::usage(format!("agent {host} did not start watching in time")))?

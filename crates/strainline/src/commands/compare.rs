@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use crate::commands::flags::{parse_band, parse_probability};
+use crate::error::Category;
 use crate::exit;
 use crate::report::compare as report;
 use crate::report::judged::{compare, Ask};
@@ -58,7 +59,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> {
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let (baseline_key, candidate) = match (&args.baseline, args.versions.as_slice()) {
         (None, [b, c]) => (b.clone(), c.clone()),
         (Some(_), []) => (String::new(), "latest".to_string()),

@@ -9,7 +9,7 @@ use crate::limits;
 use std::time::Duration;
 
 pub(crate) fn parse_duration(s: &str) -> crate::error::Result<Duration> {
-    let d = crate::units::parse_duration(s).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let d = crate::units::parse_duration(s).usage()?;
     if d.is_zero() {
         return Err(crate::Error::usage(format!(
             "'{s}' is zero; give a positive duration such as 10ms"

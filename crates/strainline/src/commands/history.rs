@@ -3,6 +3,7 @@
 
 use crate::analysis::changepoint::Params;
 use crate::commands::flags::parse_probability;
+use crate::error::Category;
 use crate::exit;
 use crate::report::history::{one, write_text, Query};
 use crate::store::{Location, Store};
@@ -63,7 +64,7 @@ fn parse_min_change(s: &str) -> crate::error::Result<f64> {
 }
 
 pub fn run(location: &Location, args: HistoryArgs) -> crate::error::Result<i32> {
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let history = one(
         &store,
         &Query {

@@ -1,6 +1,7 @@
 //! `strainline import FORMAT FILE...`: another tool's results read ([`crate::import`])
 //! and stored as one run, printed as a table of what was stored.
 
+use crate::error::Category;
 use crate::exit;
 use crate::import::{self, Format};
 use crate::store::{Location, Status, Store};
@@ -44,7 +45,7 @@ pub fn run(location: &Location, args: ImportArgs) -> crate::error::Result<i32> {
         })?),
     };
     let imported = import::read_all(format, &args.files)?;
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let formats: Vec<&str> = {
         let mut f: Vec<&str> = imported.files.iter().map(|(_, f)| f.name()).collect();
         f.dedup();

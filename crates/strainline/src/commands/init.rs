@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::error::Category;
 use crate::exit;
 use crate::load::proto::tls_if_http;
 use crate::Error;
@@ -284,10 +285,8 @@ fn probe(cmd: &str) -> crate::error::Result<(Option<String>, Vec<String>)> {
         crate::observe::quiet(),
         &|_, _, _| Err(crate::Error::usage("init starts its target here")),
     )
-    .map_err(|e| {
-        Error::usage(format!(
-            "--serve: started `{cmd}` on port {port} to find a path it answers, but: {e}"
-        ))
+    .usage_with(|e| {
+        format!("--serve: started `{cmd}` on port {port} to find a path it answers, but: {e}")
     });
     let _ = std::fs::remove_file(&log);
     let running = running?;
@@ -479,20 +478,25 @@ pub fn run(args: InitArgs) -> crate::error::Result<i32> {
             )));
         }
         let scenario = flow_scenario(&path);
+        // Re-categorised on purpose: the flow is strainline's own template, so a
+        // refusal is strainline's fault, not the user's.
         crate::load::scenario::parse(&scenario, &flow).map_err(|e| {
             crate::Error::environment(format!(
                 "internal error: the starter flow does not parse: {e}"
             ))
+            .because(e)
         })?;
         std::fs::write(&flow, &scenario).map_err(|e| crate::error::writing(&flow, e))?;
         // A suite's files are committed and shared, as the user's umask says.
         crate::os::file::share(&flow).map_err(|e| crate::error::writing(&flow, e))?;
     }
     // What init writes must parse: a template bug is caught here, not by the user.
+    // Re-categorised on purpose: the suite is strainline's own template (see above).
     crate::suite::parse(&text, out, 1.0).map_err(|e| {
         crate::Error::environment(format!(
             "internal error: the starter suite does not parse: {e}"
         ))
+        .because(e)
     })?;
     std::fs::write(out, &text).map_err(|e| crate::error::writing(out, e))?;
     crate::os::file::share(out).map_err(|e| crate::error::writing(out, e))?;

@@ -8,6 +8,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use crate::commands::flags::{in_range, parse_duration, parse_pid, ExportArgs};
+use crate::error::Category;
 use crate::exit;
 use crate::host::{git_state, Host};
 use crate::limits;
@@ -100,7 +101,7 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         }
     }
     // Open everything that can fail on bad input before starting anything.
-    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     let csv = open_outputs(&args)?;
 
     let host = Host::current();

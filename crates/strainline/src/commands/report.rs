@@ -5,11 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::Category;
 use crate::exit;
 use crate::report::export::{self, Exporter};
 use crate::report::run as data;
 use crate::report::tables;
-use crate::store::{Location, Store, StoreError};
+use crate::store::{Location, Store};
 use crate::Error;
 use clap::Args;
 
@@ -126,10 +127,8 @@ fn write(
     key: &str,
     asked: &[(&dyn Exporter, PathBuf)],
 ) -> crate::error::Result<Vec<String>> {
-    let mut r = data::load(store, key).map_err(|e| match e {
-        StoreError::NoSuchRun(_) => crate::Error::usage(e.to_string()),
-        e => e.into(),
-    })?;
+    // A run not in the store is the user's to fix (exit 2), as `From<StoreError>` says.
+    let mut r = data::load(store, key)?;
     let mut written = Vec::new();
     for (exporter, path) in asked {
         for f in export::write_shared(*exporter, store, &mut r, path)? {
@@ -160,7 +159,7 @@ fn table(location: &Location, args: &ReportArgs) -> crate::error::Result<i32> {
             "{which} writes its table to the terminal, --markdown FILE or --csv FILE"
         )));
     }
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     let metrics = (!args.metrics.is_empty()).then_some(&args.metrics[..]);
     let table = if args.by_host {
         tables::by_host(&store, &args.run, args.label.as_deref(), metrics)?
@@ -202,7 +201,7 @@ pub fn run(location: &Location, args: ReportArgs) -> crate::error::Result<i32> {
             export::flags().replace(", --json", " or --json")
         )));
     }
-    let store = Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     for f in write_reports(&store, &args)? {
         eprintln!("wrote {f}");
     }

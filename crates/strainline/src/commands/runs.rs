@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use crate::error::Category;
 use crate::exit;
 use crate::measure::MonitorSummary;
 use crate::report::monitor::write_summary;
@@ -43,7 +44,7 @@ fn open(location: &Location) -> crate::error::Result<Store> {
             ));
         }
     }
-    Store::open(location).map_err(|e| crate::Error::usage(e.to_string()))
+    Store::open(location).usage()
 }
 
 fn quiet_pipe(r: io::Result<()>) -> crate::error::Result<i32> {
@@ -121,9 +122,7 @@ fn write_agents(out: &mut dyn Write, summary: Option<&serde_json::Value>) -> io:
 
 pub fn show(store: &Location, args: ShowArgs) -> crate::error::Result<i32> {
     let store = open(store)?;
-    let run = store
-        .find_run(&args.run)
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+    let run = store.find_run(&args.run).usage()?;
     let cases = store.cases(run.id)?;
     let why = store.first_reasons(&[run.id])?.remove(&run.id);
     let settings = store.run_settings(run.id)?;

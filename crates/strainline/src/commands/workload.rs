@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use crate::error::Category;
 use crate::exit;
 use crate::workload::{self, compare, render, Characterization, Options};
 use clap::{Args, Subcommand};
@@ -350,10 +351,9 @@ fn verify(made: &workload::har::Made, url: &str) -> crate::error::Result<i32> {
         #[command(flatten)]
         args: super::load::LoadArgs,
     }
-    let load = Load::try_parse_from(argv)
-        .map_err(|e| crate::Error::usage(format!("--target {url}: {e}")))?;
+    let load = Load::try_parse_from(argv).usage_with(|e| format!("--target {url}: {e}"))?;
     let spec = super::load::spec(&load.args)?;
-    let planned = crate::load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let planned = crate::load::plan(&spec)?;
     // Ctrl-C or SIGTERM ends the play as it ends a load: what was played is said.
     crate::os::signals::install();
     let session =

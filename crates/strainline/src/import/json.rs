@@ -360,12 +360,10 @@ pub fn criterion(path: &Path, found: &[PathBuf]) -> crate::error::Result<Vec<Ben
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("{}: {e}", f.display()))
-                .usage()?;
+            let text =
+                std::fs::read_to_string(f).usage_with(|e| format!("{}: {e}", f.display()))?;
             let v: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", f.display()))
-                .usage()?;
+                .usage_with(|e| format!("{}: not JSON: {e}", f.display()))?;
             let dir = f.parent().unwrap_or(Path::new("."));
             let name = std::fs::read_to_string(dir.join("benchmark.json"))
                 .ok()

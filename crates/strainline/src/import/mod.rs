@@ -212,7 +212,7 @@ pub fn read(format: Option<Format>, path: &Path) -> crate::error::Result<(Format
         f => {
             let text = read_text(path)?;
             let v: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| wrong(crate::Error::usage(format!("not JSON: {e}"))))?;
+                .map_err(|e| wrong(crate::Error::usage(format!("not JSON: {e}")).because(e)))?;
             match f {
                 Format::Hyperfine => json::hyperfine(&v),
                 Format::GoogleBenchmark => json::google_benchmark(&v),
@@ -255,8 +255,7 @@ fn read_text(path: &Path) -> crate::error::Result<String> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{shown}: {e}"))
-        .usage()?;
+        .usage_with(|e| format!("{shown}: {e}"))?;
     if bytes.len() as u64 > MAX_FILE {
         return Err(crate::Error::usage(format!(
             "{shown}: larger than {} MiB, more than any benchmark tool's results: give the tool's own output file",

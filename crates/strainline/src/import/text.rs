@@ -100,8 +100,7 @@ pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
     loop {
         let event = reader
             .read_event()
-            .map_err(|e| format!("XML at byte {}: {e}", reader.buffer_position()))
-            .usage()?;
+            .usage_with(|e| format!("XML at byte {}: {e}", reader.buffer_position()))?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(event, Event::Empty(_));
@@ -115,8 +114,7 @@ pub fn junit(text: &str) -> crate::error::Result<Vec<Bench>> {
                         for a in e.attributes().flatten() {
                             let v = a
                                 .normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                                .map_err(|e| format!("XML attribute: {e}"))
-                                .usage()?
+                                .usage_with(|e| format!("XML attribute: {e}"))?
                                 .into_owned();
                             match a.key.as_ref() {
                                 b"name" => name = v,

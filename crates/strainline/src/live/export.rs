@@ -425,15 +425,10 @@ pub fn start(targets: &Targets) -> crate::error::Result<Option<Export>> {
         .unwrap_or_default()
         .as_nanos() as u64;
     if let Some(addr) = &targets.listen {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| {
-                format!("--metrics-listen {addr}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464)")
-            })
-            .usage()?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())
-            .environment()?;
+        let listener = TcpListener::bind(addr).usage_with(|e| {
+            format!("--metrics-listen {addr}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:9464)")
+        })?;
+        listener.set_nonblocking(true).environment()?;
         let stop = stop.clone();
         threads.push(std::thread::spawn(move || serve(listener, &stop)));
     }

@@ -105,7 +105,7 @@ impl Data {
     pub fn load(file: &Path, format: Format, order: Order) -> crate::error::Result<Data> {
         crate::os::file::check(file, format.key(), u64::MAX)?;
         let feed = Feed::open(file, format, MAX_MARKS)
-            .map_err(|e| bad(format!("{}: {}: {e}", format.key(), file.display())))?;
+            .map_err(|e| e.context(format_args!("{}: {}", format.key(), file.display())))?;
         Ok(Data {
             columns: feed.columns.clone(),
             order,
@@ -236,8 +236,8 @@ impl Feed {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(file)
-            .map_err(|e| bad(e.to_string()))?;
-        let meta = f.metadata().map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| bad(e.to_string()).because(e))?;
+        let meta = f.metadata().map_err(|e| bad(e.to_string()).because(e))?;
         if !meta.is_file() {
             return Err(bad("is not a regular file: give a file"));
         }
@@ -349,7 +349,7 @@ impl Source<'_> {
                 self.len = loop {
                     match self.file.read_at(&mut self.buf[..want], self.at) {
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        r => break r.map_err(|e| bad(e.to_string()))?,
+                        r => break r.map_err(|e| bad(e.to_string()).because(e))?,
                     }
                 };
             }

@@ -210,8 +210,7 @@ fn client_identity(
     let der = |b: &[u8]| b.first() == Some(&0x30);
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--cert: not a PEM certificate file: {e:?}"))
-        .usage()?;
+        .usage_with(|e| format!("--cert: not a PEM certificate file: {e:?}"))?;
     if certs.is_empty() {
         return Err(crate::Error::usage(if der(cert_pem) {
             "--cert: a DER certificate, not PEM: convert it (openssl x509 -inform der -in CERT -out cert.pem)"
@@ -246,27 +245,21 @@ fn server_trust(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())
         .environment()?;
     let identity = client.map(client_identity).transpose()?;
-    let with_identity = |b: rustls::ConfigBuilder<
-        rustls::ClientConfig,
-        rustls::client::WantsClientCert,
-    >| {
-        match identity {
-            None => Ok(b.with_no_client_auth()),
-            Some((certs, key)) => b
-                .with_client_auth_cert(certs, key)
-                .map_err(|e| match e {
+    let with_identity =
+        |b: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>| {
+            match identity {
+                None => Ok(b.with_no_client_auth()),
+                Some((certs, key)) => b.with_client_auth_cert(certs, key).usage_with(|e| match e {
                     rustls::Error::InconsistentKeys(_) => {
                         "--cert/--key: the key is not the certificate's (their public keys differ)"
                             .to_string()
                     }
                     e => format!("--cert/--key: {e}"),
-                })
-                .usage(),
-        }
-    };
+                }),
+            }
+        };
     if insecure {
         with_identity(
             builder
@@ -279,10 +272,7 @@ fn server_trust(
             "an https URL needs --cacert FILE (the server's certificate or CA, PEM) or --insecure",
         ).usage()?;
         for cert in rustls_pemfile_certs(pem)? {
-            roots
-                .add(cert)
-                .map_err(|e| format!("--cacert: {e}"))
-                .usage()?;
+            roots.add(cert).usage_with(|e| format!("--cacert: {e}"))?;
         }
         with_identity(builder.with_root_certificates(roots))
     }
@@ -295,8 +285,7 @@ fn rustls_pemfile_certs(
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--cacert: not a PEM certificate file: {e:?}"))
-        .usage()?;
+        .usage_with(|e| format!("--cacert: not a PEM certificate file: {e:?}"))?;
     if certs.is_empty() {
         return Err(crate::Error::usage("--cacert: no certificate in the file"));
     }

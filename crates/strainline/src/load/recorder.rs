@@ -188,12 +188,10 @@ pub mod hdr {
         use crate::error::Category;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
-            .map_err(|e| format!("histogram: not base64: {e}"))
-            .environment()?;
+            .environment_with(|e| format!("histogram: not base64: {e}"))?;
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
-            .map_err(|e| format!("histogram: not HdrHistogram V2: {e:?}"))
-            .environment()?;
+            .environment_with(|e| format!("histogram: not HdrHistogram V2: {e:?}"))?;
         // Deserialized histograms grow on demand; merges need the same bounds.
         h.auto(true);
         Ok(h)

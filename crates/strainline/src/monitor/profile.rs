@@ -69,13 +69,13 @@ pub fn start(pid: u32, dir: &Path) -> crate::error::Result<Profiler> {
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
-        .map_err(|e| match e.kind() {
+        .usage_with(|e| match e.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "perf is not installed ({} not found): install it (Debian: apt-get install linux-perf) or point STRAINLINE_PERF at it",
                 perf()
             ),
             _ => format!("perf could not be started: {e}"),
-        }).usage()?;
+        })?;
     crate::os::process::note_born(child.id());
     // perf fails at once when it may not attach (perf_event_paranoid, no permission).
     std::thread::sleep(Duration::from_millis(300));

@@ -15,9 +15,7 @@ pub const MAX_INPUT: u64 = 64 << 20;
 /// error names `what` (the key or flag that named it), the path and the fix.
 pub fn check(path: &Path, what: &str, max: u64) -> crate::error::Result<std::fs::Metadata> {
     let shown = path.display();
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("{what}: {shown}: {e}"))
-        .usage()?;
+    let meta = std::fs::metadata(path).usage_with(|e| format!("{what}: {shown}: {e}"))?;
     if !meta.is_file() {
         return Err(crate::Error::usage(format!(
             "{what}: {shown} is not a regular file (a device, a pipe or a directory): give a file"
@@ -45,8 +43,7 @@ pub fn read_checked(path: &Path, what: &str, max: u64) -> crate::error::Result<V
     let mut out = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(max).read_to_end(&mut out))
-        .map_err(|e| format!("{what}: {}: {e}", path.display()))
-        .usage()?;
+        .usage_with(|e| format!("{what}: {}: {e}", path.display()))?;
     Ok(out)
 }
 

@@ -389,7 +389,8 @@ fn aligned(xs: &[(i64, f64)], ys: &[(i64, f64)]) -> (Vec<f64>, Vec<f64>) {
 pub fn runs(store: &Store, key: &str) -> crate::error::Result<Vec<RunRow>> {
     store.find_runs(key).map_err(|e| match e {
         StoreError::NoSuchRun(_) => Error::usage(format!("nothing to compare: no run or label '{key}' in the store at {} (see `strainline runs`)", store.location()),
-        ),
+        )
+        .because(e),
         e => e.into(),
     })
 }

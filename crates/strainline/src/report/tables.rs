@@ -81,8 +81,7 @@ pub fn by_host(
     metrics: Option<&[String]>,
 ) -> crate::error::Result<Table> {
     let runs: Vec<RunRow> = store
-        .runs_in_order(label, None)
-        .map_err(|e| crate::Error::environment(e.to_string()))?
+        .runs_in_order(label, None)?
         .into_iter()
         .filter(|r| r.suite.as_deref() == Some(suite) && r.ended_at.is_some())
         .collect();
@@ -101,10 +100,7 @@ pub fn by_host(
     let mut read = Vec::new();
     let mut by_column = Vec::new();
     for (host, run) in &newest {
-        let shown = match store
-            .run_host(run.id)
-            .map_err(|e| crate::Error::environment(e.to_string()))?
-        {
+        let shown = match store.run_host(run.id)? {
             Some(h) => format!(
                 "{host} ({} cores, {})",
                 h.cores,
@@ -142,8 +138,7 @@ pub fn versions(
     let mut by_host: BTreeMap<String, Vec<Option<RunRow>>> = BTreeMap::new();
     for (i, label) in labels.iter().enumerate() {
         let runs: Vec<RunRow> = store
-            .runs_in_order(Some(label), None)
-            .map_err(|e| crate::Error::environment(e.to_string()))?
+            .runs_in_order(Some(label), None)?
             .into_iter()
             .filter(|r| r.suite.as_deref() == Some(suite) && r.ended_at.is_some())
             .collect();
@@ -195,9 +190,7 @@ fn rows_of(
     let mut cells: BTreeMap<String, Cells> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(run) = run else { continue };
-        let cases = store
-            .cases(run.id)
-            .map_err(|e| crate::Error::environment(e.to_string()))?;
+        let cases = store.cases(run.id)?;
         for c in cases {
             for m in c.metrics.iter().filter(|m| want(&m.name)) {
                 let cell = cells

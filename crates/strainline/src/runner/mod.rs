@@ -12,6 +12,7 @@ pub mod worktree;
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::error::Category;
 use crate::kinds::{self, CaseResult, Status};
 use crate::os::signals;
 use crate::store::{Location, Metric, Store};
@@ -186,9 +187,8 @@ pub fn prepare(args: &Options) -> crate::error::Result<(suite::Suite, Vec<suite:
     // The command line checks it too; a runner's caller (the demo) need not.
     crate::limits::TIME_SCALE
         .named("--time-scale")
-        .check(args.time_scale)
-        .map_err(|e| config(e.to_string()))?;
-    let suite = suite::load(&args.suite, args.time_scale).map_err(|e| config(e.to_string()))?;
+        .check(args.time_scale)?;
+    let suite = suite::load(&args.suite, args.time_scale)?;
     check_placeholders(&suite, args)?;
     let cases: Vec<suite::Case> = suite
         .cases()
@@ -219,7 +219,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> crate::error::Result<Outcome> {
     let (suite, cases) = prepare(args)?;
-    let store = Store::open(store_location).map_err(|e| config(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     let (run_id, work) = begin(&store, store_location, &suite, args, args.label.as_deref())?;
     let conditions = crate::host::ConditionsProbe::start();
     let _recording = crate::live::record::start(store_location, run_id);

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use super::{begin, config, prepare, Ending, Options, RunInto};
 use crate::analysis::comparison::{judge, settled, Method, Pair, Policy, Row, Verdict};
 use crate::analysis::paired::Looks;
+use crate::error::Category;
 use crate::kinds::{CaseResult, Status};
 use crate::os::signals;
 use crate::report::compare::{self as report, Comparison, MachineNoise, Mode, Session, Version};
@@ -206,7 +207,7 @@ pub fn run_paired(
         }
         (None, None) => Mode::Duet,
     };
-    let store = Store::open(location).map_err(|e| config(e.to_string()))?;
+    let store = Store::open(location).usage()?;
     // The baseline's suite: the same, its target run from the ref's worktree.
     let mut base_suite = suite.clone();
     if let (Some(tree), Some(t)) = (&p.baseline_tree, base_suite.target.as_mut()) {

@@ -5,6 +5,7 @@
 //! baseline's target then builds and runs there, from the same place in the tree as the
 //! candidate's does in the working tree (uncommitted changes included).
 
+use crate::error::Category;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -17,7 +18,10 @@ pub struct Worktree {
 }
 
 /// What git said when it failed (its stderr), or why it did not run.
+#[derive(Debug)]
 struct GitSaid(String);
+
+impl std::error::Error for GitSaid {}
 
 impl std::fmt::Display for GitSaid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -90,9 +94,7 @@ impl Worktree {
                 &commit,
             ],
         )
-        .map_err(|e| {
-            crate::Error::environment(format!("--baseline-ref {rev}: git worktree add: {e}"))
-        })?;
+        .environment_with(|e| format!("--baseline-ref {rev}: git worktree add: {e}"))?;
         Ok(Worktree { repo, path, commit })
     }
 

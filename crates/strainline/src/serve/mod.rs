@@ -19,6 +19,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::error::Category;
 use crate::store::{Location, Store};
 use http::{Request, Response};
 
@@ -142,11 +143,11 @@ pub fn bind(options: Options) -> crate::error::Result<Server> {
     }
     // The store must open now, not at the first request.
     let first = Store::open_read_only(&options.store)?;
-    let listener = TcpListener::bind(options.listen).map_err(|e| {
-        crate::Error::usage(format!(
+    let listener = TcpListener::bind(options.listen).usage_with(|e| {
+        format!(
             "serve --listen {}: {e} (give a free HOST:PORT, e.g. 127.0.0.1:8080)",
             options.listen
-        ))
+        )
     })?;
     Ok(Server {
         listener,

@@ -94,9 +94,21 @@ pub enum StoreError {
         source: std::io::Error,
     },
     #[error("cannot open the results store at {where_}: {why} (choose another store with --store PATH|postgres://…)")]
-    Open { where_: String, why: String },
+    Open {
+        where_: String,
+        why: String,
+        /// The driver's error it was made from, if any (`-v` prints what of it `why`
+        /// does not say).
+        #[source]
+        cause: Option<Cause>,
+    },
     #[error("{where_} is not a strainline results store: {why} (point --store at a strainline store, or at a new file or empty database)")]
-    Foreign { where_: String, why: String },
+    Foreign {
+        where_: String,
+        why: String,
+        #[source]
+        cause: Option<Cause>,
+    },
     #[error("the results store at {where_} has schema version {found}, newer than this strainline knows ({known}): upgrade strainline")]
     TooNew {
         where_: String,
@@ -120,6 +132,9 @@ pub enum StoreError {
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// The precise error a store's refusal was made from.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// A store that cannot be used as given is the user's to fix; one that fails while in
 /// use (a full disk, a server gone) is strainline unable to go on.
@@ -185,6 +200,7 @@ impl Store {
                     return Err(StoreError::Open {
                         where_: shown,
                         why: "no such file".into(),
+                        cause: None,
                     });
                 }
                 Box::new(sqlite::Sqlite::open_read_only(path)?)
@@ -202,6 +218,7 @@ impl Store {
         let found = store.current_version().map_err(|e| StoreError::Foreign {
             where_: shown.clone(),
             why: e.to_string(),
+            cause: Some(Box::new(e)),
         })?;
         store.check_marker()?;
         let known = schema::latest();
@@ -271,6 +288,7 @@ impl Store {
             Some(a) if a != APPLICATION => Err(StoreError::Foreign {
                 where_: self.location.shown(),
                 why: format!("its application marker says '{a}'"),
+                cause: None,
             }),
             _ => Ok(()),
         }
@@ -357,6 +375,7 @@ fn check_ours(shown: &str, existed: bool, tables: &[String]) -> Result<()> {
                 "it holds tables that are not strainline's (it has: {})",
                 tables.join(", ")
             ),
+            cause: None,
         });
     }
     Ok(())

@@ -61,6 +61,7 @@ impl Postgres {
         let client = Client::connect(url, NoTls).map_err(|e| StoreError::Open {
             where_: shown.to_string(),
             why: describe(&e),
+            cause: Some(Box::new(e)),
         })?;
         Ok(Postgres {
             client,

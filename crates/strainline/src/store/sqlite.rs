@@ -37,6 +37,7 @@ impl Sqlite {
         let conn = Connection::open(path).map_err(|e| StoreError::Open {
             where_: path.display().to_string(),
             why: e.to_string(),
+            cause: Some(Box::new(e)),
         })?;
         // Before anything touches the file: another strainline may be creating it or
         // switching it to WAL at this very moment; wait for it rather than fail.
@@ -55,6 +56,7 @@ impl Sqlite {
         .map_err(|e| StoreError::Open {
             where_: path.display().to_string(),
             why: e.to_string(),
+            cause: Some(Box::new(e)),
         })?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Ok(Sqlite { conn })
@@ -130,12 +132,13 @@ impl Backend for Sqlite {
 
     fn tables(&mut self) -> Result<Vec<String>> {
         let rows = match self.query("SELECT name FROM sqlite_master WHERE type = 'table'", &[]) {
-            Err(StoreError::Sql(rusqlite::Error::SqliteFailure(e, _)))
-                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            Err(StoreError::Sql(e @ rusqlite::Error::SqliteFailure(f, _)))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
             {
                 return Err(StoreError::Foreign {
                     where_: self.conn.path().unwrap_or_default().to_string(),
                     why: "the file is not an SQLite database".into(),
+                    cause: Some(Box::new(e)),
                 })
             }
             r => r?,

@@ -122,8 +122,7 @@ pub fn window_seconds(s: &str) -> crate::error::Result<u64> {
         "hour" => 3600,
         "day" => 86_400,
         other => crate::units::parse_duration(other)
-            .map_err(|e| format!("--by '{other}': {e} (or minute, hour, day)"))
-            .usage()?
+            .usage_with(|e| format!("--by '{other}': {e} (or minute, hour, day)"))?
             .as_secs(),
     };
     if secs == 0 {

@@ -401,9 +401,8 @@ fn iso_time(s: &str) -> Option<f64> {
 }
 
 fn json(line: &str, f: &JsonFields) -> crate::error::Result<Entry> {
-    let v: serde_json::Value = serde_json::from_str(line)
-        .map_err(|e| format!("not a JSON object: {e}"))
-        .usage()?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).usage_with(|e| format!("not a JSON object: {e}"))?;
     let obj = v.as_object().ok_or("not a JSON object").usage()?;
     fn first<'a>(
         obj: &'a serde_json::Map<String, serde_json::Value>,
@@ -656,7 +655,7 @@ pub fn read_while(
 ) -> crate::error::Result<(Format, u64)> {
     let stop = std::cell::Cell::new(false);
     let name = path.display().to_string();
-    let mut r = open(path).map_err(|e| format!("{name}: {e}")).usage()?;
+    let mut r = open(path).usage_with(|e| format!("{name}: {e}"))?;
     let mut buf = Vec::new();
     let mut lines = 0u64;
     let mut format: Option<Format> = None;
@@ -697,8 +696,7 @@ pub fn read_while(
         }
         buf.clear();
         let (n, cut) = read_line_bounded(&mut *r, &mut buf, MAX_LINE)
-            .map_err(|e| format!("{name}: line {}: {e}", lines + 1))
-            .usage()?;
+            .usage_with(|e| format!("{name}: line {}: {e}", lines + 1))?;
         if n == 0 {
             break;
         }

@@ -25,9 +25,7 @@ impl Routes {
         let rules = exprs
             .iter()
             .map(|e| {
-                let r = Regex::new(e)
-                    .map_err(|err| format!("--route '{e}': {err}"))
-                    .usage()?;
+                let r = Regex::new(e).usage_with(|err| format!("--route '{e}': {err}"))?;
                 if r.captures_len() < 2 {
                     return Err(crate::Error::usage(format!(
                         "--route '{e}' has no capture group: put the variable part in \

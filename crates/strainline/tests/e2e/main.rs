@@ -5,6 +5,7 @@
 mod action;
 mod adversarial;
 mod agents;
+mod causes;
 mod common;
 mod compare;
 mod containment;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::agents;
 use crate::agents::session::Session;
+use crate::error::Category;
 use crate::exit;
 use crate::load::schedule::Rate;
 use crate::load::verdict::Validity;
@@ -203,7 +204,7 @@ fn gates_fit(gates: &[Gate], planned: &load::Planned) -> crate::error::Result<()
         planned
             .labels
             .gate_fits(&g.metric, &planned.step_names)
-            .map_err(|e| crate::Error::usage(format!("--gate '{}': {e}", g.text)))?;
+            .map_err(|e| e.context(format_args!("--gate '{}'", g.text)))?;
     }
     Ok(())
 }
@@ -229,7 +230,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         .iter()
         .filter_map(|g| crate::metrics::asked_percentile(&g.metric))
         .collect();
-    let mut planned = load::plan(&spec).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let mut planned = load::plan(&spec)?;
     gates_fit(&gates, &planned)?;
     // Agents are reached, and their clocks checked, before a run is opened in the store.
     let fleet = match fleet(&args.agents, Some(&spec))? {
@@ -240,7 +241,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         }
         None => None,
     };
-    let store = Store::open(store_location).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let store = Store::open(store_location).usage()?;
     if let Some(p) = &args.json {
         std::fs::File::create(p)
             .map_err(|e| crate::Error::usage(format!("--json {}: {e}", p.display())).because(e))?;

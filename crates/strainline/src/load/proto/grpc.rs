@@ -271,11 +271,11 @@ fn call_of(
         ..client.clone()
     };
     let (http, _) = super::http::resolve(&format!("{scheme}://{authority}/"), &options)
-        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+        .map_err(|e| e.context(format_args!("URL '{url}'")))?;
     let (input, output, server_streaming) = match &proto {
         Some(p) => {
-            let (input, output, streaming) =
-                method(p, &path).map_err(|e| bad(format!("URL '{url}': {}: {e}", p.display())))?;
+            let (input, output, streaming) = method(p, &path)
+                .map_err(|e| e.context(format_args!("URL '{url}': {}", p.display())))?;
             (Some(input), Some(output), streaming)
         }
         None => (None, None, false),
@@ -292,10 +292,10 @@ fn call_of(
         (BodySpec::Empty, None) => Bytes::new(),
         (BodySpec::Bytes(b), None) => Bytes::from(b.clone()),
         (BodySpec::Empty, Some(i)) => {
-            encode(i, b"{}").map_err(|e| bad(format!("URL '{url}': {e}")))?
+            encode(i, b"{}").map_err(|e| e.context(format_args!("URL '{url}'")))?
         }
         (BodySpec::Bytes(b), Some(i)) => {
-            encode(i, b).map_err(|e| bad(format!("URL '{url}': {e}")))?
+            encode(i, b).map_err(|e| e.context(format_args!("URL '{url}'")))?
         }
     };
     Ok((
@@ -329,9 +329,8 @@ pub fn method(
     let dir = dir.unwrap_or(std::path::Path::new("."));
     let name = proto.file_name().ok_or("names no file").usage()?;
     crate::os::file::check(proto, "proto", crate::os::file::MAX_INPUT)?;
-    let files = protox::compile([name], [dir]).map_err(|e| crate::Error::usage(e.to_string()))?;
-    let pool = DescriptorPool::from_file_descriptor_set(files)
-        .map_err(|e| crate::Error::usage(e.to_string()))?;
+    let files = protox::compile([name], [dir]).usage()?;
+    let pool = DescriptorPool::from_file_descriptor_set(files).usage()?;
     let (service, method) = path
         .trim_start_matches('/')
         .rsplit_once('/')
@@ -362,9 +361,8 @@ pub fn encode(input: &MessageDescriptor, json: &[u8]) -> crate::error::Result<By
         json
     };
     let mut de = serde_json::Deserializer::from_slice(text);
-    let msg = DynamicMessage::deserialize(input.clone(), &mut de).map_err(|e| {
-        crate::Error::usage(format!("the message is not a {}: {e}", input.full_name()))
-    })?;
+    let msg = DynamicMessage::deserialize(input.clone(), &mut de)
+        .usage_with(|e| format!("the message is not a {}: {e}", input.full_name()))?;
     Ok(Bytes::from(msg.encode_to_vec()))
 }
 

@@ -327,7 +327,7 @@ pub fn endpoint(
     };
     let scheme = if tls { "https" } else { "http" };
     let (target, _) = http::resolve(&format!("{scheme}://{with_port}/"), options)
-        .map_err(|e| crate::Error::usage(format!("URL '{url}': {e}")).because(e))?;
+        .map_err(|e| e.context(format_args!("URL '{url}'")))?;
     Ok((target.addr, target.tls))
 }
 

@@ -125,7 +125,9 @@ impl Protocol for Resp {
         // A scenario's steps bring their commands, checked as each is rendered.
         let words = match command.trim() {
             "" if ask.scenario => Vec::new(),
-            _ => words(&command).map_err(|e| bad(format!("the command: {e}")))?,
+            _ => {
+                words(&command).map_err(|e| e.context(format_args!("URL '{url}': the command")))?
+            }
         };
         let args = words
             .iter()

@@ -79,7 +79,7 @@ fn parse_seeded(
         Some(f) => {
             let file = path.parent().unwrap_or(Path::new(".")).join(f.get_ref());
             Some(std::sync::Arc::new(
-                crate::load::script::Script::load(&file).map_err(|e| at(f.span().start, e.to_string()))?,
+                crate::load::script::Script::load(&file).map_err(|e| placed(&at, f.span().start, e))?,
             ))
         }
     };
@@ -273,7 +273,7 @@ pub(super) fn senders(
         (None, None) if !stages.is_empty() => stages.iter().map(|s| s.to).max().unwrap_or(0),
         (Some(c), None) => crate::limits::CLIENTS
             .check(*c.get_ref() as f64)
-            .map_err(|e| at(c.span().start, e.to_string()))? as u64,
+            .map_err(|e| placed(&at, c.span().start, e))? as u64,
         (None, None) => {
             return Err(at(
                 0,
@@ -307,7 +307,7 @@ pub(super) fn session_rate(
             rate: crate::limits::RATE
                 .named("[sessions] rate")
                 .check(*r.get_ref())
-                .map_err(|e| at(r.span().start, e.to_string()))?,
+                .map_err(|e| placed(&at, r.span().start, e))?,
             poisson,
         }),
         (None, Some(st)) => {
@@ -458,7 +458,7 @@ pub(super) fn data(
     let order = order(raw, at)?;
     Data::load(&file, format, order)
         .map(Some)
-        .map_err(|e| at(name.span().start, e.to_string()))
+        .map_err(|e| placed(&at, name.span().start, e))
 }
 
 /// Checks `[arrivals]`: `per_second = [...]` or `rate = N` (with `poisson`), times
@@ -473,7 +473,7 @@ pub(super) fn arrivals(
     let scale = match &a.scale {
         Some(s) => crate::limits::SCALE
             .check(*s.get_ref())
-            .map_err(|e| at(s.span().start, e.to_string()))?,
+            .map_err(|e| placed(&at, s.span().start, e))?,
         None => 1.0,
     };
     match (&a.per_second, &a.rate) {
@@ -519,7 +519,7 @@ pub(super) fn arrivals(
             let rate = crate::limits::RATE
                 .check(*r.get_ref())
                 .and_then(|r| crate::limits::RATE.named("rate × scale").check(r * scale))
-                .map_err(|e| at(r.span().start, e.to_string()))?;
+                .map_err(|e| placed(&at, r.span().start, e))?;
             Ok(Arrive::Rate {
                 rate,
                 poisson: a.poisson.unwrap_or(false),
@@ -530,4 +530,14 @@ pub(super) fn arrivals(
             "[arrivals]: give either per_second = [counts…] or rate = N".into(),
         )),
     }
+}
+
+/// `e`, one of ours, placed at its line by `at`: its category and cause kept.
+fn placed(
+    at: &dyn Fn(usize, String) -> crate::Error,
+    offset: usize,
+    e: crate::Error,
+) -> crate::Error {
+    let words = at(offset, e.to_string()).to_string();
+    e.reword(|_| words)
 }

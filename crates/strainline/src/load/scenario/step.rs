@@ -631,7 +631,7 @@ pub(super) fn check_of(
                 .as_ref()
                 .map(|r| {
                     crate::load::flow::user_regex(r)
-                        .map_err(|e| bad(format!("body_matches '{r}': {e}")))
+                        .map_err(|e| bad(format!("body_matches '{r}': {e}")).because(e))
                 })
                 .transpose()?,
             json: c
@@ -643,7 +643,9 @@ pub(super) fn check_of(
                         toml::Value::String(t) if t.contains("{{") => {
                             Want::Text(template(&Spanned::new(pos..pos, t.clone()))?)
                         }
-                        v => Want::Is(serde_json::to_value(v).map_err(|e| bad(e.to_string()))?),
+                        v => Want::Is(
+                            serde_json::to_value(v).map_err(|e| bad(e.to_string()).because(e))?,
+                        ),
                     };
                     Ok((path(p)?, want))
                 })
@@ -657,7 +659,7 @@ pub(super) fn check_of(
             latency: c
                 .latency
                 .as_ref()
-                .map(|l| parse_duration(l).map_err(|e| bad(format!("latency: {e}"))))
+                .map(|l| parse_duration(l).map_err(|e| bad(format!("latency: {e}")).because(e)))
                 .transpose()?,
         };
         if check.status.is_empty()

@@ -629,6 +629,7 @@ impl Script {
     pub fn load(path: &Path) -> crate::error::Result<Script> {
         let shown = path.display().to_string();
         let source = crate::os::file::read_text(path, "script")?;
+        // mlua's error is neither Send nor Sync: only its words can be kept.
         let lua = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
         lua.load(&source)
             .set_name(format!("@{shown}"))

@@ -8,6 +8,7 @@ pub mod read;
 pub mod steps;
 pub mod write;
 
+use crate::error::Category;
 use std::path::Path;
 
 /// What to make, and how.
@@ -39,7 +40,7 @@ pub struct Made {
 pub fn make(har: &Path, opts: &Options) -> crate::error::Result<Made> {
     // A regular file of any size (it is streamed): no device, pipe or directory.
     crate::os::file::check(har, "RECORDING.har", u64::MAX)?;
-    let x = read::read(har).map_err(|e| crate::Error::usage(e.to_string()))?;
+    let x = read::read(har).usage()?;
     let origin = steps::origin(&x, opts.host.as_deref()).ok_or_else(|| {
         crate::Error::usage(format!(
             "{}: {}",

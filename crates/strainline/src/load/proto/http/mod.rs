@@ -116,7 +116,7 @@ pub(in crate::load::proto) fn resolve(
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let addr = (bare_host, port)
         .to_socket_addrs()
-        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")))?
+        .map_err(|e| bad(format!("URL '{url}': cannot resolve '{host}': {e}")).because(e))?
         .next()
         .ok_or_else(|| bad(format!("URL '{url}': '{host}' has no address")))?;
     let authority = uri
@@ -151,7 +151,7 @@ pub(in crate::load::proto) fn resolve(
     let target = crate::load::net::Target {
         addr,
         host_header: HeaderValue::from_str(&authority)
-            .map_err(|e| bad(format!("URL host: {e}")))?,
+            .map_err(|e| bad(format!("URL host: {e}")).because(e))?,
         tls,
         http2: client.http2,
         whole_heads: false,
@@ -178,7 +178,7 @@ pub fn template(
         .map(|p| p.as_str())
         .unwrap_or("/")
         .parse()
-        .map_err(|e| bad(format!("URL path: {e}")))?;
+        .map_err(|e| bad(format!("URL path: {e}")).because(e))?;
     Ok(Template {
         method,
         path,

@@ -229,7 +229,7 @@ fn target(url: &str, client: &ClientOptions) -> Result<Target, crate::Error> {
     };
     let scheme = if p.tls { "https" } else { "http" };
     let (target, _) = super::super::http::resolve(&format!("{scheme}://{hostport}{port}/"), client)
-        .map_err(|e| bad(format!("URL '{url}': {e}")))?;
+        .map_err(|e| e.context(format_args!("URL '{url}'")))?;
     let login = p.user.map(|u| {
         (
             u,

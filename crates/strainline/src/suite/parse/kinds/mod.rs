@@ -155,9 +155,9 @@ pub(super) fn share(doc: &Doc, v: &Spanned<toml::Value>, key: &str, at_most: f64
     let parsed = match v.get_ref() {
         toml::Value::String(s) => crate::units::parse_fraction(s),
         toml::Value::Float(f) => crate::units::parse_fraction(&f.to_string())
-            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{f}%\""))),
+            .map_err(|e| e.reword(|m| format!("{m}, in quotes: \"{f}%\""))),
         toml::Value::Integer(i) => crate::units::parse_fraction(&i.to_string())
-            .map_err(|e| crate::Error::usage(format!("{e}, in quotes: \"{i}%\""))),
+            .map_err(|e| e.reword(|m| format!("{m}, in quotes: \"{i}%\""))),
         other => Err(crate::Error::usage(format!(
             "{other} is not a percentage: write it as \"1%\""
         ))),
