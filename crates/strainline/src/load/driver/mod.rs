@@ -3,9 +3,10 @@
 //! × a *client* ([`super::client`]: HTTP, WebSocket, MQTT, gRPC or a command). Each
 //! worker thread runs its own single-threaded runtime with its share of the
 //! connections and of the schedule; the calling thread aggregates their recorders once a
-//! second into the per-second series. Here: the plan, a worker's context and one
-//! exchange; the models in [`closed`], [`open`] and [`clients`] (a scenario's virtual
-//! clients and sessions); what a run produced in [`outcome`].
+//! second into the per-second series. Here: the plan, a worker's context, one exchange
+//! and the run's threads and seconds; a worker thread's life in [`worker`]; the models
+//! in [`closed`], [`open`] and [`clients`] (a scenario's virtual clients and sessions);
+//! what a run produced in [`outcome`].
 
 mod clients;
 mod closed;
@@ -507,7 +508,6 @@ pub fn run_from(
     };
     let stolen_before = crate::host::stolen_seconds();
     let shared = Shared {
-        plan: plan.clone(),
         threads,
         cancel: cancel.clone(),
         tickets,
@@ -519,10 +519,10 @@ pub fn run_from(
     };
     let handles: Vec<_> = (0..threads)
         .map(|w| {
-            let (shared, rec) = (shared.clone(), recs[w].clone());
+            let (plan, shared, rec) = (plan.clone(), shared.clone(), recs[w].clone());
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
-                .spawn(move || worker(shared, rec, w))
+                .spawn(move || worker(plan, shared, rec, w))
                 .expect("a worker thread")
         })
         .collect();

@@ -19,10 +19,9 @@ use super::{
 };
 use crate::os::unit::Unit;
 
-/// What every worker thread of a run is given (each its own copy).
+/// What every worker thread of a run is given beside the plan (each its own copy).
 #[derive(Clone)]
 pub(super) struct Shared {
-    pub plan: Plan,
     pub threads: usize,
     pub cancel: Arc<AtomicBool>,
     pub tickets: Option<Arc<AtomicI64>>,
@@ -36,21 +35,26 @@ pub(super) struct Shared {
 
 /// Worker `w`'s thread: runs its share of the plan to its end (or its cut) and returns
 /// the thread's CPU seconds and run-queue wait from the clock's start.
-pub(super) fn worker(s: Shared, rec: Arc<Mutex<Recorder>>, w: usize) -> (f64, Option<f64>) {
+pub(super) fn worker(
+    plan: Plan,
+    s: Shared,
+    rec: Arc<Mutex<Recorder>>,
+    w: usize,
+) -> (f64, Option<f64>) {
     let queued_before = queue_seconds().unwrap_or(0.0);
     let (rt, local) = single_threaded();
     // A script's call still running at the cut, or at a Ctrl-C, ends then.
     crate::load::script::serve(
         s.cancel.clone(),
-        s.deadline.map(|d| d + END_GRACE.min(s.plan.timeout)),
+        s.deadline.map(|d| d + END_GRACE.min(plan.timeout)),
     );
     let slots = Rc::new(RefCell::new(Vec::new()));
     let ctx = Rc::new(Ctx {
-        client: s.plan.client.clone(),
+        client: plan.client.clone(),
         slots: slots.clone(),
         rec,
         unit: s.unit,
-        timeout: s.plan.timeout,
+        timeout: plan.timeout,
         cancel: s.cancel,
         start: s.start,
         deadline: s.deadline,
@@ -68,7 +72,7 @@ pub(super) fn worker(s: Shared, rec: Arc<Mutex<Recorder>>, w: usize) -> (f64, Op
         tokio::time::sleep_until(start.into()).await;
         mark.set(Some((thread_cpu_seconds(), queue_seconds())));
     });
-    let (plan, threads, units_done) = (s.plan, s.threads, s.units_done);
+    let (threads, units_done) = (s.threads, s.units_done);
     local.block_on(&rt, async move {
         let dog = tokio::task::spawn_local(watchdog(slots.clone()));
         let stopper = ctx.clone();
