@@ -2,10 +2,10 @@
 //! file's `crate::` paths (in `use` lines, grouped imports and inline paths), and fails
 //! on a path that points up the layers, on a cycle between top-level modules, and on
 //! clap outside `cli` and `commands`. The layers are drawn in `docs/design.md`. The
-//! house rules that keep it easy to change are checked here too: a function longer than
-//! [`LONG`] lines says why in its doc comment ("Long because …"), and no library
-//! signature returns `Result<_, String>` (errors are `crate::Error`). A URL scheme is
-//! the protocol registry's (`load/proto/`): no code outside it spells one (`"ws"`).
+//! house rules that keep it easy to change are checked here too: no function is longer
+//! than [`LONG`] lines, and no library signature returns `Result<_, String>` (errors
+//! are `crate::Error`). A URL scheme is the protocol registry's (`load/proto/`): no code
+//! outside it spells one (`"ws"`).
 
 /// Top to bottom; a module may use its own layer's modules (without a cycle) and any
 /// layer below. `main.rs` and `lib.rs` are the top and are not checked.
@@ -36,12 +36,11 @@ pub const LAYERS: &[&[&str]] = &[
     ],
 ];
 
-/// Lines a function may have without saying why it is longer.
+/// Lines a function may have at most.
 pub const LONG: usize = 150;
 
-/// The functions of a source text longer than [`LONG`] lines whose doc comment does
-/// not say "Long because": (name, first line, lines).
-pub fn long_without_reason(text: &str) -> Vec<(String, usize, usize)> {
+/// The functions of a source text longer than [`LONG`] lines: (name, first line, lines).
+pub fn too_long(text: &str) -> Vec<(String, usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -65,15 +64,7 @@ pub fn long_without_reason(text: &str) -> Vec<(String, usize, usize)> {
         }
         let Some(end) = end else { continue };
         let len = end - i + 1;
-        let doc = lines[..i]
-            .iter()
-            .rev()
-            .take_while(|l| {
-                let t = l.trim_start();
-                t.starts_with("///") || t.starts_with("#[")
-            })
-            .any(|l| l.contains("Long because"));
-        if len > LONG && !doc {
+        if len > LONG {
             out.push((name, i + 1, len));
         }
     }
@@ -372,30 +363,30 @@ mod tests {
     }
 
     #[test]
-    fn finds_a_long_function_and_its_reason() {
+    fn finds_a_long_function_whatever_its_doc_says() {
         let body = "    x();\n".repeat(LONG);
         let long = format!("/// Does x.\npub fn f() {{\n{body}}}\nfn g() {{ '{{'; \"}}\" }}\n");
-        assert_eq!(long_without_reason(&long), vec![("f".into(), 2, LONG + 2)]);
+        assert_eq!(too_long(&long), vec![("f".into(), 2, LONG + 2)]);
         let said = long.replace("/// Does x.", "/// Does x. Long because x is done often.");
-        assert!(long_without_reason(&said).is_empty());
+        assert_eq!(too_long(&said), vec![("f".into(), 2, LONG + 2)]);
         let short = format!("fn f() {{\n{}}}\n", "    x();\n".repeat(LONG - 2));
-        assert!(long_without_reason(&short).is_empty());
+        assert!(too_long(&short).is_empty());
     }
 
     #[test]
-    fn long_functions_say_why() {
+    fn functions_are_short() {
         let mut wrong = Vec::new();
         for (rel, text) in files() {
             if rel == "layering.rs" {
                 continue;
             }
-            for (name, line, len) in long_without_reason(&text) {
+            for (name, line, len) in too_long(&text) {
                 wrong.push(format!("{rel}:{line}: {name} is {len} lines"));
             }
         }
         assert!(
             wrong.is_empty(),
-            "functions over {LONG} lines without \"Long because …\" in their doc comment (split them, or say why):\n{}",
+            "functions over {LONG} lines (split them along their seams):\n{}",
             wrong.join("\n")
         );
     }

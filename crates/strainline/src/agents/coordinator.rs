@@ -234,9 +234,8 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
 }
 
 /// Runs a plan over connected agents: each gets its slice and the start instant in its
-/// own clock, and their seconds are merged into one as they stream in. Long because it
-/// is one event loop (each agent's second, a lost agent, the caller's stop, the end)
-/// whose arms share the merge state.
+/// own clock, and their seconds are merged into one as they stream in (one event loop:
+/// each agent's second, a lost agent, the caller's stop, the end).
 async fn coordinate(
     spec: &LoadSpec,
     plan: &Plan,
@@ -246,58 +245,13 @@ async fn coordinate(
     mut progress: impl FnMut(&Second, &Tally),
 ) -> crate::error::Result<Outcome> {
     let n = links.len();
-    // A scenario travels with the plan; the agents read it from their own copy.
-    let (spec, files) = match &spec.offer {
-        crate::load::Offer::Scenario(path) => {
-            let files = scenario_files(path)?;
-            let mut s = spec.clone();
-            s.offer = crate::load::Offer::Scenario(SCENARIO_FILE.into());
-            (s, files)
-        }
-        // A streamed log is sent whole: the agents have no copy of it.
-        crate::load::Offer::Replay(log) if log.stream.is_some() => {
-            let mut s = spec.clone();
-            s.offer = crate::load::Offer::Replay(log.held());
-            (s, Vec::new())
-        }
-        _ => (spec.clone(), Vec::new()),
-    };
+    let shipped = shipped(spec)?;
     // One start for all, in each agent's own clock (per-second arrivals: on a second of
     // this machine's clock, as on one machine).
     let lead = crate::load::driver::lead(plan, crate::load::driver::warm_up(plan, LEAD));
     let start_ns = wire::unix_ns() + lead.as_nanos() as i64;
     let start = Instant::now() + lead;
-    for (i, l) in links.iter_mut().enumerate() {
-        let job = Job {
-            spec: spec.clone(),
-            slice: Slice { index: i, of: n },
-            start_unix_ns: start_ns + parts[i].offset_ns,
-            lease_ms: LEASE.as_millis() as u64,
-            files: files.clone(),
-        };
-        wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
-            .await
-            .map_err(|e| {
-                crate::Error::usage(format!("agent {}: sending the plan: {e}", l.name)).because(e)
-            })?;
-    }
-    for l in links.iter_mut() {
-        match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
-            Ok(Ok(Some(FromAgent::Ready))) => {}
-            Ok(Ok(Some(FromAgent::Failed { why }))) => {
-                return Err(crate::Error::usage(format!(
-                    "agent {} cannot run the plan: {why}",
-                    l.name
-                )));
-            }
-            _ => {
-                return Err(crate::Error::usage(format!(
-                    "agent {} did not accept the plan in time",
-                    l.name
-                )))
-            }
-        }
-    }
+    hand_out(&shipped, &mut links, &parts, start_ns).await?;
     // Readers forward what agents say; writers stay here (renew, stop).
     let (tx, mut events) = mpsc::unbounded_channel();
     let mut writers: Vec<Option<Writer>> = Vec::with_capacity(n);
@@ -355,15 +309,7 @@ async fn coordinate(
                 }
                 if renewed.elapsed() >= Duration::from_secs(1) {
                     renewed = Instant::now();
-                    for w in writers.iter_mut() {
-                        let gone = match w {
-                            Some(w) => wire::send(w, &ToAgent::Renew).await.is_err(),
-                            None => false,
-                        };
-                        if gone {
-                            *w = None;
-                        }
-                    }
+                    renew(&mut writers).await;
                 }
                 if give_up.is_some_and(|g| Instant::now() >= g) {
                     for (i, e) in ended.iter_mut().enumerate() {
@@ -379,17 +325,100 @@ async fn coordinate(
         }
     }
     flush(&mut pending, &ended, &mut seconds, &mut progress, true);
+    hang_up(writers, children).await;
+    Ok(merge(plan, parts, seconds, start, interrupted))
+}
+
+/// Sends each agent its job (the spec, its slice, the start in its own clock, the
+/// scenario's files) and waits for each to accept it.
+async fn hand_out(
+    (spec, files): &(LoadSpec, Vec<(String, String)>),
+    links: &mut [Link],
+    parts: &[Part],
+    start_ns: i64,
+) -> crate::error::Result<()> {
+    let n = links.len();
+    for (i, l) in links.iter_mut().enumerate() {
+        let job = Job {
+            spec: spec.clone(),
+            slice: Slice { index: i, of: n },
+            start_unix_ns: start_ns + parts[i].offset_ns,
+            lease_ms: LEASE.as_millis() as u64,
+            files: files.clone(),
+        };
+        wire::send(&mut l.writer, &ToAgent::Run(Box::new(job)))
+            .await
+            .map_err(|e| {
+                crate::Error::usage(format!("agent {}: sending the plan: {e}", l.name)).because(e)
+            })?;
+    }
+    for l in links.iter_mut() {
+        match tokio::time::timeout(LEAD, wire::recv::<_, FromAgent>(&mut l.reader)).await {
+            Ok(Ok(Some(FromAgent::Ready))) => {}
+            Ok(Ok(Some(FromAgent::Failed { why }))) => {
+                return Err(crate::Error::usage(format!(
+                    "agent {} cannot run the plan: {why}",
+                    l.name
+                )));
+            }
+            _ => {
+                return Err(crate::Error::usage(format!(
+                    "agent {} did not accept the plan in time",
+                    l.name
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The spec as it travels, and the files that travel with it: a scenario with its
+/// files (the agents read it from their own copy), a streamed log whole (the agents
+/// have no copy of it).
+fn shipped(spec: &LoadSpec) -> crate::error::Result<(LoadSpec, Vec<(String, String)>)> {
+    Ok(match &spec.offer {
+        crate::load::Offer::Scenario(path) => {
+            let files = scenario_files(path)?;
+            let mut s = spec.clone();
+            s.offer = crate::load::Offer::Scenario(SCENARIO_FILE.into());
+            (s, files)
+        }
+        crate::load::Offer::Replay(log) if log.stream.is_some() => {
+            let mut s = spec.clone();
+            s.offer = crate::load::Offer::Replay(log.held());
+            (s, Vec::new())
+        }
+        _ => (spec.clone(), Vec::new()),
+    })
+}
+
+/// Renews every connected agent's lease; one that cannot be written to is dropped.
+async fn renew(writers: &mut [Option<Writer>]) {
+    for w in writers.iter_mut() {
+        let gone = match w {
+            Some(w) => wire::send(w, &ToAgent::Renew).await.is_err(),
+            None => false,
+        };
+        if gone {
+            *w = None;
+        }
+    }
+}
+
+/// Ends the sessions: TLS's close_notify on each (the agent sees a session that
+/// ended, not a cut), then the ssh processes, which end with their session.
+async fn hang_up(
+    mut writers: Vec<Option<Writer>>,
+    mut children: Vec<Option<tokio::process::Child>>,
+) {
     for w in writers.iter_mut().flatten() {
         use tokio::io::AsyncWriteExt;
-        // TLS's close_notify: the agent sees a session that ended, not a cut.
         let _ = tokio::time::timeout(Duration::from_secs(1), w.shutdown()).await;
     }
     drop(writers);
-    // ssh processes end with their session.
     for c in children.iter_mut().flatten() {
         let _ = c.start_kill();
     }
-    Ok(merge(plan, parts, seconds, start, interrupted))
 }
 
 /// Sends `Stop` to every agent still connected.

@@ -112,23 +112,7 @@ pub(super) fn run(
         r,
         &mut fits,
     );
-    let finding = |l: &Option<leak::Leak>| f64::from(l.as_ref().is_some_and(|l| l.leak));
-    r.metrics.push(Metric::of("leak", finding(&mem)));
-    r.metrics.push(Metric::of("fd_leak", finding(&fds)));
-    r.metrics.push(Metric::of("thread_leak", finding(&threads)));
-    for (name, l) in [
-        ("memory", &mem),
-        ("file descriptors", &fds),
-        ("threads", &threads),
-    ] {
-        if let Some(l) = l.as_ref().filter(|l| l.leak) {
-            r.fail(Status::Failed, format!("{name} leak: {}", l.reason));
-            // Growth by design reads as a leak until the suite says how much is meant.
-            if name == "memory" {
-                r.table.push(Line::Soak(lines::Soak::GrowthHint));
-            }
-        }
-    }
+    leaks(r, [&mem, &fds, &threads]);
     let slope = mem.as_ref().map_or(0.0, |l| l.slope);
     let per_op = if run.summary.achieved_rate > 0.0 {
         slope / run.summary.achieved_rate
@@ -159,6 +143,27 @@ pub(super) fn run(
     r.details.of = Some(Of::Soak(SoakDetails { leak_fits: fits }));
     keep_thread_states(r, states, false);
     Ok(())
+}
+
+/// The leak findings of the memory, file descriptor and thread fits: their metrics
+/// (1 for a leak), and the case failed for each leak.
+fn leaks(r: &mut CaseResult, [mem, fds, threads]: [&Option<leak::Leak>; 3]) {
+    let finding = |l: &Option<leak::Leak>| f64::from(l.as_ref().is_some_and(|l| l.leak));
+    r.metrics.push(Metric::of("leak", finding(mem)));
+    r.metrics.push(Metric::of("fd_leak", finding(fds)));
+    r.metrics.push(Metric::of("thread_leak", finding(threads)));
+    for (name, l) in ["memory", "file descriptors", "threads"]
+        .into_iter()
+        .zip([mem, fds, threads])
+    {
+        if let Some(l) = l.as_ref().filter(|l| l.leak) {
+            r.fail(Status::Failed, format!("{name} leak: {}", l.reason));
+            // Growth by design reads as a leak until the suite says how much is meant.
+            if name == "memory" {
+                r.table.push(Line::Soak(lines::Soak::GrowthHint));
+            }
+        }
+    }
 }
 
 /// Capacity, the IoT seed's way: the memory a client costs (the soak's growth over its

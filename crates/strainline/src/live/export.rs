@@ -135,9 +135,6 @@ fn thread_seconds(t: &crate::measure::threads::Tally) -> Vec<(&str, &'static str
 /// The figures in the Prometheus text exposition format (0.0.4).
 pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
     let mut o = String::new();
-    let head = |o: &mut String, name: &str, kind: &str, help: &str| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
     head(
         &mut o,
         "strainline_requests_sent_total",
@@ -229,6 +226,18 @@ pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
             label_value(case)
         );
     }
+    target(&mut o, f);
+    o
+}
+
+/// A metric's `# HELP` and `# TYPE` lines.
+fn head(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The target's figures, when it is watched: its tree's gauges and its threads'
+/// seconds by state.
+fn target(o: &mut String, f: &Figures) {
     if let Some(t) = &f.target {
         for (name, help, v) in [
             (
@@ -257,13 +266,13 @@ pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
                 f64::from(t.processes),
             ),
         ] {
-            head(&mut o, name, "gauge", help);
+            head(o, name, "gauge", help);
             let _ = writeln!(o, "{name} {v}");
         }
     }
     if let Some(t) = &f.threads {
         head(
-            &mut o,
+            o,
             "strainline_target_thread_seconds_total",
             "counter",
             "Thread-seconds the target's threads spent in each state (on_cpu, run_queue, lock, socket, storage, sleep, …), by thread name; rate() is threads in that state.",
@@ -276,7 +285,6 @@ pub fn prometheus(f: &Figures, generator_cpu: f64) -> String {
             );
         }
     }
-    o
 }
 
 /// The figures as an OTLP/HTTP JSON `ExportMetricsServiceRequest`.

@@ -286,45 +286,20 @@ pub(super) fn unknown_scheme(url: &str) -> crate::Error {
 }
 
 /// Checks a spec and turns it into the engine's plan, or says exactly what is wrong.
-/// Long because each offer shapes the threads, the pool and the description together.
 pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
     let client = client(spec)?;
-    if spec.client.reply_field.is_some() {
-        let url = match &spec.work {
-            Work::Http { url, .. } => url.as_str(),
-            Work::Command(_) => "",
-        };
-        if let Some(schemes) = super::proto::taken_elsewhere(url, "reply_field") {
-            return Err(bad(format!(
-                "--reply-field matches a WebSocket's replies to its messages: give a {schemes} URL"
-            )));
-        }
-    }
-    if spec.client.streams > 1 {
-        if !matches!(spec.offer, Offer::Closed { .. } | Offer::Open { .. }) {
-            return Err(bad(format!(
-                "--streams {}: streams per connection are for -c (the closed model) or -q (the open model), not for a scenario or a replay",
-                spec.client.streams
-            )));
-        }
-        let pipelines = matches!(&client, Client::Proto(t) if t.protocol().pipelines());
-        if !(spec.client.http2 || pipelines) {
-            return Err(bad(format!(
-                "--streams {}: several requests in flight on one connection need HTTP/2 (add --http2), gRPC or a protocol that pipelines (Redis)",
-                spec.client.streams
-            )));
-        }
-    }
+    client_options(spec, &client)?;
     // A replay lasts as long as its log (divided by the speed), a per-second
     // scenario as long as its list: set below with the offer.
     let mut natural = DEFAULT_DURATION;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut threads = spec.threads.unwrap_or(cores).max(1);
     let nofile = crate::os::process::raise_nofile() as usize;
-    let cap_limit = nofile.saturating_sub(64).max(1);
+    let files = (nofile.saturating_sub(64).max(1), nofile);
     let mut step_names = Vec::new();
     let mut labels = scenario::Labels::default();
     let mut seed = spec.seed.map(|s| s.value);
+    let streams = spec.client.streams;
     let (model, mut description) = match &spec.offer {
         Offer::Scenario(path) => {
             let (model, d, names, used) = scenario_model(
@@ -339,108 +314,15 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             (model, d)
         }
         Offer::Replay(log) => replay_model(log, &spec.work, &mut threads, &mut natural)?,
-        Offer::Open { rate, poisson, .. } => {
-            let arrivals = match poisson {
-                Some(seed) => Arrivals::Poisson { seed: *seed },
-                None => Arrivals::Uniform,
-            };
-            let d = match *rate {
-                Rate::Ramp { from, to, over } => {
-                    format!(
-                        "open model, {from}..{to} req/s ramp over {}",
-                        crate::units::format_duration(over)
-                    )
-                }
-                Rate::Constant(r) => {
-                    if r < threads as f64 {
-                        let t = (r.floor() as usize).max(1);
-                        tracing::warn!("note: {r} req/s is less than one request per second per thread: using {t} thread(s) instead of {threads}");
-                        threads = t;
-                    }
-                    format!("open model, {r} req/s constant")
-                }
-                Rate::Staged(ref points) => {
-                    let mut rates: Vec<f64> = points.iter().map(|p| p.1).collect();
-                    rates.dedup();
-                    let rates: Vec<String> = rates
-                        .iter()
-                        .map(|&r| crate::units::format_number(r))
-                        .collect();
-                    format!("open model, {} req/s in stages", rates.join(" → "))
-                }
-            };
-            let d = match spec.client.streams {
-                m if m > 1000 => return Err(bad(format!("--streams {m}: give 1 to 1000 streams"))),
-                m if m > 1 => format!("{d}, up to {m} streams per connection"),
-                _ => d,
-            };
-            (
-                Model::Open {
-                    rate: rate.clone(),
-                    arrivals,
-                    requests: None,
-                },
-                d,
-            )
-        }
-        Offer::Closed { connections, think } => {
-            let c = connections.unwrap_or(DEFAULT_CONNECTIONS);
-            if spec.client.streams > 1 {
-                let most = crate::limits::CONNECTIONS.max as usize;
-                if spec.client.streams > 1000 || c * spec.client.streams > most {
-                    return Err(bad(format!(
-                        "--streams {}: give 1 to 1000 streams, and at most {most} requests in flight in all (connections x streams)",
-                        spec.client.streams
-                    )));
-                }
-            }
-            if c == 0 {
-                return Err(bad("0 connections: give at least one connection"));
-            }
-            if c > cap_limit {
-                return Err(bad(format!(
-                    "{c} connections: more than this process may open files ({nofile}); raise `ulimit -n` or use fewer"
-                )));
-            }
-            let mut d = format!("closed model, {c} connections");
-            if spec.client.streams > 1 {
-                d.push_str(&format!(" x {} streams", spec.client.streams));
-            }
-            if !think.is_zero() {
-                d.push_str(&format!(
-                    ", think {}",
-                    crate::units::format_duration(*think)
-                ));
-            }
-            (
-                Model::Closed {
-                    connections: c,
-                    think: *think,
-                },
-                d,
-            )
-        }
+        Offer::Open { rate, poisson, .. } => open_model(rate, *poisson, streams, &mut threads)?,
+        Offer::Closed { connections, think } => closed_model(
+            connections.unwrap_or(DEFAULT_CONNECTIONS),
+            *think,
+            streams,
+            files,
+        )?,
     };
-    let max_connections = match (&model, &spec.offer) {
-        (Model::Open { .. }, Offer::Open { pool_cap, .. }) => {
-            pool_cap.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit)
-        }
-        (Model::Open { .. }, Offer::Replay(_) | Offer::Scenario(_)) => {
-            DEFAULT_POOL_CAP.min(cap_limit)
-        }
-        (Model::Closed { connections, .. }, _) => *connections,
-        (Model::Sessions { .. }, _) => DEFAULT_POOL_CAP.min(cap_limit),
-        (Model::Scenario(sc), _) => {
-            if sc.clients as usize > cap_limit {
-                return Err(bad(format!(
-                    "{} clients need {} connections, more than this process may open ({nofile}); raise `ulimit -n`",
-                    sc.clients, sc.clients
-                )));
-            }
-            sc.clients as usize
-        }
-        _ => unreachable!("the model follows the offer"),
-    };
+    let max_connections = max_connections(&model, &spec.offer, files)?;
     if let Client::Proto(t) = &client {
         t.sized_for(max_connections);
     }
@@ -469,13 +351,166 @@ pub fn plan(spec: &LoadSpec) -> Result<Planned, crate::Error> {
             count: spec.count,
             timeout: spec.timeout,
             max_connections,
-            streams: spec.client.streams.max(1),
+            streams: streams.max(1),
             slice: super::driver::Slice::WHOLE,
         },
         description,
         step_names,
         labels,
         seed,
+    })
+}
+
+/// The client options that only some targets and offers take: `--reply-field` (a
+/// WebSocket's) and `--streams` (the closed or open model's, over HTTP/2, gRPC or a
+/// protocol that pipelines).
+fn client_options(spec: &LoadSpec, client: &Client) -> Result<(), crate::Error> {
+    if spec.client.reply_field.is_some() {
+        let url = match &spec.work {
+            Work::Http { url, .. } => url.as_str(),
+            Work::Command(_) => "",
+        };
+        if let Some(schemes) = super::proto::taken_elsewhere(url, "reply_field") {
+            return Err(bad(format!(
+                "--reply-field matches a WebSocket's replies to its messages: give a {schemes} URL"
+            )));
+        }
+    }
+    if spec.client.streams > 1 {
+        if !matches!(spec.offer, Offer::Closed { .. } | Offer::Open { .. }) {
+            return Err(bad(format!(
+                "--streams {}: streams per connection are for -c (the closed model) or -q (the open model), not for a scenario or a replay",
+                spec.client.streams
+            )));
+        }
+        let pipelines = matches!(client, Client::Proto(t) if t.protocol().pipelines());
+        if !(spec.client.http2 || pipelines) {
+            return Err(bad(format!(
+                "--streams {}: several requests in flight on one connection need HTTP/2 (add --http2), gRPC or a protocol that pipelines (Redis)",
+                spec.client.streams
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The open model at `rate` and its description; a constant rate under one request
+/// per second per thread takes fewer threads.
+fn open_model(
+    rate: &Rate,
+    poisson: Option<u64>,
+    streams: usize,
+    threads: &mut usize,
+) -> Result<(Model, String), crate::Error> {
+    let arrivals = match poisson {
+        Some(seed) => Arrivals::Poisson { seed },
+        None => Arrivals::Uniform,
+    };
+    let d = match *rate {
+        Rate::Ramp { from, to, over } => {
+            format!(
+                "open model, {from}..{to} req/s ramp over {}",
+                crate::units::format_duration(over)
+            )
+        }
+        Rate::Constant(r) => {
+            if r < *threads as f64 {
+                let t = (r.floor() as usize).max(1);
+                tracing::warn!("note: {r} req/s is less than one request per second per thread: using {t} thread(s) instead of {threads}");
+                *threads = t;
+            }
+            format!("open model, {r} req/s constant")
+        }
+        Rate::Staged(ref points) => {
+            let mut rates: Vec<f64> = points.iter().map(|p| p.1).collect();
+            rates.dedup();
+            let rates: Vec<String> = rates
+                .iter()
+                .map(|&r| crate::units::format_number(r))
+                .collect();
+            format!("open model, {} req/s in stages", rates.join(" → "))
+        }
+    };
+    let d = match streams {
+        m if m > 1000 => return Err(bad(format!("--streams {m}: give 1 to 1000 streams"))),
+        m if m > 1 => format!("{d}, up to {m} streams per connection"),
+        _ => d,
+    };
+    let model = Model::Open {
+        rate: rate.clone(),
+        arrivals,
+        requests: None,
+    };
+    Ok((model, d))
+}
+
+/// The closed model of `c` connections and its description. `files`: the connections
+/// this process may open, and its limit of open files.
+fn closed_model(
+    c: usize,
+    think: Duration,
+    streams: usize,
+    (cap_limit, nofile): (usize, usize),
+) -> Result<(Model, String), crate::Error> {
+    if streams > 1 {
+        let most = crate::limits::CONNECTIONS.max as usize;
+        if streams > 1000 || c * streams > most {
+            return Err(bad(format!(
+                "--streams {streams}: give 1 to 1000 streams, and at most {most} requests in flight in all (connections x streams)"
+            )));
+        }
+    }
+    if c == 0 {
+        return Err(bad("0 connections: give at least one connection"));
+    }
+    if c > cap_limit {
+        return Err(bad(format!(
+            "{c} connections: more than this process may open files ({nofile}); raise `ulimit -n` or use fewer"
+        )));
+    }
+    let mut d = format!("closed model, {c} connections");
+    if streams > 1 {
+        d.push_str(&format!(" x {streams} streams"));
+    }
+    if !think.is_zero() {
+        d.push_str(&format!(", think {}", crate::units::format_duration(think)));
+    }
+    Ok((
+        Model::Closed {
+            connections: c,
+            think,
+        },
+        d,
+    ))
+}
+
+/// The connections a run may have open at once, all threads together: the open
+/// model's pool cap, the closed model's connections, a scenario's clients (refused
+/// beyond what this process may open). `files` as for [`closed_model`].
+fn max_connections(
+    model: &Model,
+    offer: &Offer,
+    (cap_limit, nofile): (usize, usize),
+) -> Result<usize, crate::Error> {
+    Ok(match (model, offer) {
+        (Model::Open { .. }, Offer::Open { pool_cap, .. }) => {
+            pool_cap.unwrap_or(DEFAULT_POOL_CAP).min(cap_limit)
+        }
+        (Model::Open { .. }, Offer::Replay(_) | Offer::Scenario(_)) => {
+            DEFAULT_POOL_CAP.min(cap_limit)
+        }
+        (Model::Closed { connections, .. }, _) => *connections,
+        (Model::Sessions { .. }, _) => DEFAULT_POOL_CAP.min(cap_limit),
+        (Model::Scenario(sc), _) => {
+            if sc.clients as usize > cap_limit {
+                return Err(bad(format!(
+                    "{} clients need {} connections, more than this process may open ({nofile}); raise `ulimit -n`",
+                    sc.clients, sc.clients
+                )));
+            }
+            sc.clients as usize
+        }
+        _ => unreachable!("the model follows the offer"),
     })
 }
 

@@ -187,78 +187,7 @@ impl Text {
                     i += close + 2;
                     continue;
                 }
-                let piece = match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
-                    ["client"] => Piece::Client,
-                    ["seq"] => Piece::Seq,
-                    ["uuid"] => Piece::Uuid,
-                    ["now_ms"] => Piece::NowMs,
-                    ["random", n] => {
-                        let bytes: usize = n.parse().map_err(|_| {
-                            (
-                                i,
-                                format!("{{{{random {n}}}}}: N must be a number of bytes"),
-                            )
-                        })?;
-                        random += bytes;
-                        if random > MAX_RENDERED {
-                            return Err((
-                                i,
-                                format!(
-                                    "{{{{random {n}}}}}: the text's random bytes would reach {random}, more than {MAX_RENDERED} (64 MiB, the largest body): give a smaller N"
-                                ),
-                            ));
-                        }
-                        Piece::Random(bytes)
-                    }
-                    // The environment's value, read once, as data: a word's part, one
-                    // RESP argument, never syntax.
-                    [name] if name.starts_with("env.") => {
-                        let var = &name[4..];
-                        if var.is_empty() || var.contains('=') {
-                            return Err((i, format!("{{{{{name}}}}}: give the environment variable's name, e.g. {{{{env.API_TOKEN}}}}")));
-                        }
-                        match std::env::var(var) {
-                            Ok(v) => Piece::Quoted(v.into_bytes()),
-                            Err(std::env::VarError::NotPresent) => return Err((
-                                i,
-                                format!("{{{{{name}}}}}: the environment has no {var} (export it before the run: it is read where the scenario is loaded, on each agent with --agents)"),
-                            )),
-                            Err(std::env::VarError::NotUnicode(_)) => return Err((
-                                i,
-                                format!("{{{{{name}}}}}: the environment's {var} is not UTF-8"),
-                            )),
-                        }
-                    }
-                    [name] if name.starts_with("csv.") || name.starts_with("row.") => {
-                        let col = &name[4..];
-                        let idx = columns.iter().position(|c| c == col).ok_or_else(|| {
-                            (
-                                i,
-                                if columns.is_empty() {
-                                    format!("{{{{{name}}}}} needs a data file (add csv = \"FILE\" or jsonl = \"FILE\" to the scenario)")
-                                } else {
-                                    format!("{{{{{name}}}}}: the data file has no column '{col}' (it has: {})", columns.join(", "))
-                                },
-                            )
-                        })?;
-                        Piece::Csv(idx)
-                    }
-                    [name] if names.iter().any(|n| n == name) => {
-                        Piece::Var(names.iter().position(|n| n == name).expect("found"))
-                    }
-                    _ => {
-                        let extracted = match names {
-                            [] => "a variable of the flow: it has none".to_string(),
-                            n => format!("a variable of the flow: {}", n.join(", ")),
-                        };
-                        return Err((
-                            i,
-                            format!(
-                                "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{uuid}}}}, {{{{now_ms}}}}, {{{{env.NAME}}}}, {{{{csv.COLUMN}}}} or {extracted})"
-                            ),
-                        ));
-                    }
-                };
+                let piece = placeholder(inner, i, columns, names, &mut random)?;
                 if !lit.is_empty() {
                     pieces.push(Piece::Lit(std::mem::take(&mut lit)));
                 }
@@ -477,6 +406,92 @@ impl Text {
         self.render(v, &mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
+}
+
+/// One word placeholder's piece (`{{client}}`, `{{random N}}`, `{{env.NAME}}`,
+/// `{{csv.COLUMN}}`, a variable of the flow…), from its text `inner` at byte `i`;
+/// `random` counts the text's random bytes so far.
+fn placeholder(
+    inner: &str,
+    i: usize,
+    columns: &[String],
+    names: &[String],
+    random: &mut usize,
+) -> Result<Piece, (usize, String)> {
+    Ok(
+        match inner.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["client"] => Piece::Client,
+            ["seq"] => Piece::Seq,
+            ["uuid"] => Piece::Uuid,
+            ["now_ms"] => Piece::NowMs,
+            ["random", n] => {
+                let bytes: usize = n.parse().map_err(|_| {
+                    (
+                        i,
+                        format!("{{{{random {n}}}}}: N must be a number of bytes"),
+                    )
+                })?;
+                *random += bytes;
+                if *random > MAX_RENDERED {
+                    return Err((
+                    i,
+                    format!(
+                        "{{{{random {n}}}}}: the text's random bytes would reach {random}, more than {MAX_RENDERED} (64 MiB, the largest body): give a smaller N"
+                    ),
+                ));
+                }
+                Piece::Random(bytes)
+            }
+            // The environment's value, read once, as data: a word's part, one
+            // RESP argument, never syntax.
+            [name] if name.starts_with("env.") => {
+                let var = &name[4..];
+                if var.is_empty() || var.contains('=') {
+                    return Err((i, format!("{{{{{name}}}}}: give the environment variable's name, e.g. {{{{env.API_TOKEN}}}}")));
+                }
+                match std::env::var(var) {
+                Ok(v) => Piece::Quoted(v.into_bytes()),
+                Err(std::env::VarError::NotPresent) => return Err((
+                    i,
+                    format!("{{{{{name}}}}}: the environment has no {var} (export it before the run: it is read where the scenario is loaded, on each agent with --agents)"),
+                )),
+                Err(std::env::VarError::NotUnicode(_)) => return Err((
+                    i,
+                    format!("{{{{{name}}}}}: the environment's {var} is not UTF-8"),
+                )),
+            }
+            }
+            [name] if name.starts_with("csv.") || name.starts_with("row.") => {
+                let col = &name[4..];
+                let idx = columns.iter().position(|c| c == col).ok_or_else(|| {
+                (
+                    i,
+                    if columns.is_empty() {
+                        format!("{{{{{name}}}}} needs a data file (add csv = \"FILE\" or jsonl = \"FILE\" to the scenario)")
+                    } else {
+                        format!("{{{{{name}}}}}: the data file has no column '{col}' (it has: {})", columns.join(", "))
+                    },
+                )
+            })?;
+                Piece::Csv(idx)
+            }
+            [name] if names.iter().any(|n| n == name) => {
+                Piece::Var(names.iter().position(|n| n == name).expect("found"))
+            }
+            _ => {
+                let extracted = match names {
+                    [] => "a variable of the flow: it has none".to_string(),
+                    n => format!("a variable of the flow: {}", n.join(", ")),
+                };
+                return Err((
+                i,
+                format!(
+                    "unknown placeholder '{{{{{inner}}}}}' (expected {{{{client}}}}, {{{{seq}}}}, {{{{random N}}}}, {{{{uuid}}}}, {{{{now_ms}}}}, {{{{env.NAME}}}}, {{{{csv.COLUMN}}}} or {extracted})"
+                ),
+            ));
+            }
+        },
+    )
 }
 
 /// One piece of a text, rendered with `v` onto `out`.

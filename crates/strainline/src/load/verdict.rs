@@ -130,6 +130,48 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
     let t = &o.total;
     let mut evidence = Vec::new();
     let mut notes = Vec::new();
+    lateness(o, &mut evidence, &mut notes);
+    // A VM whose hypervisor took CPU during the run: the figures include its delays.
+    if stolen_share(o) > STOLEN_BOUND {
+        notes.push(format!(
+            "the hypervisor took {:.2} s of CPU from this machine during the run ({:.1}% of its CPU time): latency and lateness include its delays",
+            o.stolen_seconds,
+            100.0 * stolen_share(o)
+        ));
+    }
+    pool_cap(t, &mut evidence, &mut notes);
+    pool_held(t, &mut notes);
+    // The kernel completes a handshake whether or not the target accepts: connections
+    // still not open are the target's (its accept queue), not the generator's limit.
+    if let Some(line) = accept_queue(o) {
+        notes.push(line);
+    }
+    if let Some(line) = delayed_ack(o) {
+        notes.push(line);
+    }
+    hooks(o, &mut evidence, &mut notes);
+    if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
+        evidence.push(format!(
+            "{n} connections failed for lack of local resources (ports, file descriptors)"
+        ));
+    }
+    for (i, share) in thread_shares(o).enumerate() {
+        if share >= CPU_BOUND {
+            evidence.push(format!(
+                "worker thread {i} was busy {:.0}% of the run (bound {:.0}%): add --threads",
+                100.0 * share,
+                100.0 * CPU_BOUND
+            ));
+        }
+    }
+    (evidence, notes)
+}
+
+/// The generator's lateness: evidence when late sends are its pattern (p90 beyond the
+/// bound, enough of them, more than the hypervisor's stolen CPU explains), a note when
+/// they are a burst (p99 alone).
+fn lateness(o: &Outcome, evidence: &mut Vec<String>, notes: &mut Vec<String>) {
+    let t = &o.total;
     let lag_at = |q: f64| {
         if t.lag.is_empty() {
             0
@@ -169,109 +211,89 @@ fn generator_evidence(o: &Outcome) -> (Vec<String>, Vec<String>) {
             LAG_BOUND_US as f64 / 1e3
         ));
     }
-    // A VM whose hypervisor took CPU during the run: the figures include its delays.
-    if stolen {
-        notes.push(format!(
-            "the hypervisor took {:.2} s of CPU from this machine during the run ({:.1}% of its CPU time): latency and lateness include its delays",
-            o.stolen_seconds,
-            100.0 * stolen_share(o)
-        ));
-    }
+}
+
+/// The pool at its cap: evidence when more than [`POOL_CAP_BOUND`] of the sends found
+/// it so while the target answered as fast as with few connections busy, a note when
+/// fewer did or when the target's slowing down was why (see `cap_cause`).
+fn pool_cap(t: &super::recorder::Tally, evidence: &mut Vec<String>, notes: &mut Vec<String>) {
     // A few sends that found the pool full on a hiccup do not change the result; more
     // than 1% of them do — unless the target is why (see `cap_cause`).
-    if t.cap_hits > 0 {
-        let share = format!(
-            "the connection pool was at its cap for {} of {} scheduled sends",
-            t.cap_hits,
-            t.sent.max(t.cap_hits)
-        );
-        let ms = |us: u64| us as f64 / 1e3;
-        let line = match cap_cause(t) {
-            CapCause::Target { light, full } => {
-                notes.push(format!(
-                    "{share} because the target slowed down: with every connection busy it \
-                     answered in {:.1} ms (p50), against {:.1} ms with half of them or fewer \
-                     (lower quartile) — it queued what it was sent (Little's law), the target's \
-                     limit; the corrected latency includes the wait",
-                    ms(full),
-                    ms(light)
-                ));
-                None
-            }
-            CapCause::Pool { light, full } => Some(format!(
-                "{share} while the target answered as fast as with few busy ({:.1} ms p50 \
-                 against {:.1} ms): raise -c, or `connections` in a suite",
+    if t.cap_hits == 0 {
+        return;
+    }
+    let share = format!(
+        "the connection pool was at its cap for {} of {} scheduled sends",
+        t.cap_hits,
+        t.sent.max(t.cap_hits)
+    );
+    let ms = |us: u64| us as f64 / 1e3;
+    let line = match cap_cause(t) {
+        CapCause::Target { light, full } => {
+            notes.push(format!(
+                "{share} because the target slowed down: with every connection busy it \
+                 answered in {:.1} ms (p50), against {:.1} ms with half of them or fewer \
+                 (lower quartile) — it queued what it was sent (Little's law), the target's \
+                 limit; the corrected latency includes the wait",
                 ms(full),
                 ms(light)
-            )),
-            CapCause::Unknown => Some(format!("{share} (raise -c, or `connections` in a suite)")),
-        };
-        if let Some(line) = line {
-            if t.cap_hits as f64 > POOL_CAP_BOUND * t.sent.max(t.cap_hits) as f64 {
-                evidence.push(line);
-            } else {
-                notes.push(line);
-            }
-        }
-    }
-    // The pool held its size because the target queued: the target's limit, a note.
-    if t.held > 0 {
-        let (light, all) = (&t.service_light, &t.service);
-        let ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(q) as f64 / 1e3
-            }
-        };
-        let (full, few) = (ms(all, 0.5), ms(light, 0.25));
-        // "Slowed down" only where the documented rule (QUEUED_FACTOR) says so over the
-        // run: the pool's own growth rule looks at a shorter window.
-        let why = if full >= QUEUED_FACTOR * few && few > 0.0 {
-            format!(
-                "because the target slowed down: it answered in {full:.1} ms (p50), against \
-                 {few:.1} ms with few connections busy (lower quartile) — it queued what it \
-                 was sent (Little's law), and more connections would only have moved the \
-                 queue into it"
-            )
-        } else {
-            format!(
-                "when the target's latest answers were slower than its fastest; over the run \
-                 it answered in {full:.1} ms (p50) against {few:.1} ms with few connections \
-                 busy (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown"
-            )
-        };
-        notes.push(format!(
-            "the connection pool held its size for {} of {} scheduled sends {why}; the \
-             corrected latency includes the wait",
-            t.held,
-            t.sent.max(t.held),
-        ));
-    }
-    // The kernel completes a handshake whether or not the target accepts: connections
-    // still not open are the target's (its accept queue), not the generator's limit.
-    if let Some(line) = accept_queue(o) {
-        notes.push(line);
-    }
-    if let Some(line) = delayed_ack(o) {
-        notes.push(line);
-    }
-    hooks(o, &mut evidence, &mut notes);
-    if let Some(n) = t.by_error.get(&super::recorder::ErrorKind::LocalResources) {
-        evidence.push(format!(
-            "{n} connections failed for lack of local resources (ports, file descriptors)"
-        ));
-    }
-    for (i, share) in thread_shares(o).enumerate() {
-        if share >= CPU_BOUND {
-            evidence.push(format!(
-                "worker thread {i} was busy {:.0}% of the run (bound {:.0}%): add --threads",
-                100.0 * share,
-                100.0 * CPU_BOUND
             ));
+            None
+        }
+        CapCause::Pool { light, full } => Some(format!(
+            "{share} while the target answered as fast as with few busy ({:.1} ms p50 \
+             against {:.1} ms): raise -c, or `connections` in a suite",
+            ms(full),
+            ms(light)
+        )),
+        CapCause::Unknown => Some(format!("{share} (raise -c, or `connections` in a suite)")),
+    };
+    if let Some(line) = line {
+        if t.cap_hits as f64 > POOL_CAP_BOUND * t.sent.max(t.cap_hits) as f64 {
+            evidence.push(line);
+        } else {
+            notes.push(line);
         }
     }
-    (evidence, notes)
+}
+
+/// The pool that held its size because the target queued: the target's limit, a note.
+fn pool_held(t: &super::recorder::Tally, notes: &mut Vec<String>) {
+    // The pool held its size because the target queued: the target's limit, a note.
+    if t.held == 0 {
+        return;
+    }
+    let (light, all) = (&t.service_light, &t.service);
+    let ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1e3
+        }
+    };
+    let (full, few) = (ms(all, 0.5), ms(light, 0.25));
+    // "Slowed down" only where the documented rule (QUEUED_FACTOR) says so over the
+    // run: the pool's own growth rule looks at a shorter window.
+    let why = if full >= QUEUED_FACTOR * few && few > 0.0 {
+        format!(
+            "because the target slowed down: it answered in {full:.1} ms (p50), against \
+             {few:.1} ms with few connections busy (lower quartile) — it queued what it \
+             was sent (Little's law), and more connections would only have moved the \
+             queue into it"
+        )
+    } else {
+        format!(
+            "when the target's latest answers were slower than its fastest; over the run \
+             it answered in {full:.1} ms (p50) against {few:.1} ms with few connections \
+             busy (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown"
+        )
+    };
+    notes.push(format!(
+        "the connection pool held its size for {} of {} scheduled sends {why}; the \
+         corrected latency includes the wait",
+        t.held,
+        t.sent.max(t.held),
+    ));
 }
 
 /// The script's hooks: the time they held the worker threads and the calls that

@@ -696,8 +696,7 @@ impl Sampler {
         self.finished.push(p.record);
     }
 
-    /// Ends the run: retires whatever is left and adds everything up. Long because the
-    /// summary's fields are each one reduction of the same tracked state.
+    /// Ends the run: retires whatever is left and adds everything up.
     pub fn finish(mut self, end: Ending) -> MonitorSummary {
         let Ending {
             command,
@@ -714,59 +713,8 @@ impl Sampler {
         for pid in self.live_pids() {
             self.retire(pid);
         }
-        // Processes that ended before any sample saw them are known from wait4 alone.
-        let mut unseen: Vec<(u32, Reaped)> = self
-            .reaped
-            .iter()
-            .filter(|(pid, _)| !self.finished_pids.contains(pid))
-            .map(|(&pid, &r)| (pid, r))
-            .collect();
-        unseen.sort_by_key(|u| u.0);
-        for (pid, r) in unseen {
-            self.reaped_cpu_seconds += r.cpu_seconds;
-            let name = if pid == self.cfg.root {
-                command.first().cloned().unwrap_or_default()
-            } else {
-                format!("pid {pid}")
-            };
-            self.finished.push(ProcessRecord {
-                pid,
-                ppid: 0,
-                name: name.rsplit('/').next().unwrap_or(&name).to_string(),
-                cmdline: if pid == self.cfg.root {
-                    command.join(" ")
-                } else {
-                    String::new()
-                },
-                first_seen: 0.0,
-                last_seen: 0.0,
-                peak_rss_sampled: 0,
-                peak_rss_exact: r.maxrss_bytes,
-                // Never sampled: wait4's totals, its children's included, are all there is.
-                cpu_seconds: r.cpu_seconds,
-                children_cpu_seconds: 0.0,
-                children_peak_rss: 0,
-                exit: Some(
-                    ExitInfo {
-                        code: r.exit,
-                        signal: r.signal,
-                    }
-                    .describe(),
-                ),
-            });
-        }
-        // Exact total CPU: the cgroup's counter, or the reaped processes' rusage (which
-        // includes everything they reaped), or the last sampled cumulative figure.
-        let (total_cpu, cpu_source) = match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
-            Some(us) => (us as f64 / 1e6, "cgroup cpu.stat usage_usec"),
-            None if self.reaped.contains_key(&self.cfg.root) => (
-                (self.reaped_cpu_seconds
-                    + self.vanished_cpu_ticks as f64 / kernel_units().clock_ticks as f64)
-                    .max(final_cum),
-                "rusage of reaped processes (wait4)",
-            ),
-            None => (final_cum, "/proc/PID/stat utime+stime"),
-        };
+        self.unseen(&command);
+        let (total_cpu, cpu_source) = self.total_cpu(final_cum);
         let window = interval_seconds.max(1.0);
         let max_cores = max_windowed_rate(&self.samples, window).unwrap_or(if duration > 0.0 {
             total_cpu / duration
@@ -776,47 +724,7 @@ impl Sampler {
 
         let mut processes = std::mem::take(&mut self.finished);
         processes.sort_by_key(|p| std::cmp::Reverse(p.peak_rss_exact));
-        let biggest = processes.first();
-        let single = biggest.map(|p| Peak {
-            bytes: p.peak_rss_exact,
-            source: match (p.exit.is_some(), self.reaped.get(&p.pid)) {
-                (true, Some(r)) if r.maxrss_bytes >= p.peak_rss_exact => PeakSource::RuMaxrss,
-                _ => PeakSource::VmHwm,
-            },
-            pid: Some(p.pid),
-            process: Some(p.name.clone()),
-            at: None,
-        });
-        let tree = Peak {
-            bytes: self.peak_tree.0,
-            source: PeakSource::SampledTreeSum,
-            pid: None,
-            process: None,
-            at: Some(self.peak_tree.1),
-        };
-        // The tree's sum counts shared pages once when PSS is known; the RSS sum counts
-        // them once per process that maps them (20 forks of a 200 MiB parent: 4 GiB).
-        let tree_pss = self.peak_tree_pss.map(|(bytes, at)| Peak {
-            bytes,
-            source: PeakSource::SampledTreePss,
-            pid: None,
-            process: None,
-            at: Some(at),
-        });
-        // A sum from too few samples is a reading, not a peak: it never takes the
-        // headline (two PSS sums of a one-second build made a 49 MiB "Peak RSS" once in
-        // five runs, a compiler's high-water mark the other four).
-        let enough = |n: u64| n >= crate::measure::MIN_PEAK_SAMPLES;
-        let tree_best = match &tree_pss {
-            Some(pss) => enough(self.pss_sums).then(|| pss.clone()),
-            None => enough(self.samples.len() as u64).then(|| tree.clone()),
-        };
-        let peak_rss = match (single, tree_best) {
-            (Some(s), Some(t)) if s.bytes >= t.bytes => s,
-            (Some(s), None) => s,
-            (_, Some(t)) => t,
-            (None, None) => tree_pss.clone().unwrap_or_else(|| tree.clone()),
-        };
+        let (peak_rss, tree, tree_pss) = self.peaks(&processes);
         let last = self.last.clone();
         MonitorSummary {
             label,
@@ -885,6 +793,115 @@ impl Sampler {
             processes,
             threads: None,
         }
+    }
+
+    /// Processes that ended before any sample saw them are known from wait4 alone:
+    /// each gets its record (the root's named by `command`).
+    fn unseen(&mut self, command: &[String]) {
+        let mut unseen: Vec<(u32, Reaped)> = self
+            .reaped
+            .iter()
+            .filter(|(pid, _)| !self.finished_pids.contains(pid))
+            .map(|(&pid, &r)| (pid, r))
+            .collect();
+        unseen.sort_by_key(|u| u.0);
+        for (pid, r) in unseen {
+            self.reaped_cpu_seconds += r.cpu_seconds;
+            let name = if pid == self.cfg.root {
+                command.first().cloned().unwrap_or_default()
+            } else {
+                format!("pid {pid}")
+            };
+            self.finished.push(ProcessRecord {
+                pid,
+                ppid: 0,
+                name: name.rsplit('/').next().unwrap_or(&name).to_string(),
+                cmdline: if pid == self.cfg.root {
+                    command.join(" ")
+                } else {
+                    String::new()
+                },
+                first_seen: 0.0,
+                last_seen: 0.0,
+                peak_rss_sampled: 0,
+                peak_rss_exact: r.maxrss_bytes,
+                // Never sampled: wait4's totals, its children's included, are all there is.
+                cpu_seconds: r.cpu_seconds,
+                children_cpu_seconds: 0.0,
+                children_peak_rss: 0,
+                exit: Some(
+                    ExitInfo {
+                        code: r.exit,
+                        signal: r.signal,
+                    }
+                    .describe(),
+                ),
+            });
+        }
+    }
+
+    /// Exact total CPU, seconds, and where it is from: the cgroup's counter, or the
+    /// reaped processes' rusage (which includes everything they reaped), or the last
+    /// sampled cumulative figure (`final_cum`).
+    fn total_cpu(&self, final_cum: f64) -> (f64, &'static str) {
+        match self.cgroup.as_ref().and_then(|c| c.cpu_usage_usec()) {
+            Some(us) => (us as f64 / 1e6, "cgroup cpu.stat usage_usec"),
+            None if self.reaped.contains_key(&self.cfg.root) => (
+                (self.reaped_cpu_seconds
+                    + self.vanished_cpu_ticks as f64 / kernel_units().clock_ticks as f64)
+                    .max(final_cum),
+                "rusage of reaped processes (wait4)",
+            ),
+            None => (final_cum, "/proc/PID/stat utime+stime"),
+        }
+    }
+
+    /// The run's peaks: the headline (the biggest process's exact peak, or the tree's
+    /// sampled sum when larger and from enough samples), the tree's RSS sum and its PSS
+    /// sum when known. `processes` biggest first.
+    fn peaks(&self, processes: &[ProcessRecord]) -> (Peak, Peak, Option<Peak>) {
+        let biggest = processes.first();
+        let single = biggest.map(|p| Peak {
+            bytes: p.peak_rss_exact,
+            source: match (p.exit.is_some(), self.reaped.get(&p.pid)) {
+                (true, Some(r)) if r.maxrss_bytes >= p.peak_rss_exact => PeakSource::RuMaxrss,
+                _ => PeakSource::VmHwm,
+            },
+            pid: Some(p.pid),
+            process: Some(p.name.clone()),
+            at: None,
+        });
+        let tree = Peak {
+            bytes: self.peak_tree.0,
+            source: PeakSource::SampledTreeSum,
+            pid: None,
+            process: None,
+            at: Some(self.peak_tree.1),
+        };
+        // The tree's sum counts shared pages once when PSS is known; the RSS sum counts
+        // them once per process that maps them (20 forks of a 200 MiB parent: 4 GiB).
+        let tree_pss = self.peak_tree_pss.map(|(bytes, at)| Peak {
+            bytes,
+            source: PeakSource::SampledTreePss,
+            pid: None,
+            process: None,
+            at: Some(at),
+        });
+        // A sum from too few samples is a reading, not a peak: it never takes the
+        // headline (two PSS sums of a one-second build made a 49 MiB "Peak RSS" once in
+        // five runs, a compiler's high-water mark the other four).
+        let enough = |n: u64| n >= crate::measure::MIN_PEAK_SAMPLES;
+        let tree_best = match &tree_pss {
+            Some(pss) => enough(self.pss_sums).then(|| pss.clone()),
+            None => enough(self.samples.len() as u64).then(|| tree.clone()),
+        };
+        let peak_rss = match (single, tree_best) {
+            (Some(s), Some(t)) if s.bytes >= t.bytes => s,
+            (Some(s), None) => s,
+            (_, Some(t)) => t,
+            (None, None) => tree_pss.clone().unwrap_or_else(|| tree.clone()),
+        };
+        (peak_rss, tree, tree_pss)
     }
 }
 

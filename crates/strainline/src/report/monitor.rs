@@ -41,9 +41,8 @@ fn write_thread_states(
     Ok(())
 }
 
-/// Prints the summary block. Long because it is the block as it reads, line by line
-/// (status, memory, CPU, threads, FDs, I/O, the tree, findings), each line with its
-/// own conditions.
+/// Prints the summary block, as it reads line by line: status, memory, CPU, threads,
+/// FDs, I/O, the tree's thread states and its largest processes.
 pub fn write_summary(
     out: &mut dyn Write,
     s: &MonitorSummary,
@@ -60,7 +59,6 @@ pub fn write_summary(
         title.push(')');
     }
     writeln!(out, "{rule}\n{title}\n{rule}")?;
-    let secs = |x: f64| format_duration(std::time::Duration::from_secs_f64(x.max(0.0)));
     writeln!(out, "{:<20}{}, {}", "Status:", s.status, s.exit.describe())?;
     writeln!(
         out,
@@ -70,6 +68,71 @@ pub fn write_summary(
         s.samples,
         secs(s.interval_seconds)
     )?;
+    write_memory(out, s)?;
+    let cpu = &s.cpu;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core ({:.3} cores)",
+        "Average CPU:",
+        cpu.avg_cores * 100.0,
+        cpu.avg_cores
+    )?;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core (busiest {} window)",
+        "Max CPU:",
+        cpu.max_cores * 100.0,
+        secs(cpu.max_window_seconds)
+    )?;
+    writeln!(
+        out,
+        "{:<20}{:.3} s  (from {})",
+        "CPU time:", cpu.total_seconds, cpu.source
+    )?;
+    writeln!(
+        out,
+        "{:<20}{} seen, {} at once at most",
+        "Processes:", s.processes_seen, s.max_processes
+    )?;
+    writeln!(out, "{:<20}{}", "Threads (max):", s.max_threads)?;
+    writeln!(out, "{:<20}{}", "Open FDs (max):", s.max_fds)?;
+    writeln!(
+        out,
+        "{:<20}read {}, written {}",
+        "Storage I/O:",
+        Bytes(s.read_bytes),
+        Bytes(s.write_bytes)
+    )?;
+    writeln!(out, "{:<20}{}", "Context switches:", s.ctx_switches)?;
+    if s.leftover_processes_stopped > 0 {
+        writeln!(
+            out,
+            "{:<20}{} the command left running, stopped",
+            "Leftovers:",
+            crate::units::count(s.leftover_processes_stopped, "process", "processes")
+        )?;
+    }
+    let o = &s.overhead;
+    writeln!(
+        out,
+        "{:<20}{:.2}% of one core ({:.3} s CPU, {:.0} µs per tick)",
+        "Monitor overhead:", o.percent_of_core, o.cpu_seconds, o.per_tick_us
+    )?;
+    if let Some(b) = s.threads.as_ref().filter(|b| !b.groups.is_empty()) {
+        write_thread_states(out, b)?;
+    }
+    write_processes(out, s)?;
+    writeln!(out, "{rule}")
+}
+
+/// Seconds as the summary shows them (none below zero).
+fn secs(x: f64) -> String {
+    format_duration(std::time::Duration::from_secs_f64(x.max(0.0)))
+}
+
+/// The summary's memory lines: the headline peak and where it is from, then the
+/// sampled tree sums (or their readings, from too few samples) and the cgroup's peak.
+fn write_memory(out: &mut dyn Write, s: &MonitorSummary) -> io::Result<()> {
     let p = &s.peak_rss;
     let whose = match (p.pid, &p.process) {
         (Some(pid), Some(name)) => format!(" of pid {pid} ({name})"),
@@ -154,99 +217,53 @@ pub fn write_summary(
             c.source.describe()
         )?;
     }
-    let cpu = &s.cpu;
+    Ok(())
+}
+
+/// The summary's largest processes (five at most), each with its own figures.
+fn write_processes(out: &mut dyn Write, s: &MonitorSummary) -> io::Result<()> {
+    if s.processes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Largest processes:")?;
+    // Each process's own figures; what the children it waited for used is apart (a
+    // `sh -c` or `/usr/bin/time` is not charged with its compiler's memory and CPU).
     writeln!(
         out,
-        "{:<20}{:.2}% of one core ({:.3} cores)",
-        "Average CPU:",
-        cpu.avg_cores * 100.0,
-        cpu.avg_cores
+        "  {:>8}  {:>11}  {:>8}  {:>22}  COMMAND",
+        "PID", "PEAK RSS", "CPU s", "REAPED CHILDREN"
     )?;
-    writeln!(
-        out,
-        "{:<20}{:.2}% of one core (busiest {} window)",
-        "Max CPU:",
-        cpu.max_cores * 100.0,
-        secs(cpu.max_window_seconds)
-    )?;
-    writeln!(
-        out,
-        "{:<20}{:.3} s  (from {})",
-        "CPU time:", cpu.total_seconds, cpu.source
-    )?;
-    writeln!(
-        out,
-        "{:<20}{} seen, {} at once at most",
-        "Processes:", s.processes_seen, s.max_processes
-    )?;
-    writeln!(out, "{:<20}{}", "Threads (max):", s.max_threads)?;
-    writeln!(out, "{:<20}{}", "Open FDs (max):", s.max_fds)?;
-    writeln!(
-        out,
-        "{:<20}read {}, written {}",
-        "Storage I/O:",
-        Bytes(s.read_bytes),
-        Bytes(s.write_bytes)
-    )?;
-    writeln!(out, "{:<20}{}", "Context switches:", s.ctx_switches)?;
-    if s.leftover_processes_stopped > 0 {
+    for p in s.processes.iter().take(5) {
+        let cmd = if p.cmdline.is_empty() {
+            &p.name
+        } else {
+            &p.cmdline
+        };
+        let cmd: String = crate::units::one_line(cmd).chars().take(60).collect();
+        let children = if p.children_cpu_seconds > 0.0 || p.children_peak_rss > 0 {
+            let peak = if p.children_peak_rss > 0 {
+                format!(", peak {}", Bytes(p.children_peak_rss))
+            } else {
+                String::new()
+            };
+            format!("{:.2} s{peak}", p.children_cpu_seconds)
+        } else {
+            "-".into()
+        };
         writeln!(
             out,
-            "{:<20}{} the command left running, stopped",
-            "Leftovers:",
-            crate::units::count(s.leftover_processes_stopped, "process", "processes")
+            "  {:>8}  {:>11}  {:>8.2}  {:>22}  {}",
+            p.pid,
+            Bytes(p.peak_rss_exact).to_string(),
+            p.cpu_seconds,
+            children,
+            cmd
         )?;
     }
-    let o = &s.overhead;
-    writeln!(
-        out,
-        "{:<20}{:.2}% of one core ({:.3} s CPU, {:.0} µs per tick)",
-        "Monitor overhead:", o.percent_of_core, o.cpu_seconds, o.per_tick_us
-    )?;
-    if let Some(b) = s.threads.as_ref().filter(|b| !b.groups.is_empty()) {
-        write_thread_states(out, b)?;
+    if s.processes.len() > 5 {
+        writeln!(out, "  … and {} more", s.processes.len() - 5)?;
     }
-    if !s.processes.is_empty() {
-        writeln!(out, "Largest processes:")?;
-        // Each process's own figures; what the children it waited for used is apart (a
-        // `sh -c` or `/usr/bin/time` is not charged with its compiler's memory and CPU).
-        writeln!(
-            out,
-            "  {:>8}  {:>11}  {:>8}  {:>22}  COMMAND",
-            "PID", "PEAK RSS", "CPU s", "REAPED CHILDREN"
-        )?;
-        for p in s.processes.iter().take(5) {
-            let cmd = if p.cmdline.is_empty() {
-                &p.name
-            } else {
-                &p.cmdline
-            };
-            let cmd: String = crate::units::one_line(cmd).chars().take(60).collect();
-            let children = if p.children_cpu_seconds > 0.0 || p.children_peak_rss > 0 {
-                let peak = if p.children_peak_rss > 0 {
-                    format!(", peak {}", Bytes(p.children_peak_rss))
-                } else {
-                    String::new()
-                };
-                format!("{:.2} s{peak}", p.children_cpu_seconds)
-            } else {
-                "-".into()
-            };
-            writeln!(
-                out,
-                "  {:>8}  {:>11}  {:>8.2}  {:>22}  {}",
-                p.pid,
-                Bytes(p.peak_rss_exact).to_string(),
-                p.cpu_seconds,
-                children,
-                cmd
-            )?;
-        }
-        if s.processes.len() > 5 {
-            writeln!(out, "  … and {} more", s.processes.len() - 5)?;
-        }
-    }
-    writeln!(out, "{rule}")
+    Ok(())
 }
 
 /// The JSON document of a run: summary and every sample.

@@ -243,46 +243,11 @@ fn xt(chart: &Chart, x: f64) -> f64 {
     }
 }
 
-/// Renders the chart as an `<svg class="chart">` element. Long because an SVG is drawn
-/// in order (frame, grid, axes, ticks, series, markers, legend), all from one scale.
+/// Renders the chart as an `<svg class="chart">` element, drawn in order (frame, grid,
+/// axes, ticks, series, markers, legend), all from one scale.
 pub fn render(chart: &Chart) -> String {
     let mut s = String::new();
-    let xs = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| xt(chart, p.0)))
-        .chain(chart.vertical.iter().map(|m| xt(chart, m.at)));
-    let (xlo, xhi) = range(xs, false);
-    let left = |a: Axis| {
-        chart
-            .lines
-            .iter()
-            .filter(move |l| l.axis == a)
-            .flat_map(|l| l.points.iter().map(|p| p.1))
-    };
-    let (ylo, yhi) = range(
-        left(Axis::Left).chain(chart.horizontal.iter().map(|m| m.at)),
-        chart.y_from_zero,
-    );
-    let (y2lo, y2hi) = range(left(Axis::Right), chart.y_from_zero);
-    let x = Scale {
-        lo: xlo,
-        hi: xhi,
-        from: LEFT,
-        to: W - RIGHT,
-    };
-    let y = Scale {
-        lo: ylo,
-        hi: yhi,
-        from: H - BOTTOM,
-        to: TOP,
-    };
-    let y2 = Scale {
-        lo: y2lo,
-        hi: y2hi,
-        from: H - BOTTOM,
-        to: TOP,
-    };
+    let frame = Frame::of(chart);
     let _ = write!(
         s,
         r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}">"#,
@@ -295,6 +260,67 @@ pub fn render(chart: &Chart) -> String {
         W / 2.0,
         escape(&chart.title)
     );
+    grid(&mut s, chart, &frame);
+    axis_labels(&mut s, chart);
+    markers(&mut s, chart, &frame);
+    bands(&mut s, chart, &frame);
+    series(&mut s, chart, &frame);
+    legend(&mut s, chart);
+    s.push_str("</svg>");
+    s
+}
+
+/// The chart's scales: x, and y on the left and on the right axis.
+struct Frame {
+    x: Scale,
+    y: Scale,
+    y2: Scale,
+}
+
+impl Frame {
+    fn of(chart: &Chart) -> Frame {
+        let xs = chart
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| xt(chart, p.0)))
+            .chain(chart.vertical.iter().map(|m| xt(chart, m.at)));
+        let (xlo, xhi) = range(xs, false);
+        let left = |a: Axis| {
+            chart
+                .lines
+                .iter()
+                .filter(move |l| l.axis == a)
+                .flat_map(|l| l.points.iter().map(|p| p.1))
+        };
+        let (ylo, yhi) = range(
+            left(Axis::Left).chain(chart.horizontal.iter().map(|m| m.at)),
+            chart.y_from_zero,
+        );
+        let (y2lo, y2hi) = range(left(Axis::Right), chart.y_from_zero);
+        let x = Scale {
+            lo: xlo,
+            hi: xhi,
+            from: LEFT,
+            to: W - RIGHT,
+        };
+        let y = Scale {
+            lo: ylo,
+            hi: yhi,
+            from: H - BOTTOM,
+            to: TOP,
+        };
+        let y2 = Scale {
+            lo: y2lo,
+            hi: y2hi,
+            from: H - BOTTOM,
+            to: TOP,
+        };
+        Frame { x, y, y2 }
+    }
+}
+
+/// The plot area and its grid, with the ticks of each axis.
+fn grid(s: &mut String, chart: &Chart, Frame { x, y, y2 }: &Frame) {
     // Plot area and grid.
     let _ = write!(
         s,
@@ -302,7 +328,7 @@ pub fn render(chart: &Chart) -> String {
         W - LEFT - RIGHT,
         H - TOP - BOTTOM
     );
-    for (t, label) in labelled(axis_ticks(&chart.y_label, ylo, yhi, 5)) {
+    for (t, label) in labelled(axis_ticks(&chart.y_label, y.lo, y.hi, 5)) {
         let py = y.map(t);
         let _ = write!(
             s,
@@ -315,7 +341,7 @@ pub fn render(chart: &Chart) -> String {
     }
     if chart.y2_label.is_some() {
         let y2_label = chart.y2_label.as_deref().unwrap_or_default();
-        for (t, label) in labelled(axis_ticks(y2_label, y2lo, y2hi, 5)) {
+        for (t, label) in labelled(axis_ticks(y2_label, y2.lo, y2.hi, 5)) {
             let py = y2.map(t);
             let _ = write!(
                 s,
@@ -330,10 +356,10 @@ pub fn render(chart: &Chart) -> String {
         [0.0, 90.0, 99.0, 99.9, 99.99, 99.999]
             .iter()
             .map(|p| (xt(chart, *p), format!("{p}%")))
-            .filter(|(v, _)| *v >= xlo && *v <= xhi)
+            .filter(|(v, _)| *v >= x.lo && *v <= x.hi)
             .collect()
     } else {
-        labelled(ticks(xlo, xhi, 8))
+        labelled(ticks(x.lo, x.hi, 8))
     };
     for (t, label) in xticks {
         let px = x.map(t);
@@ -345,6 +371,10 @@ pub fn render(chart: &Chart) -> String {
             escape(&label)
         );
     }
+}
+
+/// The axes' labels.
+fn axis_labels(s: &mut String, chart: &Chart) {
     // Axis labels.
     let _ = write!(
         s,
@@ -368,6 +398,10 @@ pub fn render(chart: &Chart) -> String {
             escape(l)
         );
     }
+}
+
+/// The vertical and horizontal markers.
+fn markers(s: &mut String, chart: &Chart, Frame { x, y, .. }: &Frame) {
     // Markers.
     for m in &chart.vertical {
         let px = x.map(xt(chart, m.at));
@@ -395,12 +429,17 @@ pub fn render(chart: &Chart) -> String {
             escape(&m.label)
         );
     }
+}
+
+/// The bands of a stacked chart (none otherwise), under the lines: each line's area
+/// down to the one before.
+fn bands(s: &mut String, chart: &Chart, Frame { x, y, .. }: &Frame) {
     // Bands of a stacked chart, under the lines.
     if chart.stacked {
         let mut below: Vec<(f64, f64)> = Vec::new();
         for l in &chart.lines {
             let floor: Vec<(f64, f64)> = match below.len() {
-                0 => l.points.iter().map(|p| (p.0, ylo.max(0.0))).collect(),
+                0 => l.points.iter().map(|p| (p.0, y.lo.max(0.0))).collect(),
                 _ => below.clone(),
             };
             let ring: Vec<String> = (l.points.iter().chain(floor.iter().rev()))
@@ -417,6 +456,10 @@ pub fn render(chart: &Chart) -> String {
             below = l.points.clone();
         }
     }
+}
+
+/// The lines, with their dots (and their links) when they have some.
+fn series(s: &mut String, chart: &Chart, Frame { x, y, y2 }: &Frame) {
     // Lines.
     for l in &chart.lines {
         let sc = if l.axis == Axis::Right { &y2 } else { &y };
@@ -465,6 +508,10 @@ pub fn render(chart: &Chart) -> String {
             }
         }
     }
+}
+
+/// The legend, one entry per line, under the plot.
+fn legend(s: &mut String, chart: &Chart) {
     // Legend.
     let mut lx = LEFT;
     for l in &chart.lines {
@@ -491,8 +538,6 @@ pub fn render(chart: &Chart) -> String {
         );
         lx += 30.0 + 7.0 * (l.name.chars().count() as f64 + 13.0);
     }
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]

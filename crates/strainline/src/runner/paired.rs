@@ -192,32 +192,9 @@ pub fn run_paired(
         .filter(|c| c.repetition == 0)
         .map(|c| (group_name(c, suite.tests[c.test].repeat), c))
         .collect();
-    let refusal = duet_refusal(&suite, &groups);
-    let mode = match (p.mode, &refusal) {
-        (Some(Mode::Duet), Some(why)) => {
-            return Err(config(format!(
-                "{}: --mode duet: {why}; use --mode interleaved",
-                args.suite.display()
-            )))
-        }
-        (Some(m), _) => m,
-        (None, Some(why)) => {
-            writeln!(out, "interleaved pairs, not a duet: {why}")?;
-            Mode::Interleaved
-        }
-        (None, None) => Mode::Duet,
-    };
+    let mode = mode(p, duet_refusal(&suite, &groups), args, out)?;
     let store = Store::open(location).usage()?;
-    // The baseline's suite: the same, its target run from the ref's worktree.
-    let mut base_suite = suite.clone();
-    if let (Some(tree), Some(t)) = (&p.baseline_tree, base_suite.target.as_mut()) {
-        let here = std::env::current_dir()?;
-        let cwd = t
-            .cwd
-            .as_ref()
-            .map_or_else(|| here.clone(), |c| here.join(c));
-        t.cwd = Some(tree.mirror(&cwd)?);
-    }
+    let base_suite = baseline_suite(&suite, p)?;
     let (base_id, base_work) = begin(&store, location, &suite, args, Some(&p.baseline_label))?;
     if let Some(tree) = &p.baseline_tree {
         store.set_run_commit(base_id, &tree.commit, false)?;
@@ -311,6 +288,45 @@ pub fn run_paired(
         notes,
         out,
     )
+}
+
+/// The session's mode: as asked (a duet refused when the cases cannot run as one, with
+/// `refusal` saying why), else a duet where the cases can, interleaved pairs (said so)
+/// where they cannot.
+fn mode(
+    p: &Pairing,
+    refusal: Option<String>,
+    args: &Options,
+    out: &mut dyn Write,
+) -> crate::error::Result<Mode> {
+    Ok(match (p.mode, &refusal) {
+        (Some(Mode::Duet), Some(why)) => {
+            return Err(config(format!(
+                "{}: --mode duet: {why}; use --mode interleaved",
+                args.suite.display()
+            )))
+        }
+        (Some(m), _) => m,
+        (None, Some(why)) => {
+            writeln!(out, "interleaved pairs, not a duet: {why}")?;
+            Mode::Interleaved
+        }
+        (None, None) => Mode::Duet,
+    })
+}
+
+/// The baseline's suite: the same, its target run from the ref's worktree.
+fn baseline_suite(suite: &suite::Suite, p: &Pairing) -> crate::error::Result<suite::Suite> {
+    let mut base_suite = suite.clone();
+    if let (Some(tree), Some(t)) = (&p.baseline_tree, base_suite.target.as_mut()) {
+        let here = std::env::current_dir()?;
+        let cwd = t
+            .cwd
+            .as_ref()
+            .map_or_else(|| here.clone(), |c| here.join(c));
+        t.cwd = Some(tree.mirror(&cwd)?);
+    }
+    Ok(base_suite)
 }
 
 /// A paired session as it sits: what it was asked, and what it has so far.

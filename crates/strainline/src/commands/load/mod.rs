@@ -256,17 +256,7 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let feed = crate::live::feed();
     let _recording = crate::live::record::start(store_location, run_id);
     feed.case(&loaded, None);
-    let watcher = match args.pid {
-        Some(pid) if crate::os::process::exists(pid) => {
-            Some(crate::monitor::watch::Watcher::attach_target(
-                pid,
-                std::time::Duration::from_millis(500),
-                feed.clone(),
-            ))
-        }
-        Some(pid) => return Err(crate::Error::usage(format!("--pid {pid}: no such process"))),
-        None => None,
-    };
+    let watcher = watcher(args.pid, &feed)?;
     let live = crate::live::start(!args.no_progress && !args.no_tui, &command);
     let abort = Arc::new(Abort::new(feed.clone(), &gates, planned_requests(&spec)));
     let observer: crate::observe::Shared = if args.abort_on_fail {
@@ -299,30 +289,12 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         .collect();
     let aborted = abort.decided();
     let gate_failed = judged.iter().any(|g| !g.passed);
-    let code = exit::all([
-        if aborted.is_some() || gate_failed {
-            exit::FAILED
-        } else {
-            exit::PASSED
-        },
-        // A run a gate stopped early was not interrupted by the user.
-        if outcome.interrupted && aborted.is_none() {
-            exit::INTERRUPTED
-        } else {
-            exit::PASSED
-        },
-        match v.status {
-            Validity::Valid => exit::PASSED,
-            Validity::Invalid => exit::INVALID,
-            Validity::Failed => exit::FAILED,
-        },
-    ]);
-    let status = match code {
-        exit::PASSED => Status::Valid,
-        exit::INVALID => Status::Invalid,
-        exit::INTERRUPTED => Status::Interrupted,
-        _ => Status::Failed,
-    };
+    let (code, status) = ending(
+        gate_failed,
+        aborted.is_some(),
+        outcome.interrupted,
+        &v.status,
+    );
     let reasons = reasons(&summary.reasons, aborted.as_deref(), &judged, code);
     for (name, points) in outcome.per_second() {
         store.append_series(case_id, &name, &points)?;
@@ -363,6 +335,54 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     );
     super::quiet_pipe(printed)?;
     Ok(code)
+}
+
+/// The target's watcher, when `--pid` names one (refused when no such process runs).
+fn watcher(
+    pid: Option<u32>,
+    feed: &crate::observe::Shared,
+) -> crate::error::Result<Option<crate::monitor::watch::Watcher>> {
+    Ok(match pid {
+        Some(pid) if crate::os::process::exists(pid) => {
+            Some(crate::monitor::watch::Watcher::attach_target(
+                pid,
+                std::time::Duration::from_millis(500),
+                feed.clone(),
+            ))
+        }
+        Some(pid) => return Err(crate::Error::usage(format!("--pid {pid}: no such process"))),
+        None => None,
+    })
+}
+
+/// The run's exit code and stored status: failed by a gate (or a stop on one),
+/// interrupted by the user (not by a gate's stop), or as the verdict says.
+fn ending(gate_failed: bool, aborted: bool, interrupted: bool, v: &Validity) -> (i32, Status) {
+    let code = exit::all([
+        if aborted || gate_failed {
+            exit::FAILED
+        } else {
+            exit::PASSED
+        },
+        // A run a gate stopped early was not interrupted by the user.
+        if interrupted && !aborted {
+            exit::INTERRUPTED
+        } else {
+            exit::PASSED
+        },
+        match v {
+            Validity::Valid => exit::PASSED,
+            Validity::Invalid => exit::INVALID,
+            Validity::Failed => exit::FAILED,
+        },
+    ]);
+    let status = match code {
+        exit::PASSED => Status::Valid,
+        exit::INVALID => Status::Invalid,
+        exit::INTERRUPTED => Status::Interrupted,
+        _ => Status::Failed,
+    };
+    (code, status)
 }
 
 /// Why the run ended as it did, the reason its exit `code` stands for first: a stop or a

@@ -235,8 +235,6 @@ impl<'a> Client<'a> {
 
     /// The flow once through: its `once` steps, then its periodic and weighted steps
     /// until the run ends, a step stops the client, or one starts the flow again.
-    /// Long because a client's life is one sequence (once, then every/mix until the
-    /// end) whose timing state would only be scattered by splitting it.
     async fn flow(&mut self) -> Then {
         let sc = self.sc.clone();
         let once: Vec<usize> = (0..sc.steps.len())

@@ -3,18 +3,20 @@
 //! × a *client* ([`super::client`]: HTTP, WebSocket, MQTT, gRPC or a command). Each
 //! worker thread runs its own single-threaded runtime with its share of the
 //! connections and of the schedule; the calling thread aggregates their recorders once a
-//! second into the per-second series. Here: the plan, a worker's context and one
-//! exchange; the models in [`closed`], [`open`] and [`clients`] (a scenario's virtual
-//! clients and sessions); what a run produced in [`outcome`].
+//! second into the per-second series. Here: the plan, a worker's context, one exchange
+//! and the run's threads and seconds; a worker thread's life in [`worker`]; the models
+//! in [`closed`], [`open`] and [`clients`] (a scenario's virtual clients and sessions);
+//! what a run produced in [`outcome`].
 
 mod clients;
 mod closed;
 mod open;
 mod outcome;
+mod worker;
 
-use closed::closed_connection;
-use open::{open, Pool, Waiting};
+use open::{Pool, Waiting};
 pub use outcome::{AgentPart, Outcome, Second};
+use worker::{worker, Shared};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -22,13 +24,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::client::{Client, CompanionsAsk, Conn, Reply};
-use super::local::{join, single_threaded};
+use super::client::{Client, Companions, CompanionsAsk, Conn, Reply};
 use super::recorder::{counters, ErrorKind, Recorder, Tally};
 use super::replay::Requests;
 use super::request::Outgoing;
 use super::scenario::Scenario;
-use super::schedule::{Arrivals, Rate, Share};
+use super::schedule::{Arrivals, Rate};
 use crate::os::unit::Unit;
 
 /// How load is offered.
@@ -484,9 +485,8 @@ pub fn lead(plan: &Plan, at_least: Duration) -> Duration {
 }
 
 /// [`run`] with the clock starting at `start` (an agent starts when the coordinator
-/// said, in its own clock); connections are opened before. Long because it is the one
-/// place where workers start, the clock starts for all at once, and their recorders are
-/// merged each second; each phase reads the one before.
+/// said, in its own clock); connections are opened before. Workers start here, the
+/// clock starts for all at once, and their recorders are merged each second.
 pub fn run_from(
     plan: &Plan,
     start: Instant,
@@ -495,203 +495,34 @@ pub fn run_from(
     mut progress: impl FnMut(&Second, &Tally),
 ) -> Outcome {
     let slice = plan.slice;
-    // This slice's connections and scenario clients (every `of`-th, from `index`).
-    let slice_connections = move |c: usize| slice.share(c as u64) as usize;
-    let slice_clients = move |sc: &Scenario| slice.share(sc.clients);
-    let threads = match &plan.model {
-        Model::Closed { connections, .. } => plan
-            .threads
-            .clamp(1, slice_connections(*connections).max(1)),
-        Model::Open { .. } | Model::Sessions { .. } => plan.threads.max(1),
-        Model::Scenario(sc) => plan.threads.clamp(1, slice_clients(sc).max(1) as usize),
-    };
-    let per_thread =
-        move |total: usize, w: usize| total / threads + usize::from(w < total % threads);
+    let threads = threads(plan);
     let mut recs: Vec<Arc<Mutex<Recorder>>> = (0..threads)
         .map(|_| Arc::new(Mutex::new(Recorder::default())))
         .collect();
-    // Connections the protocol keeps beside the units (MQTT subscribers), on a thread
-    // of their own with a recorder of their own.
-    let companions = match plan.client.companions() {
-        0 => None,
-        n => {
-            let rec = Arc::new(Mutex::new(Recorder::default()));
-            recs.push(rec.clone());
-            plan.client.start_companions(CompanionsAsk {
-                mine: slice.indexes(n),
-                timeout: plan.timeout,
-                start,
-                rec,
-                cancel: cancel.clone(),
-            })
-        }
-    };
+    let companions = companions(plan, start, &cancel, &mut recs);
     let tickets = match (&plan.model, plan.count) {
         (Model::Closed { .. } | Model::Scenario(_), Some(n)) => {
             Some(Arc::new(AtomicI64::new(slice.share(n) as i64)))
         }
         _ => None,
     };
-    let ready = Arc::new(AtomicI64::new(0));
-    // When the last worker's units were done (µs after the start), before any hold.
-    let units_done = Arc::new(AtomicU64::new(0));
     let stolen_before = crate::host::stolen_seconds();
-    let unit = (plan.client.runs_commands()).then(|| Arc::new(Unit::new(true)));
-    let deadline = plan.duration.map(|d| start + d);
+    let shared = Shared {
+        threads,
+        cancel: cancel.clone(),
+        tickets,
+        ready: Arc::new(AtomicI64::new(0)),
+        units_done: Arc::new(AtomicU64::new(0)),
+        unit: (plan.client.runs_commands()).then(|| Arc::new(Unit::new(true))),
+        start,
+        deadline: plan.duration.map(|d| start + d),
+    };
     let handles: Vec<_> = (0..threads)
         .map(|w| {
-            let plan = plan.clone();
-            let rec = recs[w].clone();
-            let cancel = cancel.clone();
-            let tickets = tickets.clone();
-            let ready = ready.clone();
-            let units_done = units_done.clone();
-            let unit = unit.clone();
+            let (plan, shared, rec) = (plan.clone(), shared.clone(), recs[w].clone());
             std::thread::Builder::new()
                 .name(format!("load-{w}"))
-                .spawn(move || {
-                    let queued_before = queue_seconds().unwrap_or(0.0);
-                    let (rt, local) = single_threaded();
-                    // A script's call still running at the cut, or at a Ctrl-C, ends then.
-                    crate::load::script::serve(
-                        cancel.clone(),
-                        deadline.map(|d| d + END_GRACE.min(plan.timeout)),
-                    );
-                    let slots = Rc::new(RefCell::new(Vec::new()));
-                    let ctx = Rc::new(Ctx {
-                        client: plan.client.clone(),
-                        slots: slots.clone(),
-                        rec,
-                        unit,
-                        timeout: plan.timeout,
-                        cancel,
-                        start,
-                        deadline,
-                        tickets,
-                        ready,
-                        pool: RefCell::new(None),
-                    });
-                    // The thread's CPU and run-queue wait at the clock's start: what it
-                    // spent opening the closed model's connections before is not the
-                    // run's (a 5-request run read 153% busy from its 50 connections).
-                    let at_start = Rc::new(Cell::new(None));
-                    let mark = at_start.clone();
-                    local.spawn_local(async move {
-                        tokio::time::sleep_until(start.into()).await;
-                        mark.set(Some((thread_cpu_seconds(), queue_seconds())));
-                    });
-                    local.block_on(&rt, async move {
-                        let dog = tokio::task::spawn_local(watchdog(slots.clone()));
-                        let stopper = ctx.clone();
-                        let work = async move {
-                            match plan.model.clone() {
-                                Model::Scenario(sc) => {
-                                    // Client c belongs to slice c mod of, thread
-                                    // (c div of) mod threads.
-                                    let first = (slice.index + slice.of * w) as u64;
-                                    let tasks: Vec<_> = (first..sc.clients)
-                                        .step_by(slice.of * threads)
-                                        .map(|c| {
-                                            tokio::task::spawn_local(clients::scenario_client(
-                                                ctx.clone(),
-                                                sc.clone(),
-                                                c,
-                                            ))
-                                        })
-                                        .collect();
-                                    join(tasks).await;
-                                }
-                                Model::Sessions { sc, rate, arrivals } => {
-                                    // As the open model's: one global schedule, thread w
-                                    // of this slice takes its positions.
-                                    let share = Share::new(
-                                        rate,
-                                        arrivals,
-                                        slice.index + slice.of * w,
-                                        slice.of * threads,
-                                        None,
-                                        plan.duration,
-                                    );
-                                    let cap = per_thread(
-                                        slice_connections(plan.max_connections).max(threads),
-                                        w,
-                                    )
-                                    .max(1);
-                                    clients::sessions(ctx, sc, share, cap).await;
-                                }
-                                Model::Closed { connections, think } => {
-                                    let n = per_thread(slice_connections(connections), w);
-                                    let tasks: Vec<_> = (0..n)
-                                        .map(|i| {
-                                            let worker = (w * 1_000_000 + i) as u64;
-                                            tokio::task::spawn_local(closed_connection(
-                                                ctx.clone(),
-                                                think,
-                                                worker,
-                                                plan.streams,
-                                            ))
-                                        })
-                                        .collect();
-                                    join(tasks).await;
-                                }
-                                Model::Open {
-                                    rate,
-                                    arrivals,
-                                    requests,
-                                } => {
-                                    // Thread w of this slice is worker index + of·w of
-                                    // of·threads in the one global schedule.
-                                    let (worker, workers) =
-                                        (slice.index + slice.of * w, slice.of * threads);
-                                    let peak = rate.peak();
-                                    let share = Share::new(
-                                        rate,
-                                        arrivals,
-                                        worker,
-                                        workers,
-                                        plan.count,
-                                        plan.duration,
-                                    );
-                                    let cap = per_thread(
-                                        slice_connections(plan.max_connections).max(threads),
-                                        w,
-                                    )
-                                    .max(1);
-                                    let per_worker = peak / (slice.of * threads) as f64;
-                                    let streams = plan.streams;
-                                    open(ctx, share, cap, streams, per_worker, requests).await;
-                                }
-                            }
-                        };
-                        tokio::select! {
-                            _ = work => {}
-                            _ = hard_stop(stopper.clone()) => {
-                                // Cut: what is still unanswered is counted, not waited for.
-                                stopper.cut();
-                            }
-                        }
-                        let done = start.elapsed().as_micros() as u64;
-                        units_done.fetch_max(done, Ordering::Relaxed);
-                        // Clients connected to stay (MQTT `conn` mode) are held to the
-                        // end of the run's duration, however soon they were all made.
-                        if let (true, Some(end)) =
-                            (stopper.client.unit_connects(), stopper.deadline)
-                        {
-                            tokio::select! {
-                                _ = sleep_or_stop(&stopper, end) => {}
-                                _ = hard_stop(stopper.clone()) => {}
-                            }
-                        }
-                        stopper.client.release().await;
-                        dog.abort();
-                    });
-                    let (cpu_before, queue_before) = at_start.get().unwrap_or((0.0, None));
-                    let queue_before = queue_before.unwrap_or(queued_before);
-                    (
-                        thread_cpu_seconds() - cpu_before,
-                        queue_seconds().map(|q| q - queue_before),
-                    )
-                })
+                .spawn(move || worker(plan, shared, rec, w))
                 .expect("a worker thread")
         })
         .collect();
@@ -699,34 +530,19 @@ pub fn run_from(
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
     // The machine's idle CPU from the clock's start (not over the connections' warm-up).
     let idle_before = (Instant::now(), crate::host::idle_seconds());
-    let connections_ready = ready.load(Ordering::Relaxed) as usize;
-    let mut seconds = Vec::new();
-    let mut next = start + Duration::from_secs(1);
-    let mut total = Tally::default();
-    let mut snapshot = |seconds: &mut Vec<Second>, t: f64| -> Tally {
-        let mut iv = Tally::default();
-        for r in &recs {
-            let fresh = Tally::default();
-            let part = r.lock().unwrap().take_interval(fresh);
-            iv.merge(&part);
-        }
-        total.merge(&iv);
-        seconds.push(Second::of(t, &iv));
-        iv
+    let connections_ready = shared.ready.load(Ordering::Relaxed) as usize;
+    let mut seconds = Seconds {
+        recs: &recs,
+        seconds: Vec::new(),
+        total: Tally::default(),
     };
-    loop {
-        let all_done = handles.iter().all(|h| h.is_finished());
-        if all_done {
-            break;
-        }
+    let mut next = start + Duration::from_secs(1);
+    while !handles.iter().all(|h| h.is_finished()) {
         if stop() {
             cancel.store(true, Ordering::Relaxed);
         }
         if Instant::now() >= next {
-            let iv = snapshot(&mut seconds, (next - start).as_secs_f64());
-            if let Some(s) = seconds.last() {
-                progress(s, &iv);
-            }
+            seconds.close((next - start).as_secs_f64(), &mut progress);
             next += Duration::from_secs(1);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -741,51 +557,31 @@ pub fn run_from(
     // The run's length is the publishers': the subscribers' drain is not in it, nor
     // the hold of clients connected to stay (their rate is the one they came at).
     let elapsed = match plan.client.unit_connects() {
-        true => units_done.load(Ordering::Relaxed) as f64 / 1e6,
+        true => shared.units_done.load(Ordering::Relaxed) as f64 / 1e6,
         false => start.elapsed().as_secs_f64(),
     };
     if let Some(c) = companions {
-        // The deliveries still on their way are waited for (at most the timeout), and
-        // a Ctrl-C meanwhile cancels the drain.
-        c.units_done.store(true, Ordering::Relaxed);
-        while !c.thread.is_finished() {
-            if stop() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = c.thread.join();
+        drain(c, &cancel, stop);
     }
     // Whatever the command units left running (a `setsid` child) ends with the run.
-    drop(unit);
-    let last = snapshot(&mut seconds, elapsed);
+    drop(shared);
+    let last = seconds.snapshot(elapsed);
     if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
-        seconds.pop();
-    } else if let Some(s) = seconds.last() {
+        seconds.seconds.pop();
+    } else if let Some(s) = seconds.seconds.last() {
         // The last, partial second ([`Second::partial`]): the exported live figures
         // end with the run's totals.
         progress(s, &last);
     }
-    let mut steps: Vec<Tally> = Vec::new();
-    let mut custom = Vec::new();
-    for r in &recs {
-        let r = r.lock().unwrap();
-        if steps.len() < r.steps.len() {
-            steps.resize_with(r.steps.len(), Tally::default);
-        }
-        for (i, t) in r.steps.iter().enumerate() {
-            steps[i].merge(t);
-        }
-        crate::load::custom::merge_all(&mut custom, &r.custom);
-    }
-    let scheduled = scheduled(plan);
+    let Seconds { seconds, total, .. } = seconds;
+    let (steps, custom) = per_step(&recs);
     Outcome {
         total,
         steps,
         custom,
         seconds,
         elapsed,
-        scheduled,
+        scheduled: scheduled(plan),
         thread_cpu,
         thread_queue,
         connections_asked: match &plan.model {
@@ -801,4 +597,106 @@ pub fn run_from(
         idle_seconds: idle_cores * elapsed,
         agents: Vec::new(),
     }
+}
+
+/// Starts the connections the protocol keeps beside the units (MQTT subscribers), on
+/// a thread of their own with a recorder of their own (added to `recs`).
+fn companions(
+    plan: &Plan,
+    start: Instant,
+    cancel: &Arc<AtomicBool>,
+    recs: &mut Vec<Arc<Mutex<Recorder>>>,
+) -> Option<Companions> {
+    match plan.client.companions() {
+        0 => None,
+        n => {
+            let rec = Arc::new(Mutex::new(Recorder::default()));
+            recs.push(rec.clone());
+            plan.client.start_companions(CompanionsAsk {
+                mine: plan.slice.indexes(n),
+                timeout: plan.timeout,
+                start,
+                rec,
+                cancel: cancel.clone(),
+            })
+        }
+    }
+}
+
+/// The worker threads of a plan: as asked, at least one, and no more than its slice's
+/// connections (closed model) or clients (scenario).
+fn threads(plan: &Plan) -> usize {
+    let slice = plan.slice;
+    match &plan.model {
+        Model::Closed { connections, .. } => plan
+            .threads
+            .clamp(1, (slice.share(*connections as u64) as usize).max(1)),
+        Model::Open { .. } | Model::Sessions { .. } => plan.threads.max(1),
+        Model::Scenario(sc) => plan
+            .threads
+            .clamp(1, slice.share(sc.clients).max(1) as usize),
+    }
+}
+
+/// The per-second series, from the workers' recorders, and the run's total so far.
+struct Seconds<'a> {
+    recs: &'a [Arc<Mutex<Recorder>>],
+    seconds: Vec<Second>,
+    total: Tally,
+}
+
+impl Seconds<'_> {
+    /// Closes the second ending `t` seconds after the start: every recorder's interval
+    /// taken and merged, added to the total and to the series; returns the interval.
+    fn snapshot(&mut self, t: f64) -> Tally {
+        let mut iv = Tally::default();
+        for r in self.recs {
+            let fresh = Tally::default();
+            let part = r.lock().unwrap().take_interval(fresh);
+            iv.merge(&part);
+        }
+        self.total.merge(&iv);
+        self.seconds.push(Second::of(t, &iv));
+        iv
+    }
+
+    /// Closes the second ending `t` seconds after the start and tells `progress`.
+    fn close(&mut self, t: f64, progress: &mut impl FnMut(&Second, &Tally)) {
+        let iv = self.snapshot(t);
+        if let Some(s) = self.seconds.last() {
+            progress(s, &iv);
+        }
+    }
+}
+
+/// Waits for the companions to end once the units are done: the deliveries still on
+/// their way are waited for (at most the timeout), and a Ctrl-C meanwhile cancels the
+/// drain.
+fn drain(c: Companions, cancel: &AtomicBool, stop: &dyn Fn() -> bool) {
+    c.units_done.store(true, Ordering::Relaxed);
+    while !c.thread.is_finished() {
+        if stop() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.thread.join();
+}
+
+/// The whole run's figures per scenario step and per custom metric, every recorder's
+/// merged.
+fn per_step(recs: &[Arc<Mutex<Recorder>>]) -> (Vec<Tally>, Vec<crate::load::custom::Custom>) {
+    let mut steps: Vec<Tally> = Vec::new();
+    let mut custom = Vec::new();
+    for r in recs {
+        let r = r.lock().unwrap();
+        if steps.len() < r.steps.len() {
+            steps.resize_with(r.steps.len(), Tally::default);
+        }
+        for (i, t) in r.steps.iter().enumerate() {
+            steps[i].merge(t);
+        }
+        crate::load::custom::merge_all(&mut custom, &r.custom);
+    }
+    (steps, custom)
 }

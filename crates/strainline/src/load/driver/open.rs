@@ -316,9 +316,7 @@ async fn open_loop(ctx: Rc<Ctx>, pool: Rc<Pool>, warm: bool) {
 /// a response it had not read yet, the pool grew to its cap and stayed there, costing
 /// the generator more per request until the run degraded itself. Once a second,
 /// connections that stayed idle all that second (the lowest idle count seen, less one)
-/// are closed, down to the initial size. Long because it is the open model's one
-/// dispatch loop: the schedule, the pool's growth and shrinking and the cut at the end
-/// read and change the same waiting queue.
+/// are closed, down to the initial size.
 pub(super) async fn open(
     ctx: Rc<Ctx>,
     mut share: Share,
@@ -337,9 +335,13 @@ pub(super) async fn open(
         .collect();
     pool.tasks.set(initial);
     let timer = super::super::timer::PreciseTimer::new().ok();
-    let mut seq = 0u64;
-    let mut next = share.next();
-    let mut lags = Vec::new();
+    let mut due = Due {
+        next: share.next(),
+        share,
+        seq: 0,
+        by_position,
+        lags: Vec::new(),
+    };
     let mut low_idle = usize::MAX;
     let mut shrink_at = ctx.start + Duration::from_secs(1);
     // This thread's busy share over the last window: a generator at its own limit does
@@ -348,7 +350,7 @@ pub(super) async fn open(
     let mut saturated = false;
     let mut grown_at = ctx.start;
     let mut woke = ctx.start;
-    while let Some(t) = next {
+    while let Some(t) = due.next {
         // One wake-up per TICK at most: above 10,000 sends a second per worker, sends
         // due within the same tick go out together (their lateness, < TICK, is counted
         // in the schedule lag and in the corrected latency).
@@ -363,39 +365,8 @@ pub(super) async fn open(
         }
         // Every send due by now goes in one batch.
         let now = Instant::now();
-        let mut batch = 0usize;
         let first_lag = now.saturating_duration_since(at);
-        while let Some(t) = next {
-            let at = ctx.start + Duration::from_secs_f64(t);
-            if at > now {
-                break;
-            }
-            lags.push(now.saturating_duration_since(at));
-            // A replayed or drawn request is the one at this position of the schedule.
-            let id = if by_position { share.position() } else { seq };
-            let request = share.take_request().and_then(|(m, p)| {
-                pool.requests
-                    .as_ref()
-                    .and_then(|r| r.streamed(&m, &p))
-                    .map(Box::new)
-            });
-            pool.queue.borrow_mut().push_back(Waiting {
-                at,
-                id,
-                queued: now,
-                request,
-            });
-            pool.notify.notify_last();
-            seq += 1;
-            batch += 1;
-            next = share.next();
-        }
-        {
-            let mut rec = ctx.rec.lock().unwrap();
-            for lag in lags.drain(..) {
-                rec.lag(lag);
-            }
-        }
+        let batch = due.queue(&ctx, &pool, now);
         // More sends than idle connections: the connections' turn first (those whose
         // responses arrived take sends), then what still waits is counted.
         if pool.queue.borrow().len() > pool.idle.get() {
@@ -425,47 +396,13 @@ pub(super) async fn open(
             && now >= grown_at + GROW_AFTER
         {
             grown_at = now;
-            if pool.floor.get() == 0.0 {
-                // No floor yet: the pool keeps its starting size, and says nothing of
-                // the target.
-            } else if !pool.target_has_headroom() {
-                ctx.rec.lock().unwrap().held(short.min(batch) as u64);
-            } else {
-                pool.close.set(0);
-                let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
-                let grow = short
-                    .min(room)
-                    .min(pool.cap.saturating_sub(pool.tasks.get()));
-                for _ in 0..grow {
-                    pool.tasks.set(pool.tasks.get() + 1);
-                    pool.opening.set(pool.opening.get() + 1);
-                    handles.push(tokio::task::spawn_local(open_loop(
-                        ctx.clone(),
-                        pool.clone(),
-                        false,
-                    )));
-                }
-                if pool.tasks.get() >= pool.cap {
-                    let mut rec = ctx.rec.lock().unwrap();
-                    for _ in 0..short.min(batch) {
-                        rec.cap_hit();
-                    }
-                }
-            }
+            grow(&ctx, &pool, &mut handles, short, batch);
         }
         if first_lag <= ON_TIME {
             low_idle = low_idle.min(pool.idle.get());
         }
         if now >= shrink_at {
-            let excess = low_idle
-                .saturating_sub(1)
-                .min(pool.tasks.get().saturating_sub(initial));
-            if excess > 0 {
-                pool.close.set(pool.close.get() + excess);
-                for _ in 0..excess {
-                    pool.notify.notify_one();
-                }
-            }
+            shrink(&pool, low_idle, initial);
             low_idle = usize::MAX;
             shrink_at = now + Duration::from_secs(1);
         }
@@ -475,6 +412,113 @@ pub(super) async fn open(
     handles.retain(|h| !h.is_finished());
     for h in handles {
         let _ = h.await;
+    }
+}
+
+/// The open model's schedule on one worker: the next send's time (seconds from the
+/// start), and what each send is.
+struct Due {
+    share: Share,
+    next: Option<f64>,
+    /// Sends so far: a send's number when requests are not drawn by position.
+    seq: u64,
+    by_position: bool,
+    /// The batch's schedule lags, kept to record them under one lock.
+    lags: Vec<Duration>,
+}
+
+impl Due {
+    /// Queues every send due by `now` into the pool, its lag recorded; returns how many.
+    fn queue(&mut self, ctx: &Ctx, pool: &Pool, now: Instant) -> usize {
+        let mut batch = 0usize;
+        while let Some(t) = self.next {
+            let at = ctx.start + Duration::from_secs_f64(t);
+            if at > now {
+                break;
+            }
+            self.lags.push(now.saturating_duration_since(at));
+            // A replayed or drawn request is the one at this position of the schedule.
+            let id = if self.by_position {
+                self.share.position()
+            } else {
+                self.seq
+            };
+            let request = self.share.take_request().and_then(|(m, p)| {
+                pool.requests
+                    .as_ref()
+                    .and_then(|r| r.streamed(&m, &p))
+                    .map(Box::new)
+            });
+            pool.queue.borrow_mut().push_back(Waiting {
+                at,
+                id,
+                queued: now,
+                request,
+            });
+            pool.notify.notify_last();
+            self.seq += 1;
+            batch += 1;
+            self.next = self.share.next();
+        }
+        let mut rec = ctx.rec.lock().unwrap();
+        for lag in self.lags.drain(..) {
+            rec.lag(lag);
+        }
+        batch
+    }
+}
+
+/// The pool grows for `short` sends still waiting, of a `batch` just queued: by at
+/// most [`OPEN_AT_ONCE`] connections opening and up to its cap, while the target has
+/// headroom; a target without is counted as holding the sends back, and a pool at its
+/// cap as the cap hit.
+fn grow(
+    ctx: &Rc<Ctx>,
+    pool: &Rc<Pool>,
+    handles: &mut Vec<tokio::task::JoinHandle<()>>,
+    short: usize,
+    batch: usize,
+) {
+    if pool.floor.get() == 0.0 {
+        // No floor yet: the pool keeps its starting size, and says nothing of the
+        // target.
+    } else if !pool.target_has_headroom() {
+        ctx.rec.lock().unwrap().held(short.min(batch) as u64);
+    } else {
+        pool.close.set(0);
+        let room = OPEN_AT_ONCE.saturating_sub(pool.opening.get());
+        let grow = short
+            .min(room)
+            .min(pool.cap.saturating_sub(pool.tasks.get()));
+        for _ in 0..grow {
+            pool.tasks.set(pool.tasks.get() + 1);
+            pool.opening.set(pool.opening.get() + 1);
+            handles.push(tokio::task::spawn_local(open_loop(
+                ctx.clone(),
+                pool.clone(),
+                false,
+            )));
+        }
+        if pool.tasks.get() >= pool.cap {
+            let mut rec = ctx.rec.lock().unwrap();
+            for _ in 0..short.min(batch) {
+                rec.cap_hit();
+            }
+        }
+    }
+}
+
+/// Asks the connections that stayed idle all the last second (`low_idle`, the lowest
+/// idle count seen, less one) to close, down to the `initial` size.
+fn shrink(pool: &Pool, low_idle: usize, initial: usize) {
+    let excess = low_idle
+        .saturating_sub(1)
+        .min(pool.tasks.get().saturating_sub(initial));
+    if excess > 0 {
+        pool.close.set(pool.close.get() + excess);
+        for _ in 0..excess {
+            pool.notify.notify_one();
+        }
     }
 }
 

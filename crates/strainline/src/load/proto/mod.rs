@@ -104,8 +104,6 @@ pub trait Protocol: Sync {
     /// The method of a workload's unit when none is given (a suite's `method`), with a
     /// body or without: HTTP's POST with one; GET elsewhere (a WebSocket's opening
     /// request; MQTT's and Redis's units have none).
-    // Asked by a suite (kinds/load.rs, suite/parse/kinds/workload.rs) in a parallel
-    // branch: the allow goes when it is merged.
     fn default_method(&self, _has_body: bool) -> &'static str {
         "GET"
     }
@@ -241,8 +239,6 @@ pub fn by_url(url: &str) -> Option<&'static dyn Protocol> {
 /// The method of a workload at `url` when it names none, with a body or without: its
 /// protocol's ([`Protocol::default_method`]: HTTP's POST with a body, else GET); GET for
 /// a URL of no protocol of the registry; a command workload (`None`) as HTTP's.
-// Asked by a suite (suite/parse/kinds/workload.rs, kinds/load.rs) in a parallel branch:
-// the allow goes when it is merged.
 pub fn default_method(url: Option<&str>, has_body: bool) -> &'static str {
     match url {
         None => http::Http.default_method(has_body),

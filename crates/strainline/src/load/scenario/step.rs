@@ -30,9 +30,8 @@ pub(super) struct Whole<'a> {
     pub(super) reads_replies: bool,
 }
 
-/// One `[[step]]`, checked: `i` its position.
-/// Long because each key of a step is checked here in file order, each with its own
-/// error at its position.
+/// One `[[step]]`, checked: `i` its position. Each key is checked in file order, each
+/// with its own error at its position.
 pub(super) fn step(
     i: usize,
     spanned: &Spanned<RawStep>,
@@ -43,7 +42,6 @@ pub(super) fn step(
 ) -> crate::error::Result<Step> {
     let Whole {
         drawn,
-        sessions,
         once_anywhere,
         vars,
         ..
@@ -51,77 +49,16 @@ pub(super) fn step(
     let (st, here) = (spanned.get_ref(), spanned.span().start);
     let name = st.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
     let (pos, observed) = paths(st, &name, here, at)?;
-    let when = if sessions {
-        if let Some(key) = [
-            (&st.every.as_ref().map(|e| e.span().start), "every"),
-            (&st.weight.as_ref().map(|w| w.span().start), "weight"),
-        ]
-        .into_iter()
-        .find_map(|(p, k)| p.map(|p| (p, k)))
-        {
-            return Err(at(
-                key.0,
-                format!("step '{name}': {}: with [sessions] each session runs every step once, in file order; every and weight are for clients", key.1),
-            ));
-        }
-        When::Once
-    } else {
-        when(st, &name, pos, drawn, duration, at)?
-    };
-    if drawn && !matches!(when, When::Weight(_)) {
-        return Err(at(
-            pos,
-            format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
-        ));
-    }
+    let when = step_when(st, &name, pos, whole, duration, at)?;
     if let (true, Some(t)) = (drawn, &st.think) {
         return Err(at(
             t.span().start,
             "think: with [arrivals] requests come at the arrival times; there is no client to pause".into(),
         ));
     }
-    let method = match &st.method {
-        Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
-            at(
-                m.span().start,
-                format!("method: '{}' is not an HTTP method", m.get_ref()),
-            )
-        })?,
-        None if st.body.is_some() || st.form.is_some() || st.json.is_some() => Method::POST,
-        None => Method::GET,
-    };
-    if let (true, Some((_, e))) = (drawn, st.extract.iter().next()) {
-        return Err(at(
-            e.span().start,
-            format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
-        ));
-    }
+    let method = method(st, at)?;
     if drawn {
-        // Sent by the schedule alone: no client judges the reply nor reacts to it.
-        let judged = [
-            (
-                st.check.values().next().map(|c| c.span().start),
-                "check",
-                "a check's failure",
-            ),
-            (
-                st.on_failure.as_ref().map(|o| o.span().start),
-                "on_failure",
-                "a failure",
-            ),
-        ];
-        if let Some((p, key, what)) = judged.into_iter().find_map(|(p, k, w)| Some((p?, k, w))) {
-            return Err(at(
-                p,
-                format!("step '{name}': {key}: with [arrivals] each request is on its own and no client is there to act on {what}; checks and recovery need clients = N or [sessions]"),
-            ));
-        }
-    }
-    if let (true, Some(v)) = (drawn, st.set.values().next()) {
-        return Err(at(
-            v.span().start,
-            format!("step '{name}': set: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used"),
-        ));
+        unjudged(st, &name, at)?;
     }
     let set = set_order(st, &name, vars, template, at)?;
     let extract = extracts(st, vars, at)?;
@@ -134,42 +71,8 @@ pub(super) fn step(
         ));
     }
     let follow = st.follow.unwrap_or(false);
-    let keep = extract
-        .iter()
-        .map(|e| {
-            if e.source.needs_body() {
-                Keep::All
-            } else {
-                Keep::Head
-            }
-        })
-        .chain(checks.iter().map(|c| {
-            if c.needs_body() {
-                Keep::All
-            } else {
-                Keep::Head
-            }
-        }))
-        .chain(follow.then_some(Keep::Head))
-        .chain(whole.reads_replies.then_some(Keep::All))
-        .max()
-        .unwrap_or(Keep::Nothing);
-    let mut headers = Vec::new();
-    for (k, v) in &st.headers {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
-            at(
-                v.span().start,
-                format!("headers: '{k}' is not a header name"),
-            )
-        })?;
-        if crate::load::request::frames_body(&name) {
-            return Err(at(
-                v.span().start,
-                format!("headers: '{k}': strainline frames the body itself (Content-Length from the body's length); remove it"),
-            ));
-        }
-        headers.push((name, template(v)?));
-    }
+    let keep = keep(&extract, &checks, follow, whole.reads_replies);
+    let mut headers = headers(st, template, at)?;
     let (body, content_type) = body(st, &name, template, at)?;
     let built = content_type.map(|_| if st.form.is_some() { "form" } else { "json" });
     if let Some(ct) = content_type {
@@ -212,6 +115,142 @@ pub(super) fn step(
         group: None,
         tags: Vec::new(),
     })
+}
+
+/// When a step runs: once, in order, with `[sessions]` (which refuse every and
+/// weight); by its weight with `[arrivals]` (which refuse once and every); else as its
+/// keys say. `pos` is the step's request's position.
+fn step_when(
+    st: &RawStep,
+    name: &str,
+    pos: usize,
+    whole: &Whole,
+    duration: &dyn Fn(&Spanned<String>, &str) -> crate::error::Result<Duration>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<When> {
+    let when = if whole.sessions {
+        if let Some(key) = [
+            (&st.every.as_ref().map(|e| e.span().start), "every"),
+            (&st.weight.as_ref().map(|w| w.span().start), "weight"),
+        ]
+        .into_iter()
+        .find_map(|(p, k)| p.map(|p| (p, k)))
+        {
+            return Err(at(
+                key.0,
+                format!("step '{name}': {}: with [sessions] each session runs every step once, in file order; every and weight are for clients", key.1),
+            ));
+        }
+        When::Once
+    } else {
+        when(st, name, pos, whole.drawn, duration, at)?
+    };
+    if whole.drawn && !matches!(when, When::Weight(_)) {
+        return Err(at(
+            pos,
+            format!("step '{name}': with [arrivals] every step is drawn by its weight; once and every are for clients"),
+        ));
+    }
+    Ok(when)
+}
+
+/// A step's HTTP method: as given, else POST with a body and GET without.
+fn method(
+    st: &RawStep,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Method> {
+    Ok(match &st.method {
+        Some(m) => Method::from_bytes(m.get_ref().to_uppercase().as_bytes()).map_err(|_| {
+            at(
+                m.span().start,
+                format!("method: '{}' is not an HTTP method", m.get_ref()),
+            )
+        })?,
+        None if st.body.is_some() || st.form.is_some() || st.json.is_some() => Method::POST,
+        None => Method::GET,
+    })
+}
+
+/// A step drawn at `[arrivals]` times is sent by the schedule alone: no client judges
+/// its reply, reacts to it or holds its values, so extract, check, on_failure and set
+/// are refused (in that order).
+fn unjudged(
+    st: &RawStep,
+    name: &str,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<()> {
+    if let Some((_, e)) = st.extract.iter().next() {
+        return Err(at(
+            e.span().start,
+            format!("step '{name}': extract: with [arrivals] each request is on its own; a flow that carries values needs clients = N"),
+        ));
+    }
+    let judged = [
+        (
+            st.check.values().next().map(|c| c.span().start),
+            "check",
+            "a check's failure",
+        ),
+        (
+            st.on_failure.as_ref().map(|o| o.span().start),
+            "on_failure",
+            "a failure",
+        ),
+    ];
+    if let Some((p, key, what)) = judged.into_iter().find_map(|(p, k, w)| Some((p?, k, w))) {
+        return Err(at(
+            p,
+            format!("step '{name}': {key}: with [arrivals] each request is on its own and no client is there to act on {what}; checks and recovery need clients = N or [sessions]"),
+        ));
+    }
+    if let Some(v) = st.set.values().next() {
+        return Err(at(
+            v.span().start,
+            format!("step '{name}': set: with [arrivals] each request is on its own, without a flow to hold variables; write the placeholder itself where it is used"),
+        ));
+    }
+    Ok(())
+}
+
+/// What of a reply a step keeps: all of it for an extraction or a check that reads
+/// the body, or a script that reads every reply; its head for the others and to
+/// follow a redirect; else nothing.
+fn keep(extract: &[Extract], checks: &[Check], follow: bool, reads_replies: bool) -> Keep {
+    let by = |needs_body: bool| if needs_body { Keep::All } else { Keep::Head };
+    extract
+        .iter()
+        .map(|e| by(e.source.needs_body()))
+        .chain(checks.iter().map(|c| by(c.needs_body())))
+        .chain(follow.then_some(Keep::Head))
+        .chain(reads_replies.then_some(Keep::All))
+        .max()
+        .unwrap_or(Keep::Nothing)
+}
+
+/// A step's header fields, checked: names that are header names, none that frames
+/// the body (strainline does).
+fn headers(
+    st: &RawStep,
+    template: &dyn Fn(&Spanned<String>) -> crate::error::Result<Text>,
+    at: &dyn Fn(usize, String) -> crate::Error,
+) -> crate::error::Result<Vec<(HeaderName, Text)>> {
+    let mut headers = Vec::new();
+    for (k, v) in &st.headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            at(
+                v.span().start,
+                format!("headers: '{k}' is not a header name"),
+            )
+        })?;
+        if crate::load::request::frames_body(&name) {
+            return Err(at(
+                v.span().start,
+                format!("headers: '{k}': strainline frames the body itself (Content-Length from the body's length); remove it"),
+            ));
+        }
+        headers.push((name, template(v)?));
+    }
+    Ok(headers)
 }
 
 /// The steps' `loop`s, checked and resolved once every step is known: `from` names

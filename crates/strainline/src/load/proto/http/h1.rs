@@ -119,8 +119,6 @@ impl H1 {
     /// meeting a delayed ACK). `head_request` says the response has no body. `keep`,
     /// when a scenario step extracts or checks, gets the response's header fields and
     /// the first [`crate::load::flow::MAX_KEPT`] bytes of its body.
-    /// Long because a response is one sequence (head, interim responses, the body by
-    /// its length, its chunks or the close) whose states share the buffer.
     pub async fn exchange(
         &mut self,
         request: &[u8],
