@@ -533,7 +533,7 @@ pub const METRICS: &[Def] = &[
         Unit::Ratio,
         Lower,
         &[SPIKE],
-        "the replies that failed from the spike's start until the recovery (or the end), of those made",
+        "the requests that failed from the spike's start until the recovery (or the end), of those that ended (replies and failures to connect or hear)",
     ),
     def(
         "before_p99",

@@ -195,11 +195,15 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
     while let Some(r) = tasks.join_next().await {
         match r.usage()? {
             (i, Ok(ls)) => found[i] = ls,
-            (_, Err(e)) => errors.push(e),
+            (i, Err(e)) => errors.push((i, e)),
         }
     }
     if !errors.is_empty() {
-        // Every agent's words, one a line; the first's category and cause.
+        // Every agent's words, one a line, in the order they were given; the first
+        // address's category and cause (not whichever failed first: the exit code is
+        // the same every time).
+        errors.sort_by_key(|(i, _)| *i);
+        let mut errors: Vec<crate::Error> = errors.into_iter().map(|(_, e)| e).collect();
         let all: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         let first = errors.swap_remove(0);
         return Err(first.reword(|_| all.join("\n")));

@@ -170,12 +170,11 @@ pub fn run(store_location: &Location, args: MonitorArgs) -> crate::error::Result
         overhead_cpu_seconds: overhead,
         leftover_processes_stopped: leftovers,
     };
-    flusher.flush()?;
     conclude(
         &store,
         (run_id, case_id),
         &args,
-        sampler,
+        (sampler, &mut || flusher.flush()),
         seen,
         ending,
         &host,
@@ -372,7 +371,7 @@ fn conclude(
     store: &Store,
     (run_id, case_id): (i64, i64),
     args: &MonitorArgs,
-    sampler: Sampler,
+    (sampler, flush): (Sampler, &mut dyn FnMut() -> crate::error::Result<()>),
     seen: Seen,
     ending: impl FnOnce(ExitInfo, &Status) -> Ending,
     host: &Host,
@@ -386,8 +385,10 @@ fn conclude(
     } else {
         Status::Completed
     };
+    // The run's figures end where sampling did, before the last samples are written.
     let mut summary = sampler.finish(ending(exit_info.clone(), &status));
     summary.threads = Some(seen.states.tally.since(&Default::default()).top(8));
+    flush()?;
     store.finish_case(
         case_id,
         status.clone(),

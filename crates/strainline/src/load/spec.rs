@@ -542,10 +542,10 @@ fn scenario_model(
     threads: &mut usize,
     natural: &mut Duration,
 ) -> Result<(Model, String, StepsOf, u64), crate::Error> {
-    let mut sc = scenario::load_seeded(path, run_seed).map_err(bad)?;
+    let mut sc = scenario::load_seeded(path, run_seed)?;
     let used = sc.seed;
     for (name, value) in vars {
-        sc.set_default(name, value).map_err(bad)?;
+        sc.set_default(name, value)?;
     }
     if client.body_is_words() {
         if let Some((step, built)) = sc.built_body() {
@@ -748,7 +748,7 @@ fn replay_model(
         BodySpec::Random { len, seed } => Bytes::from(crate::rng::text(*len, *seed)),
     };
     let headers = super::request::headers(headers)?;
-    let requests = super::replay::Requests::replayed(log, &headers, body).map_err(bad)?;
+    let requests = super::replay::Requests::replayed(log, &headers, body)?;
     let (count, last, arrivals) = match &log.stream {
         Some(st) => (st.count, st.last, Arrivals::Streamed(st.clone())),
         None => (

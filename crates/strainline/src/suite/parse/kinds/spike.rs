@@ -110,7 +110,9 @@ pub struct Spike {
     pub during: Duration,
     /// The base rate after the spike: the longest a recovery may take.
     pub after: Duration,
-    /// A second's p99 is back when it is at most `1 + band` times the before-spike p99.
+    /// A second's p99 is back when it is at most the largest of `1 + band` times the
+    /// before-spike p99, that p99 + 1 ms and the before-spike seconds' worst
+    /// (`kinds/spike.rs`).
     pub band: f64,
 }
 
