@@ -162,6 +162,18 @@ fn literals_of(line: &str) -> Vec<String> {
     out
 }
 
+/// Whether a line's code names `path` (`http::`, `Kind::Bench`) whole: not the end of
+/// a longer name (`xhttp::`) nor, when it ends in a name, the start of one
+/// (`Kind::BenchMark`).
+fn names(code: &str, path: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(path).any(|(i, _)| {
+        let longer_before = code[..i].ends_with(ident);
+        let longer_after = path.ends_with(ident) && code[i + path.len()..].starts_with(ident);
+        !longer_before && !longer_after
+    })
+}
+
 /// The lines of a source text outside its `#[cfg(test)]` items (a test module, a test
 /// helper): (line number, text).
 fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
@@ -460,14 +472,9 @@ mod tests {
         for (rel, text) in &driver {
             for (n, l) in text.lines().enumerate() {
                 let code = code_of(l);
-                for p in protocols {
-                    let at = code.match_indices(&format!("{p}::")).any(|(i, _)| {
-                        // `super::http::`, `http::`, not `crate::os::http_x::` or `xhttp::`.
-                        !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-                    });
-                    if at {
-                        wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
-                    }
+                // `super::http::`, `http::`, not `crate::os::http_x::` or `xhttp::`.
+                if protocols.iter().any(|p| names(&code, &format!("{p}::"))) {
+                    wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
                 }
             }
         }
@@ -554,21 +561,11 @@ mod tests {
                 .iter()
                 .filter(|(r, _)| !own.contains(r) && r != "layering.rs")
             {
-                let code = text
-                    .split("\n#[cfg(test)]\nmod tests")
-                    .next()
-                    .unwrap_or(text);
-                for (n, l) in code.lines().enumerate() {
-                    let line = code_of(l);
-                    let names = ["Kind::", "Spec::", "LoadTest::", "ProcessTest::"]
-                        .iter()
-                        .filter_map(|p| line.find(&format!("{p}{variant}")).map(|i| (p, i)))
-                        .any(|(p, i)| {
-                            let after = line[i + p.len() + variant.len()..].chars().next();
-                            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        });
-                    if names {
-                        wrong.push(format!("{rel}:{}: {}", n + 1, l.trim()));
+                for (n, l) in non_test_lines(text) {
+                    let code = code_of(l);
+                    let paths = ["Kind::", "Spec::", "LoadTest::", "ProcessTest::"];
+                    if paths.iter().any(|p| names(&code, &format!("{p}{variant}"))) {
+                        wrong.push(format!("{rel}:{n}: {}", l.trim()));
                     }
                 }
             }
@@ -578,6 +575,15 @@ mod tests {
             "a file beside a kind's four names it (make it a trait of its row in kind.rs):\n{}",
             wrong.join("\n")
         );
+    }
+
+    #[test]
+    fn a_path_is_named_whole() {
+        assert!(names("use super::http::Http;", "http::"));
+        assert!(!names("use crate::xhttp::X;", "http::"));
+        assert!(names("Kind::Bench => 1", "Kind::Bench"));
+        assert!(!names("Kind::BenchMark", "Kind::Bench"));
+        assert!(!names("MyKind::Bench", "Kind::Bench"));
     }
 
     #[test]

@@ -253,7 +253,10 @@ fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
         Some(secs) => {
             r.metrics.push(Metric::of("recovery_time", secs));
             r.table.push(Line::Said {
-                words: format!("recovered {secs:.0}s after the spike's end: {band}"),
+                // Judged by whole seconds: it is known to the second, no finer.
+                words: format!(
+                    "recovered {secs:.0}s after the spike's end (to the second): {band}"
+                ),
             });
         }
         None => {

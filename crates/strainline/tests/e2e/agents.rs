@@ -621,16 +621,6 @@ fn remote_soak(leak: u32) -> (Output, Vec<serde_json::Value>, Scratch) {
     (out, cases, s)
 }
 
-fn metric_of(case: &serde_json::Value, name: &str) -> f64 {
-    case["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .and_then(|m| m["value"].as_f64())
-        .unwrap_or_else(|| panic!("no {name} in {case}"))
-}
-
 #[test]
 fn a_target_on_another_host_is_watched_by_its_agent_and_its_leak_measured() {
     let _l = measuring();

@@ -442,6 +442,20 @@ pub fn named(list: &serde_json::Value, key: &str, name: &str) -> serde_json::Val
 }
 
 /// The cases of the newest run in the scratch store.
+/// A metric a case stored (a case of `strainline show --json`), if it did.
+pub fn stored_metric(case: &serde_json::Value, name: &str) -> Option<f64> {
+    case["metrics"]
+        .as_array()?
+        .iter()
+        .find(|m| m["name"] == name)?["value"]
+        .as_f64()
+}
+
+/// A metric a case must have stored.
+pub fn metric_of(case: &serde_json::Value, name: &str) -> f64 {
+    stored_metric(case, name).unwrap_or_else(|| panic!("no metric {name} in {case}"))
+}
+
 pub fn case_metrics(s: &Scratch) -> Vec<serde_json::Value> {
     let runs: serde_json::Value =
         serde_json::from_slice(&s.run(&["runs", "--json"]).stdout).unwrap();

@@ -17,15 +17,6 @@ fn spike(s: &Scratch, keys: &str) -> std::process::Output {
     )
 }
 
-fn metric(case: &serde_json::Value, name: &str) -> Option<f64> {
-    case["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .and_then(|m| m["value"].as_f64())
-}
-
 /// The stored replies of each second of the run's one case.
 fn per_second(s: &Scratch) -> Vec<f64> {
     let conn = rusqlite::Connection::open(s.path("results.db")).unwrap();
@@ -58,7 +49,7 @@ fn a_spike_s_backlog_drains_in_the_time_the_service_rate_gives() {
     // of the service rate after the base load.
     let backlog = (150.0 - served) * 8.0;
     let drain = backlog / (served - 50.0);
-    let recovery = metric(case, "recovery_time").expect("it recovered");
+    let recovery = stored_metric(case, "recovery_time").expect("it recovered");
     assert!(
         (recovery - drain).abs() <= 0.2 * drain,
         "recovery {recovery}s against a drain of {drain:.2}s ({backlog:.0} requests at {:.1}/s): {seconds:?}\n{text}",
@@ -66,23 +57,23 @@ fn a_spike_s_backlog_drains_in_the_time_the_service_rate_gives() {
     );
     // The worst second waited for at least the whole backlog (the last request of the
     // spike waits for every one before it).
-    let peak = metric(case, "spike_p99").unwrap() / 1000.0;
+    let peak = stored_metric(case, "spike_p99").unwrap() / 1000.0;
     assert!(
         peak >= 0.8 * backlog / served,
         "worst p99 {peak}s against a wait of {:.2}s",
         backlog / served
     );
-    assert_eq!(metric(case, "spike_error_rate"), Some(0.0));
-    let before = metric(case, "before_p99").unwrap();
+    assert_eq!(stored_metric(case, "spike_error_rate"), Some(0.0));
+    let before = stored_metric(case, "before_p99").unwrap();
     assert!((10.0..30.0).contains(&before), "{before}");
-    assert!(metric(case, "rss_left").is_some());
+    assert!(stored_metric(case, "rss_left").is_some());
     assert_has(
         &text,
         "spike: 50 req/s for 4.00s, 3× (150 req/s) for 8.00s, 50 req/s for 16.00s",
     );
     assert_has(
         &text,
-        &format!("recovered {recovery:.0}s after the spike's end: 3 seconds in a row with p99 ≤"),
+        &format!("recovered {recovery:.0}s after the spike's end (to the second): 3 seconds in a row with p99 ≤"),
     );
     assert_has(
         &text,
@@ -109,6 +100,6 @@ fn a_target_that_cannot_drain_fails_with_recovery_not_within_its_window() {
     let case = &case_metrics(&s)[0];
     assert_eq!(case["status"], "failed");
     // No recovery time is stored, so its gate is not passed: it is undecided.
-    assert_eq!(metric(case, "recovery_time"), None);
-    assert!(metric(case, "spike_p99").unwrap() > 1000.0);
+    assert_eq!(stored_metric(case, "recovery_time"), None);
+    assert!(stored_metric(case, "spike_p99").unwrap() > 1000.0);
 }

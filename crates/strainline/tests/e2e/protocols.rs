@@ -33,15 +33,6 @@ fn load(s: &Scratch, args: &[&str]) -> (std::process::Output, serde_json::Value)
     load_json(s, &all)
 }
 
-/// A metric the case stored (`strainline show --json`'s case).
-fn stored(case: &serde_json::Value, name: &str) -> f64 {
-    case["metrics"]
-        .as_array()
-        .and_then(|ms| ms.iter().find(|m| m["name"] == name))
-        .and_then(|m| m["value"].as_f64())
-        .unwrap_or_else(|| panic!("no {name} in {case}"))
-}
-
 fn n(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
@@ -154,7 +145,7 @@ fn a_suite_benches_a_websocket_server_it_started_and_watches_its_tree() {
     let out = run_suite(&s, &suite, &["--no-tui"]);
     assert_exit(&out, 0);
     let case = &case_metrics(&s)[0];
-    let get = |name: &str| stored(case, name);
+    let get = |name: &str| metric_of(case, name);
     let rate = get("throughput");
     assert!((290.0..=301.0).contains(&rate), "throughput {rate}");
     assert_eq!(get("error_rate"), 0.0);
@@ -213,7 +204,7 @@ fn a_thousand_devices_publish_to_mosquitto_and_ten_subscribers_get_every_message
         let text = stdout(&out);
         assert_exit(&out, 0);
         let case = &case_metrics(&s)[0];
-        let get = |name: &str| stored(case, name);
+        let get = |name: &str| metric_of(case, name);
         assert_eq!(get("delivery_loss"), 0.0);
         assert!(get("delivery_p99") > 0.0);
         assert!(get("latency_p99") > 0.0);
@@ -495,7 +486,7 @@ fn a_suite_benches_a_grpc_server_it_started() {
     let out = run_suite(&s, &suite, &["--no-tui"]);
     assert_exit(&out, 0);
     let case = &case_metrics(&s)[0];
-    let get = |name: &str| stored(case, name);
+    let get = |name: &str| metric_of(case, name);
     // Every 50th call UNAVAILABLE: 2%.
     assert!((get("error_rate") - 0.02).abs() < 1e-9, "{}", stdout(&out));
     assert!(get("peak_rss") > 5.0 * 1048576.0);
@@ -934,7 +925,11 @@ fn a_suite_speaks_http2_with_streams_and_trusts_the_certificate_beside_it() {
     for trust in ["cacert = \"server.pem\"\n", "insecure = true\n"] {
         let out = run_suite(&s, &wss(trust), &["--no-tui"]);
         assert_exit(&out, 0);
-        assert_eq!(stored(&case_metrics(&s)[0], "error_rate"), 0.0, "{trust}");
+        assert_eq!(
+            metric_of(&case_metrics(&s)[0], "error_rate"),
+            0.0,
+            "{trust}"
+        );
     }
     // Trusting another certificate: each case of the run says why its first handshake
     // failed, once (before, only the first case of a process did).
@@ -1204,12 +1199,12 @@ fn a_suite_benches_a_redis_server_it_started() {
     let out = run_suite(&s, suite, &["--no-tui"]);
     assert_exit(&out, 0);
     let case = &case_metrics(&s)[0];
-    assert_eq!(stored(case, "error_rate"), 0.0, "{}", stdout(&out));
+    assert_eq!(metric_of(case, "error_rate"), 0.0, "{}", stdout(&out));
     assert!(
-        (stored(case, "throughput") - 300.0).abs() < 6.0,
+        (metric_of(case, "throughput") - 300.0).abs() < 6.0,
         "{}",
         stdout(&out)
     );
     // Its memory is redis-server's own: several MiB.
-    assert!(stored(case, "peak_rss") > 2.0 * 1048576.0);
+    assert!(metric_of(case, "peak_rss") > 2.0 * 1048576.0);
 }

@@ -4,17 +4,6 @@
 
 use crate::common::*;
 
-fn metric(case: &serde_json::Value, name: &str) -> f64 {
-    case["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("no metric {name} in {case}"))["value"]
-        .as_f64()
-        .unwrap()
-}
-
 const TARGET: &str = r#"
 [target]
 command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--workers", "1", "--cpu-cost", "{{cost}}", "--leak-bytes", "{{leak}}"]
@@ -81,7 +70,7 @@ fn ramp_finds_the_ceiling_the_closed_model_measures_and_names_the_cpu() {
             );
             let out = run_suite(&s, &suite, &[]);
             assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-            let ceiling = metric(&case_metrics(&s)[0], "ceiling");
+            let ceiling = metric_of(&case_metrics(&s)[0], "ceiling");
             let after = closed_model_capacity(&s);
             let (low, high) = (before.min(after), before.max(after));
             eprintln!("ceiling {ceiling} vs closed-model {before:.0} before, {after:.0} after");
@@ -124,13 +113,13 @@ fn soak_measures_an_injected_leak_per_request() {
         let out = run_suite(&s, &soak_suite(4096, 1, "6s"), &[]);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         let cases = case_metrics(&s);
-        let per_op = metric(&cases[0], "retained_per_op");
+        let per_op = metric_of(&cases[0], "retained_per_op");
         assert!(
             (per_op / 4096.0 - 1.0).abs() <= 0.25,
             "retained {per_op} bytes per push\n{}",
             stdout(&out)
         );
-        assert_eq!(metric(&cases[0], "leak"), 1.0);
+        assert_eq!(metric_of(&cases[0], "leak"), 1.0);
         // The target's samples went to the store as the soak ran (one every 250 ms).
         let db = rusqlite::Connection::open(s.store()).unwrap();
         let n: i64 = db
@@ -170,13 +159,13 @@ fn rounds_detect_the_leak_and_pass_without_it() {
         let out = run_suite(&s, &rounds_suite(4096), &[]);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         let c = &case_metrics(&s)[0];
-        assert_eq!(metric(c, "leak"), 1.0);
-        let per_op = metric(c, "retained_per_op");
+        assert_eq!(metric_of(c, "leak"), 1.0);
+        let per_op = metric_of(c, "retained_per_op");
         assert!((per_op / 4096.0 - 1.0).abs() <= 0.25, "{per_op}");
         let s = Scratch::new();
         let out = run_suite(&s, &rounds_suite(0), &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-        assert_eq!(metric(&case_metrics(&s)[0], "leak"), 0.0);
+        assert_eq!(metric_of(&case_metrics(&s)[0], "leak"), 0.0);
     });
 }
 
@@ -196,12 +185,12 @@ fn crash_tests_fail_the_unsafe_store_and_pass_the_safe_one() {
         let out = run_suite(&s, &crash_suite(", \"--unsafe\""), &[]);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         let c = &case_metrics(&s)[0];
-        assert!(metric(c, "failed_iterations") >= 1.0);
+        assert!(metric_of(c, "failed_iterations") >= 1.0);
         assert_has(&stdout(&out), "torn");
         let s = Scratch::new();
         let out = run_suite(&s, &crash_suite(""), &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-        assert_eq!(metric(&case_metrics(&s)[0], "survived_iterations"), 10.0);
+        assert_eq!(metric_of(&case_metrics(&s)[0], "survived_iterations"), 10.0);
         // A test there to show the defect caught (`expect = "failed"`) fails the suite
         // when the defect goes unseen: here the safe store, which survives.
         let s = Scratch::new();
@@ -291,7 +280,7 @@ fn harness_metrics_are_parsed_and_gated() {
         let s = Scratch::new();
         let out = run_suite(&s, &suite("\"ops >= 1000\", \"peak_rss < 100MiB\""), &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-        assert_eq!(metric(&case_metrics(&s)[0], "ops"), 1000.0);
+        assert_eq!(metric_of(&case_metrics(&s)[0], "ops"), 1000.0);
         let s = Scratch::new();
         let out = run_suite(&s, &suite("\"ops > 5000\""), &[]);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
@@ -546,8 +535,8 @@ fn a_scenario_can_be_a_soak_workload_and_log_classes_are_gateable() {
         assert_exit(&out, 0);
         let c = &case_metrics(&s)[0];
         // Each device registered twice: the target logged ten re-registrations.
-        assert_eq!(metric(c, "log_re_registration"), 10.0);
-        assert!(metric(c, "throughput") > 30.0);
+        assert_eq!(metric_of(c, "log_re_registration"), 10.0);
+        assert!(metric_of(c, "throughput") > 30.0);
     });
 }
 
