@@ -4,12 +4,13 @@
 
 use crate::common::*;
 
-/// A spike suite of the testbed serving `--pool 1 --delay 10ms`; `keys` end the test.
-fn spike(s: &Scratch, keys: &str) -> std::process::Output {
+/// A spike suite of the testbed serving `--pool 1 --delay 10ms` (and `more` of its
+/// flags); `keys` end the test.
+fn spike(s: &Scratch, more: &str, keys: &str) -> std::process::Output {
     run_suite(
         s,
         &format!(
-            "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{{{port}}}}\", \"--pool\", \"1\", \"--delay\", \"10ms\"]\n\
+            "[target]\ncommand = [\"TB\", \"serve\", \"--listen\", \"127.0.0.1:{{{{port}}}}\", \"--pool\", \"1\", \"--delay\", \"10ms\"{more}]\n\
              ready = \"http://127.0.0.1:{{{{port}}}}/health\"\n\
              [[test]]\nname = \"burst\"\nkind = \"spike\"\n{PUSH}\n{keys}\n"
         ),
@@ -19,11 +20,19 @@ fn spike(s: &Scratch, keys: &str) -> std::process::Output {
 
 /// The stored replies of each second of the run's one case.
 fn per_second(s: &Scratch) -> Vec<f64> {
+    per_second_at(s).into_iter().map(|(_, n)| n).collect()
+}
+
+/// The same, each at its second's end.
+fn per_second_at(s: &Scratch) -> Vec<(f64, f64)> {
     let conn = rusqlite::Connection::open(s.path("results.db")).unwrap();
     let mut q = conn
-        .prepare("SELECT value FROM series WHERE name = 'completed_per_second' ORDER BY t")
+        .prepare("SELECT t, value FROM series WHERE name = 'completed_per_second' ORDER BY t")
         .unwrap();
-    let values = q.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap);
+    let values = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap);
     values.collect()
 }
 
@@ -34,6 +43,7 @@ fn a_spike_s_backlog_drains_in_the_time_the_service_rate_gives() {
     // 50/s for 4 s, 150/s for 8 s, 50/s for 16 s.
     let out = spike(
         &s,
+        "",
         "rate = 50\nfactor = 3\nbefore = \"4s\"\nduring = \"8s\"\nafter = \"16s\"\n\
          gates = [\"recovery_time < 20s\", \"spike_error_rate < 1%\"]",
     );
@@ -87,8 +97,10 @@ fn a_target_that_cannot_drain_fails_with_recovery_not_within_its_window() {
     let _bench = measuring();
     let s = Scratch::new();
     // 85/s against at most 100: 170/s for 4 s leaves ~300 requests that drain at ~10/s.
+    // Each push keeps 20 KB: the memory the run left behind is known.
     let out = spike(
         &s,
+        ", \"--leak-bytes\", \"20000\"",
         "rate = 85\nfactor = 2\nbefore = \"3s\"\nduring = \"4s\"\nafter = \"8s\"\n\
          gates = [\"recovery_time < 20s\"]",
     );
@@ -102,4 +114,17 @@ fn a_target_that_cannot_drain_fails_with_recovery_not_within_its_window() {
     // No recovery time is stored, so its gate is not passed: it is undecided.
     assert_eq!(stored_metric(case, "recovery_time"), None);
     assert!(stored_metric(case, "spike_p99").unwrap() > 1000.0);
+    // What it left behind: from the middle of the before-spike window (2 s) to the
+    // middle of the last 3 s (13.5 s), each push served kept 20 KB.
+    let kept: f64 = per_second_at(&s)
+        .iter()
+        .filter(|(t, _)| *t > 2.5 && *t <= 13.5)
+        .map(|(_, n)| n)
+        .sum::<f64>()
+        * 20_000.0;
+    let left = stored_metric(case, "rss_left").unwrap();
+    assert!(
+        (left - kept).abs() <= 0.3 * kept,
+        "rss_left {left} against {kept} kept by the pushes served"
+    );
 }
