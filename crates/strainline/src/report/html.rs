@@ -12,16 +12,8 @@ use crate::analysis::comparison::Verdict;
 use crate::kinds::details::{RampDetails, SoakDetails};
 use crate::units::format_value;
 
-pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
-h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}\
-.verdict{padding:.8em 1em;border-radius:6px;font-size:1.1em}\
-.passed,.ok,.completed{background:#e6f4ea}.failed,.regressed,.crashed{background:#fce8e6}\
-.invalid,.interrupted,.abandoned,.inconclusive{background:#fef7e0}\
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
-td:first-child,th:first-child{text-align:left}.meta td{text-align:left}\
-svg.chart{display:block;margin:1em 0;max-width:100%;height:auto;font-size:12px}\
-.chart-title{font-weight:bold;font-size:14px}.axis-label{font-size:12px}.tick{fill:#555;font-size:11px}\
-pre{background:#f6f6f6;padding:.6em;overflow-x:auto}.note{color:#666}";
+/// The one stylesheet, the report's and `serve`'s pages'.
+pub const STYLE: &str = include_str!("style.css");
 
 pub(super) fn page(title: &str, body: &str) -> String {
     format!(

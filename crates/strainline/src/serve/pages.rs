@@ -19,20 +19,12 @@ const PAGE: usize = 50;
 /// The live page's script: polls the run's seconds and draws them.
 const LIVE_JS: &str = include_str!("live.js");
 
-const EXTRA_STYLE: &str = "header nav{display:flex;gap:1.2em;align-items:baseline;border-bottom:1px solid #ccc;padding-bottom:.5em;margin-bottom:1em}\
-header nav a{text-decoration:none;font-weight:600}header nav .brand{font-size:1.2em;color:#222}\
-form.filters{display:flex;flex-wrap:wrap;gap:.5em;align-items:end;margin:1em 0}form.filters label{display:flex;flex-direction:column;font-size:.85em}\
-table.runs td{text-align:left}td.why{max-width:28em;overflow-wrap:anywhere}td.verdict{padding:.25em .6em;font-size:1em;border-radius:0}\
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:0 1em}\
-.figures{display:flex;gap:2em;flex-wrap:wrap}.figures div{font-size:.9em}.figures b{display:block;font-size:1.6em}\
-.pager{display:flex;gap:1em;margin:1em 0}";
-
 /// A page in the server's frame: its navigation, the reports' style.
 pub fn layout(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{}</title><style>{}{EXTRA_STYLE}</style></head><body>\n{}\n<main>{body}</main>\n</body></html>\n",
+<title>{}</title><style>{}</style></head><body>\n{}\n<main>{body}</main>\n</body></html>\n",
         escape(title),
         crate::report::html::STYLE,
         nav()
@@ -434,11 +426,7 @@ fn inject(report: &str, bar: &str) -> String {
     match report.find("<body>") {
         Some(at) => {
             let at = at + "<body>".len();
-            format!(
-                "{}<style>{EXTRA_STYLE}</style>{bar}{}",
-                &report[..at],
-                &report[at..]
-            )
+            format!("{}{bar}{}", &report[..at], &report[at..])
         }
         None => report.to_string(),
     }
