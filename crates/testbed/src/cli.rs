@@ -199,6 +199,10 @@ struct ServeArgs {
     /// Wait this long before answering each push, without using CPU (like a downstream call).
     #[arg(long, value_parser = duration, default_value = "0s")]
     delay: Duration,
+    /// Apply --delay only from this long after the first push (a latency rise at a
+    /// known second of a run); before, pushes are answered at once.
+    #[arg(long, value_parser = duration, requires = "delay")]
+    delay_after: Option<Duration>,
     /// Answer 503 beyond this many requests in flight.
     #[arg(long)]
     max_inflight: Option<usize>,
@@ -339,6 +343,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 hmac_key: a.hmac_key.clone(),
                 stall: a.stall_every.zip(a.stall_for),
                 delay: a.delay,
+                delay_after: a.delay_after,
                 max_inflight: a.max_inflight,
                 tls: a.tls,
                 cert_out: a.cert_out,

@@ -223,11 +223,19 @@ pub(super) fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
 }
 
 /// Keeps the run's latency histogram (from intended send times) for the store and the
-/// report's percentile curve, and its figures of each second.
+/// report's percentile curve, and its timeline: its figures and its latency histogram
+/// of each second, and where its second 0 is on the target's samples' clock.
 pub(super) fn keep_latency(r: &mut CaseResult, run: &Run) {
     r.series.extend(run.outcome.per_second());
+    r.series
+        .push((crate::load::LOAD_START.into(), vec![(0.0, run.window.0)]));
     if let Some(encoded) = crate::load::recorder::hdr::stored(&run.outcome.total.corrected) {
-        r.histograms.push(("latency_us".into(), encoded));
+        r.histograms
+            .push(("latency_us".into(), (0.0, 0.0), encoded));
+    }
+    for (span, data) in run.outcome.latency_seconds() {
+        r.histograms
+            .push((crate::load::SECOND_LATENCY.into(), span, data.to_vec()));
     }
 }
 

@@ -178,9 +178,10 @@ pub struct CaseResult {
     /// Folded stacks of the profile, for the store (differential flame graphs).
     #[serde(skip)]
     pub folded: Option<String>,
-    /// Serialized HDR histograms (V2 + deflate) for the store, by name.
+    /// Serialized HDR histograms (V2 + deflate) for the store, by name, each with its
+    /// interval (seconds from the load's start; (0, 0) for a whole run's).
     #[serde(skip)]
-    pub histograms: Vec<(String, Vec<u8>)>,
+    pub histograms: Vec<(String, (f64, f64), Vec<u8>)>,
 }
 
 pub use crate::store::GateResult;

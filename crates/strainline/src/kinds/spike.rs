@@ -324,6 +324,7 @@ mod tests {
                 p50_us: p99_ms * 500,
                 p99_us: p99_ms * 1000,
                 max_us: p99_ms * 1000,
+                ..Second::default()
             })
             .collect()
     }

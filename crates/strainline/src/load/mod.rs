@@ -29,6 +29,9 @@ pub mod template;
 mod timer;
 pub mod verdict;
 
-pub use driver::{run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice};
+pub use driver::{
+    run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice, CAUSE_PREFIX, LOAD_START,
+    SECOND_LATENCY,
+};
 pub use progress::{live_with, run_live};
 pub use spec::{plan, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};

@@ -124,6 +124,10 @@ pub struct Tally {
     /// protocols have ([`counters`]). Merged, subtracted and sent by agents as the rest.
     #[serde(default)]
     pub named: BTreeMap<String, u64>,
+    /// An interval's: the clients running at its end (a gauge, summed across threads
+    /// and agents when merged; a total's says nothing).
+    #[serde(default)]
+    pub active: u64,
 }
 
 /// The keys of the named counters of what only some protocols have.
@@ -251,6 +255,7 @@ impl Default for Tally {
             unsent_connecting: 0,
             delivery: histogram(),
             named: BTreeMap::new(),
+            active: 0,
         }
     }
 }
@@ -344,6 +349,7 @@ impl Tally {
         for (k, v) in &o.named {
             self.add_to(k, *v);
         }
+        self.active += o.active;
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -368,6 +374,9 @@ impl Tally {
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub interval: Tally,
+    /// Clients (a scenario's, sessions, closed connections) running now: the gauge an
+    /// interval is given when it is taken.
+    pub active: u64,
     pub steps: Vec<Tally>,
     pub custom: Vec<super::custom::Custom>,
 }
@@ -561,7 +570,18 @@ impl Recorder {
     /// the lock: allocating three histograms under it stalled the worker ~0.5 ms a
     /// second, long enough to make an open-model run late).
     pub fn take_interval(&mut self, fresh: Tally) -> Tally {
-        std::mem::replace(&mut self.interval, fresh)
+        let mut taken = std::mem::replace(&mut self.interval, fresh);
+        taken.active = self.active;
+        taken
+    }
+
+    /// A client (a scenario's client, a session, a closed connection) began, or ended.
+    pub fn client(&mut self, began: bool) {
+        if began {
+            self.active += 1;
+        } else {
+            self.active = self.active.saturating_sub(1);
+        }
     }
 }
 

@@ -450,6 +450,7 @@ mod tests {
                     latency: vec![(50.0, 1.0), (99.0, 2.5), (100.0, 4.0)],
                     histogram: Vec::new(),
                     flamegraph_link: None,
+                    timeline: None,
                 },
                 CaseData {
                     row: ramp,
@@ -461,6 +462,7 @@ mod tests {
                     latency: Vec::new(),
                     histogram: Vec::new(),
                     flamegraph_link: None,
+                    timeline: None,
                 },
             ],
         }
@@ -522,6 +524,7 @@ mod tests {
             latency: c.latency.clone(),
             histogram: c.histogram.clone(),
             flamegraph_link: None,
+            timeline: None,
         }
     }
 

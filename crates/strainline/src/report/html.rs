@@ -16,13 +16,34 @@ use crate::units::format_value;
 pub const STYLE: &str = include_str!("style.css");
 
 pub(super) fn page(title: &str, body: &str) -> String {
+    // The timeline's script, the one script a report may run (allowed by its hash).
+    let script = if body.contains(TIMELINE) {
+        format!("<script>{}</script>", super::timeline::SCRIPT)
+    } else {
+        String::new()
+    };
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {}\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{}</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n",
+<title>{}</title><style>{STYLE}</style></head><body>\n{body}\n{script}</body></html>\n",
+        super::timeline::script_source(),
         escape(title)
     )
+}
+
+/// What marks a timeline in a page's body.
+const TIMELINE: &str = "<div class=\"timeline\"";
+
+/// A load case over time, under its verdict: the timeline, when it kept its seconds.
+fn timeline_block(s: &mut String, c: &CaseData) {
+    if let Some(tl) = &c.timeline {
+        s.push_str("<h3>Over time</h3><p class=\"note\">Hover for a second's figures; drag to zoom on time, double-click for the whole run.</p>");
+        s.push_str(&super::timeline::render(
+            tl,
+            &format!("timeline-{}", c.row.id),
+        ));
+    }
 }
 
 fn mib(b: f64) -> f64 {
@@ -250,7 +271,10 @@ fn leak_chart(c: &CaseData, out: &mut Vec<Chart>) {
 /// Any other series the case stored (the load engine's per-second figures, rounds…).
 fn other_series(c: &CaseData, out: &mut Vec<Chart>) {
     for (name, pts) in &c.series {
-        if name.starts_with("offered_vs_") || pts.len() < 2 {
+        if name.starts_with("offered_vs_")
+            || pts.len() < 2
+            || (c.timeline.is_some() && super::timeline::takes(name))
+        {
             continue;
         }
         let (title, x_label, y_label) = match name.as_str() {
@@ -360,6 +384,9 @@ fn case_section(s: &mut String, c: &CaseData, charts: bool) {
             let _ = write!(s, "<li>{}</li>", escape(&r));
         }
         s.push_str("</ul>");
+    }
+    if charts {
+        timeline_block(s, c);
     }
     table(s, &super::run::GATE_COLUMNS, &c.gate_rows());
     if !c.row.metrics.is_empty() {

@@ -14,6 +14,7 @@ pub mod monitor;
 pub mod run;
 pub mod svg;
 pub mod tables;
+pub mod timeline;
 pub mod workload;
 
 /// A machine-readable document: its schema, the run and the strainline that wrote it,

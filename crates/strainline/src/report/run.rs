@@ -206,6 +206,8 @@ pub struct CaseData {
     pub histogram: Vec<crate::load::summary::Bucket>,
     /// Where the HTML links the flame graph (a copy beside the report), when set.
     pub flamegraph_link: Option<String>,
+    /// A load case over time, when it kept its seconds.
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 impl CaseData {
@@ -448,9 +450,11 @@ pub fn histogram_rows(buckets: &[crate::load::summary::Bucket]) -> Vec<Vec<Strin
 
 /// The case's latency: its percentile curve and its histogram, from the stored
 /// histograms merged.
-fn latency_of(store: &Store, case_id: i64) -> (Vec<(f64, f64)>, Vec<crate::load::summary::Bucket>) {
+fn latency_of(
+    histograms: &[crate::store::StoredHistogram],
+) -> (Vec<(f64, f64)>, Vec<crate::load::summary::Bucket>) {
     let mut merged: Option<Histogram<u64>> = None;
-    for h in store.histograms(case_id).unwrap_or_default() {
+    for h in histograms {
         if h.name != "latency_us" || h.encoding != crate::load::recorder::hdr::STORED {
             continue;
         }
@@ -476,13 +480,26 @@ fn latency_of(store: &Store, case_id: i64) -> (Vec<(f64, f64)>, Vec<crate::load:
     }
 }
 
+/// A case's phases as its summary keeps them (`[name, t]` on the samples' clock).
+fn phases_of(summary: Option<&serde_json::Value>) -> Vec<(String, f64)> {
+    summary
+        .and_then(|s| s.pointer("/phases"))
+        .and_then(|p| p.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Reads a run (by id or label) and everything its reports show.
 pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
     let run = store.find_run(key)?;
     let mut cases = Vec::new();
     for row in store.cases(run.id)? {
         let samples = store.samples(row.id)?;
-        let series = store
+        let series: Vec<_> = store
             .series_names(row.id)?
             .into_iter()
             .map(|n| {
@@ -490,7 +507,10 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
                 (n, pts)
             })
             .collect();
-        let (latency, histogram) = latency_of(store, row.id);
+        let histograms = store.histograms(row.id).unwrap_or_default();
+        let (latency, histogram) = latency_of(&histograms);
+        let phases = phases_of(row.summary.as_ref());
+        let timeline = super::timeline::Timeline::read(&series, &histograms, &samples, &phases);
         cases.push(CaseData {
             row,
             samples,
@@ -498,6 +518,7 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
             latency,
             histogram,
             flamegraph_link: None,
+            timeline,
         });
     }
     Ok(RunData { run, cases })

@@ -472,11 +472,11 @@ fn store_case(store: &Store, case_id: i64, result: &CaseResult) -> crate::error:
     if let Some(folded) = &result.folded {
         store.put_artifact(case_id, "cpu_stacks.folded", folded.as_bytes())?;
     }
-    for (name, data) in &result.histograms {
+    for (name, span, data) in &result.histograms {
         store.put_histogram(
             case_id,
             name,
-            (0.0, 0.0),
+            *span,
             crate::load::recorder::hdr::STORED,
             data,
         )?;

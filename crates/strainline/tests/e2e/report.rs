@@ -818,3 +818,138 @@ fn hostile_labels_hosts_and_names_are_text_in_every_csv_and_escaped_on_the_termi
     assert_has(&runs, "\\u{9}=1+1\\u{7}");
     assert_has(&runs, "+cmd|' /C calc'!A0\\u{202e}");
 }
+
+/// The timeline data a report embeds, one document per load case.
+fn timelines(html: &str) -> Vec<serde_json::Value> {
+    let open = "<script type=\"application/json\" class=\"timeline-data\">";
+    html.split(open)
+        .skip(1)
+        .map(|rest| serde_json::from_str(&rest[..rest.find("</script>").unwrap()]).unwrap())
+        .collect()
+}
+
+/// Issue 55's acceptance: a 60 s flow whose clients double at 30 s against a target whose
+/// pushes take 400 ms from 40 s on. The report alone answers "when did p95 cross 300 ms,
+/// and how many users were on then?" from its embedded data: the users step in the
+/// second from 30 s, the p95 rise in the second from 40 s, with 10 users on; and the
+/// page is one file that opens with the network off, running only its own script.
+#[test]
+fn a_report_s_timeline_shows_when_users_stepped_and_p95_rose() {
+    let _l = loaded();
+    let s = Scratch::new();
+    std::fs::write(
+        s.path("flow.toml"),
+        r#"stages = [{ to = 5, over = "1s" }, { hold = "29s" }, { to = 10, over = "1s" }, { hold = "29s" }]
+
+[[step]]
+name = "register"
+once = true
+method = "POST"
+path = "/register"
+body = '{"id": "dev0"}'
+
+[[step]]
+name = "push"
+method = "POST"
+path = "/push/dev0"
+body = "x"
+pace = "500ms"
+"#,
+    )
+    .unwrap();
+    let reports = s.path("reports");
+    let out = run_suite(
+        &s,
+        r#"
+[suite]
+name = "over-time"
+
+[target]
+command = ["TB", "serve", "--listen", "127.0.0.1:{{port}}", "--delay", "400ms", "--delay-after", "40s"]
+ready = "http://127.0.0.1:{{port}}/health"
+
+[[test]]
+name = "flow"
+kind = "bench"
+url = "http://127.0.0.1:{{port}}"
+scenario = "flow.toml"
+duration = "60s"
+"#,
+        &["--report", reports.to_str().unwrap()],
+    );
+    assert_exit(&out, 0);
+    let file = reports.join("report.html");
+    let html = std::fs::read_to_string(&file).unwrap();
+    let data = timelines(&html);
+    assert_eq!(data.len(), 1, "one load case, one timeline");
+    let seconds = data[0]["seconds"].as_array().unwrap();
+    assert!(seconds.len() >= 59, "{} seconds", seconds.len());
+    let users = |p: &serde_json::Value| p["users"].as_f64().unwrap();
+    let t = |p: &serde_json::Value| p["t"].as_f64().unwrap();
+    // The users' step: 5 until 30 s, 10 from the second ending at 31 s.
+    let step = seconds.iter().find(|p| users(p) >= 10.0).unwrap();
+    assert!(
+        (30.5..=31.5).contains(&t(step)),
+        "users reached 10 at {}",
+        t(step)
+    );
+    assert!(seconds
+        .iter()
+        .filter(|p| t(p) <= 30.0 && t(p) >= 2.0)
+        .all(|p| users(p) == 5.0));
+    // The p95's rise: under 300 ms until 40 s (pushes answered at once), then 400 ms.
+    let crossed = seconds
+        .iter()
+        .find(|p| p["p95"].as_f64().unwrap() >= 300.0)
+        .unwrap();
+    assert!(
+        (40.5..=42.0).contains(&t(crossed)),
+        "p95 crossed 300 ms at {}",
+        t(crossed)
+    );
+    assert_eq!(users(crossed), 10.0, "users on when p95 crossed 300 ms");
+    assert!(seconds
+        .iter()
+        .filter(|p| t(p) < 40.0)
+        .all(|p| p["p95"].as_f64().unwrap() < 50.0));
+    let late: Vec<f64> = seconds
+        .iter()
+        .filter(|p| t(p) >= 43.0 && t(p) <= 59.0)
+        .map(|p| p["p95"].as_f64().unwrap())
+        .collect();
+    assert!(late.iter().all(|v| (390.0..=600.0).contains(v)), "{late:?}");
+    // Throughput doubles with the users: 5 clients a push each 500 ms, then 10.
+    let sent = |a: f64, b: f64| {
+        let v: Vec<f64> = seconds
+            .iter()
+            .filter(|p| t(p) > a && t(p) <= b)
+            .map(|p| p["sent"].as_f64().unwrap())
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let (before, after) = (sent(5.0, 29.0), sent(32.0, 39.0));
+    assert!(
+        (9.0..=11.0).contains(&before) && (18.0..=22.0).contains(&after),
+        "{before} {after}"
+    );
+    // The target's CPU and memory on the same clock, beneath.
+    assert!(data[0]["target"].as_array().unwrap().len() >= 50);
+    // One file that opens offline: nothing fetched, and only its own script runs.
+    for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(attr), "{attr}");
+    }
+    let url = format!("file://{}", file.display());
+    let opened = chromium(&[
+        "--proxy-server=127.0.0.1:9",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--dump-dom",
+        &url,
+    ]);
+    let dom = String::from_utf8_lossy(&opened.stdout);
+    assert!(
+        dom.contains("class=\"timeline-tip\""),
+        "the script ran: its hover box is there"
+    );
+    assert!(!String::from_utf8_lossy(&opened.stderr).contains("Refused to"));
+}

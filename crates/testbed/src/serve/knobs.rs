@@ -40,6 +40,9 @@ pub struct Knobs {
     /// Every push waits this long before it is answered, costing no CPU: a downstream
     /// call. Its service time does not depend on how many are in flight.
     pub delay: Duration,
+    /// The delay applies only from this long after the first push (a latency that
+    /// rises at a known second of a load run); from the first one when `None`.
+    pub delay_after: Option<Duration>,
     /// Requests beyond this many in flight get 503.
     pub max_inflight: Option<usize>,
     /// Serve HTTPS with a self-signed certificate made at start.

@@ -67,6 +67,8 @@ struct Server {
     /// The file `--fsync-bytes` writes to, and where the next write goes.
     journal: Option<(std::fs::File, AtomicU64)>,
     start: Instant,
+    /// When the first push came (`--delay-after` counts from it).
+    first_push: std::sync::OnceLock<Instant>,
     devices: Mutex<HashMap<String, Device>>,
     jobs: Mutex<jobs::Jobs>,
     registering: Mutex<HashSet<String>>,
@@ -161,6 +163,17 @@ impl Drop for InflightGuard<'_> {
     }
 }
 
+impl Server {
+    /// Whether `--delay` applies now: always, or from `--delay-after` past the first
+    /// push.
+    fn delaying(&self) -> bool {
+        match self.knobs.delay_after {
+            None => true,
+            Some(after) => self.first_push.get().is_some_and(|f| f.elapsed() >= after),
+        }
+    }
+}
+
 async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>> {
     let c = &s.counters;
     let n = c.requests.fetch_add(1, Relaxed) + 1;
@@ -204,6 +217,7 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
         }
         (Method::POST, p) if p.starts_with("/push/") => {
             let id = p["/push/".len()..].to_string();
+            s.first_push.get_or_init(Instant::now);
             if let Some(pool) = &s.pool {
                 // A blocking call on one of the pool's threads; the request waits for one.
                 let (tx, rx) = tokio::sync::oneshot::channel();
@@ -217,7 +231,7 @@ async fn handle(req: Request<Incoming>, s: Arc<Server>) -> Response<Full<Bytes>>
                     reply(StatusCode::INTERNAL_SERVER_ERROR, "the pool stopped\n")
                 });
             }
-            if !s.knobs.delay.is_zero() {
+            if !s.knobs.delay.is_zero() && s.delaying() {
                 tokio::time::sleep(s.knobs.delay).await;
             }
             push(&s, &id, body)
@@ -494,6 +508,7 @@ async fn serve(knobs: Knobs) -> i32 {
         journal,
         knobs,
         start: Instant::now(),
+        first_push: std::sync::OnceLock::new(),
         devices: Mutex::new(HashMap::new()),
         jobs: Mutex::new(jobs::Jobs::default()),
         registering: Mutex::new(HashSet::new()),

@@ -30,6 +30,7 @@ pub(super) async fn scenario_client(ctx: Rc<Ctx>, sc: Arc<Scenario>, client: u64
     tokio::time::sleep_until(ctx.start.into()).await;
     if sleep_or_stop(&ctx, ctx.start + sc.start_offset(client)).await {
         let end = sc.end_offset(client).map(|e| ctx.start + e);
+        let _running = ctx.running();
         let mut me = Client::new(&ctx, &sc, client, &slot, &mut conn, end);
         loop {
             if !me.take_row() {
@@ -76,6 +77,7 @@ async fn session(ctx: Rc<Ctx>, sc: Arc<Scenario>, id: u64, intended: Instant) {
     let slot = ctx.slot();
     let mut conn: Option<Conn> = None;
     ctx.rec.lock().unwrap().count(Some(0), "flow.sessions");
+    let _running = ctx.running();
     {
         let mut me = Client::new(&ctx, &sc, id, &slot, &mut conn, None);
         let mut due = intended;

@@ -37,6 +37,7 @@ async fn closed_loop(
     mut conn: Option<Conn>,
 ) {
     tokio::time::sleep_until(ctx.start.into()).await;
+    let _running = ctx.running();
     let mut seq = worker << 40;
     loop {
         let now = Instant::now();

@@ -15,7 +15,7 @@ mod outcome;
 mod worker;
 
 use open::{Pool, Waiting};
-pub use outcome::{AgentPart, Outcome, Second};
+pub use outcome::{AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY};
 use worker::{worker, Shared};
 
 use std::cell::{Cell, RefCell};
@@ -191,6 +191,23 @@ struct Ctx {
     ready: Arc<AtomicI64>,
     /// The open model's pool, whose waiting sends are counted when the run is cut.
     pool: RefCell<Option<Rc<Pool>>>,
+}
+
+/// A client running (a scenario's client, a session, a closed connection's loop),
+/// counted in the recorder's gauge while this lives.
+struct Running<'a>(&'a Ctx);
+
+impl Ctx {
+    fn running(&self) -> Running<'_> {
+        self.rec.lock().unwrap().client(true);
+        Running(self)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.rec.lock().unwrap().client(false);
+    }
 }
 
 /// Opens a connection outside any measurement (before the clock starts). One that is

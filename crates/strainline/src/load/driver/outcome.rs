@@ -5,7 +5,7 @@ use super::super::recorder::Tally;
 use super::Slice;
 
 /// One second of the run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Second {
     /// End of the interval, seconds since start.
     pub t: f64,
@@ -17,6 +17,18 @@ pub struct Second {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// Clients running at its end (a scenario's clients, sessions, closed connections;
+    /// 0 for the open model's sends).
+    #[serde(default)]
+    pub users: u64,
+    /// Its failures by cause (a transport error's name, or `status N`), the non-zero ones.
+    #[serde(default)]
+    pub causes: Vec<(String, u64)>,
+    /// Its corrected latencies, as the store keeps a histogram (HDR V2 + deflate): the
+    /// timeline's percentiles, merged exactly across agents, since every agent's second
+    /// came as its histogram.
+    #[serde(skip)]
+    pub latency: Vec<u8>,
 }
 
 /// What a run produced.
@@ -57,9 +69,21 @@ pub struct Outcome {
 
 impl Outcome {
     /// The run's seconds as the series the store keeps for a case: responses, errors
-    /// and p99 (µs) per second, at each second's end.
+    /// and p99 (µs) per second, at each second's end; requests sent a second, the
+    /// clients running, and errors a second by cause (`errors_per_second/CAUSE`, at
+    /// the seconds it failed only).
     pub fn per_second(&self) -> Vec<(String, Vec<(f64, f64)>)> {
         per_second(&self.seconds)
+    }
+
+    /// Each kept second's interval (start, end) and its latency histogram as the store
+    /// keeps one: the timeline's percentiles.
+    pub fn latency_seconds(&self) -> Vec<((f64, f64), &[u8])> {
+        kept(&self.seconds)
+            .into_iter()
+            .filter(|k| !k.second.latency.is_empty())
+            .map(|k| ((k.second.t - k.length, k.second.t), &k.second.latency[..]))
+            .collect()
     }
 }
 
@@ -67,10 +91,15 @@ impl Outcome {
 /// second says too little of it.
 const LEAST_PARTIAL: f64 = 0.5;
 
-/// Responses and errors a second (the last, partial interval's counts divided by its
-/// length, so that a run ending 0.5 s into a second does not read as a halving of its
-/// rate; dropped under [`LEAST_PARTIAL`]) and each interval's p99.
-fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
+/// A second kept for the series, with its length (the last one may be partial).
+struct Kept<'a> {
+    second: &'a Second,
+    length: f64,
+}
+
+/// The seconds the series keep: every whole one, and a last partial one of at least
+/// [`LEAST_PARTIAL`].
+fn kept(seconds: &[Second]) -> Vec<Kept<'_>> {
     let mut kept = Vec::with_capacity(seconds.len());
     let mut start = 0.0;
     for s in seconds {
@@ -79,12 +108,26 @@ fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
         if s.partial() && length < LEAST_PARTIAL {
             continue;
         }
-        kept.push((s, length.max(1e-9)));
+        kept.push(Kept {
+            second: s,
+            length: length.max(1e-9),
+        });
     }
+    kept
+}
+
+/// Responses and errors a second (the last, partial interval's counts divided by its
+/// length, so that a run ending 0.5 s into a second does not read as a halving of its
+/// rate; dropped under [`LEAST_PARTIAL`]), each interval's p99, sends a second, the
+/// clients running (when any ran) and errors a second by cause.
+fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let kept = kept(seconds);
     let series = |f: &dyn Fn(&Second, f64) -> f64| -> Vec<(f64, f64)> {
-        kept.iter().map(|(s, len)| (s.t, f(s, *len))).collect()
+        kept.iter()
+            .map(|k| (k.second.t, f(k.second, k.length)))
+            .collect()
     };
-    vec![
+    let mut out = vec![
         (
             "completed_per_second".into(),
             series(&|s, len| s.completed as f64 / len),
@@ -94,7 +137,60 @@ fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
             series(&|s, len| s.errors as f64 / len),
         ),
         ("p99_us".into(), series(&|s, _| s.p99_us as f64)),
-    ]
+        (
+            "sent_per_second".into(),
+            series(&|s, len| s.sent as f64 / len),
+        ),
+    ];
+    if kept.iter().any(|k| k.second.users > 0) {
+        out.push(("users".into(), series(&|s, _| s.users as f64)));
+    }
+    let mut by_cause: std::collections::BTreeMap<&str, Vec<(f64, f64)>> = Default::default();
+    for k in &kept {
+        for (cause, n) in &k.second.causes {
+            by_cause
+                .entry(cause)
+                .or_default()
+                .push((k.second.t, *n as f64 / k.length));
+        }
+    }
+    out.extend(
+        by_cause
+            .into_iter()
+            .map(|(cause, points)| (format!("{CAUSE_PREFIX}{cause}"), points)),
+    );
+    out
+}
+
+/// The series whose one point (0, t) says where the load's second 0 is on the target's
+/// samples' clock.
+pub const LOAD_START: &str = "load_start";
+
+/// The name of each second's latency histogram in the store.
+pub const SECOND_LATENCY: &str = "latency_us/second";
+
+/// The name of a series of errors a second of one cause, before the cause.
+pub const CAUSE_PREFIX: &str = "errors_per_second/";
+
+/// A tally's failures by cause, the non-zero ones: transport errors by name, then
+/// answers that were not ok by status.
+fn causes(iv: &Tally) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = iv
+        .by_error
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (k.name().to_string(), *n))
+        .collect();
+    let failed = iv.completed - iv.ok;
+    let failing = || iv.by_status.iter().filter(|(s, _)| **s >= 400);
+    if failing().map(|(_, n)| n).sum::<u64>() == failed {
+        out.extend(failing().map(|(s, n)| (format!("status {s}"), *n)));
+    } else if failed > 0 {
+        // A check failed an answer, or accepted a status of 400 or above: no status
+        // tells which answers failed.
+        out.push(("failed answer".into(), failed));
+    }
+    out
 }
 
 /// One agent's part of a run generated by several.
@@ -144,6 +240,9 @@ impl Second {
             p50_us: q(0.5),
             p99_us: q(0.99),
             max_us: iv.corrected.max(),
+            users: iv.active,
+            causes: causes(iv),
+            latency: crate::load::recorder::hdr::stored(&iv.corrected).unwrap_or_default(),
         }
     }
 }
@@ -165,6 +264,7 @@ mod tests {
             p50_us: 100,
             p99_us: 200,
             max_us: 300,
+            ..Second::default()
         };
         let run = [second(1.0, 100), second(2.0, 100), second(2.5, 50)];
         let series = per_second(&run);
