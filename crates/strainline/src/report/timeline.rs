@@ -511,7 +511,11 @@ mod tests {
         let phases = [("before".to_string(), 2.0), ("end".to_string(), 7.0)];
         let tl = Timeline::read(&series, &hists, &[], &phases).unwrap();
         assert_eq!(tl.seconds.len(), 10);
-        assert!((tl.seconds[0].p50 - 5.0).abs() < 0.01, "{:?}", tl.seconds[0]);
+        assert!(
+            (tl.seconds[0].p50 - 5.0).abs() < 0.01,
+            "{:?}",
+            tl.seconds[0]
+        );
         assert!(
             (tl.seconds[0].p95 - 10.0).abs() < 0.01,
             "{:?}",

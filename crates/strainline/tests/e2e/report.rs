@@ -853,6 +853,7 @@ name = "push"
 method = "POST"
 path = "/push/dev0"
 body = "x"
+weight = 1
 pace = "500ms"
 "#,
     )
@@ -939,7 +940,10 @@ duration = "60s"
         assert!(!html.contains(attr), "{attr}");
     }
     let url = format!("file://{}", file.display());
+    // A profile of its own: another Chromium on the same one would take the page.
+    let profile = format!("--user-data-dir={}", s.path("chromium").display());
     let opened = chromium(&[
+        &profile,
         "--proxy-server=127.0.0.1:9",
         "--enable-logging=stderr",
         "--v=0",
