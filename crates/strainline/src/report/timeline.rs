@@ -108,7 +108,9 @@ impl Timeline {
                 rss_mib: s.rss_bytes as f64 / 1_048_576.0,
                 threads: s.threads as f64,
             })
-            .filter(|s| s.t >= 0.0 && s.t <= end + 0.5)
+            .zip(samples)
+            .filter(|(s, raw)| s.t >= 0.0 && s.t <= end && raw.processes > 0)
+            .map(|(s, _)| s)
             .collect();
         let causes = series
             .iter()
@@ -185,6 +187,10 @@ fn point(t: f64, hist: &Histogram<u64>, at: &dyn Fn(&str, f64) -> Option<f64>) -
 /// Phases `[name, t]` (samples' clock, each until the next) as spans on the load's
 /// clock within `[0, end]`; the last ("end") closes the one before it.
 fn spans(phases: &[(String, f64)], start: f64, end: f64) -> Vec<(String, f64, f64)> {
+    if phases.len() <= 2 {
+        // One phase over the whole load says nothing a shade would.
+        return Vec::new();
+    }
     phases
         .windows(2)
         .map(|w| {
@@ -211,7 +217,7 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
 const PANEL: f64 = 110.0;
 /// Above each panel: its title and legend on one row.
-const HEAD: f64 = 30.0;
+const HEAD: f64 = 38.0;
 const BOTTOM: f64 = 36.0;
 /// A conservative width of a character of the 12 px labels.
 const CHAR: f64 = 7.2;
@@ -347,8 +353,9 @@ fn panel(s: &mut String, p: &Panel, top: f64, x: &dyn Fn(f64) -> f64) -> Scale {
         .filter(|(l, _)| !own_scale(l.0))
         .map(|(_, v)| max_of(v))
         .fold(0.0f64, f64::max);
-    let ys = ticks(0.0, if shared_max > 0.0 { shared_max } else { 1.0 }, 3);
+    let ys = y_ticks(shared_max);
     let max = ys.last().copied().unwrap_or(1.0).max(1e-9);
+    let step = ys.get(1).copied().unwrap_or(max);
     let y = |v: f64, m: f64| top + PANEL - v / m * PANEL;
     s.push_str(&format!(
         "<text class=\"chart-title\" x=\"{LEFT}\" y=\"{:.1}\">{}</text>",
@@ -381,13 +388,13 @@ fn panel(s: &mut String, p: &Panel, top: f64, x: &dyn Fn(f64) -> f64) -> Scale {
             WIDTH - RIGHT,
             LEFT - 6.0,
             yy + 4.0,
-            number(*v)
+            number(*v, step)
         ));
     }
     let mut own = Vec::new();
     for ((key, _, color), values) in p.lines.iter().zip(&p.values) {
         let m = if own_scale(key) {
-            let m = ticks(0.0, max_of(values).max(1.0), 3)
+            let m = y_ticks(max_of(values).max(1.0))
                 .last()
                 .copied()
                 .unwrap_or(1.0);
@@ -432,7 +439,7 @@ fn x_axis(s: &mut String, end: f64, at: f64, x: &dyn Fn(f64) -> f64) {
             "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             x(t),
             at + 14.0,
-            number(t)
+            number(t, step)
         ));
         t += step;
     }
@@ -443,15 +450,32 @@ fn x_axis(s: &mut String, end: f64, at: f64, x: &dyn Fn(f64) -> f64) {
     ));
 }
 
-/// A tick's number: whole when it is, else with as few decimals as it needs.
-fn number(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}", v.round())
-    } else if v.abs() >= 1.0 {
-        format!("{v:.1}")
+/// Round ticks from 0 to at least `max` (1 when there is nothing): the last one covers
+/// every value, so that no line leaves its panel.
+fn y_ticks(max: f64) -> Vec<f64> {
+    let max = if max > 0.0 && max.is_finite() {
+        max
     } else {
-        format!("{v:.2}")
-    }
+        1.0
+    };
+    let round = ticks(0.0, max, 3);
+    let step = match round.get(1) {
+        Some(s) if *s > 0.0 => *s,
+        _ => max,
+    };
+    let n = (max / step - 1e-9).ceil().max(1.0) as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+/// A tick's number with the decimals its step needs (0.005: 3, 2.5: 1, 20: none).
+fn number(v: f64, step: f64) -> String {
+    let decimals = (0..4)
+        .find(|d| {
+            let scaled = step * 10f64.powi(*d);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+        })
+        .unwrap_or(4) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// The script that reads a second on hover and zooms on time (drag; double-click
@@ -508,7 +532,11 @@ mod tests {
             (crate::load::LOAD_START.to_string(), vec![(0.0, 2.0)]),
             ("errors_per_second/timeout".to_string(), vec![(7.0, 3.0)]),
         ];
-        let phases = [("before".to_string(), 2.0), ("end".to_string(), 7.0)];
+        let phases = [
+            ("before".to_string(), 2.0),
+            ("spike".to_string(), 5.0),
+            ("end".to_string(), 7.0),
+        ];
         let tl = Timeline::read(&series, &hists, &[], &phases).unwrap();
         assert_eq!(tl.seconds.len(), 10);
         assert!(
@@ -531,10 +559,27 @@ mod tests {
         assert_eq!(tl.first_reaching("users", 10.0).unwrap().t, 4.0);
         assert_eq!(tl.seconds[3].sent, 100.0);
         assert_eq!(tl.causes, [("timeout".to_string(), vec![(7.0, 3.0)])]);
-        assert_eq!(tl.phases, [("before".to_string(), 0.0, 5.0)]);
+        assert_eq!(
+            tl.phases,
+            [
+                ("before".to_string(), 0.0, 3.0),
+                ("spike".to_string(), 3.0, 5.0)
+            ]
+        );
         let page = render(&tl, "t1");
         assert!(page.contains("\"p95\":400"), "the data holds each second");
         assert!(page.contains("data-key=\"users\""));
+    }
+
+    #[test]
+    fn ticks_cover_every_value_and_read_with_the_decimals_their_step_needs() {
+        assert_eq!(y_ticks(50.2), [0.0, 20.0, 40.0, 60.0]);
+        assert_eq!(y_ticks(0.0), [0.0, 0.5, 1.0]);
+        assert!(*y_ticks(0.012).last().unwrap() >= 0.012);
+        assert_eq!(number(0.005, 0.005), "0.005");
+        assert_eq!(number(40.0, 20.0), "40");
+        assert_eq!(number(2.5, 2.5), "2.5");
+        assert_eq!(number(0.5, 0.25), "0.50");
     }
 
     #[test]

@@ -935,6 +935,20 @@ duration = "60s"
     );
     // The target's CPU and memory on the same clock, beneath.
     assert!(data[0]["target"].as_array().unwrap().len() >= 50);
+    // What the over-time data costs the store a minute: each second's histogram, and
+    // its series' rows (name, t and value, with SQLite's ~32 bytes a row around them).
+    let db = rusqlite::Connection::open(s.store()).unwrap();
+    let one = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let histograms =
+        one("SELECT sum(length(data)) FROM histograms WHERE name = 'latency_us/second'");
+    let rows = one(
+        "SELECT sum(length(name) + 32) FROM series WHERE name IN ('completed_per_second', \
+         'errors_per_second', 'p99_us', 'sent_per_second', 'users', 'load_start') \
+         OR name LIKE 'errors_per_second/%'",
+    );
+    let per_minute = (histograms + rows) as f64 / (seconds.len() as f64 / 60.0);
+    eprintln!("over-time data: {histograms} B of histograms, {rows} B of series rows: {per_minute:.0} B a minute");
+    assert!(per_minute <= 64.0 * 1024.0, "{per_minute} B a minute");
     // One file that opens offline: nothing fetched, and only its own script runs.
     for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
         assert!(!html.contains(attr), "{attr}");
