@@ -70,7 +70,13 @@ fn every_page_lays_out_without_overlaps_cuts_or_horizontal_scroll() {
         );
     }
     let compare_html = s.path("compare.html");
-    let cmp = s.run(&["compare", "v1", "v2", "--html", compare_html.to_str().unwrap()]);
+    let cmp = s.run(&[
+        "compare",
+        "v1",
+        "v2",
+        "--html",
+        compare_html.to_str().unwrap(),
+    ]);
     assert!(
         matches!(cmp.status.code(), Some(0) | Some(1)),
         "{}",
@@ -86,11 +92,17 @@ fn every_page_lays_out_without_overlaps_cuts_or_horizontal_scroll() {
             "report",
             format!("file://{}", reports.join("report.html").display()),
         ),
-        ("compare-report", format!("file://{}", compare_html.display())),
+        (
+            "compare-report",
+            format!("file://{}", compare_html.display()),
+        ),
         ("runs", format!("{base}/runs")),
         ("run", format!("{base}/runs/{newest}")),
         ("history", format!("{base}/history?suite=layout")),
-        ("compare", format!("{base}/compare?baseline=v1&candidate=v2")),
+        (
+            "compare",
+            format!("{base}/compare?baseline=v1&candidate=v2"),
+        ),
     ];
     let out_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pages");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/layout_check.py");
