@@ -1,6 +1,6 @@
 """Checks the layout of strainline's pages in Debian's Chromium, through Playwright.
 
-Usage: layout_check.py OUT_DIR NAME=URL [NAME=URL ...]
+Usage: layout_check.py [--known TEXT ...] OUT_DIR NAME=URL [NAME=URL ...]
 
 Each page is loaded at viewport widths 1400 and 800 px. A page fails when two texts
 overlap (their boxes share more than 1 px in both axes; a text and its own ancestor
@@ -8,7 +8,9 @@ excepted, hidden or empty texts ignored), when an SVG <text> reaches beyond its 
 <svg>'s box (a cut label or legend), or when the document scrolls horizontally. A
 full-page screenshot of each page at each width is saved as OUT_DIR/NAME-WIDTH.png and
 its path printed ("screenshot: PATH"). Every problem is printed on a line of its own
-("NAME@WIDTH: ..."); the exit code is 1 when there is any, 0 otherwise.
+("NAME@WIDTH: ..."); the exit code is 1 when there is any, 0 otherwise. A problem
+whose line holds the text of a `--known` is a known one, yet to be fixed where it is
+made: printed ("known: ...") but not counted.
 """
 
 import os
@@ -93,11 +95,16 @@ CHECK = r"""
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    known = []
+    while args[:1] == ["--known"] and len(args) > 1:
+        known.append(args[1])
+        args = args[2:]
+    if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    out_dir = sys.argv[1]
-    pages = [a.split("=", 1) for a in sys.argv[2:]]
+    out_dir = args[0]
+    pages = [a.split("=", 1) for a in args[1:]]
     os.makedirs(out_dir, exist_ok=True)
     failed = 0
     with sync_playwright() as p:
@@ -116,8 +123,12 @@ def main():
                     page.screenshot(path=shot, full_page=True)
                     print(f"screenshot: {shot} ({found['texts']} text boxes)")
                     for problem in found["problems"]:
-                        print(f"{name}@{width}: {problem}")
-                        failed += 1
+                        line = f"{name}@{width}: {problem}"
+                        if any(k in line for k in known):
+                            print(f"known: {line}")
+                        else:
+                            print(line)
+                            failed += 1
                 context.close()
         finally:
             browser.close()
