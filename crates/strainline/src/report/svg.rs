@@ -261,12 +261,7 @@ pub fn render(chart: &Chart) -> String {
         escape(&chart.title)
     );
     let _ = write!(s, "<title>{}</title>", escape(&chart.title));
-    let _ = write!(
-        s,
-        r#"<text class="chart-title" x="{}" y="20" text-anchor="middle">{}</text>"#,
-        W / 2.0,
-        escape(&chart.title)
-    );
+    title(&mut s, &chart.title);
     grid(&mut s, chart, &frame);
     axis_labels(&mut s, chart);
     markers(&mut s, chart, &frame);
@@ -275,6 +270,65 @@ pub fn render(chart: &Chart) -> String {
     legend(&mut s, &entries);
     s.push_str("</svg>");
     s
+}
+
+/// The title's font size (px, bold: style.css's `.chart-title`) and the width it may take.
+const TITLE_PX: f64 = 14.0;
+const TITLE_WIDTH: f64 = W - 20.0;
+
+/// The width of a title's text: bold is about 15% wider than [`text_width`].
+fn title_width(text: &str) -> f64 {
+    1.15 * text_width(text, TITLE_PX)
+}
+
+/// The lines of a chart's title: one when it fits the chart's width, else two cut at a
+/// space, the second ending in "…" when even two do not hold it (the whole title stays
+/// the chart's `<title>` and label).
+fn title_lines(title: &str) -> Vec<String> {
+    if title_width(title) <= TITLE_WIDTH {
+        return vec![title.to_string()];
+    }
+    let words: Vec<&str> = title.split(' ').collect();
+    // The longest first line that fits, at a space (or the first word alone).
+    let cut = (1..words.len())
+        .rev()
+        .find(|&n| title_width(&words[..n].join(" ")) <= TITLE_WIDTH)
+        .unwrap_or(1);
+    [words[..cut].join(" "), words[cut..].join(" ")]
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| fit_title(&l))
+        .collect()
+}
+
+/// `line` as it is when it fits a title's width, else cut to fit and ended by "…".
+fn fit_title(line: &str) -> String {
+    if title_width(line) <= TITLE_WIDTH {
+        return line.to_string();
+    }
+    let mut cut = line.to_string();
+    while !cut.is_empty() && title_width(&format!("{cut}…")) > TITLE_WIDTH {
+        cut.pop();
+    }
+    format!("{}…", cut.trim_end())
+}
+
+/// The title, centred above the plot: one line at y 20, or two at 17 and 33.
+fn title(s: &mut String, title: &str) {
+    let lines = title_lines(title);
+    let ys: &[f64] = if lines.len() == 1 {
+        &[20.0]
+    } else {
+        &[17.0, 33.0]
+    };
+    for (line, y) in lines.iter().zip(ys) {
+        let _ = write!(
+            s,
+            r#"<text class="chart-title" x="{}" y="{y}" text-anchor="middle">{}</text>"#,
+            W / 2.0,
+            escape(line)
+        );
+    }
 }
 
 /// The chart's scales: x, and y on the left and on the right axis.
@@ -934,5 +988,34 @@ mod tests {
             ..Chart::default()
         };
         assert!(render(&short).contains(&format!(r#"height="{H}""#)));
+    }
+
+    #[test]
+    fn a_title_too_long_for_the_chart_takes_two_lines_and_at_most_two() {
+        assert_eq!(title_lines("Responses a second"), ["Responses a second"]);
+        let long = "latency_p99 — push<script>alert(4)</script>[crash=1000000, cost=250, leak=4096, connections=8]";
+        let lines = title_lines(long);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.join(" "), long);
+        assert!(lines.iter().all(|l| title_width(l) <= TITLE_WIDTH));
+        let endless = vec!["word"; 200].join(" ");
+        let lines = title_lines(&endless);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].ends_with('…'));
+        assert!(lines.iter().all(|l| title_width(l) <= TITLE_WIDTH));
+        // One word longer than the chart: a line of its own, cut.
+        let word = "x".repeat(200);
+        let lines = title_lines(&format!("a {word}"));
+        assert_eq!(lines[0], "a");
+        assert!(title_width(&lines[1]) <= TITLE_WIDTH && lines[1].ends_with('…'));
+        let lines = title_lines(&word);
+        assert!(lines.len() == 1 && title_width(&lines[0]) <= TITLE_WIDTH);
+        // The whole title stays the chart's label.
+        let svg = render(&Chart {
+            title: endless.clone(),
+            ..Chart::default()
+        });
+        assert!(svg.contains(&format!("<title>{endless}</title>")));
+        assert_eq!(svg.matches("class=\"chart-title\"").count(), 2);
     }
 }

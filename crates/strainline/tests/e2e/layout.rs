@@ -7,7 +7,8 @@
 
 use crate::common::*;
 
-/// A ramp, a soak judged for leaks and a bench of the testbed, each a few seconds.
+/// A ramp, a soak judged for leaks and a bench of the testbed, each a few seconds; the
+/// bench's long name and matrix make long titles, labels and table cells.
 fn suite() -> String {
     with_testbed(&format!(
         r#"
@@ -37,7 +38,8 @@ leak_budget = "10MiB"
 horizon = "24h"
 
 [[test]]
-name = "push"
+name = "push every notification through the front door of the device registry"
+matrix = {{ workers = [1], batch = ["small-and-frequent"] }}
 kind = "bench"
 {PUSH}
 rate = 200
@@ -113,7 +115,10 @@ fn every_page_lays_out_without_overlaps_cuts_or_horizontal_scroll() {
         // Known, to be fixed where it is drawn (`report::html::comparison_bars`): a
         // ratio at the axis's end (200%, or 500% at most) prints its value past the
         // chart's right edge, and a case name longer than 260 px starts before its left.
-        .args(["--known", "cut by its chart (\"candidate as % of baseline\")"])
+        .args([
+            "--known",
+            "cut by its chart (\"candidate as % of baseline\")",
+        ])
         .arg(&out_dir)
         .args(pages.iter().map(|(name, url)| format!("{name}={url}")))
         .output()
