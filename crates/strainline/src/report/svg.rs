@@ -1,7 +1,10 @@
 //! Charts drawn by strainline as inline SVG: lines on one or two y axes, vertical
 //! markers (a ceiling, a knee, a warm-up end), horizontal reference lines (an exact
 //! peak), a legend, and labelled axes with units on every chart. No scripts, no fonts
-//! fetched: a report opens anywhere, offline. Every text is escaped.
+//! fetched: a report opens anywhere, offline. Every text is escaped. Texts are measured
+//! with a conservative width per character, so that none overlaps another or leaves
+//! its chart: markers' labels are placed apart, a legend wraps (the chart grows), a long
+//! title takes two lines.
 
 use std::fmt::Write;
 
