@@ -1,7 +1,10 @@
 //! Charts drawn by strainline as inline SVG: lines on one or two y axes, vertical
 //! markers (a ceiling, a knee, a warm-up end), horizontal reference lines (an exact
 //! peak), a legend, and labelled axes with units on every chart. No scripts, no fonts
-//! fetched: a report opens anywhere, offline. Every text is escaped.
+//! fetched: a report opens anywhere, offline. Every text is escaped. Texts are measured
+//! with a conservative width per character, so that none overlaps another or leaves
+//! its chart: markers' labels are placed apart, a legend wraps (the chart grows), a long
+//! title takes two lines.
 
 use std::fmt::Write;
 
@@ -248,26 +251,87 @@ fn xt(chart: &Chart, x: f64) -> f64 {
 pub fn render(chart: &Chart) -> String {
     let mut s = String::new();
     let frame = Frame::of(chart);
+    let entries = legend_layout(chart);
+    // The chart grows by the legend's rows after its first.
+    let h = entries
+        .iter()
+        .map(LegendEntry::last_baseline)
+        .fold(H - 8.0, f64::max)
+        + 8.0;
     let _ = write!(
         s,
-        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}">"#,
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{}">"#,
         escape(&chart.title)
     );
     let _ = write!(s, "<title>{}</title>", escape(&chart.title));
-    let _ = write!(
-        s,
-        r#"<text class="chart-title" x="{}" y="20" text-anchor="middle">{}</text>"#,
-        W / 2.0,
-        escape(&chart.title)
-    );
+    title(&mut s, &chart.title);
     grid(&mut s, chart, &frame);
     axis_labels(&mut s, chart);
     markers(&mut s, chart, &frame);
     bands(&mut s, chart, &frame);
     series(&mut s, chart, &frame);
-    legend(&mut s, chart);
+    legend(&mut s, &entries);
     s.push_str("</svg>");
     s
+}
+
+/// The title's font size (px, bold: style.css's `.chart-title`) and the width it may take.
+const TITLE_PX: f64 = 14.0;
+const TITLE_WIDTH: f64 = W - 20.0;
+
+/// The width of a title's text: bold is about 15% wider than [`text_width`].
+fn title_width(text: &str) -> f64 {
+    1.15 * text_width(text, TITLE_PX)
+}
+
+/// The lines of a chart's title: one when it fits the chart's width, else two cut at a
+/// space, the second ending in "…" when even two do not hold it (the whole title stays
+/// the chart's `<title>` and label).
+fn title_lines(title: &str) -> Vec<String> {
+    if title_width(title) <= TITLE_WIDTH {
+        return vec![title.to_string()];
+    }
+    let words: Vec<&str> = title.split(' ').collect();
+    // The longest first line that fits, at a space (or the first word alone).
+    let cut = (1..words.len())
+        .rev()
+        .find(|&n| title_width(&words[..n].join(" ")) <= TITLE_WIDTH)
+        .unwrap_or(1);
+    [words[..cut].join(" "), words[cut..].join(" ")]
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| fit_title(&l))
+        .collect()
+}
+
+/// `line` as it is when it fits a title's width, else cut to fit and ended by "…".
+fn fit_title(line: &str) -> String {
+    if title_width(line) <= TITLE_WIDTH {
+        return line.to_string();
+    }
+    let mut cut = line.to_string();
+    while !cut.is_empty() && title_width(&format!("{cut}…")) > TITLE_WIDTH {
+        cut.pop();
+    }
+    format!("{}…", cut.trim_end())
+}
+
+/// The title, centred above the plot: one line at y 20, or two at 17 and 33.
+fn title(s: &mut String, title: &str) {
+    let lines = title_lines(title);
+    let ys: &[f64] = if lines.len() == 1 {
+        &[20.0]
+    } else {
+        &[17.0, 33.0]
+    };
+    for (line, y) in lines.iter().zip(ys) {
+        let _ = write!(
+            s,
+            r#"<text class="chart-title" x="{}" y="{y}" text-anchor="middle">{}</text>"#,
+            W / 2.0,
+            escape(line)
+        );
+    }
 }
 
 /// The chart's scales: x, and y on the left and on the right axis.
@@ -400,31 +464,172 @@ fn axis_labels(s: &mut String, chart: &Chart) {
     }
 }
 
-/// The vertical and horizontal markers.
+/// The font sizes (px) of the texts drawn inside a chart (style.css: `svg.chart`).
+const LABEL_PX: f64 = 12.0;
+/// The height of a line of 12 px text, and how far its box reaches above and below the
+/// baseline (DejaVu Sans: ascent 0.93 em, descent 0.24 em).
+const LINE: f64 = 14.0;
+const ASCENT: f64 = 11.5;
+const DESCENT: f64 = 3.0;
+
+/// A conservative width, in px, of `text` drawn at `font_px`: each character counted at
+/// about the widest advance of its class in DejaVu Sans (Debian's default sans-serif, a
+/// wide one), so that a label measured to fit does fit in the fonts a browser picks.
+pub fn text_width(text: &str, font_px: f64) -> f64 {
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | 'I' | 'J' | '\'' | '|' | '.' | ',' | ':' | ';' | '!' | ' ' => 0.34,
+            'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '{' | '}' | '/' | '\\' | '-' | '"' => 0.42,
+            'm' | 'w' | 'M' | 'W' | '%' | '@' | '—' | '…' => 1.0,
+            '+' | '=' | '<' | '>' | '~' | '→' | '←' | '−' | '±' | '×' | '÷' | '≤' | '≥' => {
+                0.84
+            }
+            c if c.is_uppercase() => 0.8,
+            c if c.is_ascii() => 0.65,
+            // Other scripts, symbols, emoji: as wide as a W.
+            c if (c as u32) >= 0x2e80 => 1.0,
+            _ => 0.7,
+        })
+        .sum();
+    em * font_px
+}
+
+/// A text's box in the chart's coordinates: left, top, right, bottom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TextBox {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl TextBox {
+    /// The box of `text` drawn at (`x`, baseline `y`) anchored `start` or `end`.
+    fn of(text: &str, x: f64, y: f64, end: bool) -> TextBox {
+        let w = text_width(text, LABEL_PX);
+        let x0 = if end { x - w } else { x };
+        TextBox {
+            x0,
+            y0: y - ASCENT,
+            x1: x0 + w,
+            y1: y + DESCENT,
+        }
+    }
+    /// Whether the two boxes come closer than 2 px.
+    fn hits(&self, o: &TextBox) -> bool {
+        const GAP: f64 = 2.0;
+        self.x0 < o.x1 + GAP && o.x0 < self.x1 + GAP && self.y0 < o.y1 + GAP && o.y0 < self.y1 + GAP
+    }
+    /// Whether the box lies inside the plot area.
+    fn in_plot(&self) -> bool {
+        self.x0 >= LEFT && self.x1 <= W - RIGHT && self.y0 >= TOP && self.y1 <= H - BOTTOM
+    }
+}
+
+/// Where a marker's label goes: its baseline's start (or end, when `end`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Placed {
+    x: f64,
+    y: f64,
+    end: bool,
+}
+
+/// Places the labels of the vertical markers (at plotted x `xs`), then of the
+/// horizontal ones (at plotted y `ys`), so that no two collide. A vertical marker's
+/// label sits at the top of the plot beside its line (right of it, or left when it
+/// would leave the plot), on the first row down where it meets no label already
+/// placed: markers close together stack. A horizontal marker's label sits above its
+/// line at the plot's left, else below it, else at the plot's right above then below,
+/// the first of these inside the plot that meets no label; else lower rows above the
+/// line at the left.
+fn place_marker_labels(vertical: &[(f64, &str)], horizontal: &[(f64, &str)]) -> Vec<Placed> {
+    let mut boxes: Vec<TextBox> = Vec::new();
+    let mut out = Vec::new();
+    let free = |b: &TextBox, boxes: &[TextBox]| !boxes.iter().any(|o| o.hits(b));
+    for &(px, label) in vertical {
+        let end = px + 3.0 + text_width(label, LABEL_PX) > W - RIGHT
+            && px - 3.0 - text_width(label, LABEL_PX) >= LEFT;
+        let x = if end { px - 3.0 } else { px + 3.0 };
+        let mut y = TOP + 12.0;
+        while !free(&TextBox::of(label, x, y, end), &boxes) && y < H - BOTTOM - LINE {
+            y += LINE;
+        }
+        boxes.push(TextBox::of(label, x, y, end));
+        out.push(Placed { x, y, end });
+    }
+    for &(py, label) in horizontal {
+        let (left, right) = (LEFT + 4.0, W - RIGHT - 4.0);
+        let (above, below) = (py - 4.0, py + 4.0 + ASCENT);
+        let tries = [
+            (left, above, false),
+            (left, below, false),
+            (right, above, true),
+            (right, below, true),
+        ];
+        let at = tries
+            .iter()
+            .map(|&(x, y, end)| Placed { x, y, end })
+            .find(|p| {
+                let b = TextBox::of(label, p.x, p.y, p.end);
+                b.in_plot() && free(&b, &boxes)
+            })
+            .unwrap_or_else(|| {
+                // Rows down from the top of the plot, at the left: the first free one.
+                let mut y = TOP + 12.0;
+                while !free(&TextBox::of(label, left, y, false), &boxes) && y < H - BOTTOM - LINE {
+                    y += LINE;
+                }
+                Placed {
+                    x: left,
+                    y,
+                    end: false,
+                }
+            });
+        boxes.push(TextBox::of(label, at.x, at.y, at.end));
+        out.push(at);
+    }
+    out
+}
+
+/// The vertical and horizontal markers, their labels placed apart
+/// ([`place_marker_labels`]).
 fn markers(s: &mut String, chart: &Chart, Frame { x, y, .. }: &Frame) {
-    // Markers.
-    for m in &chart.vertical {
-        let px = x.map(xt(chart, m.at));
+    let vertical: Vec<(f64, &str)> = chart
+        .vertical
+        .iter()
+        .map(|m| (x.map(xt(chart, m.at)), m.label.as_str()))
+        .collect();
+    let horizontal: Vec<(f64, &str)> = chart
+        .horizontal
+        .iter()
+        .map(|m| (y.map(m.at), m.label.as_str()))
+        .collect();
+    let placed = place_marker_labels(&vertical, &horizontal);
+    let anchor = |p: &Placed| if p.end { r#" text-anchor="end""# } else { "" };
+    for ((m, (px, _)), p) in chart.vertical.iter().zip(&vertical).zip(&placed) {
         let _ = write!(
             s,
-            r#"<line class="marker" x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{}" stroke-dasharray="4 3"/><text class="marker-label" x="{:.1}" y="{}" fill="{}">{}</text>"#,
+            r#"<line class="marker" x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{}" stroke-dasharray="4 3"/><text class="marker-label" x="{:.1}" y="{:.1}"{} fill="{}">{}</text>"#,
             H - BOTTOM,
             m.color,
-            px + 3.0,
-            TOP + 12.0,
+            p.x,
+            p.y,
+            anchor(p),
             m.color,
             escape(&m.label)
         );
     }
-    for m in &chart.horizontal {
-        let py = y.map(m.at);
+    let placed = &placed[vertical.len()..];
+    for ((m, (py, _)), p) in chart.horizontal.iter().zip(&horizontal).zip(placed) {
         let _ = write!(
             s,
-            r#"<line class="marker" x1="{LEFT}" x2="{}" y1="{py:.1}" y2="{py:.1}" stroke="{}" stroke-dasharray="6 3"/><text class="marker-label" x="{}" y="{:.1}" fill="{}">{}</text>"#,
+            r#"<line class="marker" x1="{LEFT}" x2="{}" y1="{py:.1}" y2="{py:.1}" stroke="{}" stroke-dasharray="6 3"/><text class="marker-label" x="{:.1}" y="{:.1}"{} fill="{}">{}</text>"#,
             W - RIGHT,
             m.color,
-            LEFT + 4.0,
-            py - 4.0,
+            p.x,
+            p.y,
+            anchor(p),
             m.color,
             escape(&m.label)
         );
@@ -510,33 +715,123 @@ fn series(s: &mut String, chart: &Chart, Frame { x, y, y2 }: &Frame) {
     }
 }
 
-/// The legend, one entry per line, under the plot.
-fn legend(s: &mut String, chart: &Chart) {
-    // Legend.
-    let mut lx = LEFT;
+/// A legend entry: its line's colour and dash, its swatch's left, the baseline of its
+/// text's first line, and the text's lines.
+#[derive(Debug, Clone, PartialEq)]
+struct LegendEntry {
+    color: &'static str,
+    dashed: bool,
+    x: f64,
+    y: f64,
+    lines: Vec<String>,
+}
+
+impl LegendEntry {
+    /// The baseline of the entry's last line of text.
+    fn last_baseline(&self) -> f64 {
+        self.y + (self.lines.len().max(1) - 1) as f64 * (LINE + 2.0)
+    }
+}
+
+/// The legend's entries under the plot, left to right from the plot's left edge: an
+/// entry that would pass the chart's right edge starts a new row; a text longer than a
+/// whole row is wrapped at its spaces onto lines of its own. The first row's baseline
+/// is at `H - 8`; each row is `LINE` + 2 px below the one before (the chart grows).
+fn legend_layout(chart: &Chart) -> Vec<LegendEntry> {
+    const SWATCH: f64 = 22.0;
+    const SPACING: f64 = 16.0;
+    let right_edge = W - 8.0;
+    let row = LINE + 2.0;
+    let (mut x, mut y) = (LEFT, H - 8.0);
+    let mut out = Vec::new();
     for l in &chart.lines {
-        let _ = write!(
-            s,
-            r#"<g class="legend"><line x1="{lx}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="3"{}/><text x="{}" y="{}">{}{}</text></g>"#,
-            lx + 18.0,
-            H - 12.0,
-            H - 12.0,
-            l.color,
-            if l.dashed {
-                r#" stroke-dasharray="5 4""#
-            } else {
-                ""
-            },
-            lx + 22.0,
-            H - 8.0,
-            escape(&l.name),
+        let text = format!(
+            "{}{}",
+            l.name,
             if l.axis == Axis::Right && chart.y2_label.is_some() {
                 " (right axis)"
             } else {
                 ""
             }
         );
-        lx += 30.0 + 7.0 * (l.name.chars().count() as f64 + 13.0);
+        let lines = wrap(&text, right_edge - LEFT - SWATCH);
+        let w = SWATCH
+            + lines
+                .iter()
+                .map(|t| text_width(t, LABEL_PX))
+                .fold(0.0, f64::max);
+        if x > LEFT && x + w > right_edge {
+            // The next row, below the tallest entry of this one.
+            x = LEFT;
+            y = out.iter().map(LegendEntry::last_baseline).fold(y, f64::max) + row;
+        }
+        out.push(LegendEntry {
+            color: l.color,
+            dashed: l.dashed,
+            x,
+            y,
+            lines,
+        });
+        x += w + SPACING;
+    }
+    out
+}
+
+/// `text` cut at its spaces into lines no wider than `width` px (a word longer than
+/// that stays whole on a line of its own).
+fn wrap(text: &str, width: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if !line.is_empty() && text_width(&candidate, LABEL_PX) > width {
+            lines.push(std::mem::replace(&mut line, word.to_string()));
+        } else {
+            line = candidate;
+        }
+    }
+    lines.push(line);
+    lines
+}
+
+/// The legend, one entry per line, under the plot ([`legend_layout`]).
+fn legend(s: &mut String, entries: &[LegendEntry]) {
+    for e in entries {
+        let _ = write!(
+            s,
+            r#"<g class="legend"><line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="3"{}/><text x="{}" y="{}">"#,
+            e.x,
+            e.x + 18.0,
+            e.y - 4.0,
+            e.y - 4.0,
+            e.color,
+            if e.dashed {
+                r#" stroke-dasharray="5 4""#
+            } else {
+                ""
+            },
+            e.x + 22.0,
+            e.y,
+        );
+        match e.lines.as_slice() {
+            [one] => s.push_str(&escape(one)),
+            lines => {
+                for (i, t) in lines.iter().enumerate() {
+                    let _ = write!(
+                        s,
+                        r#"<tspan x="{}" dy="{}">{}</tspan>"#,
+                        e.x + 22.0,
+                        if i == 0 { 0.0 } else { LINE + 2.0 },
+                        escape(t)
+                    );
+                }
+            }
+        }
+        s.push_str("</text></g>");
     }
 }
 
@@ -589,5 +884,141 @@ mod tests {
                 && svg.contains("time (s)")
         );
         assert!(svg.starts_with("<svg class=\"chart\"") && svg.ends_with("</svg>"));
+    }
+
+    /// The boxes of placed labels, for the tests.
+    fn boxes(labels: &[&str], placed: &[Placed]) -> Vec<TextBox> {
+        labels
+            .iter()
+            .zip(placed)
+            .map(|(l, p)| TextBox::of(l, p.x, p.y, p.end))
+            .collect()
+    }
+
+    fn apart(boxes: &[TextBox]) -> bool {
+        boxes
+            .iter()
+            .enumerate()
+            .all(|(i, a)| boxes[i + 1..].iter().all(|b| !a.hits(b)))
+    }
+
+    #[test]
+    fn text_is_measured_wide_enough() {
+        // DejaVu Sans draws "ceiling 400 req/s" 12 px high about 100 px wide, "W" 11.9 px.
+        assert!(text_width("ceiling 400 req/s", 12.0) >= 100.0);
+        assert!(text_width("W", 12.0) >= 11.9);
+        assert!(text_width("MMMM", 12.0) > text_width("iiii", 12.0) * 2.0);
+        assert_eq!(text_width("", 12.0), 0.0);
+        // Twice the size, twice the width.
+        assert_eq!(text_width("p99", 24.0), 2.0 * text_width("p99", 12.0));
+    }
+
+    #[test]
+    fn marker_labels_at_the_same_place_stack_instead_of_overlapping() {
+        // A ramp whose knee is its ceiling: both at 400 req/s.
+        let labels = ["ceiling 400 req/s", "knee 400 req/s"];
+        let placed = place_marker_labels(&[(360.0, labels[0]), (360.0, labels[1])], &[]);
+        assert_eq!(placed[0].x, placed[1].x);
+        assert!(placed[1].y > placed[0].y, "{placed:?}");
+        assert!(apart(&boxes(&labels, &placed)));
+        // A marker far apart keeps the first row.
+        let placed = place_marker_labels(&[(100.0, labels[0]), (500.0, labels[1])], &[]);
+        assert_eq!(placed[0].y, placed[1].y);
+    }
+
+    #[test]
+    fn a_marker_label_near_the_right_edge_is_drawn_left_of_its_line() {
+        let label = "warm-up end";
+        let placed = place_marker_labels(&[(W - RIGHT - 5.0, label)], &[]);
+        assert!(placed[0].end && placed[0].x < W - RIGHT - 5.0);
+        assert!(TextBox::of(label, placed[0].x, placed[0].y, true).in_plot());
+    }
+
+    #[test]
+    fn horizontal_marker_labels_avoid_each_other_and_the_vertical_ones() {
+        // A tolerance band 10 px high: one label above, the other below or aside.
+        let labels = ["tolerance +20%", "tolerance −20%"];
+        let placed = place_marker_labels(&[], &[(150.0, labels[0]), (160.0, labels[1])]);
+        assert!(apart(&boxes(&labels, &placed)), "{placed:?}");
+        // A peak near the top under the phases' labels ("soak", "load").
+        let labels = ["soak", "load", "exact peak 6.7 MiB (ru_maxrss)"];
+        let placed = place_marker_labels(
+            &[(LEFT + 10.0, labels[0]), (LEFT + 60.0, labels[1])],
+            &[(TOP + 10.0, labels[2])],
+        );
+        let b = boxes(&labels, &placed);
+        assert!(apart(&b), "{placed:?}");
+        assert!(b[2].in_plot());
+    }
+
+    #[test]
+    fn a_legend_that_does_not_fit_wraps_and_the_chart_grows() {
+        let line = |name: &str| Line::new(name, vec![(0.0, 1.0), (1.0, 2.0)], COLORS[0]);
+        let long = "Theil–Sen fit: no significant growth (Mann–Kendall p = 1.000) (budget 10.0 MiB over 24h00m)";
+        let chart = Chart {
+            title: "Leak check".into(),
+            x_label: "time (s)".into(),
+            y_label: "RSS (MiB)".into(),
+            lines: vec![line("RSS"), line(long)],
+            ..Chart::default()
+        };
+        let entries = legend_layout(&chart);
+        // The long entry starts a row of its own; every line fits in the chart.
+        assert_eq!(entries[1].x, LEFT);
+        assert!(entries[1].y > entries[0].y);
+        for e in &entries {
+            for t in &e.lines {
+                assert!(e.x + 22.0 + text_width(t, LABEL_PX) <= W - 8.0, "{t}");
+            }
+        }
+        assert_eq!(entries[1].lines.join(" "), long);
+        let svg = render(&chart);
+        let grown = entries[1].last_baseline() + 8.0;
+        assert!(grown > H);
+        assert!(
+            svg.contains(&format!(r#"viewBox="0 0 {W} {grown}""#)),
+            "{svg}"
+        );
+        // An entry longer than a row is cut into lines at its spaces.
+        let words = vec!["word"; 60].join(" ");
+        let wrapped = wrap(&words, 300.0);
+        assert!(wrapped.len() > 1);
+        assert!(wrapped.iter().all(|l| text_width(l, LABEL_PX) <= 300.0));
+        assert_eq!(wrapped.join(" "), words);
+        // A legend that fits keeps the chart's height.
+        let short = Chart {
+            lines: vec![line("a"), line("b")],
+            ..Chart::default()
+        };
+        assert!(render(&short).contains(&format!(r#"height="{H}""#)));
+    }
+
+    #[test]
+    fn a_title_too_long_for_the_chart_takes_two_lines_and_at_most_two() {
+        assert_eq!(title_lines("Responses a second"), ["Responses a second"]);
+        let long = "latency_p99 — push<script>alert(4)</script>[crash=1000000, cost=250, leak=4096, connections=8]";
+        let lines = title_lines(long);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.join(" "), long);
+        assert!(lines.iter().all(|l| title_width(l) <= TITLE_WIDTH));
+        let endless = vec!["word"; 200].join(" ");
+        let lines = title_lines(&endless);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].ends_with('…'));
+        assert!(lines.iter().all(|l| title_width(l) <= TITLE_WIDTH));
+        // One word longer than the chart: a line of its own, cut.
+        let word = "x".repeat(200);
+        let lines = title_lines(&format!("a {word}"));
+        assert_eq!(lines[0], "a");
+        assert!(title_width(&lines[1]) <= TITLE_WIDTH && lines[1].ends_with('…'));
+        let lines = title_lines(&word);
+        assert!(lines.len() == 1 && title_width(&lines[0]) <= TITLE_WIDTH);
+        // The whole title stays the chart's label.
+        let svg = render(&Chart {
+            title: endless.clone(),
+            ..Chart::default()
+        });
+        assert!(svg.contains(&format!("<title>{endless}</title>")));
+        assert_eq!(svg.matches("class=\"chart-title\"").count(), 2);
     }
 }

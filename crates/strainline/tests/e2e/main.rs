@@ -15,6 +15,7 @@ mod flows;
 mod hostile;
 mod import;
 mod kinds;
+mod layout;
 mod load;
 mod metrics;
 mod monitor;
