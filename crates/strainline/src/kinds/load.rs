@@ -233,9 +233,8 @@ pub(super) fn keep_latency(r: &mut CaseResult, run: &Run) {
         r.histograms
             .push(("latency_us".into(), (0.0, 0.0), encoded));
     }
-    for (span, data) in run.outcome.latency_seconds() {
-        r.histograms
-            .push((crate::load::SECOND_LATENCY.into(), span, data.to_vec()));
+    for (name, span, data) in run.outcome.latency_seconds() {
+        r.histograms.push((name, span, data.to_vec()));
     }
 }
 

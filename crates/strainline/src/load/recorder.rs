@@ -128,6 +128,58 @@ pub struct Tally {
     /// and agents when merged; a total's says nothing).
     #[serde(default)]
     pub active: u64,
+    /// An interval's: each scenario step's part of it (index as in `steps`), for the
+    /// timeline of each step.
+    #[serde(default)]
+    pub step_seconds: Vec<StepSecond>,
+}
+
+/// A scenario step's (or group's) part of an interval: what its timeline draws.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepSecond {
+    pub sent: u64,
+    pub completed: u64,
+    pub ok: u64,
+    /// Transport errors (the failed answers are `completed - ok`).
+    pub errors: u64,
+    /// Corrected latency, µs, at 2 significant digits (1%): one a step a second.
+    #[serde(with = "hdr")]
+    pub latency: Histogram<u64>,
+}
+
+impl Default for StepSecond {
+    fn default() -> StepSecond {
+        StepSecond {
+            sent: 0,
+            completed: 0,
+            ok: 0,
+            errors: 0,
+            latency: Histogram::new_with_bounds(1, MAX_US, 2).expect("valid histogram bounds"),
+        }
+    }
+}
+
+impl StepSecond {
+    fn merge(&mut self, o: &StepSecond) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.ok += o.ok;
+        self.errors += o.errors;
+        let _ = self.latency.add(&o.latency);
+    }
+
+    fn minus(&mut self, o: &StepSecond) {
+        self.sent = self.sent.saturating_sub(o.sent);
+        self.completed = self.completed.saturating_sub(o.completed);
+        self.ok = self.ok.saturating_sub(o.ok);
+        self.errors = self.errors.saturating_sub(o.errors);
+        let _ = self.latency.subtract(&o.latency);
+    }
+
+    /// All its failures: transport errors and failed answers.
+    pub fn failed(&self) -> u64 {
+        self.errors + self.completed.saturating_sub(self.ok)
+    }
 }
 
 /// The keys of the named counters of what only some protocols have.
@@ -256,6 +308,7 @@ impl Default for Tally {
             delivery: histogram(),
             named: BTreeMap::new(),
             active: 0,
+            step_seconds: Vec::new(),
         }
     }
 }
@@ -313,6 +366,9 @@ impl Tally {
         d.unsent = d.unsent.saturating_sub(part.unsent);
         d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
         let _ = d.delivery.subtract(&part.delivery);
+        for (mine, theirs) in d.step_seconds.iter_mut().zip(&part.step_seconds) {
+            mine.minus(theirs);
+        }
         for (k, v) in &part.named {
             if let Some(n) = d.named.get_mut(k) {
                 *n = n.saturating_sub(*v);
@@ -350,6 +406,21 @@ impl Tally {
             self.add_to(k, *v);
         }
         self.active += o.active;
+        if self.step_seconds.len() < o.step_seconds.len() {
+            self.step_seconds
+                .resize_with(o.step_seconds.len(), StepSecond::default);
+        }
+        for (mine, theirs) in self.step_seconds.iter_mut().zip(&o.step_seconds) {
+            mine.merge(theirs);
+        }
+    }
+
+    /// Step `i`'s part of this interval.
+    fn step_second(&mut self, i: usize) -> &mut StepSecond {
+        if self.step_seconds.len() <= i {
+            self.step_seconds.resize_with(i + 1, StepSecond::default);
+        }
+        &mut self.step_seconds[i]
     }
 
     /// Requests that were due and got no answer: cut in flight or never sent.
@@ -422,6 +493,11 @@ impl Recorder {
             t.ok += u64::from(ok);
             t.corrected.saturating_record(us(took));
         }
+        let s = self.interval.step_second(at);
+        s.sent += 1;
+        s.completed += 1;
+        s.ok += u64::from(ok);
+        s.latency.saturating_record(us(took));
     }
 
     /// Feeds `v` to the scenario's metric `k` (of `kind`).
@@ -444,6 +520,7 @@ impl Recorder {
         self.interval.sent += 1;
         if let Some(t) = self.step(step) {
             t.sent += 1;
+            self.interval.step_second(step.unwrap_or(0)).sent += 1;
         }
     }
 
@@ -461,6 +538,10 @@ impl Recorder {
         self.interval.add_response(status, ok, bytes, c, s);
         if let Some(t) = self.step(step) {
             t.add_response(status, ok, bytes, c, s);
+            let second = self.interval.step_second(step.unwrap_or(0));
+            second.completed += 1;
+            second.ok += u64::from(ok);
+            second.latency.saturating_record(c);
         }
     }
 
@@ -477,6 +558,7 @@ impl Recorder {
         self.interval.add_error(kind);
         if let Some(t) = self.step(step) {
             t.add_error(kind);
+            self.interval.step_second(step.unwrap_or(0)).errors += 1;
         }
     }
 

@@ -39,10 +39,15 @@ const TIMELINE: &str = "<div class=\"timeline\"";
 fn timeline_block(s: &mut String, c: &CaseData) {
     if let Some(tl) = &c.timeline {
         s.push_str("<h3>Over time</h3><p class=\"note\">Hover for a second's figures; drag to zoom on time, double-click for the whole run.</p>");
-        s.push_str(&super::timeline::render(
-            tl,
-            &format!("timeline-{}", c.row.id),
-        ));
+        let id = format!("timeline-{}", c.row.id);
+        s.push_str(&super::timeline::render(tl, &id));
+        let steps = super::timeline::render_steps(tl, &id);
+        if steps.len() > 1 {
+            s.push_str("<h3>Each step over time</h3>");
+            for (name, drawing) in steps {
+                let _ = write!(s, "<h4>{}</h4>{drawing}", escape(&name));
+            }
+        }
     }
 }
 

@@ -510,7 +510,13 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
         let histograms = store.histograms(row.id).unwrap_or_default();
         let (latency, histogram) = latency_of(&histograms);
         let phases = phases_of(row.summary.as_ref());
-        let timeline = super::timeline::Timeline::read(&series, &histograms, &samples, &phases);
+        let step_names: Vec<String> = row
+            .summary
+            .as_ref()
+            .map(|s| step_rows(s).into_iter().map(|r| r[0].clone()).collect())
+            .unwrap_or_default();
+        let timeline =
+            super::timeline::Timeline::read(&series, &histograms, &samples, &phases, &step_names);
         cases.push(CaseData {
             row,
             samples,

@@ -51,6 +51,8 @@ pub struct Timeline {
     pub target: Vec<Target>,
     /// Phases shaded: (name, start, end) on the load's clock.
     pub phases: Vec<(String, f64, f64)>,
+    /// Each scenario step's own seconds (responses, errors, percentiles), by name.
+    pub steps: Vec<(String, Vec<Point>)>,
 }
 
 /// The series a timeline takes from a case's stored ones (other charts leave them).
@@ -60,17 +62,20 @@ pub fn takes(series: &str) -> bool {
         "completed_per_second" | "errors_per_second" | "p99_us" | "sent_per_second" | "users"
     ) || series == crate::load::LOAD_START
         || series.starts_with(crate::load::CAUSE_PREFIX)
+        || series.starts_with(crate::load::STEP_PREFIX)
 }
 
 impl Timeline {
     /// A case's timeline from its stored series, its seconds' histograms, the target's
-    /// samples and its phases (`[name, t]` on the samples' clock); `None` when the case
-    /// kept no seconds' histograms (not a load case, or stored before they were kept).
+    /// samples, its phases (`[name, t]` on the samples' clock) and its steps' names (by
+    /// index); `None` when the case kept no seconds' histograms (not a load case, or
+    /// stored before they were kept).
     pub fn read(
         series: &[(String, Vec<(f64, f64)>)],
         histograms: &[StoredHistogram],
         samples: &[Sample],
         phases: &[(String, f64)],
+        step_names: &[String],
     ) -> Option<Timeline> {
         let named = |n: &str| series.iter().find(|(s, _)| s == n).map(|(_, p)| &p[..]);
         let at = |n: &str, t: f64| {
@@ -122,6 +127,7 @@ impl Timeline {
             causes,
             target,
             phases: spans(phases, start, end),
+            steps: steps(series, histograms, step_names),
         })
     }
 
@@ -131,6 +137,55 @@ impl Timeline {
             .iter()
             .find(|p| value(p, key).is_some_and(|v| v >= at))
     }
+}
+
+/// Each step's seconds: its histograms' percentiles, its series' responses and errors
+/// (a second it had none of is 0).
+fn steps(
+    series: &[(String, Vec<(f64, f64)>)],
+    histograms: &[StoredHistogram],
+    names: &[String],
+) -> Vec<(String, Vec<Point>)> {
+    let mut by_index: std::collections::BTreeMap<usize, Vec<Point>> = Default::default();
+    for h in histograms {
+        let Some(index) = h
+            .name
+            .strip_prefix(crate::load::SECOND_LATENCY)
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(|r| r.strip_prefix(crate::load::STEP_PREFIX))
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let Ok(hist) = Deserializer::new().deserialize::<u64, _>(&mut h.data.as_slice()) else {
+            continue;
+        };
+        let of = |what: &str, t: f64| {
+            let name = format!("{}{index}/{what}_per_second", crate::load::STEP_PREFIX);
+            series
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, p)| p.iter().find(|(x, _)| (x - t).abs() < 1e-6))
+                .map(|p| p.1)
+        };
+        let t = h.span.1;
+        let mut p = point(t, &hist, &|_, _| None);
+        p.responses = of("responses", t).unwrap_or(0.0);
+        p.errors = of("errors", t).unwrap_or(0.0);
+        by_index.entry(index).or_default().push(p);
+    }
+    by_index
+        .into_iter()
+        .map(|(i, mut points)| {
+            points.sort_by(|a, b| a.t.total_cmp(&b.t));
+            let name = names
+                .get(i)
+                .filter(|n| !n.is_empty())
+                .cloned()
+                .unwrap_or_else(|| format!("step {}", i + 1));
+            (name, points)
+        })
+        .collect()
 }
 
 /// A field of a point by its name.
@@ -237,15 +292,21 @@ fn panels(tl: &Timeline) -> Vec<Panel> {
             values: vec![of("users")],
         });
     }
-    out.push(Panel {
+    // A step's seconds keep no sends: its throughput is its responses and errors.
+    let sent = tl.seconds.iter().any(|p| p.sent > 0.0);
+    let mut throughput = Panel {
         title: "Throughput (req/s)",
         lines: vec![
-            ("sent", "sent", "#1f77b4"),
             ("responses", "responses", "#2ca02c"),
             ("errors", "errors", "#d62728"),
         ],
-        values: vec![of("sent"), of("responses"), of("errors")],
-    });
+        values: vec![of("responses"), of("errors")],
+    };
+    if sent {
+        throughput.lines.insert(0, ("sent", "sent", "#1f77b4"));
+        throughput.values.insert(0, of("sent"));
+    }
+    out.push(throughput);
     out.push(Panel {
         title: "Latency of each second (ms)",
         lines: vec![
@@ -318,6 +379,23 @@ pub fn render(tl: &Timeline, id: &str) -> String {
         "<script type=\"application/json\" class=\"timeline-data\">{json}</script></div>"
     ));
     s
+}
+
+/// Each step's own timeline (its responses, errors and percentiles a second), under
+/// its name, as Gatling's request tab draws one per request: `(name, drawing)`.
+pub fn render_steps(tl: &Timeline, id: &str) -> Vec<(String, String)> {
+    tl.steps
+        .iter()
+        .enumerate()
+        .map(|(i, (name, points))| {
+            let one = Timeline {
+                seconds: points.clone(),
+                phases: tl.phases.clone(),
+                ..Timeline::default()
+            };
+            (name.clone(), render(&one, &format!("{id}-step-{i}")))
+        })
+        .collect()
 }
 
 /// The phases as shaded bands behind every panel, each named where its name fits.
@@ -537,7 +615,7 @@ mod tests {
             ("spike".to_string(), 5.0),
             ("end".to_string(), 7.0),
         ];
-        let tl = Timeline::read(&series, &hists, &[], &phases).unwrap();
+        let tl = Timeline::read(&series, &hists, &[], &phases, &[]).unwrap();
         assert_eq!(tl.seconds.len(), 10);
         assert!(
             (tl.seconds[0].p50 - 5.0).abs() < 0.01,
@@ -584,7 +662,7 @@ mod tests {
 
     #[test]
     fn a_case_without_seconds_has_no_timeline_and_a_script_cannot_end_the_data() {
-        assert!(Timeline::read(&[], &[], &[], &[]).is_none());
+        assert!(Timeline::read(&[], &[], &[], &[], &[]).is_none());
         let tl = Timeline {
             seconds: vec![Point {
                 t: 1.0,

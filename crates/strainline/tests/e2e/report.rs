@@ -882,7 +882,18 @@ duration = "60s"
     let file = reports.join("report.html");
     let html = std::fs::read_to_string(&file).unwrap();
     let data = timelines(&html);
-    assert_eq!(data.len(), 1, "one load case, one timeline");
+    // The case's timeline, then each of its two steps' own.
+    assert_eq!(data.len(), 3, "the case's timeline and its steps'");
+    let push = &data[2]["seconds"].as_array().unwrap();
+    let slow = push
+        .iter()
+        .find(|p| p["p95"].as_f64().unwrap() >= 300.0)
+        .unwrap();
+    assert!(
+        (40.5..=42.0).contains(&slow["t"].as_f64().unwrap()),
+        "{slow}"
+    );
+    assert!(html.contains("<h4>push</h4>"));
     let seconds = data[0]["seconds"].as_array().unwrap();
     assert!(seconds.len() >= 59, "{} seconds", seconds.len());
     let users = |p: &serde_json::Value| p["users"].as_f64().unwrap();

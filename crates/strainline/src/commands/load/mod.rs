@@ -308,14 +308,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             &encoded,
         )?;
     }
-    for (span, data) in outcome.latency_seconds() {
-        store.put_histogram(
-            case_id,
-            load::SECOND_LATENCY,
-            span,
-            load::recorder::hdr::STORED,
-            data,
-        )?;
+    for (name, span, data) in outcome.latency_seconds() {
+        store.put_histogram(case_id, &name, span, load::recorder::hdr::STORED, data)?;
     }
     store.put_gates(case_id, &judged)?;
     store.finish_case(case_id, status.clone(), &metrics, &[], &summary)?;

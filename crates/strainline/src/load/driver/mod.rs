@@ -15,7 +15,9 @@ mod outcome;
 mod worker;
 
 use open::{Pool, Waiting};
-pub use outcome::{AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY};
+pub use outcome::{
+    AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY, STEP_PREFIX,
+};
 use worker::{worker, Shared};
 
 use std::cell::{Cell, RefCell};

@@ -29,6 +29,22 @@ pub struct Second {
     /// came as its histogram.
     #[serde(skip)]
     pub latency: Vec<u8>,
+    /// Each scenario step's (or group's) part of it, those that had any.
+    #[serde(skip)]
+    pub steps: Vec<StepOf>,
+}
+
+/// A scenario step's part of a second.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOf {
+    /// Its index (as in the scenario's steps, then its groups).
+    pub index: usize,
+    pub sent: u64,
+    pub completed: u64,
+    /// Transport errors and failed answers.
+    pub failed: u64,
+    /// Its corrected latencies as the store keeps a histogram.
+    pub latency: Vec<u8>,
 }
 
 /// What a run produced.
@@ -76,14 +92,21 @@ impl Outcome {
         per_second(&self.seconds)
     }
 
-    /// Each kept second's interval (start, end) and its latency histogram as the store
-    /// keeps one: the timeline's percentiles.
-    pub fn latency_seconds(&self) -> Vec<((f64, f64), &[u8])> {
-        kept(&self.seconds)
-            .into_iter()
-            .filter(|k| !k.second.latency.is_empty())
-            .map(|k| ((k.second.t - k.length, k.second.t), &k.second.latency[..]))
-            .collect()
+    /// Each kept second's latency histogram as the store keeps one, named
+    /// [`SECOND_LATENCY`] (the run's) or [`step_latency`] (a step's), with its interval
+    /// (start, end): the timeline's percentiles.
+    pub fn latency_seconds(&self) -> Vec<(String, (f64, f64), &[u8])> {
+        let mut out = Vec::new();
+        for k in kept(&self.seconds) {
+            let span = (k.second.t - k.length, k.second.t);
+            if !k.second.latency.is_empty() {
+                out.push((SECOND_LATENCY.to_string(), span, &k.second.latency[..]));
+            }
+            for s in k.second.steps.iter().filter(|s| !s.latency.is_empty()) {
+                out.push((step_latency(s.index), span, &s.latency[..]));
+            }
+        }
+        out
     }
 }
 
@@ -159,7 +182,28 @@ fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
             .into_iter()
             .map(|(cause, points)| (format!("{CAUSE_PREFIX}{cause}"), points)),
     );
+    // Each step's responses and failures a second, at the seconds it had any.
+    let mut by_step: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for k in &kept {
+        for st in &k.second.steps {
+            for (what, n) in [("responses", st.completed), ("errors", st.failed)] {
+                by_step
+                    .entry(format!("{STEP_PREFIX}{}/{what}_per_second", st.index))
+                    .or_default()
+                    .push((k.second.t, n as f64 / k.length));
+            }
+        }
+    }
+    out.extend(by_step);
     out
+}
+
+/// The start of the name of a step's series (`step/3/responses_per_second`).
+pub const STEP_PREFIX: &str = "step/";
+
+/// The name of a step's seconds' latency histograms in the store.
+pub fn step_latency(index: usize) -> String {
+    format!("{SECOND_LATENCY}/{STEP_PREFIX}{index}")
 }
 
 /// The series whose one point (0, t) says where the load's second 0 is on the target's
@@ -243,6 +287,23 @@ impl Second {
             users: iv.active,
             causes: causes(iv),
             latency: crate::load::recorder::hdr::stored(&iv.corrected).unwrap_or_default(),
+            steps: iv
+                .step_seconds
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.sent + s.completed + s.errors > 0)
+                .map(|(index, s)| StepOf {
+                    index,
+                    sent: s.sent,
+                    completed: s.completed,
+                    failed: s.failed(),
+                    latency: if s.latency.is_empty() {
+                        Vec::new()
+                    } else {
+                        crate::load::recorder::hdr::stored(&s.latency).unwrap_or_default()
+                    },
+                })
+                .collect(),
         }
     }
 }
