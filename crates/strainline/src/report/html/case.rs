@@ -2,91 +2,100 @@
 //! tables (gates, metrics, agents, steps, checks, latency histogram), its charts and its
 //! flame graph.
 
-use std::fmt::Write;
+use maud::{html, Markup};
 
-use super::table;
-use crate::report::run::CaseData;
-use crate::report::svg::{escape, render};
+use super::{figures, table, table_of};
+use crate::report::run::{
+    CaseData, AGENT_COLUMNS, CHECK_COLUMNS, GATE_COLUMNS, HISTOGRAM_COLUMNS, STEP_COLUMNS,
+};
 
-pub(super) fn case_section(s: &mut String, c: &CaseData, charts: bool) {
-    let status = &c.row.status;
-    let _ = write!(
-        s,
-        "<h2>{} <small>({})</small></h2><p class=\"verdict {}\">{}</p>",
-        escape(&c.row.name),
-        escape(&c.row.test_kind),
-        escape(status.name()),
-        escape(&status.name().to_uppercase())
-    );
+/// A case's section, top to bottom; its charts only when `charts` (a case alone: a
+/// case's repetitions draw theirs together, after the last one).
+pub(super) fn section(c: &CaseData, charts: bool) -> Markup {
+    html! {
+        (heading(c))
+        (tables(c))
+        @if charts {
+            (case_charts_block(c))
+        }
+        (flame_graph(c))
+    }
+}
+
+/// The case's name and kind, its verdict, and the reasons for it.
+fn heading(c: &CaseData) -> Markup {
+    let status = c.row.status.name();
     let reasons = c.reasons();
-    if !reasons.is_empty() {
-        s.push_str("<ul>");
-        for r in reasons {
-            let _ = write!(s, "<li>{}</li>", escape(&r));
+    html! {
+        h2 { (c.row.name) " " small { "(" (c.row.test_kind) ")" } }
+        p class={ "verdict " (status) } { (status.to_uppercase()) }
+        @if !reasons.is_empty() {
+            ul { @for r in &reasons { li { (r) } } }
         }
-        s.push_str("</ul>");
     }
-    table(s, &crate::report::run::GATE_COLUMNS, &c.gate_rows());
-    if !c.row.metrics.is_empty() {
-        s.push_str("<table><tr><th>metric</th><th>value</th><th>better</th><th>source</th></tr>");
-        for m in &c.row.metrics {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&m.name),
-                escape(&c.shown(m)),
-                escape(m.direction.name()),
-                escape(m.source.as_deref().unwrap_or(""))
-            );
-        }
-        s.push_str("</table>");
-    }
-    table(s, &crate::report::run::AGENT_COLUMNS, &c.agent_rows());
-    table(s, &crate::report::run::STEP_COLUMNS, &c.step_rows());
-    table(s, &crate::report::run::CHECK_COLUMNS, &c.check_rows());
+}
+
+/// The case's tables, each only where it has rows: gates, metrics, agents, steps,
+/// checks, the latency histogram (its bars read left to right), and a kind's own table
+/// as text.
+fn tables(c: &CaseData) -> Markup {
+    let metrics: Vec<Vec<String>> = (c.row.metrics.iter())
+        .map(|m| {
+            vec![
+                m.name.clone(),
+                c.shown(m),
+                m.direction.name().to_string(),
+                m.source.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
     let histogram = c.histogram_rows();
-    if !histogram.is_empty() {
-        s.push_str("<p>Latency histogram, from intended send times (log-spaced buckets):</p>");
-        table(s, &crate::report::run::HISTOGRAM_COLUMNS, &histogram);
-    }
-    if let Some(table) = c.detail("/table").and_then(|t| t.as_array()) {
-        if !table.is_empty() {
-            s.push_str("<pre>");
-            for l in table.iter().filter_map(|l| l.as_str()) {
-                let _ = writeln!(s, "{}", escape(l));
-            }
-            s.push_str("</pre>");
+    let text = (c.detail("/table").and_then(|t| t.as_array())).filter(|t| !t.is_empty());
+    html! {
+        (table(&GATE_COLUMNS, &c.gate_rows()))
+        (table(&["metric", "value", "better", "source"], &metrics))
+        (table(&AGENT_COLUMNS, &c.agent_rows()))
+        (table(&STEP_COLUMNS, &c.step_rows()))
+        (table(&CHECK_COLUMNS, &c.check_rows()))
+        @if !histogram.is_empty() {
+            p { "Latency histogram, from intended send times (log-spaced buckets):" }
+            (table_of(Some("histogram"), &HISTOGRAM_COLUMNS, &histogram))
+        }
+        @if let Some(lines) = text {
+            pre { @for l in lines.iter().filter_map(|l| l.as_str()) { (l) "\n" } }
         }
     }
-    if charts {
-        for chart in super::case_charts(c) {
-            s.push_str(&render(&chart));
-        }
-    }
-    if let Some(fg) = c.detail("/flamegraph") {
-        let linked = c.flamegraph_link.as_deref().and_then(super::beside);
-        match (linked, fg["file"].as_str(), fg["why_not"].as_str()) {
+}
+
+/// Where a case's section gets its charts: every chart of
+/// [`case_charts`](super::case_charts), in reading order. A figure drawn for each case
+/// belongs here, in this one place.
+fn case_charts_block(c: &CaseData) -> Markup {
+    figures(&super::case_charts(c))
+}
+
+/// The CPU flame graph: a link to the file written beside the report, else where the
+/// run wrote it (as text: a stored row is never a link), else why there is none.
+fn flame_graph(c: &CaseData) -> Markup {
+    let Some(fg) = c.detail("/flamegraph") else {
+        return html! {};
+    };
+    let linked = c.flamegraph_link.as_deref().and_then(super::beside);
+    html! {
+        @match (linked, fg["file"].as_str(), fg["why_not"].as_str()) {
             (Some(f), _, _) => {
-                let _ = write!(
-                    s,
-                    "<p>CPU flame graph of the target: <a href=\"{}\">{}</a></p>",
-                    escape(f),
-                    escape(f)
-                );
+                p { "CPU flame graph of the target: " a href=(f) { (f) } }
             }
-            // Where the run wrote it, as text: a stored row is never a link.
             (None, Some(f), _) => {
-                let _ = write!(
-                    s,
-                    "<p class=\"note\">The run wrote its flame graph to {} (its stacks are not in the store).</p>",
-                    escape(&crate::units::one_line(f))
-                );
+                p class="note" {
+                    "The run wrote its flame graph to " (crate::units::one_line(f))
+                    " (its stacks are not in the store)."
+                }
             }
             (None, None, Some(why)) => {
-                let _ = write!(s, "<p class=\"note\">No flame graph: {}</p>", escape(why));
+                p class="note" { "No flame graph: " (why) }
             }
             _ => {}
         }
     }
 }
-

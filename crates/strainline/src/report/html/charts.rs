@@ -275,8 +275,8 @@ pub fn case_charts(c: &CaseData) -> Vec<Chart> {
 /// line (`#1`, `#2`, …), where each repetition drew its own set: five repetitions of a
 /// bench read as six charts, not thirty. A stacked chart (a ramp's thread states) stays
 /// one per repetition; a dashed line (an ideal, a fit) is each repetition's own.
-pub(super) fn repetition_charts(group: &[&CaseData]) -> Vec<Chart> {
-    let per: Vec<Vec<Chart>> = group.iter().map(|c| case_charts(c)).collect();
+pub(super) fn repetition_charts(group: &[CaseData]) -> Vec<Chart> {
+    let per: Vec<Vec<Chart>> = group.iter().map(case_charts).collect();
     let mut out = Vec::new();
     for chart in &per[0] {
         if chart.stacked {
@@ -324,4 +324,3 @@ pub(super) fn repetition_charts(group: &[&CaseData]) -> Vec<Chart> {
     }
     out
 }
-

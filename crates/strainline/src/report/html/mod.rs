@@ -1,16 +1,18 @@
 //! The HTML report: one self-contained file — inline CSS and SVG, no scripts, no fonts
 //! or images fetched (a Content-Security-Policy forbids both) — with the verdict and its
-//! reasons at the top, then per case its metrics, gates and charts. Every string that
-//! comes from a user, a target or a log is escaped.
+//! reasons at the top, then per case its metrics, gates and charts. Pages are maud
+//! templates: every string that comes from a user, a target or a log is escaped by maud
+//! as it is spliced in (the SVG of `svg::render`, escaped there, goes in as it is), and
+//! a control character is made U+FFFD.
 
 mod case;
 mod charts;
 mod compare;
 
-use std::fmt::Write;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use crate::report::run::{CaseData, RunData};
-use super::svg::{escape, render};
+use super::run::{CaseData, RunData};
+use super::svg::{render, Chart};
 
 pub use charts::case_charts;
 pub use compare::comparison_report;
@@ -18,35 +20,70 @@ pub use compare::comparison_report;
 /// The one stylesheet, the report's and `serve`'s pages'.
 pub const STYLE: &str = include_str!("../style.css");
 
-pub(super) fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{}</title><style>{STYLE}</style></head><body>\n{body}\n</body></html>\n",
-        escape(title)
-    )
-}
-/// A table of `rows` under `heads`, escaped; nothing without rows.
-fn table(s: &mut String, heads: &[&str], rows: &[Vec<String>]) {
-    if rows.is_empty() {
-        return;
-    }
-    s.push_str("<table><tr>");
-    for h in heads {
-        let _ = write!(s, "<th>{}</th>", escape(h));
-    }
-    s.push_str("</tr>");
-    for row in rows {
-        s.push_str("<tr>");
-        for cell in row {
-            let _ = write!(s, "<td>{}</td>", escape(cell));
+/// A whole page: its title, the Content-Security-Policy (nothing fetched, no script),
+/// the stylesheet inline, and `body`.
+pub(super) fn page(title: &str, body: Markup) -> String {
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy"
+                    content="default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body { "\n" (body) "\n" }
         }
-        s.push_str("</tr>");
-    }
-    s.push_str("</table>");
+        "\n"
+    };
+    no_controls(page.into_string())
 }
 
+/// A control character other than a newline or a tab, which a label or a log line may
+/// hold (an escape sequence, a bell).
+fn is_control(c: char) -> bool {
+    (c as u32) < 0x20 && c != '\n' && c != '\t'
+}
+
+/// `page` with each control character made U+FFFD, as `svg::escape` makes them in the
+/// charts: maud escapes markup, not these. The templates' own text holds none.
+fn no_controls(page: String) -> String {
+    if !page.chars().any(is_control) {
+        return page;
+    }
+    page.chars()
+        .map(|c| if is_control(c) { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// A table of `rows` under `heads`; nothing without rows.
+fn table(heads: &[&str], rows: &[Vec<String>]) -> Markup {
+    table_of(None, heads, rows)
+}
+
+/// A table of `rows` under `heads`, of the stylesheet's `class` if any; nothing without
+/// rows.
+fn table_of(class: Option<&str>, heads: &[&str], rows: &[Vec<String>]) -> Markup {
+    html! {
+        @if !rows.is_empty() {
+            table class=[class] {
+                tr { @for h in heads { th { (h) } } }
+                @for row in rows {
+                    tr { @for cell in row { td { (cell) } } }
+                }
+            }
+        }
+    }
+}
+
+/// Charts as inline SVG, in their order.
+fn figures(charts: &[Chart]) -> Markup {
+    html! {
+        @for chart in charts { (PreEscaped(render(chart))) }
+    }
+}
 
 /// `name` if it is a file strainline wrote beside the report — a plain relative name of
 /// letters, digits, `.`, `-` and `_` — else `None`: a report links to nothing else (no
@@ -60,29 +97,45 @@ pub fn beside(name: &str) -> Option<&str> {
     plain.then_some(name)
 }
 
-
 /// The HTML report of a run.
 pub fn run_report(r: &RunData) -> String {
     let (verdict, why) = r.verdict();
     let title = r.title();
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<h1>{}</h1><p class=\"verdict {}\"><strong>{}</strong>",
-        escape(&title),
-        escape(r.run.status.name()),
-        escape(&verdict)
-    );
-    if !why.is_empty() {
-        s.push_str("</p><ul>");
-        for w in &why {
-            let _ = write!(s, "<li>{}</li>", escape(w));
+    let (heads, rows) = r.summary_table();
+    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+    let body = html! {
+        h1 { (title) }
+        p class={ "verdict " (r.run.status.name()) } { strong { (verdict) } }
+        @if !why.is_empty() {
+            ul { @for w in &why { li { (w) } } }
         }
-        s.push_str("</ul>");
-    } else {
-        s.push_str("</p>");
-    }
-    s.push_str("<table class=\"meta\">");
+        (meta(r))
+        // Every case at a glance, before each one's section.
+        h2 id="summary" { "Cases" }
+        (table(&heads, &rows))
+        // A case's repetitions one after the other, then their charts together.
+        @for group in r.cases.chunk_by(|a, b| case_key(a) == case_key(b)) {
+            @let repeated = group.len() > 1;
+            @for c in group {
+                (case::section(c, !repeated))
+            }
+            @if repeated {
+                h3 { (case_key(&group[0])) " — its " (group.len()) " repetitions" }
+                (figures(&charts::repetition_charts(group)))
+            }
+        }
+    };
+    page(&title, body)
+}
+
+/// A case's name and kind as the store keys it: what its repetitions share.
+fn case_key(c: &CaseData) -> String {
+    crate::store::case_key(&c.row.name, &c.row.test_kind).to_string()
+}
+
+/// The run's table of facts: suite, command, label, times, host, commit, version; a
+/// fact the run lacks has no row.
+fn meta(r: &RunData) -> Markup {
     let rows = [
         ("suite", r.run.suite.clone().unwrap_or_default()),
         ("command", r.run.command.clone()),
@@ -109,41 +162,11 @@ pub fn run_report(r: &RunData) -> String {
         ),
         ("strainline", r.run.strainline_version.clone()),
     ];
-    for (k, v) in rows.iter().filter(|r| !r.1.is_empty()) {
-        let _ = write!(s, "<tr><td>{k}</td><td>{}</td></tr>", escape(v));
-    }
-    s.push_str("</table>");
-    // Every case at a glance, before each one's section.
-    let (heads, rows) = r.summary_table();
-    s.push_str("<h2 id=\"summary\">Cases</h2>");
-    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
-    table(&mut s, &heads, &rows);
-    // A case's repetitions one after the other, then their charts together.
-    let mut i = 0;
-    while i < r.cases.len() {
-        let key = |c: &CaseData| crate::store::case_key(&c.row.name, &c.row.test_kind).to_string();
-        let first = key(&r.cases[i]);
-        let group: Vec<&CaseData> = r.cases[i..]
-            .iter()
-            .take_while(|c| key(c) == first)
-            .collect();
-        let repeated = group.len() > 1;
-        for c in &group {
-            case::case_section(&mut s, c, !repeated);
-        }
-        if repeated {
-            let _ = write!(
-                s,
-                "<h3>{} — its {} repetitions</h3>",
-                escape(&first),
-                group.len()
-            );
-            for chart in charts::repetition_charts(&group) {
-                s.push_str(&render(&chart));
+    html! {
+        table class="meta" {
+            @for (k, v) in rows.iter().filter(|r| !r.1.is_empty()) {
+                tr { td { (k) } td { (v) } }
             }
         }
-        i += group.len();
     }
-    page(&title, &s)
 }
-
