@@ -397,13 +397,14 @@ mod tests {
     use super::*;
     use crate::analysis::comparison::{judge, Pair, Policy};
 
-    #[test]
-    fn an_unchanged_that_could_miss_its_band_says_so_on_the_terminal_and_in_markdown() {
+    /// A comparison of one case's `cpu_per_op` over six repetitions each, judged
+    /// unchanged with a band of ±3% it could miss.
+    fn comparison(case: &str) -> Comparison {
         let mut policy = Policy::default();
         policy.bands.insert("cpu_per_op".into(), 0.03);
         let rows = judge(
             &[Pair {
-                case: "bench".into(),
+                case: case.into(),
                 metric: "cpu_per_op".into(),
                 unit: "ms".into(),
                 direction: Direction::Lower,
@@ -419,7 +420,7 @@ mod tests {
             runs: vec![run],
             hosts: vec![],
         };
-        let c = Comparison {
+        Comparison {
             schema: "strainline.compare.v1",
             baseline: version("a", 1),
             candidate: version("b", 2),
@@ -433,7 +434,12 @@ mod tests {
             flame_diff: None,
             mode: Mode::Separate,
             machine: None,
-        };
+        }
+    }
+
+    #[test]
+    fn an_unchanged_that_could_miss_its_band_says_so_on_the_terminal_and_in_markdown() {
+        let c = comparison("bench");
         let mut term = Vec::new();
         write_table(&mut term, &c).unwrap();
         let term = String::from_utf8(term).unwrap();
@@ -453,5 +459,31 @@ mod tests {
         assert!(!md.contains("<details>"), "{md}");
         let html = crate::report::html::comparison_report(&c);
         assert!(html.contains("could miss a change of their band"), "{html}");
+    }
+
+    /// A case named `<b>&"x` and a shape mismatch's text are escaped once each in the
+    /// HTML comparison, its bars' labels too.
+    #[test]
+    fn a_hostile_case_is_escaped_once_in_the_html_comparison() {
+        let mut c = comparison("<b>&\"x");
+        c.shape_mismatch = Some("<i>window</i> & more".into());
+        let html = crate::report::html::comparison_report(&c);
+        let name = "&lt;b&gt;&amp;&quot;x";
+        assert_eq!(
+            html.matches(&format!("<td>{name}</td>")).count(),
+            1,
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!(">{name} cpu_per_op</text>")),
+            "{html}"
+        );
+        assert!(
+            html.contains("<strong>SHAPE MISMATCH</strong>: &lt;i&gt;window&lt;/i&gt; &amp; more")
+        );
+        assert!(!html.contains("<b>") && !html.contains("<i>"), "{html}");
+        for twice in ["&amp;lt;", "&amp;amp;", "&amp;quot;"] {
+            assert!(!html.contains(twice), "escaped twice: {twice}");
+        }
     }
 }

@@ -564,6 +564,57 @@ mod tests {
         r.cases[1].row.summary.as_mut().unwrap()["details"]["end"] = serde_json::json!(end);
     }
 
+    /// Every stored text is escaped once, by the template: a case named `<b>&"x` reads
+    /// as itself in its heading and in the summary, never as markup nor as `&amp;lt;`;
+    /// a label's control characters are made U+FFFD.
+    #[test]
+    fn a_hostile_name_is_escaped_once_in_the_html() {
+        let mut r = fixture();
+        r.cases[0].row.name = "<b>&\"x".into();
+        r.run.label = Some("v1\u{1b}[2J<i>".into());
+        let html = super::super::html::run_report(&r);
+        let name = "&lt;b&gt;&amp;&quot;x";
+        assert_eq!(html.matches(&format!("<h2>{name} <small>")).count(), 1);
+        assert_eq!(html.matches(&format!("<td>{name}</td>")).count(), 1);
+        // The run's reasons name it too: three places, each escaped once.
+        assert_eq!(html.matches(name).count(), 3, "{html}");
+        assert!(!html.contains("<b>") && !html.contains("<i>"), "{html}");
+        for twice in ["&amp;lt;", "&amp;amp;", "&amp;quot;"] {
+            assert!(!html.contains(twice), "escaped twice: {twice}");
+        }
+        assert!(!html.contains('\u{1b}') && html.contains("v1\u{fffd}[2J&lt;i&gt;"));
+        // One self-contained page: the policy, the one stylesheet inline.
+        assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+        assert!(html
+            .contains("content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\""));
+        assert!(html.contains(super::super::html::STYLE));
+    }
+
+    /// A latency histogram's table is the stylesheet's `histogram`: its bars start at
+    /// the left of their cells.
+    #[test]
+    fn a_histogram_s_bars_read_left_to_right() {
+        use crate::load::summary::Bucket;
+        let mut r = fixture();
+        r.cases[0].histogram = vec![
+            Bucket {
+                le_us: 1000,
+                count: 90,
+            },
+            Bucket {
+                le_us: 2000,
+                count: 1,
+            },
+        ];
+        let html = super::super::html::run_report(&r);
+        assert!(
+            html.contains("<table class=\"histogram\"><tr><th>latency ≤</th>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>■</td></tr></table>"), "{html}");
+        assert!(super::super::html::STYLE.contains("table.histogram td:last-child{text-align:left"));
+    }
+
     /// A step's groups become rows (a hostile name quoted as CSV quotes); states a
     /// group spent no time in are left out; a ramp without thread states has no file.
     #[test]
