@@ -73,7 +73,8 @@ impl Store {
          r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite,
          (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id WHERE c.run_id = r.id),
          (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id
-          WHERE c.run_id = r.id AND g.passed = 0)";
+          WHERE c.run_id = r.id AND g.passed = 0),
+         r.scenario";
 
     pub(super) fn run_row(r: &Row) -> RunRow {
         let status = r.text(6);
@@ -95,6 +96,7 @@ impl Store {
             fingerprint: r.text(11),
             strainline_version: r.text(12),
             suite: r.opt_text(14),
+            scenario: r.opt_text(17),
             gates: GateTally {
                 total: r.int(15),
                 failed: r.int(16),
