@@ -277,9 +277,9 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
     let kinds = store.suiteless_kinds()?;
     let newest = store.newest_of_each()?;
     let latest = |suite: Option<&str>, kind: Option<&str>| {
-        newest
-            .iter()
-            .find(|r| r.suite.as_deref() == suite && (suite.is_some() || Some(r.kind.as_str()) == kind))
+        newest.iter().find(|r| {
+            r.suite.as_deref() == suite && (suite.is_some() || Some(r.kind.as_str()) == kind)
+        })
     };
     if json {
         return Ok(Response::json(

@@ -602,7 +602,10 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
         div id="live" data-run=(id) data-api="/api/v1/" {}
         script src="/static/live.js" {}
     };
-    Ok(Response::html(200, layout(&format!("Live: run #{id}"), body)))
+    Ok(Response::html(
+        200,
+        layout(&format!("Live: run #{id}"), body),
+    ))
 }
 
 /// The permalink of a history page: `scope` is `("suite", S)` or `("kind", K)`.
