@@ -620,3 +620,53 @@ pub fn history_link(scope: (&str, &str), case: Option<&str>, metric: Option<&str
 pub fn run_link(id: i64) -> String {
     format!("/runs/{}", encode(&id.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(suite: Option<&str>, scenario: Option<&str>, label: &str) -> RunRow {
+        RunRow {
+            id: 12,
+            kind: "load".into(),
+            label: Some(label.into()),
+            command: "load http://127.0.0.1:8765/<x>".into(),
+            started_at: "2026-11-28T10:00:00Z".into(),
+            ended_at: None,
+            status: Status::Passed,
+            exit_code: Some(0),
+            git_commit: None,
+            git_dirty: None,
+            host: "h".into(),
+            fingerprint: "f".into(),
+            strainline_version: "0.1.0".into(),
+            suite: suite.map(String::from),
+            scenario: scenario.map(String::from),
+            gates: crate::store::GateTally::default(),
+        }
+    }
+
+    /// A run is named by its scenario or suite and its label, every text escaped: a
+    /// suite's name links to its history (percent-encoded), the others are text.
+    #[test]
+    fn a_run_s_name_and_label_are_text_in_the_page() {
+        let suite = row(Some("web <b>api</b>"), None, "<script>x</script>");
+        let cell = name_cell(&suite).into_string();
+        assert_eq!(
+            cell,
+            "<a href=\"/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E\">web &lt;b&gt;api&lt;/b&gt;</a>"
+        );
+        assert_eq!(run_title(&suite), "#12 web <b>api</b> <script>x</script>");
+        let page = layout("t<", html! { (run_title(&suite)) });
+        assert!(page.contains("#12 web &lt;b&gt;api&lt;/b&gt; &lt;script&gt;x&lt;/script&gt;"));
+        assert!(page.contains("<title>t&lt;</title>"));
+        assert!(!page.contains("<script"));
+        let scenario = row(None, Some("checkout"), "v1");
+        assert_eq!(name_cell(&scenario).into_string(), "checkout");
+        let plain = row(None, None, "v1");
+        assert_eq!(
+            name_cell(&plain).into_string(),
+            "load http://127.0.0.1:8765/&lt;x&gt;"
+        );
+    }
+}
