@@ -372,6 +372,7 @@ mod tests {
             fingerprint: "cpu|2c|24GiB".into(),
             strainline_version: "0.1.0".into(),
             suite: Some("iot".into()),
+            scenario: None,
             gates: crate::store::GateTally {
                 total: 2,
                 failed: 1,

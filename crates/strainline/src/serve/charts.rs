@@ -2,17 +2,19 @@
 //! case; one case's metric in full with its points. Each series is the one
 //! `strainline history` prints (the median of a run's repetitions, change points by
 //! E-Divisive means), over the newest runs only (`last`, 100 by default): a page over
-//! a history of 10,000 runs reads a hundred of them.
+//! a history of 10,000 runs reads a hundred of them. Each chart has a legend under it
+//! (the series, its change points, the tolerance band); the suites page lists each
+//! suite with its newest run's verdict.
 
-use std::fmt::Write;
+use maud::{html, Markup, PreEscaped};
 
 use super::docs;
 use super::http::{query, Request, Response};
-use super::pages::{history_link, layout, run_link};
+use super::pages::{css_class, history_link, layout, run_link};
 use crate::analysis::changepoint::Params;
 use crate::analysis::comparison::Policy;
 use crate::report::history::{parameters, series, Query, Series};
-use crate::report::svg::{escape, render, Chart, Line, Mark, COLORS};
+use crate::report::svg::{render, Chart, Line, Mark, COLORS};
 use crate::store::{RunRow, Store};
 use crate::units::format_value;
 
@@ -69,86 +71,105 @@ pub fn history(store: &Store, req: &Request, json: bool) -> crate::error::Result
             },
         ));
     }
-    let mut b = format!(
-        "<h1>History of {}</h1><p class=\"note\">The newest {} run(s); each point is a run (the median of its repetitions) and links to it. Change points: E-Divisive means with a t-test (as Apache Otava), p &lt; {}; the dashed grey lines are the comparison's tolerance band around the level since the last change.</p>",
-        escape(&title),
-        runs.len(),
-        q.params.max_p
-    );
-    let _ = write!(
-        b,
-        "<form class=\"filters\" method=\"get\" action=\"/history\"><input type=\"hidden\" name=\"{}\" value=\"{}\"><label>Runs<input name=\"last\" value=\"{last}\" size=\"5\"></label><button type=\"submit\">Show</button></form>",
-        scope.0,
-        escape(scope.1)
-    );
-    if all.is_empty() {
-        b.push_str("<p class=\"note\">No judged metric in these runs.</p>");
+    // The series case by case, in the order they come (a case's metrics together).
+    let mut cases: Vec<(&str, Vec<&Series>)> = Vec::new();
+    for s in &all {
+        match cases.last_mut() {
+            Some((case, list)) if *case == s.case.as_str() => list.push(s),
+            _ => cases.push((&s.case, vec![s])),
+        }
     }
     let one = q.metric.is_some() && q.case.is_some();
-    let mut case_now: Option<&str> = None;
-    for s in &all {
-        if case_now != Some(s.case.as_str()) {
-            if case_now.is_some() {
-                b.push_str("</div>");
+    let body = html! {
+        h1 { "History of " (title) }
+        p.note {
+            "The newest " (runs.len()) " run(s); each point is a run (the median of its repetitions) and links to it. Change points: E-Divisive means with a t-test (as Apache Otava), p < "
+            (q.params.max_p)
+            "; the dashed grey lines are the comparison's tolerance band around the level since the last change."
+        }
+        form.filters method="get" action="/history" {
+            input type="hidden" name=(scope.0) value=(scope.1);
+            label { "Runs" input name="last" value=(last) size="5"; }
+            button type="submit" { "Show" }
+        }
+        @if all.is_empty() {
+            p.note { "No judged metric in these runs." }
+        }
+        @for (case, list) in &cases {
+            h2 { (case) }
+            div.grid {
+                @for s in list {
+                    (series_block(s, policy.band(&s.metric), &runs, scope, one))
+                    @if one {
+                        (points_table(s))
+                    }
+                }
             }
-            let _ = write!(b, "<h2>{}</h2><div class=\"grid\">", escape(&s.case));
-            case_now = Some(&s.case);
         }
-        let _ = write!(
-            b,
-            "<div class=\"series\" data-case=\"{}\" data-metric=\"{}\" data-change-points=\"{}\">",
-            escape(&s.case),
-            escape(&s.metric),
-            s.change_points.len()
-        );
-        b.push_str(&render(&chart(s, policy.band(&s.metric), &runs)));
-        if let Some(d) = s.detectable {
-            let _ = write!(
-                b,
-                "<p class=\"detectable\">Smallest shift this history can show: ±{:.1}% (its noise over its newest runs)</p>",
-                100.0 * d
-            );
-        }
-        if !one {
-            let _ = write!(
-                b,
-                "<p><a href=\"{}\">{} in full</a></p>",
-                escape(&history_link(scope, Some(&s.case), Some(&s.metric))),
-                escape(&s.metric)
-            );
-        }
-        for c in &s.change_points {
-            let _ = write!(
-                b,
-                "<p class=\"change-point\">Change point at run <a href=\"{}\">#{}</a> (after #{}): {} → {} ({:+.1}%, p {}{}); {} → {} · <a href=\"/compare{}\">compare</a></p>",
-                run_link(c.run_after),
-                c.run_after,
-                c.run_before,
-                escape(&format_value(c.point.mean_before, &s.unit)),
-                escape(&format_value(c.point.mean_after, &s.unit)),
-                c.change_percent,
-                crate::analysis::comparison::p_text(c.point.p),
-                c.caveat().map(|c| format!("; {c}")).unwrap_or_default(),
-                escape(&commit_of(&runs, c.run_before)),
-                escape(&commit_of(&runs, c.run_after)),
-                query(&[
-                    ("baseline", Some(&c.run_before.to_string())),
-                    ("candidate", Some(&c.run_after.to_string()))
-                ])
-            );
-        }
-        b.push_str("</div>");
-        if one {
-            points_table(&mut b, s);
-        }
-    }
-    if case_now.is_some() {
-        b.push_str("</div>");
-    }
+    };
     Ok(Response::html(
         200,
-        layout(&format!("History of {title}"), &b),
+        layout(&format!("History of {title}"), body),
     ))
+}
+
+/// One metric of one case: its chart, its legend, its change points in words.
+fn series_block(
+    s: &Series,
+    band: Option<f64>,
+    runs: &[RunRow],
+    scope: (&str, &str),
+    one: bool,
+) -> Markup {
+    html! {
+        div.series data-case=(s.case) data-metric=(s.metric) data-change-points=(s.change_points.len()) {
+            // The chart's SVG escapes its own texts.
+            (PreEscaped(render(&chart(s, band))))
+            (legend(s, band))
+            @if let Some(d) = s.detectable {
+                p.detectable {
+                    "Smallest shift this history can show: ±" (format!("{:.1}", 100.0 * d)) "% (its noise over its newest runs)"
+                }
+            }
+            @if !one {
+                p { a href=(history_link(scope, Some(&s.case), Some(&s.metric))) { (s.metric) " in full" } }
+            }
+            @for c in &s.change_points {
+                p.change-point {
+                    "Change point at run " a href=(run_link(c.run_after)) { "#" (c.run_after) }
+                    " (after #" (c.run_before) "): "
+                    (format_value(c.point.mean_before, &s.unit)) " → " (format_value(c.point.mean_after, &s.unit))
+                    " (" (format!("{:+.1}", c.change_percent)) "%, p " (crate::analysis::comparison::p_text(c.point.p))
+                    (c.caveat().map(|c| format!("; {c}")).unwrap_or_default()) "); "
+                    (commit_of(runs, c.run_before)) " → " (commit_of(runs, c.run_after))
+                    " · "
+                    a href={
+                        "/compare"
+                        (query(&[
+                            ("baseline", Some(&c.run_before.to_string())),
+                            ("candidate", Some(&c.run_after.to_string())),
+                        ]))
+                    } { "compare" }
+                }
+            }
+        }
+    }
+}
+
+/// What a chart's lines and marks are, under it: the series, its change points, the
+/// tolerance band (the chart's own legend names its line only).
+fn legend(s: &Series, band: Option<f64>) -> Markup {
+    html! {
+        ul.legend {
+            li { i.line {} (s.metric) ": each run's median, a dot linking to the run" }
+            @if !s.change_points.is_empty() {
+                li { i.change {} "change point (E-Divisive means), with the size of the shift" }
+            }
+            @if let Some(b) = band {
+                li { i.band {} "tolerance ±" (format!("{:.0}", b * 100.0)) "% around the level since the last change" }
+            }
+        }
+    }
 }
 
 /// A run as a change point names it: its commit, else its label, else its number.
@@ -176,7 +197,7 @@ fn tolerance(store: &Store, runs: &[RunRow]) -> crate::error::Result<Policy> {
     Ok(spec.policy(&[], None))
 }
 
-fn chart(s: &Series, band: Option<f64>, runs: &[RunRow]) -> Chart {
+fn chart(s: &Series, band: Option<f64>) -> Chart {
     let points: Vec<(f64, f64)> = s.points.iter().map(|p| (p.run as f64, p.value)).collect();
     let links = s
         .points
@@ -210,12 +231,9 @@ fn chart(s: &Series, band: Option<f64>, runs: &[RunRow]) -> Chart {
     for c in &s.change_points {
         chart.vertical.push(Mark {
             at: (c.run_before + c.run_after) as f64 / 2.0,
-            label: format!(
-                "{:+.1}% {}→{}",
-                c.change_percent,
-                short(&commit_of(runs, c.run_before)),
-                short(&commit_of(runs, c.run_after))
-            ),
+            // The size alone: a label with both commits overlapped its neighbours';
+            // the commits are in the words under the chart.
+            label: format!("{:+.1}%", c.change_percent),
             color: COLORS[1],
         });
     }
@@ -236,32 +254,33 @@ fn chart(s: &Series, band: Option<f64>, runs: &[RunRow]) -> Chart {
     chart
 }
 
-/// At most 7 characters (a short commit, a label's start).
-fn short(s: &str) -> String {
-    s.chars().take(7).collect()
-}
-
-fn points_table(b: &mut String, s: &Series) {
-    b.push_str("<table class=\"points\"><tr><th>Run</th><th>Label</th><th>Started</th><th>Commit</th><th>Value</th><th>Repetitions</th></tr>");
-    for p in s.points.iter().rev() {
-        let _ = write!(
-            b,
-            "<tr><td><a href=\"{}\">#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            run_link(p.run),
-            p.run,
-            escape(p.label.as_deref().unwrap_or("")),
-            escape(p.started_at.get(..19).unwrap_or(&p.started_at)),
-            escape(p.git_commit.as_deref().map_or("", |c| &c[..c.len().min(10)])),
-            escape(&format_value(p.value, &s.unit)),
-            p.repetitions
-        );
+fn points_table(s: &Series) -> Markup {
+    html! {
+        table.points {
+            tr { th { "Run" } th { "Label" } th { "Started" } th { "Commit" } th { "Value" } th { "Repetitions" } }
+            @for p in s.points.iter().rev() {
+                tr {
+                    td { a href=(run_link(p.run)) { "#" (p.run) } }
+                    td { (p.label.as_deref().unwrap_or("")) }
+                    td { (p.started_at.get(..19).unwrap_or(&p.started_at)) }
+                    td { (p.git_commit.as_deref().map_or("", |c| &c[..c.len().min(10)])) }
+                    td { (format_value(p.value, &s.unit)) }
+                    td { (p.repetitions) }
+                }
+            }
+        }
     }
-    b.push_str("</table>");
 }
 
 fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
     let suites = store.suites()?;
     let kinds = store.suiteless_kinds()?;
+    let newest = store.newest_of_each()?;
+    let latest = |suite: Option<&str>, kind: Option<&str>| {
+        newest.iter().find(|r| {
+            r.suite.as_deref() == suite && (suite.is_some() || Some(r.kind.as_str()) == kind)
+        })
+    };
     if json {
         return Ok(Response::json(
             200,
@@ -272,6 +291,7 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
                     .map(|(s, n)| docs::SuiteRuns {
                         suite: s.clone(),
                         runs: *n,
+                        newest: latest(Some(s), None).map(docs::Newest::of),
                     })
                     .collect(),
                 outside_suites: kinds
@@ -279,33 +299,38 @@ fn suites(store: &Store, json: bool) -> crate::error::Result<Response> {
                     .map(|(k, n)| docs::KindRuns {
                         kind: k.clone(),
                         runs: *n,
+                        newest: latest(None, Some(k)).map(docs::Newest::of),
                     })
                     .collect(),
             },
         ));
     }
-    let mut b = String::from("<h1>History</h1><p class=\"note\">Each suite's judged metrics over its runs, with change points.</p><ul class=\"suites\">");
-    for (s, n) in &suites {
-        let _ = write!(
-            b,
-            "<li><a href=\"{}\">{}</a> — {n} run(s)</li>",
-            escape(&history_link(("suite", s), None, None)),
-            escape(s)
-        );
-    }
-    for (k, n) in &kinds {
-        let _ = write!(
-            b,
-            "<li><a href=\"{}\">{} runs outside a suite</a> — {n} run(s)</li>",
-            escape(&history_link(("kind", k), None, None)),
-            escape(k)
-        );
-    }
-    b.push_str("</ul>");
-    if suites.is_empty() && kinds.is_empty() {
-        b.push_str(
-            "<p class=\"note\">No suite has run yet (<code>strainline run SUITE</code>).</p>",
-        );
-    }
-    Ok(Response::html(200, layout("History", &b)))
+    let entry = |link: String, name: Markup, n: i64, last: Option<&RunRow>| {
+        html! {
+            li {
+                a href=(link) { (name) }
+                " — " (n) " run(s)"
+                @if let Some(r) = last {
+                    " · newest " a href=(run_link(r.id)) { "#" (r.id) } " "
+                    span class={ "verdict " (css_class(&r.status)) } { (r.status.name()) }
+                }
+            }
+        }
+    };
+    let body = html! {
+        h1 { "History" }
+        p.note { "Each suite's judged metrics over its runs, with change points; each with the verdict of its newest run." }
+        ul.suites {
+            @for (s, n) in &suites {
+                (entry(history_link(("suite", s), None, None), html! { (s) }, *n, latest(Some(s), None)))
+            }
+            @for (k, n) in &kinds {
+                (entry(history_link(("kind", k), None, None), html! { (k) " runs outside a suite" }, *n, latest(None, Some(k))))
+            }
+        }
+        @if suites.is_empty() && kinds.is_empty() {
+            p.note { "No suite has run yet (" code { "strainline run SUITE" } ")." }
+        }
+    };
+    Ok(Response::html(200, layout("History", body)))
 }

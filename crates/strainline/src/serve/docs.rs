@@ -40,6 +40,8 @@ pub struct Listed<'a> {
     pub run: &'a RunRow,
     pub reason: Option<&'a String>,
     pub duration_seconds: Option<f64>,
+    /// What it ran, by name: its scenario's or suite's name, else its command.
+    pub name: &'a str,
 }
 
 /// `/api/v1/runs/ID`: a run, its cases and its neighbours in its suite.
@@ -80,12 +82,30 @@ pub struct Suites {
 pub struct SuiteRuns {
     pub suite: String,
     pub runs: i64,
+    pub newest: Option<Newest>,
 }
 
 #[derive(Serialize)]
 pub struct KindRuns {
     pub kind: String,
     pub runs: i64,
+    pub newest: Option<Newest>,
+}
+
+/// The newest run of a suite (or of a kind outside suites) and its verdict.
+#[derive(Serialize)]
+pub struct Newest {
+    pub run: i64,
+    pub status: Status,
+}
+
+impl Newest {
+    pub fn of(r: &RunRow) -> Newest {
+        Newest {
+            run: r.id,
+            status: r.status.clone(),
+        }
+    }
 }
 
 /// `/api/v1/history?suite=S` (or `?kind=K`): a suite's judged series.
@@ -131,6 +151,7 @@ mod tests {
             fingerprint: "f".into(),
             strainline_version: "0.1.0".into(),
             suite: Some("s".into()),
+            scenario: None,
             gates: crate::store::GateTally {
                 total: 2,
                 failed: 1,
@@ -146,6 +167,7 @@ mod tests {
                 run: &row,
                 reason: Some(&why),
                 duration_seconds: None,
+                name: row.name(),
             }],
         };
         let body = String::from_utf8(Response::json(200, &doc).body).unwrap();
@@ -155,7 +177,8 @@ mod tests {
         assert_eq!(run["reason"], "bench: p99 over");
         assert!(run["duration_seconds"].is_null());
         assert_eq!(run["gates"], serde_json::json!({"total": 2, "failed": 1}));
-        assert_eq!(run.len(), 17, "{run:?}");
+        assert_eq!(run["name"], "s");
+        assert_eq!(run.len(), 18, "{run:?}");
         // As written (a parsed object sorts its keys whatever the text's order): the
         // document's keys, then the run's from where its list starts.
         let at = |k: &str, from: usize| from + body[from..].find(&format!("\"{k}\"")).unwrap();

@@ -345,9 +345,12 @@ fn answer_to(shared: &Shared, req: &Request) -> Response {
 fn unauthorized() -> Response {
     Response::html(
         401,
-        pages::layout(
+        pages::message(
             "Token needed",
-            "<h1>Token needed</h1><p>This strainline server needs its token: open this address with <code>?token=TOKEN</code> once, or send <code>Authorization: Bearer TOKEN</code>.</p>",
+            maud::html! {
+                "This strainline server needs its token: open this address with "
+                code { "?token=TOKEN" } " once, or send " code { "Authorization: Bearer TOKEN" } "."
+            },
         ),
     )
     .with("WWW-Authenticate", "Bearer realm=\"strainline\"".into())

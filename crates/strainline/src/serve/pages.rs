@@ -1,16 +1,16 @@
 //! The pages and their JSON: each route reads what it shows in one short use of a
 //! store connection, then renders HTML (every stored text escaped, every link built
 //! from ids or percent-encoded values) or, under `/api/v1/` or with `Accept:
-//! application/json`, the same figures as a versioned document.
+//! application/json`, the same figures as a versioned document. Pages are maud
+//! templates: every text they are given is escaped unless wrapped as markup.
 
-use std::fmt::Write;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::charts;
 use super::docs;
 use super::http::{encode, query, Request, Response};
 use super::Shared;
 use crate::report::judged::{compare, Ask};
-use crate::report::svg::escape;
 use crate::store::{RunFilter, RunRow, Status, Store};
 
 /// Runs on a page of the runs list.
@@ -20,19 +20,44 @@ const PAGE: usize = 50;
 const LIVE_JS: &str = include_str!("live.js");
 
 /// A page in the server's frame: its navigation, the reports' style.
-pub fn layout(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>{}</title><style>{}</style></head><body>\n{}\n<main>{body}</main>\n</body></html>\n",
-        escape(title),
-        crate::report::html::STYLE,
-        nav()
-    )
+pub fn layout(title: &str, body: Markup) -> String {
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(crate::report::html::STYLE)) }
+            }
+            body {
+                (nav())
+                main { (body) }
+            }
+        }
+    };
+    let mut text = page.into_string();
+    text.push('\n');
+    text
 }
 
-fn nav() -> &'static str {
-    "<header><nav><a class=\"brand\" href=\"/runs\">strainline</a><a href=\"/runs\">Runs</a><a href=\"/history\">History</a><a href=\"/compare\">Compare</a><a href=\"/live\">Live</a></nav></header>"
+fn nav() -> Markup {
+    html! {
+        header {
+            nav {
+                a.brand href="/runs" { "strainline" }
+                a href="/runs" { "Runs" }
+                a href="/history" { "History" }
+                a href="/compare" { "Compare" }
+                a href="/live" { "Live" }
+            }
+        }
+    }
+}
+
+/// A page saying what went wrong: its heading and its one paragraph.
+pub fn message(heading: &str, why: Markup) -> String {
+    layout(heading, html! { h1 { (heading) } p { (why) } })
 }
 
 /// Answers a request.
@@ -80,10 +105,7 @@ pub fn route(req: &Request, shared: &Shared) -> Response {
             if json {
                 Response::json(500, &docs::Failure { error: &why })
             } else {
-                Response::html(
-                    500,
-                    layout("Error", &format!("<h1>Error</h1><p>{}</p>", escape(&why))),
-                )
+                Response::html(500, message("Error", html! { (why) }))
             }
         }
     }
@@ -114,13 +136,7 @@ fn not_found(json: bool, why: &str) -> Response {
     if json {
         Response::json(404, &docs::Failure { error: why })
     } else {
-        Response::html(
-            404,
-            layout(
-                "Not found",
-                &format!("<h1>Not found</h1><p>{}</p>", escape(why)),
-            ),
-        )
+        Response::html(404, message("Not found", html! { (why) }))
     }
 }
 
@@ -178,6 +194,7 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
                 run: r,
                 reason: reasons.get(&r.id),
                 duration_seconds: seconds_between(&r.started_at, r.ended_at.as_deref()),
+                name: r.name(),
             })
             .collect();
         return Ok(Response::json(
@@ -192,79 +209,91 @@ fn runs(store: &Store, req: &Request, json: bool) -> crate::error::Result<Respon
         ));
     }
     let suites = store.suites()?;
-    let mut b = String::from("<h1>Runs</h1>");
-    b.push_str(&filter_form(&filter, &suites));
-    b.push_str("<table class=\"runs\"><tr><th>Run</th><th>Started (UTC)</th><th>Suite</th><th>Label</th><th>Kind</th><th>Verdict</th><th>Gates</th><th>Why</th><th>Commit</th><th>Duration</th></tr>");
-    for r in &rows {
-        let _ = write!(
-            b,
-            "<tr class=\"run\" data-run=\"{}\"><td><a href=\"/runs/{}\">#{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict {}\">{}</td><td class=\"gates\">{}</td><td class=\"why\">{}</td><td>{}</td><td>{}</td></tr>",
-            r.id,
-            r.id,
-            r.id,
-            escape(r.started_at.get(..19).unwrap_or(&r.started_at)),
-            r.suite
-                .as_deref()
-                .map(|s| format!(
-                    "<a href=\"/history{}\">{}</a>",
-                    query(&[("suite", Some(s))]),
-                    escape(s)
-                ))
-                .unwrap_or_default(),
-            escape(r.label.as_deref().unwrap_or("")),
-            escape(&r.kind),
-            css_class(&r.status),
-            if r.status == Status::Running {
-                format!("<a href=\"/live/{}\">running</a>", r.id)
-            } else {
-                escape(r.status.name())
-            },
-            escape(&r.gates.shown()),
-            escape(reasons.get(&r.id).map_or("", |s| s.as_str())),
-            escape(&r.commit_shown(10)),
-            duration_text(seconds_between(&r.started_at, r.ended_at.as_deref())),
-        );
-    }
-    b.push_str("</table>");
-    if rows.is_empty() {
-        b.push_str("<p class=\"note\">No runs match.</p>");
-    }
     let link = |page: usize| {
         let f = &filter;
         let n = page.to_string();
-        query(&[
-            ("suite", f.suite.as_deref()),
-            ("label", f.label.as_deref()),
-            ("kind", f.kind.as_deref()),
-            ("status", f.status.as_deref()),
-            ("host", f.host.as_deref()),
-            ("since", f.since.as_deref()),
-            ("until", f.until.as_deref()),
-            ("page", Some(n.as_str())),
-        ])
+        format!(
+            "/runs{}",
+            query(&[
+                ("suite", f.suite.as_deref()),
+                ("label", f.label.as_deref()),
+                ("kind", f.kind.as_deref()),
+                ("status", f.status.as_deref()),
+                ("host", f.host.as_deref()),
+                ("since", f.since.as_deref()),
+                ("until", f.until.as_deref()),
+                ("page", Some(n.as_str())),
+            ])
+        )
     };
-    b.push_str("<p class=\"pager\">");
-    if page > 1 {
-        let _ = write!(
-            b,
-            "<a rel=\"prev\" href=\"/runs{}\">← newer</a>",
-            link(page - 1)
-        );
+    let body = html! {
+        h1 { "Runs" }
+        (filter_form(&filter, &suites))
+        table.runs {
+            tr {
+                th { "Run" } th { "Started (UTC)" } th { "Name" } th { "Label" } th { "Kind" }
+                th { "Verdict" } th { "Gates" } th { "Why" } th { "Commit" } th { "Duration" }
+            }
+            @for r in &rows {
+                tr.run data-run=(r.id) {
+                    td { a href=(run_link(r.id)) { "#" (r.id) } }
+                    td { (r.started_at.get(..19).unwrap_or(&r.started_at)) }
+                    td.name { (name_cell(r)) }
+                    td { (r.label.as_deref().unwrap_or("")) }
+                    td { (r.kind) }
+                    td class={ "verdict " (css_class(&r.status)) } {
+                        @if r.status == Status::Running {
+                            a href={ "/live/" (r.id) } { "running" }
+                        } @else {
+                            (r.status.name())
+                        }
+                    }
+                    td.gates { (r.gates.shown()) }
+                    td.why { (reasons.get(&r.id).map_or("", |s| s.as_str())) }
+                    td { (r.commit_shown(10)) }
+                    td { (duration_text(seconds_between(&r.started_at, r.ended_at.as_deref()))) }
+                }
+            }
+        }
+        @if rows.is_empty() {
+            p.note { "No runs match." }
+        }
+        p.pager {
+            @if page > 1 {
+                a rel="prev" href=(link(page - 1)) { "← newer" }
+            }
+            span { "page " (page) }
+            @if more {
+                a rel="next" href=(link(page + 1)) { "older →" }
+            }
+        }
+    };
+    Ok(Response::html(200, layout("strainline runs", body)))
+}
+
+/// What a run ran, named: a suite's name links to its history; a scenario's name, or
+/// the command of a run without either, is text.
+fn name_cell(r: &RunRow) -> Markup {
+    html! {
+        @match (&r.scenario, &r.suite) {
+            (None, Some(suite)) => {
+                a href=(format!("/history{}", query(&[("suite", Some(suite))]))) { (suite) }
+            }
+            _ => { (r.name()) }
+        }
     }
-    let _ = write!(b, "<span>page {page}</span>");
-    if more {
-        let _ = write!(
-            b,
-            "<a rel=\"next\" href=\"/runs{}\">older →</a>",
-            link(page + 1)
-        );
+}
+
+/// A run in a list or a picker: `#12 checkout v2`, its name and label.
+fn run_title(r: &RunRow) -> String {
+    match r.label.as_deref() {
+        Some(l) => format!("#{} {} {l}", r.id, r.name()),
+        None => format!("#{} {}", r.id, r.name()),
     }
-    b.push_str("</p>");
-    Ok(Response::html(200, layout("strainline runs", &b)))
 }
 
 /// A status as a CSS class: only the words the report's style knows.
-fn css_class(status: &Status) -> &'static str {
+pub(super) fn css_class(status: &Status) -> &'static str {
     match status {
         Status::Passed => "passed",
         Status::Completed | Status::Valid => "completed",
@@ -277,80 +306,50 @@ fn css_class(status: &Status) -> &'static str {
     }
 }
 
-fn filter_form(f: &RunFilter, suites: &[(String, i64)]) -> String {
-    let mut s = String::from("<form class=\"filters\" method=\"get\" action=\"/runs\">");
-    let _ = write!(
-        s,
-        "<label>Suite<select name=\"suite\"><option value=\"\">any</option>"
-    );
-    for (name, n) in suites {
-        let _ = write!(
-            s,
-            "<option value=\"{}\"{}>{} ({n})</option>",
-            escape(name),
-            if f.suite.as_deref() == Some(name) {
-                " selected"
-            } else {
-                ""
-            },
-            escape(name)
-        );
-    }
-    s.push_str("</select></label>");
-    let text = |s: &mut String, name: &str, shown: &str, v: &Option<String>, hint: &str| {
-        let _ = write!(
-            s,
-            "<label>{shown}<input name=\"{name}\" value=\"{}\" placeholder=\"{hint}\" size=\"12\"></label>",
-            escape(v.as_deref().unwrap_or(""))
-        );
-    };
-    text(&mut s, "label", "Label", &f.label, "");
-    let choose = |s: &mut String, name: &str, shown: &str, v: &Option<String>, options: &[&str]| {
-        let _ = write!(
-            s,
-            "<label>{shown}<select name=\"{name}\"><option value=\"\">any</option>"
-        );
-        for o in options {
-            let _ = write!(
-                s,
-                "<option{}>{o}</option>",
-                if v.as_deref() == Some(*o) {
-                    " selected"
-                } else {
-                    ""
-                }
-            );
+fn filter_form(f: &RunFilter, suites: &[(String, i64)]) -> Markup {
+    let text = |name: &str, shown: &str, v: &Option<String>, hint: &str| {
+        html! {
+            label { (shown) input name=(name) value=(v.as_deref().unwrap_or("")) placeholder=(hint) size="12"; }
         }
-        s.push_str("</select></label>");
     };
-    choose(
-        &mut s,
-        "kind",
-        "Kind",
-        &f.kind,
-        &["suite", "load", "monitor", "import"],
-    );
-    choose(
-        &mut s,
-        "status",
-        "Verdict",
-        &f.status,
-        &[
-            "passed",
-            "failed",
-            "invalid",
-            "crashed",
-            "interrupted",
-            "completed",
-            "valid",
-            "running",
-        ],
-    );
-    text(&mut s, "host", "Host", &f.host, "hostname");
-    text(&mut s, "since", "Since", &f.since, "2026-11-01");
-    text(&mut s, "until", "Until", &f.until, "2026-12-01");
-    s.push_str("<button type=\"submit\">Filter</button></form>");
-    s
+    let choose = |name: &str, shown: &str, v: &Option<String>, options: &[&str]| {
+        html! {
+            label {
+                (shown)
+                select name=(name) {
+                    option value="" { "any" }
+                    @for o in options {
+                        option selected[v.as_deref() == Some(*o)] { (o) }
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        form.filters method="get" action="/runs" {
+            label {
+                "Suite"
+                select name="suite" {
+                    option value="" { "any" }
+                    @for (name, n) in suites {
+                        option value=(name) selected[f.suite.as_deref() == Some(name)] { (name) " (" (n) ")" }
+                    }
+                }
+            }
+            (text("label", "Label", &f.label, ""))
+            (choose("kind", "Kind", &f.kind, &["suite", "load", "monitor", "import"]))
+            (choose(
+                "status",
+                "Verdict",
+                &f.status,
+                &["passed", "failed", "invalid", "crashed", "interrupted", "completed", "valid", "running"],
+            ))
+            (text("host", "Host", &f.host, "hostname"))
+            (text("since", "Since", &f.since, "2026-11-01"))
+            (text("until", "Until", &f.until, "2026-12-01"))
+            button type="submit" { "Filter" }
+        }
+    }
 }
 
 /// The run before and after `r` in its suite (or among runs without one).
@@ -390,35 +389,43 @@ fn run(store: &Store, id: i64, json: bool) -> crate::error::Result<Response> {
     }
     let data = crate::report::run::load(store, &id.to_string())?;
     let report = crate::report::html::run_report(&data);
-    let mut bar = String::from(nav());
-    bar.push_str("<p class=\"pager\">");
-    if let Some(p) = prev {
-        let _ = write!(bar, "<a rel=\"prev\" href=\"/runs/{p}\">← run #{p}</a>");
-    }
-    if let Some(n) = next {
-        let _ = write!(bar, "<a rel=\"next\" href=\"/runs/{n}\">run #{n} →</a>");
-    }
-    bar.push_str("</p>");
     let others: Vec<&RunRow> = around.iter().filter(|x| x.id != id).take(100).collect();
-    if !others.is_empty() {
-        let _ = write!(
-            bar,
-            "<form class=\"filters\" method=\"get\" action=\"/compare\"><input type=\"hidden\" name=\"candidate\" value=\"{id}\"><label>Compare with<select name=\"baseline\">"
-        );
-        for o in others {
-            let _ = write!(
-                bar,
-                "<option value=\"{}\"{}>#{} {} {}</option>",
-                o.id,
-                if Some(o.id) == prev { " selected" } else { "" },
-                o.id,
-                escape(o.label.as_deref().unwrap_or("")),
-                escape(o.started_at.get(..16).unwrap_or(&o.started_at))
-            );
+    let bar = html! {
+        (nav())
+        p.pager {
+            @if let Some(p) = prev {
+                a rel="prev" href=(run_link(p)) { "← run #" (p) }
+            }
+            @if let Some(n) = next {
+                a rel="next" href=(run_link(n)) { "run #" (n) " →" }
+            }
         }
-        bar.push_str("</select></label><button type=\"submit\">Compare</button></form>");
-    }
-    Ok(Response::html(200, inject(&report, &bar)))
+        @if !others.is_empty() {
+            form.filters method="get" action="/compare" {
+                input type="hidden" name="candidate" value=(id);
+                label {
+                    "Compare with"
+                    select name="baseline" {
+                        @for o in &others {
+                            option value=(o.id) selected[Some(o.id) == prev] {
+                                (run_title(o)) " " (o.started_at.get(..16).unwrap_or(&o.started_at))
+                            }
+                        }
+                    }
+                }
+                button type="submit" { "Compare" }
+            }
+        }
+        (timeline_hook(&[id]))
+    };
+    Ok(Response::html(200, inject(&report, &bar.into_string())))
+}
+
+/// TIMELINE HOOK: where the run page and the compare page put `report::timeline`'s
+/// block (the runs' events over time), under their bar and above the report. Nothing
+/// yet: the block is built elsewhere; it gets the ids of the runs the page shows.
+fn timeline_hook(_runs: &[i64]) -> Markup {
+    html! {}
 }
 
 /// `bar` at the top of a report's body.
@@ -443,8 +450,18 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
                 },
             ));
         }
-        let body = "<h1>Compare</h1><p>Two runs by id (<code>12</code>), label (<code>v0.7.0</code>) or <code>latest</code>, <code>LABEL~1</code>: every repetition of a label is one version.</p>\
-<form class=\"filters\" method=\"get\" action=\"/compare\"><label>Baseline<input name=\"baseline\" placeholder=\"v0.7.0\"></label><label>Candidate<input name=\"candidate\" placeholder=\"latest\"></label><button type=\"submit\">Compare</button></form>";
+        let body = html! {
+            h1 { "Compare" }
+            p {
+                "Two runs by id (" code { "12" } "), label (" code { "v0.7.0" } ") or "
+                code { "latest" } ", " code { "LABEL~1" } ": every repetition of a label is one version."
+            }
+            form.filters method="get" action="/compare" {
+                label { "Baseline" input name="baseline" placeholder="v0.7.0"; }
+                label { "Candidate" input name="candidate" placeholder="latest"; }
+                button type="submit" { "Compare" }
+            }
+        };
         return Ok(Response::html(200, layout("Compare", body)));
     };
     let judged = compare(
@@ -469,25 +486,33 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
         "/compare{}",
         query(&[("baseline", Some(baseline)), ("candidate", Some(candidate))])
     );
-    let bar = format!(
-        "{}<p>Permalink: <a class=\"permalink\" href=\"{}\">{}</a> · runs {} against {}</p>",
-        nav(),
-        escape(&permalink),
-        escape(&permalink),
-        run_links(&judged.baseline),
-        run_links(&judged.candidate)
-    );
+    let ids: Vec<i64> = (judged.baseline.iter().chain(&judged.candidate))
+        .map(|r| r.id)
+        .collect();
+    let bar = html! {
+        (nav())
+        p {
+            "Permalink: " a.permalink href=(permalink) { (permalink) }
+            " · runs " (run_links(&judged.baseline)) " against " (run_links(&judged.candidate))
+        }
+        (timeline_hook(&ids))
+    };
     Ok(Response::html(
         200,
-        inject(&crate::report::html::comparison_report(c), &bar),
+        inject(
+            &crate::report::html::comparison_report(c),
+            &bar.into_string(),
+        ),
     ))
 }
 
-fn run_links(runs: &[RunRow]) -> String {
-    runs.iter()
-        .map(|r| format!("<a href=\"/runs/{}\">#{}</a>", r.id, r.id))
-        .collect::<Vec<_>>()
-        .join(" ")
+fn run_links(runs: &[RunRow]) -> Markup {
+    html! {
+        @for (i, r) in runs.iter().enumerate() {
+            @if i > 0 { " " }
+            a href=(run_link(r.id)) { "#" (r.id) }
+        }
+    }
 }
 
 /// Runs in progress (those the store says are `running`, whose strainline lives).
@@ -513,24 +538,24 @@ fn live_list(store: &Store, json: bool) -> crate::error::Result<Response> {
             },
         ));
     }
-    let mut b = String::from("<h1>Runs in progress</h1>");
-    if running.is_empty() {
-        b.push_str("<p class=\"note\">Nothing is running. A <code>run</code>, <code>load</code> or <code>monitor</code> writing to this store shows here while it runs.</p>");
-    }
-    b.push_str("<ul class=\"live-runs\">");
-    for r in &running {
-        let _ = write!(
-            b,
-            "<li><a href=\"/live/{}\">#{} {}</a> {} since {}</li>",
-            r.id,
-            r.id,
-            escape(r.suite.as_deref().unwrap_or(&r.kind)),
-            escape(r.label.as_deref().unwrap_or("")),
-            escape(r.started_at.get(..19).unwrap_or(&r.started_at))
-        );
-    }
-    b.push_str("</ul>");
-    Ok(Response::html(200, layout("Live", &b)))
+    let body = html! {
+        h1 { "Runs in progress" }
+        @if running.is_empty() {
+            p.note {
+                "Nothing is running. A " code { "run" } ", " code { "load" } " or " code { "monitor" }
+                " writing to this store shows here while it runs."
+            }
+        }
+        ul.live-runs {
+            @for r in &running {
+                li {
+                    a href={ "/live/" (r.id) } { (run_title(r)) }
+                    " since " (r.started_at.get(..19).unwrap_or(&r.started_at))
+                }
+            }
+        }
+    };
+    Ok(Response::html(200, layout("Live", body)))
 }
 
 /// A run's seconds as it writes them: the page polls `/api/v1/live/ID?after=T`.
@@ -553,17 +578,34 @@ fn live(store: &Store, id: i64, req: &Request, json: bool) -> crate::error::Resu
             },
         ));
     }
-    let b = format!(
-        "<h1>Run #{id} <span class=\"note\">{}</span></h1>\
-<p>Status: <b id=\"status\" class=\"verdict\">{}</b> · case <b id=\"case\"></b> · <a href=\"/runs/{id}\">the run's report</a></p>\
-<div class=\"figures\"><div>offered<b id=\"offered\">-</b>req/s</div><div>achieved<b id=\"achieved\">-</b>req/s</div><div>p99<b id=\"p99\">-</b>ms</div><div>errors<b id=\"errors\">-</b>/s</div><div>target RSS<b id=\"rss\">-</b>MiB</div><div>target CPU<b id=\"cpu\">-</b>cores</div><div>seconds<b id=\"seen\">0</b></div></div>\
-<svg id=\"rate\" class=\"chart\" viewBox=\"0 0 720 220\" width=\"720\" height=\"220\"></svg>\
-<svg id=\"memory\" class=\"chart\" viewBox=\"0 0 720 220\" width=\"720\" height=\"220\"></svg>\
-<div id=\"live\" data-run=\"{id}\" data-api=\"/api/v1/\"></div><script src=\"/static/live.js\"></script>",
-        escape(row.label.as_deref().or(row.suite.as_deref()).unwrap_or(&row.kind)),
-        escape(row.status.name())
-    );
-    Ok(Response::html(200, layout(&format!("Live: run #{id}"), &b)))
+    let figure = |name: &str, id: &str, start: &str, unit: &str| {
+        html! { div { (name) b id=(id) { (start) } (unit) } }
+    };
+    let body = html! {
+        h1 { "Run #" (id) " " span.note { (row.label.as_deref().unwrap_or(row.name())) } }
+        p {
+            "Status: " b id="status" class="verdict" { (row.status.name()) }
+            " · case " b id="case" {}
+            " · " a href=(run_link(id)) { "the run's report" }
+        }
+        div.figures {
+            (figure("offered", "offered", "-", "req/s"))
+            (figure("achieved", "achieved", "-", "req/s"))
+            (figure("p99", "p99", "-", "ms"))
+            (figure("errors", "errors", "-", "/s"))
+            (figure("target RSS", "rss", "-", "MiB"))
+            (figure("target CPU", "cpu", "-", "cores"))
+            (figure("seconds", "seen", "0", ""))
+        }
+        svg id="rate" class="chart" viewBox="0 0 720 220" width="720" height="220" {}
+        svg id="memory" class="chart" viewBox="0 0 720 220" width="720" height="220" {}
+        div id="live" data-run=(id) data-api="/api/v1/" {}
+        script src="/static/live.js" {}
+    };
+    Ok(Response::html(
+        200,
+        layout(&format!("Live: run #{id}"), body),
+    ))
 }
 
 /// The permalink of a history page: `scope` is `("suite", S)` or `("kind", K)`.
@@ -577,4 +619,54 @@ pub fn history_link(scope: (&str, &str), case: Option<&str>, metric: Option<&str
 /// A run's page.
 pub fn run_link(id: i64) -> String {
     format!("/runs/{}", encode(&id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(suite: Option<&str>, scenario: Option<&str>, label: &str) -> RunRow {
+        RunRow {
+            id: 12,
+            kind: "load".into(),
+            label: Some(label.into()),
+            command: "load http://127.0.0.1:8765/<x>".into(),
+            started_at: "2026-11-28T10:00:00Z".into(),
+            ended_at: None,
+            status: Status::Passed,
+            exit_code: Some(0),
+            git_commit: None,
+            git_dirty: None,
+            host: "h".into(),
+            fingerprint: "f".into(),
+            strainline_version: "0.1.0".into(),
+            suite: suite.map(String::from),
+            scenario: scenario.map(String::from),
+            gates: crate::store::GateTally::default(),
+        }
+    }
+
+    /// A run is named by its scenario or suite and its label, every text escaped: a
+    /// suite's name links to its history (percent-encoded), the others are text.
+    #[test]
+    fn a_run_s_name_and_label_are_text_in_the_page() {
+        let suite = row(Some("web <b>api</b>"), None, "<script>x</script>");
+        let cell = name_cell(&suite).into_string();
+        assert_eq!(
+            cell,
+            "<a href=\"/history?suite=web%20%3Cb%3Eapi%3C%2Fb%3E\">web &lt;b&gt;api&lt;/b&gt;</a>"
+        );
+        assert_eq!(run_title(&suite), "#12 web <b>api</b> <script>x</script>");
+        let page = layout("t<", html! { (run_title(&suite)) });
+        assert!(page.contains("#12 web &lt;b&gt;api&lt;/b&gt; &lt;script&gt;x&lt;/script&gt;"));
+        assert!(page.contains("<title>t&lt;</title>"));
+        assert!(!page.contains("<script"));
+        let scenario = row(None, Some("checkout"), "v1");
+        assert_eq!(name_cell(&scenario).into_string(), "checkout");
+        let plain = row(None, None, "v1");
+        assert_eq!(
+            name_cell(&plain).into_string(),
+            "load http://127.0.0.1:8765/&lt;x&gt;"
+        );
+    }
 }

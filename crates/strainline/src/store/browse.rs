@@ -136,6 +136,22 @@ impl Store {
             .collect())
     }
 
+    /// The newest run of each suite, and of each kind of runs outside any suite (the
+    /// suites page's verdicts): one query, by the index of runs by suite.
+    pub fn newest_of_each(&self) -> Result<Vec<RunRow>> {
+        let rows = self.query(
+            &format!(
+                "SELECT {} FROM runs r JOIN hosts h ON h.id = r.host_id
+                 WHERE r.id IN (SELECT MAX(id) FROM runs WHERE suite IS NOT NULL GROUP BY suite)
+                    OR r.id IN (SELECT MAX(id) FROM runs WHERE suite IS NULL GROUP BY kind)
+                 ORDER BY r.id DESC",
+                Self::RUN_COLUMNS
+            ),
+            &[],
+        )?;
+        Ok(rows.iter().map(Self::run_row).collect())
+    }
+
     /// The kinds of the runs outside any suite, with their number of runs.
     pub fn suiteless_kinds(&self) -> Result<Vec<(String, i64)>> {
         Ok(self

@@ -73,7 +73,8 @@ impl Store {
          r.git_commit, r.git_dirty, h.hostname, h.fingerprint, r.strainline_version, r.pid, r.suite,
          (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id WHERE c.run_id = r.id),
          (SELECT COUNT(*) FROM gates g JOIN cases c ON c.id = g.case_id
-          WHERE c.run_id = r.id AND g.passed = 0)";
+          WHERE c.run_id = r.id AND g.passed = 0),
+         r.scenario";
 
     pub(super) fn run_row(r: &Row) -> RunRow {
         let status = r.text(6);
@@ -95,6 +96,7 @@ impl Store {
             fingerprint: r.text(11),
             strainline_version: r.text(12),
             suite: r.opt_text(14),
+            scenario: r.opt_text(17),
             gates: GateTally {
                 total: r.int(15),
                 failed: r.int(16),
@@ -524,5 +526,36 @@ mod tests {
         let g = &s.cases(id).unwrap()[0].gates;
         assert_eq!((g.len(), g[0].passed, g[0].measured), (1, false, None));
         assert_eq!(g[0].gate, "latency_p99 < 2ms");
+    }
+
+    /// A run is named by its scenario, else its suite, else its command; the newest run
+    /// of each suite and of each kind outside suites is found in one query.
+    #[test]
+    fn runs_are_named_by_scenario_or_suite_and_the_newest_of_each_is_found() {
+        let s = store();
+        let h = host("n1");
+        let suite_run = begin(&s, Some("v1"), &h);
+        let newer = begin(&s, Some("v2"), &h);
+        let load = |label| {
+            s.begin_run(&NewRun {
+                kind: "load",
+                label,
+                suite: None,
+                command: "load http://127.0.0.1:8765",
+                cwd: Path::new("/work"),
+                git: None,
+                host: &h,
+            })
+            .unwrap()
+        };
+        let plain = load(Some("a"));
+        let scenario = load(Some("b"));
+        s.set_run_scenario(scenario, "checkout").unwrap();
+        let name = |id: i64| s.find_run(&id.to_string()).unwrap().name().to_string();
+        assert_eq!(name(suite_run), "iot");
+        assert_eq!(name(plain), "load http://127.0.0.1:8765");
+        assert_eq!(name(scenario), "checkout");
+        let newest: Vec<i64> = s.newest_of_each().unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(newest, vec![scenario, newer]);
     }
 }

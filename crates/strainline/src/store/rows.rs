@@ -235,6 +235,10 @@ pub struct RunRow {
     pub fingerprint: String,
     pub strainline_version: String,
     pub suite: Option<String>,
+    /// The scenario a `load` ran (its file's stem); not in `runs --json`, whose keys
+    /// stay as they were (serve's runs list gives it as `name`).
+    #[serde(skip)]
+    pub scenario: Option<String>,
     /// Its cases' gates: how many, how many failed.
     pub gates: GateTally,
 }
@@ -256,6 +260,15 @@ impl RunRow {
                 )
             })
             .unwrap_or_default()
+    }
+
+    /// What the run ran, by name: its scenario's or its suite's name, else its command
+    /// (`load http://127.0.0.1:8765`, a monitored command).
+    pub fn name(&self) -> &str {
+        self.scenario
+            .as_deref()
+            .or(self.suite.as_deref())
+            .unwrap_or(&self.command)
     }
 }
 

@@ -173,6 +173,11 @@ CREATE TABLE gates (
 );
 "#,
     ),
+    (
+        7,
+        "runs.scenario: the name of the scenario a load ran (its file's stem), to tell load runs apart",
+        "ALTER TABLE runs ADD COLUMN scenario TEXT;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -69,6 +69,16 @@ impl Store {
         Ok(())
     }
 
+    /// Names the scenario a run ran (a `load --scenario FILE`: the file's stem), by which
+    /// `serve` tells load runs of one URL apart.
+    pub fn set_run_scenario(&self, run_id: i64, scenario: &str) -> Result<()> {
+        self.execute(
+            "UPDATE runs SET scenario = ?1 WHERE id = ?2",
+            vals![scenario, run_id],
+        )?;
+        Ok(())
+    }
+
     /// Keeps settings of a run that later commands need (a JSON object).
     pub fn set_run_settings(&self, run_id: i64, settings: &serde_json::Value) -> Result<()> {
         self.execute(

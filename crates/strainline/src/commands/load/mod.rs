@@ -249,6 +249,11 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
     let loaded = spec.what();
     let command = format!("load {loaded}");
     let run_id = store.begin_run_here("load", args.label.as_deref(), None, &command)?;
+    if let Offer::Scenario(path) = &spec.offer {
+        if let Some(stem) = path.file_stem() {
+            store.set_run_scenario(run_id, &stem.to_string_lossy())?;
+        }
+    }
     let case_id = store.begin_case(run_id, &loaded, "load", None, 0)?;
     let conditions = crate::host::ConditionsProbe::start();
     signals::install();
