@@ -240,19 +240,29 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// What every answer carries: only our own script may run, nothing is fetched from
-/// elsewhere, no page is framed or cached.
-const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+/// What every answer carries: only our own scripts may run (the live page's, served,
+/// and the timeline's, inline, by its hash), nothing is fetched from elsewhere, no page
+/// is framed or cached.
+fn policy() -> &'static str {
+    static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| {
+        format!(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; script-src 'self' {}; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+            crate::report::timeline::script_source()
+        )
+    })
+}
 
 /// Writes `r` and closes the exchange; `head_only` for HEAD.
 pub fn write(s: &mut TcpStream, r: &Response, head_only: bool) -> std::io::Result<()> {
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nContent-Security-Policy: {POLICY}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nContent-Security-Policy: {}\r\n",
         r.status,
         reason(r.status),
         r.content_type,
-        r.body.len()
+        r.body.len(),
+        policy()
     );
     for (k, v) in &r.headers {
         // Header values are ours, but never let one end the head.

@@ -416,16 +416,23 @@ fn run(store: &Store, id: i64, json: bool) -> crate::error::Result<Response> {
                 button type="submit" { "Compare" }
             }
         }
-        (timeline_hook(&[id]))
     };
     Ok(Response::html(200, inject(&report, &bar.into_string())))
 }
 
-/// TIMELINE HOOK: where the run page and the compare page put `report::timeline`'s
-/// block (the runs' events over time), under their bar and above the report. Nothing
-/// yet: the block is built elsewhere; it gets the ids of the runs the page shows.
-fn timeline_hook(_runs: &[i64]) -> Markup {
-    html! {}
+/// Baseline against candidate over time, case by case (the versions' newest runs),
+/// under the compare page's bar and above the report.
+fn overlay_block(overlays: &[(String, String)]) -> Markup {
+    html! {
+        @if !overlays.is_empty() {
+            h2 { "Over time: baseline (grey, dashed) and candidate" }
+            @for (case, drawing) in overlays {
+                h3 { (case) }
+                (PreEscaped(drawing))
+            }
+            script { (PreEscaped(crate::report::timeline::SCRIPT)) }
+        }
+    }
 }
 
 /// `bar` at the top of a report's body.
@@ -486,16 +493,14 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
         "/compare{}",
         query(&[("baseline", Some(baseline)), ("candidate", Some(candidate))])
     );
-    let ids: Vec<i64> = (judged.baseline.iter().chain(&judged.candidate))
-        .map(|r| r.id)
-        .collect();
+    let overlays = crate::report::timeline::overlays(store, c);
     let bar = html! {
         (nav())
         p {
             "Permalink: " a.permalink href=(permalink) { (permalink) }
             " · runs " (run_links(&judged.baseline)) " against " (run_links(&judged.candidate))
         }
-        (timeline_hook(&ids))
+        (overlay_block(&overlays))
     };
     Ok(Response::html(
         200,

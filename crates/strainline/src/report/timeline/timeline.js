@@ -1,10 +1,10 @@
-// strainline's timeline: hover reads a second's values, a drag zooms on time, a
-// double-click shows the whole run again. Reads only the page's own embedded data.
+// strainline's timeline: hover reads each line's value at a second, a drag zooms on
+// time, a double-click shows the whole run again. Reads only the page's own data.
 (function () {
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   function fmt(v) {
-    if (v === null || v === undefined) return "–";
+    if (v === null || v === undefined || !isFinite(v)) return "none";
     if (Math.abs(v) >= 100) return v.toFixed(0);
     if (Math.abs(v) >= 10) return v.toFixed(1);
     return v.toFixed(2);
@@ -14,48 +14,47 @@
     for (var i = 0; i < steps.length; i++) if (span / steps[i] <= 12) return steps[i];
     return Math.ceil(span / 12 / 3600) * 3600;
   }
-  function el(name, attrs, text) {
-    var e = document.createElementNS(NS, name);
-    for (var k in attrs) e.setAttribute(k, attrs[k]);
-    if (text !== undefined) e.textContent = text;
-    return e;
+  function nearest(points, t) {
+    var best = null;
+    for (var i = 0; i < points.length; i++) {
+      if (!best || Math.abs(points[i][0] - t) < Math.abs(best[0] - t)) best = points[i];
+    }
+    return best;
   }
   function setUp(box) {
     var svg = box.querySelector("svg");
     var data = JSON.parse(box.querySelector("script.timeline-data").textContent);
     var left = +svg.dataset.left, right = +svg.dataset.right;
-    var width = svg.viewBox.baseVal.width, height = svg.viewBox.baseVal.height;
+    var width = svg.viewBox.baseVal.width;
     var domain = [0, data.end];
     var axis = svg.querySelector("g.x-axis"), axisAt = +axis.dataset.at;
     function x(t) { return left + (t - domain[0]) / (domain[1] - domain[0]) * (width - left - right); }
     function tOf(px) { return domain[0] + (px - left) / (width - left - right) * (domain[1] - domain[0]); }
-    function pointsOf(key) {
-      var src = (key === "cpu" || key === "rss_mib" || key === "threads") ? data.target : data.seconds;
-      return src.filter(function (p) { return p[key] !== null && p[key] !== undefined; })
-        .map(function (p) { return [p.t, p[key]]; });
-    }
+    function clamp(px) { return Math.min(Math.max(px, left), width - right); }
     function draw() {
-      data.scales.forEach(function (sc) {
-        sc.keys.forEach(function (key) {
-          var line = svg.querySelector('polyline[data-key="' + key + '"]');
-          if (!line) return;
-          var max = sc.max;
-          sc.own.forEach(function (o) { if (o[0] === key) max = o[1]; });
-          var pts = pointsOf(key).filter(function (p) { return p[0] >= domain[0] - 1 && p[0] <= domain[1] + 1; })
+      data.panels.forEach(function (panel, i) {
+        panel.lines.forEach(function (line, j) {
+          var el = svg.querySelector('polyline[data-line="' + i + "." + j + '"]');
+          if (!el) return;
+          var pts = line.points.filter(function (p) { return p[0] >= domain[0] - 1 && p[0] <= domain[1] + 1; })
             .map(function (p) {
-              var px = Math.min(Math.max(x(p[0]), left), width - right);
-              return px.toFixed(1) + "," + (sc.top + sc.height - p[1] / max * sc.height).toFixed(1);
+              var v = Math.min(Math.max(p[1], 0), line.max);
+              return clamp(x(p[0])).toFixed(1) + "," + (panel.top + panel.height - v / line.max * panel.height).toFixed(1);
             });
-          line.setAttribute("points", pts.join(" "));
+          el.setAttribute("points", pts.join(" "));
         });
       });
       axis.querySelectorAll("text.tick").forEach(function (t) { t.remove(); });
       var step = niceStep(domain[1] - domain[0]);
       for (var t = Math.ceil(domain[0] / step) * step; t <= domain[1] + 1e-9; t += step) {
-        axis.appendChild(el("text", { "class": "tick", x: x(t).toFixed(1), y: axisAt + 14, "text-anchor": "middle" },
-          String(+t.toFixed(1))));
+        var label = document.createElementNS(NS, "text");
+        label.setAttribute("class", "tick");
+        label.setAttribute("x", x(t).toFixed(1));
+        label.setAttribute("y", axisAt + 14);
+        label.setAttribute("text-anchor", "middle");
+        label.textContent = String(+t.toFixed(1));
+        axis.appendChild(label);
       }
-      function clamp(px) { return Math.min(Math.max(px, left), width - right); }
       svg.querySelectorAll("rect.phase").forEach(function (r) {
         var a = clamp(x(+r.dataset.a)), b = clamp(x(+r.dataset.b));
         r.setAttribute("x", a); r.setAttribute("width", Math.max(0, b - a));
@@ -66,8 +65,13 @@
         n.setAttribute("visibility", a >= left && a < width - right - 40 ? "visible" : "hidden");
       });
     }
-    var cursor = el("line", { y1: 0, y2: axisAt, stroke: "#333", "stroke-dasharray": "3 3", visibility: "hidden" });
-    var brush = el("rect", { y: 0, height: axisAt, fill: "rgba(31,119,180,0.15)", visibility: "hidden" });
+    function svgEl(name, attrs) {
+      var e = document.createElementNS(NS, name);
+      for (var k in attrs) e.setAttribute(k, attrs[k]);
+      return e;
+    }
+    var cursor = svgEl("line", { y1: 0, y2: axisAt, stroke: "#333", "stroke-dasharray": "3 3", visibility: "hidden" });
+    var brush = svgEl("rect", { y: 0, height: axisAt, fill: "rgba(31,119,180,0.15)", visibility: "hidden" });
     svg.appendChild(brush);
     svg.appendChild(cursor);
     var tip = document.createElement("div");
@@ -78,40 +82,36 @@
       var r = svg.getBoundingClientRect();
       return (ev.clientX - r.left) / r.width * width;
     }
-    function nearest(t) {
-      var best = null;
-      data.seconds.forEach(function (p) { if (!best || Math.abs(p.t - t) < Math.abs(best.t - t)) best = p; });
-      return best;
-    }
-    function nearestTarget(t) {
-      var best = null;
-      data.target.forEach(function (p) { if (!best || Math.abs(p.t - t) < Math.abs(best.t - t)) best = p; });
-      return best;
-    }
+    var bucket = data.bucket > 1 ? data.bucket : 1;
     var from = null;
     svg.addEventListener("mousemove", function (ev) {
       var px = svgX(ev);
       if (px < left || px > width - right) { cursor.setAttribute("visibility", "hidden"); tip.hidden = true; return; }
-      var p = nearest(tOf(px));
-      if (!p) return;
-      cursor.setAttribute("x1", x(p.t)); cursor.setAttribute("x2", x(p.t));
-      cursor.setAttribute("visibility", "visible");
-      var lines = ["second ending " + fmt(p.t) + " s"];
-      if (p.users !== null && p.users !== undefined) lines.push("users " + fmt(p.users));
-      lines.push("sent " + fmt(p.sent) + " · responses " + fmt(p.responses) + " · errors " + fmt(p.errors) + " req/s");
-      lines.push("ms: min " + fmt(p.min) + " · p50 " + fmt(p.p50) + " · p75 " + fmt(p.p75) + " · p90 " + fmt(p.p90));
-      lines.push("ms: p95 " + fmt(p.p95) + " · p99 " + fmt(p.p99) + " · max " + fmt(p.max));
-      data.causes.forEach(function (c) {
-        c[1].forEach(function (q) { if (Math.abs(q[0] - p.t) < 1e-6) lines.push(c[0] + " " + fmt(q[1]) + "/s"); });
+      var t = tOf(px), at = null;
+      var lines = [];
+      data.panels.forEach(function (panel) {
+        var parts = [];
+        panel.lines.forEach(function (line) {
+          var p = nearest(line.points, t);
+          if (!p) return;
+          if (at === null || Math.abs(p[0] - t) < Math.abs(at - t)) at = p[0];
+          parts.push(line.label + " " + fmt(p[1]));
+        });
+        if (parts.length) lines.push(panel.title.replace(/ \(.*\)$/, "") + ": " + parts.join(" · ") + " " + panel.unit);
       });
-      var s = nearestTarget(p.t);
-      if (s) lines.push("target: CPU " + fmt(s.cpu) + " cores · " + fmt(s.rss_mib) + " MiB · " + s.threads + " threads");
+      if (at === null) return;
+      (data.causes || []).forEach(function (c) {
+        c[1].forEach(function (q) { if (Math.abs(q[0] - at) < 1e-6) lines.push("errors " + c[0] + ": " + fmt(q[1]) + " req/s"); });
+      });
+      lines.unshift(bucket > 1 ? bucket + " s ending " + fmt(at) + " s" : "second ending " + fmt(at) + " s");
+      cursor.setAttribute("x1", x(at)); cursor.setAttribute("x2", x(at));
+      cursor.setAttribute("visibility", "visible");
       tip.textContent = lines.join("\n");
       tip.hidden = false;
       var r = box.getBoundingClientRect(), sr = svg.getBoundingClientRect();
-      var left_px = ev.clientX - r.left + 14;
-      if (left_px + 320 > r.width) left_px = Math.max(0, ev.clientX - r.left - 330);
-      tip.style.left = left_px + "px";
+      var place = ev.clientX - r.left + 14;
+      if (place + tip.offsetWidth > r.width) place = Math.max(0, ev.clientX - r.left - tip.offsetWidth - 14);
+      tip.style.left = place + "px";
       tip.style.top = (ev.clientY - sr.top + 10) + "px";
       if (from !== null) {
         var a = Math.min(from, px), b = Math.max(from, px);

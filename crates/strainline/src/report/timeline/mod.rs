@@ -1,0 +1,472 @@
+//! A load case over time, on one clock: the clients running, requests sent, responses
+//! and errors a second, latency percentiles of each second (from its stored HDR
+//! histogram: min, p50, p75, p90, p95, p99, max) and the target's CPU, memory and
+//! threads beneath, with a spike's or a soak's phases shaded. Read from the store, then
+//! drawn as one SVG of stacked panels that reads without script (Markdown, mail), its
+//! figures embedded as JSON, and a small script of our own (`timeline.js`, allowed by
+//! its hash) that reads a second's values on hover and zooms on time (`draw`). Two runs'
+//! timelines overlaid, baseline against candidate, are drawn the same way.
+
+mod draw;
+
+pub use draw::{render, render_overlay, render_steps, script_source, SCRIPT};
+
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use crate::measure::Sample;
+use crate::store::StoredHistogram;
+
+/// One second of the load: its figures at its end (`t`, seconds from the load's start).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Point {
+    pub t: f64,
+    /// Requests sent, responses and errors, a second.
+    pub sent: f64,
+    pub responses: f64,
+    pub errors: f64,
+    /// Clients running at its end (none for the open model's sends).
+    pub users: Option<f64>,
+    /// Corrected latency (from the intended send time) of the second's responses, ms.
+    pub min: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// The target's figures at a sample, on the load's clock.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Target {
+    pub t: f64,
+    pub cpu: f64,
+    pub rss_mib: f64,
+    pub threads: f64,
+}
+
+/// A load case over time.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Timeline {
+    pub seconds: Vec<Point>,
+    /// Errors a second by cause: (cause, points), the seconds it failed only.
+    pub causes: Vec<(String, Vec<(f64, f64)>)>,
+    pub target: Vec<Target>,
+    /// Phases shaded: (name, start, end) on the load's clock.
+    pub phases: Vec<(String, f64, f64)>,
+    /// Each scenario step's own seconds (responses, errors, percentiles), by name.
+    pub steps: Vec<(String, Vec<Point>)>,
+    /// Seconds a point stands for: 1, or more for a run longer than [`MOST_POINTS`]
+    /// seconds, whose seconds are merged (their histograms exactly) in buckets.
+    pub bucket: u64,
+}
+
+/// The most points a timeline keeps: a day's soak is drawn (and embedded) in buckets of
+/// 96 s, not 86,400 points.
+pub const MOST_POINTS: usize = 900;
+
+/// The series a timeline takes from a case's stored ones (other charts leave them).
+pub fn takes(series: &str) -> bool {
+    matches!(
+        series,
+        "completed_per_second" | "errors_per_second" | "p99_us" | "sent_per_second" | "users"
+    ) || series == crate::load::LOAD_START
+        || series.starts_with(crate::load::CAUSE_PREFIX)
+        || series.starts_with(crate::load::STEP_PREFIX)
+}
+
+/// A stored series by the time of each point (to the millisecond): each second's
+/// figure found at once, not by a scan (a day's soak has 86,400 of them).
+struct ByTime(std::collections::HashMap<i64, f64>);
+
+impl ByTime {
+    fn of(points: Option<&[(f64, f64)]>) -> ByTime {
+        ByTime(
+            points
+                .unwrap_or_default()
+                .iter()
+                .map(|(t, v)| (ms(*t), *v))
+                .collect(),
+        )
+    }
+
+    fn at(&self, t: f64) -> Option<f64> {
+        self.0.get(&ms(t)).copied()
+    }
+}
+
+fn ms(t: f64) -> i64 {
+    (t * 1000.0).round() as i64
+}
+
+/// A second as read: its end, its histogram, and its figures a second (sent, responses,
+/// errors) and users.
+struct Raw {
+    t: f64,
+    hist: Histogram<u64>,
+    rates: [f64; 3],
+    users: Option<f64>,
+}
+
+/// Seconds in buckets of `bucket` (1: as they are): each bucket's histogram merged
+/// exactly, its rates averaged, its users at its end.
+fn bucketed(mut raw: Vec<Raw>, bucket: usize) -> Vec<Point> {
+    raw.sort_by(|a, b| a.t.total_cmp(&b.t));
+    raw.chunks_mut(bucket.max(1))
+        .map(|chunk| {
+            let n = chunk.len() as f64;
+            let (first, rest) = chunk.split_first_mut().expect("chunks are not empty");
+            let mut rates = first.rates;
+            for r in rest.iter() {
+                let _ = first.hist.add(&r.hist);
+                for (sum, v) in rates.iter_mut().zip(r.rates) {
+                    *sum += v;
+                }
+            }
+            let last = rest.last().unwrap_or(first);
+            let (t, users) = (last.t, last.users);
+            let mut p = point(t, &first.hist);
+            [p.sent, p.responses, p.errors] = rates.map(|v| v / n);
+            p.users = users;
+            p
+        })
+        .collect()
+}
+
+/// How many seconds a point of a timeline of `n` seconds stands for.
+fn bucket_for(n: usize) -> usize {
+    n.div_ceil(MOST_POINTS).max(1)
+}
+
+fn decode(h: &StoredHistogram) -> Option<Histogram<u64>> {
+    if h.encoding != crate::load::recorder::hdr::STORED {
+        return None;
+    }
+    let mut hist: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut h.data.as_slice())
+        .ok()?;
+    // Merged with histograms of other bounds (a step's 2 digits): grow on demand.
+    hist.auto(true);
+    Some(hist)
+}
+
+impl Timeline {
+    /// A case's timeline from its stored series, its seconds' histograms, the target's
+    /// samples, its phases (`[name, t]` on the samples' clock) and its steps' names (by
+    /// index); `None` when the case kept no seconds' histograms (not a load case, or
+    /// stored before they were kept).
+    pub fn read(
+        series: &[(String, Vec<(f64, f64)>)],
+        histograms: &[StoredHistogram],
+        samples: &[Sample],
+        phases: &[(String, f64)],
+        step_names: &[String],
+    ) -> Option<Timeline> {
+        let named = |n: &str| series.iter().find(|(s, _)| s == n).map(|(_, p)| &p[..]);
+        let [sent, responses, errors, users] = [
+            "sent_per_second",
+            "completed_per_second",
+            "errors_per_second",
+            "users",
+        ]
+        .map(|n| ByTime::of(named(n)));
+        let raw: Vec<Raw> = (histograms.iter())
+            .filter(|h| h.name == crate::load::SECOND_LATENCY)
+            .filter_map(|h| {
+                let t = h.span.1;
+                Some(Raw {
+                    t,
+                    hist: decode(h)?,
+                    rates: [&sent, &responses, &errors].map(|s| s.at(t).unwrap_or(0.0)),
+                    users: users.at(t),
+                })
+            })
+            .collect();
+        if raw.is_empty() {
+            return None;
+        }
+        let bucket = bucket_for(raw.len());
+        let seconds = bucketed(raw, bucket);
+        let start = named(crate::load::LOAD_START)
+            .and_then(|p| p.first())
+            .map_or(0.0, |p| p.1);
+        let end = seconds.last().map_or(0.0, |p| p.t);
+        let every = (samples.len() / MOST_POINTS).max(1);
+        let target = (samples.iter())
+            .filter(|s| s.processes > 0)
+            .map(|s| Target {
+                t: s.t - start,
+                cpu: s.cpu_cores,
+                rss_mib: s.rss_bytes as f64 / 1_048_576.0,
+                threads: s.threads as f64,
+            })
+            .filter(|s| s.t >= 0.0 && s.t <= end)
+            .step_by(every)
+            .collect();
+        let causes = series
+            .iter()
+            .filter_map(|(n, p)| Some((n.strip_prefix(crate::load::CAUSE_PREFIX)?, p)))
+            .map(|(c, p)| (c.to_string(), p.clone()))
+            .collect();
+        Some(Timeline {
+            seconds,
+            causes,
+            target,
+            phases: spans(phases, start, end),
+            steps: steps(series, histograms, step_names, bucket),
+            bucket: bucket as u64,
+        })
+    }
+
+    /// The second, if any, when `key` (a [`Point`] field: "p95") first reached `at`.
+    pub fn first_reaching(&self, key: &str, at: f64) -> Option<&Point> {
+        self.seconds
+            .iter()
+            .find(|p| value(p, key).is_some_and(|v| v >= at))
+    }
+}
+
+/// Each step's seconds in the run's buckets: its histograms' percentiles, its series'
+/// responses and errors (a second it had none of is 0).
+fn steps(
+    series: &[(String, Vec<(f64, f64)>)],
+    histograms: &[StoredHistogram],
+    names: &[String],
+    bucket: usize,
+) -> Vec<(String, Vec<Point>)> {
+    let mut by_index: std::collections::BTreeMap<usize, Vec<Raw>> = Default::default();
+    let mut rates: std::collections::HashMap<(usize, &str), ByTime> = Default::default();
+    for h in histograms {
+        let Some(index) = (h.name.strip_prefix(crate::load::SECOND_LATENCY))
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(|r| r.strip_prefix(crate::load::STEP_PREFIX))
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let Some(hist) = decode(h) else {
+            continue;
+        };
+        let mut rate = |what: &'static str| {
+            rates
+                .entry((index, what))
+                .or_insert_with(|| {
+                    let name = format!("{}{index}/{what}_per_second", crate::load::STEP_PREFIX);
+                    ByTime::of(series.iter().find(|(n, _)| *n == name).map(|(_, p)| &p[..]))
+                })
+                .at(h.span.1)
+                .unwrap_or(0.0)
+        };
+        let (responses, errors) = (rate("responses"), rate("errors"));
+        by_index.entry(index).or_default().push(Raw {
+            t: h.span.1,
+            hist,
+            rates: [0.0, responses, errors],
+            users: None,
+        });
+    }
+    by_index
+        .into_iter()
+        .map(|(i, raw)| {
+            let name = (names.get(i).filter(|n| !n.is_empty()).cloned())
+                .unwrap_or_else(|| format!("step {}", i + 1));
+            (name, bucketed(raw, bucket))
+        })
+        .collect()
+}
+
+/// Baseline against candidate over time: for each case both versions' newest runs have
+/// a timeline of, `(case, drawing)` — the two loads overlaid, each from its own start.
+/// None for a comparison within one run (a paired session's sides share it).
+pub fn overlays(
+    store: &crate::store::Store,
+    c: &crate::report::compare::Comparison,
+) -> Vec<(String, String)> {
+    let (Some(b), Some(k)) = (c.baseline.runs.last(), c.candidate.runs.last()) else {
+        return Vec::new();
+    };
+    if b == k {
+        return Vec::new();
+    }
+    let read = |id: &i64| crate::report::run::load(store, &id.to_string()).ok();
+    let (Some(base), Some(cand)) = (read(b), read(k)) else {
+        return Vec::new();
+    };
+    let key = |c: &crate::report::run::CaseData| {
+        crate::store::case_key(&c.row.name, &c.row.test_kind).to_string()
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for bc in &base.cases {
+        let name = key(bc);
+        if out.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let Some(kc) = cand.cases.iter().find(|c| key(c) == name) else {
+            continue;
+        };
+        if let (Some(bt), Some(kt)) = (&bc.timeline, &kc.timeline) {
+            let id = format!("overlay-{}-{}", bc.row.id, kc.row.id);
+            out.push((name, render_overlay(bt, kt, &id)));
+        }
+    }
+    out
+}
+
+/// A field of a point by its name.
+fn value(p: &Point, key: &str) -> Option<f64> {
+    Some(match key {
+        "sent" => p.sent,
+        "responses" => p.responses,
+        "errors" => p.errors,
+        "users" => p.users?,
+        "min" => p.min,
+        "p50" => p.p50,
+        "p75" => p.p75,
+        "p90" => p.p90,
+        "p95" => p.p95,
+        "p99" => p.p99,
+        "max" => p.max,
+        _ => return None,
+    })
+}
+
+/// The second (or bucket) ending at `t`: its percentiles from `hist`, in ms.
+fn point(t: f64, hist: &Histogram<u64>) -> Point {
+    let ms = |v: u64| v as f64 / 1000.0;
+    let q = |q: f64| {
+        if hist.is_empty() {
+            0.0
+        } else {
+            ms(hist.value_at_quantile(q))
+        }
+    };
+    Point {
+        t,
+        min: if hist.is_empty() { 0.0 } else { ms(hist.min()) },
+        p50: q(0.5),
+        p75: q(0.75),
+        p90: q(0.9),
+        p95: q(0.95),
+        p99: q(0.99),
+        max: if hist.is_empty() { 0.0 } else { ms(hist.max()) },
+        ..Point::default()
+    }
+}
+
+/// Phases `[name, t]` (samples' clock, each until the next) as spans on the load's
+/// clock within `[0, end]`; the last ("end") closes the one before it.
+fn spans(phases: &[(String, f64)], start: f64, end: f64) -> Vec<(String, f64, f64)> {
+    if phases.len() <= 2 {
+        // One phase over the whole load says nothing a shade would.
+        return Vec::new();
+    }
+    phases
+        .windows(2)
+        .map(|w| {
+            (
+                w[0].0.clone(),
+                (w[0].1 - start).clamp(0.0, end),
+                (w[1].1 - start).clamp(0.0, end),
+            )
+        })
+        .filter(|(_, a, b)| b > a)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(t: f64, values_us: &[u64]) -> StoredHistogram {
+        let mut h = crate::load::recorder::histogram();
+        for v in values_us {
+            h.record(*v).unwrap();
+        }
+        StoredHistogram {
+            name: crate::load::SECOND_LATENCY.into(),
+            span: (t - 1.0, t),
+            encoding: crate::load::recorder::hdr::STORED.into(),
+            data: crate::load::recorder::hdr::stored(&h).unwrap(),
+        }
+    }
+
+    /// Seconds read back from their histograms and series: percentiles exact to the
+    /// histogram's precision, counts from the series, the users' step and the p95's
+    /// rise found where they are.
+    #[test]
+    fn a_timeline_reads_each_second_from_its_histogram_and_series() {
+        let mut hists = Vec::new();
+        let mut users = Vec::new();
+        let mut sent = Vec::new();
+        for t in 1..=10 {
+            let slow = if t >= 6 { 400_000 } else { 10_000 };
+            let values: Vec<u64> = (1..=100)
+                .map(|i| if i > 90 { slow } else { 5_000 })
+                .collect();
+            hists.push(stored(t as f64, &values));
+            users.push((t as f64, if t >= 4 { 10.0 } else { 5.0 }));
+            sent.push((t as f64, 100.0));
+        }
+        let series = vec![
+            ("users".to_string(), users),
+            ("sent_per_second".to_string(), sent),
+            (crate::load::LOAD_START.to_string(), vec![(0.0, 2.0)]),
+            ("errors_per_second/timeout".to_string(), vec![(7.0, 3.0)]),
+        ];
+        let phases = [
+            ("before".to_string(), 2.0),
+            ("spike".to_string(), 5.0),
+            ("end".to_string(), 7.0),
+        ];
+        let tl = Timeline::read(&series, &hists, &[], &phases, &[]).unwrap();
+        assert_eq!(tl.seconds.len(), 10);
+        assert!(
+            (tl.seconds[0].p50 - 5.0).abs() < 0.01,
+            "{:?}",
+            tl.seconds[0]
+        );
+        assert!(
+            (tl.seconds[0].p95 - 10.0).abs() < 0.01,
+            "{:?}",
+            tl.seconds[0]
+        );
+        assert!(
+            (tl.seconds[6].p95 - 400.0).abs() < 0.5,
+            "{:?}",
+            tl.seconds[6]
+        );
+        let crossed = tl.first_reaching("p95", 300.0).unwrap();
+        assert_eq!((crossed.t, crossed.users), (6.0, Some(10.0)));
+        assert_eq!(tl.first_reaching("users", 10.0).unwrap().t, 4.0);
+        assert_eq!(tl.seconds[3].sent, 100.0);
+        assert_eq!(tl.causes, [("timeout".to_string(), vec![(7.0, 3.0)])]);
+        assert_eq!(
+            tl.phases,
+            [
+                ("before".to_string(), 0.0, 3.0),
+                ("spike".to_string(), 3.0, 5.0)
+            ]
+        );
+        let page = render(&tl, "t1");
+        assert!(page.contains("\"p95\":400"), "the data holds each second");
+        assert!(page.contains("data-key=\"users\""));
+    }
+
+    #[test]
+    fn a_case_without_seconds_has_no_timeline_and_a_script_cannot_end_the_data() {
+        assert!(Timeline::read(&[], &[], &[], &[], &[]).is_none());
+        let tl = Timeline {
+            seconds: vec![Point {
+                t: 1.0,
+                ..Point::default()
+            }],
+            phases: vec![("</script><b>".into(), 0.0, 1.0)],
+            ..Timeline::default()
+        };
+        let page = render(&tl, "t");
+        assert!(!page.contains("</script><b>"));
+        assert_eq!(page.matches("</script>").count(), 1);
+        assert!(script_source().starts_with("'sha256-"));
+    }
+}
