@@ -694,3 +694,34 @@ fn only_the_word_tb_becomes_the_testbeds_path() {
         format!("command = [\"{bed}\", \"/tmp/.tmpTBDidi/x\"]\n{bed} serve")
     );
 }
+
+/// The only script elements of `html` are the timeline's data and its script, which
+/// the page's policy allows by its hash (and allows nothing else inline).
+pub fn assert_only_our_script(html: &str, file: &std::path::Path) {
+    let ours = include_str!("../../src/report/timeline/timeline.js");
+    let lower = html.to_lowercase();
+    for (at, _) in lower.match_indices("<script") {
+        let rest = &html[at..];
+        let body = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
+        let data = rest.starts_with("<script type=\"application/json\" class=\"timeline-data\">");
+        assert!(
+            data || body == ours,
+            "{}: a script not ours: {}",
+            file.display(),
+            &rest[..rest.len().min(200)]
+        );
+    }
+    assert!(!html.contains("<script>alert(1)"));
+    let policy = html
+        .find("Content-Security-Policy")
+        .map(|at| &html[at..at + 300])
+        .unwrap();
+    assert!(
+        policy.contains("default-src 'none'") && policy.contains("script-src 'sha256-"),
+        "{policy}"
+    );
+    assert!(
+        !policy.contains("'unsafe-inline'; img-src data:; script-src 'unsafe"),
+        "{policy}"
+    );
+}

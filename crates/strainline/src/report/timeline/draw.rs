@@ -35,7 +35,12 @@ const BOTTOM: f64 = 36.0;
 /// A conservative width of a character of the 12 px labels.
 const CHAR: f64 = 7.2;
 
-fn line(key: &str, label: &str, color: &'static str, points: Vec<(f64, f64)>) -> Line {
+/// A line; one point alone is its second drawn across (from a second before it), or it
+/// would not show.
+fn line(key: &str, label: &str, color: &'static str, mut points: Vec<(f64, f64)>) -> Line {
+    if let [(t, v)] = points[..] {
+        points = vec![((t - 1.0).max(0.0), v), (t, v)];
+    }
     Line {
         key: key.into(),
         label: label.into(),
