@@ -526,7 +526,7 @@ pub const METRICS: &[Def] = &[
         Unit::Ms,
         Lower,
         &[SPIKE],
-        "the worst second's p99 from the spike's start until the recovery (or the end)",
+        "the p99 of the requests from the spike's start until the recovery (or the end), from their seconds' histograms merged",
     ),
     def(
         "spike_error_rate",

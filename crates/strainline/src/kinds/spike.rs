@@ -111,8 +111,9 @@ struct Judged {
     limit_us: f64,
     /// Seconds from the spike's end until the recovery began; `None`: not within.
     recovered: Option<f64>,
-    /// From the spike's start to the recovery (or the end): the worst second's p99, µs,
-    /// and the requests that failed of those that ended.
+    /// From the spike's start to the recovery (or the end): the p99 of its requests
+    /// (its seconds' histograms merged; the worst second's where they were not kept),
+    /// µs, and the requests that failed of those that ended.
     peak_p99_us: u64,
     errors: u64,
     ended: u64,
@@ -194,7 +195,7 @@ fn judge(seconds: &[Second], (b, s): (f64, f64), band: f64) -> Judged {
         served: if time > 0.0 { ended as f64 / time } else { 0.0 },
         limit_us,
         recovered,
-        peak_p99_us: disturbed.iter().map(|x| x.s.p99_us).max().unwrap_or(0),
+        peak_p99_us: p99_of(&disturbed),
         errors: disturbed.iter().map(|x| x.s.errors).sum(),
         ended: disturbed.iter().map(|x| x.ended()).sum(),
         last_out: after
@@ -202,6 +203,32 @@ fn judge(seconds: &[Second], (b, s): (f64, f64), band: f64) -> Judged {
             .rev()
             .find(|x| !within(x))
             .map(|x| ((x.s.completed > 0).then_some(x.s.p99_us), x.error_rate())),
+    }
+}
+
+/// The p99 of the requests of `seconds`: their histograms merged (exactly; each came
+/// as its histogram), or the worst second's p99 where a second kept none.
+fn p99_of(seconds: &[&Sec]) -> u64 {
+    let worst = seconds.iter().map(|x| x.s.p99_us).max().unwrap_or(0);
+    let mut all = crate::load::recorder::histogram();
+    for x in seconds {
+        let decoded: Option<hdrhistogram::Histogram<u64>> = (!x.s.latency.is_empty())
+            .then(|| {
+                hdrhistogram::serialization::Deserializer::new()
+                    .deserialize(&mut x.s.latency.as_slice())
+                    .ok()
+            })
+            .flatten();
+        match decoded {
+            Some(h) if all.add(&h).is_ok() => {}
+            _ if x.s.completed == 0 => {}
+            _ => return worst,
+        }
+    }
+    if all.is_empty() {
+        worst
+    } else {
+        all.value_at_quantile(0.99)
     }
 }
 
@@ -233,7 +260,7 @@ fn keep(r: &mut CaseResult, j: &Judged, t: &suite::Spike) {
     r.metrics.push(Metric::of("spike_error_rate", spike_errors));
     r.table.push(Line::Said {
         words: format!(
-            "before the spike: p99 {} (the median of its seconds), errors {}; from the spike to {}: the worst second's p99 {}, errors {} ({} of {} requests)",
+            "before the spike: p99 {} (the median of its seconds), errors {}; from the spike to {}: p99 {}, errors {} ({} of {} requests)",
             format_micros(j.before_p99_us as u64),
             pct(j.before_errors),
             if j.recovered.is_some() { "the recovery" } else { "the end" },
@@ -310,6 +337,41 @@ fn left_behind(r: &mut CaseResult, running: Option<&Running>, (t0, t1): (f64, f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The spike's p99 is of its requests: a second with 2 slow requests of 100 and a
+    /// second of 900 fast ones make a p99 of the fast, not the first second's slow one.
+    #[test]
+    fn the_spike_s_p99_is_of_its_requests_not_its_worst_second() {
+        let second = |t: f64, values: &[(u64, u64)]| {
+            let mut h = crate::load::recorder::histogram();
+            let mut n = 0;
+            for (v, count) in values {
+                h.record_n(*v, *count).unwrap();
+                n += count;
+            }
+            Second {
+                t,
+                completed: n,
+                ok: n,
+                p99_us: h.value_at_quantile(0.99),
+                latency: crate::load::recorder::hdr::stored(&h).unwrap(),
+                ..Second::default()
+            }
+        };
+        let a = second(1.0, &[(10_000, 98), (600_000, 2)]);
+        let b = second(2.0, &[(10_000, 900)]);
+        let secs = [
+            Sec { from: 0.0, to: 1.0, s: &a },
+            Sec { from: 1.0, to: 2.0, s: &b },
+        ];
+        let both: Vec<&Sec> = secs.iter().collect();
+        assert!(a.p99_us > 590_000);
+        assert!((p99_of(&both) as f64 - 10_000.0).abs() < 20.0, "{}", p99_of(&both));
+        // Without the histograms (seconds stored before they were kept): the worst.
+        let bare = Second { latency: Vec::new(), ..a.clone() };
+        let old = [Sec { from: 0.0, to: 1.0, s: &bare }, Sec { from: 1.0, to: 2.0, s: &b }];
+        assert_eq!(p99_of(&old.iter().collect::<Vec<_>>()), a.p99_us);
+    }
 
     /// Whole seconds 1..=n from (p99 ms, errors) each, 100 replies a second.
     fn seconds(each: &[(u64, u64)]) -> Vec<Second> {

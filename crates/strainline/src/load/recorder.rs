@@ -703,7 +703,10 @@ mod tests {
         let p50 = s3.latency.value_at_quantile(0.5) as f64;
         assert!((p50 - 5000.0).abs() <= 5000.0 * 0.01 + 1.0, "{p50}");
         assert_eq!(a.step_seconds[1].failed(), 1);
-        assert_eq!(a.step_seconds[0].sent, 0, "a request of no step is in no step");
+        assert_eq!(
+            a.step_seconds[0].sent, 0,
+            "a request of no step is in no step"
+        );
         let mut both = Tally::default();
         both.merge(&a);
         both.merge(&a);
