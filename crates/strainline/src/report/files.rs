@@ -184,6 +184,53 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
+/// A load case over time as the timeline draws it: a row a second (or bucket), and
+/// each step's seconds in long form (`None` without steps).
+fn timeline_csv(tl: &crate::report::timeline::Timeline) -> (String, Option<String>) {
+    let mut run = String::from(
+        "t,users,sent,responses,errors,min_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms\n",
+    );
+    let n = |v: f64| -> String { super::csv_text::number(v) };
+    for p in &tl.seconds {
+        let _ = writeln!(
+            run,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            n(p.t),
+            p.users.map(n).unwrap_or_default(),
+            n(p.sent),
+            n(p.responses),
+            n(p.errors),
+            n(p.min),
+            n(p.p50),
+            n(p.p75),
+            n(p.p90),
+            n(p.p95),
+            n(p.p99),
+            n(p.max)
+        );
+    }
+    if tl.steps.is_empty() {
+        return (run, None);
+    }
+    let mut steps = String::from("step,t,responses,errors,p50_ms,p95_ms,p99_ms\n");
+    for (name, points) in &tl.steps {
+        for p in points {
+            let _ = writeln!(
+                steps,
+                "{},{},{},{},{},{},{}",
+                text(name),
+                n(p.t),
+                n(p.responses),
+                n(p.errors),
+                n(p.p50),
+                n(p.p95),
+                n(p.p99)
+            );
+        }
+    }
+    (run, Some(steps))
+}
+
 /// A ramp's thread states in long form — `offered,group,threads,state,thread_s_per_s`,
 /// a row per step, thread group and state it spent time in — for a spreadsheet's pivot;
 /// `None` when no step has them. Group names are the target's: text cells.
@@ -278,6 +325,10 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             put(format!("{stem}-samples.csv"), t)?;
         }
         for (name, pts) in &c.series {
+            // A load's seconds are the timeline's file, not a file a series.
+            if c.timeline.is_some() && crate::report::timeline::takes(name) {
+                continue;
+            }
             let mut t = String::from("x,value\n");
             for (x, y) in pts {
                 let _ = writeln!(t, "{x},{y}");
@@ -326,6 +377,13 @@ pub fn csv(r: &RunData, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
                 let _ = writeln!(t, "{p},{v}");
             }
             put(format!("{stem}-latency.csv"), t)?;
+        }
+        if let Some(tl) = &c.timeline {
+            let (run, steps) = timeline_csv(tl);
+            put(format!("{stem}-timeline.csv"), run)?;
+            if let Some(steps) = steps {
+                put(format!("{stem}-steps-timeline.csv"), steps)?;
+            }
         }
     }
     Ok(written)

@@ -939,6 +939,12 @@ duration = "60s"
         (9.0..=11.0).contains(&before) && (18.0..=22.0).contains(&after),
         "{before} {after}"
     );
+    // The same seconds for other tools: a CSV row each, and each step's in long form.
+    let csv = std::fs::read_to_string(reports.join("csv/01-flow-timeline.csv")).unwrap();
+    assert!(csv.starts_with("t,users,sent,responses,errors,min_ms,p50_ms"));
+    assert_eq!(csv.lines().count(), seconds.len() + 1);
+    let steps = std::fs::read_to_string(reports.join("csv/01-flow-steps-timeline.csv")).unwrap();
+    assert!(steps.lines().any(|l| l.starts_with("push,50,")), "{steps}");
     // The target's CPU and memory on the same clock, beneath.
     assert!(data[0]["target"].as_array().unwrap().len() >= 50);
     // What the over-time data costs the store a minute: each second's histogram, and
