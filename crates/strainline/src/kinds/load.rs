@@ -223,18 +223,36 @@ pub(super) fn thread_ticks(running: &Running) -> HashMap<u32, (u64, u64)> {
 }
 
 /// Keeps the run's latency histogram (from intended send times) for the store and the
-/// report's percentile curve, and its timeline: its figures and its latency histogram
-/// of each second, and where its second 0 is on the target's samples' clock.
+/// report's percentile curve, and its timeline ([`keep_seconds`]).
 pub(super) fn keep_latency(r: &mut CaseResult, run: &Run) {
-    r.series.extend(run.outcome.per_second());
-    r.series
-        .push((crate::load::LOAD_START.into(), vec![(0.0, run.window.0)]));
+    keep_seconds(r, run);
     if let Some(encoded) = crate::load::recorder::hdr::stored(&run.outcome.total.corrected) {
         r.histograms
             .push(("latency_us".into(), (0.0, 0.0), encoded));
     }
-    for (name, span, data) in run.outcome.latency_seconds() {
-        r.histograms.push((name, span, data.to_vec()));
+}
+
+/// Keeps a run's timeline: its figures and latency histogram of each second, and where
+/// its second 0 is on the target's samples' clock. A case of several runs (a ramp's
+/// steps) keeps them on the first one's clock: each run's seconds shifted by how long
+/// after the first it started.
+pub(super) fn keep_seconds(r: &mut CaseResult, run: &Run) {
+    let first = (r.series.iter())
+        .find(|(n, _)| n == crate::load::LOAD_START)
+        .and_then(|(_, p)| p.first())
+        .map(|p| p.1);
+    let shift = first.map_or(0.0, |f| run.window.0 - f);
+    if first.is_none() {
+        r.series
+            .push((crate::load::LOAD_START.into(), vec![(0.0, run.window.0)]));
+    }
+    for (name, points) in run.outcome.per_second() {
+        let points = points.into_iter().map(|(t, v)| (t + shift, v)).collect();
+        r.series.push((name, points));
+    }
+    for (name, (a, b), data) in run.outcome.latency_seconds() {
+        r.histograms
+            .push((name, (a + shift, b + shift), data.to_vec()));
     }
 }
 

@@ -4,7 +4,8 @@
 use super::details::{Of, RampDetails};
 use super::lines::{self, Line};
 use super::load::{
-    busiest, cpu_seconds_of, drive, findings, states_since, thread_states, thread_ticks,
+    busiest, cpu_seconds_of, drive, findings, keep_seconds, states_since, thread_states,
+    thread_ticks,
 };
 use super::{CaseCtx, CaseResult, Status};
 use crate::analysis::ramp;
@@ -140,6 +141,7 @@ fn measure_step(
         None,
     )?;
     r.phases.push((format!("{rate:.0}/s"), run.window.0));
+    keep_seconds(r, &run);
     findings(r, &run);
     // The ticks before include the engine's idle warm-up: divide by the measured window.
     let (busy, demand, run_queue) = busiest(&before, &thread_ticks(running), run.outcome.elapsed);
