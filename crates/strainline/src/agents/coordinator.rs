@@ -263,7 +263,11 @@ async fn coordinate(
     for (i, l) in links.into_iter().enumerate() {
         writers.push(Some(l.writer));
         children.push(l.child);
-        tokio::spawn(read_agent(i, l.reader, tx.clone(), start));
+        let bounds = Bounds {
+            start,
+            steps: steps_of(plan),
+        };
+        tokio::spawn(read_agent(i, l.reader, tx.clone(), bounds));
     }
     drop(tx);
     let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
@@ -425,6 +429,49 @@ async fn hang_up(
     }
 }
 
+/// What an agent's second may say: a second of this run (from the first to a few past
+/// the coordinator's own clock), of at most the plan's steps and groups. Beyond them an
+/// agent is lost, not believed: its seconds are the run's timeline.
+struct Bounds {
+    start: Instant,
+    /// The scenario's steps and groups (0 without a scenario).
+    steps: usize,
+}
+
+/// Seconds an agent's clock may run ahead of the coordinator's.
+const AHEAD: u64 = 5;
+
+impl Bounds {
+    /// Why the second `index` an agent sent is not believed, if it is not.
+    fn refused(&self, index: u64, tally: &Tally) -> Option<String> {
+        let now = Instant::now()
+            .saturating_duration_since(self.start)
+            .as_secs();
+        if index == 0 || index > now + AHEAD {
+            return Some(format!(
+                "sent second {index} of a run {now} s old: not a second of this run"
+            ));
+        }
+        (tally.step_seconds.len() > self.steps).then(|| {
+            format!(
+                "sent a second of {} steps; the scenario has {}",
+                tally.step_seconds.len(),
+                self.steps
+            )
+        })
+    }
+}
+
+/// A plan's scenario steps and groups: the most an interval's steps may be.
+fn steps_of(plan: &Plan) -> usize {
+    match &plan.model {
+        crate::load::Model::Scenario(sc) | crate::load::Model::Sessions { sc, .. } => {
+            sc.steps.len() + sc.groups.len()
+        }
+        _ => 0,
+    }
+}
+
 /// Sends `Stop` to every agent still connected.
 async fn stop_agents(writers: &mut [Option<Writer>]) {
     for w in writers.iter_mut().flatten() {
@@ -436,14 +483,19 @@ async fn stop_agents(writers: &mut [Option<Writer>]) {
 /// its stream before its report makes it lost. Before the run starts (a lead of up to
 /// 2.5 s when per-second arrivals wait for a second of the clock) an agent has nothing
 /// to say: the lease counts from the start.
-async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>, start: Instant) {
+async fn read_agent(i: usize, mut r: Reader, tx: mpsc::UnboundedSender<Event>, bounds: Bounds) {
+    let start = bounds.start;
     loop {
         let patience = LEASE + start.saturating_duration_since(Instant::now());
         let ev = match tokio::time::timeout(patience, wire::recv::<_, FromAgent>(&mut r)).await {
             Err(_) => Event::Lost(i, format!("silent for {} s", LEASE.as_secs())),
             Ok(Err(e)) => Event::Lost(i, format!("connection failed ({e})")),
             Ok(Ok(None)) => Event::Lost(i, "closed the connection before reporting".into()),
-            Ok(Ok(Some(FromAgent::Second { index, tally }))) => Event::Second(i, index, tally),
+            Ok(Ok(Some(FromAgent::Second { index, tally }))) => match bounds.refused(index, &tally)
+            {
+                None => Event::Second(i, index, tally),
+                Some(why) => Event::Lost(i, why),
+            },
             Ok(Ok(Some(FromAgent::Done(report)))) => {
                 let _ = tx.send(Event::Done(i, report));
                 return;
@@ -583,6 +635,9 @@ fn merge(
         });
     }
     if tail.sent + tail.completed + tail.errors() > 0 {
+        // The clients of the tail are not in the reports' totals (a gauge is not
+        // summed over time): those of the last second streamed.
+        tail.active = seconds.last().map_or(0, |s| s.users);
         seconds.push(Second::of(elapsed, &tail));
     }
     Outcome {
@@ -609,6 +664,26 @@ fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An agent's second is believed only as a second of this run, of the plan's steps.
+    #[test]
+    fn an_agent_s_second_out_of_the_run_or_its_steps_is_refused() {
+        let b = Bounds {
+            start: Instant::now() - Duration::from_secs(10),
+            steps: 2,
+        };
+        let t = Tally::default();
+        assert_eq!(b.refused(3, &t), None);
+        assert_eq!(b.refused(15, &t), None, "a clock a little ahead");
+        assert!(b.refused(0, &t).is_some());
+        assert!(b
+            .refused(1_000_000_000_000, &t)
+            .unwrap()
+            .contains("not a second of this run"));
+        let mut many = Tally::default();
+        many.step_seconds.resize_with(3, Default::default);
+        assert!(b.refused(3, &many).unwrap().contains("the scenario has 2"));
+    }
 
     #[test]
     fn a_scenario_travels_to_the_agents_with_its_csv_and_its_script() {

@@ -124,8 +124,9 @@ pub struct Tally {
     /// protocols have ([`counters`]). Merged, subtracted and sent by agents as the rest.
     #[serde(default)]
     pub named: BTreeMap<String, u64>,
-    /// An interval's: the clients running at its end (a gauge, summed across threads
-    /// and agents when merged; a total's says nothing).
+    /// An interval's: the most clients running at once in it (a gauge, summed across
+    /// threads and agents when merged — each thread's clients are its own; a total's,
+    /// and a difference's, say nothing).
     #[serde(default)]
     pub active: u64,
     /// An interval's: each scenario step's part of it (index as in `steps`), for the
@@ -242,11 +243,36 @@ pub mod hdr {
         Some(bytes)
     }
 
+    /// The most a histogram that came over the wire may say it spans: our bounds (1 µs
+    /// to [`super::MAX_US`], 3 significant digits; a step's grows up to about twice the
+    /// largest value). Its header says how much memory decoding it takes, so a header
+    /// beyond these is refused before anything is allocated: an agent cannot make its
+    /// coordinator allocate a thousand times what it sent.
+    fn within_bounds(bytes: &[u8]) -> crate::error::Result<()> {
+        let word = |at: usize, n: usize| -> Option<u64> {
+            let b = bytes.get(at..at + n)?;
+            Some(b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x)))
+        };
+        let (Some(digits), Some(lowest), Some(highest)) = (word(12, 4), word(16, 8), word(24, 8))
+        else {
+            return Err(crate::Error::environment(
+                "histogram: shorter than its header",
+            ));
+        };
+        if digits > 3 || lowest == 0 || highest > 4 * super::MAX_US {
+            return Err(crate::Error::environment(format!(
+                "histogram: beyond our bounds ({digits} digits, {lowest} to {highest} µs)"
+            )));
+        }
+        Ok(())
+    }
+
     pub fn decode(text: &str) -> crate::error::Result<Histogram<u64>> {
         use crate::error::Category;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .environment_with(|e| format!("histogram: not base64: {e}"))?;
+        within_bounds(&bytes)?;
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
             .environment_with(|e| format!("histogram: not HdrHistogram V2: {e:?}"))?;
@@ -368,6 +394,7 @@ impl Tally {
         d.unsent = d.unsent.saturating_sub(part.unsent);
         d.unsent_connecting = d.unsent_connecting.saturating_sub(part.unsent_connecting);
         let _ = d.delivery.subtract(&part.delivery);
+        d.active = 0;
         for (mine, theirs) in d.step_seconds.iter_mut().zip(&part.step_seconds) {
             mine.minus(theirs);
         }
@@ -447,9 +474,11 @@ impl Tally {
 #[derive(Debug, Default)]
 pub struct Recorder {
     pub interval: Tally,
-    /// Clients (a scenario's, sessions, closed connections) running now: the gauge an
-    /// interval is given when it is taken.
+    /// Clients (a scenario's, sessions, closed connections) running now, and the most
+    /// that ran at once since the interval began: what an interval is given when it is
+    /// taken (a last interval whose clients stopped before it was taken had them).
     pub active: u64,
+    pub active_most: u64,
     pub steps: Vec<Tally>,
     pub custom: Vec<super::custom::Custom>,
 }
@@ -655,7 +684,8 @@ impl Recorder {
     /// second, long enough to make an open-model run late).
     pub fn take_interval(&mut self, fresh: Tally) -> Tally {
         let mut taken = std::mem::replace(&mut self.interval, fresh);
-        taken.active = self.active;
+        taken.active = self.active_most.max(self.active);
+        self.active_most = self.active;
         taken
     }
 
@@ -663,6 +693,7 @@ impl Recorder {
     pub fn client(&mut self, began: bool) {
         if began {
             self.active += 1;
+            self.active_most = self.active_most.max(self.active);
         } else {
             self.active = self.active.saturating_sub(1);
         }
@@ -683,6 +714,20 @@ pub enum Delivered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A histogram from the wire whose header claims more than our bounds (5 digits,
+    /// up to 2⁶²: gigabytes to decode) is refused before it is decoded; ours pass.
+    #[test]
+    fn a_histogram_beyond_our_bounds_is_refused_unread() {
+        let huge = Histogram::<u64>::new_with_bounds(1, 1 << 62, 5).unwrap();
+        let err = hdr::decode(&hdr::encode(&huge)).unwrap_err();
+        assert!(err.to_string().contains("beyond our bounds"), "{err}");
+        assert!(hdr::decode(&hdr::encode(&histogram())).is_ok());
+        let mut step = StepSecond::default();
+        step.latency.record(MAX_US).unwrap();
+        assert!(hdr::decode(&hdr::encode(&step.latency)).is_ok());
+        assert!(hdr::decode("AAAA").is_err());
+    }
 
     /// Each step's part of an interval: its sends, answers, failures and latencies,
     /// merged as intervals are (threads, agents) and taken apart as an agent's tail is.

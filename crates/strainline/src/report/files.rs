@@ -200,13 +200,13 @@ fn timeline_csv(tl: &crate::report::timeline::Timeline) -> (String, Option<Strin
             n(p.sent),
             n(p.responses),
             n(p.errors),
-            n(p.min),
-            n(p.p50),
-            n(p.p75),
-            n(p.p90),
-            n(p.p95),
-            n(p.p99),
-            n(p.max)
+            p.min.map(n).unwrap_or_default(),
+            p.p50.map(n).unwrap_or_default(),
+            p.p75.map(n).unwrap_or_default(),
+            p.p90.map(n).unwrap_or_default(),
+            p.p95.map(n).unwrap_or_default(),
+            p.p99.map(n).unwrap_or_default(),
+            p.max.map(n).unwrap_or_default()
         );
     }
     if tl.steps.is_empty() {
@@ -222,9 +222,9 @@ fn timeline_csv(tl: &crate::report::timeline::Timeline) -> (String, Option<Strin
                 n(p.t),
                 n(p.responses),
                 n(p.errors),
-                n(p.p50),
-                n(p.p95),
-                n(p.p99)
+                p.p50.map(n).unwrap_or_default(),
+                p.p95.map(n).unwrap_or_default(),
+                p.p99.map(n).unwrap_or_default()
             );
         }
     }

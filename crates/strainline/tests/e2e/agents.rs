@@ -859,6 +859,37 @@ fn a_scenario_over_agents_partitions_its_clients_with_the_csv_sent_along() {
         "{}",
         stdout(&o)
     );
+    // Over time, the agents' seconds merged: all 200 devices online once their ramp-up
+    // is over (each agent counted its own), the seconds' responses adding up to the
+    // run's, and each step's own seconds.
+    let out = s.run(&["report", "latest", "--csv", "csv"]);
+    assert_exit(&out, 0);
+    let read = |suffix: &str| {
+        let f = std::fs::read_dir(s.path("csv"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(suffix))
+            .unwrap_or_else(|| panic!("no *{suffix}"));
+        std::fs::read_to_string(f.path()).unwrap()
+    };
+    let rows: Vec<Vec<f64>> = (read("-timeline.csv").lines().skip(1))
+        .map(|l| l.split(',').map(|c| c.parse().unwrap_or(-1.0)).collect())
+        .collect();
+    let users: Vec<f64> = rows.iter().filter(|r| r[0] >= 6.0).map(|r| r[1]).collect();
+    assert!(
+        !users.is_empty() && users.iter().all(|u| *u == 200.0),
+        "{users:?}"
+    );
+    let responses: f64 = rows.iter().map(|r| r[3]).sum();
+    let completed = d["summary"]["completed"].as_f64().unwrap();
+    // The last, partial second is a rate: at most one second's worth apart.
+    assert!(
+        (responses - completed).abs() <= 200.0,
+        "{responses} of {completed}"
+    );
+    let steps = read("-steps-timeline.csv");
+    assert!(steps.lines().any(|l| l.starts_with("register,")), "{steps}");
+    assert!(steps.lines().any(|l| l.starts_with("push,")), "{steps}");
 }
 
 #[test]

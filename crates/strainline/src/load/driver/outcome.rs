@@ -17,8 +17,8 @@ pub struct Second {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
-    /// Clients running at its end (a scenario's clients, sessions, closed connections;
-    /// 0 for the open model's sends).
+    /// The most clients running at once in it (a scenario's clients, sessions, closed
+    /// connections; 0 for the open model's sends).
     #[serde(default)]
     pub users: u64,
     /// Its failures by cause (a transport error's name, or `status N`), the non-zero ones.
@@ -121,14 +121,15 @@ struct Kept<'a> {
 }
 
 /// The seconds the series keep: every whole one, and a last partial one of at least
-/// [`LEAST_PARTIAL`].
+/// [`LEAST_PARTIAL`] (or when it is the run's only one).
 fn kept(seconds: &[Second]) -> Vec<Kept<'_>> {
     let mut kept = Vec::with_capacity(seconds.len());
     let mut start = 0.0;
     for s in seconds {
         let length = s.t - start;
         start = s.t;
-        if s.partial() && length < LEAST_PARTIAL {
+        // A run of one short interval (one request) keeps it: it is all there is.
+        if s.partial() && length < LEAST_PARTIAL && !kept.is_empty() {
             continue;
         }
         kept.push(Kept {

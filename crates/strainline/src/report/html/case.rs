@@ -39,6 +39,12 @@ fn timeline_block(c: &CaseData) -> Markup {
         (PreEscaped(crate::report::timeline::render(tl, &id)))
         @if steps.len() > 1 {
             h3 { "Each step over time" }
+            @if tl.steps.len() > steps.len() {
+                p class="note" {
+                    "The " (steps.len()) " steps that answered most, of " (tl.steps.len())
+                    "; every step's seconds are in the CSV (" code { "--csv" } ")."
+                }
+            }
             @for (name, drawing) in &steps {
                 h4 { (name) }
                 (PreEscaped(drawing))

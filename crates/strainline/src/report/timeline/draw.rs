@@ -5,16 +5,22 @@
 //! to redraw the lines when zoomed on time.
 
 use super::{value, Point, Target, Timeline};
+use std::fmt::Write;
+
 use crate::report::svg::{escape, ticks};
 
-/// A line of a panel: its key in the data, its label, colour and points.
+/// A line of a panel: its key in the data, its label, colour, unit and points (a
+/// value that is not a number is a gap: a second with nothing to say).
 struct Line {
     key: String,
     label: String,
     color: &'static str,
+    unit: &'static str,
     dashed: bool,
     /// Drawn on a scale of its own (threads beside MiB), said in its label.
     own_scale: bool,
+    /// The target's samples (on their own times), not the load's seconds.
+    sampled: bool,
     points: Vec<(f64, f64)>,
 }
 
@@ -35,32 +41,51 @@ const BOTTOM: f64 = 36.0;
 /// A conservative width of a character of the 12 px labels.
 const CHAR: f64 = 7.2;
 
-/// A line; one point alone is its second drawn across (from a second before it), or it
-/// would not show.
-fn line(key: &str, label: &str, color: &'static str, mut points: Vec<(f64, f64)>) -> Line {
-    if let [(t, v)] = points[..] {
-        points = vec![((t - 1.0).max(0.0), v), (t, v)];
-    }
+fn line(
+    key: &str,
+    label: &str,
+    color: &'static str,
+    unit: &'static str,
+    points: Vec<(f64, f64)>,
+) -> Line {
     Line {
         key: key.into(),
         label: label.into(),
         color,
+        unit,
         dashed: false,
         own_scale: false,
+        sampled: false,
         points,
     }
 }
 
-/// A point field's line over `seconds`.
+/// A point field's line over `seconds`: a second without it (no latency where nothing
+/// was answered) is a gap.
 fn of(seconds: &[Point], key: &str) -> Vec<(f64, f64)> {
-    seconds
-        .iter()
-        .filter_map(|p| Some((p.t, value(p, key)?)))
+    (seconds.iter())
+        .map(|p| (p.t, value(p, key).unwrap_or(f64::NAN)))
         .collect()
 }
 
-fn target_of(target: &[Target], f: fn(&Target) -> f64) -> Vec<(f64, f64)> {
-    target.iter().map(|s| (s.t, f(s))).collect()
+/// A target's figure over its samples: a line of samples.
+fn sampled(
+    key: &str,
+    label: &str,
+    color: &'static str,
+    unit: &'static str,
+    target: &[Target],
+    f: fn(&Target) -> f64,
+) -> Line {
+    let mut l = line(
+        key,
+        label,
+        color,
+        unit,
+        target.iter().map(|s| (s.t, f(s))).collect(),
+    );
+    l.sampled = true;
+    l
 }
 
 /// One run's panels: users, throughput, latency, then the target's CPU and memory.
@@ -71,16 +96,22 @@ fn panels(tl: &Timeline) -> Vec<Panel> {
         out.push(Panel {
             title: "Users (clients running)",
             unit: "clients",
-            lines: vec![line("users", "users", "#555", of(s, "users"))],
+            lines: vec![line("users", "users", "#555", "clients", of(s, "users"))],
         });
     }
     // A step's seconds keep no sends: its throughput is its responses and errors.
     let mut throughput = vec![
-        line("responses", "responses", "#2ca02c", of(s, "responses")),
-        line("errors", "errors", "#d62728", of(s, "errors")),
+        line(
+            "responses",
+            "responses",
+            "#2ca02c",
+            "req/s",
+            of(s, "responses"),
+        ),
+        line("errors", "errors", "#d62728", "req/s", of(s, "errors")),
     ];
     if s.iter().any(|p| p.sent > 0.0) {
-        throughput.insert(0, line("sent", "sent", "#1f77b4", of(s, "sent")));
+        throughput.insert(0, line("sent", "sent", "#1f77b4", "req/s", of(s, "sent")));
     }
     out.push(Panel {
         title: "Throughput (req/s)",
@@ -91,39 +122,25 @@ fn panels(tl: &Timeline) -> Vec<Panel> {
         title: "Latency of each second (ms)",
         unit: "ms",
         lines: vec![
-            line("p50", "p50", "#2ca02c", of(s, "p50")),
-            line("p95", "p95", "#ff7f0e", of(s, "p95")),
-            line("p99", "p99", "#d62728", of(s, "p99")),
+            line("p50", "p50", "#2ca02c", "ms", of(s, "p50")),
+            line("p95", "p95", "#ff7f0e", "ms", of(s, "p95")),
+            line("p99", "p99", "#d62728", "ms", of(s, "p99")),
         ],
     });
-    if !tl.target.is_empty() {
+    let t = &tl.target;
+    if !t.is_empty() {
         out.push(Panel {
             title: "Target CPU (cores)",
             unit: "cores",
-            lines: vec![line(
-                "cpu",
-                "CPU",
-                "#9467bd",
-                target_of(&tl.target, |t| t.cpu),
-            )],
+            lines: vec![sampled("cpu", "CPU", "#9467bd", "cores", t, |s| s.cpu)],
         });
-        let mut threads = line(
-            "threads",
-            "threads",
-            "#17becf",
-            target_of(&tl.target, |t| t.threads),
-        );
+        let mut threads = sampled("threads", "threads", "#17becf", "threads", t, |s| s.threads);
         threads.own_scale = true;
         out.push(Panel {
             title: "Target memory (MiB RSS) and threads",
             unit: "MiB",
             lines: vec![
-                line(
-                    "rss_mib",
-                    "RSS",
-                    "#8c564b",
-                    target_of(&tl.target, |t| t.rss_mib),
-                ),
+                sampled("rss_mib", "RSS", "#8c564b", "MiB", t, |s| s.rss_mib),
                 threads,
             ],
         });
@@ -141,20 +158,37 @@ pub fn render(tl: &Timeline, id: &str) -> String {
         "causes": tl.causes,
         "target": tl.target,
     });
-    drawing(&panels(tl), &tl.phases, end_of(&tl.seconds), id, data)
+    drawing(
+        &panels(tl),
+        &tl.phases,
+        (end_of(&tl.seconds), tl.bucket),
+        id,
+        data,
+    )
 }
 
 fn end_of(seconds: &[Point]) -> f64 {
     seconds.last().map_or(1.0, |p| p.t).max(1.0)
 }
 
+/// The most steps drawn over time: a scenario may have 2,048, and a page of them would
+/// weigh hundreds of megabytes. The rest are in the CSV.
+pub const MOST_STEPS: usize = 24;
+
 /// Each step's own timeline (its responses, errors and percentiles a second), under
-/// its name, as Gatling's request tab draws one per request: `(name, drawing)`.
+/// its name, as Gatling's request tab draws one per request: `(name, drawing)`, for
+/// the [`MOST_STEPS`] that answered most, in the scenario's order.
 pub fn render_steps(tl: &Timeline, id: &str) -> Vec<(String, String)> {
-    tl.steps
-        .iter()
-        .enumerate()
-        .map(|(i, (name, points))| {
+    let answered =
+        |points: &[Point]| -> f64 { points.iter().map(|p| p.responses + p.errors).sum() };
+    let mut busiest: Vec<usize> = (0..tl.steps.len()).collect();
+    busiest.sort_by(|a, b| answered(&tl.steps[*b].1).total_cmp(&answered(&tl.steps[*a].1)));
+    busiest.truncate(MOST_STEPS);
+    busiest.sort_unstable();
+    busiest
+        .into_iter()
+        .map(|i| {
+            let (name, points) = &tl.steps[i];
             let one = Timeline {
                 seconds: points.clone(),
                 phases: tl.phases.clone(),
@@ -170,43 +204,37 @@ pub fn render_steps(tl: &Timeline, id: &str) -> Vec<(String, String)> {
 /// grey and dashed, the candidate in colour, panel by panel (users, responses, errors,
 /// p50, p95, p99, the target's CPU and memory where both have them).
 pub fn render_overlay(base: &Timeline, cand: &Timeline, id: &str) -> String {
-    let both =
-        |title: &'static str, unit: &'static str, f: &dyn Fn(&Timeline) -> Vec<(f64, f64)>| {
-            let mut b = line("baseline", "baseline", "#7f7f7f", f(base));
-            b.dashed = true;
-            Panel {
-                title,
-                unit,
-                lines: vec![b, line("candidate", "candidate", "#1f77b4", f(cand))],
-            }
+    let both = |title: &'static str, unit: &'static str, key: &str| {
+        let of_run = |t: &Timeline, label: &str, color| match key {
+            "cpu" => sampled(label, label, color, unit, &t.target, |s| s.cpu),
+            "rss_mib" => sampled(label, label, color, unit, &t.target, |s| s.rss_mib),
+            _ => line(label, label, color, unit, of(&t.seconds, key)),
         };
+        let mut b = of_run(base, "baseline", "#7f7f7f");
+        b.dashed = true;
+        Panel {
+            title,
+            unit,
+            lines: vec![b, of_run(cand, "candidate", "#1f77b4")],
+        }
+    };
     let mut panels = Vec::new();
     let has_users = |t: &Timeline| t.seconds.iter().any(|p| p.users.is_some());
     if has_users(base) && has_users(cand) {
-        panels.push(both("Users (clients running)", "clients", &|t| {
-            of(&t.seconds, "users")
-        }));
+        panels.push(both("Users (clients running)", "clients", "users"));
     }
-    panels.push(both("Responses (req/s)", "req/s", &|t| {
-        of(&t.seconds, "responses")
-    }));
-    panels.push(both("Errors (req/s)", "req/s", &|t| {
-        of(&t.seconds, "errors")
-    }));
-    panels.push(both("p50 latency (ms)", "ms", &|t| of(&t.seconds, "p50")));
-    panels.push(both("p95 latency (ms)", "ms", &|t| of(&t.seconds, "p95")));
-    panels.push(both("p99 latency (ms)", "ms", &|t| of(&t.seconds, "p99")));
+    panels.push(both("Responses (req/s)", "req/s", "responses"));
+    panels.push(both("Errors (req/s)", "req/s", "errors"));
+    panels.push(both("p50 latency (ms)", "ms", "p50"));
+    panels.push(both("p95 latency (ms)", "ms", "p95"));
+    panels.push(both("p99 latency (ms)", "ms", "p99"));
     if !base.target.is_empty() && !cand.target.is_empty() {
-        panels.push(both("Target CPU (cores)", "cores", &|t| {
-            target_of(&t.target, |s| s.cpu)
-        }));
-        panels.push(both("Target memory (MiB RSS)", "MiB", &|t| {
-            target_of(&t.target, |s| s.rss_mib)
-        }));
+        panels.push(both("Target CPU (cores)", "cores", "cpu"));
+        panels.push(both("Target memory (MiB RSS)", "MiB", "rss_mib"));
     }
     let end = end_of(&base.seconds).max(end_of(&cand.seconds));
     let data = serde_json::json!({ "baseline": base.seconds, "candidate": cand.seconds });
-    drawing(&panels, &[], end, id, data)
+    drawing(&panels, &[], (end, base.bucket.max(cand.bucket)), id, data)
 }
 
 /// Each panel's scale for the script: its top, its height, its y range, and each line's
@@ -225,7 +253,11 @@ struct Scale<'a> {
 struct ScaleLine<'a> {
     key: &'a str,
     label: &'a str,
+    unit: &'a str,
+    /// The target's samples: not the seconds a hover box is headed by.
+    sampled: bool,
     max: f64,
+    /// Gaps are `null`.
     points: &'a [(f64, f64)],
 }
 
@@ -234,10 +266,11 @@ struct ScaleLine<'a> {
 fn drawing(
     panels: &[Panel],
     phases: &[(String, f64, f64)],
-    end: f64,
+    (end, bucket): (f64, u64),
     id: &str,
     mut data: serde_json::Value,
 ) -> String {
+    let width = bucket.max(1) as f64;
     let height = panels.len() as f64 * (PANEL + HEAD) + BOTTOM;
     let x = |t: f64| LEFT + t / end * (WIDTH - LEFT - RIGHT);
     let mut s = format!(
@@ -249,15 +282,17 @@ fn drawing(
     let scales: Vec<Scale> = panels
         .iter()
         .enumerate()
-        .map(|(i, p)| panel(&mut s, i, p, i as f64 * (PANEL + HEAD) + HEAD, &x))
+        .map(|(i, p)| panel(&mut s, (i, p), i as f64 * (PANEL + HEAD) + HEAD, width, &x))
         .collect();
     x_axis(&mut s, end, height - BOTTOM, &x);
     s.push_str("</svg>");
     data["end"] = end.into();
+    data["bucket"] = width.into();
     data["phases"] = serde_json::json!(phases);
     data["panels"] = serde_json::json!(scales);
-    // `</` cannot end the script element early: JSON escapes it as `<\/`.
-    let json = data.to_string().replace("</", "<\\/");
+    // No `<` at all in the element (`</script>`, `<!--`): JSON writes it `\u003c`, which
+    // only a string can hold.
+    let json = data.to_string().replace('<', "\\u003c");
     s.push_str(&format!(
         "<script type=\"application/json\" class=\"timeline-data\">{json}</script></div>"
     ));
@@ -297,9 +332,9 @@ fn max_of(v: &[(f64, f64)]) -> f64 {
 /// both do not fit), y ticks, its lines.
 fn panel<'a>(
     s: &mut String,
-    i: usize,
-    p: &'a Panel,
+    (i, p): (usize, &'a Panel),
     top: f64,
+    width: f64,
     x: &dyn Fn(f64) -> f64,
 ) -> Scale<'a> {
     let shared = (p.lines.iter())
@@ -365,20 +400,18 @@ fn panel<'a>(
             true => y_ticks(max_of(&l.points)).last().copied().unwrap_or(1.0),
             false => max,
         };
-        let pts: Vec<String> = (l.points.iter())
-            .filter(|(_, v)| v.is_finite())
-            .map(|(t, v)| format!("{:.1},{:.1}", x(*t), y(*v, m)))
-            .collect();
         s.push_str(&format!(
-            "<polyline data-line=\"{i}.{j}\" data-key=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} points=\"{}\"/>",
+            "<path data-line=\"{i}.{j}\" data-key=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"{} d=\"{}\"/>",
             escape(&l.key),
             l.color,
             if l.dashed { " stroke-dasharray=\"5 3\"" } else { "" },
-            pts.join(" ")
+            path(&l.points, width, &|t| x(t), &|v| y(v, m))
         ));
         lines.push(ScaleLine {
             key: &l.key,
             label: &l.label,
+            unit: l.unit,
+            sampled: l.sampled,
             max: m,
             points: &l.points,
         });
@@ -391,6 +424,35 @@ fn panel<'a>(
         max,
         lines,
     }
+}
+
+/// A line's path: a move at each gap (a value that is not a number), and a point alone
+/// between gaps drawn across the `width` seconds it stands for — or it would not show.
+/// `timeline.js` draws the same when zoomed.
+fn path(
+    points: &[(f64, f64)],
+    width: f64,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) -> String {
+    let mut d = String::new();
+    let finite = |i: usize| points.get(i).is_some_and(|p| p.1.is_finite());
+    for (i, (t, v)) in points.iter().enumerate() {
+        if !v.is_finite() {
+            continue;
+        }
+        let alone = !(i > 0 && finite(i - 1)) && !finite(i + 1);
+        let start = !(i > 0 && finite(i - 1));
+        if alone {
+            let _ = write!(d, "M{:.1},{:.1}L", x((t - width).max(0.0)), y(*v));
+        } else if start {
+            d.push('M');
+        } else {
+            d.push('L');
+        }
+        let _ = write!(d, "{:.1},{:.1}", x(*t), y(*v));
+    }
+    d
 }
 
 /// The time axis under the last panel: seconds at round steps.
@@ -468,6 +530,28 @@ pub fn script_source() -> String {
 mod tests {
     use super::*;
 
+    /// A gap (no latency in a second) breaks a line; a point alone between gaps is drawn
+    /// across its second.
+    #[test]
+    fn a_line_breaks_at_its_gaps_and_a_lone_point_is_drawn_across_its_second() {
+        let x = |t: f64| t * 10.0;
+        let y = |v: f64| v;
+        let d = path(
+            &[
+                (1.0, 5.0),
+                (2.0, 6.0),
+                (3.0, f64::NAN),
+                (4.0, 7.0),
+                (5.0, f64::NAN),
+            ],
+            1.0,
+            &x,
+            &y,
+        );
+        assert_eq!(d, "M10.0,5.0L20.0,6.0M30.0,7.0L40.0,7.0");
+        assert_eq!(path(&[(1.0, f64::NAN)], 1.0, &x, &y), "");
+    }
+
     #[test]
     fn ticks_cover_every_value_and_read_with_the_decimals_their_step_needs() {
         assert_eq!(y_ticks(50.2), [0.0, 20.0, 40.0, 60.0]);
@@ -488,7 +572,7 @@ mod tests {
             seconds: (1..=5)
                 .map(|t| Point {
                     t: t as f64,
-                    p95,
+                    p95: Some(p95),
                     users: Some(4.0),
                     ..Point::default()
                 })
@@ -497,6 +581,7 @@ mod tests {
         };
         let page = render_overlay(&run(10.0), &run(20.0), "c");
         assert_eq!(page.matches("data-key=\"baseline\"").count(), 6);
+        // Seconds without latency are gaps: p50 was never measured here.
         assert_eq!(page.matches("data-key=\"candidate\"").count(), 6);
         assert!(page.contains("stroke-dasharray"));
         assert!(page.contains("\"p95\":20.0"));

@@ -27,14 +27,15 @@ pub struct Point {
     pub errors: f64,
     /// Clients running at its end (none for the open model's sends).
     pub users: Option<f64>,
-    /// Corrected latency (from the intended send time) of the second's responses, ms.
-    pub min: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub max: f64,
+    /// Corrected latency (from the intended send time) of the second's responses, ms;
+    /// none in a second nothing was answered (a gap, never 0 ms).
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p75: Option<f64>,
+    pub p90: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
 }
 
 /// The target's figures at a sample, on the load's clock.
@@ -187,12 +188,14 @@ impl Timeline {
             return None;
         }
         let bucket = bucket_for(raw.len());
+        let mut clock: Vec<f64> = raw.iter().map(|r| r.t).collect();
+        clock.sort_by(f64::total_cmp);
         let seconds = bucketed(raw, bucket);
         let start = named(crate::load::LOAD_START)
             .and_then(|p| p.first())
             .map_or(0.0, |p| p.1);
         let end = seconds.last().map_or(0.0, |p| p.t);
-        let every = (samples.len() / MOST_POINTS).max(1);
+        let every = samples.len().div_ceil(MOST_POINTS).max(1);
         let target = (samples.iter())
             .filter(|s| s.processes > 0)
             .map(|s| Target {
@@ -214,7 +217,7 @@ impl Timeline {
             causes,
             target,
             phases: spans(phases, start, end),
-            steps: steps(series, histograms, step_names, bucket),
+            steps: steps(series, histograms, step_names, &clock, bucket),
             bucket: bucket as u64,
         })
     }
@@ -227,48 +230,64 @@ impl Timeline {
     }
 }
 
-/// Each step's seconds in the run's buckets: its histograms' percentiles, its series'
-/// responses and errors (a second it had none of is 0).
+/// Each step's seconds on the run's clock (`clock`: the run's seconds), in its buckets:
+/// its histograms' percentiles, its series' responses and errors — a second it had none
+/// of is 0 a second, with no latency (a gap, not a line drawn across it).
 fn steps(
     series: &[(String, Vec<(f64, f64)>)],
     histograms: &[StoredHistogram],
     names: &[String],
+    clock: &[f64],
     bucket: usize,
 ) -> Vec<(String, Vec<Point>)> {
-    let mut by_index: std::collections::BTreeMap<usize, Vec<Raw>> = Default::default();
-    let mut rates: std::collections::HashMap<(usize, &str), ByTime> = Default::default();
+    let index_of = |rest: &str| -> Option<usize> {
+        rest.strip_prefix(crate::load::STEP_PREFIX)?
+            .split('/')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let mut hists: std::collections::HashMap<(usize, i64), Histogram<u64>> = Default::default();
+    let mut indices = std::collections::BTreeSet::new();
     for h in histograms {
-        let Some(index) = (h.name.strip_prefix(crate::load::SECOND_LATENCY))
+        let Some(i) = (h.name.strip_prefix(crate::load::SECOND_LATENCY))
             .and_then(|r| r.strip_prefix('/'))
-            .and_then(|r| r.strip_prefix(crate::load::STEP_PREFIX))
-            .and_then(|i| i.parse::<usize>().ok())
+            .and_then(index_of)
         else {
             continue;
         };
-        let Some(hist) = decode(h) else {
-            continue;
-        };
-        let mut rate = |what: &'static str| {
-            rates
-                .entry((index, what))
-                .or_insert_with(|| {
-                    let name = format!("{}{index}/{what}_per_second", crate::load::STEP_PREFIX);
-                    ByTime::of(series.iter().find(|(n, _)| *n == name).map(|(_, p)| &p[..]))
-                })
-                .at(h.span.1)
-                .unwrap_or(0.0)
-        };
-        let (responses, errors) = (rate("responses"), rate("errors"));
-        by_index.entry(index).or_default().push(Raw {
-            t: h.span.1,
-            hist,
-            rates: [0.0, responses, errors],
-            users: None,
-        });
+        if let Some(hist) = decode(h) {
+            indices.insert(i);
+            hists.insert((i, ms(h.span.1)), hist);
+        }
     }
-    by_index
+    let mut rates: std::collections::HashMap<(usize, &str), ByTime> = Default::default();
+    for (name, points) in series {
+        let Some(i) = index_of(name) else { continue };
+        for what in ["responses", "errors"] {
+            if name.ends_with(&format!("/{what}_per_second")) {
+                indices.insert(i);
+                rates.insert((i, what), ByTime::of(Some(points)));
+            }
+        }
+    }
+    let rate = |i: usize, what: &str, t: f64| rates.get(&(i, what)).and_then(|r| r.at(t));
+    indices
         .into_iter()
-        .map(|(i, raw)| {
+        .map(|i| {
+            let raw = (clock.iter())
+                .map(|&t| Raw {
+                    t,
+                    hist: (hists.remove(&(i, ms(t))))
+                        .unwrap_or_else(|| Histogram::new(2).expect("valid precision")),
+                    rates: [
+                        0.0,
+                        rate(i, "responses", t).unwrap_or(0.0),
+                        rate(i, "errors", t).unwrap_or(0.0),
+                    ],
+                    users: None,
+                })
+                .collect();
             let name = (names.get(i).filter(|n| !n.is_empty()).cloned())
                 .unwrap_or_else(|| format!("step {}", i + 1));
             (name, bucketed(raw, bucket))
@@ -320,36 +339,32 @@ fn value(p: &Point, key: &str) -> Option<f64> {
         "responses" => p.responses,
         "errors" => p.errors,
         "users" => p.users?,
-        "min" => p.min,
-        "p50" => p.p50,
-        "p75" => p.p75,
-        "p90" => p.p90,
-        "p95" => p.p95,
-        "p99" => p.p99,
-        "max" => p.max,
+        "min" => p.min?,
+        "p50" => p.p50?,
+        "p75" => p.p75?,
+        "p90" => p.p90?,
+        "p95" => p.p95?,
+        "p99" => p.p99?,
+        "max" => p.max?,
         _ => return None,
     })
 }
 
-/// The second (or bucket) ending at `t`: its percentiles from `hist`, in ms.
+/// The second (or bucket) ending at `t`: its percentiles from `hist`, in ms (none when
+/// it holds nothing).
 fn point(t: f64, hist: &Histogram<u64>) -> Point {
-    let ms = |v: u64| v as f64 / 1000.0;
-    let q = |q: f64| {
-        if hist.is_empty() {
-            0.0
-        } else {
-            ms(hist.value_at_quantile(q))
-        }
-    };
+    let some = !hist.is_empty();
+    let ms = |v: u64| some.then_some(v as f64 / 1000.0);
+    let q = |q: f64| ms(hist.value_at_quantile(q));
     Point {
         t,
-        min: if hist.is_empty() { 0.0 } else { ms(hist.min()) },
+        min: ms(hist.min()),
         p50: q(0.5),
         p75: q(0.75),
         p90: q(0.9),
         p95: q(0.95),
         p99: q(0.99),
-        max: if hist.is_empty() { 0.0 } else { ms(hist.max()) },
+        max: ms(hist.max()),
         ..Point::default()
     }
 }
@@ -422,17 +437,17 @@ mod tests {
         let tl = Timeline::read(&series, &hists, &[], &phases, &[]).unwrap();
         assert_eq!(tl.seconds.len(), 10);
         assert!(
-            (tl.seconds[0].p50 - 5.0).abs() < 0.01,
+            (tl.seconds[0].p50.unwrap() - 5.0).abs() < 0.01,
             "{:?}",
             tl.seconds[0]
         );
         assert!(
-            (tl.seconds[0].p95 - 10.0).abs() < 0.01,
+            (tl.seconds[0].p95.unwrap() - 10.0).abs() < 0.01,
             "{:?}",
             tl.seconds[0]
         );
         assert!(
-            (tl.seconds[6].p95 - 400.0).abs() < 0.5,
+            (tl.seconds[6].p95.unwrap() - 400.0).abs() < 0.5,
             "{:?}",
             tl.seconds[6]
         );

@@ -31,17 +31,30 @@
     function x(t) { return left + (t - domain[0]) / (domain[1] - domain[0]) * (width - left - right); }
     function tOf(px) { return domain[0] + (px - left) / (width - left - right) * (domain[1] - domain[0]); }
     function clamp(px) { return Math.min(Math.max(px, left), width - right); }
+    var bucket = data.bucket > 1 ? data.bucket : 1;
+    function finite(p) { return p && p[1] !== null && isFinite(p[1]); }
+    // As draw.rs's `path`: a move at each gap, a point alone drawn across its second.
+    function pathOf(points, y) {
+      var d = "";
+      for (var i = 0; i < points.length; i++) {
+        var p = points[i];
+        if (!finite(p) || p[0] < domain[0] - bucket || p[0] > domain[1] + bucket) continue;
+        var before = i > 0 && finite(points[i - 1]) && points[i - 1][0] >= domain[0] - bucket;
+        var after = finite(points[i + 1]) && points[i + 1][0] <= domain[1] + bucket;
+        if (!before && !after) d += "M" + clamp(x(Math.max(p[0] - bucket, 0))).toFixed(1) + "," + y(p[1]).toFixed(1) + "L";
+        else d += before ? "L" : "M";
+        d += clamp(x(p[0])).toFixed(1) + "," + y(p[1]).toFixed(1);
+      }
+      return d;
+    }
     function draw() {
       data.panels.forEach(function (panel, i) {
         panel.lines.forEach(function (line, j) {
-          var el = svg.querySelector('polyline[data-line="' + i + "." + j + '"]');
+          var el = svg.querySelector('path[data-line="' + i + "." + j + '"]');
           if (!el) return;
-          var pts = line.points.filter(function (p) { return p[0] >= domain[0] - 1 && p[0] <= domain[1] + 1; })
-            .map(function (p) {
-              var v = Math.min(Math.max(p[1], 0), line.max);
-              return clamp(x(p[0])).toFixed(1) + "," + (panel.top + panel.height - v / line.max * panel.height).toFixed(1);
-            });
-          el.setAttribute("points", pts.join(" "));
+          el.setAttribute("d", pathOf(line.points, function (v) {
+            return panel.top + panel.height - Math.min(Math.max(v, 0), line.max) / line.max * panel.height;
+          }));
         });
       });
       axis.querySelectorAll("text.tick").forEach(function (t) { t.remove(); });
@@ -82,22 +95,28 @@
       var r = svg.getBoundingClientRect();
       return (ev.clientX - r.left) / r.width * width;
     }
-    var bucket = data.bucket > 1 ? data.bucket : 1;
     var from = null;
     svg.addEventListener("mousemove", function (ev) {
       var px = svgX(ev);
       if (px < left || px > width - right) { cursor.setAttribute("visibility", "hidden"); tip.hidden = true; return; }
       var t = tOf(px), at = null;
+      // The second the box is about: the nearest of the load's seconds.
+      data.panels.forEach(function (panel) {
+        panel.lines.forEach(function (line) {
+          if (line.sampled) return;
+          var p = nearest(line.points, t);
+          if (p && (at === null || Math.abs(p[0] - t) < Math.abs(at - t))) at = p[0];
+        });
+      });
       var lines = [];
       data.panels.forEach(function (panel) {
         var parts = [];
         panel.lines.forEach(function (line) {
-          var p = nearest(line.points, t);
+          var p = nearest(line.points, at === null ? t : at);
           if (!p) return;
-          if (at === null || Math.abs(p[0] - t) < Math.abs(at - t)) at = p[0];
-          parts.push(line.label + " " + fmt(p[1]));
+          parts.push(line.label + " " + (finite(p) ? fmt(p[1]) + " " + line.unit : "none"));
         });
-        if (parts.length) lines.push(panel.title.replace(/ \(.*\)$/, "") + ": " + parts.join(" · ") + " " + panel.unit);
+        if (parts.length) lines.push(panel.title.replace(/ \(.*\)$/, "") + ": " + parts.join(" · "));
       });
       if (at === null) return;
       (data.causes || []).forEach(function (c) {
