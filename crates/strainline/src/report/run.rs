@@ -480,6 +480,20 @@ fn latency_of(
     }
 }
 
+/// The names of a scenario's steps and then its groups (each group's runs in a row),
+/// by the index their seconds are kept under.
+fn timeline_names(summary: &serde_json::Value) -> Vec<String> {
+    let name = |v: &serde_json::Value| v["name"].as_str().unwrap_or_default().to_string();
+    let groups = summary["groups"].as_array().map_or(&[][..], Vec::as_slice);
+    (steps_of(summary).iter().map(name))
+        .chain(
+            groups
+                .iter()
+                .map(|g| format!("group {}, in a row", name(g))),
+        )
+        .collect()
+}
+
 /// A case's phases as its summary keeps them (`[name, t]` on the samples' clock).
 fn phases_of(summary: Option<&serde_json::Value>) -> Vec<(String, f64)> {
     summary
@@ -510,11 +524,7 @@ pub fn load(store: &Store, key: &str) -> crate::store::Result<RunData> {
         let histograms = store.histograms(row.id).unwrap_or_default();
         let (latency, histogram) = latency_of(&histograms);
         let phases = phases_of(row.summary.as_ref());
-        let step_names: Vec<String> = row
-            .summary
-            .as_ref()
-            .map(|s| step_rows(s).into_iter().map(|r| r[0].clone()).collect())
-            .unwrap_or_default();
+        let step_names = row.summary.as_ref().map(timeline_names).unwrap_or_default();
         let timeline =
             super::timeline::Timeline::read(&series, &histograms, &samples, &phases, &step_names);
         cases.push(CaseData {
