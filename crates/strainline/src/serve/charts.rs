@@ -220,6 +220,7 @@ fn chart(s: &Series, band: Option<f64>) -> Chart {
     let mut chart = Chart {
         title: format!("{} — {}", s.metric, s.case),
         x_label: "run".into(),
+        counted_x: true,
         y_label: if s.unit.is_empty() {
             s.metric.clone()
         } else {
