@@ -322,6 +322,8 @@ pub fn format_value(v: f64, unit: &str) -> String {
         }
         "count" => format_number(v),
         "" => format_number(v),
+        // A whole number as such (an offered rate, a ceiling): `100 req/s`.
+        _ if v.fract() == 0.0 && v.abs() < 1e6 => format!("{v:.0} {unit}"),
         _ if v.abs() >= 1e6 => format!("{} {unit}", format_number(v)),
         _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
         // Four significant digits, at most three decimals: 99.94 req/s, 0.031 cores.
@@ -498,7 +500,7 @@ mod tests {
         assert_eq!(format_number(f64::NEG_INFINITY), "no lower bound");
         assert_eq!(format_number(f64::NAN), "not measured");
         assert_eq!(format_number(-0.0), "0");
-        assert_eq!(format_value(-0.0, "cores"), "0.000 cores");
+        assert_eq!(format_value(-0.0, "cores"), "0 cores");
         assert_eq!(format_value(-1.0, "bytes"), "not measured");
         for v in [f64::INFINITY, f64::NAN, -0.0, 1.8e19, f64::MAX] {
             for unit in ["ms", "s", "ratio", "req/s", "count", "", "cores", "bytes"] {

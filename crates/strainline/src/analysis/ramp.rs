@@ -414,10 +414,11 @@ impl End {
     /// A ceiling of `v` req/s as every report words it: a floor when the ramp never
     /// reached the target's limit.
     pub fn ceiling(self, v: f64) -> String {
+        use crate::units::rate;
         match self {
-            End::GeneratorBound => format!("≥ {v:.0} req/s (generator-bound)"),
-            End::Held => format!("≥ {v:.0} req/s (never broke)"),
-            End::Broke | End::FirstStepBroke => format!("{v:.0} req/s"),
+            End::GeneratorBound => format!("≥ {} (generator-bound)", rate(v)),
+            End::Held => format!("≥ {} (never broke)", rate(v)),
+            End::Broke | End::FirstStepBroke => rate(v),
         }
     }
 }

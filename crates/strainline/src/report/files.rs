@@ -587,7 +587,7 @@ mod tests {
         // One self-contained page: the policy, the one stylesheet inline.
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
         assert!(html
-            .contains("content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\""));
+            .contains("content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src "));
         assert!(html.contains(super::super::html::STYLE));
     }
 

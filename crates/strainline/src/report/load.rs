@@ -43,11 +43,11 @@ fn write_histogram(
         let bar = if b.count > 0 { bar.max(1) } else { 0 };
         writeln!(
             out,
-            "    ≤ {:>8}  {:<30}  {:>9}  {:>6.2}%",
+            "    ≤ {:>9}  {:<30}  {:>9}  {:>7}",
             us(b.le_us),
             "■".repeat(bar),
             b.count,
-            100.0 * b.count as f64 / total as f64
+            crate::units::share(b.count as f64 / total as f64)
         )?;
     }
     Ok(())
@@ -275,14 +275,14 @@ fn script_words(s: &LoadSummary) -> Option<String> {
 fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -> io::Result<()> {
     writeln!(
         out,
-        "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({:.3}%), {} duplicate(s)",
+        "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({}), {} duplicate(s)",
         "Delivered",
         d.distinct(),
         d.expected,
         d.subscribed,
         d.subscribers,
         d.lost,
-        100.0 * d.loss_rate,
+        crate::units::share(d.loss_rate),
         d.duplicates
     )?;
     if d.unverified > 0 {
