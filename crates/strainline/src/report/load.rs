@@ -410,7 +410,7 @@ fn write_custom(out: &mut dyn Write, s: &LoadSummary, w: usize) -> io::Result<()
             figures.push(format!("{}/s", num(p)));
         }
         if let Some(r) = c.rate {
-            figures.push(format!("{:.2}% true", 100.0 * r));
+            figures.push(format!("{} true", crate::units::share(r)));
         }
         if let Some(l) = c.last {
             figures.push(format!("last {}", num(l)));
