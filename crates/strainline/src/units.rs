@@ -219,6 +219,18 @@ pub fn share(ratio: f64) -> String {
     format!("{:.2}%", 100.0 * ratio + 0.0).replace("-0.00%", "0.00%")
 }
 
+/// A value as a percent of another (a candidate of its baseline: `103.2%`), in every
+/// format: one decimal; `no bound` over a baseline of nothing, `not measured` for NaN.
+pub fn percent_of(ratio: f64) -> String {
+    if ratio.is_nan() {
+        return "not measured".into();
+    }
+    if (100.0 * ratio).abs() >= 1e9 {
+        return "no bound".into();
+    }
+    format!("{:.1}%", 100.0 * ratio + 0.0).replace("-0.0%", "0.0%")
+}
+
 /// Above this many requests a second no generator or target measured a rate: a figure
 /// there is a division by a time near zero, and reads `no bound`.
 const RATE_BEYOND_SENSE: f64 = 1e9;
@@ -488,6 +500,9 @@ mod tests {
         assert_eq!(share(-0.00001), "0.00%");
         assert_eq!(share(0.12345), "12.35%");
         assert_eq!(format_value(f64::NAN, "ratio"), "not measured");
+        assert_eq!(percent_of(1.0324), "103.2%");
+        assert_eq!(percent_of(f64::INFINITY), "no bound");
+        assert_eq!(percent_of(f64::NAN), "not measured");
         // Rates.
         assert_eq!(rate(1e15), "no bound");
         assert_eq!(rate(f64::INFINITY), "no bound");

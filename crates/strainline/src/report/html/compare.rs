@@ -6,7 +6,7 @@ use maud::{html, Markup};
 use super::{beside, page};
 use crate::analysis::comparison::Row;
 use crate::analysis::comparison::Verdict;
-use crate::report::compare::{header_lines, is_alarm, seen, summary_line, Comparison};
+use crate::report::compare::{ci, header_lines, is_alarm, pct, seen, summary_line, Comparison};
 use crate::report::svg::text_width;
 use crate::units::format_value;
 
@@ -18,7 +18,7 @@ fn tenth(v: f64) -> String {
 /// Bars of candidate as % of baseline, with the tolerance band shaded.
 fn comparison_bars(c: &Comparison) -> Markup {
     let rows: Vec<&Row> = (c.rows.iter())
-        .filter(|r| r.ratio.is_some() && r.band.is_some())
+        .filter(|r| r.ratio.is_some_and(f64::is_finite) && r.band.is_some())
         .collect();
     let (w, row_h, left) = (CHART_W, 22.0, 260.0);
     let h = 60.0 + row_h * rows.len() as f64;
@@ -54,13 +54,13 @@ fn bar(r: &Row, y: f64, row_h: f64, left: f64, x: &dyn Fn(f64) -> f64) -> Markup
         Verdict::Inconclusive => "#ff7f0e",
         _ => "#1f77b4",
     };
-    let percent = tenth(100.0 * ratio);
+    let percent = crate::units::percent_of(ratio);
     let name = format!("{} {}", r.case, r.metric);
     let label = shortened(&name, left - 10.0);
     // The value after the bar's end, or inside it (white, against its end) where it
     // would pass the chart's right edge.
     let end = x(ratio);
-    let inside = end + 4.0 + text_width(&format!("{percent}%"), TICK_PX) > CHART_W;
+    let inside = end + 4.0 + text_width(&percent, TICK_PX) > CHART_W;
     html! {
         g {
             @if label != name { title { (name) } }
@@ -69,12 +69,12 @@ fn bar(r: &Row, y: f64, row_h: f64, left: f64, x: &dyn Fn(f64) -> f64) -> Markup
         rect x=(tenth(x(lo))) y=(tenth(y)) width=(tenth(x(hi) - x(lo))) height=(row_h - 4.0)
             fill="#eee" {}
         rect x=(left) y=(tenth(y + 4.0)) width=(tenth((x(ratio) - left).max(1.0)))
-            height=(row_h - 12.0) fill=(color) { title { (percent) "%" } }
+            height=(row_h - 12.0) fill=(color) { title { (percent) } }
         @if inside {
             text class="tick" x=(tenth(end - 4.0)) y=(tenth(y + 14.0)) text-anchor="end"
-                style="fill:#fff" { (percent) "%" }
+                style="fill:#fff" { (percent) }
         } @else {
-            text class="tick" x=(tenth(end + 4.0)) y=(tenth(y + 14.0)) { (percent) "%" }
+            text class="tick" x=(tenth(end + 4.0)) y=(tenth(y + 14.0)) { (percent) }
         }
     }
 }
@@ -137,12 +137,8 @@ fn row(r: &Row) -> Markup {
         _ if r.blind() => "inconclusive",
         _ => "",
     };
-    let ratio = r
-        .ratio
-        .map_or("new".into(), |x| format!("{:.1}%", 100.0 * x));
-    let ci = (r.ratio_ci).map_or("-".into(), |(a, b)| {
-        format!("{:.0}–{:.0}%", 100.0 * a, 100.0 * b)
-    });
+    let ratio = pct(r);
+    let ci = ci(r);
     let p = (r.p_adjusted).map_or("-".into(), crate::analysis::comparison::p_text);
     html! {
         tr class=(class) {
