@@ -231,6 +231,22 @@ pub fn percent_of(ratio: f64) -> String {
     format!("{:.1}%", 100.0 * ratio + 0.0).replace("-0.0%", "0.0%")
 }
 
+/// A change in percent, signed (`+3.2%`, `-12.0%`), in every format: one decimal; no
+/// sign on what rounds to nothing (`0.0%`, never `-0.0%`); `no bound` from nothing,
+/// `not measured` for NaN.
+pub fn signed_percent(p: f64) -> String {
+    if p.is_nan() {
+        return "not measured".into();
+    }
+    if p.abs() >= 1e9 {
+        return "no bound".into();
+    }
+    if (p * 10.0).round() == 0.0 {
+        return "0.0%".into();
+    }
+    format!("{p:+.1}%")
+}
+
 /// Above this many requests a second no generator or target measured a rate: a figure
 /// there is a division by a time near zero, and reads `no bound`.
 const RATE_BEYOND_SENSE: f64 = 1e9;
@@ -503,6 +519,12 @@ mod tests {
         assert_eq!(percent_of(1.0324), "103.2%");
         assert_eq!(percent_of(f64::INFINITY), "no bound");
         assert_eq!(percent_of(f64::NAN), "not measured");
+        assert_eq!(signed_percent(-0.04), "0.0%");
+        assert_eq!(signed_percent(-0.0), "0.0%");
+        assert_eq!(signed_percent(3.24), "+3.2%");
+        assert_eq!(signed_percent(-12.0), "-12.0%");
+        assert_eq!(signed_percent(f64::INFINITY), "no bound");
+        assert_eq!(signed_percent(f64::NAN), "not measured");
         // Rates.
         assert_eq!(rate(1e15), "no bound");
         assert_eq!(rate(f64::INFINITY), "no bound");

@@ -223,10 +223,10 @@ fn rounds(r: &lines::Rounds) -> String {
             throughput,
             drop,
         } => format!(
-            "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {trend_p:.3}; throughput {throughput:.1} ops/s median, {:+.0}% over the rounds",
+            "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {trend_p:.3}; throughput {throughput:.1} ops/s median, {} over the rounds",
             retained_per_op / 1024.0,
             retained_total / MIB,
-            -100.0 * drop
+            crate::units::signed_percent(-100.0 * drop)
         ),
     }
 }

@@ -655,13 +655,13 @@ fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {:<14}{} (slice {}/{}): {} sent, {:.1} req/s, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
+            "  {:<14}{} (slice {}/{}): {} sent, {}, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
             "Agent",
             crate::units::printable(&a.name),
             a.slice + 1,
             a.of,
             a.sent,
-            a.achieved_rate,
+            crate::units::rate(a.achieved_rate),
             us(a.latency_us.p99),
             us(a.schedule_lag_us.p99),
             a.generator_thread_cpu_seconds.iter().sum::<f64>() + 0.0,
