@@ -283,6 +283,10 @@ pub fn format_number(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
+    // u64::MAX read as a float, a sum that overflowed: no count of anything measured.
+    if a >= 1e15 {
+        return if v > 0.0 { "over 1000 trillion" } else { "under -1000 trillion" }.into();
+    }
     for (scale, word) in [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")] {
         if a >= scale {
             let x = v / scale;
@@ -537,6 +541,8 @@ mod tests {
         assert_eq!(format_number(f64::NEG_INFINITY), "no lower bound");
         assert_eq!(format_number(f64::NAN), "not measured");
         assert_eq!(format_number(-0.0), "0");
+        assert_eq!(format_number(u64::MAX as f64), "over 1000 trillion");
+        assert_eq!(format_value(1.8e19, "count"), "over 1000 trillion");
         assert_eq!(format_value(-0.0, "cores"), "0 cores");
         assert_eq!(format_value(-1.0, "bytes"), "not measured");
         for v in [f64::INFINITY, f64::NAN, -0.0, 1.8e19, f64::MAX] {
