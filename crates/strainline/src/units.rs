@@ -285,7 +285,12 @@ pub fn format_number(v: f64) -> String {
     let a = v.abs();
     // u64::MAX read as a float, a sum that overflowed: no count of anything measured.
     if a >= 1e15 {
-        return if v > 0.0 { "over 1000 trillion" } else { "under -1000 trillion" }.into();
+        return if v > 0.0 {
+            "over 1000 trillion"
+        } else {
+            "under -1000 trillion"
+        }
+        .into();
     }
     for (scale, word) in [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")] {
         if a >= scale {
@@ -549,7 +554,10 @@ mod tests {
             for unit in ["ms", "s", "ratio", "req/s", "count", "", "cores", "bytes"] {
                 let t = format_value(v, unit);
                 assert!(
-                    !t.contains("inf") && !t.contains("NaN") && !t.contains("e1") && !t.starts_with("-0"),
+                    !t.contains("inf")
+                        && !t.contains("NaN")
+                        && !t.contains("e1")
+                        && !t.starts_with("-0"),
                     "{v} {unit}: {t}"
                 );
             }

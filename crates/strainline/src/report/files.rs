@@ -586,8 +586,9 @@ mod tests {
         assert!(!html.contains('\u{1b}') && html.contains("v1\u{fffd}[2J&lt;i&gt;"));
         // One self-contained page: the policy, the one stylesheet inline.
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
-        assert!(html
-            .contains("content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src "));
+        assert!(html.contains(
+            "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src "
+        ));
         assert!(html.contains(super::super::html::STYLE));
     }
 

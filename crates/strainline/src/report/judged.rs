@@ -502,7 +502,10 @@ mod tests {
     fn a_burner_beside_one_side_is_named() {
         let why = conditions_why(side(0.05, 0.0, 0.0, 5), side(1.02, 0.0, 0.0, 5));
         assert_eq!(why.len(), 1);
-        assert!(why[0].contains("0.050 cores were busy elsewhere"), "{why:?}");
+        assert!(
+            why[0].contains("0.050 cores were busy elsewhere"),
+            "{why:?}"
+        );
     }
 
     #[test]

@@ -477,7 +477,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("bench\\[n=8\\]"), "{md}");
-        assert!(md.contains("110.0%") && md.contains("not a verdict"), "{md}");
+        assert!(
+            md.contains("110.0%") && md.contains("not a verdict"),
+            "{md}"
+        );
         let text = t.terminal();
         assert!(
             !text.contains('\u{1b}') && text.contains("not a verdict"),
