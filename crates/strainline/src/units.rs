@@ -148,22 +148,150 @@ pub fn alarm(text: &str) -> String {
     }
 }
 
-/// Microseconds for people: `850µs`, `12.3ms`, `1.20s`.
+/// Microseconds for people, as [`latency_ms`] writes them: `850 µs`, `12.3 ms`, `1.20 s`;
+/// `u64::MAX` (a latency never taken) reads `over 1 h`.
 pub fn format_micros(v: u64) -> String {
-    format_duration(Duration::from_micros(v))
+    latency_ms(v as f64 / 1000.0)
+}
+
+/// `v` to three significant digits, its trailing zeros kept (`1.20`, `12.3`, `850`).
+fn three_digits(v: f64) -> String {
+    let digits = if v < 10.0 {
+        2
+    } else if v < 100.0 {
+        1
+    } else {
+        0
+    };
+    let text = format!("{v:.digits$}");
+    // 9.995 rounds up to 10.00: one digit fewer, as the larger number is written.
+    match text.parse::<f64>() {
+        Ok(r) if digits > 0 && r >= [10.0, 100.0][2 - digits] => {
+            format!("{:.*}", digits - 1, v)
+        }
+        _ => text,
+    }
+}
+
+/// A latency or a time per request, given in milliseconds, for people in every format
+/// (terminal, HTML, Markdown, CSV's comments, serve): three significant digits in µs,
+/// ms or s (`850 µs`, `12.3 ms`, `1.20 s`), minutes and seconds from a minute on
+/// (`3m05s`), and words where a number would not be one: `over 1 h`, `not measured`
+/// (NaN, a negative time).
+pub fn latency_ms(ms: f64) -> String {
+    if ms.is_nan() || ms < 0.0 {
+        return "not measured".into();
+    }
+    let s = ms / 1000.0;
+    if s >= 3600.0 {
+        "over 1 h".into()
+    } else if s >= 60.0 {
+        format_duration(Duration::from_secs_f64(s))
+    } else if s >= 1.0 {
+        format!("{} s", three_digits(s))
+    } else if ms >= 1.0 {
+        let t = three_digits(ms);
+        if t == "1000" {
+            "1.00 s".into()
+        } else {
+            format!("{t} ms")
+        }
+    } else {
+        let t = three_digits(ms * 1000.0);
+        if t == "1000" {
+            "1.00 ms".into()
+        } else {
+            format!("{t} µs")
+        }
+    }
+}
+
+/// A share (0.1234 → `12.34%`), in every format: two decimals; words where a number
+/// would not be one: `not measured` (NaN), `no bound` (infinite); never `-0.00%`.
+pub fn share(ratio: f64) -> String {
+    if ratio.is_nan() {
+        return "not measured".into();
+    }
+    // Past a billion percent a share is a division by nothing.
+    if (100.0 * ratio).abs() >= 1e9 {
+        return "no bound".into();
+    }
+    format!("{:.2}%", 100.0 * ratio + 0.0).replace("-0.00%", "0.00%")
+}
+
+/// A value as a percent of another (a candidate of its baseline: `103.2%`), in every
+/// format: one decimal; `no bound` over a baseline of nothing, `not measured` for NaN.
+pub fn percent_of(ratio: f64) -> String {
+    if ratio.is_nan() {
+        return "not measured".into();
+    }
+    if (100.0 * ratio).abs() >= 1e9 {
+        return "no bound".into();
+    }
+    format!("{:.1}%", 100.0 * ratio + 0.0).replace("-0.0%", "0.0%")
+}
+
+/// A change in percent, signed (`+3.2%`, `-12.0%`), in every format: one decimal; no
+/// sign on what rounds to nothing (`0.0%`, never `-0.0%`); `no bound` from nothing,
+/// `not measured` for NaN.
+pub fn signed_percent(p: f64) -> String {
+    if p.is_nan() {
+        return "not measured".into();
+    }
+    if p.abs() >= 1e9 {
+        return "no bound".into();
+    }
+    if (p * 10.0).round() == 0.0 {
+        return "0.0%".into();
+    }
+    format!("{p:+.1}%")
+}
+
+/// Above this many requests a second no generator or target measured a rate: a figure
+/// there is a division by a time near zero, and reads `no bound`.
+const RATE_BEYOND_SENSE: f64 = 1e9;
+
+/// A throughput in requests a second, in every format: four significant digits
+/// (`935.0 req/s`, `99.94 req/s`), words past sense (`no bound` for infinite or over a
+/// billion a second, `not measured` for NaN or a negative rate).
+pub fn rate(per_s: f64) -> String {
+    if per_s.is_nan() || per_s < 0.0 {
+        return "not measured".into();
+    }
+    if per_s.is_infinite() || per_s > RATE_BEYOND_SENSE {
+        return "no bound".into();
+    }
+    format_value(per_s, "req/s")
 }
 
 /// A number for people, to the four significant digits a measurement supports: whole
 /// numbers below a million as such, larger ones in words (`3.78 billion`), never `inf`.
 pub fn format_number(v: f64) -> String {
-    if !v.is_finite() {
+    if v.is_nan() {
+        return "not measured".into();
+    }
+    if v.is_infinite() {
         return if v > 0.0 {
-            "unbounded".into()
+            "no bound".into()
         } else {
-            "-".into()
+            "no lower bound".into()
         };
     }
+    // Never `-0`.
+    let v = v + 0.0;
+    if v.abs() < 5e-7 {
+        return "0".into();
+    }
     let a = v.abs();
+    // u64::MAX read as a float, a sum that overflowed: no count of anything measured.
+    if a >= 1e15 {
+        return if v > 0.0 {
+            "over 1000 trillion"
+        } else {
+            "under -1000 trillion"
+        }
+        .into();
+    }
     for (scale, word) in [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")] {
         if a >= scale {
             let x = v / scale;
@@ -209,18 +337,19 @@ pub fn format_value(v: f64, unit: &str) -> String {
     if !v.is_finite() {
         return format_number(v);
     }
+    let v = v + 0.0;
     match unit {
-        "bytes" => Bytes(v.max(0.0) as u64).to_string(),
-        "ms" if v.abs() >= 1000.0 => format!("{:.2} s", v / 1000.0),
-        "ms" if v.abs() < 1.0 => format!("{:.1} µs", v * 1000.0),
-        "ms" => format!("{v:.2} ms"),
-        "s" => format_duration(Duration::from_secs_f64(v.max(0.0))),
+        "bytes" if v < 0.0 => "not measured".into(),
+        "bytes" => Bytes(v as u64).to_string(),
+        "ms" => latency_ms(v),
+        "s" => latency_ms(v * 1000.0),
+        "req/s" if v > RATE_BEYOND_SENSE => "no bound".into(),
         // Time per operation of an imported benchmark: four significant digits.
         "ns" if v.abs() >= 1e9 => format!("{:.4} s", v / 1e9),
         "ns" if v.abs() >= 1e6 => format!("{:.4} ms", v / 1e6),
         "ns" if v.abs() >= 1e3 => format!("{:.4} µs", v / 1e3),
         "ns" => format!("{v:.4} ns"),
-        "ratio" => format!("{:.2}%", 100.0 * v),
+        "ratio" => share(v),
         "finding" => {
             if v > 0.0 {
                 "yes".into()
@@ -230,6 +359,8 @@ pub fn format_value(v: f64, unit: &str) -> String {
         }
         "count" => format_number(v),
         "" => format_number(v),
+        // A whole number as such (an offered rate, a ceiling): `100 req/s`.
+        _ if v.fract() == 0.0 && v.abs() < 1e6 => format!("{v:.0} {unit}"),
         _ if v.abs() >= 1e6 => format!("{} {unit}", format_number(v)),
         _ if v.abs() >= 100.0 => format!("{v:.1} {unit}"),
         // Four significant digits, at most three decimals: 99.94 req/s, 0.031 cores.
@@ -357,11 +488,80 @@ mod tests {
         assert_eq!(format_number(2_000_000.0), "2 million");
         assert_eq!(format_number(96000.0), "96000");
         assert_eq!(format_number(1.80161), "1.802");
-        assert_eq!(format_number(f64::INFINITY), "unbounded");
         assert_eq!(format_value(0.0, "ratio"), "0.00%");
         assert_eq!(format_value(6287360.0, ""), "6.29 million");
         assert_eq!(count(1u32, "process", "processes"), "1 process");
         assert_eq!(count(5u32, "case", "cases"), "5 cases");
+    }
+
+    #[test]
+    fn latencies_read_to_three_digits_in_every_format() {
+        assert_eq!(latency_ms(0.85), "850 µs");
+        assert_eq!(latency_ms(12.345), "12.3 ms");
+        assert_eq!(latency_ms(1.0), "1.00 ms");
+        assert_eq!(latency_ms(0.9999), "1.00 ms");
+        assert_eq!(latency_ms(9.996), "10.0 ms");
+        assert_eq!(latency_ms(999.9), "1.00 s");
+        assert_eq!(latency_ms(1200.0), "1.20 s");
+        assert_eq!(latency_ms(185_000.0), "3m05s");
+        assert_eq!(format_micros(850), "850 µs");
+        assert_eq!(format_value(12.345, "ms"), format_micros(12_345));
+        assert_eq!(format_value(1.2, "s"), "1.20 s");
+    }
+
+    #[test]
+    fn figures_past_sense_read_as_words() {
+        // Latencies: never taken, negative, too long.
+        assert_eq!(format_micros(u64::MAX), "over 1 h");
+        assert_eq!(latency_ms(f64::INFINITY), "over 1 h");
+        assert_eq!(latency_ms(4_000_000.0), "over 1 h");
+        assert_eq!(latency_ms(f64::NAN), "not measured");
+        assert_eq!(latency_ms(-3.0), "not measured");
+        assert_eq!(format_value(-1.0, "s"), "not measured");
+        // Shares.
+        assert_eq!(share(f64::NAN), "not measured");
+        assert_eq!(share(f64::INFINITY), "no bound");
+        assert_eq!(share(-0.0), "0.00%");
+        assert_eq!(share(-0.00001), "0.00%");
+        assert_eq!(share(0.12345), "12.35%");
+        assert_eq!(format_value(f64::NAN, "ratio"), "not measured");
+        assert_eq!(percent_of(1.0324), "103.2%");
+        assert_eq!(percent_of(f64::INFINITY), "no bound");
+        assert_eq!(percent_of(f64::NAN), "not measured");
+        assert_eq!(signed_percent(-0.04), "0.0%");
+        assert_eq!(signed_percent(-0.0), "0.0%");
+        assert_eq!(signed_percent(3.24), "+3.2%");
+        assert_eq!(signed_percent(-12.0), "-12.0%");
+        assert_eq!(signed_percent(f64::INFINITY), "no bound");
+        assert_eq!(signed_percent(f64::NAN), "not measured");
+        // Rates.
+        assert_eq!(rate(1e15), "no bound");
+        assert_eq!(rate(f64::INFINITY), "no bound");
+        assert_eq!(rate(f64::NAN), "not measured");
+        assert_eq!(rate(-1.0), "not measured");
+        assert_eq!(rate(935.04), "935.0 req/s");
+        assert_eq!(format_value(1e15, "req/s"), "no bound");
+        // Plain numbers.
+        assert_eq!(format_number(f64::INFINITY), "no bound");
+        assert_eq!(format_number(f64::NEG_INFINITY), "no lower bound");
+        assert_eq!(format_number(f64::NAN), "not measured");
+        assert_eq!(format_number(-0.0), "0");
+        assert_eq!(format_number(u64::MAX as f64), "over 1000 trillion");
+        assert_eq!(format_value(1.8e19, "count"), "over 1000 trillion");
+        assert_eq!(format_value(-0.0, "cores"), "0 cores");
+        assert_eq!(format_value(-1.0, "bytes"), "not measured");
+        for v in [f64::INFINITY, f64::NAN, -0.0, 1.8e19, f64::MAX] {
+            for unit in ["ms", "s", "ratio", "req/s", "count", "", "cores", "bytes"] {
+                let t = format_value(v, unit);
+                assert!(
+                    !t.contains("inf")
+                        && !t.contains("NaN")
+                        && !t.contains("e1")
+                        && !t.starts_with("-0"),
+                    "{v} {unit}: {t}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -397,7 +597,7 @@ mod tests {
             .to_string()
             .contains("20%"));
         assert_eq!(format_value(13792.0 * 1024.0, "bytes"), "13.5 MiB");
-        assert_eq!(format_value(0.25, "ms"), "250.0 µs");
+        assert_eq!(format_value(0.25, "ms"), "250 µs");
         assert_eq!(format_value(935.04, "req/s"), "935.0 req/s");
         assert_eq!(format_value(1.0, "finding"), "yes");
     }

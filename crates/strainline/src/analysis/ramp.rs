@@ -3,6 +3,7 @@
 //! then the ceiling, the knee, the most throughput and the limiting factor in words.
 //! The `ramp` kind measures the steps; everything it concludes is decided here.
 
+use crate::units::{latency_ms, rate, share};
 use serde::Serialize;
 
 use super::bounds::{ACHIEVED_BOUND, SATURATED, STOLEN_BOUND};
@@ -169,14 +170,15 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
     }
     if r.achieved < ACHIEVED_BOUND * r.offered {
         why.push(format!(
-            "achieved {:.0} of {:.0} req/s",
-            r.achieved, r.offered
+            "achieved {} of {}",
+            rate(r.achieved),
+            rate(r.offered)
         ));
     }
     if r.error_rate > limits.max_error_rate {
         why.push(format!(
-            "errors {:.2}%{}",
-            100.0 * r.error_rate,
+            "errors {}{}",
+            share(r.error_rate),
             if r.error_causes.is_empty() {
                 String::new()
             } else {
@@ -187,9 +189,9 @@ pub fn judge_step(record: &StepRecord, limits: &Limits) -> Step {
     if let Some(slo) = limits.slo_p99 {
         if r.p99_ms > ms(slo) {
             why.push(format!(
-                "p99 {:.1} ms over the SLO of {}",
-                r.p99_ms,
-                crate::units::format_duration(slo)
+                "p99 {} over the SLO of {}",
+                latency_ms(r.p99_ms),
+                latency_ms(ms(slo))
             ));
         }
     }
@@ -226,11 +228,11 @@ pub fn limiting_factor(step: &Step, limits: &Limits) -> String {
         // Before the machine's steal: retransmissions for 1% of the requests are what a
         // p99 shows, whatever the hypervisor took.
         format!(
-            "packet loss: the kernel retransmitted {} TCP segments during the step ({:.1}% of its requests; RetransSegs) — each lost segment waits for a retransmission, 200 ms at least after a timeout, which is the tail the step shows (p99 {:.1} ms, errors {:.2}%); look at the network path: a lossy link, a full queue on a NIC or switch, a firewall dropping",
+            "packet loss: the kernel retransmitted {} TCP segments during the step ({:.1}% of its requests; RetransSegs) — each lost segment waits for a retransmission, 200 ms at least after a timeout, which is the tail the step shows (p99 {}, errors {}); look at the network path: a lossy link, a full queue on a NIC or switch, a firewall dropping",
             s.retransmits,
             100.0 * s.retransmits as f64 / (s.achieved.max(s.offered) * limits.step_seconds),
-            s.p99_ms,
-            100.0 * s.error_rate
+            latency_ms(s.p99_ms),
+            share(s.error_rate)
         )
     } else {
         let own = target_limit(step).or_else(|| serialized(s, limits.cores));
@@ -372,8 +374,8 @@ fn stolen_factor(s: &Figures, own: Option<String>) -> String {
 fn nothing_stands_out(s: &Figures, limits: &Limits) -> String {
     let symptom = if s.error_rate > limits.max_error_rate {
         format!(
-            "errors {:.2}%{}",
-            100.0 * s.error_rate,
+            "errors {}{}",
+            share(s.error_rate),
             if s.error_causes.is_empty() {
                 String::new()
             } else {
@@ -381,9 +383,9 @@ fn nothing_stands_out(s: &Figures, limits: &Limits) -> String {
             }
         )
     } else if limits.slo_p99.is_some_and(|slo| s.p99_ms > ms(slo)) {
-        format!("p99 {:.1} ms over the SLO", s.p99_ms)
+        format!("p99 {} over the SLO", latency_ms(s.p99_ms))
     } else {
-        format!("achieved {:.0} of {:.0} req/s", s.achieved, s.offered)
+        format!("achieved {} of {}", rate(s.achieved), rate(s.offered))
     };
     format!(
         "nothing stands out: the step broke on {symptom} while the target used {:.2} cores (busiest thread {:.0}%), no kernel counter moved and no wait dominated its working threads (a wait is named from {:.2} thread-s/s and more than they ran; a pool when all its threads were busy {:.0}% of the step); {}",
@@ -415,9 +417,9 @@ impl End {
     /// reached the target's limit.
     pub fn ceiling(self, v: f64) -> String {
         match self {
-            End::GeneratorBound => format!("≥ {v:.0} req/s (generator-bound)"),
-            End::Held => format!("≥ {v:.0} req/s (never broke)"),
-            End::Broke | End::FirstStepBroke => format!("{v:.0} req/s"),
+            End::GeneratorBound => format!("≥ {} (generator-bound)", rate(v)),
+            End::Held => format!("≥ {} (never broke)", rate(v)),
+            End::Broke | End::FirstStepBroke => rate(v),
         }
     }
 }
@@ -464,12 +466,13 @@ pub fn conclude(steps: &[Step], limits: &Limits) -> Conclusion {
     };
     let limiting_factor = match (end, broke) {
         (End::GeneratorBound, Some(i)) => format!(
-            "the generator, not the target, at {:.0} req/s: the ceiling is at least {ceiling:.0} req/s (see the step's evidence)",
-            steps[i].figures.offered
+            "the generator, not the target, at {}: the ceiling is at least {} (see the step's evidence)",
+            rate(steps[i].figures.offered),
+            rate(ceiling)
         ),
         (End::FirstStepBroke, Some(i)) => format!(
-            "the target could not take the starting rate of {:.0} req/s: {}",
-            steps[i].figures.offered,
+            "the target could not take the starting rate of {}: {}",
+            rate(steps[i].figures.offered),
             limiting_factor(&steps[i], limits)
         ),
         (_, Some(i)) => limiting_factor(&steps[i], limits),
@@ -543,13 +546,13 @@ mod tests {
         assert_eq!(
             steps[3].why,
             [
-                "achieved 310 of 400 req/s",
-                "p99 900.0 ms over the SLO of 100.0ms"
+                "achieved 310 req/s of 400 req/s",
+                "p99 900 ms over the SLO of 100 ms"
             ]
         );
         assert!(
             c.limiting_factor
-                .starts_with("nothing stands out: the step broke on p99 900.0 ms over the SLO")
+                .starts_with("nothing stands out: the step broke on p99 900 ms over the SLO")
                 && c.limiting_factor.contains("thread states were not read"),
             "{}",
             c.limiting_factor
@@ -754,7 +757,7 @@ mod tests {
         let (_, c) = run(&[rec(500.0, 500.0, 2.0), r]);
         assert!(
             c.limiting_factor
-                .starts_with("nothing stands out: the step broke on p99 250.0 ms"),
+                .starts_with("nothing stands out: the step broke on p99 250 ms"),
             "{}",
             c.limiting_factor
         );
@@ -850,7 +853,7 @@ mod tests {
         assert_eq!(c.end, End::Broke);
         assert!(
             c.limiting_factor.starts_with(
-                "nothing stands out: the step broke on achieved 160 of 200 req/s while the target used 0.30 cores"
+                "nothing stands out: the step broke on achieved 160 req/s of 200 req/s while the target used 0.30 cores"
             ),
             "{}",
             c.limiting_factor

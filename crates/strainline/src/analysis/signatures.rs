@@ -16,8 +16,9 @@ pub fn delayed_ack(late_tails: u64, answered: u64, service_p50_ms: f64) -> Optio
         return None;
     }
     Some(format!(
-        "Nagle's algorithm meeting delayed ACKs: {late_tails} of {answered} responses ({:.0}%) came in two parts, the body 30 ms or more after the head (service time p50 {service_p50_ms:.1} ms) — the server writes a response in more than one segment without TCP_NODELAY, and holds the rest until the client's ACK, which Linux delays 40 ms; set TCP_NODELAY on its sockets, or write each response in one piece",
-        100.0 * late_tails as f64 / answered as f64
+        "Nagle's algorithm meeting delayed ACKs: {late_tails} of {answered} responses ({:.0}%) came in two parts, the body 30 ms or more after the head (service time p50 {}) — the server writes a response in more than one segment without TCP_NODELAY, and holds the rest until the client's ACK, which Linux delays 40 ms; set TCP_NODELAY on its sockets, or write each response in one piece",
+        100.0 * late_tails as f64 / answered as f64,
+        crate::units::latency_ms(service_p50_ms)
     ))
 }
 

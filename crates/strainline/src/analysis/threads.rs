@@ -52,7 +52,7 @@ pub fn cause(b: &Breakdown) -> Option<(State, String)> {
     {
         let (wait, secs) = g.states.dominant_wait();
         return Some((wait, format!(
-            "a pool: all {} `{}` {} were busy {:.0}% of the step ({} {:.2} thread-s/s, on CPU {:.2}) — requests queue for a free thread; more threads, or a shorter {}",
+            "a pool: all {} `{}` {} were busy {:.0}% of the step ({} {:.2} thread-s/s, on CPU {:.2} thread-s/s) — requests queue for a free thread; more threads, or a shorter {}",
             g.threads,
             one_line(&g.name),
             noun(g.threads),

@@ -196,8 +196,10 @@ fn capacity_figures(
     }));
 }
 
-/// A leak figure as it reads: bytes for memory, counts for the rest (`rate`: a slope).
+/// A leak figure as it reads: bytes for memory, counts of what is counted for the rest
+/// (`3 descriptors`; `rate`: a slope, `0.02 threads/s` once `/s` follows).
 fn leak_figure(name: &str, v: f64, rate: bool) -> String {
+    let what = if name == "fds" { "descriptors" } else { name };
     if name == "memory" {
         let b = crate::units::Bytes(v.abs() as u64).to_string();
         if v < 0.0 {
@@ -206,9 +208,9 @@ fn leak_figure(name: &str, v: f64, rate: bool) -> String {
             b
         }
     } else if rate {
-        format!("{v:.2}")
+        format!("{:.2} {what}", v + 0.0)
     } else {
-        format!("{v:.0}")
+        format!("{:.0} {what}", v + 0.0)
     }
 }
 

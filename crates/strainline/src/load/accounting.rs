@@ -74,13 +74,13 @@ impl Accounting {
         }
         if self.unanswered() > 0 {
             line.push_str(&format!(
-                ": {} of {} due failed ({:.3}%)",
+                ": {} of {} due failed ({})",
                 self.not_ok(),
                 self.due(),
-                100.0 * self.error_rate()
+                crate::units::share(self.error_rate())
             ));
         } else {
-            line.push_str(&format!(" ({:.3}%)", 100.0 * self.error_rate()));
+            line.push_str(&format!(" ({})", crate::units::share(self.error_rate())));
         }
         if self.hops > 0 {
             line.push_str(&format!(
@@ -113,10 +113,10 @@ impl Accounting {
             parts.push(format!("{} never sent", self.unsent));
         }
         Some(format!(
-            "{} of {} requests due failed ({:.1}%): {}",
+            "{} of {} requests due failed ({}): {}",
             self.not_ok(),
             self.due(),
-            100.0 * self.error_rate(),
+            crate::units::share(self.error_rate()),
             parts.join(", ")
         ))
     }
@@ -135,17 +135,22 @@ pub fn share(part: u64, whole: u64) -> f64 {
 /// an offered rate — its share of it (a share of a schedule, at most 100% unless the
 /// generator sent more than was due, which it never does).
 pub fn throughput_line(achieved: f64, offered: Option<f64>, elapsed: f64) -> String {
+    use crate::units::rate;
     match offered {
         // More than the schedule offered: the flow sent beyond it (retries, restarts,
         // loops); not a share of it.
         Some(off) if achieved > off => format!(
-            "{achieved:.1} req/s over {elapsed:.2}s, more than the {off:.1} req/s the schedule offered (retries, restarts or loops sent beyond it)"
+            "{} over {elapsed:.2}s, more than the {} the schedule offered (retries, restarts or loops sent beyond it)",
+            rate(achieved),
+            rate(off)
         ),
         Some(off) if off > 0.0 => format!(
-            "{achieved:.1} req/s achieved of {off:.1} offered ({:.1}%) over {elapsed:.2}s",
-            100.0 * achieved / off
+            "{} achieved of {} offered ({}) over {elapsed:.2}s",
+            rate(achieved),
+            rate(off),
+            crate::units::share(achieved / off)
         ),
-        _ => format!("{achieved:.1} req/s over {elapsed:.2}s"),
+        _ => format!("{} over {elapsed:.2}s", rate(achieved)),
     }
 }
 
@@ -174,7 +179,7 @@ mod tests {
         let line = a.failures_line("status 500 40, timeout 6").unwrap();
         assert_eq!(
             line,
-            "428 of 600 requests due failed (71.3%): 46 failed when sent (status 500 40, timeout 6), 382 unanswered at the cut"
+            "428 of 600 requests due failed (71.33%): 46 failed when sent (status 500 40, timeout 6), 382 unanswered at the cut"
         );
         assert!((a.error_rate() - 428.0 / 600.0).abs() < 1e-12);
         let req = a.requests_line();
@@ -182,7 +187,7 @@ mod tests {
             req.contains("218 sent, 210 completed (172 ok), 46 errors"),
             "{req}"
         );
-        assert!(req.contains("428 of 600 due failed (71.333%)"), "{req}");
+        assert!(req.contains("428 of 600 due failed (71.33%)"), "{req}");
     }
 
     #[test]
@@ -196,7 +201,7 @@ mod tests {
         };
         assert_eq!(
             a.failures_line("").unwrap(),
-            "10 of 100 requests due failed (10.0%): 10 never sent"
+            "10 of 100 requests due failed (10.00%): 10 never sent"
         );
         let fine = Accounting {
             sent: 5,
@@ -207,7 +212,7 @@ mod tests {
         assert_eq!(fine.failures_line(""), None);
         assert_eq!(
             fine.requests_line(),
-            "5 sent, 5 completed (5 ok), 0 errors (0.000%)"
+            "5 sent, 5 completed (5 ok), 0 errors (0.00%)"
         );
     }
 
@@ -228,15 +233,15 @@ mod tests {
 
     #[test]
     fn a_share_of_an_offer_only_where_the_schedule_set_one() {
-        assert_eq!(throughput_line(18.0, None, 1.11), "18.0 req/s over 1.11s");
+        assert_eq!(throughput_line(18.0, None, 1.11), "18 req/s over 1.11s");
         assert_eq!(
             throughput_line(99.0, Some(100.0), 2.0),
-            "99.0 req/s achieved of 100.0 offered (99.0%) over 2.00s"
+            "99 req/s achieved of 100 req/s offered (99.00%) over 2.00s"
         );
         let over = throughput_line(10.1, Some(8.0), 2.0);
         assert!(!over.contains('%'), "{over}");
         assert!(
-            over.contains("more than the 8.0 req/s the schedule offered"),
+            over.contains("more than the 8 req/s the schedule offered"),
             "{over}"
         );
         assert_eq!(share(1, 0), 0.0);

@@ -3,6 +3,7 @@
 //! verdict says why, with the evidence. Never just a warning.
 
 use super::driver::Outcome;
+use crate::units::{format_micros, latency_ms, rate, share};
 
 pub use crate::analysis::bounds::{
     ACHIEVED_BOUND, LAG_BOUND_US, SATURATED as CPU_BOUND, STOLEN_BOUND,
@@ -186,10 +187,10 @@ fn lateness(o: &Outcome, evidence: &mut Vec<String>, notes: &mut Vec<String>) {
     // 40 req/s delaying two sends — which the corrected latency already includes: a note.
     let late = t.lag.len() - t.lag.count_between(0, LAG_BOUND_US);
     let line = format!(
-        "the generator sent late: schedule lag p90 {:.1} ms, p99 {:.1} ms (bound {:.1} ms)",
-        lag_p90 as f64 / 1e3,
-        lag_p99 as f64 / 1e3,
-        LAG_BOUND_US as f64 / 1e3
+        "the generator sent late: schedule lag p90 {}, p99 {} (bound {})",
+        format_micros(lag_p90),
+        format_micros(lag_p99),
+        format_micros(LAG_BOUND_US)
     );
     // The hypervisor taking the machine's CPU makes every process late, the generator
     // included: that lateness is the machine's (and said so below), not the generator's —
@@ -205,10 +206,10 @@ fn lateness(o: &Outcome, evidence: &mut Vec<String>, notes: &mut Vec<String>) {
     } else if lag_p99 > LAG_BOUND_US {
         // Worded as what it is, so that it cannot read against the VALID above it.
         notes.push(format!(
-            "the generator sent late in a burst, not as a pattern: schedule lag p99 {:.1} ms, p90 {:.1} ms (bound {:.1} ms for the p90) — the corrected latency includes the delay; this is not evidence against the run",
-            lag_p99 as f64 / 1e3,
-            lag_p90 as f64 / 1e3,
-            LAG_BOUND_US as f64 / 1e3
+            "the generator sent late in a burst, not as a pattern: schedule lag p99 {}, p90 {} (bound {} for the p90) — the corrected latency includes the delay; this is not evidence against the run",
+            format_micros(lag_p99),
+            format_micros(lag_p90),
+            format_micros(LAG_BOUND_US)
         ));
     }
 }
@@ -227,24 +228,23 @@ fn pool_cap(t: &super::recorder::Tally, evidence: &mut Vec<String>, notes: &mut 
         t.cap_hits,
         t.sent.max(t.cap_hits)
     );
-    let ms = |us: u64| us as f64 / 1e3;
     let line = match cap_cause(t) {
         CapCause::Target { light, full } => {
             notes.push(format!(
                 "{share} because the target slowed down: with every connection busy it \
-                 answered in {:.1} ms (p50), against {:.1} ms with half of them or fewer \
+                 answered in {} (p50), against {} with half of them or fewer \
                  (lower quartile) — it queued what it was sent (Little's law), the target's \
                  limit; the corrected latency includes the wait",
-                ms(full),
-                ms(light)
+                format_micros(full),
+                format_micros(light)
             ));
             None
         }
         CapCause::Pool { light, full } => Some(format!(
-            "{share} while the target answered as fast as with few busy ({:.1} ms p50 \
-             against {:.1} ms): raise -c, or `connections` in a suite",
-            ms(full),
-            ms(light)
+            "{share} while the target answered as fast as with few busy ({} p50 \
+             against {}): raise -c, or `connections` in a suite",
+            format_micros(full),
+            format_micros(light)
         )),
         CapCause::Unknown => Some(format!("{share} (raise -c, or `connections` in a suite)")),
     };
@@ -276,16 +276,20 @@ fn pool_held(t: &super::recorder::Tally, notes: &mut Vec<String>) {
     // run: the pool's own growth rule looks at a shorter window.
     let why = if full >= QUEUED_FACTOR * few && few > 0.0 {
         format!(
-            "because the target slowed down: it answered in {full:.1} ms (p50), against \
-             {few:.1} ms with few connections busy (lower quartile) — it queued what it \
+            "because the target slowed down: it answered in {} (p50), against \
+             {} with few connections busy (lower quartile) — it queued what it \
              was sent (Little's law), and more connections would only have moved the \
-             queue into it"
+             queue into it",
+            latency_ms(full),
+            latency_ms(few)
         )
     } else {
         format!(
             "when the target's latest answers were slower than its fastest; over the run \
-             it answered in {full:.1} ms (p50) against {few:.1} ms with few connections \
-             busy (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown"
+             it answered in {} (p50) against {} with few connections \
+             busy (lower quartile), under the {QUEUED_FACTOR}× that names a slowdown",
+            latency_ms(full),
+            latency_ms(few)
         )
     };
     notes.push(format!(
@@ -410,8 +414,8 @@ fn unsent(o: &Outcome) -> Option<String> {
         "none answered".to_string()
     } else {
         format!(
-            "service time p50 {:.1} ms",
-            t.service.value_at_quantile(0.5) as f64 / 1e3
+            "service time p50 {}",
+            format_micros(t.service.value_at_quantile(0.5))
         )
     };
     let why = if 2 * t.unsent_connecting >= t.unsent {
@@ -494,8 +498,10 @@ pub fn judge(o: &Outcome) -> Verdict {
     let mut reasons = Vec::new();
     if let (true, Some(off)) = (short, offered_rate) {
         reasons.push(format!(
-            "achieved {achieved_rate:.1} req/s of {off:.1} offered ({:.1}%)",
-            100.0 * achieved_rate / off
+            "achieved {} of {} offered ({})",
+            rate(achieved_rate),
+            rate(off),
+            share(achieved_rate / off)
         ));
     }
     reasons.extend(evidence);
@@ -601,7 +607,7 @@ mod tests {
         let v = judge(&o);
         let line = v.reasons.iter().find(|r| r.contains("never sent")).unwrap();
         assert!(
-            line.contains("waiting on an earlier request (service time p50 2.0 ms"),
+            line.contains("waiting on an earlier request (service time p50 2.00 ms"),
             "{line}"
         );
         // An agent's tally carries them over the wire and through `minus`.

@@ -5,7 +5,10 @@
 use crate::kinds::details::Details;
 use crate::kinds::lines::{self, Line};
 use crate::kinds::CaseResult;
-use crate::units::{count, format_duration, format_number, Bytes};
+use crate::units::{
+    count, format_duration, format_micros, format_number, format_value, latency_ms, rate, share,
+    Bytes,
+};
 
 /// A case's facts in words, a line each, as the terminal prints them under its name
 /// (without their indentation).
@@ -20,13 +23,16 @@ pub fn lines(r: &CaseResult) -> Vec<String> {
 /// `l` in words (more than one line for some); `d`: the case's details, which hold
 /// what some facts tell.
 fn line(l: &Line, d: &Details) -> String {
-    let ms = |us: u64| us as f64 / 1000.0;
     match l {
         Line::GateOk { detail } => format!("gate ok: {detail}"),
         Line::GateUndecided { detail } => format!("gate undecided: {detail}"),
         Line::LogClass { name, lines } => format!("log class '{name}': {lines} line(s)"),
         Line::TargetCost { cores, ms_per_op } => {
-            format!("target: {cores:.2} cores, {ms_per_op:.3} ms of CPU per request")
+            format!(
+                "target: {}, {} of CPU per request",
+                format_value(*cores, "cores"),
+                latency_ms(*ms_per_op)
+            )
         }
         Line::Load {
             description,
@@ -35,41 +41,42 @@ fn line(l: &Line, d: &Details) -> String {
             p99_us,
             error_rate,
         } => format!(
-            "load: {description} — {achieved_rate:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, errors {:.3}%",
-            ms(*p50_us),
-            ms(*p99_us),
-            100.0 * error_rate
+            "load: {description} — {}, p50 {}, p99 {}, errors {}",
+            rate(*achieved_rate),
+            format_micros(*p50_us),
+            format_micros(*p99_us),
+            share(*error_rate)
         ),
         Line::Checks { checks } => {
             let each: Vec<String> = checks
                 .iter()
                 .map(|c| {
                     format!(
-                        "{} {}/{} ({:.2}%)",
+                        "{} {}/{} ({})",
                         c.name,
                         c.passed,
                         c.passed + c.failed,
-                        100.0 * c.pass_rate()
+                        share(c.pass_rate())
                     )
                 })
                 .collect();
             format!("checks: {}", each.join(", "))
         }
         Line::Deliveries { deliveries: d } => format!(
-            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({:.3}%), {} duplicate(s){}, end to end p50 {:.2} ms, p99 {:.2} ms",
+            "deliveries: {} of {} expected to {} subscriber(s), {} lost ({}), {} duplicate(s){}, end to end p50 {}, p99 {}",
             d.distinct(),
             d.expected,
             d.subscribed,
             d.lost,
-            100.0 * d.loss_rate,
+            share(d.loss_rate),
             d.duplicates,
             if d.unverified > 0 {
                 format!(", {} not checked for a duplicate (unverified stamps)", d.unverified)
             } else {
                 String::new()
             },
-            ms(d.latency_us.p50),
-            ms(d.latency_us.p99)
+            format_micros(d.latency_us.p50),
+            format_micros(d.latency_us.p99)
         ),
         Line::Finding { words } | Line::Said { words } => words.clone(),
         Line::ThreadStates { closed } => {
@@ -153,11 +160,11 @@ fn ramp(r: &lines::Ramp) -> String {
             "offered", "achieved", "p99", "errors", "cpu", "thread"
         ),
         lines::Ramp::Step { figures: f, broke } => format!(
-            "{:>10.0} {:>10.1} {:>7.1}ms {:>7.2}% {:>8.2} {:>7.0}%  {}",
+            "{:>10.0} {:>10.1} {:>9} {:>8} {:>8.2} {:>7.0}%  {}",
             f.offered,
             f.achieved,
-            f.p99_ms,
-            100.0 * f.error_rate,
+            latency_ms(f.p99_ms),
+            share(f.error_rate),
             f.target_cpu,
             100.0 * f.busiest_thread,
             if broke.is_empty() {
@@ -174,7 +181,11 @@ fn ramp(r: &lines::Ramp) -> String {
             ceiling,
             knee,
             max_throughput,
-        } => format!("{ceiling}, knee {knee:.0} req/s, max throughput {max_throughput:.1} req/s"),
+        } => format!(
+            "{ceiling}, knee {}, max throughput {}",
+            rate(*knee),
+            rate(*max_throughput)
+        ),
         lines::Ramp::LimitingFactor { words } => format!("limiting factor: {words}"),
     }
 }
@@ -212,10 +223,10 @@ fn rounds(r: &lines::Rounds) -> String {
             throughput,
             drop,
         } => format!(
-            "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {trend_p:.3}; throughput {throughput:.1} ops/s median, {:+.0}% over the rounds",
+            "retained {:.3} KiB per op (Theil–Sen), {:.2} MiB in all; trend p = {trend_p:.3}; throughput {throughput:.1} ops/s median, {} over the rounds",
             retained_per_op / 1024.0,
             retained_total / MIB,
-            -100.0 * drop
+            crate::units::signed_percent(-100.0 * drop)
         ),
     }
 }
@@ -328,7 +339,7 @@ mod tests {
         });
         assert_eq!(
             line(&step, &Details::default()),
-            "       400      399.5    12.2ms    0.10%     0.50      42%  p99 over the SLO"
+            "       400      399.5   12.2 ms    0.10%     0.50      42%  p99 over the SLO"
         );
         let kill = Line::Crash(lines::Crash::Iteration {
             iteration: 3,

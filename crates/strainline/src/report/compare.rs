@@ -118,14 +118,13 @@ fn side_text(r: &Row, candidate: bool) -> String {
     }
 }
 
-fn pct(r: &Row) -> String {
-    match r.ratio {
-        Some(x) => format!("{:.1}%", 100.0 * x),
-        None => "new".into(),
-    }
+/// The candidate as % of the baseline, as every format writes it (`new`: no baseline).
+pub fn pct(r: &Row) -> String {
+    r.ratio.map_or("new".into(), crate::units::percent_of)
 }
 
-fn ci(r: &Row) -> String {
+/// The ratio's interval, as every format writes it.
+pub fn ci(r: &Row) -> String {
     match r.ratio_ci {
         Some((lo, hi)) if lo.is_finite() && hi.is_finite() => {
             format!("{:.0}–{:.0}%", 100.0 * lo, 100.0 * hi)

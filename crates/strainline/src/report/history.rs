@@ -285,8 +285,8 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
         if let Some(s) = h.change_points.iter().find(|s| s.run_after == p.run) {
             writeln!(
                 out,
-                "  ---- change point: {:+.1}% (p {}){} ----",
-                s.change_percent,
+                "  ---- change point: {} (p {}){} ----",
+                crate::units::signed_percent(s.change_percent),
                 p_text(s.point.p),
                 s.caveat().map(|c| format!("; {c}")).unwrap_or_default()
             )?;
@@ -314,12 +314,12 @@ pub fn write_text(out: &mut dyn Write, h: &History) -> std::io::Result<()> {
     for s in &h.change_points {
         writeln!(
             out,
-            "\nchange point between run #{} and run #{}: mean {} → {} ({:+.1}%), sd {} → {}, p {}{}",
+            "\nchange point between run #{} and run #{}: mean {} → {} ({}), sd {} → {}, p {}{}",
             s.run_before,
             s.run_after,
             format_value(s.point.mean_before, &h.unit),
             format_value(s.point.mean_after, &h.unit),
-            s.change_percent,
+            crate::units::signed_percent(s.change_percent),
             format_value(s.point.stddev_before, &h.unit),
             format_value(s.point.stddev_after, &h.unit),
             p_text(s.point.p),

@@ -284,8 +284,9 @@ fn conditions_why(b: Side, c: Side) -> Vec<String> {
     let mut why = Vec::new();
     if (b.cores - c.cores).abs() >= CONDITIONS_CORES {
         why.push(format!(
-            "the baseline ran while {:.2} cores were busy elsewhere on the machine, the candidate beside {:.2}",
-            b.cores, c.cores
+            "the baseline ran while {} were busy elsewhere on the machine, the candidate beside {}",
+            crate::units::format_value(b.cores, "cores"),
+            crate::units::format_value(c.cores, "cores")
         ));
     }
     let swing = CONDITIONS_STEAL_SE * (b.steal_var + c.steal_var).sqrt();
@@ -501,7 +502,10 @@ mod tests {
     fn a_burner_beside_one_side_is_named() {
         let why = conditions_why(side(0.05, 0.0, 0.0, 5), side(1.02, 0.0, 0.0, 5));
         assert_eq!(why.len(), 1);
-        assert!(why[0].contains("0.05 cores were busy elsewhere"), "{why:?}");
+        assert!(
+            why[0].contains("0.050 cores were busy elsewhere"),
+            "{why:?}"
+        );
     }
 
     #[test]

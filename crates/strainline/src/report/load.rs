@@ -43,11 +43,11 @@ fn write_histogram(
         let bar = if b.count > 0 { bar.max(1) } else { 0 };
         writeln!(
             out,
-            "    ≤ {:>8}  {:<30}  {:>9}  {:>6.2}%",
+            "    ≤ {:>9}  {:<30}  {:>9}  {:>7}",
             us(b.le_us),
             "■".repeat(bar),
             b.count,
-            100.0 * b.count as f64 / total as f64
+            crate::units::share(b.count as f64 / total as f64)
         )?;
     }
     Ok(())
@@ -275,14 +275,14 @@ fn script_words(s: &LoadSummary) -> Option<String> {
 fn write_deliveries(out: &mut dyn Write, d: &crate::load::summary::Deliveries) -> io::Result<()> {
     writeln!(
         out,
-        "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({:.3}%), {} duplicate(s)",
+        "  {:<14}{} of {} expected ({} subscriber(s) of {} subscribed), {} lost ({}), {} duplicate(s)",
         "Delivered",
         d.distinct(),
         d.expected,
         d.subscribed,
         d.subscribers,
         d.lost,
-        100.0 * d.loss_rate,
+        crate::units::share(d.loss_rate),
         d.duplicates
     )?;
     if d.unverified > 0 {
@@ -410,7 +410,7 @@ fn write_custom(out: &mut dyn Write, s: &LoadSummary, w: usize) -> io::Result<()
             figures.push(format!("{}/s", num(p)));
         }
         if let Some(r) = c.rate {
-            figures.push(format!("{:.2}% true", 100.0 * r));
+            figures.push(format!("{} true", crate::units::share(r)));
         }
         if let Some(l) = c.last {
             figures.push(format!("last {}", num(l)));
@@ -655,13 +655,13 @@ fn write_generator(out: &mut dyn Write, s: &LoadSummary) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {:<14}{} (slice {}/{}): {} sent, {:.1} req/s, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
+            "  {:<14}{} (slice {}/{}): {} sent, {}, p99 {}, lag p99 {}, CPU {:.2} s, clock offset {:+.0} µs, {state}",
             "Agent",
             crate::units::printable(&a.name),
             a.slice + 1,
             a.of,
             a.sent,
-            a.achieved_rate,
+            crate::units::rate(a.achieved_rate),
             us(a.latency_us.p99),
             us(a.schedule_lag_us.p99),
             a.generator_thread_cpu_seconds.iter().sum::<f64>() + 0.0,

@@ -72,16 +72,16 @@ pub fn write_summary(
     let cpu = &s.cpu;
     writeln!(
         out,
-        "{:<20}{:.2}% of one core ({:.3} cores)",
+        "{:<20}{} of one core ({})",
         "Average CPU:",
-        cpu.avg_cores * 100.0,
-        cpu.avg_cores
+        crate::units::share(cpu.avg_cores),
+        crate::units::format_value(cpu.avg_cores, "cores")
     )?;
     writeln!(
         out,
-        "{:<20}{:.2}% of one core (busiest {} window)",
+        "{:<20}{} of one core (busiest {} window)",
         "Max CPU:",
-        cpu.max_cores * 100.0,
+        crate::units::share(cpu.max_cores),
         secs(cpu.max_window_seconds)
     )?;
     writeln!(
@@ -115,8 +115,11 @@ pub fn write_summary(
     let o = &s.overhead;
     writeln!(
         out,
-        "{:<20}{:.2}% of one core ({:.3} s CPU, {:.0} µs per tick)",
-        "Monitor overhead:", o.percent_of_core, o.cpu_seconds, o.per_tick_us
+        "{:<20}{} of one core ({:.3} s CPU, {} per tick)",
+        "Monitor overhead:",
+        crate::units::share(o.percent_of_core / 100.0),
+        o.cpu_seconds,
+        crate::units::latency_ms(o.per_tick_us / 1000.0)
     )?;
     if let Some(b) = s.threads.as_ref().filter(|b| !b.groups.is_empty()) {
         write_thread_states(out, b)?;

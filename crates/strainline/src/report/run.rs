@@ -43,7 +43,7 @@ pub fn agent_row(a: &AgentSummary) -> Vec<String> {
         a.name.clone(),
         format!("{}/{}", a.slice + 1, a.of),
         a.sent.to_string(),
-        format!("{:.1} req/s", a.achieved_rate),
+        crate::units::rate(a.achieved_rate),
         us(a.latency_us.p99),
         us(a.schedule_lag_us.p99),
         format!("{:.2} s", cpu + 0.0),
@@ -182,7 +182,7 @@ pub fn check_rows(summary: &serde_json::Value) -> Vec<Vec<String>> {
                 let rate = if passed + failed == 0 {
                     "-".to_string()
                 } else {
-                    format!("{:.2}%", 100.0 * passed as f64 / (passed + failed) as f64)
+                    crate::units::share(passed as f64 / (passed + failed) as f64)
                 };
                 vec![
                     c["name"].as_str().unwrap_or_default().to_string(),
@@ -441,7 +441,7 @@ pub fn histogram_rows(buckets: &[crate::load::summary::Bucket]) -> Vec<Vec<Strin
             vec![
                 crate::units::format_value(b.le_us as f64 / 1000.0, "ms"),
                 b.count.to_string(),
-                format!("{:.2}%", 100.0 * b.count as f64 / total as f64),
+                crate::units::share(b.count as f64 / total as f64),
                 "■".repeat(bar),
             ]
         })
@@ -615,7 +615,7 @@ mod tests {
         let rows = agent_rows(&stored);
         assert_eq!(
             agent_line(&rows[0]),
-            "a1 slice 1/2: 400 sent, 199.8 req/s, p99 1.2ms, lag p99 90µs, CPU 0.75 s, clock -12 µs, valid"
+            "a1 slice 1/2: 400 sent, 199.8 req/s, p99 1.20 ms, lag p99 90.0 µs, CPU 0.75 s, clock -12 µs, valid"
         );
         assert!(
             agent_line(&rows[1]).ends_with("LOST: connection reset"),

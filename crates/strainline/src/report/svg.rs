@@ -101,6 +101,8 @@ pub struct Chart {
     /// The lines are running totals (each one the sum of those before and its own):
     /// the band between a line and the one before it is filled with its colour.
     pub stacked: bool,
+    /// The x axis counts (runs): its ticks are whole numbers, never a run 1.5.
+    pub counted_x: bool,
 }
 
 pub const COLORS: [&str; 6] = [
@@ -141,7 +143,7 @@ pub fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 /// whole numbers only, never a 0.5 thread.
 pub fn count_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let t = ticks(lo, hi, n);
-    if t.windows(2).all(|w| w[1] - w[0] >= 1.0) {
+    if t.windows(2).all(|w| w[1] - w[0] >= 1.0) && t.iter().all(|v| v.fract() == 0.0) {
         return t;
     }
     (lo.ceil() as i64..=(hi + 1e-9).floor() as i64)
@@ -422,6 +424,8 @@ fn grid(s: &mut String, chart: &Chart, Frame { x, y, y2 }: &Frame) {
             .map(|p| (xt(chart, *p), format!("{p}%")))
             .filter(|(v, _)| *v >= x.lo && *v <= x.hi)
             .collect()
+    } else if chart.counted_x {
+        labelled(count_ticks(x.lo, x.hi, 8))
     } else {
         labelled(ticks(x.lo, x.hi, 8))
     };
@@ -846,6 +850,8 @@ mod tests {
         assert_eq!(ticks(0.0, 2.0, 5), vec![0.0, 0.5, 1.0, 1.5, 2.0]);
         assert_eq!(count_ticks(0.0, 2.0, 5), vec![0.0, 1.0, 2.0]);
         assert_eq!(count_ticks(0.0, 40.0, 5), ticks(0.0, 40.0, 5));
+        assert_eq!(count_ticks(1.0, 3.0, 8), vec![1.0, 2.0, 3.0]);
+        assert_eq!(count_ticks(4.5, 4.5, 8), Vec::<f64>::new());
         assert_eq!(
             axis_ticks("threads (count)", 0.0, 2.0, 5),
             vec![0.0, 1.0, 2.0]

@@ -279,7 +279,7 @@ impl Table {
                     if i > 0 && self.shares() {
                         cells.push(
                             r.of_previous(i)
-                                .map_or("—".into(), |s| format!("{:.0}%", 100.0 * s)),
+                                .map_or("—".into(), crate::units::percent_of),
                         );
                     }
                 }
@@ -477,7 +477,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("bench\\[n=8\\]"), "{md}");
-        assert!(md.contains("110%") && md.contains("not a verdict"), "{md}");
+        assert!(
+            md.contains("110.0%") && md.contains("not a verdict"),
+            "{md}"
+        );
         let text = t.terminal();
         assert!(
             !text.contains('\u{1b}') && text.contains("not a verdict"),

@@ -6,6 +6,7 @@ use maud::{html, Markup, PreEscaped};
 
 use super::html::page;
 use super::svg::{render, Chart, Line, Mark, COLORS};
+use crate::units::rate;
 use crate::workload::profile::{Profile, RouteStats};
 use crate::workload::Characterization;
 
@@ -27,7 +28,7 @@ pub fn characterization_report(c: &Characterization) -> String {
             h2 { "Windows" }
             table {
                 tr {
-                    th { "window" } th { "requests" } th { "mean req/s" } th { "p99 req/s" }
+                    th { "window" } th { "requests" } th { "mean rate" } th { "p99 of each second" }
                     th { "index of dispersion (1 s)" } th { "busiest route" }
                 }
                 @for w in &c.windows { (window(w)) }
@@ -47,8 +48,8 @@ fn window(w: &Profile) -> Markup {
         tr {
             td { (w.window) }
             td { (w.requests) }
-            td { (format!("{:.1}", w.rate.mean)) }
-            td { (format!("{:.0}", w.rate.per_second.p99)) }
+            td { (rate(w.rate.mean)) }
+            td { (rate(w.rate.per_second.p99)) }
             td { (d1) }
             td { (top) }
         }
@@ -74,8 +75,8 @@ fn profile(p: &Profile) -> Markup {
         h2 { "Arrival rate" }
         p {
             (format!(
-                "Mean {:.1} req/s; per second p50 {:.0}, p99 {:.0}, max {:.0}. Arrivals {arrivals}.",
-                r.mean, r.per_second.p50, r.per_second.p99, r.per_second.max
+                "Mean {}; per second p50 {}, p99 {}, max {}. Arrivals {arrivals}.",
+                rate(r.mean), rate(r.per_second.p50), rate(r.per_second.p99), rate(r.per_second.max)
             ))
         }
         (PreEscaped(render(&rate_chart(p))))
@@ -125,12 +126,12 @@ fn rate_chart(p: &Profile) -> Chart {
         horizontal: vec![
             Mark {
                 at: r.mean,
-                label: format!("mean {:.1}", r.mean),
+                label: format!("mean {}", rate(r.mean)),
                 color: COLORS[2],
             },
             Mark {
                 at: r.per_second.p99,
-                label: format!("p99 {:.0}", r.per_second.p99),
+                label: format!("p99 {}", rate(r.per_second.p99)),
                 color: COLORS[1],
             },
         ],

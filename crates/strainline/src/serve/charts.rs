@@ -139,7 +139,7 @@ fn series_block(
                     "Change point at run " a href=(run_link(c.run_after)) { "#" (c.run_after) }
                     " (after #" (c.run_before) "): "
                     (format_value(c.point.mean_before, &s.unit)) " → " (format_value(c.point.mean_after, &s.unit))
-                    " (" (format!("{:+.1}", c.change_percent)) "%, p " (crate::analysis::comparison::p_text(c.point.p))
+                    " (" (crate::units::signed_percent(c.change_percent)) ", p " (crate::analysis::comparison::p_text(c.point.p))
                     (c.caveat().map(|c| format!("; {c}")).unwrap_or_default()) "); "
                     (commit_of(runs, c.run_before)) " → " (commit_of(runs, c.run_after))
                     " · "
@@ -220,6 +220,7 @@ fn chart(s: &Series, band: Option<f64>) -> Chart {
     let mut chart = Chart {
         title: format!("{} — {}", s.metric, s.case),
         x_label: "run".into(),
+        counted_x: true,
         y_label: if s.unit.is_empty() {
             s.metric.clone()
         } else {
@@ -233,7 +234,7 @@ fn chart(s: &Series, band: Option<f64>) -> Chart {
             at: (c.run_before + c.run_after) as f64 / 2.0,
             // The size alone: a label with both commits overlapped its neighbours';
             // the commits are in the words under the chart.
-            label: format!("{:+.1}%", c.change_percent),
+            label: crate::units::signed_percent(c.change_percent),
             color: COLORS[1],
         });
     }

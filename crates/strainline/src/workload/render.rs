@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::compare::Comparison;
 use super::profile::Profile;
 use super::Characterization;
-use crate::units::{format_number, printable};
+use crate::units::{format_number, printable, rate};
 
 /// Routes listed in the terminal (all of them are in `--json`).
 const ROUTES_SHOWN: usize = 15;
@@ -63,13 +63,13 @@ fn profile(o: &mut String, p: &Profile) {
     );
     let _ = writeln!(
         o,
-        "  Rate          mean {:.1} req/s; per second p50 {:.0}, p99 {:.0}, max {:.0}{}",
-        r.mean,
-        r.per_second.p50,
-        r.per_second.p99,
-        r.per_second.max,
+        "  Rate          mean {}; per second p50 {}, p99 {}, max {}{}",
+        rate(r.mean),
+        rate(r.per_second.p50),
+        rate(r.per_second.p99),
+        rate(r.per_second.max),
         if r.per_minute_max > 0.0 {
-            format!("; busiest minute {:.1} req/s", r.per_minute_max)
+            format!("; busiest minute {}", rate(r.per_minute_max))
         } else {
             String::new()
         }

@@ -46,9 +46,9 @@ pub fn write(profile: &Profile, source: &str, shape: Shape) -> crate::error::Res
         .join(", ");
     let _ = writeln!(
         w,
-        "# mean {:.1} req/s, per-second p99 {:.0}, index of dispersion {}{}.",
-        rate.mean,
-        rate.per_second.p99,
+        "# mean {}, per-second p99 {}, index of dispersion {}{}.",
+        crate::units::rate(rate.mean),
+        crate::units::rate(rate.per_second.p99),
         if dispersion.is_empty() {
             "-".into()
         } else {

@@ -112,13 +112,6 @@ fn every_page_lays_out_without_overlaps_cuts_or_horizontal_scroll() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/layout_check.py");
     let out = std::process::Command::new("python3")
         .arg(script)
-        // Known, to be fixed where it is drawn (`report::html::comparison_bars`): a
-        // ratio at the axis's end (200%, or 500% at most) prints its value past the
-        // chart's right edge, and a case name longer than 260 px starts before its left.
-        .args([
-            "--known",
-            "cut by its chart (\"candidate as % of baseline\")",
-        ])
         .arg(&out_dir)
         .args(pages.iter().map(|(name, url)| format!("{name}={url}")))
         .output()

@@ -224,7 +224,7 @@ fn a_thousand_devices_publish_to_mosquitto_and_ten_subscribers_get_every_message
             (4000.0..7000.0).contains(&published),
             "{published} publishes\n{text}"
         );
-        assert_has(line, "0 lost (0.000%), 0 duplicate(s)");
+        assert_has(line, "0 lost (0.00%), 0 duplicate(s)");
         // The broker's own memory and CPU, from its process tree.
         let rss = get("peak_rss");
         assert!(

@@ -32,7 +32,10 @@ fn resource_charts(c: &CaseData, out: &mut Vec<Chart>) {
     if let Some((bytes, source)) = peak {
         horizontal.push(Mark {
             at: mib(bytes),
-            label: format!("exact peak {:.1} MiB ({source})", mib(bytes)),
+            label: format!(
+                "exact peak {} ({source})",
+                crate::units::Bytes(bytes.max(0.0) as u64)
+            ),
             color: "#d62728",
         });
     }
@@ -100,7 +103,7 @@ fn ramp_chart(c: &CaseData, out: &mut Vec<Chart>) {
         if v > 0.0 {
             vertical.push(Mark {
                 at: v,
-                label: format!("{key} {v:.0} req/s"),
+                label: format!("{key} {}", crate::units::rate(v)),
                 color,
             });
         }

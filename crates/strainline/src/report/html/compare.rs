@@ -6,7 +6,8 @@ use maud::{html, Markup};
 use super::{beside, page};
 use crate::analysis::comparison::Row;
 use crate::analysis::comparison::Verdict;
-use crate::report::compare::{header_lines, is_alarm, seen, summary_line, Comparison};
+use crate::report::compare::{ci, header_lines, is_alarm, pct, seen, summary_line, Comparison};
+use crate::report::svg::text_width;
 use crate::units::format_value;
 
 /// A coordinate to a tenth, as the charts write them.
@@ -17,9 +18,9 @@ fn tenth(v: f64) -> String {
 /// Bars of candidate as % of baseline, with the tolerance band shaded.
 fn comparison_bars(c: &Comparison) -> Markup {
     let rows: Vec<&Row> = (c.rows.iter())
-        .filter(|r| r.ratio.is_some() && r.band.is_some())
+        .filter(|r| r.ratio.is_some_and(f64::is_finite) && r.band.is_some())
         .collect();
-    let (w, row_h, left) = (720.0, 22.0, 260.0);
+    let (w, row_h, left) = (CHART_W, 22.0, 260.0);
     let h = 60.0 + row_h * rows.len() as f64;
     let max = (rows.iter().filter_map(|r| r.ratio))
         .fold(2.0f64, f64::max)
@@ -53,16 +54,28 @@ fn bar(r: &Row, y: f64, row_h: f64, left: f64, x: &dyn Fn(f64) -> f64) -> Markup
         Verdict::Inconclusive => "#ff7f0e",
         _ => "#1f77b4",
     };
-    let percent = tenth(100.0 * ratio);
+    let percent = crate::units::percent_of(ratio);
+    let name = format!("{} {}", r.case, r.metric);
+    let label = shortened(&name, left - 10.0);
+    // The value after the bar's end, or inside it (white, against its end) where it
+    // would pass the chart's right edge.
+    let end = x(ratio);
+    let inside = end + 4.0 + text_width(&percent, TICK_PX) > CHART_W;
     html! {
-        text class="tick" x=(left - 6.0) y=(tenth(y + 14.0)) text-anchor="end" {
-            (r.case) " " (r.metric)
+        g {
+            @if label != name { title { (name) } }
+            text class="tick" x=(left - 6.0) y=(tenth(y + 14.0)) text-anchor="end" { (label) }
         }
         rect x=(tenth(x(lo))) y=(tenth(y)) width=(tenth(x(hi) - x(lo))) height=(row_h - 4.0)
             fill="#eee" {}
         rect x=(left) y=(tenth(y + 4.0)) width=(tenth((x(ratio) - left).max(1.0)))
-            height=(row_h - 12.0) fill=(color) { title { (percent) "%" } }
-        text class="tick" x=(tenth(x(ratio) + 4.0)) y=(tenth(y + 14.0)) { (percent) "%" }
+            height=(row_h - 12.0) fill=(color) { title { (percent) } }
+        @if inside {
+            text class="tick" x=(tenth(end - 4.0)) y=(tenth(y + 14.0)) text-anchor="end"
+                style="fill:#fff" { (percent) }
+        } @else {
+            text class="tick" x=(tenth(end + 4.0)) y=(tenth(y + 14.0)) { (percent) }
+        }
     }
 }
 
@@ -124,12 +137,8 @@ fn row(r: &Row) -> Markup {
         _ if r.blind() => "inconclusive",
         _ => "",
     };
-    let ratio = r
-        .ratio
-        .map_or("new".into(), |x| format!("{:.1}%", 100.0 * x));
-    let ci = (r.ratio_ci).map_or("-".into(), |(a, b)| {
-        format!("{:.0}–{:.0}%", 100.0 * a, 100.0 * b)
-    });
+    let ratio = pct(r);
+    let ci = ci(r);
     let p = (r.p_adjusted).map_or("-".into(), crate::analysis::comparison::p_text);
     html! {
         tr class=(class) {
@@ -143,5 +152,35 @@ fn row(r: &Row) -> Markup {
             td { (seen(r)) }
             td { (r.verdict.word()) " — " (r.why) }
         }
+    }
+}
+
+/// The chart's width in its own units.
+const CHART_W: f64 = 720.0;
+
+/// The font size of a tick, in px (`.tick` in style.css).
+const TICK_PX: f64 = 11.0;
+
+/// `s`, or as much of it as fits in `px` at a tick's size with an ellipsis at its end.
+fn shortened(s: &str, px: f64) -> String {
+    if text_width(s, TICK_PX) <= px {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().collect();
+    while !out.is_empty() && text_width(&format!("{out}…"), TICK_PX) > px {
+        out.pop();
+    }
+    format!("{}…", out.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_name_is_cut_to_fit_with_an_ellipsis() {
+        let long = "push every notification through the front door of the device registry p99";
+        let cut = super::shortened(long, 250.0);
+        assert!(cut.ends_with('…') && cut.len() < long.len(), "{cut}");
+        assert!(super::text_width(&cut, super::TICK_PX) <= 250.0);
+        assert_eq!(super::shortened("peak p99", 250.0), "peak p99");
     }
 }
