@@ -93,7 +93,11 @@ pub fn run(location: &Location, args: CompareArgs) -> crate::error::Result<i32> 
         write_file(path, &report::to_markdown(&comparison))?;
     }
     if let Some(path) = &args.html {
-        write_file(path, &crate::report::html::comparison_report(&comparison))?;
+        let overlays = crate::report::timeline::overlays(&store, &comparison);
+        write_file(
+            path,
+            &crate::report::html::comparison_over_time(&comparison, &overlays),
+        )?;
     }
     Ok(if comparison.verdict == "regressed" {
         exit::FAILED

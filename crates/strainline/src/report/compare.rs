@@ -456,7 +456,7 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("<details>"), "{md}");
-        let html = crate::report::html::comparison_report(&c);
+        let html = crate::report::html::comparison_over_time(&c, &[]);
         assert!(html.contains("could miss a change of their band"), "{html}");
     }
 
@@ -466,7 +466,7 @@ mod tests {
     fn a_hostile_case_is_escaped_once_in_the_html_comparison() {
         let mut c = comparison("<b>&\"x");
         c.shape_mismatch = Some("<i>window</i> & more".into());
-        let html = crate::report::html::comparison_report(&c);
+        let html = crate::report::html::comparison_over_time(&c, &[]);
         let name = "&lt;b&gt;&amp;&quot;x";
         assert_eq!(
             html.matches(&format!("<td>{name}</td>")).count(),

@@ -420,21 +420,6 @@ fn run(store: &Store, id: i64, json: bool) -> crate::error::Result<Response> {
     Ok(Response::html(200, inject(&report, &bar.into_string())))
 }
 
-/// Baseline against candidate over time, case by case (the versions' newest runs),
-/// under the compare page's bar and above the report.
-fn overlay_block(overlays: &[(String, String)]) -> Markup {
-    html! {
-        @if !overlays.is_empty() {
-            h2 { "Over time: baseline (grey, dashed) and candidate" }
-            @for (case, drawing) in overlays {
-                h3 { (case) }
-                (PreEscaped(drawing))
-            }
-            script { (PreEscaped(crate::report::timeline::SCRIPT)) }
-        }
-    }
-}
-
 /// `bar` at the top of a report's body.
 fn inject(report: &str, bar: &str) -> String {
     match report.find("<body>") {
@@ -500,12 +485,11 @@ fn comparison(store: &Store, req: &Request, json: bool) -> crate::error::Result<
             "Permalink: " a.permalink href=(permalink) { (permalink) }
             " · runs " (run_links(&judged.baseline)) " against " (run_links(&judged.candidate))
         }
-        (overlay_block(&overlays))
     };
     Ok(Response::html(
         200,
         inject(
-            &crate::report::html::comparison_report(c),
+            &crate::report::html::comparison_over_time(c, &overlays),
             &bar.into_string(),
         ),
     ))

@@ -1,7 +1,7 @@
 //! The HTML report of a comparison: its alarms and verdict, the bars of candidate as %
 //! of baseline with each band shaded, and a row per case and metric.
 
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 
 use super::{beside, page};
 use crate::analysis::comparison::Row;
@@ -80,7 +80,10 @@ fn bar(r: &Row, y: f64, row_h: f64, left: f64, x: &dyn Fn(f64) -> f64) -> Markup
 }
 
 /// The HTML report of a comparison.
-pub fn comparison_report(c: &Comparison) -> String {
+///
+/// Under its table, the two versions over time case by case (`overlays`: `(case,
+/// drawing)` from [`crate::report::timeline::overlays`]; none drawn when empty).
+pub fn comparison_over_time(c: &Comparison, overlays: &[(String, String)]) -> String {
     let title = format!(
         "strainline compare {} → {}",
         c.baseline.key, c.candidate.key
@@ -123,6 +126,16 @@ pub fn comparison_report(c: &Comparison) -> String {
                 }
             }
             @for r in &c.rows { (row(r)) }
+        }
+        @if !overlays.is_empty() {
+            h2 { "Over time: baseline (grey, dashed) and candidate" }
+            p class="note" {
+                "Each version's newest run, each from its own load's start. Hover for a second's figures; drag to zoom on time, double-click for the whole run."
+            }
+            @for (case, drawing) in overlays {
+                h3 { (case) }
+                (PreEscaped(drawing))
+            }
         }
     };
     page(&title, body)

@@ -16,7 +16,7 @@ use super::run::{CaseData, RunData};
 use super::svg::{render, Chart};
 
 pub use charts::case_charts;
-pub use compare::comparison_report;
+pub use compare::comparison_over_time;
 
 /// The one stylesheet, the report's and `serve`'s pages'.
 pub const STYLE: &str = include_str!("../style.css");
