@@ -182,6 +182,14 @@ fn the_html_report_opens_in_chromium_with_its_charts_and_runs_no_script() {
         assert!(!html.contains(">p99 us<") && !html.contains(">completed per second<"));
         let html = std::fs::read_to_string(&compare_html).unwrap();
         assert!(html.contains(escaped));
+        // The two versions over time, case by case: the soaks' timelines overlaid.
+        assert_has(&html, "Over time: baseline (grey, dashed) and candidate");
+        let overlays = timelines(&html);
+        assert!(!overlays.is_empty());
+        assert!(overlays
+            .iter()
+            .all(|d| d["baseline"].as_array().is_some_and(|s| !s.is_empty())
+                && d["candidate"].as_array().is_some_and(|s| !s.is_empty())));
 
         // JUnit XML validates against the schema; the failed gate is a failure.
         let junit = reports.join("junit.xml");
