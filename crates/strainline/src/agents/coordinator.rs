@@ -462,14 +462,18 @@ impl Bounds {
     }
 }
 
-/// A plan's scenario steps and groups: the most an interval's steps may be.
+/// A plan's scenario steps and groups: the most an interval's steps may be (a
+/// scenario's clients or sessions, or its steps drawn by the open model's arrivals).
 fn steps_of(plan: &Plan) -> usize {
-    match &plan.model {
-        crate::load::Model::Scenario(sc) | crate::load::Model::Sessions { sc, .. } => {
-            sc.steps.len() + sc.groups.len()
-        }
-        _ => 0,
-    }
+    use crate::load::Model;
+    let sc = match &plan.model {
+        Model::Scenario(sc) | Model::Sessions { sc, .. } => Some(&**sc),
+        Model::Open {
+            requests: Some(r), ..
+        } => r.scenario(),
+        _ => None,
+    };
+    sc.map_or(0, |sc| sc.steps.len() + sc.groups.len())
 }
 
 /// Sends `Stop` to every agent still connected.

@@ -91,6 +91,16 @@ pub enum Requests {
     },
 }
 
+impl Requests {
+    /// The scenario whose steps it draws, if it draws them.
+    pub fn scenario(&self) -> Option<&super::scenario::Scenario> {
+        match self {
+            Requests::Drawn(d) => Some(&d.scenario),
+            _ => None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Requests {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
