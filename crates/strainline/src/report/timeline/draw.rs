@@ -441,8 +441,9 @@ fn path(
         if !v.is_finite() {
             continue;
         }
-        let alone = !(i > 0 && finite(i - 1)) && !finite(i + 1);
-        let start = !(i > 0 && finite(i - 1));
+        let after_one = i > 0 && finite(i - 1);
+        let alone = !after_one && !finite(i + 1);
+        let start = !after_one;
         if alone {
             let _ = write!(d, "M{:.1},{:.1}L", x((t - width).max(0.0)), y(*v));
         } else if start {
