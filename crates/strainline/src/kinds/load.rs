@@ -246,14 +246,9 @@ pub(super) fn keep_seconds(r: &mut CaseResult, run: &Run) {
         r.series
             .push((crate::load::LOAD_START.into(), vec![(0.0, run.window.0)]));
     }
-    for (name, points) in run.outcome.per_second() {
-        let points = points.into_iter().map(|(t, v)| (t + shift, v)).collect();
-        r.series.push((name, points));
-    }
-    for (name, (a, b), data) in run.outcome.latency_seconds() {
-        r.histograms
-            .push((name, (a + shift, b + shift), data.to_vec()));
-    }
+    let kept = run.outcome.stored_seconds(shift);
+    r.series.extend(kept.series);
+    r.histograms.extend(kept.histograms);
 }
 
 /// Over `seconds`: the busiest thread's share on a CPU (1.0 = all the time), the largest

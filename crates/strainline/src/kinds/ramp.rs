@@ -140,7 +140,12 @@ fn measure_step(
         Some(t.step_duration),
         None,
     )?;
+    // Each step a phase, the last closed by the ramp's end (its timeline shades them).
+    if r.phases.last().is_some_and(|p| p.0 == "end") {
+        r.phases.pop();
+    }
     r.phases.push((format!("{rate:.0}/s"), run.window.0));
+    r.phases.push(("end".into(), run.window.1));
     keep_seconds(r, &run);
     findings(r, &run);
     // The ticks before include the engine's idle warm-up: divide by the measured window.

@@ -212,13 +212,7 @@ fn p99_of(seconds: &[&Sec]) -> u64 {
     let worst = seconds.iter().map(|x| x.s.p99_us).max().unwrap_or(0);
     let mut all = crate::load::recorder::histogram();
     for x in seconds {
-        let decoded: Option<hdrhistogram::Histogram<u64>> = (!x.s.latency.is_empty())
-            .then(|| {
-                hdrhistogram::serialization::Deserializer::new()
-                    .deserialize(&mut x.s.latency.as_slice())
-                    .ok()
-            })
-            .flatten();
+        let decoded = crate::load::recorder::hdr::from_stored(&x.s.latency);
         match decoded {
             Some(h) if all.add(&h).is_ok() => {}
             _ if x.s.completed == 0 => {}

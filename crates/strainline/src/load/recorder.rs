@@ -1,8 +1,9 @@
 //! What each worker measures, in bounded memory: HDR histograms of latency (from the
 //! intended send time and from the actual send), of the schedule's lag, and counters by
-//! status and error kind — never one record per request. A worker records into its
-//! current interval only; the aggregator swaps the interval out once a second, builds
-//! the per-second series from it and adds it to the run's total.
+//! status and error kind — never one record per request; each scenario step's part of
+//! an interval and the clients running. A worker records into its current interval
+//! only; the aggregator swaps the interval out once a second, builds the per-second
+//! series from it and adds it to the run's total.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -243,28 +244,56 @@ pub mod hdr {
         Some(bytes)
     }
 
-    /// The most a histogram that came over the wire may say it spans: our bounds (1 µs
-    /// to [`super::MAX_US`], 3 significant digits; a step's grows up to about twice the
-    /// largest value). Its header says how much memory decoding it takes, so a header
-    /// beyond these is refused before anything is allocated: an agent cannot make its
-    /// coordinator allocate a thousand times what it sent.
+    /// HdrHistogram's V2 encoding, uncompressed: what [`encode`] writes and the wire
+    /// carries.
+    const V2_COOKIE: u64 = 0x1c84_9313;
+    /// Its header's length: cookie, payload length, offset, digits, lowest, highest,
+    /// ratio.
+    const V2_HEADER: usize = 40;
+
+    /// The most a histogram that came over the wire may say it spans: the uncompressed
+    /// V2 encoding, a payload no longer than the bytes that came, and our bounds (1 µs
+    /// to 4 × [`super::MAX_US`], at most 3 significant digits: a step's histogram grows
+    /// to about twice its largest value). Its header says how much memory decoding it
+    /// takes, so a header beyond these is refused before anything is allocated: an
+    /// agent cannot make its coordinator allocate many times what it sent.
     fn within_bounds(bytes: &[u8]) -> crate::error::Result<()> {
         let word = |at: usize, n: usize| -> Option<u64> {
             let b = bytes.get(at..at + n)?;
             Some(b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x)))
         };
-        let (Some(digits), Some(lowest), Some(highest)) = (word(12, 4), word(16, 8), word(24, 8))
-        else {
+        let (Some(cookie), Some(payload), Some(digits), Some(lowest), Some(highest)) = (
+            word(0, 4),
+            word(4, 4),
+            word(12, 4),
+            word(16, 8),
+            word(24, 8),
+        ) else {
             return Err(crate::Error::environment(
                 "histogram: shorter than its header",
             ));
         };
+        let room = (bytes.len() - V2_HEADER.min(bytes.len())) as u64;
+        if cookie != V2_COOKIE || payload > room {
+            return Err(crate::Error::environment(format!(
+                "histogram: not the uncompressed V2 encoding of its {} bytes",
+                bytes.len()
+            )));
+        }
         if digits > 3 || lowest == 0 || highest > 4 * super::MAX_US {
             return Err(crate::Error::environment(format!(
                 "histogram: beyond our bounds ({digits} digits, {lowest} to {highest} µs)"
             )));
         }
         Ok(())
+    }
+
+    /// A histogram as the store keeps it ([`STORED`]), growing on demand (to be merged
+    /// with others of other bounds); `None` when it is not one.
+    pub fn from_stored(bytes: &[u8]) -> Option<Histogram<u64>> {
+        let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).ok()?;
+        h.auto(true);
+        Some(h)
     }
 
     pub fn decode(text: &str) -> crate::error::Result<Histogram<u64>> {
@@ -359,7 +388,7 @@ impl Tally {
     }
 
     pub fn errors(&self) -> u64 {
-        self.by_error.values().sum::<u64>() + self.completed - self.ok
+        self.by_error.values().sum::<u64>() + self.completed.saturating_sub(self.ok)
     }
 
     /// This tally without `part` (a part of it): what an agent measured after the last
@@ -549,9 +578,9 @@ impl Recorder {
     /// A request was sent (of scenario step `step`, if any).
     pub fn sent(&mut self, step: Option<usize>) {
         self.interval.sent += 1;
-        if let Some(t) = self.step(step) {
+        if let (Some(t), Some(i)) = (self.step(step), step) {
             t.sent += 1;
-            self.interval.step_second(step.unwrap_or(0)).sent += 1;
+            self.interval.step_second(i).sent += 1;
         }
     }
 
@@ -567,9 +596,9 @@ impl Recorder {
     ) {
         let (c, s) = (us(corrected), us(service));
         self.interval.add_response(status, ok, bytes, c, s);
-        if let Some(t) = self.step(step) {
+        if let (Some(t), Some(i)) = (self.step(step), step) {
             t.add_response(status, ok, bytes, c, s);
-            let second = self.interval.step_second(step.unwrap_or(0));
+            let second = self.interval.step_second(i);
             second.completed += 1;
             second.ok += u64::from(ok);
             let _ = second.latency.record(c);
@@ -587,9 +616,9 @@ impl Recorder {
 
     pub fn error(&mut self, step: Option<usize>, kind: ErrorKind) {
         self.interval.add_error(kind);
-        if let Some(t) = self.step(step) {
+        if let (Some(t), Some(i)) = (self.step(step), step) {
             t.add_error(kind);
-            self.interval.step_second(step.unwrap_or(0)).errors += 1;
+            self.interval.step_second(i).errors += 1;
         }
     }
 
@@ -727,6 +756,17 @@ mod tests {
         step.latency.record(MAX_US).unwrap();
         assert!(hdr::decode(&hdr::encode(&step.latency)).is_ok());
         assert!(hdr::decode("AAAA").is_err());
+        // A compressed one (its inner header unread), and a payload longer than the bytes.
+        let deflated = hdr::stored(&histogram()).unwrap();
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        use base64::Engine;
+        assert!(hdr::decode(&b64(&deflated)).is_err());
+        let mut long = base64::engine::general_purpose::STANDARD
+            .decode(hdr::encode(&histogram()))
+            .unwrap();
+        long[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let err = hdr::decode(&b64(&long)).unwrap_err();
+        assert!(err.to_string().contains("not the uncompressed V2"), "{err}");
     }
 
     /// Each step's part of an interval: its sends, answers, failures and latencies,

@@ -188,13 +188,23 @@ fn slug(s: &str) -> String {
 /// each step's seconds in long form (`None` without steps).
 fn timeline_csv(tl: &crate::report::timeline::Timeline) -> (String, Option<String>) {
     let mut run = String::from(
-        "t,users,sent,responses,errors,min_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms\n",
+        "t,users,sent,responses,errors,min_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms,causes\n",
     );
+    // A second's errors by cause, in one text cell: `timeout 3; status 503 1`.
+    let causes_at = |t: f64| -> String {
+        (tl.causes.iter())
+            .filter_map(|(c, p)| {
+                let v = p.iter().find(|(x, _)| (x - t).abs() < 1e-6)?.1;
+                Some(format!("{c} {}", super::csv_text::number(v)))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
     let n = |v: f64| -> String { super::csv_text::number(v) };
     for p in &tl.seconds {
         let _ = writeln!(
             run,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             n(p.t),
             p.users.map(n).unwrap_or_default(),
             n(p.sent),
@@ -206,7 +216,8 @@ fn timeline_csv(tl: &crate::report::timeline::Timeline) -> (String, Option<Strin
             p.p90.map(n).unwrap_or_default(),
             p.p95.map(n).unwrap_or_default(),
             p.p99.map(n).unwrap_or_default(),
-            p.max.map(n).unwrap_or_default()
+            p.max.map(n).unwrap_or_default(),
+            text(&causes_at(p.t))
         );
     }
     if tl.steps.is_empty() {
@@ -644,10 +655,7 @@ mod tests {
         assert!(!html.contains('\u{1b}') && html.contains("v1\u{fffd}[2J&lt;i&gt;"));
         // One self-contained page: the policy, the one stylesheet inline.
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
-        let policy = format!(
-            "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {}\"",
-            crate::report::timeline::script_source()
-        );
+        let policy = format!("content=\"{}\"", super::super::html::policy());
         assert!(html.contains(&policy));
         assert!(html.contains(super::super::html::STYLE));
     }

@@ -2,7 +2,6 @@
 //! each case with its summary, metrics, resource samples, named series and latency
 //! percentiles. Every output format (HTML, Markdown, JUnit, CSV) renders this.
 
-use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use crate::load::summary::AgentSummary;
@@ -458,7 +457,7 @@ fn latency_of(
         if h.name != "latency_us" || h.encoding != crate::load::recorder::hdr::STORED {
             continue;
         }
-        let Ok(part) = Deserializer::new().deserialize::<u64, _>(&mut h.data.as_slice()) else {
+        let Some(part) = crate::load::recorder::hdr::from_stored(&h.data) else {
             continue;
         };
         match &mut merged {

@@ -1,7 +1,8 @@
 //! `strainline serve`: the results store as pages in a browser — runs, a run's report,
 //! comparisons, histories with change points, runs in progress — and the same as JSON
-//! under `/api/v1/`. Server-rendered HTML with the reports' SVG charts; one small
-//! script (the live page's polling) served from here; nothing fetched from elsewhere.
+//! under `/api/v1/`. Server-rendered HTML with the reports' SVG charts; two small
+//! scripts of ours — the live page's polling, served from here, and the timeline's
+//! hover and zoom, inline and allowed by its hash; nothing fetched from elsewhere.
 //!
 //! The store is opened read-only (SQLite's read-only mode, PostgreSQL read-only
 //! transactions), one connection per request at a time from a small pool, each request

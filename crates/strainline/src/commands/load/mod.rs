@@ -301,8 +301,9 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
         &v.status,
     );
     let reasons = reasons(&summary.reasons, aborted.as_deref(), &judged, code);
-    for (name, points) in outcome.per_second() {
-        store.append_series(case_id, &name, &points)?;
+    let kept = outcome.stored_seconds(0.0);
+    for (name, points) in &kept.series {
+        store.append_series(case_id, name, points)?;
     }
     if let Some(encoded) = load::recorder::hdr::stored(&outcome.total.corrected) {
         store.put_histogram(
@@ -313,8 +314,8 @@ pub fn run(store_location: &Location, args: LoadArgs) -> crate::error::Result<i3
             &encoded,
         )?;
     }
-    for (name, span, data) in outcome.latency_seconds() {
-        store.put_histogram(case_id, &name, span, load::recorder::hdr::STORED, data)?;
+    for (name, span, data) in &kept.histograms {
+        store.put_histogram(case_id, name, *span, load::recorder::hdr::STORED, data)?;
     }
     store.put_gates(case_id, &judged)?;
     store.finish_case(case_id, status.clone(), &metrics, &[], &summary)?;

@@ -92,6 +92,21 @@ impl Outcome {
         per_second(&self.seconds)
     }
 
+    /// The run's seconds as the store keeps them, on a clock `shift` seconds after the
+    /// run's own (a ramp's later steps on its first step's clock): the series of
+    /// [`Outcome::per_second`] and the histograms of [`Outcome::latency_seconds`]. The
+    /// one way a run's seconds are stored, by a suite's case and by `load` alike.
+    pub fn stored_seconds(&self, shift: f64) -> StoredSeconds {
+        StoredSeconds {
+            series: (self.per_second().into_iter())
+                .map(|(n, p)| (n, p.into_iter().map(|(t, v)| (t + shift, v)).collect()))
+                .collect(),
+            histograms: (self.latency_seconds().into_iter())
+                .map(|(n, (a, b), d)| (n, (a + shift, b + shift), d.to_vec()))
+                .collect(),
+        }
+    }
+
     /// Each kept second's latency histogram as the store keeps one, named
     /// [`SECOND_LATENCY`] (the run's) or [`step_latency`] (a step's), with its interval
     /// (start, end): the timeline's percentiles.
@@ -108,6 +123,13 @@ impl Outcome {
         }
         out
     }
+}
+
+/// A run's seconds as the store keeps them: named series, and named histograms (HDR V2
+/// + deflate) with their intervals.
+pub struct StoredSeconds {
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    pub histograms: Vec<(String, (f64, f64), Vec<u8>)>,
 }
 
 /// The shortest last interval kept in the per-second series: a run cut 0.1 s into a
@@ -226,7 +248,7 @@ fn causes(iv: &Tally) -> Vec<(String, u64)> {
         .filter(|(_, n)| **n > 0)
         .map(|(k, n)| (k.name().to_string(), *n))
         .collect();
-    let failed = iv.completed - iv.ok;
+    let failed = iv.completed.saturating_sub(iv.ok);
     let failing = || iv.by_status.iter().filter(|(s, _)| **s >= 400);
     if failing().map(|(_, n)| n).sum::<u64>() == failed {
         out.extend(failing().map(|(s, n)| (format!("status {s}"), *n)));

@@ -3,8 +3,8 @@
 //! and allows that one by its hash) — with the verdict and its reasons at the top, then
 //! per case its timeline, metrics, gates and charts. Pages are maud
 //! templates: every string that comes from a user, a target or a log is escaped by maud
-//! as it is spliced in (the SVG of `svg::render`, escaped there, goes in as it is), and
-//! a control character is made U+FFFD.
+//! as it is spliced in (the SVG of `svg::render` and of `timeline`, escaped there, goes
+//! in as it is), and a control character is made U+FFFD.
 
 mod case;
 mod charts;
@@ -27,10 +27,7 @@ pub const STYLE: &str = include_str!("../style.css");
 pub(super) fn page(title: &str, body: Markup) -> String {
     // The timeline's script, the one script a report may run (allowed by its hash).
     let script = body.0.contains(TIMELINE);
-    let policy = format!(
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {}",
-        crate::report::timeline::script_source()
-    );
+    let policy = policy();
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
@@ -51,6 +48,15 @@ pub(super) fn page(title: &str, body: Markup) -> String {
         "\n"
     };
     no_controls(page.into_string())
+}
+
+/// A report's Content-Security-Policy: nothing fetched, no script but the timeline's,
+/// by its hash.
+pub fn policy() -> String {
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {}",
+        crate::report::timeline::script_source()
+    )
 }
 
 /// What marks a timeline in a page's body.

@@ -1,8 +1,9 @@
 //! A load case over time, on one clock: the clients running, requests sent, responses
 //! and errors a second, latency percentiles of each second (from its stored HDR
 //! histogram: min, p50, p75, p90, p95, p99, max) and the target's CPU, memory and
-//! threads beneath, with a spike's or a soak's phases shaded. Read from the store, then
-//! drawn as one SVG of stacked panels that reads without script (Markdown, mail), its
+//! threads beneath, with a ramp's steps and a spike's phases shaded; each scenario step
+//! its own. Read from the store (in buckets of merged histograms past 900 seconds), then
+//! drawn as one SVG of stacked panels that reads without script (a mail, a CI artifact), its
 //! figures embedded as JSON, and a small script of our own (`timeline.js`, allowed by
 //! its hash) that reads a second's values on hover and zooms on time (`draw`). Two runs'
 //! timelines overlaid, baseline against candidate, are drawn the same way.
@@ -11,7 +12,6 @@ mod draw;
 
 pub use draw::{render, render_overlay, render_steps, script_source, SCRIPT};
 
-use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use crate::measure::Sample;
@@ -25,7 +25,9 @@ pub struct Point {
     pub sent: f64,
     pub responses: f64,
     pub errors: f64,
-    /// Clients running at its end (none for the open model's sends).
+    /// The most clients running at once in it (each thread's most, added up: an upper
+    /// bound when clients come and go within the second; none for the open model's
+    /// sends).
     pub users: Option<f64>,
     /// Corrected latency (from the intended send time) of the second's responses, ms;
     /// none in a second nothing was answered (a gap, never 0 ms).
@@ -51,7 +53,8 @@ pub struct Target {
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Timeline {
     pub seconds: Vec<Point>,
-    /// Errors a second by cause: (cause, points), the seconds it failed only.
+    /// Errors a second by cause: (cause, points) in the timeline's buckets, those it
+    /// failed in only.
     pub causes: Vec<(String, Vec<(f64, f64)>)>,
     pub target: Vec<Target>,
     /// Phases shaded: (name, start, end) on the load's clock.
@@ -111,7 +114,7 @@ struct Raw {
 }
 
 /// Seconds in buckets of `bucket` (1: as they are): each bucket's histogram merged
-/// exactly, its rates averaged, its users at its end.
+/// exactly, its rates averaged, its users the most of its seconds'.
 fn bucketed(mut raw: Vec<Raw>, bucket: usize) -> Vec<Point> {
     raw.sort_by(|a, b| a.t.total_cmp(&b.t));
     raw.chunks_mut(bucket.max(1))
@@ -125,13 +128,31 @@ fn bucketed(mut raw: Vec<Raw>, bucket: usize) -> Vec<Point> {
                     *sum += v;
                 }
             }
-            let last = rest.last().unwrap_or(first);
-            let (t, users) = (last.t, last.users);
+            let t = rest.last().unwrap_or(first).t;
+            let users = (std::iter::once(&*first).chain(rest.iter()))
+                .filter_map(|r| r.users)
+                .reduce(f64::max);
             let mut p = point(t, &first.hist);
             [p.sent, p.responses, p.errors] = rates.map(|v| v / n);
             p.users = users;
             p
         })
+        .collect()
+}
+
+/// A series of the seconds it had (the others are 0) in the timeline's buckets of the
+/// run's `clock`: each bucket's mean a second, at its end, where it is not 0.
+fn in_buckets(points: &[(f64, f64)], clock: &[f64], bucket: usize) -> Vec<(f64, f64)> {
+    let by = ByTime::of(Some(points));
+    (clock.chunks(bucket.max(1)))
+        .map(|c| {
+            let sum: f64 = c.iter().filter_map(|t| by.at(*t)).sum();
+            (
+                *c.last().expect("chunks are not empty"),
+                sum / c.len() as f64,
+            )
+        })
+        .filter(|(_, v)| *v > 0.0)
         .collect()
 }
 
@@ -144,12 +165,7 @@ fn decode(h: &StoredHistogram) -> Option<Histogram<u64>> {
     if h.encoding != crate::load::recorder::hdr::STORED {
         return None;
     }
-    let mut hist: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut h.data.as_slice())
-        .ok()?;
-    // Merged with histograms of other bounds (a step's 2 digits): grow on demand.
-    hist.auto(true);
-    Some(hist)
+    crate::load::recorder::hdr::from_stored(&h.data)
 }
 
 impl Timeline {
@@ -207,10 +223,9 @@ impl Timeline {
             .filter(|s| s.t >= 0.0 && s.t <= end)
             .step_by(every)
             .collect();
-        let causes = series
-            .iter()
+        let causes = (series.iter())
             .filter_map(|(n, p)| Some((n.strip_prefix(crate::load::CAUSE_PREFIX)?, p)))
-            .map(|(c, p)| (c.to_string(), p.clone()))
+            .map(|(c, p)| (c.to_string(), in_buckets(p, &clock, bucket)))
             .collect();
         Some(Timeline {
             seconds,
