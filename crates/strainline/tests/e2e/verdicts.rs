@@ -37,7 +37,7 @@ fn a_starved_generator_is_invalid_in_a_bench_case_and_ends_a_ramp_with_a_floor()
         assert_has(&text, "ceiling ≥ 200 req/s (generator-bound)");
         assert_has(
             &text,
-            "limiting factor: the generator, not the target, at 1000000 req/s",
+            "limiting factor: the generator, not the target, at 1 million req/s",
         );
         let cases = case_metrics(&s);
         assert_eq!(cases[0]["status"], "invalid", "{}", cases[0]);
