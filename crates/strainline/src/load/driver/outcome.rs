@@ -337,6 +337,33 @@ mod tests {
 
     /// A run of 2.5 s at 100 req/s: its last half second's 50 responses are 100 a
     /// second, not a drop to 50; a last interval of 0.2 s is left out.
+    /// A second's causes add up to its errors: transport errors by name, failed answers
+    /// by status when the statuses tell them, else as failed answers (a check failed a
+    /// 200, or accepted a 404).
+    #[test]
+    fn a_second_s_causes_add_up_to_its_errors() {
+        use crate::load::recorder::ErrorKind;
+        let mut iv = Tally::default();
+        iv.by_error.insert(ErrorKind::Timeout, 2);
+        iv.by_status.insert(200, 5);
+        iv.by_status.insert(503, 3);
+        (iv.completed, iv.ok) = (8, 5);
+        let s = Second::of(1.0, &iv);
+        assert_eq!(
+            s.causes,
+            [("timeout".to_string(), 2), ("status 503".to_string(), 3)]
+        );
+        assert_eq!(s.causes.iter().map(|c| c.1).sum::<u64>(), s.errors);
+        // A check that failed two 200s: no status says which.
+        iv.ok = 3;
+        let s = Second::of(1.0, &iv);
+        assert_eq!(s.causes[1], ("failed answer".to_string(), 5));
+        assert_eq!(s.causes.iter().map(|c| c.1).sum::<u64>(), s.errors);
+        // An agent's tally with more ok than answers: nothing underflows.
+        iv.ok = 9;
+        assert_eq!(Second::of(1.0, &iv).causes.len(), 1);
+    }
+
     #[test]
     fn a_partial_last_second_is_a_rate_not_a_drop() {
         let second = |t: f64, completed: u64| Second {

@@ -35,7 +35,11 @@ fn timeline_block(c: &CaseData) -> Markup {
     let steps = crate::report::timeline::render_steps(tl, &id);
     html! {
         h3 { "Over time" }
-        p class="note" { "Hover for a second's figures; drag to zoom on time, double-click for the whole run." }
+        p class="note" {
+            "Users are the most clients running at once in each second (each generator thread's most, added up)"
+            @if tl.bucket > 1 { "; each point stands for " (tl.bucket) " s, its histograms merged" }
+            ". Hover for a second's figures; drag to zoom on time, double-click for the whole run."
+        }
         (PreEscaped(crate::report::timeline::render(tl, &id)))
         @if steps.len() > 1 {
             h3 { "Each step over time" }
