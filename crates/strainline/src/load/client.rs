@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::proto;
+pub use super::proto::Batch;
 use super::recorder::{ErrorKind, Recorder};
 use super::request::Outgoing;
 use crate::os::unit::Unit;
@@ -139,6 +140,11 @@ impl Conn {
     pub fn is_closed(&self) -> bool {
         self.0.is_closed()
     }
+
+    /// The connection as a batch of units, where its protocol [`Client::batches`].
+    pub fn batch(&mut self) -> Option<&mut dyn Batch> {
+        self.0.batch()
+    }
 }
 
 impl Client {
@@ -149,6 +155,12 @@ impl Client {
             Client::Command(_) => false,
             Client::Proto(t) => !t.units_connect(),
         }
+    }
+
+    /// Whether the closed model sends its units on a connection as batches
+    /// ([`super::proto::Protocol::batches`]).
+    pub fn batches(&self) -> bool {
+        matches!(self, Client::Proto(t) if t.protocol().batches())
     }
 
     /// Whether each unit of work is a connection opened (MQTT's `conn` mode).

@@ -1187,6 +1187,75 @@ fn redis_commands_land_one_each_and_error_replies_are_failures_by_their_prefix()
 }
 
 #[test]
+fn a_pipelined_redis_run_counts_stores_and_times_every_command() {
+    let _l = loaded();
+    let (_srv, port) = redis_server();
+    let s = Scratch::new();
+    let url = format!("redis://127.0.0.1:{port}");
+    // 4 connections x 16 commands in flight, no think time: written and read as
+    // batches, each command counted, stored and timed on its own.
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-d",
+            "SET key:{{seq}} {{random 64}}",
+            "-n",
+            "20000",
+            "-c",
+            "4",
+            "--streams",
+            "16",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_exit(&out, 0);
+    let sum = &doc["summary"];
+    assert_eq!(n(&sum["ok"]), 20000, "{}", stdout(&out));
+    assert_eq!(n(&sum["sent"]), 20000);
+    assert_eq!(n(&sum["errors"]), 0);
+    assert_eq!(n(&sum["connections_opened"]), 4);
+    assert_eq!(redis_cli(port, &["dbsize"]), "20000");
+    assert_eq!(n(&sum["bytes_received"]), 20000 * 5);
+    assert_has(&stdout(&out), "4 connections x 16 streams");
+    // Each command's latency is from its own start to its own reply: by Little's law
+    // the commands in flight (64) are the rate times the mean latency (less over the
+    // run's start and end, when fewer are in flight).
+    let rate = sum["achieved_rate"].as_f64().unwrap();
+    let mean = sum["latency_us"]["mean"].as_f64().unwrap() / 1e6;
+    let in_flight = rate * mean;
+    assert!((40.0..=68.0).contains(&in_flight), "{in_flight} in flight\n{}", stdout(&out));
+    assert!(
+        load_schema_errors(&doc).is_empty(),
+        "{:?}",
+        load_schema_errors(&doc)
+    );
+    // A run of a duration ends with every command sent answered: the server holds
+    // what was counted.
+    redis_cli(port, &["flushall"]);
+    let (out, doc) = load(
+        &s,
+        &[
+            &url,
+            "-d",
+            "SET key:{{seq}} v",
+            "-z",
+            "1s",
+            "-c",
+            "3",
+            "--streams",
+            "7",
+        ],
+    );
+    assert_exit(&out, 0);
+    let ok = n(&doc["summary"]["ok"]);
+    assert!(ok > 100, "{}", stdout(&out));
+    assert_eq!(n(&doc["summary"]["errors"]), 0);
+    assert_eq!(redis_cli(port, &["dbsize"]), ok.to_string());
+}
+
+#[test]
 fn a_suite_benches_a_redis_server_it_started() {
     let _l = loaded();
     let s = Scratch::new();

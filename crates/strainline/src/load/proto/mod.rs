@@ -76,6 +76,13 @@ pub trait Protocol: Sync {
     fn pipelines(&self) -> bool {
         false
     }
+    /// Whether the closed model's units on one connection go as batches
+    /// ([`Connection::batch`]): one task keeps `--streams M` units in flight on each
+    /// connection, writing those it adds in one write and reading their replies in one
+    /// read, instead of a task and a wake-up per unit (Redis).
+    fn batches(&self) -> bool {
+        false
+    }
     /// The workload options of its own it takes (`reply_field`), by their suite keys:
     /// another protocol's URL refuses them.
     fn options(&self) -> &'static [&'static str] {
@@ -210,6 +217,25 @@ pub trait Connection {
     fn share(&self) -> Option<Box<dyn Connection>> {
         None
     }
+    /// The connection as a batch of the workload's units, where its protocol
+    /// [`Protocol::batches`].
+    fn batch(&mut self) -> Option<&mut dyn Batch> {
+        None
+    }
+}
+
+/// A connection whose workload units are written and read in batches (pipelining): the
+/// driver queues units, then takes a turn, which writes them and reads replies; each
+/// reply is the oldest unanswered unit's (the server answers in order). The driver
+/// times and records each unit against its own start.
+pub trait Batch {
+    /// Adds the workload's `seq`th unit to what the next [`Batch::turn`] writes.
+    fn queue(&mut self, seq: u64);
+    /// Writes what was queued (one write), then reads until at least one unit in flight
+    /// has its whole reply, and pushes onto `replies`, oldest first, every reply that
+    /// is whole in what was read. An error is the connection's (it is then closed):
+    /// the replies pushed before it are their units', the error is the next unit's.
+    fn turn<'a>(&'a mut self, replies: &'a mut Vec<Reply>) -> Fut<'a, Result<(), ErrorKind>>;
 }
 
 /// What all of a run's connections may hold of replies still arriving (WebSocket's

@@ -5,7 +5,8 @@
 //! (`-ERR …`, `-WRONGTYPE …`) is a failure, counted by its prefix; any other reply is a
 //! success. With `--streams M`, M commands are in flight on each connection (pipelining):
 //! each takes a ticket as it is written and reads its reply when those before it have
-//! been read. A reply is at most a connection's share of the run's
+//! been read — or, as the closed model's batches ([`Batch`]), the commands queued go in
+//! one write and every reply that came is read at once. A reply is at most a connection's share of the run's
 //! [`super::REPLY_BUDGET`] (1 MiB to [`MAX_REPLY`]) and [`MAX_DEPTH`] arrays deep, and a
 //! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
 //! these, or answers one command twice, is a `protocol` error and the connection is
@@ -31,7 +32,7 @@ use super::super::recorder::ErrorKind;
 use super::super::request::Rendered;
 use super::super::spec::BodySpec;
 use super::super::template::{RandomPool, Text, Vars};
-use super::{Ask, Connection, Fut, Protocol, Target};
+use super::{Ask, Batch, Connection, Fut, Protocol, Target};
 
 /// The largest reply read on a connection that has the whole budget: a larger one is a
 /// `protocol` error.
@@ -148,6 +149,10 @@ impl Protocol for Resp {
     }
 
     fn pipelines(&self) -> bool {
+        true
+    }
+
+    fn batches(&self) -> bool {
         true
     }
 
@@ -353,7 +358,6 @@ impl Link {
     /// written, so before any answer to it), anything after the reply is the server
     /// answering twice.
     async fn reply(&self, ticket: u64, keep: Keep) -> Result<Reply, ErrorKind> {
-        use tokio::io::AsyncReadExt;
         let mut inc = self.read.lock().await;
         let mut parse = Parse {
             max: self.max_reply,
@@ -378,37 +382,73 @@ impl Link {
                     } else if self.tickets.get() == ticket + 1 {
                         return Err(self.broken(ErrorKind::Protocol));
                     }
-                    let status = parse.error.map_or(0, |word| {
-                        ERRORS
-                            .iter()
-                            .find(|e| e.0.as_bytes() == word.as_slice())
-                            .map_or(OTHER_ERROR, |e| e.1)
-                    });
                     return Ok(Reply {
-                        bytes: end as u64,
                         kept,
-                        ..Reply::new(status, status == 0)
+                        ..parse.reply(end)
                     });
                 }
                 Ok(None) => {}
                 Err(()) => return Err(self.broken(ErrorKind::Protocol)),
             }
-            // Room to read: the replies already taken go first.
-            if inc.start > 0 && inc.buf.len() + READ_BUFFER > inc.buf.capacity() {
+            self.read_more(&mut inc).await?;
+        }
+    }
+
+    /// Reads what the server sent next into `inc`'s buffer (after the replies already
+    /// taken, which go first when room is short); an end or an error breaks the link.
+    async fn read_more(&self, inc: &mut Incoming) -> Result<(), ErrorKind> {
+        use tokio::io::AsyncReadExt;
+        if inc.start > 0 && inc.buf.len() + READ_BUFFER > inc.buf.capacity() {
+            inc.buf.drain(..inc.start);
+            inc.start = 0;
+        }
+        // Into the buffer's spare room: nothing is zeroed first.
+        inc.buf.reserve(READ_BUFFER);
+        let Incoming { half, buf, .. } = inc;
+        match half.read_buf(buf).await {
+            Ok(0) => Err(self.broke()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.broken(super::io_kind(&e))),
+        }
+    }
+
+    /// Reads the replies of a batch's commands in flight (ticket order): at least one,
+    /// then every one whole in what was read, pushed onto `replies`. Bytes past the
+    /// last command's reply are the server answering one twice: that command's is then
+    /// a `protocol` error, not a reply.
+    async fn replies(&self, replies: &mut Vec<Reply>) -> Result<(), ErrorKind> {
+        let mut inc = self.read.lock().await;
+        let fresh = || Parse {
+            max: self.max_reply,
+            ..Parse::default()
+        };
+        let mut parse = fresh();
+        loop {
+            while self.serving.get() < self.tickets.get() {
                 let start = inc.start;
-                inc.buf.drain(..start);
+                match parse.more(&inc.buf[start..]) {
+                    Ok(Some(end)) => {
+                        inc.start += end;
+                        self.serving.set(self.serving.get() + 1);
+                        replies.push(parse.reply(end));
+                        parse = fresh();
+                    }
+                    Ok(None) => break,
+                    Err(()) => return Err(self.broken(ErrorKind::Protocol)),
+                }
+            }
+            if inc.start == inc.buf.len() {
+                inc.buf.clear();
+                inc.buf.shrink_to(READ_BUFFER);
                 inc.start = 0;
+            } else if self.serving.get() == self.tickets.get() {
+                replies.pop();
+                return Err(self.broken(ErrorKind::Protocol));
             }
-            let at = inc.buf.len();
-            inc.buf.resize(at + READ_BUFFER, 0);
-            let Incoming { half, buf, .. } = &mut *inc;
-            let n = half.read(&mut buf[at..]).await;
-            inc.buf.truncate(at + *n.as_ref().unwrap_or(&0));
-            match n {
-                Ok(0) => return Err(self.broke()),
-                Ok(_) => {}
-                Err(e) => return Err(self.broken(super::io_kind(&e))),
+            if !replies.is_empty() || self.serving.get() == self.tickets.get() {
+                return Ok(());
             }
+            self.read_more(&mut inc).await?;
         }
     }
 
@@ -514,9 +554,58 @@ impl Conn {
     }
 }
 
+/// The workload's command for its `seq`th unit, its words rendered into `rendered`,
+/// encoded at the end of `out`.
+fn render(
+    args: &(Vec<Text>, RandomPool),
+    rendered: &mut Vec<Vec<u8>>,
+    seq: u64,
+    out: &mut Vec<u8>,
+) {
+    let (args, random) = args;
+    rendered.resize_with(args.len(), Vec::new);
+    let vars = Vars {
+        client: 0,
+        seq,
+        row: None,
+        random,
+        values: &[],
+    };
+    for (t, word) in args.iter().zip(rendered.iter_mut()) {
+        word.clear();
+        t.render(&vars, word);
+    }
+    encode(rendered.iter().map(Vec::as_slice), out);
+}
+
+/// A connection of the closed model's batches: its commands go straight into the
+/// link's outgoing bytes, a turn writes them in one write and reads the replies.
+impl Batch for Conn {
+    fn queue(&mut self, seq: u64) {
+        let link = &*self.link;
+        link.tickets.set(link.tickets.get() + 1);
+        render(&self.args, &mut self.rendered, seq, &mut link.out.borrow_mut());
+    }
+
+    fn turn<'a>(&'a mut self, replies: &'a mut Vec<Reply>) -> Fut<'a, Result<(), ErrorKind>> {
+        Box::pin(async move {
+            let link = &*self.link;
+            if link.closed.get() {
+                return Err(ErrorKind::Reset);
+            }
+            link.flush(false).await?;
+            link.replies(replies).await
+        })
+    }
+}
+
 impl Connection for Conn {
     fn fd(&self) -> RawFd {
         self.link.fd
+    }
+
+    fn batch(&mut self) -> Option<&mut dyn Batch> {
+        Some(self)
     }
 
     fn is_closed(&self) -> bool {
@@ -544,22 +633,7 @@ impl Connection for Conn {
                     let words = words(&text).map_err(|_| ErrorKind::Protocol)?;
                     encode(words.iter().map(|w| w.as_bytes()), &mut self.write);
                 }
-                None => {
-                    let (args, random) = &*self.args;
-                    self.rendered.resize_with(args.len(), Vec::new);
-                    let vars = Vars {
-                        client: 0,
-                        seq,
-                        row: None,
-                        random,
-                        values: &[],
-                    };
-                    for (t, out) in args.iter().zip(&mut self.rendered) {
-                        out.clear();
-                        t.render(&vars, out);
-                    }
-                    encode(self.rendered.iter().map(Vec::as_slice), &mut self.write);
-                }
+                None => render(&self.args, &mut self.rendered, seq, &mut self.write),
             }
             self.exchange(keep).await
         })
@@ -596,6 +670,20 @@ struct Parse {
 }
 
 impl Parse {
+    /// The reply whole at `end`: a success, or an error counted by its first word.
+    fn reply(&self, end: usize) -> Reply {
+        let status = self.error.as_ref().map_or(0, |word| {
+            ERRORS
+                .iter()
+                .find(|e| e.0.as_bytes() == word.as_slice())
+                .map_or(OTHER_ERROR, |e| e.1)
+        });
+        Reply {
+            bytes: end as u64,
+            ..Reply::new(status, status == 0)
+        }
+    }
+
     fn max(&self) -> usize {
         if self.max == 0 {
             MAX_REPLY
@@ -904,7 +992,8 @@ mod tests {
     }
 
     /// A server on loopback that answers its `i`th command with `answer(i)` (once it has
-    /// read `per` bytes of commands), then connects a handle to it.
+    /// read `per` bytes of commands; an empty answer closes the connection instead),
+    /// then connects a handle to it.
     async fn served(answer: fn(usize) -> Vec<u8>, per: usize) -> Box<dyn Connection> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -920,7 +1009,12 @@ mod tests {
                 got += n;
                 while got >= per {
                     got -= per;
-                    let _ = s.write_all(&answer(i)).await;
+                    let a = answer(i);
+                    if a.is_empty() {
+                        // No answer: the server goes away.
+                        return;
+                    }
+                    let _ = s.write_all(&a).await;
                     i += 1;
                 }
             }
@@ -967,6 +1061,136 @@ mod tests {
                 let r = r.unwrap();
                 assert!(r.ok && r.bytes == i as u64 + 3, "{i}: {}", r.bytes);
             }
+        });
+    }
+
+    /// A batch's turns until `n` replies came, or the error that ended them.
+    async fn turns(c: &mut dyn Batch, n: usize) -> (Vec<Reply>, Option<ErrorKind>) {
+        let mut all = Vec::new();
+        while all.len() < n {
+            let mut got = Vec::new();
+            let r = c.turn(&mut got).await;
+            assert!(got.len() + all.len() <= n, "more replies than commands");
+            all.append(&mut got);
+            if let Err(e) = r {
+                return (all, Some(e));
+            }
+        }
+        (all, None)
+    }
+
+    #[test]
+    fn a_batch_reads_each_command_s_reply_in_order() {
+        local(async {
+            // The ith PING answered with i x's: the replies come back in the commands'
+            // order, over as many turns as the reads take, and a turn adds what it
+            // queued meanwhile.
+            let mut conn = served(|i| format!("+{}\r\n", "x".repeat(i)).into_bytes(), 14).await;
+            let b = conn.batch().unwrap();
+            for seq in 0..8 {
+                b.queue(seq);
+            }
+            let (mut replies, err) = turns(b, 3).await;
+            assert_eq!(err, None);
+            for seq in 8..12 {
+                b.queue(seq);
+            }
+            let (more, err) = turns(b, 12 - replies.len()).await;
+            assert_eq!(err, None);
+            replies.extend(more);
+            assert_eq!(replies.len(), 12);
+            for (i, r) in replies.iter().enumerate() {
+                assert!(r.ok && r.status == 0 && r.bytes == i as u64 + 3, "{i}: {}", r.bytes);
+            }
+            // Nothing in flight: a turn reads nothing and waits for nothing.
+            let mut none = Vec::new();
+            assert_eq!(b.turn(&mut none).await, Ok(()));
+            assert!(none.is_empty());
+        });
+    }
+
+    #[test]
+    fn a_batch_s_error_replies_are_counted_by_their_word() {
+        local(async {
+            let mut conn = served(
+                |i| match i % 2 {
+                    0 => b"+OK\r\n".to_vec(),
+                    _ => b"-WRONGTYPE no\r\n".to_vec(),
+                },
+                14,
+            )
+            .await;
+            let b = conn.batch().unwrap();
+            for seq in 0..4 {
+                b.queue(seq);
+            }
+            let (replies, err) = turns(b, 4).await;
+            assert_eq!(err, None);
+            let statuses: Vec<_> = replies.iter().map(|r| (r.ok, r.status)).collect();
+            assert_eq!(statuses, [(true, 0), (false, 2), (true, 0), (false, 2)]);
+        });
+    }
+
+    #[test]
+    fn a_batch_answered_twice_is_a_protocol_error() {
+        local(async {
+            // Each command answered twice: the first command's reply is the second's
+            // command's; past the last command's, bytes nobody asked for.
+            let mut conn = served(|_| b"+OK\r\n+OK\r\n".to_vec(), 14).await;
+            let b = conn.batch().unwrap();
+            b.queue(0);
+            let (replies, err) = turns(b, 1).await;
+            assert!(replies.is_empty());
+            assert_eq!(err, Some(ErrorKind::Protocol));
+            assert!(conn.is_closed());
+            let b = conn.batch().unwrap();
+            b.queue(1);
+            assert_eq!(b.turn(&mut Vec::new()).await, Err(ErrorKind::Reset));
+        });
+    }
+
+    #[test]
+    fn a_batch_broken_midway_keeps_the_replies_that_came() {
+        local(async {
+            // Two answers, then the server goes: two replies, then the connection's
+            // error for the third command.
+            let mut conn = served(
+                |i| match i {
+                    0 | 1 => b"+OK\r\n".to_vec(),
+                    _ => Vec::new(),
+                },
+                14,
+            )
+            .await;
+            let b = conn.batch().unwrap();
+            for seq in 0..5 {
+                b.queue(seq);
+            }
+            let (replies, err) = turns(b, 5).await;
+            assert_eq!(replies.len(), 2);
+            assert_eq!(err, Some(ErrorKind::Reset));
+            assert!(conn.is_closed());
+        });
+    }
+
+    #[test]
+    fn a_batch_s_malformed_reply_is_a_protocol_error() {
+        local(async {
+            let mut conn = served(
+                |i| match i {
+                    0 => b"+OK\r\n".to_vec(),
+                    _ => b"?bad\r\n".to_vec(),
+                },
+                14,
+            )
+            .await;
+            let b = conn.batch().unwrap();
+            for seq in 0..3 {
+                b.queue(seq);
+            }
+            let (replies, err) = turns(b, 3).await;
+            assert_eq!(replies.len(), 1);
+            assert_eq!(err, Some(ErrorKind::Protocol));
         });
     }
 
