@@ -495,11 +495,42 @@ fn placeholder(
 }
 
 /// One piece of a text, rendered with `v` onto `out`.
+/// `n` in decimal at the end of `out`, as `n.to_string()` writes it, without a String
+/// or the formatter (it is rendered per request).
+pub fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
+    // Two digits a division.
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[n as usize * 2..n as usize * 2 + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + n as u8;
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
     match p {
         Piece::Lit(b) | Piece::Quoted(b) => out.extend_from_slice(b),
-        Piece::Client => out.extend_from_slice(v.client.to_string().as_bytes()),
-        Piece::Seq => out.extend_from_slice(v.seq.to_string().as_bytes()),
+        Piece::Client => push_decimal(v.client, out),
+        Piece::Seq => push_decimal(v.seq, out),
         Piece::Random(n) => v.random.write(*n, v.client ^ (v.seq << 20), out),
         Piece::Uuid => uuid(out),
         Piece::NowMs => {
@@ -575,6 +606,15 @@ pub fn quote_word(word: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_is_written_as_to_string_writes_it() {
+        for n in [0, 7, 10, 99, 100, 101, 999, 1000, 1 << 40, 1_234_567_890, u64::MAX] {
+            let mut out = b"k".to_vec();
+            push_decimal(n, &mut out);
+            assert_eq!(out, format!("k{n}").into_bytes());
+        }
+    }
 
     /// `t` rendered for client 0's first request with flow values `values`.
     fn rendered(t: &Text, values: &[Option<String>]) -> String {
