@@ -609,7 +609,19 @@ mod tests {
 
     #[test]
     fn a_number_is_written_as_to_string_writes_it() {
-        for n in [0, 7, 10, 99, 100, 101, 999, 1000, 1 << 40, 1_234_567_890, u64::MAX] {
+        for n in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            1 << 40,
+            1_234_567_890,
+            u64::MAX,
+        ] {
             let mut out = b"k".to_vec();
             push_decimal(n, &mut out);
             assert_eq!(out, format!("k{n}").into_bytes());

@@ -1225,7 +1225,11 @@ fn a_pipelined_redis_run_counts_stores_and_times_every_command() {
     let rate = sum["achieved_rate"].as_f64().unwrap();
     let mean = sum["latency_us"]["mean"].as_f64().unwrap() / 1e6;
     let in_flight = rate * mean;
-    assert!((40.0..=68.0).contains(&in_flight), "{in_flight} in flight\n{}", stdout(&out));
+    assert!(
+        (40.0..=68.0).contains(&in_flight),
+        "{in_flight} in flight\n{}",
+        stdout(&out)
+    );
     assert!(
         load_schema_errors(&doc).is_empty(),
         "{:?}",

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::super::client::Conn;
 use super::super::local::join;
-use super::super::request::Outgoing;
 use super::super::recorder::ErrorKind;
+use super::super::request::Outgoing;
 use super::{exchange, goodbye, warm_connect, Ctx, Slot, Timing};
 
 /// One connection of the closed model: opened before the clock starts, then `streams`
@@ -110,9 +110,8 @@ async fn batches(ctx: Rc<Ctx>, worker: u64, slots: Vec<Rc<Slot>>, mut conn: Opti
     let mut stopped = false;
     loop {
         let now = Instant::now();
-        stopped = stopped
-            || ctx.cancel.load(Ordering::Relaxed)
-            || ctx.deadline.is_some_and(|d| now >= d);
+        stopped =
+            stopped || ctx.cancel.load(Ordering::Relaxed) || ctx.deadline.is_some_and(|d| now >= d);
         while let (false, Some(&i)) = (stopped, free.last()) {
             if let Some(t) = &ctx.tickets {
                 if t.fetch_sub(1, Ordering::Relaxed) <= 0 {
@@ -135,10 +134,11 @@ async fn batches(ctx: Rc<Ctx>, worker: u64, slots: Vec<Rc<Slot>>, mut conn: Opti
                     Err(kind) => {
                         slot.deadline.set(None);
                         slot.intended.set(None);
-                        let mut rec = ctx.rec.lock().unwrap();
-                        rec.sent(None);
-                        rec.error(None, kind);
-                        drop(rec);
+                        {
+                            let mut rec = ctx.rec.lock().unwrap();
+                            rec.sent(None);
+                            rec.error(None, kind);
+                        }
                         // Do not spin on a refusing target.
                         tokio::time::sleep(Duration::from_millis(1)).await;
                         break;
@@ -159,7 +159,10 @@ async fn batches(ctx: Rc<Ctx>, worker: u64, slots: Vec<Rc<Slot>>, mut conn: Opti
             }
             continue;
         }
-        let batch = conn.as_mut().and_then(Conn::batch).expect("units in flight");
+        let batch = conn
+            .as_mut()
+            .and_then(Conn::batch)
+            .expect("units in flight");
         replies.clear();
         let turned = batch.turn(&mut replies).await;
         let done = Instant::now();

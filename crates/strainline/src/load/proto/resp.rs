@@ -587,7 +587,12 @@ impl Batch for Conn {
     fn queue(&mut self, seq: u64) {
         let link = &*self.link;
         link.tickets.set(link.tickets.get() + 1);
-        render(&self.args, &mut self.rendered, seq, &mut link.out.borrow_mut());
+        render(
+            &self.args,
+            &mut self.rendered,
+            seq,
+            &mut link.out.borrow_mut(),
+        );
     }
 
     fn turn<'a>(&'a mut self, replies: &'a mut Vec<Reply>) -> Fut<'a, Result<(), ErrorKind>> {
@@ -1105,7 +1110,11 @@ mod tests {
             replies.extend(more);
             assert_eq!(replies.len(), 12);
             for (i, r) in replies.iter().enumerate() {
-                assert!(r.ok && r.status == 0 && r.bytes == i as u64 + 3, "{i}: {}", r.bytes);
+                assert!(
+                    r.ok && r.status == 0 && r.bytes == i as u64 + 3,
+                    "{i}: {}",
+                    r.bytes
+                );
             }
             // Nothing in flight: a turn reads nothing and waits for nothing.
             let mut none = Vec::new();
