@@ -374,7 +374,7 @@ impl Sampler {
     /// Discovery from the kernel's events: drained when the tree ran since the last
     /// drain (a tree that ran nothing forked nothing), and at every detail tick so the
     /// machine's other events do not fill the socket. A fork whose parent is a member
-    /// (or strainline, adopting) brings its child in; an exit of a member is read at
+    /// (or strainline, adopting) brings its child in; an exec renames a member; an exit of a member is read at
     /// once while it may still be a zombie (its final CPU times), and reaped at the
     /// next tick. Events were lost (the socket overflowed): the tree is listed.
     fn discover_by_events(&mut self, t: f64) {
@@ -420,6 +420,17 @@ impl Sampler {
                     if recycled {
                         if let Some(p) = self.live.remove(&child_pid) {
                             self.outsiders.insert(child_pid, p.last.start_ticks);
+                        }
+                    }
+                }
+                // Named by its new command at once: a child seen at its fork carries
+                // its parent's name until then, and may end before a `stat` read.
+                Event::Exec { tgid, .. } => {
+                    if let Some(p) = self.live.get_mut(&tgid) {
+                        if let Ok(st) = p.files.stat() {
+                            p.record.name = st.comm.clone();
+                            p.record.cmdline = p.files.cmdline();
+                            p.last = st;
                         }
                     }
                 }

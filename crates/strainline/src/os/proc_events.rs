@@ -1,10 +1,10 @@
 //! The kernel's process events (the netlink process connector, `NETLINK_CONNECTOR`,
-//! `CN_IDX_PROC`): forks and exits of every process of the machine as they happen, so a
+//! `CN_IDX_PROC`): forks, execs and exits of every process of the machine as they happen, so a
 //! monitor learns its tree's new members without listing processes. Subscribing takes
 //! CAP_NET_ADMIN in the initial user and pid namespaces; the kernel's acknowledgement of
 //! the subscription is awaited, so a socket that would stay silent is never trusted.
 //! The socket is non-blocking and drained by the caller; an overflow (`ENOBUFS`: events
-//! were dropped) is reported, never hidden. Only forks and exits are asked for (the
+//! were dropped) is reported, never hidden. Only forks, execs and exits are asked for (the
 //! kernel filters, since 6.6; older kernels send every kind and the parser skips them).
 
 use std::io;
@@ -20,6 +20,7 @@ const NLMSG_DONE: u16 = 3;
 const PROC_CN_MCAST_LISTEN: u32 = 1;
 const PROC_EVENT_NONE: u32 = 0;
 const PROC_EVENT_FORK: u32 = 1;
+const PROC_EVENT_EXEC: u32 = 2;
 const PROC_EVENT_EXIT: u32 = 0x8000_0000;
 /// CAP_NET_ADMIN's bit in the capability sets.
 const CAP_NET_ADMIN: u32 = 12;
@@ -34,6 +35,8 @@ pub enum Event {
         child_pid: u32,
         child_tgid: u32,
     },
+    /// The process `tgid` called exec (from its thread `pid`).
+    Exec { pid: u32, tgid: u32 },
     /// The thread `pid` of `tgid` ended (the process, when `pid == tgid`).
     Exit { pid: u32, tgid: u32 },
 }
@@ -88,7 +91,7 @@ pub fn has_net_admin() -> bool {
 }
 
 impl ProcEvents {
-    /// Subscribes to forks and exits, where permitted.
+    /// Subscribes to forks, execs and exits, where permitted.
     pub fn open() -> Result<ProcEvents, Unavailable> {
         if !has_net_admin() {
             return Err(Unavailable::NoCapability);
@@ -148,7 +151,7 @@ impl ProcEvents {
             Some(0) => {}
             _ => return Err(Unavailable::NotAcknowledged),
         }
-        // Then the filtered one (kernel 6.6+: forks and exits only). Its answer is
+        // Then the filtered one (kernel 6.6+: forks, execs and exits only). Its answer is
         // filtered out with the rest; a kernel without filters ignores it and sends
         // every kind of event, which the parser skips.
         let _ = me.listen(nonce, true);
@@ -257,7 +260,7 @@ impl ProcEvents {
 fn listen_message(nonce: u32, with_filter: bool) -> Vec<u8> {
     let payload: Vec<u8> = if with_filter {
         let mut p = PROC_CN_MCAST_LISTEN.to_ne_bytes().to_vec();
-        p.extend_from_slice(&(PROC_EVENT_FORK | PROC_EVENT_EXIT).to_ne_bytes());
+        p.extend_from_slice(&(PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT).to_ne_bytes());
         p
     } else {
         PROC_CN_MCAST_LISTEN.to_ne_bytes().to_vec()
@@ -349,6 +352,11 @@ pub fn parse_into(datagram: &[u8], out: &mut Vec<Event>) {
                     });
                 }
             }
+            PROC_EVENT_EXEC => {
+                if let (Some(pid), Some(tgid)) = (u32_at(ev, d), u32_at(ev, d + 4)) {
+                    out.push(Event::Exec { pid, tgid });
+                }
+            }
             PROC_EVENT_EXIT => {
                 if let (Some(pid), Some(tgid)) = (u32_at(ev, d), u32_at(ev, d + 4)) {
                     out.push(Event::Exit { pid, tgid });
@@ -400,13 +408,14 @@ mod tests {
     }
 
     #[test]
-    fn forks_and_exits_are_read_and_other_kinds_skipped() {
+    fn forks_execs_and_exits_are_read_and_other_kinds_skipped() {
         let mut out = Vec::new();
         parse_into(
             &datagram(0, 0, &event(PROC_EVENT_FORK, &[10, 10, 11, 11])),
             &mut out,
         );
         parse_into(&datagram(0, 0, &event(2, &[11, 11])), &mut out);
+        parse_into(&datagram(0, 0, &event(0x200, &[11, 11])), &mut out);
         parse_into(
             &datagram(0, 0, &event(PROC_EVENT_EXIT, &[11, 11, 0, 17, 10, 10])),
             &mut out,
@@ -419,6 +428,7 @@ mod tests {
                     child_pid: 11,
                     child_tgid: 11
                 },
+                Event::Exec { pid: 11, tgid: 11 },
                 Event::Exit { pid: 11, tgid: 11 }
             ]
         );
