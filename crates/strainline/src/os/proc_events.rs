@@ -517,7 +517,7 @@ mod tests {
     #[test]
     fn two_messages_in_one_datagram_are_both_read() {
         let mut d = datagram(0, 0, &event(PROC_EVENT_EXIT, &[5, 5, 0, 0, 1, 1]));
-        while d.len() % 4 != 0 {
+        while !d.len().is_multiple_of(4) {
             d.push(0);
         }
         d.extend(datagram(0, 0, &event(PROC_EVENT_EXIT, &[6, 6, 0, 0, 1, 1])));
@@ -561,7 +561,9 @@ mod kernel_tests {
             seen.extend(ev.drain().events);
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(seen.iter().any(|e| matches!(e, Event::Fork { child_pid, .. } if *child_pid == pid)));
+        assert!(seen
+            .iter()
+            .any(|e| matches!(e, Event::Fork { child_pid, .. } if *child_pid == pid)));
         assert!(seen.contains(&Event::Exit { pid, tgid: pid }));
     }
 }
