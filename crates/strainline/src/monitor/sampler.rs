@@ -424,8 +424,9 @@ impl Sampler {
                     }
                 }
                 // Named by its new command at once: a child seen at its fork carries
-                // its parent's name until then, and may end before a `stat` read.
-                Event::Exec { tgid, .. } => {
+                // its parent's name until then, and may end before a `stat` read. One
+                // that joined in this drain was read after every event of it: as it is.
+                Event::Exec { tgid, .. } if !born.contains(&tgid) => {
                     if let Some(p) = self.live.get_mut(&tgid) {
                         if let Ok(st) = p.files.stat() {
                             p.record.name = st.comm.clone();
@@ -434,7 +435,7 @@ impl Sampler {
                         }
                     }
                 }
-                Event::Exit { pid, tgid } if pid == tgid => {
+                Event::Exit { pid, tgid } if pid == tgid && !born.contains(&pid) => {
                     if let Some(p) = self.live.get_mut(&pid) {
                         self.end_seen = true;
                         // Its final CPU times, if its parent has not reaped it yet.
