@@ -242,4 +242,8 @@ pub struct MonitorSummary {
     /// Where the tree's threads spent the run, its busiest groups (`strainline monitor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<threads::Breakdown>,
+    /// Which reader found the tree's processes: the kernel's process events (the
+    /// netlink process connector) or a listing (`cgroup.procs`, `/proc`), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_events: Option<String>,
 }

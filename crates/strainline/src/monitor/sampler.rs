@@ -16,6 +16,7 @@ use crate::measure::{
     TopProcess,
 };
 use crate::os::cgroup::{Cgroup, PeakFile};
+use crate::os::proc_events::{Event, ProcEvents};
 use crate::os::process::Reaped;
 use std::sync::Arc;
 
@@ -146,11 +147,28 @@ pub struct Sampler {
     max_threads: u64,
     max_fds: u64,
     last: Option<Sample>,
+    /// The kernel's process events, where permitted: forks tell the new members, so
+    /// the tree is not listed (see [`Sampler::discover`]).
+    events: Option<ProcEvents>,
+    /// Why there are none (said in the summary).
+    events_unavailable: Option<&'static str>,
+    /// The next discovery lists the tree: the first, and one after events were lost.
+    scan_due: bool,
+    /// How many times the kernel dropped events and a listing made up for them.
+    overflows: u64,
 }
 
 impl Sampler {
     pub fn new(cfg: SamplerConfig, cgroup: Option<Arc<Cgroup>>, start: Instant) -> Sampler {
+        let (events, events_unavailable) = match ProcEvents::open() {
+            Ok(e) => (Some(e), None),
+            Err(why) => (None, Some(why.describe())),
+        };
         Sampler {
+            events,
+            events_unavailable,
+            scan_due: true,
+            overflows: 0,
             cfg,
             cgroup_cpu: cgroup.as_ref().and_then(|c| c.cpu_usage_usec()).is_some(),
             cgroup,
@@ -324,9 +342,16 @@ impl Sampler {
         );
     }
 
+    /// Finds the processes that joined the tree since the last tick. With the kernel's
+    /// process events, from the forks of members (the tree is listed only at the first
+    /// tick and after the kernel dropped events); else by listing the cgroup's
+    /// processes, or every process of `/proc`, when a pid was allocated since.
     fn discover(&mut self, t: f64) {
         if self.live.is_empty() && self.finished.is_empty() {
             self.track(self.cfg.root, t);
+        }
+        if self.events.is_some() {
+            return self.discover_by_events(t);
         }
         // Nothing of the tree ran since the last listing: nothing of it forked (and
         // no stray joined: this is a cgroup's count, and strainline's own commands are
@@ -343,6 +368,92 @@ impl Sampler {
             self.drop_strays();
             return;
         }
+        self.scan(t);
+    }
+
+    /// Discovery from the kernel's events: drained when the tree ran since the last
+    /// drain (a tree that ran nothing forked nothing), and at every detail tick so the
+    /// machine's other events do not fill the socket. A fork whose parent is a member
+    /// (or strainline, adopting) brings its child in; an exec renames a member; an exit of a member is read at
+    /// once while it may still be a zombie (its final CPU times), and reaped at the
+    /// next tick. Events were lost (the socket overflowed): the tree is listed.
+    fn discover_by_events(&mut self, t: f64) {
+        let detail = self.ticks.is_multiple_of(self.cfg.detail_every.max(1));
+        if !self.scan_due && !detail && !self.ran_since(self.cpu_at_listing) {
+            return;
+        }
+        self.cpu_at_listing = self.tree_cpu;
+        let Some(drained) = self.events.as_mut().map(|e| e.drain()) else {
+            return;
+        };
+        if drained.overflow {
+            self.overflows += 1;
+            self.scan_due = true;
+        }
+        if std::mem::take(&mut self.scan_due) {
+            self.scan(t);
+        }
+        let mut born: HashSet<u32> = HashSet::new();
+        for e in drained.events {
+            match e {
+                Event::Fork {
+                    parent_tgid,
+                    child_pid,
+                    child_tgid,
+                } if child_pid == child_tgid => {
+                    let parent_in = self.live.contains_key(&parent_tgid)
+                        || born.contains(&parent_tgid)
+                        || Some(parent_tgid) == self.cfg.adopter;
+                    if !parent_in || self.live.contains_key(&child_pid) {
+                        continue;
+                    }
+                    born.insert(child_pid);
+                    self.track(child_pid, t);
+                    // A pid recycled since the fork (the child ended, was reaped, and
+                    // its pid went to another process) is not the child.
+                    let recycled = self.live.get(&child_pid).is_some_and(|p| {
+                        let pp = p.last.ppid;
+                        pp != parent_tgid
+                            && !self.live.contains_key(&pp)
+                            && Some(pp) != self.cfg.adopter
+                    });
+                    if recycled {
+                        if let Some(p) = self.live.remove(&child_pid) {
+                            self.outsiders.insert(child_pid, p.last.start_ticks);
+                        }
+                    }
+                }
+                // Named by its new command at once: a child seen at its fork carries
+                // its parent's name until then, and may end before a `stat` read. One
+                // that joined in this drain was read after every event of it: as it is.
+                Event::Exec { tgid, .. } if !born.contains(&tgid) => {
+                    if let Some(p) = self.live.get_mut(&tgid) {
+                        if let Ok(st) = p.files.stat() {
+                            p.record.name = st.comm.clone();
+                            p.record.cmdline = p.files.cmdline();
+                            p.last = st;
+                        }
+                    }
+                }
+                Event::Exit { pid, tgid } if pid == tgid && !born.contains(&pid) => {
+                    if let Some(p) = self.live.get_mut(&pid) {
+                        self.end_seen = true;
+                        // Its final CPU times, if its parent has not reaped it yet.
+                        if let Ok(st) = p.files.stat() {
+                            p.last.cpu_ticks = st.cpu_ticks;
+                            p.last.children_cpu_ticks = st.children_cpu_ticks;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.drop_strays();
+    }
+
+    /// Lists the tree's processes: the cgroup's, or those of `/proc` that descend
+    /// from a member.
+    fn scan(&mut self, t: f64) {
         if let Some(pids) = self
             .cgroup
             .as_ref()
@@ -792,6 +903,25 @@ impl Sampler {
             },
             processes,
             threads: None,
+            process_events: Some(self.reader()),
+        }
+    }
+
+    /// Which reader found the tree's processes, as the summary says it.
+    fn reader(&self) -> String {
+        let scan = if self.cgroup.as_ref().is_some_and(|c| c.lists_processes()) {
+            "cgroup.procs listing"
+        } else {
+            "/proc scan"
+        };
+        match (&self.events, self.events_unavailable) {
+            (Some(_), _) if self.overflows > 0 => format!(
+                "kernel (netlink process connector); events lost {} times, made up by a {scan}",
+                self.overflows
+            ),
+            (Some(_), _) => "kernel (netlink process connector)".to_string(),
+            (None, Some(why)) => format!("{scan} ({why})"),
+            (None, None) => scan.to_string(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! processes as child subreaper ([`process`]), containment units that hold a whole
 //! process tree ([`unit`], on a [`cgroup`] where one can be made, with a [`guardian`]
 //! for when strainline is killed) and the signals that interrupt strainline
-//! ([`signals`]), kernel files read whole through kept descriptors ([`kfile`]), the
+//! ([`signals`]), the kernel's events of forks and exits ([`proc_events`]), kernel files read whole through kept descriptors ([`kfile`]), the
 //! files a user names, regular and bounded ([`file`]), and secret files read by ssh's
 //! rule ([`secret`]).
 //! Nothing here knows about suites, load or reports.
@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod file;
 pub mod guardian;
 pub mod kfile;
+pub mod proc_events;
 pub mod process;
 pub mod secret;
 pub mod signals;

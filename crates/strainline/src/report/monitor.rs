@@ -121,6 +121,9 @@ pub fn write_summary(
         o.cpu_seconds,
         crate::units::latency_ms(o.per_tick_us / 1000.0)
     )?;
+    if let Some(r) = &s.process_events {
+        writeln!(out, "{:<20}{r}", "Process events:")?;
+    }
     if let Some(b) = s.threads.as_ref().filter(|b| !b.groups.is_empty()) {
         write_thread_states(out, b)?;
     }

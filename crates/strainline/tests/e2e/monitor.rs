@@ -648,3 +648,101 @@ fn a_build_under_a_second_has_no_tree_pss_headline_from_one_sample() {
         }
     }
 }
+
+/// Where permitted (root here), the tree's new members come from the kernel's process
+/// events. Known truth: 10 rounds of 4 children that each spin for 0.1 s (40 of them,
+/// each living several 10 ms ticks): every one is seen and named by its command, and
+/// the tree's CPU is what the kernel says the shell and the children it reaped used
+/// (its `times`). Elsewhere (not root) the run names the listing it used.
+#[test]
+fn a_churning_tree_is_found_from_the_kernels_process_events() {
+    let _bench = measuring();
+    on_a_quiet_machine(|| {
+        let s = Scratch::new();
+        let tb = testbed();
+        let tb = tb.to_str().unwrap();
+        let script = format!(
+            "for r in 1 2 3 4 5 6 7 8 9 10; do for i in 1 2 3 4; do {tb} spin --seconds 0.1 & done; wait; done; times"
+        );
+        let json = s.path("churn.json");
+        let out = s.run(&[
+            "monitor",
+            "-i",
+            "10ms",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        assert_exit(&out, 0);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let summary = &doc["summary"];
+        let reader = summary["process_events"].as_str().unwrap();
+        assert_has(&stderr(&out), &format!("Process events:     {reader}"));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(reader, "kernel (netlink process connector)", "{summary:#}");
+        } else {
+            assert!(reader.contains("no CAP_NET_ADMIN"), "{reader}");
+        }
+        let spins = summary["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"] == "strainline-test")
+            .count();
+        assert_eq!(spins, 40, "{summary:#}");
+        let seen = summary["processes_seen"].as_u64().unwrap();
+        assert_eq!(seen, 41, "{summary:#}");
+        // `times`: "0m0.001s 0m0.002s" for the shell, then for its reaped children.
+        let truth: f64 = stdout(&out)
+            .split_ascii_whitespace()
+            .filter_map(|w| {
+                let (m, s) = w.strip_suffix('s')?.split_once('m')?;
+                Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+            })
+            .sum();
+        let cpu = summary["cpu"]["total_seconds"].as_f64().unwrap();
+        assert!(
+            truth > 0.2 && (cpu - truth).abs() <= 0.05 + 0.05 * truth,
+            "the tree's CPU read {cpu} s, the kernel's {truth} s"
+        );
+    });
+}
+
+/// Without CAP_NET_ADMIN (root with the capability out of its bounding set) the tree
+/// is listed as before, and the terminal and the JSON summary say so.
+#[test]
+fn without_cap_net_admin_the_summary_names_the_listing() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv to drop the capability");
+        return;
+    }
+    let s = Scratch::new();
+    let json = s.path("nocap.json");
+    let out = std::process::Command::new("setpriv")
+        .args(["--inh-caps=-all", "--bounding-set=-net_admin", "--"])
+        .arg(env!("CARGO_BIN_EXE_strainline"))
+        .arg("--store")
+        .arg(s.store())
+        .args(["monitor", "-i", "10ms", "--json", json.to_str().unwrap()])
+        .args(["--", "sh", "-c", "sh -c 'sleep 0.2' & sleep 0.3; wait"])
+        .current_dir(s.path("."))
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let reader = doc["summary"]["process_events"].as_str().unwrap();
+    assert!(
+        reader.ends_with("(no CAP_NET_ADMIN)") && !reader.contains("kernel"),
+        "{reader}"
+    );
+    assert_has(&stderr(&out), &format!("Process events:     {reader}"));
+    // The tree is still found: the root, the subshell and the sleeps.
+    assert!(doc["summary"]["processes_seen"].as_u64().unwrap() >= 3);
+}
