@@ -256,7 +256,7 @@ local HEADERS, VARS, MADE_BODY, MADE_VARS, SET_BODY, SET_VARS = {}, {}, {}, {}, 
 local lazy = {__metatable = false}
 lazy.__index = function(r, k)
   if k == "headers" then
-    local h, text = {}, rawget(r, HEADERS) or ""
+    local h, text = {}, r[HEADERS]
     if text ~= "" then
       for name, value in gmatch(text, "([^%z]*)%z([^%z]*)%z") do h[name] = value end
     end
@@ -264,57 +264,60 @@ lazy.__index = function(r, k)
     return h
   elseif k == "vars" then
     -- Made once: absent after that, it was set to nil.
-    if rawget(r, SET_VARS) or rawget(r, MADE_VARS) ~= nil then return nil end
-    local v, text, i = {}, rawget(r, VARS) or "", 1
+    if r[SET_VARS] or r[MADE_VARS] then return nil end
+    local v, text, i = {}, r[VARS], 1
     local n = #text
     while i <= n do
       local name, value
       name, value, i = unpack("<s4s4", text, i)
       v[name] = value
     end
-    rawset(r, MADE_VARS, v)
+    r[MADE_VARS] = v
     rawset(r, "vars", v)
     return v
   elseif k == "body" then
-    if rawget(r, SET_BODY) or rawget(r, MADE_BODY) ~= nil then return nil end
+    if r[SET_BODY] or r[MADE_BODY] then return nil end
     local b = body()
-    rawset(r, MADE_BODY, b)
+    r[MADE_BODY] = b
     rawset(r, "body", b)
     return b
   end
   return nil
 end
 lazy.__newindex = function(r, k, v)
-  if k == "body" then rawset(r, SET_BODY, true) elseif k == "vars" then rawset(r, SET_VARS, true) end
+  if k == "body" then r[SET_BODY] = true elseif k == "vars" then r[SET_VARS] = true end
   rawset(r, k, v)
 end
 -- Whether the hook set `r.body` (to anything but what it read), and whether it read or
 -- set `r.vars`.
-local function body_set(r)
-  return rawget(r, SET_BODY) == true or rawget(r, "body") ~= rawget(r, MADE_BODY)
+local function body_set(r, b)
+  return r[SET_BODY] or b ~= (r[MADE_BODY] or nil)
 end
-local function vars_touched(r)
-  return rawget(r, SET_VARS) == true or rawget(r, MADE_VARS) ~= nil or rawget(r, "vars") ~= nil
+local function vars_touched(r, v)
+  return r[SET_VARS] or r[MADE_VARS] ~= false or v ~= nil
 end
 function __request(f, step, client, seq, random, vars, method, path, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
+  -- Its hidden fields present (false when unset): reading one never calls `__index`.
   local r = setmetatable({step = step, client = client, seq = seq, random = random,
-             state = state, method = method, path = path, [VARS] = vars, [HEADERS] = headers}, lazy)
+             state = state, method = method, path = path, [VARS] = vars, [HEADERS] = headers,
+             [MADE_BODY] = false, [MADE_VARS] = false, [SET_BODY] = false, [SET_VARS] = false}, lazy)
   f(r)
-  local m, p = r.method, r.path
+  local m, p, b, v = r.method, r.path, rawget(r, "body"), rawget(r, "vars")
   return m ~= method and m or nil, p ~= path and p or nil,
-         body_set(r), rawget(r, "body"), rawget(r, "headers"),
-         vars_touched(r), rawget(r, "vars")
+         body_set(r, b), b, rawget(r, "headers"), vars_touched(r, v), v
 end
 function __response(f, step, client, seq, random, vars, status, latency_ms, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
   local r = setmetatable({step = step, client = client, seq = seq, random = random,
-             state = state, status = status, latency_ms = latency_ms,
-             [VARS] = vars, [HEADERS] = headers}, lazy)
+             state = state, status = status, latency_ms = latency_ms, [VARS] = vars,
+             [HEADERS] = headers, [MADE_BODY] = false, [MADE_VARS] = false, [SET_BODY] = false,
+             [SET_VARS] = false}, lazy)
   local ok, name = f(r)
-  return ok, name, vars_touched(r), rawget(r, "vars"), r.next
+  local v = rawget(r, "vars")
+  return ok, name, vars_touched(r, v), v, rawget(r, "next")
 end
 "#;
 
@@ -343,7 +346,10 @@ enum Lent {
 fn lending<T>(body: Lent, f: impl FnOnce() -> T) -> (T, Lent) {
     LENT.with_borrow_mut(|l| *l = body);
     let out = f();
-    (out, LENT.with_borrow_mut(|l| std::mem::replace(l, Lent::Nothing)))
+    (
+        out,
+        LENT.with_borrow_mut(|l| std::mem::replace(l, Lent::Nothing)),
+    )
 }
 
 /// Header fields as the callers take them: `name\0value\0` each, into `out`.
@@ -614,15 +620,6 @@ fn state(seed: u64) -> mlua::Result<Lua> {
         .set_name("=guards")
         .call::<()>((guard, loaded))?;
     lua.set_memory_limit(MEMORY)?;
-    // TEMPORARY (A/B of the collector's parameters): STRAINLINE_GC=pause,stepmul,stepsize
-    if let Ok(v) = std::env::var("STRAINLINE_GC") {
-        let p: Vec<c_int> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-        if p.len() == 3 {
-            lua.gc_inc(p[0], p[1], p[2]);
-        } else if p.len() == 2 {
-            lua.gc_gen(p[0], p[1]);
-        }
-    }
     // SAFETY: sets a hook on the state mlua calls on; `watch` touches only that state.
     unsafe {
         lua.exec_raw::<()>((), |l| {
@@ -1199,7 +1196,10 @@ mod tests {
         let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
         assert_eq!(made(), before, "a body not read is not copied");
         assert!(said.judged && said.failed.is_none());
-        assert_eq!((&req.body[..], &k.body[..]), (&b"pay\0load"[..], &b"re\0ply"[..]));
+        assert_eq!(
+            (&req.body[..], &k.body[..]),
+            (&b"pay\0load"[..], &b"re\0ply"[..])
+        );
         assert_eq!(req.headers[0].1, "POST/a");
         let s = script(
             "function request(r)\n  assert(r.body == 'pay\\0load' and #r.body == 8)\n  r.headers['x-n'] = tostring(#r.body)\nend\nfunction response(r)\n  if r.body ~= 're\\0ply' or r.body ~= 're\\0ply' then return false, 'body' end\nend\n",
@@ -1210,7 +1210,10 @@ mod tests {
         let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
         assert_eq!(said.failed, None);
         assert_eq!(made(), before + 2, "read twice a call, copied once");
-        assert_eq!((&req.body[..], &k.body[..]), (&b"pay\0load"[..], &b"re\0ply"[..]));
+        assert_eq!(
+            (&req.body[..], &k.body[..]),
+            (&b"pay\0load"[..], &b"re\0ply"[..])
+        );
         // Set: sent as set; set to nil: read as nil, and the body stays as it was.
         let s = script("function request(r) r.body = r.body .. '!' end\n").unwrap();
         request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
