@@ -1226,6 +1226,27 @@ mod tests {
         assert_eq!(&req.body[..], b"42");
     }
 
+    /// Each call has its own `r`: what one call set on it (a field of its own,
+    /// `r.next`, the body, a header) is not seen by the next; `r.state` is the client's.
+    #[test]
+    fn a_field_set_by_one_call_is_not_seen_by_the_next() {
+        let s = script(
+            "function request(r)\n  assert(r.mine == nil and r.headers['x-a'] == nil, 'seen')\n  assert(r.body == '', 'body seen')\n  r.mine = 1 r.body = 'b' r.headers['x-a'] = '1'\nend\nfunction response(r)\n  r.state.n = (r.state.n or 0) + 1\n  assert(r.mine == nil and r.next == nil, 'seen')\n  r.mine = true\n  if r.state.n == 1 then r.next = 'page' end\nend\n",
+        )
+        .unwrap();
+        for _ in 0..3 {
+            let mut req = rendered(Method::GET, "/", Bytes::new());
+            request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+            assert_eq!((&req.body[..], req.headers.len()), (&b"b"[..], 1));
+        }
+        let ms = Duration::from_millis(1);
+        let mut k = Kept::new(super::super::flow::Keep::All);
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(said.next.as_deref(), Some("page"));
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(said.next, None, "r.next of the call before");
+    }
+
     /// `r.vars` made on first read (any byte in a value); set, read back; untouched,
     /// the client's variables stay as they were.
     #[test]
