@@ -323,7 +323,8 @@ end
 
 thread_local! {
     /// The body of the request or reply whose hook runs on this thread, lent for the
-    /// call: `__body` copies it into Lua only when the hook reads `r.body`.
+    /// call: `__body` copies it into Lua only when the hook reads `r.body` (inside the
+    /// call, so under its memory limit, as any string the hook makes).
     static LENT: RefCell<Lent> = const { RefCell::new(Lent::Nothing) };
     /// Buffers the callers' joined strings are written in, kept between calls.
     static JOINED: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
