@@ -18,8 +18,9 @@
 #            and --ignore-scripts where its browser cannot be fetched), found on PATH or
 #            at $ARTILLERY.
 # Prints requests per generator-CPU-second (user + system, GNU time) and the ratios
-# flow/plain (goal >= 0.7), rich/plain (goal >= 0.85), hook/plain (goal >= 0.5),
-# flow/locust (goal >= 10) and flow/artillery. Loopback only; every run is bounded.
+# flow/plain (goal >= 0.95, issue 56), rich/plain (goal >= 0.85), hook/plain (goal >=
+# 0.7, issue 56), flow/locust (goal >= 25, issue 56) and flow/artillery. Loopback only;
+# every run is bounded.
 #   bash bench/flows-vs-peers.sh
 #   REPS=5 DURATION=20s bash bench/flows-vs-peers.sh
 set -euo pipefail

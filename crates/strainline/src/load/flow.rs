@@ -299,9 +299,23 @@ pub struct Check {
     pub headers: Vec<String>,
     /// The reply came within this of its intended time.
     pub latency: Option<Duration>,
+    /// Its counters' keys, `check.NAME.passed` and `check.NAME.failed`, made on first
+    /// use (not at every reply).
+    pub keys: std::sync::OnceLock<[String; 2]>,
 }
 
 impl Check {
+    /// The counter a reply that passed it (or failed it) adds to.
+    pub fn key(&self, passed: bool) -> &str {
+        let keys = self.keys.get_or_init(|| {
+            [
+                format!("check.{}.passed", self.name),
+                format!("check.{}.failed", self.name),
+            ]
+        });
+        &keys[usize::from(!passed)]
+    }
+
     /// Whether the reply passes it, its texts rendered with `v`.
     pub fn passes(&self, status: u16, kept: &Kept, latency: Duration, v: &Vars) -> bool {
         if !self.status.is_empty() && !self.status.contains(&status) {
@@ -465,31 +479,43 @@ impl Jar {
     /// The `Cookie` header for a request to `host` and `path` (`secure`: over TLS), if
     /// any cookie belongs there; longer paths first (§5.4).
     pub fn header(&self, host: &str, path: &str, secure: bool) -> Option<String> {
-        let host = host.to_ascii_lowercase();
-        let now = SystemTime::now();
-        let mut fit: Vec<&Cookie> = self
-            .cookies
-            .iter()
-            .filter(|c| {
-                (if c.host_only {
-                    c.domain == host
-                } else {
-                    domain_matches(&host, &c.domain)
-                }) && path_matches(path, &c.path)
-                    && (secure || !c.secure)
-                    && c.expires.is_none_or(|t| t > now)
-            })
-            .collect();
-        if fit.is_empty() {
+        if self.cookies.is_empty() {
             return None;
         }
-        fit.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
-        Some(
-            fit.iter()
-                .map(|c| format!("{}={}", c.name, c.value))
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
+        let host = match host.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => std::borrow::Cow::Owned(host.to_ascii_lowercase()),
+            false => std::borrow::Cow::Borrowed(host),
+        };
+        let now = SystemTime::now();
+        let mut fit = self.cookies.iter().filter(|c| {
+            (if c.host_only {
+                c.domain == *host
+            } else {
+                domain_matches(&host, &c.domain)
+            }) && path_matches(path, &c.path)
+                && (secure || !c.secure)
+                && c.expires.is_none_or(|t| t > now)
+        });
+        let first = fit.next()?;
+        let mut out = String::new();
+        let mut put = |c: &Cookie| {
+            if !out.is_empty() {
+                out.push_str("; ");
+            }
+            out.push_str(&c.name);
+            out.push('=');
+            out.push_str(&c.value);
+        };
+        match fit.next() {
+            // One cookie (the common case): written as it is, nothing sorted.
+            None => put(first),
+            Some(second) => {
+                let mut all: Vec<&Cookie> = [first, second].into_iter().chain(fit).collect();
+                all.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
+                all.into_iter().for_each(put);
+            }
+        }
+        Some(out)
     }
 
     /// A cookie's value by name (the most recently set of that name).

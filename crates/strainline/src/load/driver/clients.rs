@@ -556,19 +556,20 @@ impl<'a> Client<'a> {
             if s.cookies {
                 req.headers.retain(|(k, _)| *k != COOKIE);
                 if let Some(c) = s.jar.header(&s.host, &req.path, s.secure) {
-                    if let Ok(v) = HeaderValue::from_str(&c) {
+                    // The jar's text itself, not a copy of it.
+                    if let Ok(v) = HeaderValue::from_maybe_shared(bytes::Bytes::from(c)) {
                         req.headers.push((COOKIE, v));
                     }
                 }
             }
-            let path = req.path.clone();
+            let path = req.path.as_str();
             let client = &self.ctx.client;
             let follow = st.follow && hop < MAX_REDIRECTS;
             let mut next: Option<(u16, String)> = None;
             let mut judged = |reply: &mut Reply, latency: Duration, rec: &mut Recorder| {
                 if follow && matches!(reply.status, 301 | 302 | 303 | 307 | 308) {
                     let to = reply.kept.as_ref().and_then(|k| k.header("location"));
-                    let to = to.map(|l| client.redirect(l, &path));
+                    let to = to.map(|l| client.redirect(l, path));
                     if to == Some(None) {
                         rec.count(Some(i), "flow.redirects_not_followed");
                     }
@@ -577,7 +578,7 @@ impl<'a> Client<'a> {
                         let kept = reply.kept.take().expect("read above");
                         if s.cookies {
                             for (_, v) in kept.headers.iter().filter(|(k, _)| k == "set-cookie") {
-                                s.jar.store(&s.host, &path, v);
+                                s.jar.store(&s.host, path, v);
                             }
                         }
                         next = Some((reply.status, to));
@@ -592,7 +593,7 @@ impl<'a> Client<'a> {
                     let v = sc.vars(self_id, seq, &s.values, s.row.as_deref(), &mut own);
                     s.until_met = until.passes(reply.status, kept, latency, &v);
                 }
-                let mut failed = judge(&sc, (self_id, seq), st, i, &path, s, reply, latency, rec);
+                let mut failed = judge(&sc, (self_id, seq), st, i, path, s, reply, latency, rec);
                 if let Some(script) = sc.script.as_ref().filter(|s| s.has_response) {
                     let held = Instant::now();
                     failed |= hook(script, &sc, st, i, self_id, random, s, reply, latency, rec);
@@ -682,8 +683,8 @@ fn hook(
     latency: Duration,
     rec: &mut Recorder,
 ) -> bool {
-    let empty = Kept::default();
-    let kept = reply.kept.as_deref().unwrap_or(&empty);
+    let mut empty = Kept::default();
+    let kept = reply.kept.as_deref_mut().unwrap_or(&mut empty);
     let caller = Caller {
         step: &st.name,
         client,
@@ -828,9 +829,9 @@ fn judge(
     let v = sc.vars(client, seq, &s.values, row, &mut own);
     for c in &st.checks {
         if c.passes(reply.status, &kept, latency, &v) {
-            rec.count(Some(i), &format!("check.{}.passed", c.name));
+            rec.count(Some(i), c.key(true));
         } else {
-            rec.count(Some(i), &format!("check.{}.failed", c.name));
+            rec.count(Some(i), c.key(false));
             cause.get_or_insert_with(|| format!("check:{}", c.name));
             checked = true;
         }

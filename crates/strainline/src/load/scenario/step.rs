@@ -700,6 +700,7 @@ pub(super) fn check_of(
                 .as_ref()
                 .map(|l| parse_duration(l).map_err(|e| bad(format!("latency: {e}")).because(e)))
                 .transpose()?,
+            keys: Default::default(),
         };
         if check.status.is_empty()
             && !check.needs_body()

@@ -239,56 +239,144 @@ table.sort = function(t, comp)
 end
 "##;
 
-/// Builds `r` for a hook and hands back what it may change. Its headers come as one
-/// string (`name\0value\0…`) made into `r.headers` only when the hook reads it (one
-/// string handed over instead of a table set field by field through the C API), and
-/// what the hook left unchanged comes back as nil, not converted again.
+/// Builds `r` for a hook and hands back what it may change. What a hook may never read
+/// is made only when it does, through `r`'s metatable: its headers and its variables
+/// come as one string each (`name\0value\0…` and `string.pack("<s4s4")` pairs) made into
+/// tables on first read, and its body is copied into Lua by `__body` (Rust) on first
+/// read — a hook that never reads `r.body` never copies it. Assigning `r.body` or
+/// `r.vars` marks them set (a later read sees what was set, `nil` included); what the
+/// hook neither set nor read comes back as nil, not converted again.
 const CALLERS: &str = r#"
-local clients = __clients
-local gmatch, rawget, rawset, setmetatable = string.gmatch, rawget, rawset, setmetatable
+local clients, body = __clients, __body
+local gmatch, unpack, rawget, rawset, setmetatable = string.gmatch, string.unpack, rawget, rawset, setmetatable
+-- Keys no script can name: the lazy fields' sources and which fields the hook set.
+local HEADERS, VARS, MADE_BODY, MADE_VARS, SET_BODY, SET_VARS = {}, {}, {}, {}, {}, {}
 -- Locked: a script reading getmetatable(r) gets false, and cannot add a finalizer to
 -- every later `r` through it.
 local lazy = {__metatable = false}
 lazy.__index = function(r, k)
-  if k ~= "headers" then return nil end
-  local h = {}
-  for name, value in gmatch(rawget(r, lazy) or "", "([^%z]*)%z([^%z]*)%z") do h[name] = value end
-  rawset(r, "headers", h)
-  return h
+  if k == "headers" then
+    local h, text = {}, r[HEADERS]
+    if text ~= "" then
+      for name, value in gmatch(text, "([^%z]*)%z([^%z]*)%z") do h[name] = value end
+    end
+    rawset(r, "headers", h)
+    return h
+  elseif k == "vars" then
+    -- Made once: absent after that, it was set to nil.
+    if r[SET_VARS] or r[MADE_VARS] then return nil end
+    local v, text, i = {}, r[VARS], 1
+    local n = #text
+    while i <= n do
+      local name, value
+      name, value, i = unpack("<s4s4", text, i)
+      v[name] = value
+    end
+    r[MADE_VARS] = v
+    rawset(r, "vars", v)
+    return v
+  elseif k == "body" then
+    if r[SET_BODY] or r[MADE_BODY] then return nil end
+    local b = body()
+    r[MADE_BODY] = b
+    rawset(r, "body", b)
+    return b
+  end
+  return nil
 end
-function __request(f, step, client, seq, random, vars, method, path, body, headers)
+lazy.__newindex = function(r, k, v)
+  if k == "body" then r[SET_BODY] = true elseif k == "vars" then r[SET_VARS] = true end
+  rawset(r, k, v)
+end
+-- Whether the hook set `r.body` (to anything but what it read), and whether it read or
+-- set `r.vars`.
+local function body_set(r, b)
+  return r[SET_BODY] or b ~= (r[MADE_BODY] or nil)
+end
+local function vars_touched(r, v)
+  return r[SET_VARS] or r[MADE_VARS] ~= false or v ~= nil
+end
+function __request(f, step, client, seq, random, vars, method, path, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
+  -- Its hidden fields present (false when unset): reading one never calls `__index`.
   local r = setmetatable({step = step, client = client, seq = seq, random = random,
-             state = state, vars = vars, method = method, path = path, body = body}, lazy)
-  r[lazy] = headers
+             state = state, method = method, path = path, [VARS] = vars, [HEADERS] = headers,
+             [MADE_BODY] = false, [MADE_VARS] = false, [SET_BODY] = false, [SET_VARS] = false}, lazy)
   f(r)
-  local m, p, b = r.method, r.path, r.body
-  return m ~= method and m or nil, p ~= path and p or nil, b ~= body and b or nil,
-         rawget(r, "headers"), r.vars
+  local m, p, b, v = r.method, r.path, rawget(r, "body"), rawget(r, "vars")
+  return m ~= method and m or nil, p ~= path and p or nil,
+         body_set(r, b), b, rawget(r, "headers"), vars_touched(r, v), v
 end
-function __response(f, step, client, seq, random, vars, status, body, latency_ms, headers)
+function __response(f, step, client, seq, random, vars, status, latency_ms, headers)
   local state = clients[client]
   if state == nil then state = {}; clients[client] = state end
   local r = setmetatable({step = step, client = client, seq = seq, random = random,
-             state = state, vars = vars, status = status, body = body,
-             latency_ms = latency_ms}, lazy)
-  r[lazy] = headers
+             state = state, status = status, latency_ms = latency_ms, [VARS] = vars,
+             [HEADERS] = headers, [MADE_BODY] = false, [MADE_VARS] = false, [SET_BODY] = false,
+             [SET_VARS] = false}, lazy)
   local ok, name = f(r)
-  return ok, name, r.vars, r.next
+  local v = rawget(r, "vars")
+  return ok, name, vars_touched(r, v), v, rawget(r, "next")
 end
 "#;
 
-/// Header fields as the callers take them: `name\0value\0` each.
-fn joined<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
+thread_local! {
+    /// The body of the request or reply whose hook runs on this thread, lent for the
+    /// call: `__body` copies it into Lua only when the hook reads `r.body` (inside the
+    /// call, so under its memory limit, as any string the hook makes).
+    static LENT: RefCell<Lent> = const { RefCell::new(Lent::Nothing) };
+    /// Buffers the callers' joined strings are written in, kept between calls.
+    static JOINED: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many bodies `__body` copied into Lua on this thread (tests).
+    static BODIES_MADE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A body lent to a hook's call.
+enum Lent {
+    Nothing,
+    Request(Bytes),
+    Reply(Vec<u8>),
+}
+
+/// Lends `body` to the call `f` (taken back after it, whatever it returned).
+fn lending<T>(body: Lent, f: impl FnOnce() -> T) -> (T, Lent) {
+    LENT.with_borrow_mut(|l| *l = body);
+    let out = f();
+    (
+        out,
+        LENT.with_borrow_mut(|l| std::mem::replace(l, Lent::Nothing)),
+    )
+}
+
+/// Header fields as the callers take them: `name\0value\0` each, into `out`.
+fn join_into<'a>(out: &mut Vec<u8>, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    out.clear();
     for (k, v) in fields {
         out.extend_from_slice(k);
         out.push(0);
         out.extend_from_slice(v);
         out.push(0);
     }
-    out
+}
+
+/// The client's variables as the callers take them: `string.pack("<s4s4", name,
+/// value)` each (a value may hold any byte), into `out`.
+fn vars_into(out: &mut Vec<u8>, c: &Caller) {
+    out.clear();
+    for (n, v) in c.names.iter().zip(c.values.iter()) {
+        if let Some(v) = v {
+            for part in [n.as_bytes(), v.as_bytes()] {
+                let len = u32::try_from(part.len()).unwrap_or(u32::MAX);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(part);
+            }
+        }
+    }
 }
 
 /// Instructions between two looks at the clock.
@@ -503,7 +591,23 @@ fn state(seed: u64) -> mlua::Result<Lua> {
     // `r` is made in Lua, from arguments: a table built by the VM costs a fraction of
     // one built field by field through the C API (0.31x to 0.40x to … the plain flow's
     // requests per CPU-second, docs/performance.md).
+    g.set(
+        "__body",
+        lua.create_function(|lua, ()| {
+            #[cfg(test)]
+            BODIES_MADE.with(|n| n.set(n.get() + 1));
+            LENT.with_borrow(|lent| {
+                lua.create_string(match lent {
+                    Lent::Request(b) => &b[..],
+                    Lent::Reply(v) => &v[..],
+                    Lent::Nothing => &[][..],
+                })
+            })
+        })?,
+    )?;
     lua.load(CALLERS).set_name("=strainline").exec()?;
+    // Kept by the callers alone.
+    g.set("__body", Value::Nil)?;
     // After the callers, which keep the library's own functions for their own input.
     // SAFETY: `check` and `guard` keep to the Lua C API's rules (each pushes no more
     // than the minimum stack a C function has).
@@ -761,17 +865,6 @@ pub struct Caller<'a> {
     pub random: f64,
 }
 
-/// The client's variables as a table for `r.vars`.
-fn vars_of(lua: &Lua, c: &Caller) -> mlua::Result<Table> {
-    let vars = lua.create_table_with_capacity(0, c.names.len())?;
-    for (n, v) in c.names.iter().zip(c.values.iter()) {
-        if let Some(v) = v {
-            vars.raw_set(n.as_str(), v.as_str())?;
-        }
-    }
-    Ok(vars)
-}
-
 /// What the hook left in `r.vars`, back into the client's variables.
 fn vars_back(vars: &Table, c: &mut Caller) -> mlua::Result<()> {
     for (n, v) in c.names.iter().zip(c.values.iter_mut()) {
@@ -810,33 +903,43 @@ pub fn request(
         let Some(f) = &st.request else {
             return Err(mlua::Error::runtime("no function request(r)"));
         };
-        let headers = joined(
-            req.headers
-                .iter()
-                .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
-        );
-        let (method, path, body, headers, vars): (
-            Option<mlua::String>,
-            Option<mlua::String>,
-            Option<mlua::String>,
-            Option<Table>,
-            Table,
-        ) = {
-            // Every string made here, outside the limit: the call only pushes them.
-            let args = (
-                f,
-                lua.create_string(c.step)?,
-                c.client,
-                c.seq,
-                c.random,
-                vars_of(lua, &c)?,
-                lua.create_string(req.method.as_str())?,
-                lua.create_string(&req.path)?,
-                lua.create_string(&req.body)?,
-                lua.create_string(&headers)?,
+        // Every string made here, outside the limit: the call only pushes them (the
+        // step, method and path straight onto Lua's stack, not through a reference).
+        let (headers, vars) = JOINED.with_borrow_mut(|(h, v)| {
+            join_into(
+                h,
+                req.headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
             );
-            limited(lua, || st.call_request.call(args))?
-        };
+            vars_into(v, &c);
+            Ok::<_, mlua::Error>((lua.create_string(&h)?, lua.create_string(&v)?))
+        })?;
+        let args = (
+            f,
+            c.step,
+            c.client,
+            c.seq,
+            c.random,
+            vars,
+            req.method.as_str(),
+            req.path.as_str(),
+            headers,
+        );
+        type Back = (
+            Option<mlua::String>,
+            Option<mlua::String>,
+            bool,
+            Value,
+            Option<Table>,
+            bool,
+            Value,
+        );
+        let (out, lent) = lending(Lent::Request(req.body.clone()), || {
+            limited(lua, || st.call_request.call::<Back>(args))
+        });
+        drop(lent);
+        let (method, path, set_body, body, headers, set_vars, vars) = out?;
         if let Some(method) = method {
             let method = method.as_bytes();
             req.method =
@@ -863,8 +966,13 @@ pub fn request(
                 )));
             }
         }
-        if let Some(body) = body {
-            req.body = Bytes::from(body.as_bytes().to_vec());
+        // Set by the hook (`nil` leaves it as it was, as does the same text).
+        if set_body {
+            if let Some(body) = lua.unpack::<Option<mlua::String>>(body)? {
+                if body.as_bytes()[..] != req.body[..] {
+                    req.body = Bytes::from(body.as_bytes().to_vec());
+                }
+            }
         }
         // Read by the hook (and so perhaps changed): the request's headers are its.
         if let Some(headers) = headers {
@@ -891,7 +999,11 @@ pub fn request(
                 req.headers.push((name, value));
             }
         }
-        vars_back(&vars, &mut c)
+        // Neither read nor set: the client's variables are as they were.
+        if set_vars {
+            vars_back(&lua.unpack::<Table>(vars)?, &mut c)?;
+        }
+        Ok(())
     })
 }
 
@@ -911,7 +1023,7 @@ pub fn response(
     seed: u64,
     mut c: Caller,
     status: u16,
-    kept: &Kept,
+    kept: &mut Kept,
     latency: Duration,
 ) -> Result<Said, Failed> {
     with_state(script, seed, |st| {
@@ -919,26 +1031,42 @@ pub fn response(
         let Some(f) = &st.response else {
             return Err(mlua::Error::runtime("no function response(r)"));
         };
-        let headers = joined(
-            kept.headers
-                .iter()
-                .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
-        );
+        let (headers, vars) = JOINED.with_borrow_mut(|(h, v)| {
+            join_into(
+                h,
+                kept.headers
+                    .iter()
+                    .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+            );
+            vars_into(v, &c);
+            Ok::<_, mlua::Error>((lua.create_string(&h)?, lua.create_string(&v)?))
+        })?;
         let args = (
             f,
-            lua.create_string(c.step)?,
+            c.step,
             c.client,
             c.seq,
             c.random,
-            vars_of(lua, &c)?,
+            vars,
             status,
-            lua.create_string(&kept.body)?,
             latency.as_secs_f64() * 1e3,
-            lua.create_string(&headers)?,
+            headers,
         );
-        let (ok, name, vars, next): (Value, Option<String>, Table, Option<String>) =
-            limited(lua, || st.call_response.call(args))?;
-        vars_back(&vars, &mut c)?;
+        // The reply's body lent to the call, and given back to it after.
+        let lent = Lent::Reply(std::mem::take(&mut kept.body));
+        let (out, lent) = lending(lent, || {
+            limited(lua, || {
+                st.call_response
+                    .call::<(Value, Option<String>, bool, Value, Option<String>)>(args)
+            })
+        });
+        if let Lent::Reply(body) = lent {
+            kept.body = body;
+        }
+        let (ok, name, set_vars, vars, next) = out?;
+        if set_vars {
+            vars_back(&lua.unpack::<Table>(vars)?, &mut c)?;
+        }
         Ok(Said {
             judged: matches!(ok, Value::Boolean(_)),
             failed: matches!(ok, Value::Boolean(false))
@@ -1040,11 +1168,109 @@ mod tests {
         let mut k = Kept::new(super::super::flow::Keep::All);
         k.take_header("content-type", b"application/json");
         let ms = Duration::from_millis(1);
-        let said = response(&s, 1, caller(&mut values, &names), 200, &k, ms).unwrap();
+        let said = response(&s, 1, caller(&mut values, &names), 200, &mut k, ms).unwrap();
         assert_eq!(said.failed, None);
-        let none = Kept::new(super::super::flow::Keep::All);
-        let said = response(&s, 1, caller(&mut values, &names), 200, &none, ms).unwrap();
+        let mut none = Kept::new(super::super::flow::Keep::All);
+        let said = response(&s, 1, caller(&mut values, &names), 200, &mut none, ms).unwrap();
         assert_eq!(said.failed.as_deref(), Some("ct"));
+    }
+
+    /// `r.body` is copied into Lua only when the hook reads it: not read, not copied
+    /// (and the reply's body given back to it); read, the right bytes, once a call.
+    #[test]
+    fn the_body_is_copied_into_lua_only_when_read() {
+        let made = || BODIES_MADE.with(Cell::get);
+        let ms = Duration::from_millis(1);
+        let reply = |b: &[u8]| {
+            let mut k = Kept::new(super::super::flow::Keep::All);
+            k.take_body(b);
+            k
+        };
+        let s = script(
+            "function request(r) r.headers['x-m'] = r.method .. r.path end\nfunction response(r) return r.status == 200 end\n",
+        )
+        .unwrap();
+        let mut req = rendered(Method::POST, "/a", Bytes::from_static(b"pay\0load"));
+        let mut k = reply(b"re\0ply");
+        let before = made();
+        request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(made(), before, "a body not read is not copied");
+        assert!(said.judged && said.failed.is_none());
+        assert_eq!(
+            (&req.body[..], &k.body[..]),
+            (&b"pay\0load"[..], &b"re\0ply"[..])
+        );
+        assert_eq!(req.headers[0].1, "POST/a");
+        let s = script(
+            "function request(r)\n  assert(r.body == 'pay\\0load' and #r.body == 8)\n  r.headers['x-n'] = tostring(#r.body)\nend\nfunction response(r)\n  if r.body ~= 're\\0ply' or r.body ~= 're\\0ply' then return false, 'body' end\nend\n",
+        )
+        .unwrap();
+        let before = made();
+        request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(said.failed, None);
+        assert_eq!(made(), before + 2, "read twice a call, copied once");
+        assert_eq!(
+            (&req.body[..], &k.body[..]),
+            (&b"pay\0load"[..], &b"re\0ply"[..])
+        );
+        // Set: sent as set; set to nil: read as nil, and the body stays as it was.
+        let s = script("function request(r) r.body = r.body .. '!' end\n").unwrap();
+        request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+        assert_eq!(&req.body[..], b"pay\0load!");
+        let s = script("function request(r) r.body = nil assert(r.body == nil) end\n").unwrap();
+        request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+        assert_eq!(&req.body[..], b"pay\0load!");
+        let s = script("function request(r) r.body = 42 end\n").unwrap();
+        request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+        assert_eq!(&req.body[..], b"42");
+    }
+
+    /// Each call has its own `r`: what one call set on it (a field of its own,
+    /// `r.next`, the body, a header) is not seen by the next; `r.state` is the client's.
+    #[test]
+    fn a_field_set_by_one_call_is_not_seen_by_the_next() {
+        let s = script(
+            "function request(r)\n  assert(r.mine == nil and r.headers['x-a'] == nil, 'seen')\n  assert(r.body == '', 'body seen')\n  r.mine = 1 r.body = 'b' r.headers['x-a'] = '1'\nend\nfunction response(r)\n  r.state.n = (r.state.n or 0) + 1\n  assert(r.mine == nil and r.next == nil, 'seen')\n  r.mine = true\n  if r.state.n == 1 then r.next = 'page' end\nend\n",
+        )
+        .unwrap();
+        for _ in 0..3 {
+            let mut req = rendered(Method::GET, "/", Bytes::new());
+            request(&s, 1, caller(&mut [], &[]), &mut req).unwrap();
+            assert_eq!((&req.body[..], req.headers.len()), (&b"b"[..], 1));
+        }
+        let ms = Duration::from_millis(1);
+        let mut k = Kept::new(super::super::flow::Keep::All);
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(said.next.as_deref(), Some("page"));
+        let said = response(&s, 1, caller(&mut [], &[]), 200, &mut k, ms).unwrap();
+        assert_eq!(said.next, None, "r.next of the call before");
+    }
+
+    /// `r.vars` made on first read (any byte in a value); set, read back; untouched,
+    /// the client's variables stay as they were.
+    #[test]
+    fn vars_are_read_set_or_left_as_they_were() {
+        let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let mut values = vec![Some("x\0y".to_string()), None, Some(String::new())];
+        let mut req = rendered(Method::GET, "/", Bytes::new());
+        let s = script(
+            "function request(r)\n  assert(r.vars.a == 'x\\0y' and r.vars.b == nil and r.vars.c == '')\n  r.vars.b = r.vars.a .. '!'\n  r.vars.c = nil\nend\n",
+        )
+        .unwrap();
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(values, [Some("x\0y".into()), Some("x\0y!".into()), None]);
+        let s = script("function request(r) r.vars = {a = 'new'} assert(r.vars.a == 'new') end\n")
+            .unwrap();
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(values, [Some("new".into()), None, None]);
+        let s = script("function request(r) r.path = '/p' end\n").unwrap();
+        request(&s, 1, caller(&mut values, &names), &mut req).unwrap();
+        assert_eq!(values, [Some("new".into()), None, None]);
+        let s = script("function request(r) r.vars = nil end\n").unwrap();
+        let e = request(&s, 1, caller(&mut values, &names), &mut req).unwrap_err();
+        assert!(e.0.contains("nil") && e.0.contains("table"), "{e}");
     }
 
     #[test]
@@ -1065,7 +1291,7 @@ mod tests {
             1,
             caller(&mut values, &[]),
             200,
-            &kept(r#"{"status":"error"}"#),
+            &mut kept(r#"{"status":"error"}"#),
             ms,
         )
         .unwrap();
@@ -1075,7 +1301,7 @@ mod tests {
             1,
             caller(&mut values, &[]),
             200,
-            &kept(r#"{"status":"ok","items":["more"]}"#),
+            &mut kept(r#"{"status":"ok","items":["more"]}"#),
             ms,
         )
         .unwrap();
@@ -1089,9 +1315,9 @@ mod tests {
             }
         );
         let s = script("function response(r)\n  return r.status == 200\nend\n").unwrap();
-        let said = response(&s, 1, caller(&mut values, &[]), 200, &kept("{}"), ms).unwrap();
+        let said = response(&s, 1, caller(&mut values, &[]), 200, &mut kept("{}"), ms).unwrap();
         assert!(said.judged && said.failed.is_none(), "{said:?}");
-        let said = response(&s, 1, caller(&mut values, &[]), 500, &kept("{}"), ms).unwrap();
+        let said = response(&s, 1, caller(&mut values, &[]), 500, &mut kept("{}"), ms).unwrap();
         assert!(
             said.judged && said.failed.as_deref() == Some("script"),
             "{said:?}"
