@@ -13,7 +13,7 @@ use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use hyper::Method;
 
 use super::super::hyper2;
-use super::h1::Job;
+use super::h1::{Exchanged, Job};
 use crate::load::flow::Kept;
 use crate::load::net::{open_stream, Target};
 use crate::load::recorder::ErrorKind;
@@ -279,7 +279,7 @@ pub fn poll_workload(
     first: bool,
     (t, prepared): (&Template, &[Bytes]),
     seq: u64,
-) -> Option<Poll<Result<(u16, u64, bool), ErrorKind>>> {
+) -> Option<Poll<Exchanged>> {
     let Kind::H1(h) = &mut conn.kind else {
         return None;
     };

@@ -247,8 +247,11 @@ pub struct Job {
     pub keep: Option<Box<Kept>>,
 }
 
-/// An exchange's outcome ([`H1::exchange`]'s) and its job's `keep`, given back.
-pub type Done = (Result<(u16, u64, bool), ErrorKind>, Option<Box<Kept>>);
+/// An exchange's outcome ([`H1::exchange`]'s): status, body bytes, late tail.
+pub type Exchanged = Result<(u16, u64, bool), ErrorKind>;
+
+/// An exchange's outcome and its job's `keep`, given back.
+pub type Done = (Exchanged, Option<Box<Kept>>);
 
 /// What a [`Driven`] connection's future and its units pass each other.
 #[derive(Default)]
