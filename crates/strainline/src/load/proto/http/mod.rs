@@ -464,9 +464,10 @@ mod tests {
         });
     }
 
-    /// HTTP's request future is allocated and moved per request on the fast path (nginx's
-    /// 1 KiB file: ~9 µs of CPU a request): 416 bytes since hyper's branch is boxed apart
-    /// (856 before: −1% to −4% requests per CPU-second, docs/performance.md).
+    /// HTTP's request future is allocated and moved per request where it is sent
+    /// (HTTP/2's requests, a scenario's steps; the workload's HTTP/1.1 units are polled
+    /// in place): 416 bytes since hyper's branch is boxed apart (856 before: −1% to −4%
+    /// requests per CPU-second on nginx's 1 KiB file, docs/performance.md).
     const FAST: usize = 512;
 
     #[test]
