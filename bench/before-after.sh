@@ -39,11 +39,13 @@ echo "before: $REV ($(git rev-parse --short "$REV")), after: the working tree at
 . bench/nginx.sh
 start_nginx
 
-# One run of binary $1 with the rest as load arguments, pinned to CPU 0 under GNU time;
+# One run of binary $1 with the rest as load arguments, pinned to CPU 0 under GNU time
+# (each build its own store: an older one may not open a store a newer one migrated);
 # appends a JSON line {which, model, completed, cpu, rss_kib, p99, lag_p99} to results.
 run() { local which=$1 bin=$2 model=$3; shift 3
+  rm -f "$WORK/r.json"   # a run that fails is not read as the last one
   taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$WORK/time" \
-    "$bin" --store "$WORK/s.db" load "$URL" "$@" -z "${DUR}s" --json "$WORK/r.json" > /dev/null 2>&1 || true
+    "$bin" --store "$WORK/s-$which.db" load "$URL" "$@" -z "${DUR}s" --json "$WORK/r.json" > /dev/null 2>&1 || true
   python3 - "$WORK/r.json" "$WORK/time" "$which" "$model" >> "$WORK/results" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]

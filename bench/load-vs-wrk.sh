@@ -13,11 +13,13 @@
 # Installs nginx and wrk from Debian if missing. Loopback only; every run is bounded.
 #   bash bench/load-vs-wrk.sh
 #   REPS=1 SECONDS_PER_RUN=5 bash bench/load-vs-wrk.sh
+#   NO_OHA=1 RATES="40000 60000" bash bench/load-vs-wrk.sh   # no oha; two rates swept
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-3}
 DUR=${SECONDS_PER_RUN:-10}
-command -v oha >/dev/null || cargo install oha --locked -q || true
+# NO_OHA=1: oha is not installed when missing (its build takes minutes), its runs skipped.
+[ -n "${NO_OHA:-}" ] || command -v oha >/dev/null || cargo install oha --locked -q || true
 if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
 fi

@@ -9,6 +9,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::proto;
@@ -198,7 +199,20 @@ impl Client {
     ) -> Result<Reply, ErrorKind> {
         match self {
             Client::Proto(_) => match out {
-                Outgoing::Workload(seq) => conn.0.send(None, seq, intended).await,
+                Outgoing::Workload(seq) => {
+                    // In place where the connection can (no future allocated per unit).
+                    let mut first = true;
+                    let lent = std::future::poll_fn(|cx| {
+                        let p = conn.0.poll_unit(cx, first, seq, intended);
+                        first = false;
+                        p.map_or(Poll::Ready(None), |p| p.map(Some))
+                    })
+                    .await;
+                    match lent {
+                        Some(r) => r,
+                        None => conn.0.send(None, seq, intended).await,
+                    }
+                }
                 Outgoing::Rendered(r) => conn.0.send(Some(r), 0, intended).await,
             },
             Client::Command(_) => Err(ErrorKind::Protocol),

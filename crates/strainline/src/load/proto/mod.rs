@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use super::client::{Companions, CompanionsAsk, Reply};
@@ -210,6 +211,20 @@ pub trait Connection {
         seq: u64,
         intended: Instant,
     ) -> Fut<'a, Result<Reply, ErrorKind>>;
+    /// The workload's `seq`th unit of work, as [`Connection::send`] with no step, polled
+    /// in place so that it allocates nothing (HTTP/1.1's: docs/performance.md): `first`
+    /// on its first poll, then polled until ready. `None` from the first poll: the
+    /// protocol has no such path, and the unit goes through [`Connection::send`]. A
+    /// unit dropped unfinished leaves the connection closed ([`Connection::is_closed`]).
+    fn poll_unit(
+        &mut self,
+        _cx: &mut Context<'_>,
+        _first: bool,
+        _seq: u64,
+        _intended: Instant,
+    ) -> Option<Poll<Result<Reply, ErrorKind>>> {
+        None
+    }
     /// Closes the connection politely at the end of the run.
     fn goodbye(self: Box<Self>) -> Fut<'static, ()>;
     /// Another handle on the same connection for a unit in flight beside this one's,
@@ -364,6 +379,48 @@ pub async fn open(
 /// How an I/O error ends a unit of work.
 pub fn io_kind(e: &std::io::Error) -> ErrorKind {
     super::net::io_kind(e)
+}
+
+/// The test build's allocator: the system's, counting the allocations each thread makes
+/// (a unit of HTTP/1.1 work must make none: [`allocations`]).
+#[cfg(test)]
+pub(crate) mod counted {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static MADE: Cell<u64> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    // SAFETY: every call is passed to the system allocator unchanged; the count is a
+    // const-initialised thread-local `Cell` (no allocation, no destructor).
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            MADE.with(|m| m.set(m.get() + 1));
+            System.alloc(l)
+        }
+        unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+            MADE.with(|m| m.set(m.get() + 1));
+            System.alloc_zeroed(l)
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+            MADE.with(|m| m.set(m.get() + 1));
+            System.realloc(p, l, n)
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            System.dealloc(p, l)
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    /// Allocations made so far on the calling thread.
+    pub fn allocations() -> u64 {
+        MADE.with(Cell::get)
+    }
 }
 
 /// What the protocols' tests share: the size of a unit of work's future.

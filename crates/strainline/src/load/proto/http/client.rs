@@ -3,12 +3,17 @@
 //! [`super::h2`]), or HTTP/2 through hyper's ([`super::super::hyper2`]) where a scenario
 //! reads whole heads. The workload's requests are prepared once as bytes; random
 //! payloads come from a pool made once, so the generator spends its CPU on sending.
+//! The workload's HTTP/1.1 request is also polled in place ([`poll_workload`]): no
+//! allocation per request.
+
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use hyper::Method;
 
 use super::super::hyper2;
+use super::h1::{Exchanged, Job};
 use crate::load::flow::Kept;
 use crate::load::net::{open_stream, Target};
 use crate::load::recorder::ErrorKind;
@@ -123,8 +128,8 @@ pub struct Conn {
 }
 
 enum Kind {
-    /// HTTP/1.1: strainline's own lean client.
-    H1(super::h1::H1),
+    /// HTTP/1.1: strainline's own lean client, its exchanges in one future.
+    H1(super::h1::Driven),
     /// HTTP/2: strainline's own lean client, a handle per stream loop.
     H2(super::h2::H2),
     /// HTTP/2 through hyper, for a scenario (whole heads).
@@ -150,7 +155,7 @@ impl Conn {
 
     pub fn is_closed(&self) -> bool {
         match &self.kind {
-            Kind::H1(h) => !h.reusable,
+            Kind::H1(h) => !h.reusable(),
             Kind::H2(s) => s.is_closed(),
             Kind::Hyper(s) => s.is_closed(),
         }
@@ -171,7 +176,7 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
     let kind = if t.http2 {
         Kind::H2(super::h2::H2::handshake(stream).await?)
     } else {
-        Kind::H1(super::h1::H1::new(stream))
+        Kind::H1(super::h1::Driven::new(stream))
     };
     Ok(Conn { kind, fd })
 }
@@ -179,27 +184,34 @@ pub async fn connect(t: &Target) -> Result<Conn, ErrorKind> {
 /// Sends a request and reads the whole response. Returns its status, its body size and
 /// whether its body came late after its head (HTTP/1.1:
 /// [`crate::load::recorder::LATE_TAIL`]).
-/// `keep` gets its head and body (HTTP/1.1; a flow over HTTP/2 is refused by its plan).
+/// `keep` gets its head and body (HTTP/1.1; a flow over HTTP/2 is refused by its plan),
+/// and is given back.
 /// `workload`: the workload's request and its prepared forms ([`prepare`]).
 pub async fn send(
     conn: &mut Conn,
     target: &Target,
     (t, prepared): (&Template, &[Bytes]),
     out: Outgoing<'_>,
-    keep: Option<&mut Kept>,
+    kept: &mut Option<Box<Kept>>,
 ) -> Result<(u16, u64, bool), ErrorKind> {
     match &mut conn.kind {
-        Kind::H1(h) => match out {
-            Outgoing::Workload(seq) => {
-                let req = &prepared[(seq % prepared.len() as u64) as usize];
-                h.exchange(req, t.method == Method::HEAD, keep).await
-            }
-            Outgoing::Rendered(r) => {
-                let mut w = Vec::with_capacity(256 + r.body.len());
-                write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
-                h.exchange(&w, r.method == Method::HEAD, keep).await
-            }
-        },
+        Kind::H1(h) => {
+            let job = match out {
+                Outgoing::Workload(seq) => workload_job(t, prepared, seq),
+                Outgoing::Rendered(r) => {
+                    let mut w = Vec::with_capacity(256 + r.body.len());
+                    write_h1(&r.method, &r.path, target, &r.headers, &r.body, &mut w);
+                    Job {
+                        request: Bytes::from(w),
+                        head_request: r.method == Method::HEAD,
+                        keep: kept.take(),
+                    }
+                }
+            };
+            let (r, back) = h.exchange(job).await;
+            *kept = back;
+            r
+        }
         Kind::H2(h) => {
             let (status, bytes) = match out {
                 Outgoing::Workload(seq) => {
@@ -229,7 +241,7 @@ pub async fn send(
                 ),
             };
             let mut bytes = 0u64;
-            let mut keep = keep;
+            let mut keep = kept.as_deref_mut();
             // Boxed apart: hyper's futures are large, and this branch (a scenario's) would
             // size every request's future, HTTP/1.1's fast path's too.
             let r = Box::pin(c.send(req, |d| {
@@ -247,6 +259,32 @@ pub async fn send(
             Ok((r.status, bytes, false))
         }
     }
+}
+
+/// The workload's `seq`th request on an HTTP/1.1 connection: its prepared bytes, shared.
+fn workload_job(t: &Template, prepared: &[Bytes], seq: u64) -> Job {
+    Job {
+        request: prepared[(seq % prepared.len() as u64) as usize].clone(),
+        head_request: t.method == Method::HEAD,
+        keep: None,
+    }
+}
+
+/// The workload's `seq`th request and its whole response, polled in place on an
+/// HTTP/1.1 connection (the request given on the `first` poll): nothing is allocated.
+/// `None` on an HTTP/2 connection, whose requests go through [`send`].
+pub fn poll_workload(
+    conn: &mut Conn,
+    cx: &mut Context<'_>,
+    first: bool,
+    (t, prepared): (&Template, &[Bytes]),
+    seq: u64,
+) -> Option<Poll<Exchanged>> {
+    let Kind::H1(h) = &mut conn.kind else {
+        return None;
+    };
+    let job = first.then(|| workload_job(t, prepared, seq));
+    Some(h.poll_exchange(cx, job).map(|(r, _)| r))
 }
 
 #[cfg(test)]

@@ -7,9 +7,17 @@
 //! server sends grows a buffer without bound: a head, a chunk-size line (with its
 //! extensions) and the trailers are [`MAX_HEAD`] at most, and a `Content-Length` that is
 //! not one decimal number (absurd, negative, or two that differ: RFC 9112 §6.3) is a
-//! `protocol` error, as is anything longer.
+//! `protocol` error, as is anything longer. A connection's exchanges run in one future
+//! made when it opens ([`Driven`]), so a request allocates nothing.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
 
 use crate::load::flow::Kept;
 use crate::load::net::Stream;
@@ -227,6 +235,99 @@ impl H1 {
             self.skip(2, None).await?; // its CRLF
             total += size;
         }
+    }
+}
+
+/// One exchange handed to a [`Driven`] connection: the request's bytes (the workload's
+/// prepared ones are shared, not copied), whether it is a `HEAD`, and what to keep of the
+/// response (a scenario step's).
+pub struct Job {
+    pub request: Bytes,
+    pub head_request: bool,
+    pub keep: Option<Box<Kept>>,
+}
+
+/// An exchange's outcome ([`H1::exchange`]'s): status, body bytes, late tail.
+pub type Exchanged = Result<(u16, u64, bool), ErrorKind>;
+
+/// An exchange's outcome and its job's `keep`, given back.
+pub type Done = (Exchanged, Option<Box<Kept>>);
+
+/// What a [`Driven`] connection's future and its units pass each other.
+#[derive(Default)]
+struct Mail {
+    job: Cell<Option<Job>>,
+    done: Cell<Option<Done>>,
+    /// A job was handed over and its outcome not yet taken.
+    busy: Cell<bool>,
+    /// [`H1::reusable`], as of the last exchange.
+    closing: Cell<bool>,
+}
+
+/// An HTTP/1.1 connection whose exchanges run in one future, allocated once when the
+/// connection opens and polled by each unit of work in turn: a unit allocates nothing
+/// (a future per request, boxed through the registry's seam, was a malloc and a free
+/// each: docs/performance.md). A unit dropped before its outcome leaves the connection
+/// closed ([`Driven::reusable`] false): its response is not read.
+pub struct Driven {
+    run: Pin<Box<dyn Future<Output = ()>>>,
+    mail: Rc<Mail>,
+}
+
+impl Driven {
+    pub fn new(stream: Stream) -> Driven {
+        let mail = Rc::new(Mail::default());
+        let m = mail.clone();
+        let run = Box::pin(async move {
+            let mut h = H1::new(stream);
+            loop {
+                let mut job = std::future::poll_fn(|_| match m.job.take() {
+                    Some(j) => Poll::Ready(j),
+                    // Polled again by the next unit, which brings its job.
+                    None => Poll::Pending,
+                })
+                .await;
+                let r = h
+                    .exchange(&job.request, job.head_request, job.keep.as_deref_mut())
+                    .await;
+                m.closing.set(!h.reusable);
+                m.done.set(Some((r, job.keep)));
+            }
+        });
+        Driven { run, mail }
+    }
+
+    /// It can carry another exchange: the server did not say it closes, the body did
+    /// not run to the close, and no exchange was left unfinished.
+    pub fn reusable(&self) -> bool {
+        !self.mail.closing.get() && !self.mail.busy.get()
+    }
+
+    /// Polls the exchange of `job`, which the first poll gives and later polls do not.
+    /// A job given while another is unfinished is refused (`reset`).
+    pub fn poll_exchange(&mut self, cx: &mut Context<'_>, job: Option<Job>) -> Poll<Done> {
+        if let Some(j) = job {
+            if self.mail.busy.replace(true) {
+                return Poll::Ready((Err(ErrorKind::Reset), j.keep));
+            }
+            self.mail.job.set(Some(j));
+        }
+        if self.run.as_mut().poll(cx).is_ready() {
+            unreachable!("a connection's exchanges loop for its whole life");
+        }
+        match self.mail.done.take() {
+            Some(d) => {
+                self.mail.busy.set(false);
+                Poll::Ready(d)
+            }
+            None => Poll::Pending,
+        }
+    }
+
+    /// [`Driven::poll_exchange`] as a future.
+    pub async fn exchange(&mut self, job: Job) -> Done {
+        let mut job = Some(job);
+        std::future::poll_fn(|cx| self.poll_exchange(cx, job.take())).await
     }
 }
 

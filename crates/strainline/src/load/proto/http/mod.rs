@@ -12,6 +12,7 @@
 use std::net::ToSocketAddrs;
 use std::os::fd::RawFd;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -303,25 +304,44 @@ impl Connection for Conn {
                     (r.keep != Keep::Nothing).then(|| Box::new(Kept::new(r.keep))),
                 ),
             };
-            let (status, bytes, late_tail) = http::send(
+            let done = http::send(
                 &mut self.conn,
                 &to.target,
                 (&to.template, &to.prepared),
                 out,
-                kept.as_deref_mut(),
+                &mut kept,
             )
             .await?;
-            let mut reply = Reply::new(status, status < 400);
-            reply.bytes = bytes;
-            reply.late_tail = late_tail;
+            let mut reply = reply(done);
             reply.kept = kept;
             Ok(reply)
         })
     }
 
+    fn poll_unit(
+        &mut self,
+        cx: &mut Context<'_>,
+        first: bool,
+        seq: u64,
+        _intended: Instant,
+    ) -> Option<Poll<Result<Reply, ErrorKind>>> {
+        let to = &*self.to;
+        let polled =
+            http::poll_workload(&mut self.conn, cx, first, (&to.template, &to.prepared), seq)?;
+        Some(polled.map(|r| r.map(reply)))
+    }
+
     fn goodbye(self: Box<Self>) -> Fut<'static, ()> {
         Box::pin(async {})
     }
+}
+
+/// A response's status, body bytes and late tail as a unit's reply: a failure from 400.
+fn reply((status, bytes, late_tail): (u16, u64, bool)) -> Reply {
+    let mut reply = Reply::new(status, status < 400);
+    reply.bytes = bytes;
+    reply.late_tail = late_tail;
+    reply
 }
 
 #[cfg(test)]
@@ -355,9 +375,99 @@ mod tests {
         }
     }
 
-    /// HTTP's request future is allocated and moved per request on the fast path (nginx's
-    /// 1 KiB file: ~9 µs of CPU a request): 416 bytes since hyper's branch is boxed apart
-    /// (856 before: −1% to −4% requests per CPU-second, docs/performance.md).
+    /// Serves `n` keep-alive responses of 2 bytes on a thread of its own (its
+    /// allocations are not the client's thread's), one per request read.
+    fn serve_ok(n: usize) -> u16 {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut b = [0u8; 4096];
+            for _ in 0..n {
+                if s.read(&mut b).unwrap_or(0) == 0 {
+                    return;
+                }
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+        });
+        port
+    }
+
+    /// The workload's unit on `conn`, polled in place as the driver polls it.
+    async fn unit(conn: &mut dyn Connection, seq: u64) -> Result<Reply, ErrorKind> {
+        let mut first = true;
+        std::future::poll_fn(|cx| {
+            let p = conn.poll_unit(cx, first, seq, Instant::now());
+            first = false;
+            p.expect("HTTP/1.1 polls its unit in place")
+        })
+        .await
+    }
+
+    fn connected(port: u16) -> impl std::future::Future<Output = Box<dyn Connection>> {
+        let target = Http
+            .plan(&Ask {
+                url: &format!("http://127.0.0.1:{port}/x"),
+                method: "GET",
+                headers: &[],
+                body: &BodySpec::Bytes(Vec::new()),
+                options: &ClientOptions::default(),
+                replay: false,
+                scenario: false,
+                open: false,
+            })
+            .unwrap();
+        async move { target.connect().await.unwrap() }
+    }
+
+    /// Known truth: after the first few (the connection's buffers, the runtime's
+    /// registrations), 200 units of HTTP/1.1 work make not one allocation on the
+    /// driver's thread; each reply is the server's.
+    #[test]
+    fn a_unit_of_http1_work_allocates_nothing() {
+        unit_size::run(async {
+            let mut conn = connected(serve_ok(220)).await;
+            for seq in 0..20 {
+                assert_eq!(unit(&mut *conn, seq).await.unwrap().status, 200);
+            }
+            let before = super::super::counted::allocations();
+            for seq in 20..220 {
+                let r = unit(&mut *conn, seq).await.unwrap();
+                assert_eq!((r.status, r.ok, r.bytes), (200, true, 2));
+            }
+            let made = super::super::counted::allocations() - before;
+            assert_eq!(made, 0, "allocations in 200 units");
+            assert!(!conn.is_closed());
+        });
+    }
+
+    /// A unit dropped before its response came leaves its connection closed (the
+    /// response, when it comes, is not the next unit's).
+    #[test]
+    fn a_unit_dropped_unfinished_closes_its_connection() {
+        unit_size::run(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            tokio::task::spawn_local(async move {
+                let (s, _) = listener.accept().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                drop(s);
+            });
+            let mut conn = connected(port).await;
+            assert!(!conn.is_closed());
+            let cut =
+                tokio::time::timeout(std::time::Duration::from_millis(50), unit(&mut *conn, 0))
+                    .await;
+            assert!(cut.is_err(), "no response came");
+            assert!(conn.is_closed());
+        });
+    }
+
+    /// HTTP's request future is allocated and moved per request where it is sent
+    /// (HTTP/2's requests, a scenario's steps; the workload's HTTP/1.1 units are polled
+    /// in place): 416 bytes since hyper's branch is boxed apart (856 before: −1% to −4%
+    /// requests per CPU-second on nginx's 1 KiB file, docs/performance.md).
     const FAST: usize = 512;
 
     #[test]
