@@ -494,7 +494,6 @@ fn placeholder(
     )
 }
 
-/// One piece of a text, rendered with `v` onto `out`.
 /// `n` in decimal at the end of `out`, as `n.to_string()` writes it, without a String
 /// or the formatter (it is rendered per request).
 pub fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
@@ -526,6 +525,7 @@ pub fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[at..]);
 }
 
+/// One piece of a text, rendered with `v` onto `out`.
 fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
     match p {
         Piece::Lit(b) | Piece::Quoted(b) => out.extend_from_slice(b),
