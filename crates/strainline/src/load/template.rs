@@ -626,6 +626,16 @@ mod tests {
             push_decimal(n, &mut out);
             assert_eq!(out, format!("k{n}").into_bytes());
         }
+        // Each number of digits' ends: 10^k - 1, 10^k, 10^k + 1, and u64's last ones.
+        let mut edges: Vec<u64> = (1..20).map(|k| 10u64.pow(k)).collect();
+        edges.extend((0..64).map(|b| 1u64 << b));
+        for p in edges {
+            for n in [p - 1, p, p + 1, u64::MAX - p] {
+                let mut out = Vec::new();
+                push_decimal(n, &mut out);
+                assert_eq!(out, n.to_string().into_bytes());
+            }
+        }
     }
 
     /// `t` rendered for client 0's first request with flow values `values`.
