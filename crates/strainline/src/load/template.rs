@@ -494,7 +494,6 @@ fn placeholder(
     )
 }
 
-/// One piece of a text, rendered with `v` onto `out`.
 /// `n` in decimal at the end of `out`, as `n.to_string()` writes it, without a String
 /// or the formatter (it is rendered per request).
 pub fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
@@ -526,6 +525,7 @@ pub fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[at..]);
 }
 
+/// One piece of a text, rendered with `v` onto `out`.
 fn render_piece(p: &Piece, v: &Vars, out: &mut Vec<u8>) {
     match p {
         Piece::Lit(b) | Piece::Quoted(b) => out.extend_from_slice(b),
@@ -625,6 +625,16 @@ mod tests {
             let mut out = b"k".to_vec();
             push_decimal(n, &mut out);
             assert_eq!(out, format!("k{n}").into_bytes());
+        }
+        // Each number of digits' ends: 10^k - 1, 10^k, 10^k + 1, and u64's last ones.
+        let mut edges: Vec<u64> = (1..20).map(|k| 10u64.pow(k)).collect();
+        edges.extend((0..64).map(|b| 1u64 << b));
+        for p in edges {
+            for n in [p - 1, p, p + 1, u64::MAX - p] {
+                let mut out = Vec::new();
+                push_decimal(n, &mut out);
+                assert_eq!(out, n.to_string().into_bytes());
+            }
         }
     }
 

@@ -246,9 +246,9 @@ pub trait Connection {
 pub trait Batch {
     /// Adds the workload's `seq`th unit to what the next [`Batch::turn`] writes.
     fn queue(&mut self, seq: u64);
-    /// Writes what was queued (one write), then reads until at least one unit in flight
-    /// has its whole reply, and pushes onto `replies`, oldest first, every reply that
-    /// is whole in what was read. An error is the connection's (it is then closed):
+    /// Writes what was queued (one write, the replies read meanwhile), reads until at
+    /// least one unit in flight has its whole reply, and pushes onto `replies`, oldest
+    /// first, every reply that is whole in what was read. An error is the connection's (it is then closed):
     /// the replies pushed before it are their units', the error is the next unit's.
     fn turn<'a>(&'a mut self, replies: &'a mut Vec<Reply>) -> Fut<'a, Result<(), ErrorKind>>;
 }

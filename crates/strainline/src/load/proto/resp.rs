@@ -6,8 +6,8 @@
 //! success. With `--streams M`, M commands are in flight on each connection (pipelining):
 //! each takes a ticket as it is written and reads its reply when those before it have
 //! been read — or, as the closed model's batches ([`Batch`]), the commands queued go in
-//! one write and every reply that came is read at once. A reply is at most a connection's share of the run's
-//! [`super::REPLY_BUDGET`] (1 MiB to [`MAX_REPLY`]) and [`MAX_DEPTH`] arrays deep, and a
+//! one write (the replies read while it is written) and every reply that came is read at
+//! once. A reply is at most a connection's share of the run's [`super::REPLY_BUDGET`] (1 MiB to [`MAX_REPLY`]) and [`MAX_DEPTH`] arrays deep, and a
 //! line (a simple string, an error, a length) at most [`MAX_LINE`]; a server that breaks
 //! these, or answers one command twice, is a `protocol` error and the connection is
 //! opened again; a connection's buffer shrinks back after a large reply. A scenario step
@@ -415,11 +415,13 @@ impl Link {
         }
     }
 
-    /// Reads the replies of a batch's commands in flight (ticket order): at least one,
-    /// then every one whole in what was read, pushed onto `replies`. Bytes past the
-    /// last command's reply are the server answering one twice: that command's is then
-    /// a `protocol` error, not a reply.
-    async fn replies(&self, replies: &mut Vec<Reply>) -> Result<(), ErrorKind> {
+    /// Reads the replies of a batch's commands in flight (ticket order) until `replies`
+    /// holds `want` (or none is in flight), then every one whole in what was read,
+    /// pushed onto `replies`. Bytes past the last command's reply are the server
+    /// answering one twice: that command's is then a `protocol` error, not a reply.
+    /// Dropped while it waits for the server, it loses nothing: what was read stays in
+    /// the buffer, each reply taken is in `replies`.
+    async fn replies(&self, replies: &mut Vec<Reply>, want: usize) -> Result<(), ErrorKind> {
         let mut inc = self.read.lock().await;
         let fresh = || Parse {
             max: self.max_reply,
@@ -448,7 +450,7 @@ impl Link {
                 replies.pop();
                 return Err(self.broken(ErrorKind::Protocol));
             }
-            if !replies.is_empty() || self.serving.get() == self.tickets.get() {
+            if replies.len() >= want || self.serving.get() == self.tickets.get() {
                 return Ok(());
             }
             self.read_more(&mut inc).await?;
@@ -582,7 +584,8 @@ fn render(
 }
 
 /// A connection of the closed model's batches: its commands go straight into the
-/// link's outgoing bytes, a turn writes them in one write and reads the replies.
+/// link's outgoing bytes, a turn writes them in one write and reads the replies (while
+/// it writes).
 impl Batch for Conn {
     fn queue(&mut self, seq: u64) {
         let link = &*self.link;
@@ -601,8 +604,27 @@ impl Batch for Conn {
             if link.closed.get() {
                 return Err(ErrorKind::Reset);
             }
-            link.flush(false).await?;
-            link.replies(replies).await
+            // The replies are read while the commands are written: a server that stops
+            // reading while its replies are not read (its output full) would otherwise
+            // wait on the write as the write waits on it, until the timeout.
+            let flush = link.flush(false);
+            tokio::pin!(flush);
+            loop {
+                if link.serving.get() == link.tickets.get() {
+                    (&mut flush).await?;
+                    break;
+                }
+                let want = replies.len() + 1;
+                tokio::select! {
+                    biased;
+                    wrote = &mut flush => {
+                        wrote?;
+                        break;
+                    }
+                    read = link.replies(replies, want) => read?,
+                }
+            }
+            link.replies(replies, 1).await
         })
     }
 }
@@ -1003,6 +1025,15 @@ mod tests {
     /// read `per` bytes of commands; an empty answer closes the connection instead),
     /// then connects a handle to it.
     async fn served(answer: fn(usize) -> Vec<u8>, per: usize) -> Box<dyn Connection> {
+        served_with(answer, per, "PING").await
+    }
+
+    /// [`served`], the handle sending `command`.
+    async fn served_with(
+        answer: fn(usize) -> Vec<u8>,
+        per: usize,
+        command: &str,
+    ) -> Box<dyn Connection> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -1028,7 +1059,9 @@ mod tests {
             }
         });
         let (stream, fd) = super::super::open(addr, &None).await.unwrap();
-        let args = Arc::new((vec![Text::parse("PING", &[]).unwrap()], RandomPool::new(1)));
+        let words = words(command).unwrap();
+        let args = words.iter().map(|w| Text::parse(w, &[]).unwrap()).collect();
+        let args = Arc::new((args, RandomPool::new(1)));
         Box::new(Conn::on(Link::over(stream, fd, MAX_REPLY), args))
     }
 
@@ -1120,6 +1153,40 @@ mod tests {
             let mut none = Vec::new();
             assert_eq!(b.turn(&mut none).await, Ok(()));
             assert!(none.is_empty());
+        });
+    }
+
+    #[test]
+    fn a_batch_reads_while_it_writes() {
+        local(async {
+            // Large commands answered with larger replies by a server that reads no more
+            // while its reply is not read: writing all before reading would wait on the
+            // server as it waits on us (until the run's timeout).
+            const VALUE: usize = 500_000;
+            // *3, $3 SET, $1 k, $500000 and the value, each line ending in \r\n.
+            const PER: usize = 4 + 9 + 7 + 9 + VALUE + 2;
+            const REPLY: usize = 1 << 20;
+            let command = format!("SET k {}", "v".repeat(VALUE));
+            let mut conn = served_with(
+                |_| {
+                    let mut r = format!("${REPLY}\r\n").into_bytes();
+                    r.resize(r.len() + REPLY, b'x');
+                    r.extend_from_slice(b"\r\n");
+                    r
+                },
+                PER,
+                &command,
+            )
+            .await;
+            let b = conn.batch().unwrap();
+            for seq in 0..40 {
+                b.queue(seq);
+            }
+            let done = tokio::time::timeout(std::time::Duration::from_secs(20), turns(b, 40)).await;
+            let (replies, err) = done.expect("the batch waited on the server");
+            assert_eq!(err, None);
+            assert_eq!(replies.len(), 40);
+            assert!(replies.iter().all(|r| r.ok && r.bytes == REPLY as u64 + 12));
         });
     }
 
