@@ -109,7 +109,8 @@ impl RandomPool {
 
     fn write(&self, n: usize, salt: u64, out: &mut Vec<u8>) {
         let pool = &self.0;
-        let mut start = (salt.wrapping_mul(7919) % pool.len() as u64) as usize;
+        // Mixed whole: `salt`'s high bits (the request counter) move the start too.
+        let mut start = (crate::rng::mix(salt) % pool.len() as u64) as usize;
         let mut left = n;
         while left > 0 {
             let take = left.min(pool.len() - start);
@@ -747,6 +748,30 @@ mod tests {
         assert!(r.bytes().all(|b| b.is_ascii_alphanumeric()));
         assert!(!t.is_constant());
         assert!(Text::parse("/health", &cols).unwrap().is_constant());
+    }
+
+    #[test]
+    fn random_bytes_differ_request_to_request_and_client_to_client() {
+        let t = Text::parse("{{random 16}}", &[]).unwrap();
+        let pool = RandomPool::new(1);
+        let render = |client, seq| {
+            t.render_string(&Vars {
+                client,
+                seq,
+                row: None,
+                random: &pool,
+                values: &[],
+            })
+        };
+        let mut seen = std::collections::HashSet::new();
+        for client in 0..4 {
+            for seq in 0..64 {
+                seen.insert(render(client, seq));
+            }
+        }
+        // A Redis workload renders as client 0: its requests must not all send the
+        // same bytes (they did: the counter's bits never reached the pool's window).
+        assert!(seen.len() >= 250, "{} distinct of 256", seen.len());
     }
 
     #[test]

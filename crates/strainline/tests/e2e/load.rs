@@ -201,6 +201,9 @@ fn bad_input_and_an_unreachable_target_are_explained() {
     let out = s.run(&["load", "http://127.0.0.1:8080", "-q", "fast"]);
     assert_eq!(out.status.code(), Some(2));
     assert_has(&stderr(&out), "'fast' is not a number");
+    let out = s.run(&["load", "redis://127.0.0.1:1", "--streams", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(&stderr(&out), "--streams 0: give 1 to 1000 streams");
     // A scenario's steps give the methods and headers: -m and -H beside one are
     // refused, not silently ignored.
     let sc = s.path("one.toml");

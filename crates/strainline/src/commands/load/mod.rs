@@ -98,6 +98,9 @@ pub fn spec(args: &LoadArgs) -> crate::error::Result<LoadSpec> {
             think: args.think.unwrap_or(Duration::ZERO),
         },
     };
+    if args.streams == 0 {
+        return Err(crate::Error::usage("--streams 0: give 1 to 1000 streams"));
+    }
     let cacert_pem = match &args.cacert {
         Some(p) => Some(crate::os::file::read(p, "--cacert")?),
         None => None,
