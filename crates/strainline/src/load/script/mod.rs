@@ -8,12 +8,14 @@
 //! Sandboxed against a hostile or careless author (docs/security.md, "The script
 //! hook"): no `io`, `os`, `package` or `debug`, no bytecode, no finalizer; at most
 //! [`MEMORY`] of memory and [`CALL_TIME`] a call — the script's top level included (it
-//! runs when the script is loaded, `check` too) — held in coroutines (`watch`) and in
+//! runs when the script is loaded, `check` too) — held by the instruction hook (`watch`,
+//! set on a call's main thread by the [`watchdog`] once the call is past its time) and in
 //! the library functions that loop in C (`SANDBOX`, `pattern`) or whose cost grows with
-//! their input (`GUARDS`); a run's cancel or end cuts a call at once ([`serve`]). What
-//! a hook hands back to Rust, outside the memory limit, is bounded: an `r.vars` value
-//! and `r.path` [`MAX_VALUE`], a header's value [`MAX_VALUE`] and all of them
-//! [`MAX_KEPT`], `r.body` [`MEMORY`]; `strainline.json` parses at most [`MAX_KEPT`].
+//! their input (`GUARDS`); a run's cancel or end cuts a call within the watchdog's
+//! 20 ms ([`serve`]). What a hook hands back to Rust, outside the memory limit, is
+//! bounded: an `r.vars` value and `r.path` [`MAX_VALUE`], a header's value
+//! [`MAX_VALUE`] and all of them [`MAX_KEPT`], `r.body` [`MEMORY`]; `strainline.json`
+//! parses at most [`MAX_KEPT`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -397,7 +399,8 @@ thread_local! {
 }
 
 /// Binds this thread's calls to a run: once `cancel` is set or `end` has passed, a call
-/// still running fails at once (a Ctrl-C does not wait for a hook's second).
+/// still running fails within the watchdog's period (a Ctrl-C does not wait for a
+/// hook's second).
 pub fn serve(cancel: Arc<AtomicBool>, end: Option<Instant>) {
     watchdog::serve(cancel.clone());
     RUN.with(|r| *r.borrow_mut() = Some((cancel, end)));
@@ -472,7 +475,8 @@ pub(crate) unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi
 /// The library functions whose cost grows with what the script hands them (a string's
 /// length, a count, a table's size), each replaced by [`guarded`], which reads the clock
 /// before it calls the original: the instruction hook fires every [`EVERY`]
-/// instructions, and a loop of such calls (`while true do utf8.len(s) end`, 4
+/// instructions in a coroutine and, on a call's main thread, only once the
+/// [`watchdog`] saw the deadline pass; a loop of such calls (`while true do utf8.len(s) end`, 4
 /// instructions a turn) ran 2,500 of them, 10 ms each on 16 MiB, between two looks (a
 /// 1 s call ran 18 s). Those written in Lua in [`SANDBOX`] (`string.rep`, `load`,
 /// `table.concat`, `sort`) call `check` first. Constant-time ones need nothing. The

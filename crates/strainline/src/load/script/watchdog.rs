@@ -90,8 +90,13 @@ fn watch_calls() {
         slots.retain(|w| w.strong_count() > 0);
         for slot in slots.iter().filter_map(Weak::upgrade) {
             let call = slot.call.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(deadline) = call.deadline else { continue };
-            let cancelled = call.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+            let Some(deadline) = call.deadline else {
+                continue;
+            };
+            let cancelled = call
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed));
             if cancelled || now > deadline {
                 // SAFETY: the thread is alive: it holds no call past its end, and ends
                 // one under this lock.
@@ -118,7 +123,9 @@ pub fn begin(main: *mut ffi::lua_State, deadline: Instant) -> Running {
 
 /// The main thread of the state whose call runs on this thread (null: none).
 pub fn running() -> *mut ffi::lua_State {
-    RUNNING.try_with(|r| r.load(Ordering::Acquire)).unwrap_or(std::ptr::null_mut())
+    RUNNING
+        .try_with(|r| r.load(Ordering::Acquire))
+        .unwrap_or(std::ptr::null_mut())
 }
 
 impl Drop for Running {
