@@ -8,12 +8,14 @@
 //! Sandboxed against a hostile or careless author (docs/security.md, "The script
 //! hook"): no `io`, `os`, `package` or `debug`, no bytecode, no finalizer; at most
 //! [`MEMORY`] of memory and [`CALL_TIME`] a call — the script's top level included (it
-//! runs when the script is loaded, `check` too) — held in coroutines (`watch`) and in
+//! runs when the script is loaded, `check` too) — held by the instruction hook (`watch`,
+//! set on a call's main thread by the [`watchdog`] once the call is past its time) and in
 //! the library functions that loop in C (`SANDBOX`, `pattern`) or whose cost grows with
-//! their input (`GUARDS`); a run's cancel or end cuts a call at once ([`serve`]). What
-//! a hook hands back to Rust, outside the memory limit, is bounded: an `r.vars` value
-//! and `r.path` [`MAX_VALUE`], a header's value [`MAX_VALUE`] and all of them
-//! [`MAX_KEPT`], `r.body` [`MEMORY`]; `strainline.json` parses at most [`MAX_KEPT`].
+//! their input (`GUARDS`); a run's cancel or end cuts a call within the watchdog's
+//! 20 ms ([`serve`]). What a hook hands back to Rust, outside the memory limit, is
+//! bounded: an `r.vars` value and `r.path` [`MAX_VALUE`], a header's value
+//! [`MAX_VALUE`] and all of them [`MAX_KEPT`], `r.body` [`MEMORY`]; `strainline.json`
+//! parses at most [`MAX_KEPT`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -32,6 +34,7 @@ use super::flow::{Kept, MAX_KEPT, MAX_VALUE};
 use super::request::Rendered;
 
 mod pattern;
+mod watchdog;
 
 thread_local! {
     /// What `strainline.metric` was fed in the call running on this thread.
@@ -76,7 +79,7 @@ pub struct Script {
 /// (`load` reads text only, no `string.dump`), no finalizer (`__gc`), no stopping the
 /// collector, and the string metatable locked.
 const SANDBOX: &str = r##"
-local limit, check = ...
+local limit, check, hooked = ...
 local error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring =
       error, getmetatable, load, select, setmetatable, rawget, type, tonumber, tostring
 local format, rep, concat, sort, tointeger, maxinteger, ult =
@@ -118,7 +121,11 @@ end
 -- and stays so: closing it would run its pending `__close` handlers with no limit.
 -- So a dead coroutine is never closed (`wrap` is written here, as Lua's closes one),
 -- and what `close` would say of it (its error) is kept from its last resume.
-local create, resume, status, close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
+local create0, resume, status, close = coroutine.create, coroutine.resume, coroutine.status, coroutine.close
+-- A coroutine has the instruction hook of its own (a call's main thread has none while
+-- within its time, see watchdog.rs).
+local function create(f) return hooked(create0(f)) end
+coroutine.create = create
 local died = setmetatable({}, {__mode = "k"})
 coroutine.resume = function(co, ...)
   local was = status(co)
@@ -379,7 +386,8 @@ fn vars_into(out: &mut Vec<u8>, c: &Caller) {
     }
 }
 
-/// Instructions between two looks at the clock.
+/// Instructions between two looks at the clock, in a coroutine (a call's main thread
+/// has no hook while within its time: see [`watchdog`]).
 const EVERY: c_int = 10_000;
 
 thread_local! {
@@ -391,13 +399,16 @@ thread_local! {
 }
 
 /// Binds this thread's calls to a run: once `cancel` is set or `end` has passed, a call
-/// still running fails at once (a Ctrl-C does not wait for a hook's second).
+/// still running fails within the watchdog's period (a Ctrl-C does not wait for a
+/// hook's second).
 pub fn serve(cancel: Arc<AtomicBool>, end: Option<Instant>) {
+    watchdog::serve(cancel.clone());
     RUN.with(|r| *r.borrow_mut() = Some((cancel, end)));
 }
 
-/// Starts a call's clock.
-fn begin_call() {
+/// Starts a call's clock, for the state whose main thread is `main`: the call is
+/// watched until the guard is dropped.
+fn begin_call(main: *mut ffi::lua_State) -> watchdog::Running {
     let mut until = Instant::now() + CALL_TIME;
     RUN.with(|r| {
         if let Some((_, Some(end))) = &*r.borrow() {
@@ -405,6 +416,19 @@ fn begin_call() {
         }
     });
     DEADLINE.with(|d| d.set(until));
+    watchdog::begin(main, until)
+}
+
+/// Past the deadline: every instruction of `l`, and of the call's main thread, fails.
+///
+/// # Safety
+/// `l` is a thread of the state whose call runs on this OS thread.
+unsafe fn fail_every_instruction(l: *mut ffi::lua_State) {
+    ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, 1);
+    let main = watchdog::running();
+    if !main.is_null() && main != l {
+        ffi::lua_sethook(main, Some(watch), ffi::LUA_MASKCOUNT, 1);
+    }
 }
 
 /// Why the current call must end now, if it must.
@@ -426,18 +450,22 @@ fn over() -> Option<&'static CStr> {
     }
 }
 
-/// The instruction hook, set on the main thread and so on every coroutine (Lua 5.4
-/// gives a new thread its creator's hook; mlua's own hook is one thread's). Past the
-/// deadline every instruction fails, so a `pcall` cannot swallow the error and loop on.
-unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
+/// The instruction hook: set on every coroutine as it is made (every [`EVERY`]
+/// instructions), and on a call's main thread by the [`watchdog`] once the call is past
+/// its deadline or its run cancelled. Past the deadline every instruction fails, so a
+/// `pcall` cannot swallow the error and loop on. Found within the time (a signal meant
+/// for a call that ended), it takes itself off the main thread.
+pub(crate) unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
     match over() {
         None => {
-            if ffi::lua_gethookcount(l) != EVERY {
+            if l == watchdog::running() {
+                ffi::lua_sethook(l, None, 0, 0);
+            } else if ffi::lua_gethookcount(l) != EVERY {
                 ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, EVERY);
             }
         }
         Some(why) => {
-            ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, 1);
+            fail_every_instruction(l);
             // No value with a destructor lives in this frame: the error's jump skips it.
             ffi::luaL_error(l, c"%s".as_ptr(), why.as_ptr());
         }
@@ -447,7 +475,8 @@ unsafe extern "C-unwind" fn watch(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug
 /// The library functions whose cost grows with what the script hands them (a string's
 /// length, a count, a table's size), each replaced by [`guarded`], which reads the clock
 /// before it calls the original: the instruction hook fires every [`EVERY`]
-/// instructions, and a loop of such calls (`while true do utf8.len(s) end`, 4
+/// instructions in a coroutine and, on a call's main thread, only once the
+/// [`watchdog`] saw the deadline pass; a loop of such calls (`while true do utf8.len(s) end`, 4
 /// instructions a turn) ran 2,500 of them, 10 ms each on 16 MiB, between two looks (a
 /// 1 s call ran 18 s). Those written in Lua in [`SANDBOX`] (`string.rep`, `load`,
 /// `table.concat`, `sort`) call `check` first. Constant-time ones need nothing. The
@@ -483,7 +512,7 @@ end
 /// Reads the clock, and fails the call past its deadline as the instruction hook does.
 unsafe extern "C-unwind" fn check(l: *mut ffi::lua_State) -> c_int {
     if let Some(why) = over() {
-        ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, 1);
+        fail_every_instruction(l);
         // No value with a destructor lives in this frame: the error's jump skips it.
         return ffi::luaL_error(l, c"%s".as_ptr(), why.as_ptr());
     }
@@ -508,9 +537,9 @@ unsafe extern "C-unwind" fn guard(l: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// A state with the sandbox's libraries and `strainline.*` helpers, its memory limit
-/// and its instruction hook set, for the script's own top-level code.
-fn state(seed: u64) -> mlua::Result<Lua> {
+/// A state with the sandbox's libraries and `strainline.*` helpers and its memory limit
+/// set, for the script's own top-level code, and its main thread (for [`begin_call`]).
+fn state(seed: u64) -> mlua::Result<(Lua, *mut ffi::lua_State)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE,
         LuaOptions::default(),
@@ -611,24 +640,43 @@ fn state(seed: u64) -> mlua::Result<Lua> {
     // After the callers, which keep the library's own functions for their own input.
     // SAFETY: `check` and `guard` keep to the Lua C API's rules (each pushes no more
     // than the minimum stack a C function has).
-    let (check, guard) = unsafe { (lua.create_c_function(check)?, lua.create_c_function(guard)?) };
+    let (check, guard, hooked) = unsafe {
+        (
+            lua.create_c_function(check)?,
+            lua.create_c_function(guard)?,
+            lua.create_c_function(hooked)?,
+        )
+    };
     lua.load(SANDBOX)
         .set_name("=sandbox")
-        .call::<()>((MEMORY, check))?;
+        .call::<()>((MEMORY, check, hooked))?;
     pattern::install(&lua)?;
     let loaded: Table = lua.named_registry_value(ffi::LUA_LOADED_TABLE)?;
     lua.load(GUARDS)
         .set_name("=guards")
         .call::<()>((guard, loaded))?;
     lua.set_memory_limit(MEMORY)?;
-    // SAFETY: sets a hook on the state mlua calls on; `watch` touches only that state.
+    let mut main = std::ptr::null_mut();
+    // SAFETY: reads the main thread from the registry, leaving the stack as it was.
     unsafe {
         lua.exec_raw::<()>((), |l| {
-            ffi::lua_sethook(l, Some(watch), ffi::LUA_MASKCOUNT, EVERY)
+            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_MAINTHREAD);
+            main = ffi::lua_tothread(l, -1);
+            ffi::lua_pop(l, 1);
         })?;
     }
-    begin_call();
-    Ok(lua)
+    Ok((lua, main))
+}
+
+/// `hooked(co)`: the coroutine `co` with the instruction hook every [`EVERY`]
+/// instructions (see [`watch`]).
+unsafe extern "C-unwind" fn hooked(l: *mut ffi::lua_State) -> c_int {
+    let co = ffi::lua_tothread(l, 1);
+    if !co.is_null() {
+        ffi::lua_sethook(co, Some(watch), ffi::LUA_MASKCOUNT, EVERY);
+    }
+    ffi::lua_settop(l, 1);
+    1
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -734,11 +782,13 @@ impl Script {
         let shown = path.display().to_string();
         let source = crate::os::file::read_text(path, "script")?;
         // mlua's error is neither Send nor Sync: only its words can be kept.
-        let lua = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
+        let (lua, main) = state(1).map_err(|e| crate::Error::environment(e.to_string()))?;
+        let top = begin_call(main);
         lua.load(&source)
             .set_name(format!("@{shown}"))
             .exec()
             .map_err(|e| crate::Error::usage(format!("script: {}", one_line(&e))))?;
+        drop(top);
         let g = lua.globals();
         let is_fn = |name: &str| matches!(g.get::<Value>(name), Ok(Value::Function(_)));
         let (has_request, has_response) = (is_fn("request"), is_fn("response"));
@@ -783,6 +833,8 @@ struct State {
     /// `__request` and `__response` of [`CALLERS`].
     call_request: Function,
     call_response: Function,
+    /// The state's main thread, where its calls run.
+    main: *mut ffi::lua_State,
 }
 
 /// Closed under the limits a call has: whatever runs as the state closes (there is no
@@ -791,6 +843,8 @@ impl Drop for State {
     fn drop(&mut self) {
         let _ = self.lua.set_memory_limit(MEMORY);
         let _ = DEADLINE.try_with(|d| d.set(Instant::now()));
+        // SAFETY: the state is alive until `lua` is dropped, after this.
+        unsafe { ffi::lua_sethook(self.main, Some(watch), ffi::LUA_MASKCOUNT, 1) };
     }
 }
 
@@ -824,26 +878,29 @@ fn with_state<T>(
         let st = match states.entry(script.id) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                let made = state(seed).and_then(|lua| {
+                let made = state(seed).and_then(|(lua, main)| {
                     let g = lua.globals();
                     // Taken before the script runs: it cannot put its own in their place.
                     let (call_request, call_response) = (g.get("__request")?, g.get("__response")?);
+                    let top = begin_call(main);
                     lua.load(&script.source)
                         .set_name(format!("@{}", script.path))
                         .exec()?;
+                    drop(top);
                     lua.set_memory_limit(0)?;
                     Ok(State {
                         request: g.get("request")?,
                         response: g.get("response")?,
                         call_request,
                         call_response,
+                        main,
                         lua,
                     })
                 });
                 v.insert(made.map_err(|e| Failed(one_line(&e)))?)
             }
         };
-        begin_call();
+        let _call = begin_call(st.main);
         // What this call feeds metrics, alone (not the script's top level's); nothing
         // of a call that failed.
         FED.with_borrow_mut(Vec::clear);
