@@ -14,7 +14,7 @@ use super::super::client::Conn;
 use super::super::local::join;
 use super::super::recorder::ErrorKind;
 use super::super::request::Outgoing;
-use super::{exchange, goodbye, warm_connect, Ctx, Slot, Timing};
+use super::{connect_within, exchange, goodbye, warm_connect, Ctx, Slot, Timing};
 
 /// One connection of the closed model: opened before the clock starts, then `streams`
 /// request loops on it (HTTP/2 streams; one for any other protocol). A stream whose
@@ -124,7 +124,7 @@ async fn batches(ctx: Rc<Ctx>, worker: u64, slots: Vec<Rc<Slot>>, mut conn: Opti
             slot.deadline.set(Some(now + ctx.timeout));
             slot.intended.set(Some((now, None)));
             if conn.as_ref().is_none_or(|c| c.is_closed()) {
-                match connect(&ctx, slot).await {
+                match connect_within(&ctx, slot).await {
                     Ok(c) => {
                         for s in &slots {
                             s.fd.set(Some(c.fd()));
@@ -210,14 +210,4 @@ async fn batches(ctx: Rc<Ctx>, worker: u64, slots: Vec<Rc<Slot>>, mut conn: Opti
         }
     }
     goodbye(&ctx, conn).await;
-}
-
-/// Opens a batch's connection during the run, within the timeout, counted as opened.
-async fn connect(ctx: &Ctx, slot: &Slot) -> Result<Conn, ErrorKind> {
-    slot.connecting.set(true);
-    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect()).await;
-    slot.connecting.set(false);
-    let c = c.map_err(|_| ErrorKind::Timeout)??;
-    ctx.rec.lock().unwrap().connection_opened();
-    Ok(c)
 }

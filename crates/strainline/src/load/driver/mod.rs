@@ -237,17 +237,20 @@ async fn fresh_connect(ctx: &Ctx, slot: &Slot) -> Option<Conn> {
     if !ctx.client.connects() {
         return None;
     }
+    let c = connect_within(ctx, slot).await.ok()?;
+    slot.fd.set(Some(c.fd()));
+    Some(c)
+}
+
+/// Opens a connection during the run within the request timeout (a connect that hangs
+/// has no I/O task for the watchdog to abort yet: it gets a timer), counted as opened.
+async fn connect_within(ctx: &Ctx, slot: &Slot) -> Result<Conn, ErrorKind> {
     slot.connecting.set(true);
     let c = tokio::time::timeout(ctx.timeout, ctx.client.connect()).await;
     slot.connecting.set(false);
-    match c {
-        Ok(Ok(c)) => {
-            slot.fd.set(Some(c.fd()));
-            ctx.rec.lock().unwrap().connection_opened();
-            Some(c)
-        }
-        _ => None,
-    }
+    let c = c.map_err(|_| ErrorKind::Timeout)??;
+    ctx.rec.lock().unwrap().connection_opened();
+    Ok(c)
 }
 
 impl Ctx {
@@ -339,14 +342,9 @@ async fn exchange(
             slot.intended.set(Some((intended, step)));
             let result = async {
                 if conn.as_ref().is_none_or(|c| c.is_closed()) {
-                    // A connect that hangs has no I/O task to abort yet: it gets a timer.
-                    slot.connecting.set(true);
-                    let c = tokio::time::timeout(ctx.timeout, ctx.client.connect()).await;
-                    slot.connecting.set(false);
-                    let c = c.map_err(|_| ErrorKind::Timeout)??;
+                    let c = connect_within(ctx, slot).await?;
                     slot.fd.set(Some(c.fd()));
                     *conn = Some(c);
-                    ctx.rec.lock().unwrap().connection_opened();
                 }
                 let c = conn.as_mut().expect("connected above");
                 ctx.client.send(c, out, intended).await
