@@ -680,6 +680,11 @@ fn start(
             threads: outcome.threads,
             status: v.status,
             reasons: v.reasons,
+            last_active: outcome
+                .seconds
+                .last()
+                .filter(|s| s.partial())
+                .map_or(0, |s| s.users),
         })));
     }))
 }

@@ -129,6 +129,8 @@ struct Part {
     offset_ns: i64,
     rtt_ns: i64,
     streamed: Tally,
+    /// The newest second it streamed, and its clients (the most running at once).
+    last_second: (u64, u64),
     report: Option<Report>,
     lost: Option<String>,
 }
@@ -230,6 +232,7 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
             offset_ns,
             rtt_ns,
             streamed: Tally::default(),
+            last_second: (0, 0),
             report: None,
             lost: None,
         });
@@ -288,9 +291,17 @@ async fn coordinate(
                 match ev {
                     Event::Second(i, index, tally) => {
                         parts[i].streamed.merge(&tally);
+                        if index > parts[i].last_second.0 {
+                            parts[i].last_second = (index, tally.active);
+                        }
                         pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
                     }
                     Event::Done(i, report) => {
+                        let flushed = seconds.last().map_or(0, |s: &Second| s.t.ceil() as u64);
+                        if let Some((index, last)) = last_as_second(&parts[i], &report, flushed) {
+                            parts[i].streamed.merge(&last);
+                            pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(last);
+                        }
                         parts[i].report = Some(*report);
                         ended[i] = true;
                     }
@@ -548,6 +559,36 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
     best.ok_or_else(|| crate::Error::usage(format!("agent {}: no clock reading", l.name)))
 }
 
+/// How far short of the next whole second an agent's run may end and its last
+/// interval still be that second: the run's end and the close of its second race, the
+/// closer looking every 20 ms, so an interval of 0.98 s to 1.02 s was the second whose
+/// close never came.
+const WHOLE_ENOUGH: f64 = 0.05;
+
+/// An agent's last interval (its report's total beyond the seconds it streamed) as the
+/// second after its newest streamed one, when its run ended at that second's close:
+/// merged there with the other agents' parts of it. Otherwise that second held the
+/// others' parts alone (their clients only, half a rate), and this one's went into the
+/// run's tail. `None` for a run that ended earlier in the second (its interval stays
+/// in the tail, as a partial second does on one machine), for an empty interval, and
+/// when that second was already merged (`flushed`: the newest merged second).
+fn last_as_second(part: &Part, report: &Report, flushed: u64) -> Option<(u64, Box<Tally>)> {
+    let index = part.last_second.0 + 1;
+    if report.elapsed < index as f64 - WHOLE_ENOUGH || index <= flushed {
+        return None;
+    }
+    let mut last = report.total.minus(&part.streamed);
+    if last.sent + last.completed + last.errors() == 0 {
+        return None;
+    }
+    // An agent before `last_active` kept its clients of the second before.
+    last.active = match report.last_active {
+        0 => part.last_second.1,
+        n => n,
+    };
+    Some((index, Box::new(last)))
+}
+
 /// Merges the seconds every agent still running has sent (or all, at the `end`); a
 /// second some agent is late for is merged once three newer ones exist.
 fn flush(
@@ -687,6 +728,103 @@ mod tests {
         let mut many = Tally::default();
         many.step_seconds.resize_with(3, Default::default);
         assert!(b.refused(3, &many).unwrap().contains("the scenario has 2"));
+    }
+
+    fn part(last_second: (u64, u64), streamed: Tally) -> Part {
+        Part {
+            name: "a".into(),
+            address: "127.0.0.1:1".into(),
+            offset_ns: 0,
+            rtt_ns: 0,
+            streamed,
+            last_second,
+            report: None,
+            lost: None,
+        }
+    }
+
+    fn report(total: Tally, elapsed: f64, last_active: u64) -> Report {
+        Report {
+            total,
+            steps: Vec::new(),
+            custom: Vec::new(),
+            elapsed,
+            thread_cpu: Vec::new(),
+            connections_asked: 1,
+            connections_ready: 1,
+            threads: 1,
+            status: crate::load::verdict::Validity::Valid,
+            reasons: Vec::new(),
+            last_active,
+        }
+    }
+
+    fn tally(sent: u64, active: u64) -> Tally {
+        Tally {
+            sent,
+            completed: sent,
+            ok: sent,
+            active,
+            ..Tally::default()
+        }
+    }
+
+    /// Two agents of 100 clients each: one closed its 10th second and streamed it, the
+    /// other's run ended as that second closed, so its 10th second came in its report.
+    /// Merged, the 10th second holds both (200 clients, both agents' responses).
+    #[test]
+    fn an_agent_s_last_second_in_its_report_is_merged_with_the_others_of_that_second() {
+        let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+        let mut seconds = Vec::new();
+        let mut shown = Vec::new();
+        let mut progress = |s: &Second, _: &Tally| shown.push(s.users);
+        // Seconds 1..=9 from both, then agent 0's 10th.
+        let mut streamed = Tally::default();
+        for index in 1..=9 {
+            let t = tally(50, 100);
+            streamed.merge(&t);
+            pending.insert(index, vec![Some(Box::new(t.clone())), Some(Box::new(t))]);
+        }
+        pending.entry(10).or_insert_with(|| vec![None, None])[0] = Some(Box::new(tally(50, 100)));
+        flush(
+            &mut pending,
+            &[false, false],
+            &mut seconds,
+            &mut progress,
+            false,
+        );
+        assert_eq!(seconds.len(), 9, "the 10th waits for agent 1");
+        // Agent 1 ends 10.01 s in: its total is ten seconds' worth, 60 of them in the last.
+        let mut total = streamed.clone();
+        total.merge(&tally(60, 0));
+        let p = part((9, 100), streamed.clone());
+        let r = report(total.clone(), 10.01, 100);
+        let (index, last) = last_as_second(&p, &r, 9).expect("its 10th second");
+        assert_eq!((index, last.sent, last.active), (10, 60, 100));
+        pending.entry(index).or_insert_with(|| vec![None, None])[1] = Some(last);
+        flush(
+            &mut pending,
+            &[false, true],
+            &mut seconds,
+            &mut progress,
+            false,
+        );
+        let tenth = seconds.last().unwrap();
+        assert_eq!((tenth.t, tenth.users, tenth.sent), (10.0, 200, 110));
+        assert_eq!(shown.last(), Some(&200));
+        // A run that ended early in its second keeps that interval in the tail, as a
+        // partial second; an agent before `last_active` gives the clients it had.
+        assert!(last_as_second(&p, &report(total.clone(), 9.4, 100), 9).is_none());
+        assert_eq!(
+            last_as_second(&p, &report(total.clone(), 9.97, 0), 9)
+                .unwrap()
+                .1
+                .active,
+            100
+        );
+        // Nothing beyond what it streamed, or a second already merged: nothing to place.
+        assert!(last_as_second(&p, &report(streamed, 10.01, 100), 9).is_none());
+        assert!(last_as_second(&p, &r, 10).is_none());
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub struct Report {
     pub threads: usize,
     pub status: Validity,
     pub reasons: Vec<String>,
+    /// The most clients running at once in its last interval, the one after its last
+    /// streamed second (absent from an agent before it: 0).
+    #[serde(default)]
+    pub last_active: u64,
 }
 
 /// Writes one message as a line.
