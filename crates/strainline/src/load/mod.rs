@@ -30,8 +30,8 @@ mod timer;
 pub mod verdict;
 
 pub use driver::{
-    run, run_from, AgentPart, Model, Outcome, Plan, Second, Slice, CAUSE_PREFIX, LOAD_START,
-    SECOND_LATENCY, STEP_PREFIX,
+    run, run_from, series, AgentPart, Model, Outcome, Plan, Second, Slice, CAUSE_PREFIX,
+    LOAD_START, SECOND_LATENCY, STEP_PREFIX,
 };
 pub use progress::{live_with, run_live};
 pub use spec::{plan, BodySpec, ClientOptions, LoadSpec, Offer, Planned, Work};

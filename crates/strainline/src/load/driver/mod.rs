@@ -16,7 +16,7 @@ mod worker;
 
 use open::{Pool, Waiting};
 pub use outcome::{
-    AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY, STEP_PREFIX,
+    series, AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY, STEP_PREFIX,
 };
 use worker::{worker, Shared};
 

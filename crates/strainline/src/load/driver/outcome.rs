@@ -168,28 +168,22 @@ fn kept(seconds: &[Second]) -> Vec<Kept<'_>> {
 /// clients running (when any ran) and errors a second by cause.
 fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
     let kept = kept(seconds);
-    let series = |f: &dyn Fn(&Second, f64) -> f64| -> Vec<(f64, f64)> {
+    let of = |f: &dyn Fn(&Second, f64) -> f64| -> Vec<(f64, f64)> {
         kept.iter()
             .map(|k| (k.second.t, f(k.second, k.length)))
             .collect()
     };
     let mut out = vec![
         (
-            "completed_per_second".into(),
-            series(&|s, len| s.completed as f64 / len),
+            series::COMPLETED.into(),
+            of(&|s, len| s.completed as f64 / len),
         ),
-        (
-            "errors_per_second".into(),
-            series(&|s, len| s.errors as f64 / len),
-        ),
-        ("p99_us".into(), series(&|s, _| s.p99_us as f64)),
-        (
-            "sent_per_second".into(),
-            series(&|s, len| s.sent as f64 / len),
-        ),
+        (series::ERRORS.into(), of(&|s, len| s.errors as f64 / len)),
+        (series::P99.into(), of(&|s, _| s.p99_us as f64)),
+        (series::SENT.into(), of(&|s, len| s.sent as f64 / len)),
     ];
     if kept.iter().any(|k| k.second.users > 0) {
-        out.push(("users".into(), series(&|s, _| s.users as f64)));
+        out.push((series::USERS.into(), of(&|s, _| s.users as f64)));
     }
     let mut by_cause: std::collections::BTreeMap<&str, Vec<(f64, f64)>> = Default::default();
     for k in &kept {
@@ -219,6 +213,16 @@ fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
     }
     out.extend(by_step);
     out
+}
+
+/// The names of a run's per-second series in the store, written by [`per_second`] and
+/// read by these names by the timeline and the report's charts.
+pub mod series {
+    pub const SENT: &str = "sent_per_second";
+    pub const COMPLETED: &str = "completed_per_second";
+    pub const ERRORS: &str = "errors_per_second";
+    pub const P99: &str = "p99_us";
+    pub const USERS: &str = "users";
 }
 
 /// The start of the name of a step's series (`step/3/responses_per_second`).

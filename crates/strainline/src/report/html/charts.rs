@@ -4,6 +4,7 @@
 //! repetitions.
 
 use crate::kinds::details::{RampDetails, SoakDetails};
+use crate::load::series;
 use crate::report::run::CaseData;
 use crate::report::svg::{Chart, Line, Mark, COLORS};
 
@@ -242,9 +243,9 @@ fn other_series(c: &CaseData, out: &mut Vec<Chart>) {
             continue;
         }
         let (title, x_label, y_label) = match name.as_str() {
-            "completed_per_second" => ("Responses a second", "time (s)", "completed (req/s)"),
-            "errors_per_second" => ("Errors a second", "time (s)", "errors (per s)"),
-            "p99_us" => (
+            series::COMPLETED => ("Responses a second", "time (s)", "completed (req/s)"),
+            series::ERRORS => ("Errors a second", "time (s)", "errors (per s)"),
+            series::P99 => (
                 "p99 latency, second by second (µs)",
                 "time (s)",
                 "p99 latency (µs)",

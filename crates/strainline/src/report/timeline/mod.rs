@@ -14,6 +14,7 @@ pub use draw::{render, render_overlay, render_steps, script_source, SCRIPT};
 
 use hdrhistogram::Histogram;
 
+use crate::load::series;
 use crate::measure::Sample;
 use crate::store::StoredHistogram;
 
@@ -74,7 +75,7 @@ pub const MOST_POINTS: usize = 900;
 pub fn takes(series: &str) -> bool {
     matches!(
         series,
-        "completed_per_second" | "errors_per_second" | "p99_us" | "sent_per_second" | "users"
+        series::COMPLETED | series::ERRORS | series::P99 | series::SENT | series::USERS
     ) || series == crate::load::LOAD_START
         || series.starts_with(crate::load::CAUSE_PREFIX)
         || series.starts_with(crate::load::STEP_PREFIX)
@@ -182,10 +183,10 @@ impl Timeline {
     ) -> Option<Timeline> {
         let named = |n: &str| series.iter().find(|(s, _)| s == n).map(|(_, p)| &p[..]);
         let [sent, responses, errors, users] = [
-            "sent_per_second",
-            "completed_per_second",
-            "errors_per_second",
-            "users",
+            series::SENT,
+            series::COMPLETED,
+            series::ERRORS,
+            series::USERS,
         ]
         .map(|n| ByTime::of(named(n)));
         let raw: Vec<Raw> = (histograms.iter())
