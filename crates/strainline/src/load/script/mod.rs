@@ -360,6 +360,21 @@ fn lending<T>(body: Lent, f: impl FnOnce() -> T) -> (T, Lent) {
     )
 }
 
+/// The call's two joined arguments as Lua strings: the header `fields` ([`join_into`])
+/// and the client's variables ([`vars_into`]), made in this thread's kept buffers,
+/// outside the call's limit.
+fn joined<'a>(
+    lua: &Lua,
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    c: &Caller,
+) -> mlua::Result<(mlua::String, mlua::String)> {
+    JOINED.with_borrow_mut(|(h, v)| {
+        join_into(h, fields);
+        vars_into(v, c);
+        Ok((lua.create_string(&h)?, lua.create_string(&v)?))
+    })
+}
+
 /// Header fields as the callers take them: `name\0value\0` each, into `out`.
 fn join_into<'a>(out: &mut Vec<u8>, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
     out.clear();
@@ -962,16 +977,8 @@ pub fn request(
         };
         // Every string made here, outside the limit: the call only pushes them (the
         // step, method and path straight onto Lua's stack, not through a reference).
-        let (headers, vars) = JOINED.with_borrow_mut(|(h, v)| {
-            join_into(
-                h,
-                req.headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
-            );
-            vars_into(v, &c);
-            Ok::<_, mlua::Error>((lua.create_string(&h)?, lua.create_string(&v)?))
-        })?;
+        let fields = (req.headers.iter()).map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes()));
+        let (headers, vars) = joined(lua, fields, &c)?;
         let args = (
             f,
             c.step,
@@ -1088,16 +1095,8 @@ pub fn response(
         let Some(f) = &st.response else {
             return Err(mlua::Error::runtime("no function response(r)"));
         };
-        let (headers, vars) = JOINED.with_borrow_mut(|(h, v)| {
-            join_into(
-                h,
-                kept.headers
-                    .iter()
-                    .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
-            );
-            vars_into(v, &c);
-            Ok::<_, mlua::Error>((lua.create_string(&h)?, lua.create_string(&v)?))
-        })?;
+        let fields = (kept.headers.iter()).map(|(k, v)| (k.as_bytes(), v.as_bytes()));
+        let (headers, vars) = joined(lua, fields, &c)?;
         let args = (
             f,
             c.step,
