@@ -17,7 +17,7 @@ use super::wire::{self, FromAgent, Job, Report, ToAgent};
 use crate::error::Category;
 use crate::load::recorder::Tally;
 use crate::load::verdict::LAG_BOUND_US;
-use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice};
+use crate::load::{AgentPart, LoadSpec, Outcome, Plan, Second, Slice, StepSpans};
 
 /// Where the agents are and the token that opens them.
 #[derive(Debug, Clone)]
@@ -275,6 +275,7 @@ async fn coordinate(
     drop(tx);
     let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
     let mut seconds = Vec::new();
+    let mut spans = StepSpans::new(plan.duration);
     let mut ended = vec![false; n];
     let mut stopping = false;
     let mut interrupted = false;
@@ -318,7 +319,7 @@ async fn coordinate(
                         }
                     }
                 }
-                flush(&mut pending, &ended, &mut seconds, &mut progress, false);
+                flush(&mut pending, &ended, &mut seconds, &mut spans, &mut progress, false);
             }
             _ = tick.tick() => {
                 if !stopping && stop() {
@@ -343,9 +344,16 @@ async fn coordinate(
             }
         }
     }
-    flush(&mut pending, &ended, &mut seconds, &mut progress, true);
+    flush(
+        &mut pending,
+        &ended,
+        &mut seconds,
+        &mut spans,
+        &mut progress,
+        true,
+    );
     hang_up(writers, children).await;
-    Ok(merge(plan, parts, seconds, start, interrupted))
+    Ok(merge(plan, parts, seconds, spans, start, interrupted))
 }
 
 /// Sends each agent its job (the spec, its slice, the start in its own clock, the
@@ -595,6 +603,7 @@ fn flush(
     pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
     ended: &[bool],
     seconds: &mut Vec<Second>,
+    spans: &mut StepSpans,
     progress: &mut impl FnMut(&Second, &Tally),
     end: bool,
 ) {
@@ -609,9 +618,10 @@ fn flush(
         for t in got.iter().flatten() {
             iv.merge(t);
         }
-        let s = Second::of(index as f64, &iv);
-        progress(&s, &iv);
-        seconds.push(s);
+        spans.push(seconds, index as f64, &iv);
+        if let Some(s) = seconds.last() {
+            progress(s, &iv);
+        }
     }
 }
 
@@ -621,6 +631,7 @@ fn merge(
     plan: &Plan,
     parts: Vec<Part>,
     mut seconds: Vec<Second>,
+    mut spans: StepSpans,
     start: Instant,
     interrupted: bool,
 ) -> Outcome {
@@ -683,8 +694,9 @@ fn merge(
         // The clients of the tail are not in the reports' totals (a gauge is not
         // summed over time): those of the last second streamed.
         tail.active = seconds.last().map_or(0, |s| s.users);
-        seconds.push(Second::of(elapsed, &tail));
+        spans.push(&mut seconds, elapsed, &tail);
     }
+    spans.end(&mut seconds);
     Outcome {
         total,
         steps,
@@ -786,10 +798,12 @@ mod tests {
             pending.insert(index, vec![Some(Box::new(t.clone())), Some(Box::new(t))]);
         }
         pending.entry(10).or_insert_with(|| vec![None, None])[0] = Some(Box::new(tally(50, 100)));
+        let mut spans = StepSpans::new(None);
         flush(
             &mut pending,
             &[false, false],
             &mut seconds,
+            &mut spans,
             &mut progress,
             false,
         );
@@ -806,6 +820,7 @@ mod tests {
             &mut pending,
             &[false, true],
             &mut seconds,
+            &mut spans,
             &mut progress,
             false,
         );

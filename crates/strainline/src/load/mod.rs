@@ -29,8 +29,10 @@ pub mod template;
 mod timer;
 pub mod verdict;
 
+#[cfg(test)]
+pub(crate) use driver::{latency_seconds, per_second};
 pub use driver::{
-    run, run_from, series, AgentPart, Model, Outcome, Plan, Second, Slice, CAUSE_PREFIX,
+    run, run_from, series, AgentPart, Model, Outcome, Plan, Second, Slice, StepSpans, CAUSE_PREFIX,
     LOAD_START, SECOND_LATENCY, STEP_PREFIX,
 };
 pub use progress::{live_with, run_live};

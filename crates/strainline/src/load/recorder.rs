@@ -164,7 +164,7 @@ impl Default for StepSecond {
 }
 
 impl StepSecond {
-    fn merge(&mut self, o: &StepSecond) {
+    pub fn merge(&mut self, o: &StepSecond) {
         self.sent += o.sent;
         self.completed += o.completed;
         self.ok += o.ok;

@@ -15,8 +15,11 @@ mod outcome;
 mod worker;
 
 use open::{Pool, Waiting};
+#[cfg(test)]
+pub(crate) use outcome::{latency_seconds, per_second};
 pub use outcome::{
-    series, AgentPart, Outcome, Second, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY, STEP_PREFIX,
+    series, AgentPart, Outcome, Second, StepSpans, CAUSE_PREFIX, LOAD_START, SECOND_LATENCY,
+    STEP_PREFIX,
 };
 use worker::{worker, Shared};
 
@@ -550,6 +553,7 @@ pub fn run_from(
     let connections_ready = shared.ready.load(Ordering::Relaxed) as usize;
     let mut seconds = Seconds {
         recs: &recs,
+        spans: outcome::StepSpans::new(plan.duration),
         seconds: Vec::new(),
         total: Tally::default(),
     };
@@ -582,15 +586,22 @@ pub fn run_from(
     }
     // Whatever the command units left running (a `setsid` child) ends with the run.
     drop(shared);
-    let last = seconds.snapshot(elapsed);
-    if last.sent == 0 && last.completed == 0 && last.errors() == 0 {
-        seconds.seconds.pop();
-    } else if let Some(s) = seconds.seconds.last() {
-        // The last, partial second ([`Second::partial`]): the exported live figures
-        // end with the run's totals.
-        progress(s, &last);
+    // The last, partial second ([`Second::partial`]), unless it held nothing: the
+    // exported live figures end with the run's totals.
+    let last = seconds.take();
+    if last.sent + last.completed + last.errors() > 0 {
+        seconds.spans.push(&mut seconds.seconds, elapsed, &last);
+        if let Some(s) = seconds.seconds.last() {
+            progress(s, &last);
+        }
     }
-    let Seconds { seconds, total, .. } = seconds;
+    let Seconds {
+        mut seconds,
+        mut spans,
+        total,
+        ..
+    } = seconds;
+    spans.end(&mut seconds);
     let (steps, custom) = per_step(&recs);
     Outcome {
         total,
@@ -658,6 +669,7 @@ fn threads(plan: &Plan) -> usize {
 /// The per-second series, from the workers' recorders, and the run's total so far.
 struct Seconds<'a> {
     recs: &'a [Arc<Mutex<Recorder>>],
+    spans: outcome::StepSpans,
     seconds: Vec<Second>,
     total: Tally,
 }
@@ -666,6 +678,13 @@ impl Seconds<'_> {
     /// Closes the second ending `t` seconds after the start: every recorder's interval
     /// taken and merged, added to the total and to the series; returns the interval.
     fn snapshot(&mut self, t: f64) -> Tally {
+        let iv = self.take();
+        self.spans.push(&mut self.seconds, t, &iv);
+        iv
+    }
+
+    /// Every recorder's interval taken and merged, added to the total.
+    fn take(&mut self) -> Tally {
         let mut iv = Tally::default();
         for r in self.recs {
             let fresh = Tally::default();
@@ -673,7 +692,6 @@ impl Seconds<'_> {
             iv.merge(&part);
         }
         self.total.merge(&iv);
-        self.seconds.push(Second::of(t, &iv));
         iv
     }
 

@@ -45,6 +45,9 @@ pub struct StepOf {
     pub failed: u64,
     /// Its corrected latencies as the store keeps a histogram.
     pub latency: Vec<u8>,
+    /// The length of the interval it covers, seconds, when that is longer than its
+    /// second's: a long run's steps are kept per span of seconds ([`StepSpans`]).
+    pub span: Option<f64>,
 }
 
 /// What a run produced.
@@ -111,18 +114,25 @@ impl Outcome {
     /// [`SECOND_LATENCY`] (the run's) or [`step_latency`] (a step's), with its interval
     /// (start, end): the timeline's percentiles.
     pub fn latency_seconds(&self) -> Vec<(String, (f64, f64), &[u8])> {
-        let mut out = Vec::new();
-        for k in kept(&self.seconds) {
-            let span = (k.second.t - k.length, k.second.t);
-            if !k.second.latency.is_empty() {
-                out.push((SECOND_LATENCY.to_string(), span, &k.second.latency[..]));
-            }
-            for s in k.second.steps.iter().filter(|s| !s.latency.is_empty()) {
-                out.push((step_latency(s.index), span, &s.latency[..]));
-            }
-        }
-        out
+        latency_seconds(&self.seconds)
     }
+}
+
+/// [`Outcome::latency_seconds`] of `seconds`.
+pub(crate) fn latency_seconds(seconds: &[Second]) -> Vec<(String, (f64, f64), &[u8])> {
+    let mut out = Vec::new();
+    for k in kept(seconds) {
+        let span = (k.second.t - k.length, k.second.t);
+        if !k.second.latency.is_empty() {
+            out.push((SECOND_LATENCY.to_string(), span, &k.second.latency[..]));
+        }
+    }
+    for ((t, st), length) in step_parts(seconds) {
+        if !st.latency.is_empty() {
+            out.push((step_latency(st.index), (t - length, t), &st.latency[..]));
+        }
+    }
+    out
 }
 
 /// A run's seconds as the store keeps them: named series, and named histograms (HDR V2
@@ -166,7 +176,7 @@ fn kept(seconds: &[Second]) -> Vec<Kept<'_>> {
 /// length, so that a run ending 0.5 s into a second does not read as a halving of its
 /// rate; dropped under [`LEAST_PARTIAL`]), each interval's p99, sends a second, the
 /// clients running (when any ran) and errors a second by cause.
-fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
+pub(crate) fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
     let kept = kept(seconds);
     let of = |f: &dyn Fn(&Second, f64) -> f64| -> Vec<(f64, f64)> {
         kept.iter()
@@ -199,20 +209,141 @@ fn per_second(seconds: &[Second]) -> Vec<(String, Vec<(f64, f64)>)> {
             .into_iter()
             .map(|(cause, points)| (format!("{CAUSE_PREFIX}{cause}"), points)),
     );
-    // Each step's responses and failures a second, at the seconds it had any.
+    // Each step's responses and failures a second, at the seconds (or the ends of the
+    // spans) it had any.
     let mut by_step: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
-    for k in &kept {
-        for st in &k.second.steps {
-            for (what, n) in [("responses", st.completed), ("errors", st.failed)] {
-                by_step
-                    .entry(format!("{STEP_PREFIX}{}/{what}_per_second", st.index))
-                    .or_default()
-                    .push((k.second.t, n as f64 / k.length));
-            }
+    for ((t, st), length) in step_parts(seconds) {
+        for (what, n) in [("responses", st.completed), ("errors", st.failed)] {
+            by_step
+                .entry(format!("{STEP_PREFIX}{}/{what}_per_second", st.index))
+                .or_default()
+                .push((t, n as f64 / length));
         }
     }
     out.extend(by_step);
     out
+}
+
+/// The steps' parts the store keeps, each at its kept second's end with the length of
+/// its interval: the second's own, or its span's ([`StepSpans`]).
+fn step_parts(seconds: &[Second]) -> Vec<((f64, &StepOf), f64)> {
+    let mut out = Vec::new();
+    for k in kept(seconds) {
+        for st in &k.second.steps {
+            out.push(((k.second.t, st), st.span.unwrap_or(k.length).max(1e-9)));
+        }
+    }
+    out
+}
+
+/// Step parts kept per second at most this many times per step over a run: past an
+/// hour, a step's part is kept per span of seconds (a 24 h soak of a 10-step flow kept
+/// 86,400 histograms per step, ~800 MB in memory and in the store; now 3,600 at most).
+pub const MOST_STEP_SPANS: f64 = 3600.0;
+
+/// The steps' parts of a run's seconds over long runs: each second's own up to an hour
+/// of run, else merged — histograms added, counts summed — over spans of `width`
+/// seconds (2, 5, 10, 15, 30, 60, 120 … s: the least that keeps a run to
+/// [`MOST_STEP_SPANS`]), attached to the second each span ends at (a multiple of its
+/// width from the start, or the run's last interval).
+pub struct StepSpans {
+    width: u64,
+    open: Vec<crate::load::recorder::StepSecond>,
+    since: f64,
+}
+
+impl StepSpans {
+    /// The spans of a run planned to last `duration` (a run of no set length keeps its
+    /// seconds).
+    pub fn new(duration: Option<std::time::Duration>) -> StepSpans {
+        let need = duration.map_or(1.0, |d| d.as_secs_f64() / MOST_STEP_SPANS);
+        let width = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600]
+            .into_iter()
+            .find(|w| *w as f64 >= need)
+            .unwrap_or(3600);
+        StepSpans {
+            width,
+            open: Vec::new(),
+            since: 0.0,
+        }
+    }
+
+    /// The span's width, seconds.
+    #[cfg(test)]
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Pushes onto `seconds` the second ending at `t` whose tally is `iv`
+    /// ([`Second::of`]), with the steps' parts of the span that ends at `t`, or none at
+    /// a second within a span. A run's last interval ends the last span: when it is
+    /// too short for the series ([`LEAST_PARTIAL`]), the span ends at the second
+    /// before it, which the series keep, and the interval keeps its own parts (left
+    /// out with it, as a short last second's always were).
+    pub fn push(&mut self, seconds: &mut Vec<Second>, t: f64, iv: &Tally) {
+        if self.width == 1 {
+            return seconds.push(Second::of(t, iv));
+        }
+        let before = seconds.last().map_or(0.0, |s| s.t);
+        let whole = t.fract() == 0.0;
+        if !whole && t - before < LEAST_PARTIAL && !seconds.is_empty() {
+            self.close(seconds.last_mut().expect("not empty"), before);
+            return seconds.push(Second::of(t, iv));
+        }
+        let mut s = Second::of_run(t, iv);
+        if self.open.len() < iv.step_seconds.len() {
+            self.open
+                .resize_with(iv.step_seconds.len(), Default::default);
+        }
+        for (mine, theirs) in self.open.iter_mut().zip(&iv.step_seconds) {
+            mine.merge(theirs);
+        }
+        if !whole || (t as u64).is_multiple_of(self.width) {
+            self.close(&mut s, t);
+        }
+        seconds.push(s);
+    }
+
+    /// Ends the run's last span, if still open (its last interval held nothing, or
+    /// ended on a whole second), at the last second of `seconds`.
+    pub fn end(&mut self, seconds: &mut [Second]) {
+        if let Some(s) = seconds.last_mut() {
+            let t = s.t;
+            self.close(s, t);
+        }
+    }
+
+    /// Ends the open span at `s`, which ends `t` seconds in.
+    fn close(&mut self, s: &mut Second, t: f64) {
+        if self
+            .open
+            .iter()
+            .any(|p| p.sent + p.completed + p.errors > 0)
+        {
+            s.steps = step_of(&self.open, Some(t - self.since));
+        }
+        self.open.clear();
+        self.since = t;
+    }
+}
+
+/// The parts of `steps` that had any, as kept ([`StepOf`]).
+fn step_of(steps: &[crate::load::recorder::StepSecond], span: Option<f64>) -> Vec<StepOf> {
+    (steps.iter().enumerate())
+        .filter(|(_, s)| s.sent + s.completed + s.errors > 0)
+        .map(|(index, s)| StepOf {
+            index,
+            sent: s.sent,
+            completed: s.completed,
+            failed: s.failed(),
+            latency: if s.latency.is_empty() {
+                Vec::new()
+            } else {
+                crate::load::recorder::hdr::stored(&s.latency).unwrap_or_default()
+            },
+            span,
+        })
+        .collect()
 }
 
 /// The names of a run's per-second series in the store, written by [`per_second`] and
@@ -293,8 +424,16 @@ impl Second {
         self.t.fract() != 0.0
     }
 
-    /// The second ending at `t` whose tally is `iv`.
+    /// The second ending at `t` whose tally is `iv`, with its steps' parts.
     pub fn of(t: f64, iv: &Tally) -> Second {
+        Second {
+            steps: step_of(&iv.step_seconds, None),
+            ..Second::of_run(t, iv)
+        }
+    }
+
+    /// The second ending at `t` whose tally is `iv`, without its steps' parts.
+    fn of_run(t: f64, iv: &Tally) -> Second {
         let q = |p: f64| {
             if iv.corrected.is_empty() {
                 0
@@ -314,23 +453,7 @@ impl Second {
             users: iv.active,
             causes: causes(iv),
             latency: crate::load::recorder::hdr::stored(&iv.corrected).unwrap_or_default(),
-            steps: iv
-                .step_seconds
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.sent + s.completed + s.errors > 0)
-                .map(|(index, s)| StepOf {
-                    index,
-                    sent: s.sent,
-                    completed: s.completed,
-                    failed: s.failed(),
-                    latency: if s.latency.is_empty() {
-                        Vec::new()
-                    } else {
-                        crate::load::recorder::hdr::stored(&s.latency).unwrap_or_default()
-                    },
-                })
-                .collect(),
+            steps: Vec::new(),
         }
     }
 }
@@ -366,6 +489,97 @@ mod tests {
         // An agent's tally with more ok than answers: nothing underflows.
         iv.ok = 9;
         assert_eq!(Second::of(1.0, &iv).causes.len(), 1);
+    }
+
+    /// A second of two steps: the first answered 10 times (at `us`), the second 3
+    /// times with 1 failure.
+    fn two_steps(us: u64) -> Tally {
+        let mut iv = Tally::default();
+        iv.step_seconds.resize_with(2, Default::default);
+        let [a, b] = &mut iv.step_seconds[..] else {
+            unreachable!()
+        };
+        (a.sent, a.completed, a.ok) = (10, 10, 10);
+        a.latency.record_n(us, 10).unwrap();
+        (b.sent, b.completed, b.ok) = (3, 3, 2);
+        b.latency.record_n(2 * us, 3).unwrap();
+        (iv.sent, iv.completed, iv.ok) = (13, 13, 12);
+        iv.corrected.record_n(us, 13).unwrap();
+        iv
+    }
+
+    /// A run of two hours: its steps' parts are kept per 2 s span (3,600 of them, not
+    /// 7,200), every response and latency of each step counted once, each span's rate
+    /// its responses over its length. A last interval long enough for the series ends
+    /// the last span with its answers; a short one (left out of the series, as on any
+    /// run) ends it at the second before, which may be within a span.
+    #[test]
+    fn a_long_run_keeps_its_steps_per_span_with_every_response_counted() {
+        use std::time::Duration;
+        assert_eq!(StepSpans::new(None).width, 1);
+        assert_eq!(StepSpans::new(Some(Duration::from_secs(3600))).width, 1);
+        assert_eq!(StepSpans::new(Some(Duration::from_secs(86_400))).width, 30);
+        // (whole seconds, the last interval's end, spans, the last span's length): a
+        // last interval kept, one too short to be, and none (it held nothing).
+        let runs = [
+            (7200, Some(7200.6), 3601, 0.6),
+            (7199, Some(7199.3), 3600, 1.0),
+            (7199, None, 3600, 1.0),
+        ];
+        for (whole, end, count, last) in runs {
+            let mut spans = StepSpans::new(Some(Duration::from_secs(7200)));
+            assert_eq!(spans.width, 2);
+            let mut seconds = Vec::new();
+            for t in 1..=whole {
+                spans.push(&mut seconds, t as f64, &two_steps(1000 + t % 7));
+            }
+            if let Some(end) = end {
+                spans.push(&mut seconds, end, &two_steps(500));
+            }
+            spans.end(&mut seconds);
+            assert!(seconds[0].steps.is_empty() && seconds[1].steps.len() == 2);
+            let parts = step_parts(&seconds);
+            assert_eq!(parts.iter().filter(|p| p.0 .1.index == 0).count(), count);
+            let series = per_second(&seconds);
+            let kept_end = if last < 1.0 {
+                end.unwrap()
+            } else {
+                whole as f64
+            };
+            let answered = (kept_end.ceil()) as u64;
+            for (index, each, failed) in [(0, 10.0, 0.0), (1, 3.0, 1.0)] {
+                let points = |what: &str| {
+                    let name = format!("{STEP_PREFIX}{index}/{what}_per_second");
+                    series.iter().find(|(n, _)| *n == name).unwrap().1.clone()
+                };
+                // Every span's rate is that of its seconds; a last interval's (a
+                // second's answers in 0.6 s) over its own length.
+                for (what, rate) in [("responses", each), ("errors", failed)] {
+                    let p = points(what);
+                    let (tail, spans) = p.split_last().unwrap();
+                    assert!(spans.iter().all(|(_, v)| (v - rate).abs() < 1e-9), "{what}");
+                    assert!((tail.1 - rate / last).abs() < 1e-6, "{what}: {tail:?}");
+                    assert_eq!(tail.0, kept_end);
+                }
+                let hists: Vec<((f64, f64), u64)> = (latency_seconds(&seconds).into_iter())
+                    .filter(|(n, ..)| *n == step_latency(index))
+                    .map(|(_, span, d)| (span, hdr_len(d)))
+                    .collect();
+                // Spans tile the run: each starts where the one before it ended.
+                assert_eq!(hists.first().unwrap().0 .0, 0.0);
+                assert!(hists
+                    .windows(2)
+                    .all(|w| (w[0].0 .1 - w[1].0 .0).abs() < 1e-9));
+                assert_eq!(hists.last().unwrap().0 .1, kept_end);
+                // The histograms hold every response of the kept seconds once.
+                let counted: u64 = hists.iter().map(|h| h.1).sum();
+                assert_eq!(counted, answered * each as u64);
+            }
+        }
+    }
+
+    fn hdr_len(d: &[u8]) -> u64 {
+        crate::load::recorder::hdr::from_stored(d).unwrap().len()
     }
 
     #[test]

@@ -204,7 +204,10 @@ impl Timeline {
         if raw.is_empty() {
             return None;
         }
-        let bucket = bucket_for(raw.len());
+        // A long run's steps were kept per span of seconds: a point stands for whole
+        // spans, so that no point's mean holds one span more than its neighbour's.
+        let span = step_span(histograms);
+        let bucket = bucket_for(raw.len()).next_multiple_of(span);
         let mut clock: Vec<f64> = raw.iter().map(|r| r.t).collect();
         clock.sort_by(f64::total_cmp);
         let seconds = bucketed(raw, bucket);
@@ -233,7 +236,7 @@ impl Timeline {
             causes,
             target,
             phases: spans(phases, start, end),
-            steps: steps(series, histograms, step_names, &clock, bucket),
+            steps: steps(series, histograms, step_names, &clock, bucket, span),
             bucket: bucket as u64,
         })
     }
@@ -246,6 +249,39 @@ impl Timeline {
     }
 }
 
+/// The widest span of seconds a step's histogram covers (1: its steps were kept per
+/// second; see [`crate::load::StepSpans`]); a last, partial interval does not count.
+fn step_span(histograms: &[StoredHistogram]) -> usize {
+    (histograms.iter())
+        .filter(|h| {
+            h.name.len() > crate::load::SECOND_LATENCY.len()
+                && h.name.starts_with(crate::load::SECOND_LATENCY)
+                && h.span.1.fract() == 0.0
+        })
+        .map(|h| (h.span.1 - h.span.0).round().max(1.0) as usize)
+        .max()
+        .unwrap_or(1)
+}
+
+/// A step's rates on the run's clock: each point's rate is its span's (of `span`
+/// seconds from the start, or what is left of one at the run's end), so every second
+/// of the span has it — not the second it ends at alone, or a point's mean would hold
+/// a fifth of its rate at spans of 5 s.
+fn spread(points: &[(f64, f64)], clock: &[f64], span: usize) -> ByTime {
+    if span <= 1 {
+        return ByTime::of(Some(points));
+    }
+    let mut by = ByTime(Default::default());
+    for &(t, v) in points {
+        let from = ((t / span as f64).ceil() - 1.0) * span as f64;
+        let first = clock.partition_point(|c| *c <= from);
+        for c in clock[first..].iter().take_while(|c| **c <= t) {
+            by.0.insert(ms(*c), v);
+        }
+    }
+    by
+}
+
 /// Each step's seconds on the run's clock (`clock`: the run's seconds), in its buckets:
 /// its histograms' percentiles, its series' responses and errors — a second it had none
 /// of is 0 a second, with no latency (a gap, not a line drawn across it).
@@ -255,6 +291,7 @@ fn steps(
     names: &[String],
     clock: &[f64],
     bucket: usize,
+    span: usize,
 ) -> Vec<(String, Vec<Point>)> {
     let index_of = |rest: &str| -> Option<usize> {
         rest.strip_prefix(crate::load::STEP_PREFIX)?
@@ -283,7 +320,7 @@ fn steps(
         for what in ["responses", "errors"] {
             if name.ends_with(&format!("/{what}_per_second")) {
                 indices.insert(i);
-                rates.insert((i, what), ByTime::of(Some(points)));
+                rates.insert((i, what), spread(points, clock, span));
             }
         }
     }
@@ -408,6 +445,61 @@ fn spans(phases: &[(String, f64)], start: f64, end: f64) -> Vec<(String, f64, f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A second of two steps: the first answered 10 times in 1 ms, the second 3 times
+    /// in 2 ms.
+    fn two_steps() -> crate::load::recorder::Tally {
+        let mut iv = crate::load::recorder::Tally::default();
+        iv.step_seconds.resize_with(2, Default::default);
+        for (st, (n, us)) in iv.step_seconds.iter_mut().zip([(10, 1000), (3, 2000)]) {
+            (st.sent, st.completed, st.ok) = (n, n, n);
+            st.latency.record_n(us, n).unwrap();
+        }
+        (iv.sent, iv.completed, iv.ok) = (13, 13, 13);
+        iv.corrected.record_n(1000, 13).unwrap();
+        iv
+    }
+
+    /// A three-hour run's steps, kept per 5 s span, drawn in points of whole spans:
+    /// every point reads each step's true rate (points of 12 s, the bucket three hours
+    /// would take alone, held two or three spans' answers: 8.3 or 12.5 a second for 10).
+    #[test]
+    fn a_long_run_s_step_timeline_stands_each_point_for_whole_spans() {
+        let mut spans = crate::load::StepSpans::new(Some(std::time::Duration::from_secs(10_800)));
+        assert_eq!(spans.width(), 5);
+        let mut seconds = Vec::new();
+        for t in 1..=10_800 {
+            spans.push(&mut seconds, t as f64, &two_steps());
+        }
+        spans.end(&mut seconds);
+        let histograms: Vec<StoredHistogram> = (crate::load::latency_seconds(&seconds).into_iter())
+            .map(|(name, span, d)| StoredHistogram {
+                name,
+                span,
+                encoding: crate::load::recorder::hdr::STORED.into(),
+                data: d.to_vec(),
+            })
+            .collect();
+        let tl = Timeline::read(
+            &crate::load::per_second(&seconds),
+            &histograms,
+            &[],
+            &[],
+            &["a".into(), "b".into()],
+        )
+        .unwrap();
+        assert_eq!(tl.bucket, 15);
+        for ((name, points), (each, ms)) in tl.steps.iter().zip([(10.0, 1.0), (3.0, 2.0)]) {
+            assert_eq!(points.len(), 720, "{name}");
+            for p in points {
+                assert!((p.responses - each).abs() < 1e-9, "{name}: {p:?}");
+                assert!(
+                    p.p50.is_some_and(|v| (v - ms).abs() < 0.02),
+                    "{name}: {p:?}"
+                );
+            }
+        }
+    }
 
     fn stored(t: f64, values_us: &[u64]) -> StoredHistogram {
         let mut h = crate::load::recorder::histogram();
