@@ -263,17 +263,23 @@ fn step_span(histograms: &[StoredHistogram]) -> usize {
         .unwrap_or(1)
 }
 
-/// A step's rates on the run's clock: each point's rate is its span's (of `span`
-/// seconds from the start, or what is left of one at the run's end), so every second
-/// of the span has it — not the second it ends at alone, or a point's mean would hold
-/// a fifth of its rate at spans of 5 s.
-fn spread(points: &[(f64, f64)], clock: &[f64], span: usize) -> ByTime {
+/// A step's rates on the run's clock: each point's rate is its span's (its
+/// histograms' interval: `starts` by its end; else the `span` seconds before it), so
+/// every second of the span has it — not the second it ends at alone, or a point's
+/// mean would hold a fifth of its rate at spans of 5 s.
+fn spread(
+    points: &[(f64, f64)],
+    clock: &[f64],
+    span: usize,
+    starts: &std::collections::HashMap<i64, f64>,
+) -> ByTime {
     if span <= 1 {
         return ByTime::of(Some(points));
     }
     let mut by = ByTime(Default::default());
     for &(t, v) in points {
-        let from = ((t / span as f64).ceil() - 1.0) * span as f64;
+        let from =
+            (starts.get(&ms(t)).copied()).unwrap_or(((t / span as f64).ceil() - 1.0) * span as f64);
         let first = clock.partition_point(|c| *c <= from);
         for c in clock[first..].iter().take_while(|c| **c <= t) {
             by.0.insert(ms(*c), v);
@@ -301,6 +307,8 @@ fn steps(
             .ok()
     };
     let mut hists: std::collections::HashMap<(usize, i64), Histogram<u64>> = Default::default();
+    // Where the spans ending at each time began (every step's spans end together).
+    let mut starts: std::collections::HashMap<i64, f64> = Default::default();
     let mut indices = std::collections::BTreeSet::new();
     for h in histograms {
         let Some(i) = (h.name.strip_prefix(crate::load::SECOND_LATENCY))
@@ -312,6 +320,7 @@ fn steps(
         if let Some(hist) = decode(h) {
             indices.insert(i);
             hists.insert((i, ms(h.span.1)), hist);
+            starts.insert(ms(h.span.1), h.span.0);
         }
     }
     let mut rates: std::collections::HashMap<(usize, &str), ByTime> = Default::default();
@@ -320,7 +329,7 @@ fn steps(
         for what in ["responses", "errors"] {
             if name.ends_with(&format!("/{what}_per_second")) {
                 indices.insert(i);
-                rates.insert((i, what), spread(points, clock, span));
+                rates.insert((i, what), spread(points, clock, span, &starts));
             }
         }
     }
@@ -468,9 +477,11 @@ mod tests {
         let mut spans = crate::load::StepSpans::new(Some(std::time::Duration::from_secs(10_800)));
         assert_eq!(spans.width(), 5);
         let mut seconds = Vec::new();
-        for t in 1..=10_800 {
+        // The run's last second was never closed: its last interval is 1.4 s long.
+        for t in 1..=10_799 {
             spans.push(&mut seconds, t as f64, &two_steps());
         }
+        spans.push(&mut seconds, 10_800.4, &two_steps());
         spans.end(&mut seconds);
         let histograms: Vec<StoredHistogram> = (crate::load::latency_seconds(&seconds).into_iter())
             .map(|(name, span, d)| StoredHistogram {
@@ -491,6 +502,13 @@ mod tests {
         assert_eq!(tl.bucket, 15);
         for ((name, points), (each, ms)) in tl.steps.iter().zip([(10.0, 1.0), (3.0, 2.0)]) {
             assert_eq!(points.len(), 720, "{name}");
+            let (last, points) = points.split_last().unwrap();
+            // The last point's three spans: two of 5 s, and the last (10,795 to
+            // 10,800.4 s) with five intervals' answers, its rate spread over its seconds.
+            assert!(
+                (last.responses - (2.0 * each + 5.0 * each / 5.4) / 3.0).abs() < 1e-9,
+                "{name}: {last:?}"
+            );
             for p in points {
                 assert!((p.responses - each).abs() < 1e-9, "{name}: {p:?}");
                 assert!(
