@@ -61,8 +61,12 @@ impl ErrorKind {
     }
 }
 
+/// A latency histogram (µs, 3 significant digits) that grows with the values recorded:
+/// the recorder clamps them to [`MAX_US`]. One made for the whole hour at once held
+/// 23,552 counts (188 KB) from the start, six of them a tally — and a tally a scenario
+/// step a worker: a 1,000-step flow took 3.4 GB before a request was sent.
 pub fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+    Histogram::new(3).expect("valid histogram precision")
 }
 
 /// Counters and histograms for a span of time. Serialized (an agent's interval sent to
@@ -512,6 +516,12 @@ pub struct Recorder {
     pub custom: Vec<super::custom::Custom>,
 }
 
+/// Records `v` (µs) in `h`, which grows to hold it, clamped to [`MAX_US`]. Not
+/// `saturating_record`: it clamps to what `h` holds so far, without growing it.
+fn put(h: &mut Histogram<u64>, v: u64) {
+    let _ = h.record(v.min(MAX_US));
+}
+
 fn us(d: Duration) -> u64 {
     (d.as_micros() as u64).clamp(1, MAX_US)
 }
@@ -524,8 +534,8 @@ impl Tally {
         }
         *self.by_status.entry(status).or_default() += 1;
         self.bytes_received += bytes;
-        self.corrected.saturating_record(corrected);
-        self.service.saturating_record(service);
+        put(&mut self.corrected, corrected);
+        put(&mut self.service, service);
     }
 
     fn add_error(&mut self, kind: ErrorKind) {
@@ -551,7 +561,7 @@ impl Recorder {
             t.sent += 1;
             t.completed += 1;
             t.ok += u64::from(ok);
-            t.corrected.saturating_record(us(took));
+            put(&mut t.corrected, us(took));
         }
         let s = self.interval.step_second(at);
         s.sent += 1;
@@ -623,7 +633,7 @@ impl Recorder {
     }
 
     pub fn lag(&mut self, lag: Duration) {
-        self.interval.lag.saturating_record(us(lag));
+        put(&mut self.interval.lag, us(lag));
     }
 
     /// The service time of a response (also recorded by [`Recorder::response`]) whose
@@ -634,7 +644,7 @@ impl Recorder {
         } else {
             &mut self.interval.service_light
         };
-        h.saturating_record(us(service));
+        put(h, us(service));
     }
 
     pub fn cap_hit(&mut self) {
@@ -664,7 +674,7 @@ impl Recorder {
                     t.unsent_connecting += 1;
                 }
             }
-            t.corrected.saturating_record(us);
+            put(&mut t.corrected, us);
         };
         mark(&mut self.interval);
         if let Some(t) = self.step(step) {
@@ -705,7 +715,7 @@ impl Recorder {
             Delivered::Duplicate => self.interval.add_to(counters::DUPLICATES, 1),
             Delivered::Unverified => self.interval.add_to(counters::UNVERIFIED, 1),
         }
-        self.interval.delivery.saturating_record(us(latency));
+        put(&mut self.interval.delivery, us(latency));
     }
 
     /// Hands over the current interval and starts `fresh` (made by the caller, outside
@@ -841,5 +851,62 @@ mod tests {
         // 3 significant digits: 5 ms is held within 0.1%.
         let p = m.corrected.value_at_quantile(0.25) as f64;
         assert!((p - 5000.0).abs() <= 5.0, "{p}");
+    }
+
+    /// A tally's histograms start small and grow with what they hold: a step's tally
+    /// of up to 80 ms holds a fifth of the counts of one sized for an hour; a 30-minute latency is held
+    /// within 0.1%, and one past the hour is clamped to it.
+    #[test]
+    fn histograms_grow_with_their_values_and_clamp_at_the_hour() {
+        let counts = |t: &Tally| -> usize {
+            [
+                &t.corrected,
+                &t.service,
+                &t.service_light,
+                &t.service_full,
+                &t.lag,
+                &t.delivery,
+            ]
+            .iter()
+            .map(|h| h.distinct_values())
+            .sum()
+        };
+        let hour = Histogram::<u64>::new_with_bounds(1, MAX_US, 3).unwrap();
+        let mut r = Recorder::default();
+        for ms in [1, 5, 20, 80] {
+            r.response(
+                Some(3),
+                200,
+                true,
+                0,
+                Duration::from_millis(ms),
+                Duration::from_millis(ms),
+            );
+        }
+        assert!(
+            counts(&r.steps[3]) * 5 < 6 * hour.distinct_values(),
+            "{}",
+            counts(&r.steps[3])
+        );
+        r.response(
+            None,
+            200,
+            true,
+            0,
+            Duration::from_secs(1800),
+            Duration::from_secs(1800),
+        );
+        r.response(
+            None,
+            200,
+            true,
+            0,
+            Duration::from_secs(7200),
+            Duration::from_secs(1),
+        );
+        let t = r.take_interval(Tally::default());
+        let long = t.corrected.value_at_quantile(0.8) as f64;
+        assert!((long - 1.8e9).abs() <= 1.8e6, "{long}");
+        assert_eq!(t.corrected.max(), t.corrected.highest_equivalent(MAX_US));
     }
 }

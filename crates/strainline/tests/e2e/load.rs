@@ -336,6 +336,32 @@ fn a_scenario_of_100000_paths_runs_in_bounded_memory() {
     assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
 }
 
+/// A recorded flow of many requests is many steps: each step's figures are kept per
+/// worker in histograms that grow with the latencies recorded, not sized for an hour
+/// up front (500 steps peaked at 1.7 GB that way; 196 MiB now, debug build).
+#[test]
+fn a_scenario_of_500_steps_runs_in_bounded_memory() {
+    let _bench = loaded();
+    let srv = server(&[]);
+    let s = Scratch::new();
+    let steps: String = (0..500)
+        .map(|i| format!("[[step]]\nname = \"s{i}\"\nweight = 1\npath = \"/health\"\n"))
+        .collect();
+    let scenario = s.path("steps.toml");
+    std::fs::write(&scenario, format!("clients = 20\n{steps}")).unwrap();
+    let peak = s.own_peak(&[
+        "load",
+        &srv.url(""),
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "-z",
+        "2s",
+        "--threads",
+        "2",
+    ]) / 1048576.0;
+    assert!(peak <= 320.0, "strainline peaked at {peak:.1} MiB");
+}
+
 #[test]
 fn the_json_output_validates_against_the_committed_schema() {
     let _bench = loaded();
