@@ -131,6 +131,9 @@ struct Part {
     streamed: Tally,
     /// The newest second it streamed, and its clients (the most running at once).
     last_second: (u64, u64),
+    /// What it streamed too late for its second (merged already without it) or for a
+    /// second it had sent already: the run's tail's, as its report's remainder is.
+    late: Tally,
     report: Option<Report>,
     lost: Option<String>,
 }
@@ -233,6 +236,7 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
             rtt_ns,
             streamed: Tally::default(),
             last_second: (0, 0),
+            late: Tally::default(),
             report: None,
             lost: None,
         });
@@ -291,15 +295,12 @@ async fn coordinate(
                 let Some(ev) = ev else { break };
                 match ev {
                     Event::Second(i, index, tally) => {
-                        parts[i].streamed.merge(&tally);
-                        if index > parts[i].last_second.0 {
-                            parts[i].last_second = (index, tally.active);
-                        }
-                        pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
+                        received(&mut parts[i], &mut pending, &seconds, (i, n), index, tally);
                     }
                     Event::Done(i, report) => {
-                        let flushed = seconds.last().map_or(0, |s: &Second| s.t.ceil() as u64);
-                        if let Some((index, last)) = last_as_second(&parts[i], &report, flushed) {
+                        if let Some((index, last)) =
+                            last_as_second(&parts[i], &report, merged_until(&seconds))
+                        {
                             parts[i].streamed.merge(&last);
                             pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(last);
                         }
@@ -567,6 +568,36 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
     best.ok_or_else(|| crate::Error::usage(format!("agent {}: no clock reading", l.name)))
 }
 
+/// The newest second merged (0 before any).
+fn merged_until(seconds: &[Second]) -> u64 {
+    seconds.last().map_or(0, |s| s.t.ceil() as u64)
+}
+
+/// Agent `i` of `n`'s second `index`, as it arrives: counted in what it streamed and
+/// kept to be merged with the other agents' parts of that second — unless that second
+/// was merged already (the agent was three seconds behind another) or the agent sent
+/// it before: then it is late, for the run's tail (merged again, it was a second back
+/// in time, or one agent's part of it overwritten).
+fn received(
+    part: &mut Part,
+    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
+    seconds: &[Second],
+    (i, n): (usize, usize),
+    index: u64,
+    tally: Box<Tally>,
+) {
+    part.streamed.merge(&tally);
+    let again = pending.get(&index).is_some_and(|got| got[i].is_some());
+    if index <= merged_until(seconds) || again {
+        part.late.merge(&tally);
+        return;
+    }
+    if index > part.last_second.0 {
+        part.last_second = (index, tally.active);
+    }
+    pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
+}
+
 /// How far short of the next whole second an agent's run may end and its last
 /// interval still be that second: the run's end and the close of its second race, the
 /// closer looking every 20 ms, so an interval of 0.98 s to 1.02 s was the second whose
@@ -644,6 +675,8 @@ fn merge(
     let mut agents = Vec::new();
     let (mut asked, mut ready, mut threads) = (0, 0, 0);
     for (i, p) in parts.into_iter().enumerate() {
+        // What it streamed too late to be merged in its second ([`received`]).
+        tail.merge(&p.late);
         let (part_total, part_elapsed, cpu, status, reasons) = match &p.report {
             Some(r) => {
                 // What it measured after its last streamed second.
@@ -750,6 +783,7 @@ mod tests {
             rtt_ns: 0,
             streamed,
             last_second,
+            late: Tally::default(),
             report: None,
             lost: None,
         }
@@ -840,6 +874,51 @@ mod tests {
         // Nothing beyond what it streamed, or a second already merged: nothing to place.
         assert!(last_as_second(&p, &report(streamed, 10.01, 100), 9).is_none());
         assert!(last_as_second(&p, &r, 10).is_none());
+    }
+
+    /// An agent three seconds behind another: its 4th and 5th seconds come after they
+    /// were merged without them (three newer ones existed), then its 3rd again, and the
+    /// other's 7th again while still pending. No second is merged twice or out of
+    /// order (a second 4 after 5 read as 10 responses in -1 s), and every response
+    /// streamed is in a merged second, still pending, or in the run's tail.
+    #[test]
+    fn a_second_that_comes_after_its_merge_or_twice_is_not_merged_again() {
+        let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+        let mut seconds: Vec<Second> = Vec::new();
+        let mut spans = StepSpans::new(None);
+        let mut parts = [(), ()].map(|_| part((0, 0), Tally::default()));
+        let mut progress = |_: &Second, _: &Tally| {};
+        let sends = [(1, 1), (1, 2), (1, 3)]
+            .into_iter()
+            .chain((1..=8).map(|index| (0, index)))
+            .chain([(1, 4), (1, 5), (1, 3), (0, 7)]);
+        for (i, index) in sends {
+            let t = Box::new(tally(10, 1));
+            received(&mut parts[i], &mut pending, &seconds, (i, 2), index, t);
+            let ended = [false, false];
+            flush(
+                &mut pending,
+                &ended,
+                &mut seconds,
+                &mut spans,
+                &mut progress,
+                false,
+            );
+        }
+        assert!(
+            seconds.windows(2).all(|w| w[0].t < w[1].t),
+            "{:?}",
+            seconds.iter().map(|s| s.t).collect::<Vec<_>>()
+        );
+        let merged: u64 = seconds.iter().map(|s| s.sent).sum();
+        let waiting: u64 = (pending.values().flatten().flatten()).map(|t| t.sent).sum();
+        let late: u64 = parts.iter().map(|p| p.late.sent).sum();
+        let streamed: u64 = parts.iter().map(|p| p.streamed.sent).sum();
+        assert_eq!((streamed, merged + waiting + late), (150, 150));
+        assert_eq!(
+            late, 40,
+            "agent 1's 4th, 5th and 3rd again, agent 0's 7th again"
+        );
     }
 
     #[test]
