@@ -609,11 +609,14 @@ const WHOLE_ENOUGH: f64 = 0.05;
 /// merged there with the other agents' parts of it. Otherwise that second held the
 /// others' parts alone (their clients only, half a rate), and this one's went into the
 /// run's tail. `None` for a run that ended earlier in the second (its interval stays
-/// in the tail, as a partial second does on one machine), for an empty interval, and
+/// in the tail, as a partial second does on one machine) or later than just after its
+/// close (the interval was longer than a second), for an empty interval, and
 /// when that second was already merged (`flushed`: the newest merged second).
 fn last_as_second(part: &Part, report: &Report, flushed: u64) -> Option<(u64, Box<Tally>)> {
     let index = part.last_second.0 + 1;
-    if report.elapsed < index as f64 - WHOLE_ENOUGH || index <= flushed {
+    let close = index as f64;
+    let whole = (close - WHOLE_ENOUGH..=close + WHOLE_ENOUGH).contains(&report.elapsed);
+    if !whole || index <= flushed {
         return None;
     }
     let mut last = report.total.minus(&part.streamed);
@@ -919,6 +922,23 @@ mod tests {
             late, 40,
             "agent 1's 4th, 5th and 3rd again, agent 0's 7th again"
         );
+    }
+
+    /// An agent's remainder is its next second only when its run ended within
+    /// [`WHOLE_ENOUGH`] of that second's close: one that ran on 0.6 s past it (its closer
+    /// stalled) measured 1.6 s, not a second, and an elapsed beyond any run (an agent's
+    /// odd report) says nothing of that second.
+    #[test]
+    fn a_remainder_that_ran_past_its_second_is_not_that_second() {
+        let streamed = tally(450, 100);
+        let mut total = streamed.clone();
+        total.merge(&tally(60, 0));
+        let p = part((9, 100), streamed);
+        assert!(last_as_second(&p, &report(total.clone(), 10.04, 100), 9).is_some());
+        for elapsed in [10.6, 11.0, 3600.0, 1e300, f64::MAX] {
+            let r = report(total.clone(), elapsed, 100);
+            assert!(last_as_second(&p, &r, 9).is_none(), "{elapsed}");
+        }
     }
 
     #[test]
