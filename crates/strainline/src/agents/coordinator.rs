@@ -131,6 +131,9 @@ struct Part {
     streamed: Tally,
     /// The newest second it streamed, and its clients (the most running at once).
     last_second: (u64, u64),
+    /// What it streamed too late for its second (merged already without it) or for a
+    /// second it had sent already: the run's tail's, as its report's remainder is.
+    late: Tally,
     report: Option<Report>,
     lost: Option<String>,
 }
@@ -233,6 +236,7 @@ async fn connect_all(fleet: &Fleet) -> crate::error::Result<(Vec<Link>, Vec<Part
             rtt_ns,
             streamed: Tally::default(),
             last_second: (0, 0),
+            late: Tally::default(),
             report: None,
             lost: None,
         });
@@ -291,19 +295,10 @@ async fn coordinate(
                 let Some(ev) = ev else { break };
                 match ev {
                     Event::Second(i, index, tally) => {
-                        parts[i].streamed.merge(&tally);
-                        if index > parts[i].last_second.0 {
-                            parts[i].last_second = (index, tally.active);
-                        }
-                        pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
+                        received(&mut parts[i], &mut pending, &seconds, (i, n), index, tally);
                     }
                     Event::Done(i, report) => {
-                        let flushed = seconds.last().map_or(0, |s: &Second| s.t.ceil() as u64);
-                        if let Some((index, last)) = last_as_second(&parts[i], &report, flushed) {
-                            parts[i].streamed.merge(&last);
-                            pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(last);
-                        }
-                        parts[i].report = Some(*report);
+                        done(&mut parts, &mut pending, &seconds, i, report);
                         ended[i] = true;
                     }
                     Event::Lost(i, why) => {
@@ -319,6 +314,7 @@ async fn coordinate(
                         }
                     }
                 }
+                join_ended(&mut parts, &mut pending, &seconds);
                 flush(&mut pending, &ended, &mut seconds, &mut spans, &mut progress, false);
             }
             _ = tick.tick() => {
@@ -567,6 +563,81 @@ async fn clock(l: &mut Link) -> crate::error::Result<(i64, i64)> {
     best.ok_or_else(|| crate::Error::usage(format!("agent {}: no clock reading", l.name)))
 }
 
+/// The newest second merged (0 before any).
+fn merged_until(seconds: &[Second]) -> u64 {
+    seconds.last().map_or(0, |s| s.t.ceil() as u64)
+}
+
+/// Agent `i` of `n`'s second `index`, as it arrives: counted in what it streamed and
+/// kept to be merged with the other agents' parts of that second — unless that second
+/// was merged already (the agent was three seconds behind another) or the agent sent
+/// it before: then it is late, for the run's tail (merged again, it was a second back
+/// in time, or one agent's part of it overwritten).
+fn received(
+    part: &mut Part,
+    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
+    seconds: &[Second],
+    (i, n): (usize, usize),
+    index: u64,
+    tally: Box<Tally>,
+) {
+    part.streamed.merge(&tally);
+    let again = pending.get(&index).is_some_and(|got| got[i].is_some());
+    if index <= merged_until(seconds) || again {
+        part.late.merge(&tally);
+        return;
+    }
+    if index > part.last_second.0 {
+        part.last_second = (index, tally.active);
+    }
+    pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
+}
+
+/// Agent `i`'s report: its remainder merged as its next second when it is
+/// ([`last_as_second`]), kept for the run's outcome.
+fn done(
+    parts: &mut [Part],
+    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
+    seconds: &[Second],
+    i: usize,
+    report: Box<Report>,
+) {
+    let n = parts.len();
+    if let Some((index, last)) = last_as_second(&parts[i], &report, merged_until(seconds)) {
+        parts[i].streamed.merge(&last);
+        pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(last);
+    }
+    parts[i].report = Some(*report);
+}
+
+/// The remainders of agents whose run ended within a second that other agents' parts of
+/// are still to be merged (a second one of them streamed, or one's remainder that
+/// ended at its close): merged in that second. That second is whole, and the run's
+/// tail ends after it: such a remainder, left in the tail, was a second back in time
+/// (the tail ending at 9.97 s after a 10th second), left out of the series.
+fn join_ended(
+    parts: &mut [Part],
+    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
+    seconds: &[Second],
+) {
+    let flushed = merged_until(seconds);
+    for (j, part) in parts.iter_mut().enumerate() {
+        let Some(r) = &part.report else { continue };
+        let index = part.last_second.0 + 1;
+        let within = (index as f64 - 1.0..index as f64).contains(&r.elapsed);
+        let others = pending
+            .get(&index)
+            .is_some_and(|got| (got.iter().enumerate()).any(|(k, g)| k != j && g.is_some()));
+        if !(within && others) {
+            continue;
+        }
+        if let Some(last) = remainder(part, r, index, flushed) {
+            part.streamed.merge(&last);
+            pending.get_mut(&index).expect("pending")[j] = Some(last);
+        }
+    }
+}
+
 /// How far short of the next whole second an agent's run may end and its last
 /// interval still be that second: the run's end and the close of its second race, the
 /// closer looking every 20 ms, so an interval of 0.98 s to 1.02 s was the second whose
@@ -578,11 +649,24 @@ const WHOLE_ENOUGH: f64 = 0.05;
 /// merged there with the other agents' parts of it. Otherwise that second held the
 /// others' parts alone (their clients only, half a rate), and this one's went into the
 /// run's tail. `None` for a run that ended earlier in the second (its interval stays
-/// in the tail, as a partial second does on one machine), for an empty interval, and
+/// in the tail, as a partial second does on one machine) or later than just after its
+/// close (the interval was longer than a second), for an empty interval, and
 /// when that second was already merged (`flushed`: the newest merged second).
 fn last_as_second(part: &Part, report: &Report, flushed: u64) -> Option<(u64, Box<Tally>)> {
     let index = part.last_second.0 + 1;
-    if report.elapsed < index as f64 - WHOLE_ENOUGH || index <= flushed {
+    let close = index as f64;
+    let whole = (close - WHOLE_ENOUGH..=close + WHOLE_ENOUGH).contains(&report.elapsed);
+    if !whole {
+        return None;
+    }
+    Some((index, remainder(part, report, index, flushed)?))
+}
+
+/// An agent's remainder (its report's total beyond the seconds it streamed) as its
+/// part of the second `index`, with its clients; `None` when it is empty, or when that
+/// second was already merged (`flushed`: the newest merged second).
+fn remainder(part: &Part, report: &Report, index: u64, flushed: u64) -> Option<Box<Tally>> {
+    if index <= flushed {
         return None;
     }
     let mut last = report.total.minus(&part.streamed);
@@ -594,7 +678,7 @@ fn last_as_second(part: &Part, report: &Report, flushed: u64) -> Option<(u64, Bo
         0 => part.last_second.1,
         n => n,
     };
-    Some((index, Box::new(last)))
+    Some(Box::new(last))
 }
 
 /// Merges the seconds every agent still running has sent (or all, at the `end`); a
@@ -644,6 +728,8 @@ fn merge(
     let mut agents = Vec::new();
     let (mut asked, mut ready, mut threads) = (0, 0, 0);
     for (i, p) in parts.into_iter().enumerate() {
+        // What it streamed too late to be merged in its second ([`received`]).
+        tail.merge(&p.late);
         let (part_total, part_elapsed, cpu, status, reasons) = match &p.report {
             Some(r) => {
                 // What it measured after its last streamed second.
@@ -750,6 +836,7 @@ mod tests {
             rtt_ns: 0,
             streamed,
             last_second,
+            late: Tally::default(),
             report: None,
             lost: None,
         }
@@ -840,6 +927,153 @@ mod tests {
         // Nothing beyond what it streamed, or a second already merged: nothing to place.
         assert!(last_as_second(&p, &report(streamed, 10.01, 100), 9).is_none());
         assert!(last_as_second(&p, &r, 10).is_none());
+    }
+
+    /// An agent three seconds behind another: its 4th and 5th seconds come after they
+    /// were merged without them (three newer ones existed), then its 3rd again, and the
+    /// other's 7th again while still pending. No second is merged twice or out of
+    /// order (a second 4 after 5 read as 10 responses in -1 s), and every response
+    /// streamed is in a merged second, still pending, or in the run's tail.
+    #[test]
+    fn a_second_that_comes_after_its_merge_or_twice_is_not_merged_again() {
+        let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+        let mut seconds: Vec<Second> = Vec::new();
+        let mut spans = StepSpans::new(None);
+        let mut parts = [(), ()].map(|_| part((0, 0), Tally::default()));
+        let mut progress = |_: &Second, _: &Tally| {};
+        let sends = [(1, 1), (1, 2), (1, 3)]
+            .into_iter()
+            .chain((1..=8).map(|index| (0, index)))
+            .chain([(1, 4), (1, 5), (1, 3), (0, 7)]);
+        for (i, index) in sends {
+            let t = Box::new(tally(10, 1));
+            received(&mut parts[i], &mut pending, &seconds, (i, 2), index, t);
+            let ended = [false, false];
+            flush(
+                &mut pending,
+                &ended,
+                &mut seconds,
+                &mut spans,
+                &mut progress,
+                false,
+            );
+        }
+        assert!(
+            seconds.windows(2).all(|w| w[0].t < w[1].t),
+            "{:?}",
+            seconds.iter().map(|s| s.t).collect::<Vec<_>>()
+        );
+        let merged: u64 = seconds.iter().map(|s| s.sent).sum();
+        let waiting: u64 = (pending.values().flatten().flatten()).map(|t| t.sent).sum();
+        let late: u64 = parts.iter().map(|p| p.late.sent).sum();
+        let streamed: u64 = parts.iter().map(|p| p.streamed.sent).sum();
+        assert_eq!((streamed, merged + waiting + late), (150, 150));
+        assert_eq!(
+            late, 40,
+            "agent 1's 4th, 5th and 3rd again, agent 0's 7th again"
+        );
+    }
+
+    /// An agent's remainder is its next second only when its run ended within
+    /// [`WHOLE_ENOUGH`] of that second's close: one that ran on 0.6 s past it (its closer
+    /// stalled) measured 1.6 s, not a second, and an elapsed beyond any run (an agent's
+    /// odd report) says nothing of that second.
+    #[test]
+    fn a_remainder_that_ran_past_its_second_is_not_that_second() {
+        let streamed = tally(450, 100);
+        let mut total = streamed.clone();
+        total.merge(&tally(60, 0));
+        let p = part((9, 100), streamed);
+        assert!(last_as_second(&p, &report(total.clone(), 10.04, 100), 9).is_some());
+        for elapsed in [10.6, 11.0, 3600.0, 1e300, f64::MAX] {
+            let r = report(total.clone(), elapsed, 100);
+            assert!(last_as_second(&p, &r, 9).is_none(), "{elapsed}");
+        }
+    }
+
+    /// A plan of 10 s on 127.0.0.1 (the outcome's merge reads its statuses).
+    fn plan() -> Plan {
+        use crate::load::{BodySpec, ClientOptions, Offer, Work};
+        let spec = LoadSpec {
+            work: Work::Http {
+                url: "http://127.0.0.1:1/".into(),
+                method: "GET".into(),
+                headers: Vec::new(),
+                body: BodySpec::Empty,
+            },
+            offer: Offer::Open {
+                rate: crate::load::schedule::Rate::Constant(100.0),
+                poisson: None,
+                pool_cap: None,
+            },
+            threads: Some(1),
+            duration: Some(Duration::from_secs(10)),
+            count: None,
+            timeout: Duration::from_secs(1),
+            client: ClientOptions::default(),
+            vars: Vec::new(),
+            seed: None,
+            percentiles: Default::default(),
+        };
+        crate::load::plan(&spec).unwrap().plan
+    }
+
+    /// Two agents of a count-bound run: one's ended 9.97 s in (its remainder merged as
+    /// the 10th second), the other's 9.6 s in, its report first or last. Its remainder
+    /// lies in that 10th second: in the run's tail it ended before the second before it
+    /// (a second back in time, 9.97 after 10), left out of the series (its 30 responses
+    /// were in no point).
+    #[test]
+    fn a_tail_that_ends_within_an_agent_s_merged_last_second_is_in_the_series() {
+        for order in [[0, 1], [1, 0]] {
+            let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+            let mut seconds: Vec<Second> = Vec::new();
+            let mut spans = StepSpans::new(None);
+            let mut parts = [(), ()].map(|_| part((0, 0), Tally::default()));
+            let mut progress = |_: &Second, _: &Tally| {};
+            let mut ended = [false; 2];
+            let mut flush_now = |pending: &mut _, seconds: &mut _, ended: &[bool], end| {
+                flush(pending, ended, seconds, &mut spans, &mut progress, end)
+            };
+            for index in 1..=9 {
+                for (i, p) in parts.iter_mut().enumerate() {
+                    let t = Box::new(tally(50, 100));
+                    received(p, &mut pending, &seconds, (i, 2), index, t);
+                }
+                flush_now(&mut pending, &mut seconds, &ended, false);
+            }
+            for i in order {
+                let (more, elapsed) = [(60, 9.97), (30, 9.6)][i];
+                let mut total = parts[i].streamed.clone();
+                total.merge(&tally(more, 0));
+                let r = Box::new(report(total, elapsed, 100));
+                done(&mut parts, &mut pending, &seconds, i, r);
+                ended[i] = true;
+                join_ended(&mut parts, &mut pending, &seconds);
+                flush_now(&mut pending, &mut seconds, &ended, false);
+            }
+            flush_now(&mut pending, &mut seconds, &ended, true);
+            let outcome = merge(&plan(), parts.into(), seconds, spans, Instant::now(), false);
+            assert_eq!(outcome.total.completed, 990);
+            let ts: Vec<f64> = outcome.seconds.iter().map(|s| s.t).collect();
+            assert!(ts.windows(2).all(|w| w[0] < w[1]), "{order:?}: {ts:?}");
+            let tenth = outcome.seconds.last().unwrap();
+            assert_eq!((tenth.t, tenth.completed, tenth.users), (10.0, 90, 200));
+            // The series' responses, each point's rate over its interval, add up to
+            // the total.
+            let series = outcome.per_second();
+            let points = &(series.iter())
+                .find(|(n, _)| n == crate::load::series::COMPLETED)
+                .unwrap()
+                .1;
+            let mut before = 0.0;
+            let mut counted = 0.0;
+            for (t, rate) in points {
+                counted += rate * (t - before);
+                before = *t;
+            }
+            assert!((counted - 990.0).abs() < 1e-6, "{counted} in {points:?}");
+        }
     }
 
     #[test]

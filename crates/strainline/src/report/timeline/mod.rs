@@ -250,13 +250,16 @@ impl Timeline {
 }
 
 /// The widest span of seconds a step's histogram covers (1: its steps were kept per
-/// second; see [`crate::load::StepSpans`]); a last, partial interval does not count.
+/// second; see [`crate::load::StepSpans`]); a last, partial interval (of no whole
+/// length) does not count. Its length, not its end: a later run's seconds are stored
+/// on its case's first run's clock (a ramp's steps), ending off whole seconds.
 fn step_span(histograms: &[StoredHistogram]) -> usize {
     (histograms.iter())
         .filter(|h| {
+            let length = h.span.1 - h.span.0;
             h.name.len() > crate::load::SECOND_LATENCY.len()
                 && h.name.starts_with(crate::load::SECOND_LATENCY)
-                && h.span.1.fract() == 0.0
+                && (length - length.round()).abs() < 1e-6
         })
         .map(|h| (h.span.1 - h.span.0).round().max(1.0) as usize)
         .max()
@@ -515,6 +518,40 @@ mod tests {
                     p.p50.is_some_and(|v| (v - ms).abs() < 0.02),
                     "{name}: {p:?}"
                 );
+            }
+        }
+    }
+
+    /// A two-hour run's steps (spans of 2 s) stored on another run's clock, 12.345 s
+    /// later (a ramp's later step on its first one's): its spans end off whole seconds,
+    /// and are spans still — each point reads the step's rate, not half of it.
+    #[test]
+    fn a_long_run_s_spans_on_a_shifted_clock_are_spans_still() {
+        let mut spans = crate::load::StepSpans::new(Some(std::time::Duration::from_secs(7200)));
+        assert_eq!(spans.width(), 2);
+        let mut seconds = Vec::new();
+        for t in 1..=7200 {
+            spans.push(&mut seconds, t as f64, &two_steps());
+        }
+        spans.end(&mut seconds);
+        let shift = 12.345;
+        let histograms: Vec<StoredHistogram> = (crate::load::latency_seconds(&seconds).into_iter())
+            .map(|(name, (a, b), d)| StoredHistogram {
+                name,
+                span: (a + shift, b + shift),
+                encoding: crate::load::recorder::hdr::STORED.into(),
+                data: d.to_vec(),
+            })
+            .collect();
+        let series: Vec<(String, Vec<(f64, f64)>)> = (crate::load::per_second(&seconds)
+            .into_iter())
+        .map(|(n, p)| (n, p.into_iter().map(|(t, v)| (t + shift, v)).collect()))
+        .collect();
+        let tl = Timeline::read(&series, &histograms, &[], &[], &["a".into(), "b".into()]).unwrap();
+        assert_eq!(tl.bucket % 2, 0, "a point of whole spans");
+        for ((name, points), each) in tl.steps.iter().zip([10.0, 3.0]) {
+            for p in points {
+                assert!((p.responses - each).abs() < 1e-9, "{name}: {p:?}");
             }
         }
     }
