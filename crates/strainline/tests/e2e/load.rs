@@ -314,26 +314,34 @@ fn a_scenario_of_100000_paths_runs_in_bounded_memory() {
     let paths: Vec<String> = (0..100_000)
         .map(|i| format!("\"/health?item={i}\""))
         .collect();
-    let scenario = s.path("paths.toml");
-    std::fs::write(
-        &scenario,
-        format!(
+    let peak = scenario_peak_mib(
+        &s,
+        &srv,
+        &format!(
             "seed = 1\n[arrivals]\nrate = 2000\n[[step]]\nname = \"GET /health\"\nweight = 1\nmethod = \"GET\"\npaths = [{}]\n",
             paths.join(",")
         ),
-    )
-    .unwrap();
-    let peak = s.own_peak(&[
+    );
+    assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
+}
+
+/// strainline's own peak, MiB (measured by strainline monitor), running the scenario
+/// `text` against `srv` for 2 s on two threads.
+fn scenario_peak_mib(s: &Scratch, srv: &RunningServer, text: &str) -> f64 {
+    let scenario = s.path("scenario.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let url = srv.url("");
+    let path = scenario.to_str().unwrap();
+    s.own_peak(&[
         "load",
-        &srv.url(""),
+        &url,
         "--scenario",
-        scenario.to_str().unwrap(),
+        path,
         "-z",
         "2s",
         "--threads",
         "2",
-    ]) / 1048576.0;
-    assert!(peak <= 64.0, "strainline peaked at {peak:.1} MiB");
+    ]) / 1048576.0
 }
 
 /// A recorded flow of many requests is many steps: each step's figures are kept per
@@ -347,18 +355,7 @@ fn a_scenario_of_500_steps_runs_in_bounded_memory() {
     let steps: String = (0..500)
         .map(|i| format!("[[step]]\nname = \"s{i}\"\nweight = 1\npath = \"/health\"\n"))
         .collect();
-    let scenario = s.path("steps.toml");
-    std::fs::write(&scenario, format!("clients = 20\n{steps}")).unwrap();
-    let peak = s.own_peak(&[
-        "load",
-        &srv.url(""),
-        "--scenario",
-        scenario.to_str().unwrap(),
-        "-z",
-        "2s",
-        "--threads",
-        "2",
-    ]) / 1048576.0;
+    let peak = scenario_peak_mib(&s, &srv, &format!("clients = 20\n{steps}"));
     assert!(peak <= 320.0, "strainline peaked at {peak:.1} MiB");
 }
 
