@@ -776,11 +776,22 @@ fn merge(
             lost: p.lost,
         });
     }
+    // The run lasted at least as long as its merged seconds, whatever the reports say
+    // (an agent's `elapsed` earlier than a second it streamed put the tail back in
+    // time, a point of the series before the one before it); a tail at that second's
+    // end comes just after it (too short for the series, in the totals).
+    let merged = seconds.last().map_or(0.0, |s| s.t);
+    let elapsed = elapsed.max(merged);
     if tail.sent + tail.completed + tail.errors() > 0 {
         // The clients of the tail are not in the reports' totals (a gauge is not
         // summed over time): those of the last second streamed.
         tail.active = seconds.last().map_or(0, |s| s.users);
-        spans.push(&mut seconds, elapsed, &tail);
+        let at = if elapsed > merged {
+            elapsed
+        } else {
+            merged + 0.001
+        };
+        spans.push(&mut seconds, at, &tail);
     }
     spans.end(&mut seconds);
     Outcome {
@@ -1073,6 +1084,51 @@ mod tests {
                 before = *t;
             }
             assert!((counted - 990.0).abs() < 1e-6, "{counted} in {points:?}");
+        }
+    }
+
+    /// Reports whose run ended before seconds they streamed (3 s in, or not a number,
+    /// after ten seconds): the run lasted its ten seconds, and the tail comes after them.
+    #[test]
+    fn a_report_that_ends_before_its_streamed_seconds_leaves_them_in_order() {
+        for elapsed in [3.0, 10.0, f64::NAN] {
+            let mut pending: BTreeMap<u64, Vec<Option<Box<Tally>>>> = BTreeMap::new();
+            let mut seconds: Vec<Second> = Vec::new();
+            let mut spans = StepSpans::new(None);
+            let mut parts = [part((0, 0), Tally::default())];
+            for index in 1..=10 {
+                received(
+                    &mut parts[0],
+                    &mut pending,
+                    &seconds,
+                    (0, 1),
+                    index,
+                    Box::new(tally(50, 100)),
+                );
+            }
+            let mut total = parts[0].streamed.clone();
+            total.merge(&tally(7, 0));
+            done(
+                &mut parts,
+                &mut pending,
+                &seconds,
+                0,
+                Box::new(report(total, elapsed, 100)),
+            );
+            let mut progress = |_: &Second, _: &Tally| {};
+            flush(
+                &mut pending,
+                &[true],
+                &mut seconds,
+                &mut spans,
+                &mut progress,
+                true,
+            );
+            let outcome = merge(&plan(), parts.into(), seconds, spans, Instant::now(), false);
+            let ts: Vec<f64> = outcome.seconds.iter().map(|s| s.t).collect();
+            assert!(ts.windows(2).all(|w| w[0] < w[1]), "{elapsed}: {ts:?}");
+            assert!(outcome.elapsed >= 10.0, "{elapsed}: {}", outcome.elapsed);
+            assert_eq!(outcome.total.completed, 507);
         }
     }
 
