@@ -298,7 +298,7 @@ async fn coordinate(
                         received(&mut parts[i], &mut pending, &seconds, (i, n), index, tally);
                     }
                     Event::Done(i, report) => {
-                        done(&mut parts, &mut pending, &seconds, i, report);
+                        parts[i].report = Some(*report);
                         ended[i] = true;
                     }
                     Event::Lost(i, why) => {
@@ -314,7 +314,7 @@ async fn coordinate(
                         }
                     }
                 }
-                join_ended(&mut parts, &mut pending, &seconds);
+                place_remainders(&mut parts, &mut pending, &seconds);
                 flush(&mut pending, &ended, &mut seconds, &mut spans, &mut progress, false);
             }
             _ = tick.tick() => {
@@ -593,34 +593,21 @@ fn received(
     pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(tally);
 }
 
-/// Agent `i`'s report: its remainder merged as its next second when it is
-/// ([`last_as_second`]), kept for the run's outcome.
-fn done(
-    parts: &mut [Part],
-    pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
-    seconds: &[Second],
-    i: usize,
-    report: Box<Report>,
-) {
-    let n = parts.len();
-    if let Some((index, last)) = last_as_second(&parts[i], &report, merged_until(seconds)) {
-        parts[i].streamed.merge(&last);
-        pending.entry(index).or_insert_with(|| vec![None; n])[i] = Some(last);
-    }
-    parts[i].report = Some(*report);
-}
-
-/// The remainders of agents whose run ended within a second that other agents' parts of
-/// are still to be merged (a second one of them streamed, or one's remainder that
-/// ended at its close): merged in that second. That second is whole, and the run's
-/// tail ends after it: such a remainder, left in the tail, was a second back in time
-/// (the tail ending at 9.97 s after a 10th second), left out of the series.
-fn join_ended(
+/// The remainders of ended agents (their reports' totals beyond the seconds they
+/// streamed) merged as the second after their newest streamed one, where they belong:
+/// when the run ended at that second's close ([`last_as_second`]: the close never
+/// came), or within that second while other agents' parts of it are still to be
+/// merged (a second one of them streamed, or one's remainder that ended at its close).
+/// Left in the run's tail, such a remainder ended before that merged second (the tail
+/// at 9.97 s after a 10th second), out of the series. Any other stays in the tail, as a
+/// partial second does on one machine.
+fn place_remainders(
     parts: &mut [Part],
     pending: &mut BTreeMap<u64, Vec<Option<Box<Tally>>>>,
     seconds: &[Second],
 ) {
     let flushed = merged_until(seconds);
+    let n = parts.len();
     for (j, part) in parts.iter_mut().enumerate() {
         let Some(r) = &part.report else { continue };
         let index = part.last_second.0 + 1;
@@ -628,12 +615,14 @@ fn join_ended(
         let others = pending
             .get(&index)
             .is_some_and(|got| (got.iter().enumerate()).any(|(k, g)| k != j && g.is_some()));
-        if !(within && others) {
-            continue;
-        }
-        if let Some(last) = remainder(part, r, index, flushed) {
+        let placed = match last_as_second(part, r, flushed) {
+            Some(at_close) => Some(at_close),
+            None if within && others => remainder(part, r, index, flushed).map(|l| (index, l)),
+            None => None,
+        };
+        if let Some((index, last)) = placed {
             part.streamed.merge(&last);
-            pending.get_mut(&index).expect("pending")[j] = Some(last);
+            pending.entry(index).or_insert_with(|| vec![None; n])[j] = Some(last);
         }
     }
 }
@@ -1058,9 +1047,9 @@ mod tests {
                 let mut total = parts[i].streamed.clone();
                 total.merge(&tally(more, 0));
                 let r = Box::new(report(total, elapsed, 100));
-                done(&mut parts, &mut pending, &seconds, i, r);
+                parts[i].report = Some(*r);
                 ended[i] = true;
-                join_ended(&mut parts, &mut pending, &seconds);
+                place_remainders(&mut parts, &mut pending, &seconds);
                 flush_now(&mut pending, &mut seconds, &ended, false);
             }
             flush_now(&mut pending, &mut seconds, &ended, true);
@@ -1108,13 +1097,8 @@ mod tests {
             }
             let mut total = parts[0].streamed.clone();
             total.merge(&tally(7, 0));
-            done(
-                &mut parts,
-                &mut pending,
-                &seconds,
-                0,
-                Box::new(report(total, elapsed, 100)),
-            );
+            parts[0].report = Some(report(total, elapsed, 100));
+            place_remainders(&mut parts, &mut pending, &seconds);
             let mut progress = |_: &Second, _: &Tally| {};
             flush(
                 &mut pending,

@@ -315,12 +315,10 @@ impl StepSpans {
 
     /// Ends the open span at `s`, which ends `t` seconds in.
     fn close(&mut self, s: &mut Second, t: f64) {
-        if self
-            .open
-            .iter()
-            .any(|p| p.sent + p.completed + p.errors > 0)
-        {
-            s.steps = step_of(&self.open, Some(t - self.since));
+        // Empty, it leaves `s` its own parts (a second that closed a span itself).
+        let parts = step_of(&self.open, Some(t - self.since));
+        if !parts.is_empty() {
+            s.steps = parts;
         }
         self.open.clear();
         self.since = t;

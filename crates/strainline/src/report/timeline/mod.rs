@@ -256,12 +256,11 @@ impl Timeline {
 fn step_span(histograms: &[StoredHistogram]) -> usize {
     (histograms.iter())
         .filter(|h| {
-            let length = h.span.1 - h.span.0;
-            h.name.len() > crate::load::SECOND_LATENCY.len()
-                && h.name.starts_with(crate::load::SECOND_LATENCY)
-                && (length - length.round()).abs() < 1e-6
+            (h.name.strip_prefix(crate::load::SECOND_LATENCY)).is_some_and(|r| r.starts_with('/'))
         })
-        .map(|h| (h.span.1 - h.span.0).round().max(1.0) as usize)
+        .map(|h| h.span.1 - h.span.0)
+        .filter(|length| (length - length.round()).abs() < 1e-6)
+        .map(|length| length.round().max(1.0) as usize)
         .max()
         .unwrap_or(1)
 }
